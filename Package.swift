@@ -1,0 +1,37 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// ModelConverter: Keras `.h5` models to Core ML classifiers, on Linux, without Python.
+///
+/// Layers of the design, one target each:
+/// - C wrappers: `CHDF5` (libhdf5), `CProtobufC` (libprotobuf-c), `CoreMLSpec` (protoc-c output for `Schemas/`).
+/// - `ModelIR`: the typed graph that readers produce and writers consume.
+/// - `KerasFormat`: the Keras HDF5 reader.
+/// - `CoreMLFormat`: the Core ML `.mlmodel` writer (and reader).
+/// - `ModelConverter`: the public API tying them together.
+/// - `modelconv`: the thin command-line front end.
+let package = Package(
+  name: "ModelConverter",
+  products: [
+    .library(name: "ModelConverter", targets: ["ModelConverter"]),
+    .executable(name: "modelconv", targets: ["modelconv"]),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CHDF5", path: "Sources/CHDF5", pkgConfig: "hdf5-serial",
+      providers: [.apt(["libhdf5-dev"])]),
+    .systemLibrary(
+      name: "CProtobufC", path: "Sources/CProtobufC", pkgConfig: "libprotobuf-c",
+      providers: [.apt(["libprotobuf-c-dev"])]),
+    .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
+    .target(name: "ModelIR"),
+    .target(name: "KerasFormat", dependencies: ["CHDF5", "ModelIR"]),
+    .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat"]),
+    .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
+    .testTarget(
+      name: "ModelConverterTests",
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "CoreMLSpec", "CHDF5"]),
+  ],
+  swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,238 @@
+import ModelIR
+
+extension KerasGraphImporter {
+  /// Converts one call of a (non-model) layer and returns its output value.
+  mutating func convert(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String) throws -> ValueID {
+    let reader = LayerConfigReader(layer: layer)
+    let className = layer.className
+    func single() throws -> ValueID {
+      guard inputs.count == 1 else { throw reader.fail("expects one input, got \(inputs.count)") }
+      return inputs[0]
+    }
+    func weight(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
+      try model.weights.weight(kinds, layer: layer.name, topLevel: weightGroup, expectedShape: shape)
+    }
+    func add(_ operation: Operation, _ nodeInputs: [ValueID], name: String? = nil) throws -> ValueID {
+      try graphCall { try $0.add(operation, name: name ?? layer.name, inputs: nodeInputs) }
+    }
+    func shape(_ id: ValueID) -> [Int] { builder.type(of: id).shape }
+
+    if KerasLayerCatalog.inferenceNoOps.contains(className) { return try single() }
+
+    switch className {
+    case "Conv2D", "Convolution2D":
+      try reader.requireChannelsLast()
+      let input = try single()
+      let channels = shape(input).last ?? 0
+      let groups = try reader.int("groups", default: 1)
+      let filters = try reader.int("filters")
+      let size = try reader.pair("kernel_size")
+      let kernel = try weight(["kernel"], [size[0], size[1], channels / max(groups, 1), filters])
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
+      let conv = Convolution2D(
+        kernel: kernel, bias: bias, strides: try reader.pair("strides", default: [1, 1]),
+        dilations: try reader.pair("dilation_rate", default: [1, 1]), padding: try reader.padding(), groups: groups)
+      let output = try add(.convolution2D(conv), [input])
+      return try applyActivation(reader.activationName(), to: output, reader: reader)
+
+    case "DepthwiseConv2D":
+      try reader.requireChannelsLast()
+      let input = try single()
+      let channels = shape(input).last ?? 0
+      let multiplier = try reader.int("depth_multiplier", default: 1)
+      let size = try reader.pair("kernel_size")
+      let depthwise = try weight(["depthwise_kernel", "kernel"], [size[0], size[1], channels, multiplier])
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [channels * multiplier]) : nil
+      let conv = Convolution2D(
+        kernel: Self.groupedDepthwiseKernel(depthwise), bias: bias, strides: try reader.pair("strides", default: [1, 1]),
+        dilations: try reader.pair("dilation_rate", default: [1, 1]), padding: try reader.padding(), groups: channels)
+      let output = try add(.convolution2D(conv), [input])
+      return try applyActivation(reader.activationName(), to: output, reader: reader)
+
+    case "SeparableConv2D", "SeparableConvolution2D":
+      try reader.requireChannelsLast()
+      let input = try single()
+      let channels = shape(input).last ?? 0
+      let multiplier = try reader.int("depth_multiplier", default: 1)
+      let filters = try reader.int("filters")
+      let size = try reader.pair("kernel_size")
+      let depthwise = try weight(["depthwise_kernel"], [size[0], size[1], channels, multiplier])
+      let pointwise = try weight(["pointwise_kernel"], [1, 1, channels * multiplier, filters])
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
+      let depthwiseConv = Convolution2D(
+        kernel: Self.groupedDepthwiseKernel(depthwise), bias: nil, strides: try reader.pair("strides", default: [1, 1]),
+        dilations: try reader.pair("dilation_rate", default: [1, 1]), padding: try reader.padding(), groups: channels)
+      let middle = try add(.convolution2D(depthwiseConv), [input], name: layer.name + "_depthwise")
+      let pointwiseConv = Convolution2D(kernel: pointwise, bias: bias, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)
+      let output = try add(.convolution2D(pointwiseConv), [middle])
+      return try applyActivation(reader.activationName(), to: output, reader: reader)
+
+    case "Dense":
+      let input = try single()
+      let units = try reader.int("units")
+      guard shape(input).count == 1 else {
+        throw reader.fail("Dense on a rank-\(shape(input).count + 1) input \(shape(input)) is not supported yet; add a Flatten before it")
+      }
+      let kernel = try weight(["kernel"], [shape(input)[0], units])
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [units]) : nil
+      let output = try add(.dense(Dense(kernel: kernel, bias: bias)), [input])
+      return try applyActivation(reader.activationName(), to: output, reader: reader)
+
+    case "BatchNormalization":
+      let input = try single()
+      let rank = shape(input).count
+      let axis = try reader.value("axis")?.array?.first?.int ?? reader.int("axis", default: -1)
+      guard axis == -1 || axis == rank else { throw reader.fail("normalizing axis \(axis) is not supported; only the channel (last) axis is") }
+      let channels = shape(input).last ?? 0
+      let gamma = reader.bool("scale", default: true) ? try weight(["gamma"], [channels]) : .filled(1, shape: [channels])
+      let beta = reader.bool("center", default: true) ? try weight(["beta"], [channels]) : .filled(0, shape: [channels])
+      let norm = BatchNormalization(
+        gamma: gamma, beta: beta, mean: try weight(["moving_mean"], [channels]),
+        variance: try weight(["moving_variance"], [channels]), epsilon: try reader.float("epsilon", default: 1e-3))
+      return try add(.batchNormalization(norm), [input])
+
+    case "Activation":
+      return try applyActivation(reader.activationName(), to: try single(), reader: reader, standalone: true)
+
+    case "ReLU":
+      let maxValue = reader.optionalFloat("max_value")
+      let slope = try reader.float("negative_slope", default: 0)
+      let threshold = try reader.float("threshold", default: 0)
+      let activation: Activation =
+        maxValue == nil && slope == 0 && threshold == 0 ? .relu
+        : .clippedReLU(maxValue: maxValue, negativeSlope: slope, threshold: threshold)
+      return try add(.activation(activation), [try single()])
+
+    case "LeakyReLU":
+      let alpha = try reader.optionalFloat("negative_slope") ?? reader.float("alpha", default: 0.3)
+      return try add(.activation(.leakyReLU(alpha: alpha)), [try single()])
+
+    case "PReLU":
+      let input = try single()
+      let alpha = try weight(["alpha"], nil)
+      let channels = shape(input).last ?? 0
+      let values = alpha.count == channels ? Constant(shape: [channels], values: alpha.values) : Constant(shape: shape(input), values: alpha.values)
+      return try add(.activation(.parametricReLU(alpha: values)), [input])
+
+    case "ELU":
+      return try add(.activation(.elu(alpha: try reader.float("alpha", default: 1))), [try single()])
+
+    case "ThresholdedReLU":
+      return try add(.activation(.thresholdedReLU(theta: try reader.float("theta", default: 1))), [try single()])
+
+    case "Softmax":
+      let input = try single()
+      return try add(.softmax(axis: try normalizedAxis(reader.int("axis", default: -1), rank: shape(input).count, reader)), [input])
+
+    case "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D":
+      try reader.requireChannelsLast()
+      let pool = try reader.pair("pool_size", default: [2, 2])
+      let pooling = Pooling2D(
+        kind: className.hasPrefix("Max") ? .max : .average, pool: pool,
+        strides: try reader.pair("strides", default: pool), padding: try reader.padding())
+      return try add(.pooling2D(pooling), [try single()])
+
+    case "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D":
+      try reader.requireChannelsLast()
+      let kind: PoolingKind = className.hasPrefix("GlobalMax") ? .max : .average
+      return try add(.globalPooling2D(kind: kind, keepDims: reader.bool("keepdims", default: false)), [try single()])
+
+    case "Flatten":
+      let input = try single()
+      return shape(input).count == 1 ? input : try add(.flatten, [input])
+
+    case "Reshape":
+      let input = try single()
+      var target = try reader.ints("target_shape")
+      if let unknown = target.firstIndex(of: -1) {
+        let known = target.filter { $0 != -1 }.reduce(1, *)
+        target[unknown] = known == 0 ? 0 : shape(input).reduce(1, *) / known
+      }
+      return try add(.reshape(targetShape: target), [input])
+
+    case "Permute":
+      return try add(.permute(order: try reader.ints("dims").map { $0 - 1 }), [try single()])
+
+    case "ZeroPadding2D":
+      try reader.requireChannelsLast()
+      return try add(.zeroPadding2D(reader.box("padding")), [try single()])
+
+    case "Cropping2D":
+      try reader.requireChannelsLast()
+      return try add(.cropping2D(reader.box("cropping")), [try single()])
+
+    case "UpSampling2D":
+      try reader.requireChannelsLast()
+      let size = try reader.pair("size", default: [2, 2])
+      let interpolation = try reader.string("interpolation", default: "nearest")
+      guard interpolation == "nearest" || interpolation == "bilinear" else {
+        throw reader.fail("interpolation '\(interpolation)' is not supported (nearest or bilinear)")
+      }
+      return try add(.upsampling2D(height: size[0], width: size[1], bilinear: interpolation == "bilinear"), [try single()])
+
+    case "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum":
+      let kinds: [String: ElementwiseKind] = [
+        "Add": .add, "Subtract": .subtract, "Multiply": .multiply, "Average": .average, "Maximum": .maximum, "Minimum": .minimum,
+      ]
+      return try add(.elementwise(kinds[className]!), inputs)
+
+    case "Concatenate":
+      let rank = inputs.first.map { shape($0).count } ?? 0
+      return try add(.concatenate(axis: try normalizedAxis(reader.int("axis", default: -1), rank: rank, reader)), inputs)
+
+    default:
+      throw KerasReaderError.unsupportedLayers(path: model.path, layers: [.init(name: layer.name, className: className)])
+    }
+  }
+
+  /// Maps a Keras axis (counting the batch dimension, or negative) to an IR axis.
+  private func normalizedAxis(_ axis: Int, rank: Int, _ reader: LayerConfigReader) throws -> Int {
+    let normalized = axis < 0 ? rank + axis : axis - 1
+    guard normalized >= 0, normalized < rank else { throw reader.fail("axis \(axis) does not fit a rank-\(rank + 1) tensor") }
+    return normalized
+  }
+
+  /// A depthwise kernel `[kh, kw, C, m]` as a grouped kernel `[kh, kw, 1, C*m]`; the row-major data is unchanged.
+  static func groupedDepthwiseKernel(_ kernel: Constant) -> Constant {
+    let s = kernel.shape
+    return Constant(shape: [s[0], s[1], 1, s[2] * s[3]], values: kernel.values)
+  }
+
+  /// Adds the node for a named Keras activation after `input`; `linear` adds nothing unless standalone.
+  mutating func applyActivation(_ name: String, to input: ValueID, reader: LayerConfigReader, standalone: Bool = false) throws -> ValueID {
+    let nodeName = standalone ? reader.layer.name : reader.layer.name + "__activation__"
+    let operation: Operation
+    switch name {
+    case "linear":
+      if !standalone { return input }
+      operation = .activation(.identity)
+    case "softmax":
+      operation = .softmax(axis: builder.type(of: input).shape.count - 1)
+    default:
+      guard let activation = activation(named: name) else { throw reader.fail("activation '\(name)' is not supported") }
+      operation = .activation(activation)
+    }
+    return try graphCall { try $0.add(operation, name: nodeName, inputs: [input]) }
+  }
+
+  /// The IR activation for a Keras activation function name, reading version-dependent constants.
+  func activation(named name: String) -> Activation? {
+    switch name {
+    case "relu": return .relu
+    case "relu6": return .clippedReLU(maxValue: 6, negativeSlope: 0, threshold: 0)
+    case "sigmoid": return .sigmoid
+    case "tanh": return .tanh
+    case "elu": return .elu(alpha: 1)
+    case "selu": return .selu
+    case "softplus": return .softplus
+    case "softsign": return .softsign
+    // Keras 2 uses 0.2x + 0.5; Keras 3 uses relu6(x + 3) / 6.
+    case "hard_sigmoid": return model.isKeras3 ? .hardSigmoid(slope: 1.0 / 6, offset: 0.5) : .hardSigmoid(slope: 0.2, offset: 0.5)
+    case "swish", "silu": return .swish
+    // tf.keras' gelu defaults to the exact form; Keras 3's to the tanh approximation.
+    case "gelu": return .gelu(approximate: model.isKeras3)
+    case "exponential": return .exponential
+    default: return nil
+    }
+  }
+}

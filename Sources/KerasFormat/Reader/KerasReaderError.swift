@@ -1,0 +1,60 @@
+/// Why a Keras model could not be read or turned into a graph.
+public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
+  /// The file does not exist or cannot be read.
+  case fileNotFound(path: String)
+  /// The file is not an HDF5 file (and so not a Keras `.h5` model).
+  case notHDF5(path: String)
+  /// The HDF5 file has no `model_config`: it holds weights only, or is not a Keras file at all.
+  case noModelConfig(path: String, weightsOnly: Bool)
+  /// The architecture JSON is malformed or missing a required field.
+  case invalidConfig(path: String, detail: String)
+  /// Layers with no conversion, each as (name, class name).
+  case unsupportedLayers(path: String, layers: [UnsupportedLayer])
+  /// A layer's configuration has a value the converter cannot take.
+  case invalidLayer(layer: String, className: String, detail: String)
+  /// A weight named by the config is not in the file.
+  case missingWeight(path: String, layer: String, weight: String)
+  /// A weight's shape does not match what the layer config implies.
+  case weightShapeMismatch(path: String, layer: String, weight: String, expected: [Int], actual: [Int])
+  /// An input has unknown dimensions and no shape was given for it.
+  case unknownInputShape(input: String, shape: [Int?])
+  /// Shapes in the model do not fit together.
+  case graph(path: String, detail: String)
+  /// An HDF5 object could not be read.
+  case hdf5(String)
+
+  /// A layer that has no conversion.
+  public struct UnsupportedLayer: Equatable, Sendable, CustomStringConvertible {
+    public var name: String
+    public var className: String
+    public init(name: String, className: String) {
+      self.name = name
+      self.className = className
+    }
+    public var description: String { "\(name) (\(className))" }
+  }
+
+  public var description: String {
+    switch self {
+    case .fileNotFound(let path): return "\(path): no such file, or it cannot be read"
+    case .notHDF5(let path): return "\(path): not an HDF5 file, so not a Keras .h5 model"
+    case .noModelConfig(let path, let weightsOnly):
+      return weightsOnly
+        ? "\(path): holds Keras weights only (no 'model_config' attribute); pass the architecture JSON from model.to_json() with --architecture"
+        : "\(path): an HDF5 file without a Keras 'model_config' attribute"
+    case .invalidConfig(let path, let detail): return "\(path): invalid Keras model config: \(detail)"
+    case .unsupportedLayers(let path, let layers):
+      return "\(path): \(layers.count) unsupported layer\(layers.count == 1 ? "" : "s"): "
+        + layers.map(\.description).joined(separator: ", ")
+    case .invalidLayer(let layer, let className, let detail): return "layer '\(layer)' (\(className)): \(detail)"
+    case .missingWeight(let path, let layer, let weight): return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
+    case .weightShapeMismatch(let path, let layer, let weight, let expected, let actual):
+      return "\(path): layer '\(layer)' weight '\(weight)' has shape \(actual), the config implies \(expected)"
+    case .unknownInputShape(let input, let shape):
+      let text = shape.map { $0.map(String.init) ?? "None" }.joined(separator: ", ")
+      return "input '\(input)' has unknown dimensions (None, \(text)); give them with --input-shape \(input)=1,H,W,C"
+    case .graph(let path, let detail): return "\(path): \(detail)"
+    case .hdf5(let detail): return detail
+    }
+  }
+}

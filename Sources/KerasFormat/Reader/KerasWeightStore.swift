@@ -1,0 +1,57 @@
+import ModelIR
+
+/// Finds each layer's weight datasets through the `weight_names` attributes, never by rebuilding paths.
+///
+/// The top-level weight groups are named in `layer_names`; a nested model's group lists the weights
+/// of all its inner layers, each named `.../<inner layer>/<weight>[:0]`.
+struct KerasWeightStore {
+  let root: HDF5Group
+  let path: String
+  /// Top-level layer name → (weight name as stored, dataset path relative to the layer group).
+  private var weightNames: [String: [String]] = [:]
+
+  init(root: HDF5Group, path: String) throws {
+    self.root = root
+    self.path = path
+    let layerNames = (try? root.stringArrayAttribute("layer_names")) ?? nil
+    for layer in layerNames ?? [] {
+      guard let group = root.group(layer) else { continue }
+      weightNames[layer] = (try? group.stringArrayAttribute("weight_names")) ?? []
+    }
+  }
+
+  /// The weight kind of a stored name: `conv2d/kernel:0` → `kernel`.
+  private static func kind(of weightName: String) -> String {
+    let last = weightName.split(separator: "/").last.map(String.init) ?? weightName
+    return last.split(separator: ":").first.map(String.init) ?? last
+  }
+
+  /// The layer a stored name belongs to: `conv2d/kernel:0` → `conv2d`.
+  private static func owner(of weightName: String) -> String? {
+    let components = weightName.split(separator: "/")
+    return components.count >= 2 ? String(components[components.count - 2]) : nil
+  }
+
+  /// Reads one weight of a layer.
+  ///
+  /// - Parameters:
+  ///   - kinds: accepted names for the weight (Keras 2 and 3 differ, e.g. `depthwise_kernel`/`kernel`).
+  ///   - layer: the layer's own name.
+  ///   - topLevel: the top-level layer (group) holding it: itself, or the outermost nested model.
+  ///   - expectedShape: the shape the config implies, checked when given.
+  func weight(_ kinds: [String], layer: String, topLevel: String, expectedShape: [Int]?) throws -> Constant {
+    let names = weightNames[topLevel] ?? []
+    let nested = topLevel != layer
+    let candidates = names.filter { kinds.contains(Self.kind(of: $0)) && (!nested || Self.owner(of: $0) == layer) }
+    // Several matches happen only in a nested group holding same-named inner layers; keep the first per kind order.
+    guard let name = kinds.lazy.compactMap({ kind in candidates.first { Self.kind(of: $0) == kind } }).first,
+      let group = root.group(topLevel), group.hasDataset(name)
+    else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: kinds[0]) }
+    let data: (shape: [Int], values: [Float])
+    do { data = try group.floatDataset(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+    if let expectedShape, expectedShape != data.shape {
+      throw KerasReaderError.weightShapeMismatch(path: path, layer: layer, weight: name, expected: expectedShape, actual: data.shape)
+    }
+    return Constant(shape: data.shape, values: data.values)
+  }
+}

@@ -1,0 +1,33 @@
+/// A typed, topologically ordered dataflow graph with named inputs and outputs.
+///
+/// Build one with `GraphBuilder`, which checks every shape as nodes are added.
+public struct Graph: Sendable, Equatable {
+  public internal(set) var values: [Value]
+  public internal(set) var nodes: [Node]
+  public internal(set) var inputs: [ValueID]
+  public internal(set) var outputs: [ValueID]
+
+  init(values: [Value], nodes: [Node], inputs: [ValueID], outputs: [ValueID]) {
+    self.values = values
+    self.nodes = nodes
+    self.inputs = inputs
+    self.outputs = outputs
+  }
+
+  /// The value with this id.
+  public subscript(id: ValueID) -> Value { values[id] }
+
+  /// The node producing a value, or nil for graph inputs.
+  public func producer(of id: ValueID) -> Node? { nodes.first { $0.output == id } }
+
+  /// The number of weight elements in all constants.
+  public var parameterCount: Int { nodes.reduce(0) { $0 + $1.operation.constants.reduce(0) { $0 + $1.count } } }
+
+  /// Renames a value; names must stay unique.
+  public mutating func rename(_ id: ValueID, to newName: String) throws {
+    if let clash = values.firstIndex(where: { $0.name == newName }), clash != id {
+      throw GraphError.duplicateName(newName)
+    }
+    values[id].name = newName
+  }
+}

@@ -1,0 +1,49 @@
+/// Builds a `Graph` node by node, inferring and checking every output shape as it goes.
+public struct GraphBuilder {
+  private var values: [Value] = []
+  private var nodes: [Node] = []
+  private var inputs: [ValueID] = []
+  private var usedNames: Set<String> = []
+
+  public init() {}
+
+  /// Adds a graph input.
+  public mutating func addInput(name: String, type: TensorType) throws -> ValueID {
+    let id = try addValue(name: name, type: type)
+    inputs.append(id)
+    return id
+  }
+
+  /// Adds a node and returns its output value; throws when the input shapes do not fit the operation.
+  public mutating func add(_ operation: Operation, name: String, inputs nodeInputs: [ValueID]) throws -> ValueID {
+    let shapes = nodeInputs.map { values[$0].type.shape }
+    let shape = try operation.outputShape(inputShapes: shapes, node: name)
+    let output = try addValue(name: uniqueName(name + "_output"), type: TensorType(shape))
+    nodes.append(Node(name: uniqueName(name), operation: operation, inputs: nodeInputs, output: output))
+    usedNames.insert(nodes.last!.name)
+    return output
+  }
+
+  /// The type of a value added so far.
+  public func type(of id: ValueID) -> TensorType { values[id].type }
+
+  /// Finishes the graph with these outputs.
+  public func build(outputs: [ValueID]) -> Graph {
+    Graph(values: values, nodes: nodes, inputs: inputs, outputs: outputs)
+  }
+
+  /// `base`, or `base_2`, `base_3`, ... when taken.
+  public func uniqueName(_ base: String) -> String {
+    if !usedNames.contains(base) { return base }
+    var suffix = 2
+    while usedNames.contains("\(base)_\(suffix)") { suffix += 1 }
+    return "\(base)_\(suffix)"
+  }
+
+  private mutating func addValue(name: String, type: TensorType) throws -> ValueID {
+    guard !usedNames.contains(name) else { throw GraphError.duplicateName(name) }
+    usedNames.insert(name)
+    values.append(Value(name: name, type: type))
+    return values.count - 1
+  }
+}

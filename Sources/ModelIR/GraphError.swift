@@ -1,0 +1,17 @@
+/// Why a graph could not be built.
+public enum GraphError: Error, Equatable, CustomStringConvertible {
+  /// An operation got inputs whose shapes it cannot take.
+  case shapeMismatch(node: String, detail: String)
+  /// An operation got the wrong number of inputs.
+  case arity(node: String, expected: String, actual: Int)
+  /// Two values share a name.
+  case duplicateName(String)
+
+  public var description: String {
+    switch self {
+    case .shapeMismatch(let node, let detail): return "layer '\(node)': \(detail)"
+    case .arity(let node, let expected, let actual): return "layer '\(node)': expects \(expected) inputs, got \(actual)"
+    case .duplicateName(let name): return "two tensors are both named '\(name)'"
+    }
+  }
+}

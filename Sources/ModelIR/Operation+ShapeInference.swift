@@ -1,0 +1,128 @@
+extension Operation {
+  /// The output shape for these input shapes; throws when they do not fit.
+  public func outputShape(inputShapes: [[Int]], node: String) throws -> [Int] {
+    func fail(_ detail: String) -> GraphError { .shapeMismatch(node: node, detail: detail) }
+    func requireArity(_ n: Int) throws {
+      if inputShapes.count != n { throw GraphError.arity(node: node, expected: "\(n)", actual: inputShapes.count) }
+    }
+    func requireImage(_ shape: [Int]) throws -> (Int, Int, Int) {
+      guard shape.count == 3 else { throw fail("expects a [H, W, C] input, got \(shape)") }
+      return (shape[0], shape[1], shape[2])
+    }
+
+    switch self {
+    case .convolution2D(let conv):
+      try requireArity(1)
+      let (h, w, c) = try requireImage(inputShapes[0])
+      guard c == conv.inputChannelsPerGroup * conv.groups, conv.outputChannels % conv.groups == 0 else {
+        throw fail("kernel \(conv.kernel.shape) with \(conv.groups) groups does not fit \(c) input channels")
+      }
+      let oh = conv.padding.outputLength(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
+      let ow = conv.padding.outputLength(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+      guard oh > 0, ow > 0 else { throw fail("kernel \(conv.kernelHeight)x\(conv.kernelWidth) is larger than the \(h)x\(w) input") }
+      if let bias = conv.bias, bias.count != conv.outputChannels { throw fail("bias has \(bias.count) values for \(conv.outputChannels) channels") }
+      return [oh, ow, conv.outputChannels]
+
+    case .dense(let dense):
+      try requireArity(1)
+      guard inputShapes[0].count == 1 else {
+        throw fail("Dense on a rank-\(inputShapes[0].count + 1) tensor \(inputShapes[0]) is not supported yet (add a Flatten before it)")
+      }
+      guard inputShapes[0][0] == dense.inputUnits else { throw fail("kernel \(dense.kernel.shape) does not fit input \(inputShapes[0])") }
+      if let bias = dense.bias, bias.count != dense.outputUnits { throw fail("bias has \(bias.count) values for \(dense.outputUnits) units") }
+      return [dense.outputUnits]
+
+    case .batchNormalization(let bn):
+      try requireArity(1)
+      guard let channels = inputShapes[0].last, channels == bn.channels,
+        [bn.gamma, bn.beta, bn.variance].allSatisfy({ $0.count == channels })
+      else { throw fail("statistics for \(bn.channels) channels do not fit input \(inputShapes[0])") }
+      return inputShapes[0]
+
+    case .activation(let activation):
+      try requireArity(1)
+      if case .parametricReLU(let alpha) = activation {
+        let shape = inputShapes[0]
+        guard alpha.count == shape.last ?? 0 || alpha.count == shape.reduce(1, *) else {
+          throw fail("PReLU alpha \(alpha.shape) does not fit input \(shape)")
+        }
+      }
+      return inputShapes[0]
+
+    case .softmax(let axis):
+      try requireArity(1)
+      guard axis == inputShapes[0].count - 1 else { throw fail("softmax on axis \(axis) of \(inputShapes[0]) (only the last axis is supported)") }
+      return inputShapes[0]
+
+    case .pooling2D(let pool):
+      try requireArity(1)
+      let (h, w, c) = try requireImage(inputShapes[0])
+      let oh = pool.padding.outputLength(input: h, kernel: pool.poolHeight, stride: pool.strideHeight)
+      let ow = pool.padding.outputLength(input: w, kernel: pool.poolWidth, stride: pool.strideWidth)
+      guard oh > 0, ow > 0 else { throw fail("pool \(pool.poolHeight)x\(pool.poolWidth) is larger than the \(h)x\(w) input") }
+      return [oh, ow, c]
+
+    case .globalPooling2D(_, let keepDims):
+      try requireArity(1)
+      let (_, _, c) = try requireImage(inputShapes[0])
+      return keepDims ? [1, 1, c] : [c]
+
+    case .flatten:
+      try requireArity(1)
+      return [inputShapes[0].reduce(1, *)]
+
+    case .reshape(let target):
+      try requireArity(1)
+      guard target.reduce(1, *) == inputShapes[0].reduce(1, *), target.allSatisfy({ $0 > 0 }) else {
+        throw fail("cannot reshape \(inputShapes[0]) to \(target)")
+      }
+      return target
+
+    case .permute(let order):
+      try requireArity(1)
+      let shape = inputShapes[0]
+      guard order.sorted() == Array(0..<shape.count) else { throw fail("permutation \(order) does not fit \(shape)") }
+      return order.map { shape[$0] }
+
+    case .zeroPadding2D(let box):
+      try requireArity(1)
+      let (h, w, c) = try requireImage(inputShapes[0])
+      return [h + box.top + box.bottom, w + box.left + box.right, c]
+
+    case .cropping2D(let box):
+      try requireArity(1)
+      let (h, w, c) = try requireImage(inputShapes[0])
+      let oh = h - box.top - box.bottom, ow = w - box.left - box.right
+      guard oh > 0, ow > 0 else { throw fail("cropping \(box) removes all of the \(h)x\(w) input") }
+      return [oh, ow, c]
+
+    case .upsampling2D(let fh, let fw, _):
+      try requireArity(1)
+      let (h, w, c) = try requireImage(inputShapes[0])
+      return [h * fh, w * fw, c]
+
+    case .elementwise(let kind):
+      let expected = kind == .subtract ? "2" : "2 or more"
+      guard kind == .subtract ? inputShapes.count == 2 : inputShapes.count >= 2 else {
+        throw GraphError.arity(node: node, expected: expected, actual: inputShapes.count)
+      }
+      guard inputShapes.allSatisfy({ $0 == inputShapes[0] }) else { throw fail("\(kind.rawValue) of different shapes \(inputShapes)") }
+      return inputShapes[0]
+
+    case .concatenate(let axis):
+      guard inputShapes.count >= 2 else { throw GraphError.arity(node: node, expected: "2 or more", actual: inputShapes.count) }
+      let rank = inputShapes[0].count
+      guard axis >= 0, axis < rank else { throw fail("axis \(axis) is outside rank \(rank)") }
+      for shape in inputShapes {
+        var a = shape, b = inputShapes[0]
+        guard a.count == rank else { throw fail("concatenating tensors of different ranks \(inputShapes)") }
+        a[axis] = 0
+        b[axis] = 0
+        guard a == b else { throw fail("concatenating \(inputShapes) along axis \(axis)") }
+      }
+      var out = inputShapes[0]
+      out[axis] = inputShapes.reduce(0) { $0 + $1[axis] }
+      return out
+    }
+  }
+}

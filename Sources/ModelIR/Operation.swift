@@ -1,0 +1,58 @@
+/// One computation in a graph, with its typed attributes and constants.
+///
+/// Axes are counted without the batch dimension, channels-last (see `ModelIRDocumentation`).
+public enum Operation: Sendable, Equatable {
+  case convolution2D(Convolution2D)
+  case dense(Dense)
+  case batchNormalization(BatchNormalization)
+  case activation(Activation)
+  /// Softmax along one axis.
+  case softmax(axis: Int)
+  case pooling2D(Pooling2D)
+  /// Pooling over all of `H` and `W`; the result is `[C]`, or `[1, 1, C]` with `keepDims`.
+  case globalPooling2D(kind: PoolingKind, keepDims: Bool)
+  /// Row-major flattening of a channels-last tensor into `[H * W * C]`.
+  case flatten
+  /// Row-major reshape of a channels-last tensor.
+  case reshape(targetShape: [Int])
+  /// Output axis `i` is input axis `order[i]`.
+  case permute(order: [Int])
+  case zeroPadding2D(Box2D)
+  case cropping2D(Box2D)
+  /// Upsampling by integer factors: nearest neighbour, or bilinear with half-pixel centres.
+  case upsampling2D(height: Int, width: Int, bilinear: Bool)
+  case elementwise(ElementwiseKind)
+  case concatenate(axis: Int)
+
+  /// A short name for summaries and errors.
+  public var kindName: String {
+    switch self {
+    case .convolution2D: return "convolution2D"
+    case .dense: return "dense"
+    case .batchNormalization: return "batchNormalization"
+    case .activation: return "activation"
+    case .softmax: return "softmax"
+    case .pooling2D: return "pooling2D"
+    case .globalPooling2D: return "globalPooling2D"
+    case .flatten: return "flatten"
+    case .reshape: return "reshape"
+    case .permute: return "permute"
+    case .zeroPadding2D: return "zeroPadding2D"
+    case .cropping2D: return "cropping2D"
+    case .upsampling2D: return "upsampling2D"
+    case .elementwise(let kind): return kind.rawValue
+    case .concatenate: return "concatenate"
+    }
+  }
+
+  /// The constants the operation holds, for parameter counts and precision checks.
+  public var constants: [Constant] {
+    switch self {
+    case .convolution2D(let c): return [c.kernel] + (c.bias.map { [$0] } ?? [])
+    case .dense(let d): return [d.kernel] + (d.bias.map { [$0] } ?? [])
+    case .batchNormalization(let b): return [b.gamma, b.beta, b.mean, b.variance]
+    case .activation(.parametricReLU(let alpha)): return [alpha]
+    default: return []
+    }
+  }
+}
