@@ -25,6 +25,11 @@ public struct KerasGraphImporter {
     if !unsupported.isEmpty { throw KerasReaderError.unsupportedLayers(path: model.path, layers: unsupported) }
   }
 
+  /// The name of a Sequential model's input, as the importer assigns it.
+  public static func sequentialInputName(_ model: KerasModelFile) throws -> String {
+    try KerasGraphImporter(model: model, inputShapes: [:]).sequentialInput(model.config).0
+  }
+
   private mutating func run() throws -> Graph {
     let config = model.config
     var inputs: [ValueID] = []

@@ -1,0 +1,53 @@
+import ModelIR
+
+/// Keras-to-Core-ML data rearrangements, the one place where layouts change.
+extension CoreMLLayerEmitter {
+  /// A row-major `[rows, columns]` matrix transposed to `[columns, rows]`.
+  static func transposed(_ values: [Float], rows: Int, columns: Int) -> [Float] {
+    var result = [Float](repeating: 0, count: values.count)
+    for row in 0..<rows {
+      for column in 0..<columns { result[column * rows + row] = values[row * columns + column] }
+    }
+    return result
+  }
+
+  /// A Keras kernel `[kh, kw, in, out]` as Core ML's `[out, in, kh, kw]`.
+  static func coreMLKernel(_ kernel: Constant) -> [Float] {
+    let (kh, kw, ci, co) = (kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3])
+    var result = [Float](repeating: 0, count: kernel.count)
+    for y in 0..<kh {
+      for x in 0..<kw {
+        for i in 0..<ci {
+          for o in 0..<co { result[((o * ci + i) * kh + y) * kw + x] = kernel.values[((y * kw + x) * ci + i) * co + o] }
+        }
+      }
+    }
+    return result
+  }
+
+  /// A Keras shape as Core ML's rank-5 blob shape `[C, H, W]` (vectors are `[D, 1, 1]`).
+  static func coreMLShape(_ shape: [Int]) -> [Int]? {
+    switch shape.count {
+    case 1: return [shape[0]]
+    case 3: return [shape[2], shape[0], shape[1]]
+    default: return nil
+    }
+  }
+
+  /// A reshape target as Core ML's `[Seq, C, H, W]`.
+  static func coreMLShape4(_ shape: [Int], layer: String) throws -> [Int] {
+    switch shape.count {
+    case 1: return [1, shape[0], 1, 1]
+    case 3: return [1, shape[2], shape[0], shape[1]]
+    default:
+      throw CoreMLWriterError.unsupportedOperation(layer: layer, detail: "Reshape to rank \(shape.count + 1) (only (D,) and (H, W, C) targets)")
+    }
+  }
+
+  /// A Keras permutation of `[H, W, C]` as Core ML's permutation of `[Seq, C, H, W]`.
+  static func coreMLPermutation(_ order: [Int]) -> [Int] {
+    // Keras axis (without batch) to Core ML axis: H → 2, W → 3, C → 1.
+    let position = [2, 3, 1]
+    return [0, position[order[2]], position[order[0]], position[order[1]]]
+  }
+}

@@ -1,0 +1,463 @@
+import CProtobufC
+import CoreMLSpec
+import ModelIR
+
+typealias NNLayer = CoreML__Specification__NeuralNetworkLayer
+typealias WeightParams = CoreML__Specification__WeightParams
+
+/// Turns IR nodes into classic (rank-5) Core ML neural-network layers.
+///
+/// This is where Keras' channels-last data meets Core ML's `[C, H, W]` blobs: kernels are
+/// transposed here and axes are mapped here, nowhere else.
+struct CoreMLLayerEmitter {
+  let arena: MessageArena
+  let graph: Graph
+  let precision: WeightPrecision
+  private(set) var layers: [UnsafeMutablePointer<NNLayer>] = []
+  /// The lowest specification version the emitted layers need.
+  private(set) var specificationVersion: Int32 = 1
+
+  init(arena: MessageArena, graph: Graph, precision: WeightPrecision) {
+    self.arena = arena
+    self.graph = graph
+    self.precision = precision
+    if precision == .float16 { specificationVersion = 2 }
+  }
+
+  // MARK: Layer plumbing
+
+  /// Appends a layer and returns it so the caller can set its parameters.
+  @discardableResult
+  private mutating func layer(_ name: String, inputs: [String], output: String) -> UnsafeMutablePointer<NNLayer> {
+    let layer = arena.message(core_ml__specification__neural_network_layer__init)
+    layer.pointee.name = arena.string(name)
+    layer.pointee.n_input = inputs.count
+    layer.pointee.input = arena.pointerArray(inputs.map(arena.string))
+    layer.pointee.n_output = 1
+    layer.pointee.output = arena.pointerArray([arena.string(output)])
+    layers.append(layer)
+    return layer
+  }
+
+  private func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
+    let params = arena.message(core_ml__specification__weight_params__init)
+    switch precision {
+    case .float32:
+      params.pointee.n_floatvalue = values.count
+      params.pointee.floatvalue = arena.array(values)
+    case .float16:
+      var bytes: [UInt8] = []
+      bytes.reserveCapacity(values.count * 2)
+      for value in values {
+        guard value.isFinite, abs(value) <= 65504 else { throw CoreMLWriterError.float16Overflow(layer: layer, value: value) }
+        let bits = Float16(value).bitPattern
+        bytes.append(UInt8(bits & 0xFF))
+        bytes.append(UInt8(bits >> 8))
+      }
+      params.pointee.float16value = arena.binary(bytes)
+    }
+    return params
+  }
+
+  private func uint64s(_ values: [Int]) -> UnsafeMutablePointer<UInt64>? { arena.array(values.map { UInt64($0) }) }
+
+  private func border(_ amounts: [(Int, Int)]) -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts> {
+    let border = arena.message(core_ml__specification__border_amounts__init)
+    let edges = amounts.map { start, end -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts__EdgeSizes> in
+      let edge = arena.message(core_ml__specification__border_amounts__edge_sizes__init)
+      edge.pointee.startedgesize = UInt64(start)
+      edge.pointee.endedgesize = UInt64(end)
+      return edge
+    }
+    border.pointee.n_borderamounts = edges.count
+    border.pointee.borderamounts = arena.pointerArray(edges)
+    return border
+  }
+
+  // MARK: Nodes
+
+  /// Emits the layers for one node; the last layer writes the node's output blob.
+  mutating func emit(_ node: Node) throws {
+    let inputs = node.inputs.map { graph[$0].name }
+    let output = graph[node.output].name
+    let inputShape = graph[node.inputs[0]].type.shape
+    switch node.operation {
+    case .convolution2D(let conv):
+      try emitConvolution(conv, name: node.name, input: inputs[0], output: output)
+
+    case .dense(let dense):
+      let params = arena.message(core_ml__specification__inner_product_layer_params__init)
+      params.pointee.inputchannels = UInt64(dense.inputUnits)
+      params.pointee.outputchannels = UInt64(dense.outputUnits)
+      // Keras stores [in, out]; Core ML wants [out, in].
+      params.pointee.weights = try weights(Self.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), layer: node.name)
+      if let bias = dense.bias {
+        params.pointee.hasbias = 1
+        params.pointee.bias = try weights(bias.values, layer: node.name)
+      }
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT
+      layer.pointee.innerproduct = params
+
+    case .batchNormalization(let norm):
+      let params = arena.message(core_ml__specification__batchnorm_layer_params__init)
+      params.pointee.channels = UInt64(norm.channels)
+      params.pointee.epsilon = norm.epsilon
+      params.pointee.gamma = try weights(norm.gamma.values, layer: node.name)
+      params.pointee.beta = try weights(norm.beta.values, layer: node.name)
+      params.pointee.mean = try weights(norm.mean.values, layer: node.name)
+      params.pointee.variance = try weights(norm.variance.values, layer: node.name)
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM
+      layer.pointee.batchnorm = params
+
+    case .activation(let activation):
+      try emitActivation(activation, name: node.name, input: inputs[0], output: output, shape: inputShape)
+
+    case .softmax:
+      // Only the last (channel) axis reaches here: the IR checks it; Core ML's softmax runs over C.
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX
+      layer.pointee.softmax = arena.message(core_ml__specification__softmax_layer_params__init)
+
+    case .pooling2D(let pool):
+      let params = arena.message(core_ml__specification__pooling_layer_params__init)
+      params.pointee.type = pool.kind == .max ? CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__MAX : CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE
+      params.pointee.n_kernelsize = 2
+      params.pointee.kernelsize = uint64s([pool.poolHeight, pool.poolWidth])
+      params.pointee.n_stride = 2
+      params.pointee.stride = uint64s([pool.strideHeight, pool.strideWidth])
+      params.pointee.avgpoolexcludepadding = 1
+      setPadding(pool.padding, on: params)
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING
+      layer.pointee.pooling = params
+
+    case .globalPooling2D(let kind, _):
+      let params = arena.message(core_ml__specification__pooling_layer_params__init)
+      params.pointee.type = kind == .max ? CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__MAX : CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE
+      params.pointee.n_kernelsize = 2
+      params.pointee.kernelsize = uint64s([inputShape[0], inputShape[1]])
+      params.pointee.n_stride = 2
+      params.pointee.stride = uint64s([1, 1])
+      params.pointee.globalpooling = 1
+      setPadding(.valid, on: params)
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING
+      layer.pointee.pooling = params
+
+    case .flatten:
+      // CHANNEL_LAST keeps Keras' H-W-C element order, so the Dense weights after it need no permutation.
+      let params = arena.message(core_ml__specification__flatten_layer_params__init)
+      params.pointee.mode = CORE_ML__SPECIFICATION__FLATTEN_LAYER_PARAMS__FLATTEN_ORDER__CHANNEL_LAST
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN
+      layer.pointee.flatten = params
+
+    case .reshape(let target):
+      let params = arena.message(core_ml__specification__reshape_layer_params__init)
+      params.pointee.n_targetshape = 4
+      params.pointee.targetshape = arena.array(try Self.coreMLShape4(target, layer: node.name).map { Int64($0) })
+      params.pointee.mode = CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_LAST
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE
+      layer.pointee.reshape = params
+
+    case .permute(let order):
+      guard order.count == 3 else {
+        throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "Permute of a rank-\(order.count + 1) tensor (only [H, W, C] tensors)")
+      }
+      emitPermute(Self.coreMLPermutation(order), name: node.name, input: inputs[0], output: output)
+
+    case .zeroPadding2D(let box):
+      let params = arena.message(core_ml__specification__padding_layer_params__init)
+      params.pointee.padding_type_case = CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT
+      params.pointee.constant = arena.message(core_ml__specification__padding_layer_params__padding_constant__init)
+      params.pointee.paddingamounts = border([(box.top, box.bottom), (box.left, box.right)])
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PADDING
+      layer.pointee.padding = params
+
+    case .cropping2D(let box):
+      let params = arena.message(core_ml__specification__crop_layer_params__init)
+      params.pointee.cropamounts = border([(box.top, box.bottom), (box.left, box.right)])
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CROP
+      layer.pointee.crop = params
+
+    case .upsampling2D(let height, let width, let bilinear):
+      let params = arena.message(core_ml__specification__upsample_layer_params__init)
+      params.pointee.n_scalingfactor = 2
+      params.pointee.scalingfactor = uint64s([height, width])
+      if bilinear {
+        // Keras resizes with half-pixel centres, which is Core ML's ALIGN_CORNERS_FALSE (iOS 13+).
+        params.pointee.mode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR
+        params.pointee.linearupsamplemode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE
+        specificationVersion = max(specificationVersion, 4)
+      }
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE
+      layer.pointee.upsample = params
+
+    case .elementwise(let kind):
+      try emitElementwise(kind, name: node.name, inputs: inputs, output: output, shape: inputShape)
+
+    case .concatenate(let axis):
+      try emitConcatenate(axis: axis, rank: inputShape.count, name: node.name, inputs: inputs, output: output)
+    }
+  }
+
+  private mutating func emitConvolution(_ conv: Convolution2D, name: String, input: String, output: String) throws {
+    let params = arena.message(core_ml__specification__convolution_layer_params__init)
+    params.pointee.outputchannels = UInt64(conv.outputChannels)
+    params.pointee.kernelchannels = UInt64(conv.inputChannelsPerGroup)
+    params.pointee.ngroups = UInt64(conv.groups)
+    params.pointee.n_kernelsize = 2
+    params.pointee.kernelsize = uint64s([conv.kernelHeight, conv.kernelWidth])
+    params.pointee.n_stride = 2
+    params.pointee.stride = uint64s([conv.strideHeight, conv.strideWidth])
+    params.pointee.n_dilationfactor = 2
+    params.pointee.dilationfactor = uint64s([conv.dilationHeight, conv.dilationWidth])
+    params.pointee.weights = try weights(Self.coreMLKernel(conv.kernel), layer: name)
+    if let bias = conv.bias {
+      params.pointee.hasbias = 1
+      params.pointee.bias = try weights(bias.values, layer: name)
+    }
+    switch conv.padding {
+    case .same:
+      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
+      params.pointee.same = arena.message(core_ml__specification__same_padding__init)
+    case .valid:
+      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
+      params.pointee.valid = validPadding()
+    }
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION
+    layer.pointee.convolution = params
+  }
+
+  private func validPadding() -> UnsafeMutablePointer<CoreML__Specification__ValidPadding> {
+    let valid = arena.message(core_ml__specification__valid_padding__init)
+    valid.pointee.paddingamounts = border([(0, 0), (0, 0)])
+    return valid
+  }
+
+  private func setPadding(_ padding: Padding, on params: UnsafeMutablePointer<CoreML__Specification__PoolingLayerParams>) {
+    switch padding {
+    case .same:
+      params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME
+      params.pointee.same = arena.message(core_ml__specification__same_padding__init)
+    case .valid:
+      params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
+      params.pointee.valid = validPadding()
+    }
+  }
+
+  private mutating func emitPermute(_ axes: [Int], name: String, input: String, output: String) {
+    let params = arena.message(core_ml__specification__permute_layer_params__init)
+    params.pointee.n_axis = 4
+    params.pointee.axis = uint64s(axes)
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PERMUTE
+    layer.pointee.permute = params
+  }
+
+  private mutating func emitElementwise(_ kind: ElementwiseKind, name: String, inputs: [String], output: String, shape: [Int]) throws {
+    var inputs = inputs
+    var layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
+    switch kind {
+    case .add: break
+    case .subtract:
+      // Core ML's classic layers have no subtraction: a - b = a + (-1 * b).
+      let negated = name + "__negated__"
+      let arena = self.arena
+      emitSimpleActivation(name: negated, input: inputs[1], output: negated + "_output") { params in
+        params.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
+        let linear = arena.message(core_ml__specification__activation_linear__init)
+        linear.pointee.alpha = -1
+        params.pointee.linear = linear
+      }
+      inputs[1] = negated + "_output"
+    case .multiply: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
+    case .average: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
+    case .maximum: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX
+    case .minimum: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN
+    }
+    let layer = layer(name, inputs: inputs, output: output)
+    layer.pointee.layer_case = layerCase
+    switch layerCase {
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD: layer.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY: layer.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE: layer.pointee.average = arena.message(core_ml__specification__average_layer_params__init)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX: layer.pointee.max = arena.message(core_ml__specification__max_layer_params__init)
+    default: layer.pointee.min = arena.message(core_ml__specification__min_layer_params__init)
+    }
+  }
+
+  private mutating func emitConcatenate(axis: Int, rank: Int, name: String, inputs: [String], output: String) throws {
+    func concat(_ inputs: [String], output: String, name: String) {
+      let layer = layer(name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
+      layer.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
+    }
+    if axis == rank - 1 {
+      concat(inputs, output: output, name: name)
+      return
+    }
+    guard rank == 3 else {
+      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "Concatenate on axis \(axis + 1) of a rank-\(rank + 1) tensor")
+    }
+    // Core ML concatenates channels only: swap H or W with C around the concat.
+    let swap = axis == 0 ? [0, 2, 1, 3] : [0, 3, 2, 1]
+    let swapped = inputs.enumerated().map { index, input -> String in
+      let blob = "\(name)__swap_in_\(index)__"
+      emitPermute(swap, name: blob, input: input, output: blob + "_output")
+      return blob + "_output"
+    }
+    concat(swapped, output: name + "__concat___output", name: name + "__concat__")
+    emitPermute(swap, name: name, input: name + "__concat___output", output: output)
+  }
+
+  // MARK: Activations
+
+  private mutating func emitSimpleActivation(name: String, input: String, output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
+    let params = arena.message(core_ml__specification__activation_params__init)
+    configure(params)
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION
+    layer.pointee.activation = params
+  }
+
+  private mutating func emitActivation(_ activation: Activation, name: String, input: String, output: String, shape: [Int]) throws {
+    let a = arena
+    func simple(_ name: String, _ input: String, _ output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
+      emitSimpleActivation(name: name, input: input, output: output, configure)
+    }
+    func linear(_ name: String, _ input: String, _ output: String, alpha: Float, beta: Float) {
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
+        let params = a.message(core_ml__specification__activation_linear__init)
+        params.pointee.alpha = alpha
+        params.pointee.beta = beta
+        p.pointee.linear = params
+      }
+    }
+    /// min(x, maxValue) as -max(-x, -maxValue): Core ML's classic layers have max-threshold only.
+    func clipAbove(_ input: String, maxValue: Float) {
+      linear(name + "__neg__", input, name + "__neg___output", alpha: -1, beta: 0)
+      let unary = a.message(core_ml__specification__unary_function_layer_params__init)
+      unary.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__THRESHOLD
+      unary.pointee.alpha = -maxValue
+      unary.pointee.scale = 1
+      let clip = layer(name + "__clip__", inputs: [name + "__neg___output"], output: name + "__clip___output")
+      clip.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
+      clip.pointee.unary = unary
+      linear(name + "__neg2__", name + "__clip___output", output, alpha: -1, beta: 0)
+    }
+
+    switch activation {
+    case .linear(let scale, let offset):
+      linear(name, input, output, alpha: scale, beta: offset)
+    case .relu:
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU
+        p.pointee.relu = a.message(core_ml__specification__activation_re_lu__init)
+      }
+    case .clippedReLU(let maxValue, let slope, let threshold):
+      guard slope == 0 || threshold == 0 else {
+        throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "ReLU with both negative_slope and threshold has no Core ML mapping")
+      }
+      let stage = maxValue == nil ? output : name + "__relu___output"
+      if threshold != 0 {
+        guard threshold > 0 else { throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "ReLU with a negative threshold") }
+        try emitActivation(.thresholdedReLU(theta: threshold), name: name + "__relu__", input: input, output: stage, shape: shape)
+      } else if slope != 0 {
+        try emitActivation(.leakyReLU(alpha: slope), name: name + "__relu__", input: input, output: stage, shape: shape)
+      } else {
+        try emitActivation(.relu, name: name + "__relu__", input: input, output: stage, shape: shape)
+      }
+      if let maxValue { clipAbove(stage, maxValue: maxValue) }
+    case .leakyReLU(let alpha):
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU
+        let params = a.message(core_ml__specification__activation_leaky_re_lu__init)
+        params.pointee.alpha = alpha
+        p.pointee.leakyrelu = params
+      }
+    case .parametricReLU(let alpha):
+      guard alpha.shape.count == 1 else {
+        throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "PReLU needs shared_axes over H and W (one slope per channel) for Core ML")
+      }
+      let weights = try weights(alpha.values, layer: name)
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU
+        let params = a.message(core_ml__specification__activation_pre_lu__init)
+        params.pointee.alpha = weights
+        p.pointee.prelu = params
+      }
+    case .elu(let alpha):
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU
+        let params = a.message(core_ml__specification__activation_elu__init)
+        params.pointee.alpha = alpha
+        p.pointee.elu = params
+      }
+    case .selu:
+      try emitActivation(.elu(alpha: Activation.seluAlpha), name: name + "__elu__", input: input, output: name + "__elu___output", shape: shape)
+      linear(name, name + "__elu___output", output, alpha: Activation.seluScale, beta: 0)
+    case .thresholdedReLU(let theta):
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU
+        let params = a.message(core_ml__specification__activation_thresholded_re_lu__init)
+        params.pointee.alpha = theta
+        p.pointee.thresholdedrelu = params
+      }
+    case .sigmoid:
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID
+        p.pointee.sigmoid = a.message(core_ml__specification__activation_sigmoid__init)
+      }
+    case .hardSigmoid(let slope, let offset):
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD
+        let params = a.message(core_ml__specification__activation_sigmoid_hard__init)
+        params.pointee.alpha = slope
+        params.pointee.beta = offset
+        p.pointee.sigmoidhard = params
+      }
+    case .tanh:
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH
+        p.pointee.tanh = a.message(core_ml__specification__activation_tanh__init)
+      }
+    case .softplus:
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS
+        p.pointee.softplus = a.message(core_ml__specification__activation_softplus__init)
+      }
+    case .softsign:
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN
+        p.pointee.softsign = a.message(core_ml__specification__activation_softsign__init)
+      }
+    case .swish:
+      try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
+      try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output, shape: shape)
+    case .gelu(let approximate):
+      // Classic layers have no erf; the GELU layer needs Core ML 3 (iOS 13).
+      let params = a.message(core_ml__specification__gelu_layer_params__init)
+      params.pointee.mode = approximate ? CORE_ML__SPECIFICATION__GELU_LAYER_PARAMS__GELU_MODE__TANH_APPROXIMATION : CORE_ML__SPECIFICATION__GELU_LAYER_PARAMS__GELU_MODE__EXACT
+      let gelu = layer(name, inputs: [input], output: output)
+      gelu.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU
+      gelu.pointee.gelu = params
+      specificationVersion = max(specificationVersion, 4)
+    case .exponential:
+      let unary = a.message(core_ml__specification__unary_function_layer_params__init)
+      unary.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__EXP
+      unary.pointee.scale = 1
+      let exp = layer(name, inputs: [input], output: output)
+      exp.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
+      exp.pointee.unary = unary
+    }
+  }
+}

@@ -1,0 +1,204 @@
+import CProtobufC
+import CoreMLSpec
+import Foundation
+import ModelIR
+
+/// Writes an IR graph as a Core ML `.mlmodel`: a `NeuralNetworkClassifier` when labels are given,
+/// else a `NeuralNetwork`, using classic rank-5 layers.
+public enum CoreMLWriter {
+  /// The serialized `Model` protobuf.
+  public static func serialize(_ graph: Graph, options: CoreMLWriterOptions) throws -> [UInt8] {
+    let arena = MessageArena()
+    let model = try buildModel(graph, options: options, arena: arena)
+    var bytes = [UInt8](repeating: 0, count: core_ml__specification__model__get_packed_size(model))
+    _ = core_ml__specification__model__pack(model, &bytes)
+    return bytes
+  }
+
+  /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
+  public static func write(_ graph: Graph, options: CoreMLWriterOptions, to url: URL) throws -> Int {
+    let bytes = try serialize(graph, options: options)
+    try AtomicFile.write(Data(bytes), to: url)
+    return bytes.count
+  }
+
+  static func buildModel(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__Model> {
+    let inputNames = graph.inputs.map { graph[$0].name }
+    let outputNames = graph.outputs.map { graph[$0].name }
+    for name in options.imageInputs.keys.sorted() where !inputNames.contains(name) {
+      throw CoreMLWriterError.unknownFeature(kind: "input", name: name, available: inputNames)
+    }
+
+    var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
+    for node in graph.nodes { try emitter.emit(node) }
+
+    let description = arena.message(core_ml__specification__model_description__init)
+    let inputs = try graph.inputs.map { try inputFeature(graph[$0], image: options.imageInputs[graph[$0].name], arena: arena) }
+    description.pointee.n_input = inputs.count
+    description.pointee.input = arena.pointerArray(inputs)
+    var outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
+
+    let preprocessing = graph.inputs.compactMap { id -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>? in
+      guard let settings = options.imageInputs[graph[id].name] else { return nil }
+      return scaler(for: graph[id].name, settings, arena: arena)
+    }
+    let layers = emitter.layers
+    let model = arena.message(core_ml__specification__model__init)
+    model.pointee.specificationversion = emitter.specificationVersion
+
+    if let classifier = options.classifier {
+      let probabilities = classifier.probabilitiesOutput ?? outputNames[0]
+      guard let index = outputNames.firstIndex(of: probabilities) else {
+        throw CoreMLWriterError.unknownFeature(kind: "output", name: probabilities, available: outputNames)
+      }
+      let width = graph[graph.outputs[index]].type.elementCount
+      guard classifier.labels.count == width else {
+        throw CoreMLWriterError.labelCountMismatch(labels: classifier.labels.count, output: probabilities, width: width)
+      }
+      guard !outputNames.contains(classifier.predictedFeatureName) else {
+        throw CoreMLWriterError.invalidOption("the predicted feature name '\(classifier.predictedFeatureName)' is already an output name")
+      }
+      let isInteger: Bool
+      if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
+      outputs[index] = dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
+      outputs.append(labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena))
+      description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
+      description.pointee.predictedprobabilitiesname = arena.string(probabilities)
+
+      let network = arena.message(core_ml__specification__neural_network_classifier__init)
+      network.pointee.n_layers = layers.count
+      network.pointee.layers = arena.pointerArray(layers)
+      network.pointee.n_preprocessing = preprocessing.count
+      network.pointee.preprocessing = arena.pointerArray(preprocessing)
+      network.pointee.labelprobabilitylayername = arena.string(probabilities)
+      switch classifier.labels {
+      case .strings(let labels):
+        let vector = arena.message(core_ml__specification__string_vector__init)
+        vector.pointee.n_vector = labels.count
+        vector.pointee.vector = arena.pointerArray(labels.map(arena.string))
+        network.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS
+        network.pointee.stringclasslabels = vector
+      case .integers(let labels):
+        let vector = arena.message(core_ml__specification__int64_vector__init)
+        vector.pointee.n_vector = labels.count
+        vector.pointee.vector = arena.array(labels)
+        network.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS
+        network.pointee.int64classlabels = vector
+      }
+      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
+      model.pointee.neuralnetworkclassifier = network
+    } else {
+      let network = arena.message(core_ml__specification__neural_network__init)
+      network.pointee.n_layers = layers.count
+      network.pointee.layers = arena.pointerArray(layers)
+      network.pointee.n_preprocessing = preprocessing.count
+      network.pointee.preprocessing = arena.pointerArray(preprocessing)
+      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK
+      model.pointee.neuralnetwork = network
+    }
+    description.pointee.n_output = outputs.count
+    description.pointee.output = arena.pointerArray(outputs)
+    description.pointee.metadata = metadata(options.metadata, arena: arena)
+    model.pointee.description = description
+    return model
+  }
+
+  // MARK: Features
+
+  private static func feature(_ name: String, arena: MessageArena, _ configure: (UnsafeMutablePointer<CoreML__Specification__FeatureType>) -> Void) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    let feature = arena.message(core_ml__specification__feature_description__init)
+    feature.pointee.name = arena.string(name)
+    let type = arena.message(core_ml__specification__feature_type__init)
+    configure(type)
+    feature.pointee.type = type
+    return feature
+  }
+
+  private static func arrayFeature(_ value: Value, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    guard let shape = CoreMLLayerEmitter.coreMLShape(value.type.shape) else {
+      throw CoreMLWriterError.unsupportedOperation(layer: value.name, detail: "a model input or output of rank \(value.type.shape.count + 1); classic Core ML takes (D,) and (H, W, C)")
+    }
+    return feature(value.name, arena: arena) { type in
+      let array = arena.message(core_ml__specification__array_feature_type__init)
+      array.pointee.n_shape = shape.count
+      array.pointee.shape = arena.array(shape.map { Int64($0) })
+      array.pointee.datatype = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__ARRAY_DATA_TYPE__FLOAT32
+      type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE
+      type.pointee.multiarraytype = array
+    }
+  }
+
+  private static func inputFeature(_ value: Value, image: ImagePreprocessing?, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    guard let image else { return try arrayFeature(value, arena: arena) }
+    let shape = value.type.shape
+    guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else { throw CoreMLWriterError.invalidImageInput(name: value.name, shape: shape) }
+    return feature(value.name, arena: arena) { type in
+      let imageType = arena.message(core_ml__specification__image_feature_type__init)
+      imageType.pointee.height = Int64(shape[0])
+      imageType.pointee.width = Int64(shape[1])
+      imageType.pointee.colorspace =
+        shape[2] == 1 ? CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__GRAYSCALE
+        : image.isBGR ? CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__BGR : CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__RGB
+      type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE
+      type.pointee.imagetype = imageType
+    }
+  }
+
+  private static func dictionaryFeature(_ name: String, integerKeys: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    feature(name, arena: arena) { type in
+      let dictionary = arena.message(core_ml__specification__dictionary_feature_type__init)
+      if integerKeys {
+        dictionary.pointee.key_type_case = CORE_ML__SPECIFICATION__DICTIONARY_FEATURE_TYPE__KEY_TYPE_INT64_KEY_TYPE
+        dictionary.pointee.int64keytype = arena.message(core_ml__specification__int64_feature_type__init)
+      } else {
+        dictionary.pointee.key_type_case = CORE_ML__SPECIFICATION__DICTIONARY_FEATURE_TYPE__KEY_TYPE_STRING_KEY_TYPE
+        dictionary.pointee.stringkeytype = arena.message(core_ml__specification__string_feature_type__init)
+      }
+      type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_DICTIONARY_TYPE
+      type.pointee.dictionarytype = dictionary
+    }
+  }
+
+  private static func labelFeature(_ name: String, integer: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    feature(name, arena: arena) { type in
+      if integer {
+        type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_INT64_TYPE
+        type.pointee.int64type = arena.message(core_ml__specification__int64_feature_type__init)
+      } else {
+        type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_STRING_TYPE
+        type.pointee.stringtype = arena.message(core_ml__specification__string_feature_type__init)
+      }
+    }
+  }
+
+  private static func scaler(for name: String, _ settings: ImagePreprocessing, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing> {
+    let scaler = arena.message(core_ml__specification__neural_network_image_scaler__init)
+    scaler.pointee.channelscale = settings.scale
+    scaler.pointee.redbias = settings.redBias
+    scaler.pointee.greenbias = settings.greenBias
+    scaler.pointee.bluebias = settings.blueBias
+    scaler.pointee.graybias = settings.grayBias
+    let entry = arena.message(core_ml__specification__neural_network_preprocessing__init)
+    entry.pointee.featurename = arena.string(name)
+    entry.pointee.preprocessor_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER
+    entry.pointee.scaler = scaler
+    return entry
+  }
+
+  private static func metadata(_ metadata: ModelMetadata, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__Metadata> {
+    let message = arena.message(core_ml__specification__metadata__init)
+    if let text = metadata.shortDescription { message.pointee.shortdescription = arena.string(text) }
+    if let text = metadata.version { message.pointee.versionstring = arena.string(text) }
+    if let text = metadata.author { message.pointee.author = arena.string(text) }
+    if let text = metadata.license { message.pointee.license = arena.string(text) }
+    let entries = metadata.userDefined.sorted { $0.key < $1.key }.map { key, value in
+      let entry = arena.message(core_ml__specification__metadata__user_defined_entry__init)
+      entry.pointee.key = arena.string(key)
+      entry.pointee.value = arena.string(value)
+      return entry
+    }
+    message.pointee.n_userdefined = entries.count
+    message.pointee.userdefined = arena.pointerArray(entries)
+    return message
+  }
+}

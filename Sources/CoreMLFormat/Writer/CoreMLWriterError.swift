@@ -1,0 +1,30 @@
+/// Why an IR graph could not be written as a Core ML model.
+public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
+  /// An operation has no Core ML neural-network layer mapping with these attributes.
+  case unsupportedOperation(layer: String, detail: String)
+  /// A name given in the options is not an input or output of the graph.
+  case unknownFeature(kind: String, name: String, available: [String])
+  /// An image input must be `[H, W, 1]` or `[H, W, 3]`.
+  case invalidImageInput(name: String, shape: [Int])
+  /// The number of class labels differs from the width of the probability output.
+  case labelCountMismatch(labels: Int, output: String, width: Int)
+  /// A weight does not fit in float16.
+  case float16Overflow(layer: String, value: Float)
+  /// Option values conflict or are empty.
+  case invalidOption(String)
+
+  public var description: String {
+    switch self {
+    case .unsupportedOperation(let layer, let detail): return "layer '\(layer)': \(detail)"
+    case .unknownFeature(let kind, let name, let available):
+      return "no \(kind) named '\(name)' (the model has: \(available.joined(separator: ", ")))"
+    case .invalidImageInput(let name, let shape):
+      return "input '\(name)' has shape \(shape); an image input needs [H, W, 1] (grayscale) or [H, W, 3] (color)"
+    case .labelCountMismatch(let labels, let output, let width):
+      return "\(labels) class labels, but the probability output '\(output)' has \(width) values"
+    case .float16Overflow(let layer, let value):
+      return "layer '\(layer)': weight \(value) is outside the float16 range (max 65504); use --precision float32"
+    case .invalidOption(let detail): return detail
+    }
+  }
+}

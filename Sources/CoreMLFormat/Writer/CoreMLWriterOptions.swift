@@ -1,0 +1,103 @@
+/// The image color layouts Core ML's classic image inputs take.
+public enum ImageColorSpace: String, Sendable, Equatable {
+  case grayscale = "GRAYSCALE"
+  case rgb = "RGB"
+  case bgr = "BGR"
+}
+
+/// How one input becomes a Core ML image: `y = scale * pixel + bias[channel]`.
+public struct ImagePreprocessing: Sendable, Equatable {
+  public var scale: Float
+  public var redBias: Float
+  public var greenBias: Float
+  public var blueBias: Float
+  public var grayBias: Float
+  /// Whether the model expects BGR channel order (a 3-channel input only).
+  public var isBGR: Bool
+
+  public init(scale: Float = 1, redBias: Float = 0, greenBias: Float = 0, blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false) {
+    self.scale = scale
+    self.redBias = redBias
+    self.greenBias = greenBias
+    self.blueBias = blueBias
+    self.grayBias = grayBias
+    self.isBGR = isBGR
+  }
+}
+
+/// Class labels of a classifier: all strings, or all integers.
+public enum ClassLabels: Sendable, Equatable {
+  case strings([String])
+  case integers([Int64])
+
+  public var count: Int {
+    switch self {
+    case .strings(let labels): return labels.count
+    case .integers(let labels): return labels.count
+    }
+  }
+
+  /// The labels as text, for summaries.
+  public var descriptions: [String] {
+    switch self {
+    case .strings(let labels): return labels
+    case .integers(let labels): return labels.map(String.init)
+    }
+  }
+}
+
+/// How a model becomes a `NeuralNetworkClassifier`.
+public struct ClassifierSettings: Sendable, Equatable {
+  public var labels: ClassLabels
+  /// The name of the extra output holding the top label.
+  public var predictedFeatureName: String
+  /// The graph output holding the probabilities; nil means the first output.
+  public var probabilitiesOutput: String?
+
+  public init(labels: ClassLabels, predictedFeatureName: String = "classLabel", probabilitiesOutput: String? = nil) {
+    self.labels = labels
+    self.predictedFeatureName = predictedFeatureName
+    self.probabilitiesOutput = probabilitiesOutput
+  }
+}
+
+/// How weights are stored.
+public enum WeightPrecision: String, Sendable, Equatable {
+  case float32
+  case float16
+}
+
+/// Descriptive fields stored in the model's metadata.
+public struct ModelMetadata: Sendable, Equatable {
+  public var shortDescription: String?
+  public var author: String?
+  public var license: String?
+  public var version: String?
+  /// Extra key/value pairs (`userDefined`), such as the converter and source versions.
+  public var userDefined: [String: String]
+
+  public init(shortDescription: String? = nil, author: String? = nil, license: String? = nil, version: String? = nil, userDefined: [String: String] = [:]) {
+    self.shortDescription = shortDescription
+    self.author = author
+    self.license = license
+    self.version = version
+    self.userDefined = userDefined
+  }
+}
+
+/// Everything the Core ML writer needs besides the graph.
+public struct CoreMLWriterOptions: Sendable, Equatable {
+  /// Inputs that become images, by graph input name.
+  public var imageInputs: [String: ImagePreprocessing]
+  /// Makes the model a classifier when set.
+  public var classifier: ClassifierSettings?
+  public var precision: WeightPrecision
+  public var metadata: ModelMetadata
+
+  public init(imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil, precision: WeightPrecision = .float32, metadata: ModelMetadata = ModelMetadata()) {
+    self.imageInputs = imageInputs
+    self.classifier = classifier
+    self.precision = precision
+    self.metadata = metadata
+  }
+}

@@ -1,0 +1,18 @@
+/// Why a conversion was refused before or after the readers and writers ran.
+public enum ConversionError: Error, Equatable, CustomStringConvertible {
+  /// More or fewer names than the model has inputs or outputs.
+  case nameCountMismatch(kind: String, given: Int, expected: Int)
+  /// A labels file could not be read.
+  case labelsFileUnreadable(path: String)
+  /// A labels file or list has no labels, or mixes forms.
+  case invalidLabels(String)
+
+  public var description: String {
+    switch self {
+    case .nameCountMismatch(let kind, let given, let expected):
+      return "\(given) \(kind) name\(given == 1 ? "" : "s") given, but the model has \(expected) \(kind)\(expected == 1 ? "" : "s")"
+    case .labelsFileUnreadable(let path): return "\(path): cannot read the labels file"
+    case .invalidLabels(let detail): return detail
+    }
+  }
+}

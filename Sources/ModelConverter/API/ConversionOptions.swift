@@ -1,0 +1,65 @@
+import CoreMLFormat
+
+/// Options for converting a Keras model, named after coremltools' Keras converter parameters.
+public struct ConversionOptions: Sendable, Equatable {
+  /// New names for the model inputs, in Keras input order (`input_names`); default `input1`, `input2`, ...
+  public var inputNames: [String]?
+  /// New names for the model outputs, in Keras output order (`output_names`); default `output1`, ...
+  public var outputNames: [String]?
+  /// Inputs (by their new names) that become images (`image_input_names`).
+  public var imageInputNames: [String]
+  /// Makes a classifier when set (`class_labels`).
+  public var classLabels: ClassLabels?
+  /// `image_scale`: multiplies every pixel before the biases are added.
+  public var imageScale: Float
+  public var redBias: Float
+  public var greenBias: Float
+  public var blueBias: Float
+  public var grayBias: Float
+  /// `is_bgr`: the model expects BGR channel order.
+  public var isBGR: Bool
+  /// `predicted_feature_name`: the output holding the top label.
+  public var predictedFeatureName: String
+  /// `predicted_probabilities_output`: the output (new name) holding the probabilities; default the first.
+  public var predictedProbabilitiesOutput: String?
+  /// `model_precision`.
+  public var precision: WeightPrecision
+  public var author: String?
+  public var license: String?
+  public var shortDescription: String?
+  public var version: String?
+  /// `input_name_shape_dict`: shapes `[1, H, W, C]` for inputs with unknown dimensions, by Keras or new name.
+  public var inputShapes: [String: [Int]]
+
+  public init(
+    inputNames: [String]? = nil, outputNames: [String]? = nil, imageInputNames: [String] = [],
+    classLabels: ClassLabels? = nil, imageScale: Float = 1, redBias: Float = 0, greenBias: Float = 0,
+    blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false, predictedFeatureName: String = "classLabel",
+    predictedProbabilitiesOutput: String? = nil, precision: WeightPrecision = .float32, author: String? = nil,
+    license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:]
+  ) {
+    self.inputNames = inputNames
+    self.outputNames = outputNames
+    self.imageInputNames = imageInputNames
+    self.classLabels = classLabels
+    self.imageScale = imageScale
+    self.redBias = redBias
+    self.greenBias = greenBias
+    self.blueBias = blueBias
+    self.grayBias = grayBias
+    self.isBGR = isBGR
+    self.predictedFeatureName = predictedFeatureName
+    self.predictedProbabilitiesOutput = predictedProbabilitiesOutput
+    self.precision = precision
+    self.author = author
+    self.license = license
+    self.shortDescription = shortDescription
+    self.version = version
+    self.inputShapes = inputShapes
+  }
+
+  /// The image preprocessing shared by every image input.
+  var imagePreprocessing: ImagePreprocessing {
+    ImagePreprocessing(scale: imageScale, redBias: redBias, greenBias: greenBias, blueBias: blueBias, grayBias: grayBias, isBGR: isBGR)
+  }
+}

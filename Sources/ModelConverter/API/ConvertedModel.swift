@@ -1,0 +1,63 @@
+import CoreMLFormat
+import Foundation
+import ModelIR
+
+/// The result of a conversion: the IR graph and the serialized Core ML model.
+public struct ConvertedModel: Sendable {
+  /// The converted graph, with the final input and output names.
+  public let graph: Graph
+  /// The options the Core ML writer used.
+  public let writerOptions: CoreMLWriterOptions
+  /// The serialized `.mlmodel` bytes.
+  public let bytes: [UInt8]
+  /// The Keras version that wrote the source file, when recorded.
+  public let sourceKerasVersion: String?
+
+  /// Writes the `.mlmodel` atomically; an existing file is replaced only once the new one is complete.
+  public func write(to url: URL) throws {
+    try AtomicFile.write(Data(bytes), to: url)
+  }
+
+  /// A summary for people and pipelines.
+  public var summary: ConversionSummary {
+    func feature(_ id: ValueID) -> ConversionSummary.Feature {
+      let value = graph[id]
+      let kind: String
+      if let image = writerOptions.imageInputs[value.name] {
+        let space = value.type.shape.last == 1 ? "GRAYSCALE" : image.isBGR ? "BGR" : "RGB"
+        kind = "image \(value.type.shape[1])x\(value.type.shape[0]) \(space)"
+      } else {
+        kind = "multiArray float32 \(value.type.shape)"
+      }
+      return .init(name: value.name, type: kind)
+    }
+    var outputs = graph.outputs.map(feature)
+    if let classifier = writerOptions.classifier {
+      let probabilities = classifier.probabilitiesOutput ?? outputs[0].name
+      let keyType: String
+      if case .integers = classifier.labels { keyType = "int64" } else { keyType = "string" }
+      outputs = outputs.map { $0.name == probabilities ? .init(name: $0.name, type: "dictionary \(keyType) → double") : $0 }
+      outputs.append(.init(name: classifier.predictedFeatureName, type: keyType))
+    }
+    return ConversionSummary(
+      modelType: writerOptions.classifier == nil ? "neuralNetwork" : "neuralNetworkClassifier",
+      inputs: graph.inputs.map(feature), outputs: outputs, layerCount: graph.nodes.count,
+      parameterCount: graph.parameterCount, labels: writerOptions.classifier?.labels.descriptions ?? [],
+      byteCount: bytes.count)
+  }
+}
+
+/// What a conversion produced, in a form that prints and encodes to JSON.
+public struct ConversionSummary: Sendable, Equatable, Codable {
+  public struct Feature: Sendable, Equatable, Codable {
+    public var name: String
+    public var type: String
+  }
+  public var modelType: String
+  public var inputs: [Feature]
+  public var outputs: [Feature]
+  public var layerCount: Int
+  public var parameterCount: Int
+  public var labels: [String]
+  public var byteCount: Int
+}

@@ -1,0 +1,26 @@
+import CoreMLFormat
+import Foundation
+
+extension ClassLabels {
+  /// Labels from a list: all-integer lists become integer labels, as in coremltools.
+  public static func parse(_ labels: [String]) throws -> ClassLabels {
+    let trimmed = labels.map { $0.trimmingCharacters(in: .whitespaces) }
+    guard !trimmed.isEmpty, !trimmed.contains(where: \.isEmpty) else { throw ConversionError.invalidLabels("class labels must not be empty") }
+    let integers = trimmed.compactMap { Int64($0) }
+    return integers.count == trimmed.count ? .integers(integers) : .strings(trimmed)
+  }
+
+  /// Labels from a file with one label per line, or Teachable Machine's `index label` lines.
+  public static func load(fromFile path: String) throws -> ClassLabels {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ConversionError.labelsFileUnreadable(path: path) }
+    let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    guard !lines.isEmpty else { throw ConversionError.invalidLabels("\(path): the labels file has no labels") }
+    // Teachable Machine writes "0 With Mask", "1 Without Mask": numbered in order from 0.
+    let numbered = lines.enumerated().compactMap { index, line -> String? in
+      let parts = line.split(separator: " ", maxSplits: 1)
+      guard parts.count == 2, Int(parts[0]) == index else { return nil }
+      return String(parts[1])
+    }
+    return try parse(numbered.count == lines.count ? numbered : lines)
+  }
+}

@@ -1,0 +1,164 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+
+/// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
+enum ConvertCommand {
+  static let usage = """
+    USAGE: modelconv convert <input.h5> [-o <output.mlmodel>] [options]
+
+    Converts a Keras .h5 model (Keras 2.0-2.15, tf_keras, Keras 3 legacy .h5) into a Core ML
+    neural network, or a classifier when labels are given.
+
+    NAMES:
+      --input-names a,b              Core ML names for the inputs, in Keras order (default input1, ...)
+      --output-names x,y             Core ML names for the outputs (default output1, ...)
+      --input-shape NAME=1,H,W,C     Shape for an input with unknown dimensions (repeatable)
+    IMAGE INPUTS (y = scale * pixel + bias):
+      --image-input NAME             Make this input an image (repeatable; alias --image-input-names a,b)
+      --image-scale S                Scale applied to every pixel first (default 1)
+      --red-bias B, --green-bias B, --blue-bias B, --gray-bias B
+      --bgr                          The model expects BGR channel order
+    CLASSIFIER:
+      --labels L1,L2,...             Class labels, in output order (all integers give int64 labels)
+      --labels-file FILE             One label per line, or Teachable Machine's "index label" lines
+      --predicted-feature-name NAME  Output holding the top label (default classLabel)
+      --predicted-probabilities-output NAME
+                                     Output holding the probabilities (default the first output)
+    WEIGHTS AND METADATA:
+      --precision float32|float16    Weight storage (default float32)
+      --author, --license, --short-description, --version TEXT
+    OTHER:
+      --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
+      -o, --output FILE              Output path (default: the input's name with .mlmodel)
+      --json                         Print a machine-readable summary
+      -h, --help                     Show this help
+
+    """
+
+  static let specs: [OptionSpec] = [
+    .init(names: ["-o", "--output"], takesValue: true),
+    .init(names: ["--input-names"], takesValue: true),
+    .init(names: ["--output-names"], takesValue: true),
+    .init(names: ["--image-input"], takesValue: true),
+    .init(names: ["--image-input-names"], takesValue: true),
+    .init(names: ["--labels"], takesValue: true),
+    .init(names: ["--labels-file"], takesValue: true),
+    .init(names: ["--image-scale"], takesValue: true),
+    .init(names: ["--red-bias"], takesValue: true),
+    .init(names: ["--green-bias"], takesValue: true),
+    .init(names: ["--blue-bias"], takesValue: true),
+    .init(names: ["--gray-bias"], takesValue: true),
+    .init(names: ["--bgr"], takesValue: false),
+    .init(names: ["--predicted-feature-name"], takesValue: true),
+    .init(names: ["--predicted-probabilities-output"], takesValue: true),
+    .init(names: ["--precision"], takesValue: true),
+    .init(names: ["--author"], takesValue: true),
+    .init(names: ["--license"], takesValue: true),
+    .init(names: ["--short-description"], takesValue: true),
+    .init(names: ["--version"], takesValue: true),
+    .init(names: ["--input-shape"], takesValue: true),
+    .init(names: ["--architecture"], takesValue: true),
+    .init(names: ["--json"], takesValue: false),
+    .init(names: ["-h", "--help"], takesValue: false),
+  ]
+
+  static func run(_ arguments: [String]) throws -> ExitCode {
+    let parsed = try ParsedArguments(arguments, specs: specs)
+    if parsed.flag("-h") {
+      Console.out(usage)
+      return .success
+    }
+    guard parsed.positionals.count == 1 else {
+      throw UsageError(message: parsed.positionals.isEmpty ? "missing the input model\n\n" + usage : "one input model expected, got \(parsed.positionals.count)")
+    }
+    let input = parsed.positionals[0]
+    let options = try conversionOptions(parsed)
+    let output = parsed.value("-o") ?? defaultOutputPath(for: input)
+
+    let model: ConvertedModel
+    if let architecture = parsed.value("--architecture") {
+      model = try KerasConverter.convert(architectureAt: URL(fileURLWithPath: architecture), weightsAt: URL(fileURLWithPath: input), options: options)
+    } else {
+      model = try KerasConverter.convert(modelAt: URL(fileURLWithPath: input), options: options)
+    }
+    do { try model.write(to: URL(fileURLWithPath: output)) } catch {
+      throw OutputError(path: output, reason: (error as NSError).localizedDescription)
+    }
+    print(model.summary, output: output, json: parsed.flag("--json"))
+    return .success
+  }
+
+  /// The input path with its extension replaced by `.mlmodel`.
+  static func defaultOutputPath(for input: String) -> String {
+    let url = URL(fileURLWithPath: input)
+    return url.deletingPathExtension().appendingPathExtension("mlmodel").path
+  }
+
+  static func conversionOptions(_ parsed: ParsedArguments) throws -> ConversionOptions {
+    var options = ConversionOptions()
+    options.inputNames = parsed.list("--input-names")
+    options.outputNames = parsed.list("--output-names")
+    options.imageInputNames = parsed.list("--image-input", "--image-input-names") ?? []
+    if parsed.value("--labels") != nil && parsed.value("--labels-file") != nil {
+      throw UsageError(message: "give --labels or --labels-file, not both")
+    }
+    if let labels = parsed.list("--labels") { options.classLabels = try ClassLabels.parse(labels) }
+    if let file = parsed.value("--labels-file") { options.classLabels = try ClassLabels.load(fromFile: file) }
+    options.imageScale = try parsed.float("--image-scale") ?? 1
+    options.redBias = try parsed.float("--red-bias") ?? 0
+    options.greenBias = try parsed.float("--green-bias") ?? 0
+    options.blueBias = try parsed.float("--blue-bias") ?? 0
+    options.grayBias = try parsed.float("--gray-bias") ?? 0
+    options.isBGR = parsed.flag("--bgr")
+    options.predictedFeatureName = parsed.value("--predicted-feature-name") ?? "classLabel"
+    options.predictedProbabilitiesOutput = parsed.value("--predicted-probabilities-output")
+    if let precision = parsed.value("--precision") {
+      guard let value = WeightPrecision(rawValue: precision) else { throw UsageError(message: "--precision must be float32 or float16, got '\(precision)'") }
+      options.precision = value
+    }
+    options.author = parsed.value("--author")
+    options.license = parsed.value("--license")
+    options.shortDescription = parsed.value("--short-description")
+    options.version = parsed.value("--version")
+    for entry in parsed.values["--input-shape"] ?? [] {
+      let parts = entry.split(separator: "=", maxSplits: 1)
+      let dims = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Int($0) } : []
+      guard parts.count == 2, !dims.isEmpty, dims.count == parts[1].split(separator: ",").count, dims.allSatisfy({ $0 > 0 }) else {
+        throw UsageError(message: "--input-shape needs NAME=1,H,W,C with positive sizes, got '\(entry)'")
+      }
+      options.inputShapes[String(parts[0])] = dims
+    }
+    if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
+      throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
+    }
+    return options
+  }
+
+  static func print(_ summary: ConversionSummary, output: String, json: Bool) {
+    if json {
+      struct Report: Encodable {
+        var output: String
+        var summary: ConversionSummary
+      }
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+      if let data = try? encoder.encode(Report(output: output, summary: summary)) { Console.out(String(decoding: data, as: UTF8.self)) }
+      return
+    }
+    var lines = ["Converted to \(summary.modelType)"]
+    for feature in summary.inputs { lines.append("  input   \(feature.name): \(feature.type)") }
+    for feature in summary.outputs { lines.append("  output  \(feature.name): \(feature.type)") }
+    lines.append("  layers  \(summary.layerCount), parameters \(summary.parameterCount)")
+    if !summary.labels.isEmpty { lines.append("  labels  \(summary.labels.joined(separator: ", "))") }
+    lines.append("Wrote \(output) (\(summary.byteCount) bytes)")
+    Console.out(lines.joined(separator: "\n"))
+  }
+}
+
+/// The output file could not be written (exit 73).
+struct OutputError: Error, CustomStringConvertible {
+  var path: String
+  var reason: String
+  var description: String { "\(path): cannot write the output: \(reason)" }
+}

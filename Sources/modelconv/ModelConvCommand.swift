@@ -1,0 +1,49 @@
+import Foundation
+import ModelConverter
+
+/// The `modelconv` entry point: dispatches to a subcommand and turns errors into exit codes.
+@main
+enum ModelConvCommand {
+  static let usage = """
+    USAGE: modelconv <command> [options]
+
+    COMMANDS:
+      convert     Convert a Keras .h5 model to a Core ML .mlmodel
+
+    OPTIONS:
+      -h, --help  Show help (also `modelconv <command> --help`)
+      --version   Show the version
+
+    """
+
+  static func main() {
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    let code = run(arguments)
+    exit(code.rawValue)
+  }
+
+  static func run(_ arguments: [String]) -> ExitCode {
+    guard let command = arguments.first else {
+      Console.out(usage)
+      return .usage
+    }
+    let rest = Array(arguments.dropFirst())
+    do {
+      switch command {
+      case "-h", "--help", "help":
+        Console.out(usage)
+        return .success
+      case "--version":
+        Console.out(ModelConverterVersion.current)
+        return .success
+      case "convert":
+        return try ConvertCommand.run(rest)
+      default:
+        throw UsageError(message: "unknown command '\(command)'\n\n" + usage)
+      }
+    } catch {
+      Console.error(String(describing: error))
+      return ExitCode(for: error)
+    }
+  }
+}

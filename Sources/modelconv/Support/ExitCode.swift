@@ -1,0 +1,30 @@
+import CoreMLFormat
+import KerasFormat
+import ModelConverter
+import ModelIR
+
+/// Process exit codes, from BSD's sysexits where one fits.
+enum ExitCode: Int32 {
+  case success = 0
+  /// Parity broke (used by `verify`).
+  case failure = 1
+  /// EX_USAGE: bad arguments.
+  case usage = 64
+  /// EX_DATAERR: a bad or unsupported input model, or options that do not fit it.
+  case badModel = 65
+  /// EX_NOINPUT: an input file is missing or unreadable.
+  case noInput = 66
+  /// EX_CANTCREAT: the output cannot be written.
+  case cannotCreate = 73
+
+  /// The exit code for an error thrown by the library.
+  init(for error: Error) {
+    switch error {
+    case is UsageError: self = .usage
+    case KerasReaderError.fileNotFound: self = .noInput
+    case ConversionError.labelsFileUnreadable: self = .noInput
+    case is KerasReaderError, is CoreMLWriterError, is GraphError, is ConversionError: self = .badModel
+    default: self = .cannotCreate
+    }
+  }
+}
