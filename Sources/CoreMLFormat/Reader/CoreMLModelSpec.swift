@@ -1,0 +1,66 @@
+/// A Swift view of a decoded Core ML model: its description and its neural-network layers.
+///
+/// This is what the reader hands to callers (and tests) instead of protobuf-c structs.
+public struct CoreMLModelSpec: Sendable, Equatable {
+  /// A model input or output.
+  public struct Feature: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+      case multiArray(shape: [Int], dataType: Int)
+      case image(width: Int, height: Int, colorSpace: String)
+      case dictionary(keyType: String)
+      case string
+      case int64
+      case double
+    }
+    public var name: String
+    public var kind: Kind
+  }
+
+  /// One neural-network layer, with its parameters flattened into named values.
+  public struct Layer: Sendable, Equatable {
+    public var name: String
+    /// The oneof case, named as in the proto (`convolution`, `innerProduct`, ...).
+    public var kind: String
+    public var inputs: [String]
+    public var outputs: [String]
+    /// Weight blobs by field name (`weights`, `bias`, `gamma`, ...), float16 widened to float.
+    public var weights: [String: [Float]]
+    /// Integer and enum parameters by field name (`kernelSize`, `stride`, `nGroups`, `mode`, ...).
+    public var integers: [String: [Int]]
+    /// Float parameters by field name (`alpha`, `beta`, `epsilon`, ...).
+    public var floats: [String: Float]
+    /// Whether a weight field was stored as float16.
+    public var usesFloat16: Bool
+  }
+
+  /// An image input's scaler: `y = channelScale * x + bias`.
+  public struct ImageScaler: Sendable, Equatable {
+    public var featureName: String
+    public var channelScale: Float
+    public var redBias: Float
+    public var greenBias: Float
+    public var blueBias: Float
+    public var grayBias: Float
+  }
+
+  public var specificationVersion: Int
+  /// `neuralNetwork`, `neuralNetworkClassifier` or `neuralNetworkRegressor`.
+  public var modelType: String
+  public var inputs: [Feature]
+  public var outputs: [Feature]
+  public var predictedFeatureName: String
+  public var predictedProbabilitiesName: String
+  public var layers: [Layer]
+  public var preprocessing: [ImageScaler]
+  public var stringClassLabels: [String]
+  public var int64ClassLabels: [Int64]
+  public var labelProbabilityLayerName: String
+  public var shortDescription: String
+  public var author: String
+  public var license: String
+  public var version: String
+  public var userDefined: [String: String]
+
+  /// The layer with this name.
+  public func layer(named name: String) -> Layer? { layers.first { $0.name == name } }
+}

@@ -1,0 +1,140 @@
+import CProtobufC
+import CoreMLSpec
+
+extension CoreMLSpecReader {
+  /// Names of the layer oneof cases, by field number.
+  static let layerKinds: [UInt32: String] = [
+    100: "convolution", 120: "pooling", 130: "activation", 140: "innerProduct", 150: "embedding", 160: "batchnorm",
+    165: "mvn", 170: "l2normalize", 175: "softmax", 180: "lrn", 190: "crop", 200: "padding", 210: "upsample",
+    211: "resizeBilinear", 212: "cropResize", 220: "unary", 230: "add", 231: "multiply", 240: "average", 245: "scale",
+    250: "bias", 260: "max", 261: "min", 270: "dot", 280: "reduce", 290: "loadConstant", 300: "reshape", 301: "flatten",
+    310: "permute", 320: "concat", 330: "split", 340: "sequenceRepeat", 345: "reorganizeData", 350: "slice",
+    400: "simpleRecurrent", 410: "gru", 420: "uniDirectionalLSTM", 430: "biDirectionalLSTM", 500: "custom", 600: "copy",
+    660: "clip", 795: "gelu", 950: "softmaxND", 980: "concatND", 985: "transpose", 1045: "batchedMatmul",
+    1070: "loadConstantND", 1120: "squeeze", 1125: "expandDims", 1130: "flattenTo2D", 1140: "reshapeStatic",
+    1350: "layerNormalization", 1460: "clampedReLU",
+  ]
+
+  /// Names of the activation oneof cases, by field number.
+  static let activationKinds: [UInt32: String] = [
+    5: "linear", 10: "ReLU", 15: "leakyReLU", 20: "thresholdedReLU", 25: "PReLU", 30: "tanh", 31: "scaledTanh",
+    40: "sigmoid", 41: "sigmoidHard", 50: "ELU", 60: "softsign", 70: "softplus", 71: "parametricSoftplus",
+  ]
+
+  /// A weight blob as floats; float16 bytes are widened.
+  static func floats(_ pointer: UnsafeMutablePointer<CoreML__Specification__WeightParams>?) -> (values: [Float], half: Bool)? {
+    guard let params = pointer?.pointee else { return nil }
+    if params.n_floatvalue > 0 { return (buffer(params.floatvalue, params.n_floatvalue), false) }
+    let half = params.float16value
+    guard half.len > 0, let data = half.data else { return ([], false) }
+    let values = stride(from: 0, to: half.len - 1, by: 2).map { offset -> Float in
+      Float(Float16(bitPattern: UInt16(data[offset]) | UInt16(data[offset + 1]) << 8))
+    }
+    return (values, true)
+  }
+
+  static func borders(_ pointer: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>?) -> [Int] {
+    guard let border = pointer?.pointee else { return [] }
+    return buffer(border.borderamounts, border.n_borderamounts).flatMap { edge -> [Int] in
+      guard let edge = edge?.pointee else { return [] }
+      return [Int(edge.startedgesize), Int(edge.endedgesize)]
+    }
+  }
+
+  static func layer(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>) -> CoreMLModelSpec.Layer {
+    let l = pointer.pointee
+    var result = CoreMLModelSpec.Layer(
+      name: text(l.name), kind: layerKinds[l.layer_case.rawValue] ?? "layer\(l.layer_case.rawValue)",
+      inputs: buffer(l.input, l.n_input).map { text($0) }, outputs: buffer(l.output, l.n_output).map { text($0) },
+      weights: [:], integers: [:], floats: [:], usesFloat16: false)
+    func weight(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?) {
+      guard let decoded = floats(params) else { return }
+      result.weights[name] = decoded.values
+      result.usesFloat16 = result.usesFloat16 || decoded.half
+    }
+
+    switch l.layer_case {
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION:
+      let c = l.convolution.pointee
+      result.integers = [
+        "outputChannels": [Int(c.outputchannels)], "kernelChannels": [Int(c.kernelchannels)], "nGroups": [Int(c.ngroups)],
+        "kernelSize": ints(c.kernelsize, c.n_kernelsize), "stride": ints(c.stride, c.n_stride),
+        "dilationFactor": ints(c.dilationfactor, c.n_dilationfactor), "hasBias": [Int(c.hasbias)],
+        "isDeconvolution": [Int(c.isdeconvolution)], "outputShape": ints(c.outputshape, c.n_outputshape),
+        "same": [c.convolution_padding_type_case == CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME ? 1 : 0],
+      ]
+      if c.convolution_padding_type_case == CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID {
+        result.integers["validPadding"] = borders(c.valid.pointee.paddingamounts)
+      } else if let same = c.same {
+        result.integers["asymmetryMode"] = [Int(same.pointee.asymmetrymode.rawValue)]
+      }
+      weight("weights", c.weights)
+      weight("bias", c.bias)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT:
+      let p = l.innerproduct.pointee
+      result.integers = ["inputChannels": [Int(p.inputchannels)], "outputChannels": [Int(p.outputchannels)], "hasBias": [Int(p.hasbias)]]
+      weight("weights", p.weights)
+      weight("bias", p.bias)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
+      let b = l.batchnorm.pointee
+      result.integers = ["channels": [Int(b.channels)], "computeMeanVar": [Int(b.computemeanvar)], "instanceNormalization": [Int(b.instancenormalization)]]
+      result.floats["epsilon"] = b.epsilon
+      weight("gamma", b.gamma)
+      weight("beta", b.beta)
+      weight("mean", b.mean)
+      weight("variance", b.variance)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION:
+      let a = l.activation.pointee
+      let kind = activationKinds[a.nonlinearity_type_case.rawValue] ?? "unknown"
+      result.kind = "activation." + kind
+      switch a.nonlinearity_type_case {
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
+        result.floats = ["alpha": a.linear.pointee.alpha, "beta": a.linear.pointee.beta]
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU: result.floats = ["alpha": a.leakyrelu.pointee.alpha]
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU: result.floats = ["alpha": a.thresholdedrelu.pointee.alpha]
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU: result.floats = ["alpha": a.elu.pointee.alpha]
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD:
+        result.floats = ["alpha": a.sigmoidhard.pointee.alpha, "beta": a.sigmoidhard.pointee.beta]
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU: weight("alpha", a.prelu.pointee.alpha)
+      default: break
+      }
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING:
+      let p = l.pooling.pointee
+      result.integers = [
+        "type": [Int(p.type.rawValue)], "kernelSize": ints(p.kernelsize, p.n_kernelsize), "stride": ints(p.stride, p.n_stride),
+        "avgPoolExcludePadding": [Int(p.avgpoolexcludepadding)], "globalPooling": [Int(p.globalpooling)],
+        "same": [p.pooling_padding_type_case == CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME ? 1 : 0],
+      ]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN:
+      result.integers = ["mode": [Int(l.flatten.pointee.mode.rawValue)]]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE:
+      let r = l.reshape.pointee
+      result.integers = ["targetShape": buffer(r.targetshape, r.n_targetshape).map { Int($0) }, "mode": [Int(r.mode.rawValue)]]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PERMUTE:
+      result.integers = ["axis": ints(l.permute.pointee.axis, l.permute.pointee.n_axis)]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PADDING:
+      result.integers = ["paddingAmounts": borders(l.padding.pointee.paddingamounts)]
+      if l.padding.pointee.padding_type_case == CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT {
+        result.floats["value"] = l.padding.pointee.constant.pointee.value
+      }
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CROP:
+      result.integers = ["cropAmounts": borders(l.crop.pointee.cropamounts)]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE:
+      let u = l.upsample.pointee
+      result.integers = [
+        "scalingFactor": ints(u.scalingfactor, u.n_scalingfactor), "mode": [Int(u.mode.rawValue)],
+        "linearUpsampleMode": [Int(u.linearupsamplemode.rawValue)],
+      ]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY:
+      let u = l.unary.pointee
+      result.integers = ["type": [Int(u.type.rawValue)]]
+      result.floats = ["alpha": u.alpha, "epsilon": u.epsilon, "shift": u.shift, "scale": u.scale]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU:
+      result.integers = ["mode": [Int(l.gelu.pointee.mode.rawValue)]]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT:
+      result.integers = ["sequenceConcat": [Int(l.concat.pointee.sequenceconcat)]]
+    default: break
+    }
+    return result
+  }
+}
