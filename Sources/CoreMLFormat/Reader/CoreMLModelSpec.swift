@@ -14,6 +14,11 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     }
     public var name: String
     public var kind: Kind
+
+    public init(name: String, kind: Kind) {
+      self.name = name
+      self.kind = kind
+    }
   }
 
   /// One neural-network layer, with its parameters flattened into named values.
@@ -41,6 +46,15 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     public var greenBias: Float
     public var blueBias: Float
     public var grayBias: Float
+
+    public init(featureName: String, channelScale: Float, redBias: Float, greenBias: Float, blueBias: Float, grayBias: Float) {
+      self.featureName = featureName
+      self.channelScale = channelScale
+      self.redBias = redBias
+      self.greenBias = greenBias
+      self.blueBias = blueBias
+      self.grayBias = grayBias
+    }
   }
 
   public var specificationVersion: Int

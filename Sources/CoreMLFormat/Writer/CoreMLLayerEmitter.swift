@@ -141,6 +141,7 @@ struct CoreMLLayerEmitter {
       params.pointee.n_stride = 2
       params.pointee.stride = uint64s([1, 1])
       params.pointee.globalpooling = 1
+      params.pointee.avgpoolexcludepadding = 1
       setPadding(.valid, on: params)
       let layer = layer(node.name, inputs: inputs, output: output)
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING

@@ -1,0 +1,165 @@
+import CoreMLFormat
+import Foundation
+import KerasFormat
+import ModelConverter
+import ModelIR
+import Testing
+
+/// The written bytes decode (through protoc-c) into the expected description, layers and weights.
+@Suite struct CoreMLWriterTests {
+  private func convert(_ model: String, _ options: ConversionOptions = ConversionOptions()) throws -> CoreMLModelSpec {
+    let converted = try KerasConverter.convert(modelAt: Fixtures.url(model + ".h5"), options: options)
+    return try CoreMLSpecReader.read(converted.bytes)
+  }
+
+  /// Keras `[H, W, C]` as Core ML's `[C, H, W]`.
+  private func coreMLShape(_ shape: [Int]) -> [Int] { shape.count == 3 ? [shape[2], shape[0], shape[1]] : shape }
+
+  @Test(arguments: Fixtures.models)
+  func weightsEqualKerasWeightsInCoreMLLayout(model: String) throws {
+    let spec = try convert(model)
+    let reference = try ReferenceFile(model: model)
+    let expected = try reference.coreMLWeights()
+    for (layerName, weights) in expected {
+      for (weightName, values) in weights {
+        switch weightName {
+        case "depthwise_weights":
+          #expect(spec.layer(named: layerName + "_depthwise")?.weights["weights"] == values, "\(model) \(layerName)")
+        case "pointwise_weights":
+          #expect(spec.layer(named: layerName)?.weights["weights"] == values, "\(model) \(layerName)")
+        default:
+          #expect(spec.layer(named: layerName)?.weights[weightName] == values, "\(model) \(layerName).\(weightName)")
+        }
+      }
+    }
+    #expect(spec.outputs.map(\.kind) == (try reference.outputShapes()).map { .multiArray(shape: coreMLShape($0), dataType: 65568) })
+    #expect(spec.modelType == "neuralNetwork")
+  }
+
+  @Test func classifierWiringWithImageInput() throws {
+    let labels = try ClassLabels.load(fromFile: Fixtures.url("tfkeras215/dense_classifier.labels.txt").path)
+    let spec = try convert("tfkeras215/dense_classifier", ConversionOptions(inputNames: ["image"], outputNames: ["probs"], classLabels: labels))
+    #expect(spec.modelType == "neuralNetworkClassifier")
+    #expect(spec.stringClassLabels == ["cat", "dog", "bird", "fish"])
+    #expect(spec.predictedFeatureName == "classLabel")
+    #expect(spec.predictedProbabilitiesName == "probs")
+    #expect(spec.labelProbabilityLayerName == "probs")
+    #expect(spec.outputs == [.init(name: "probs", kind: .dictionary(keyType: "string")), .init(name: "classLabel", kind: .string)])
+    #expect(spec.layers.last?.outputs == ["probs"])
+    #expect(spec.layers.last?.kind == "softmax")
+    #expect(spec.specificationVersion == 1)
+  }
+
+  @Test func teachableMachineLabelsAndIntegerLabels() throws {
+    let tm = try ClassLabels.load(fromFile: Fixtures.url("tfkeras215/dense_classifier.tm_labels.txt").path)
+    #expect(tm == .strings(["cat", "dog", "bird", "fish"]))
+    let digits = try ClassLabels.load(fromFile: Fixtures.digits.appendingPathComponent("labels.txt").path)
+    #expect(digits == .integers(Array(0...9)))
+    let converted = try KerasConverter.convert(
+      modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"),
+      options: ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: digits, imageScale: 1.0 / 255))
+    let spec = try CoreMLSpecReader.read(converted.bytes)
+    #expect(spec.int64ClassLabels == Array(0...9))
+    #expect(spec.inputs == [.init(name: "image", kind: .image(width: 8, height: 8, colorSpace: "GRAYSCALE"))])
+    #expect(spec.outputs.last == .init(name: "classLabel", kind: .int64))
+    #expect(spec.preprocessing == [.init(featureName: "image", channelScale: 1.0 / 255, redBias: 0, greenBias: 0, blueBias: 0, grayBias: 0)])
+  }
+
+  @Test func colorImageInputWithBiasesAndBGR() throws {
+    let spec = try convert(
+      "keras3/conv_variants",
+      ConversionOptions(inputNames: ["img"], imageInputNames: [], imageScale: 1))
+    #expect(spec.inputs.first?.kind == .multiArray(shape: [4, 12, 12], dataType: 65568))
+    let rgb = try convert(
+      "tfkeras215/depthwise_separable",
+      ConversionOptions(inputNames: ["img"], imageInputNames: ["img"], imageScale: 1 / 127.5, redBias: -1, greenBias: -2, blueBias: -3, isBGR: true))
+    #expect(rgb.inputs.first?.kind == .image(width: 10, height: 10, colorSpace: "BGR"))
+    #expect(rgb.preprocessing.first == .init(featureName: "img", channelScale: 1 / 127.5, redBias: -1, greenBias: -2, blueBias: -3, grayBias: 0))
+  }
+
+  @Test func labelCountMustMatchProbabilityWidth() {
+    #expect(throws: CoreMLWriterError.labelCountMismatch(labels: 3, output: "output1", width: 4)) {
+      try convert("tfkeras215/dense_classifier", ConversionOptions(classLabels: .strings(["a", "b", "c"])))
+    }
+  }
+
+  @Test func unknownImageInputName() {
+    #expect(throws: CoreMLWriterError.unknownFeature(kind: "input", name: "photo", available: ["input1"])) {
+      try convert("tfkeras215/dense_classifier", ConversionOptions(imageInputNames: ["photo"]))
+    }
+  }
+
+  @Test func convolutionParametersFollowTheKerasConfig() throws {
+    // conv_variants (Samples/make_fixtures.py): same/relu, valid/stride 2/no bias, dilation 2, groups 2, stride 2 same.
+    let spec = try convert("tfkeras215/conv_variants")
+    let convolutions = spec.layers.filter { $0.kind == "convolution" }
+    #expect(convolutions.count == 5)
+    #expect(convolutions.map { $0.integers["same"]! } == [[1], [0], [1], [0], [1]])
+    #expect(convolutions[1].integers["stride"] == [2, 2])
+    #expect(convolutions[1].integers["hasBias"] == [0])
+    #expect(convolutions[2].integers["dilationFactor"] == [2, 2])
+    #expect(convolutions[2].integers["kernelSize"] == [3, 2])
+    #expect(convolutions[3].integers["nGroups"] == [2])
+    #expect(convolutions[3].integers["kernelChannels"] == [2])
+    #expect(spec.layers.contains { $0.kind == "activation.ReLU" })
+    #expect(spec.layers.contains { $0.kind == "activation.tanh" })
+  }
+
+  @Test func flattenKeepsKerasElementOrder() throws {
+    let spec = try convert("tfkeras215/dense_classifier")
+    #expect(spec.layers.first { $0.kind == "flatten" }?.integers["mode"] == [1])
+  }
+
+  @Test func float16WeightsAreHalfPrecisionKerasWeights() throws {
+    let spec = try convert("tfkeras215/conv_variants", ConversionOptions(precision: .float16))
+    #expect(spec.specificationVersion == 2)
+    let expected = try ReferenceFile(model: "tfkeras215/conv_variants").coreMLWeights()
+    for (layer, weights) in expected {
+      let written = try #require(spec.layer(named: layer))
+      #expect(written.usesFloat16)
+      #expect(written.weights["weights"] == weights["weights"]!.map { Float(Float16($0)) })
+    }
+  }
+
+  @Test func float16OverflowIsAnError() throws {
+    var builder = GraphBuilder()
+    let input = try builder.addInput(name: "x", type: TensorType([2]))
+    let output = try builder.add(.dense(Dense(kernel: Constant(shape: [2, 1], values: [1, 70000]), bias: nil)), name: "big", inputs: [input])
+    let graph = builder.build(outputs: [output])
+    #expect(throws: CoreMLWriterError.float16Overflow(layer: "big", value: 70000)) {
+      try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(precision: .float16))
+    }
+  }
+
+  @Test func metadataRecordsConverterAndSource() throws {
+    let spec = try convert(
+      "legacy224/dense_classifier",
+      ConversionOptions(author: "Ada", license: "MIT", shortDescription: "Pets", version: "1.2"))
+    #expect(spec.author == "Ada")
+    #expect(spec.license == "MIT")
+    #expect(spec.shortDescription == "Pets")
+    #expect(spec.version == "1.2")
+    #expect(spec.userDefined["modelconv.source_keras_version"] == "2.2.4")
+    #expect(spec.userDefined["modelconv.version"] == ModelConverterVersion.current)
+  }
+
+  @Test func shapingLayers() throws {
+    let spec = try convert("tfkeras215/reshape_ops")
+    // ZeroPadding2D(((1, 2), (0, 1))) and Cropping2D(((1, 0), (2, 1))) in Samples/make_fixtures.py.
+    #expect(spec.layers.first { $0.kind == "padding" }?.integers["paddingAmounts"] == [1, 2, 0, 1])
+    #expect(spec.layers.first { $0.kind == "crop" }?.integers["cropAmounts"] == [1, 0, 2, 1])
+    let upsamples = spec.layers.filter { $0.kind == "upsample" }
+    #expect(upsamples.map { $0.integers["mode"]! } == [[0], [1]])
+    #expect(upsamples[1].integers["linearUpsampleMode"] == [2])
+    // Permute((2, 1, 3)) swaps H and W: Core ML axes [Seq, C, W, H].
+    #expect(spec.layers.first { $0.kind == "permute" }?.integers["axis"] == [0, 1, 3, 2])
+  }
+
+  @Test func poolingExcludesPaddingAndGlobalPoolingIsGlobal() throws {
+    let spec = try convert("tfkeras215/pooling")
+    let pools = spec.layers.filter { $0.kind == "pooling" }
+    #expect(pools.allSatisfy { $0.integers["avgPoolExcludePadding"] == [1] })
+    #expect(pools.contains { $0.integers["globalPooling"] == [1] })
+    #expect(pools.contains { $0.integers["same"] == [1] && $0.integers["type"] == [0] })
+  }
+}
