@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine, builds modelconv, and converts the bundled digits classifier
+# (Samples/Digits, a CNN trained with real Keras) into a Core ML classifier with an image input.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+Scripts/setup.sh
+swift build -c release --product modelconv
+mkdir -p out
+.build/release/modelconv convert Samples/Digits/digits_cnn.h5 \
+  --input-names image --output-names probabilities \
+  --image-input image --image-scale 0.00392156862745098 \
+  --labels-file Samples/Digits/labels.txt \
+  --short-description "Handwritten digit classifier (8x8 grayscale)" \
+  -o out/Digits.mlmodel
