@@ -53,6 +53,15 @@ import Testing
     #expect(model.graph.nodes.contains { $0.operation.kindName == "dense" })
   }
 
+  @Test func tfKerasWeightsFileWithItsJSONMatchesTheFullModel() throws {
+    let pair = try KerasConverter.convert(
+      architectureAt: Fixtures.url("tfkeras215/dense_classifier.json"), weightsAt: Fixtures.url("tfkeras215/dense_classifier.weights.h5"))
+    let spec = try CoreMLSpecReader.read(pair.bytes)
+    let expected = try ReferenceFile(model: "tfkeras215/dense_classifier").coreMLWeights()
+    #expect(!expected.isEmpty)
+    for (layer, weights) in expected { #expect(spec.layer(named: layer)?.weights["weights"] == weights["weights"]) }
+  }
+
   @Test func notHDF5() {
     #expect(throws: KerasReaderError.notHDF5(path: Fixtures.url("bad/not_hdf5.h5").path)) {
       try KerasModelFile(path: Fixtures.url("bad/not_hdf5.h5").path)

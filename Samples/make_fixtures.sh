@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerate every fixture in Samples/Fixtures and Samples/Digits.
+#
+#   Samples/make_fixtures.sh            # venvs in Samples/.venv (created if missing)
+#   VENV_DIR=/path Samples/make_fixtures.sh
+#   PYTHON=python3.11 Samples/make_fixtures.sh
+#
+# Needs Python 3.11 (TensorFlow 2.15 has no wheels for newer Pythons) and PyPI access for the first run.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENV_DIR="${VENV_DIR:-$HERE/.venv}"
+PYTHON="${PYTHON:-python3}"
+OUT="$HERE/Fixtures"
+
+make_venv() {  # name requirements-file
+    local dir="$VENV_DIR/$1"
+    if [ ! -x "$dir/bin/python" ]; then
+        echo "== creating $dir"
+        "$PYTHON" -m venv "$dir"
+        "$dir/bin/pip" install --upgrade pip >/dev/null
+        "$dir/bin/pip" install -r "$2"
+    fi
+}
+
+make_venv tfkeras215 "$HERE/requirements-tfkeras215.txt"
+make_venv keras3 "$HERE/requirements-keras3.txt"
+PY215="$VENV_DIR/tfkeras215/bin/python"
+PY3="$VENV_DIR/keras3/bin/python"
+
+rm -rf "$OUT" "$HERE/Digits"
+"$PY215" "$HERE/make_fixtures.py" --dialect tfkeras215 --out "$OUT"   # also writes Fixtures/bad
+"$PY3"   "$HERE/make_fixtures.py" --dialect tfkeras2   --out "$OUT"
+"$PY3"   "$HERE/make_fixtures.py" --dialect keras3     --out "$OUT"
+"$PY215" "$HERE/make_fixtures.py" --legacy             --out "$OUT"   # after tfkeras215
+"$PY215" "$HERE/make_digits.py" --out "$HERE/Digits"
+
+du -sh "$HERE/Fixtures" "$HERE/Digits"

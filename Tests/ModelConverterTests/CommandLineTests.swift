@@ -1,0 +1,128 @@
+import CoreMLFormat
+import Foundation
+import Testing
+
+/// `modelconv` end to end: exit codes, printed summaries and no partial output on failure.
+@Suite struct CommandLineTests {
+  /// The built `modelconv`, beside the test bundle.
+  static let executable: URL = {
+    let candidates = [
+      URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("modelconv"),
+      Bundle.main.bundleURL.appendingPathComponent("modelconv"),
+      Fixtures.packageRoot.appendingPathComponent(".build/debug/modelconv"),
+    ]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[2]
+  }()
+
+  struct Result {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+  }
+
+  func run(_ arguments: [String]) throws -> Result {
+    let process = Process()
+    process.executableURL = Self.executable
+    process.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+  }
+
+  @Test func convertsTheDigitsClassifier() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let output = directory.appendingPathComponent("Digits.mlmodel")
+    let result = try run([
+      "convert", Fixtures.digits.appendingPathComponent("digits_cnn.h5").path, "--input-names", "image",
+      "--output-names", "probabilities", "--image-input", "image", "--image-scale", "0.00392156862745098",
+      "--labels-file", Fixtures.digits.appendingPathComponent("labels.txt").path, "--author", "tests", "-o", output.path,
+    ])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stdout.contains("input   image: image 8x8 GRAYSCALE"))
+    #expect(result.stdout.contains("output  classLabel: int64"))
+    let spec = try CoreMLSpecReader.read(contentsOf: output)
+    #expect(spec.modelType == "neuralNetworkClassifier")
+    #expect(spec.author == "tests")
+  }
+
+  @Test func jsonSummaryAndDefaultOutputPath() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let input = directory.appendingPathComponent("pets.h5")
+    try FileManager.default.copyItem(at: Fixtures.url("keras3/dense_classifier.h5"), to: input)
+    let result = try run(["convert", input.path, "--labels", "cat,dog,bird,fish", "--json"])
+    #expect(result.status == 0, "\(result.stderr)")
+    let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+    #expect(json?["output"] as? String == directory.appendingPathComponent("pets.mlmodel").path)
+    #expect((json?["summary"] as? [String: Any])?["labels"] as? [String] == ["cat", "dog", "bird", "fish"])
+    #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("pets.mlmodel").path))
+  }
+
+  @Test func versionAndHelp() throws {
+    #expect(try run(["--version"]).status == 0)
+    let help = try run(["convert", "--help"])
+    #expect(help.status == 0)
+    #expect(help.stdout.contains("--image-input"))
+  }
+
+  /// Command lines that must fail, with the exit code each must give.
+  static let failures: [ExitCase] = [
+    ExitCase(["convert"], 64),
+    ExitCase(["convert", "a.h5", "--no-such-option"], 64),
+    ExitCase(["frobnicate"], 64),
+    ExitCase(["convert", "/nonexistent/model.h5"], 66),
+    ExitCase(["convert", Fixtures.url("bad/not_hdf5.h5").path], 65),
+    ExitCase(["convert", Fixtures.url("bad/weights_only.h5").path], 65),
+    ExitCase(["convert", Fixtures.url("bad/missing_dataset.h5").path], 65),
+    ExitCase(["convert", Fixtures.url("bad/wrong_shape.h5").path], 65),
+    ExitCase(["convert", Fixtures.url("bad/unsupported.h5").path], 65),
+    ExitCase(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--labels", "a,b"], 65),
+    ExitCase(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--labels-file", "/nonexistent/labels.txt"], 66),
+    ExitCase(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--precision", "int3"], 64),
+  ]
+
+  struct ExitCase: Sendable, CustomStringConvertible {
+    var arguments: [String]
+    var expected: Int32
+    init(_ arguments: [String], _ expected: Int32) {
+      self.arguments = arguments
+      self.expected = expected
+    }
+    var description: String { arguments.joined(separator: " ") }
+  }
+
+  @Test(arguments: failures)
+  func exitCodes(case exitCase: ExitCase) throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let output = directory.appendingPathComponent("out.mlmodel")
+    let result = try run(exitCase.arguments + ["-o", output.path])
+    #expect(result.status == exitCase.expected, "\(exitCase): \(result.stderr)")
+    #expect(!result.stderr.isEmpty)
+    // Nothing is left behind: no output and no temporary file.
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+  }
+
+  @Test func unsupportedLayersAreNamedTogether() throws {
+    let result = try run(["convert", Fixtures.url("bad/unsupported.h5").path, "-o", "/tmp/unused.mlmodel"])
+    #expect(result.stderr.contains("Conv3D"))
+    #expect(result.stderr.contains("Lambda"))
+  }
+
+  @Test func unwritableOutputExits73() throws {
+    let result = try run(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "-o", "/nonexistent/dir/out.mlmodel"])
+    #expect(result.status == 73)
+  }
+
+  @Test func failedConversionKeepsTheExistingOutput() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let output = directory.appendingPathComponent("keep.mlmodel")
+    try Data("previous".utf8).write(to: output)
+    let result = try run(["convert", Fixtures.url("bad/unsupported.h5").path, "-o", output.path])
+    #expect(result.status == 65)
+    #expect(try Data(contentsOf: output) == Data("previous".utf8))
+  }
+}
