@@ -7,7 +7,6 @@ public struct Convolution2D: Sendable, Equatable {
   public var kernel: Constant
   /// `[outputChannels]`, or nil without bias.
   public var bias: Constant?
-  public var strides: (Int, Int) { (strideHeight, strideWidth) }
   public var strideHeight: Int
   public var strideWidth: Int
   public var dilationHeight: Int

@@ -343,6 +343,17 @@ struct CoreMLLayerEmitter {
         p.pointee.linear = params
       }
     }
+    /// An activation whose parameters message is empty.
+    func parameterless<T>(
+      _ kind: CoreML__Specification__ActivationParams__NonlinearityTypeCase,
+      _ field: WritableKeyPath<CoreML__Specification__ActivationParams, UnsafeMutablePointer<T>?>,
+      _ initialize: (UnsafeMutablePointer<T>?) -> Void
+    ) {
+      simple(name, input, output) { p in
+        p.pointee.nonlinearity_type_case = kind
+        p.pointee[keyPath: field] = a.message(initialize)
+      }
+    }
     /// min(x, maxValue) as -max(-x, -maxValue): Core ML's classic layers have max-threshold only.
     func clipAbove(_ input: String, maxValue: Float) {
       linear(name + "__neg__", input, name + "__neg___output", alpha: -1, beta: 0)
@@ -360,10 +371,7 @@ struct CoreMLLayerEmitter {
     case .linear(let scale, let offset):
       linear(name, input, output, alpha: scale, beta: offset)
     case .relu:
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU
-        p.pointee.relu = a.message(core_ml__specification__activation_re_lu__init)
-      }
+      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU, \.relu, core_ml__specification__activation_re_lu__init)
     case .clippedReLU(let maxValue, let slope, let threshold):
       guard slope == 0 || threshold == 0 else {
         throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "ReLU with both negative_slope and threshold has no Core ML mapping")
@@ -414,10 +422,7 @@ struct CoreMLLayerEmitter {
         p.pointee.thresholdedrelu = params
       }
     case .sigmoid:
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID
-        p.pointee.sigmoid = a.message(core_ml__specification__activation_sigmoid__init)
-      }
+      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID, \.sigmoid, core_ml__specification__activation_sigmoid__init)
     case .hardSigmoid(let slope, let offset):
       simple(name, input, output) { p in
         p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD
@@ -427,20 +432,11 @@ struct CoreMLLayerEmitter {
         p.pointee.sigmoidhard = params
       }
     case .tanh:
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH
-        p.pointee.tanh = a.message(core_ml__specification__activation_tanh__init)
-      }
+      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH, \.tanh, core_ml__specification__activation_tanh__init)
     case .softplus:
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS
-        p.pointee.softplus = a.message(core_ml__specification__activation_softplus__init)
-      }
+      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS, \.softplus, core_ml__specification__activation_softplus__init)
     case .softsign:
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN
-        p.pointee.softsign = a.message(core_ml__specification__activation_softsign__init)
-      }
+      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN, \.softsign, core_ml__specification__activation_softsign__init)
     case .swish:
       try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
       try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output, shape: shape)

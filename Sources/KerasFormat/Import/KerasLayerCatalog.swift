@@ -16,14 +16,6 @@ enum KerasLayerCatalog {
   static let merging: Set<String> = ["Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate"]
 
   /// Every class name with a conversion (nested model classes are handled separately).
-  static let supportedClassNames: Set<String> =
-    ["InputLayer", "Dense", "BatchNormalization"] + inferenceNoOps + convolutions + activations + pooling + shaping + merging
-}
-
-extension Set {
-  fileprivate static func + (lhs: Set, rhs: Set) -> Set { lhs.union(rhs) }
-}
-
-extension Set where Element == String {
-  fileprivate static func + (lhs: [String], rhs: Set) -> Set { rhs.union(lhs) }
+  static let supportedClassNames: Set<String> = Set(["InputLayer", "Dense", "BatchNormalization"])
+    .union(inferenceNoOps).union(convolutions).union(activations).union(pooling).union(shaping).union(merging)
 }
