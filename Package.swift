@@ -8,6 +8,7 @@ import PackageDescription
 /// - `ModelIR`: the typed graph that readers produce and writers consume.
 /// - `KerasFormat`: the Keras HDF5 reader.
 /// - `CoreMLFormat`: the Core ML `.mlmodel` writer (and reader).
+/// - `ReferenceRuntime`: a float32 interpreter of the IR, the oracle for parity checks.
 /// - `ModelConverter`: the public API tying them together.
 /// - `modelconv`: the thin command-line front end.
 let package = Package(
@@ -27,11 +28,12 @@ let package = Package(
     .target(name: "ModelIR"),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
-    .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat"]),
+    .target(name: "ReferenceRuntime", dependencies: ["ModelIR"]),
+    .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
     .testTarget(
       name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "CoreMLSpec", "CHDF5"]),
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5"]),
   ],
   swiftLanguageModes: [.v5]
 )
