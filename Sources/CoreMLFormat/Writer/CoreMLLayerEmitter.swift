@@ -343,15 +343,18 @@ struct CoreMLLayerEmitter {
         p.pointee.linear = params
       }
     }
-    /// An activation whose parameters message is empty.
-    func parameterless<T>(
+    /// An activation layer selecting one nonlinearity, whose message `configure` fills in.
+    func nonlinearity<T>(
       _ kind: CoreML__Specification__ActivationParams__NonlinearityTypeCase,
       _ field: WritableKeyPath<CoreML__Specification__ActivationParams, UnsafeMutablePointer<T>?>,
-      _ initialize: (UnsafeMutablePointer<T>?) -> Void
+      _ initialize: (UnsafeMutablePointer<T>?) -> Void,
+      configure: (UnsafeMutablePointer<T>) -> Void = { _ in }
     ) {
       simple(name, input, output) { p in
         p.pointee.nonlinearity_type_case = kind
-        p.pointee[keyPath: field] = a.message(initialize)
+        let message = a.message(initialize)
+        configure(message)
+        p.pointee[keyPath: field] = message
       }
     }
     /// min(x, maxValue) as -max(-x, -maxValue): Core ML's classic layers have max-threshold only.
@@ -371,7 +374,7 @@ struct CoreMLLayerEmitter {
     case .linear(let scale, let offset):
       linear(name, input, output, alpha: scale, beta: offset)
     case .relu:
-      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU, \.relu, core_ml__specification__activation_re_lu__init)
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU, \.relu, core_ml__specification__activation_re_lu__init)
     case .clippedReLU(let maxValue, let slope, let threshold):
       guard slope == 0 || threshold == 0 else {
         throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "ReLU with both negative_slope and threshold has no Core ML mapping")
@@ -387,56 +390,41 @@ struct CoreMLLayerEmitter {
       }
       if let maxValue { clipAbove(stage, maxValue: maxValue) }
     case .leakyReLU(let alpha):
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU
-        let params = a.message(core_ml__specification__activation_leaky_re_lu__init)
-        params.pointee.alpha = alpha
-        p.pointee.leakyrelu = params
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU, \.leakyrelu, core_ml__specification__activation_leaky_re_lu__init) {
+        $0.pointee.alpha = alpha
       }
     case .parametricReLU(let alpha):
       guard alpha.shape.count == 1 else {
         throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "PReLU needs shared_axes over H and W (one slope per channel) for Core ML")
       }
       let weights = try weights(alpha.values, layer: name)
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU
-        let params = a.message(core_ml__specification__activation_pre_lu__init)
-        params.pointee.alpha = weights
-        p.pointee.prelu = params
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU, \.prelu, core_ml__specification__activation_pre_lu__init) {
+        $0.pointee.alpha = weights
       }
     case .elu(let alpha):
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU
-        let params = a.message(core_ml__specification__activation_elu__init)
-        params.pointee.alpha = alpha
-        p.pointee.elu = params
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU, \.elu, core_ml__specification__activation_elu__init) {
+        $0.pointee.alpha = alpha
       }
     case .selu:
       try emitActivation(.elu(alpha: Activation.seluAlpha), name: name + "__elu__", input: input, output: name + "__elu___output", shape: shape)
       linear(name, name + "__elu___output", output, alpha: Activation.seluScale, beta: 0)
     case .thresholdedReLU(let theta):
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU
-        let params = a.message(core_ml__specification__activation_thresholded_re_lu__init)
-        params.pointee.alpha = theta
-        p.pointee.thresholdedrelu = params
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU, \.thresholdedrelu, core_ml__specification__activation_thresholded_re_lu__init) {
+        $0.pointee.alpha = theta
       }
     case .sigmoid:
-      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID, \.sigmoid, core_ml__specification__activation_sigmoid__init)
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID, \.sigmoid, core_ml__specification__activation_sigmoid__init)
     case .hardSigmoid(let slope, let offset):
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD
-        let params = a.message(core_ml__specification__activation_sigmoid_hard__init)
-        params.pointee.alpha = slope
-        params.pointee.beta = offset
-        p.pointee.sigmoidhard = params
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD, \.sigmoidhard, core_ml__specification__activation_sigmoid_hard__init) {
+        $0.pointee.alpha = slope
+        $0.pointee.beta = offset
       }
     case .tanh:
-      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH, \.tanh, core_ml__specification__activation_tanh__init)
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH, \.tanh, core_ml__specification__activation_tanh__init)
     case .softplus:
-      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS, \.softplus, core_ml__specification__activation_softplus__init)
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS, \.softplus, core_ml__specification__activation_softplus__init)
     case .softsign:
-      parameterless(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN, \.softsign, core_ml__specification__activation_softsign__init)
+      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN, \.softsign, core_ml__specification__activation_softsign__init)
     case .swish:
       try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
       try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output, shape: shape)
