@@ -121,31 +121,14 @@ struct CoreMLLayerEmitter {
       layer.pointee.softmax = arena.message(core_ml__specification__softmax_layer_params__init)
 
     case .pooling2D(let pool):
-      let params = arena.message(core_ml__specification__pooling_layer_params__init)
-      params.pointee.type = pool.kind == .max ? CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__MAX : CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE
-      params.pointee.n_kernelsize = 2
-      params.pointee.kernelsize = uint64s([pool.poolHeight, pool.poolWidth])
-      params.pointee.n_stride = 2
-      params.pointee.stride = uint64s([pool.strideHeight, pool.strideWidth])
-      params.pointee.avgpoolexcludepadding = 1
-      setPadding(pool.padding, on: params)
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING
-      layer.pointee.pooling = params
+      emitPooling(
+        pool.kind, kernel: [pool.poolHeight, pool.poolWidth], stride: [pool.strideHeight, pool.strideWidth],
+        padding: pool.padding, global: false, name: node.name, input: inputs[0], output: output)
 
     case .globalPooling2D(let kind, _):
-      let params = arena.message(core_ml__specification__pooling_layer_params__init)
-      params.pointee.type = kind == .max ? CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__MAX : CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE
-      params.pointee.n_kernelsize = 2
-      params.pointee.kernelsize = uint64s([inputShape[0], inputShape[1]])
-      params.pointee.n_stride = 2
-      params.pointee.stride = uint64s([1, 1])
-      params.pointee.globalpooling = 1
-      params.pointee.avgpoolexcludepadding = 1
-      setPadding(.valid, on: params)
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING
-      layer.pointee.pooling = params
+      emitPooling(
+        kind, kernel: [inputShape[0], inputShape[1]], stride: [1, 1], padding: .valid, global: true,
+        name: node.name, input: inputs[0], output: output)
 
     case .flatten:
       // CHANNEL_LAST keeps Keras' H-W-C element order, so the Dense weights after it need no permutation.
@@ -243,7 +226,18 @@ struct CoreMLLayerEmitter {
     return valid
   }
 
-  private func setPadding(_ padding: Padding, on params: UnsafeMutablePointer<CoreML__Specification__PoolingLayerParams>) {
+  /// A pooling layer; average pooling always excludes the padding, as TensorFlow does.
+  private mutating func emitPooling(
+    _ kind: PoolingKind, kernel: [Int], stride: [Int], padding: Padding, global: Bool, name: String, input: String, output: String
+  ) {
+    let params = arena.message(core_ml__specification__pooling_layer_params__init)
+    params.pointee.type = kind == .max ? CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__MAX : CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE
+    params.pointee.n_kernelsize = 2
+    params.pointee.kernelsize = uint64s(kernel)
+    params.pointee.n_stride = 2
+    params.pointee.stride = uint64s(stride)
+    params.pointee.avgpoolexcludepadding = 1
+    params.pointee.globalpooling = global ? 1 : 0
     switch padding {
     case .same:
       params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME
@@ -252,6 +246,9 @@ struct CoreMLLayerEmitter {
       params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
       params.pointee.valid = validPadding()
     }
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING
+    layer.pointee.pooling = params
   }
 
   private mutating func emitPermute(_ axes: [Int], name: String, input: String, output: String) {

@@ -7,7 +7,7 @@ import ModelIR
 struct KerasWeightStore {
   let root: HDF5Group
   let path: String
-  /// Top-level layer name → (weight name as stored, dataset path relative to the layer group).
+  /// Top-level layer name → its `weight_names`, each also the dataset path relative to the layer group.
   private var weightNames: [String: [String]] = [:]
 
   init(root: HDF5Group, path: String) throws {
