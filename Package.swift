@@ -4,11 +4,12 @@ import PackageDescription
 /// ModelConverter: Keras `.h5` models to Core ML classifiers, on Linux, without Python.
 ///
 /// Layers of the design, one target each:
-/// - C wrappers: `CHDF5` (libhdf5), `CProtobufC` (libprotobuf-c), `CoreMLSpec` (protoc-c output for `Schemas/`).
+/// - C wrappers: `CHDF5` (libhdf5), `CProtobufC` (libprotobuf-c), `COpenBLAS` (OpenBLAS' CBLAS),
+///   `CoreMLSpec` (protoc-c output for `Schemas/`).
 /// - `ModelIR`: the typed graph that readers produce and writers consume.
 /// - `KerasFormat`: the Keras HDF5 reader.
-/// - `CoreMLFormat`: the Core ML `.mlmodel` writer (and reader).
-/// - `ReferenceRuntime`: a float32 interpreter of the IR, the oracle for parity checks.
+/// - `CoreMLFormat`: the Core ML `.mlmodel` writer, and the reader back into the IR.
+/// - `ReferenceRuntime`: a float32 interpreter of the IR (direct oracle kernels plus BLAS fast paths).
 /// - `ModelConverter`: the public API tying them together.
 /// - `modelconv`: the thin command-line front end.
 let package = Package(
@@ -24,11 +25,14 @@ let package = Package(
     .systemLibrary(
       name: "CProtobufC", path: "Sources/CProtobufC", pkgConfig: "libprotobuf-c",
       providers: [.apt(["libprotobuf-c-dev"])]),
+    .systemLibrary(
+      name: "COpenBLAS", path: "Sources/COpenBLAS", pkgConfig: "openblas",
+      providers: [.apt(["libopenblas-dev"])]),
     .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
     .target(name: "ModelIR"),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
-    .target(name: "ReferenceRuntime", dependencies: ["ModelIR"]),
+    .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "COpenBLAS"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
     .testTarget(

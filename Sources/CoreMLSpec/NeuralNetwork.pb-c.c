@@ -3874,6 +3874,906 @@ void   core_ml__specification__clamped_re_lulayer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__clamped_re_lulayer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__equal_layer_params__init
+                     (CoreML__Specification__EqualLayerParams         *message)
+{
+  static const CoreML__Specification__EqualLayerParams init_value = CORE_ML__SPECIFICATION__EQUAL_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__equal_layer_params__get_packed_size
+                     (const CoreML__Specification__EqualLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__equal_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__equal_layer_params__pack
+                     (const CoreML__Specification__EqualLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__equal_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__EqualLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__equal_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__EqualLayerParams *
+       core_ml__specification__equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__EqualLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__equal_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__equal_layer_params__free_unpacked
+                     (CoreML__Specification__EqualLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__equal_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__not_equal_layer_params__init
+                     (CoreML__Specification__NotEqualLayerParams         *message)
+{
+  static const CoreML__Specification__NotEqualLayerParams init_value = CORE_ML__SPECIFICATION__NOT_EQUAL_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__not_equal_layer_params__get_packed_size
+                     (const CoreML__Specification__NotEqualLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__not_equal_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__not_equal_layer_params__pack
+                     (const CoreML__Specification__NotEqualLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__not_equal_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__not_equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__NotEqualLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__not_equal_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__NotEqualLayerParams *
+       core_ml__specification__not_equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__NotEqualLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__not_equal_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__not_equal_layer_params__free_unpacked
+                     (CoreML__Specification__NotEqualLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__not_equal_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__less_than_layer_params__init
+                     (CoreML__Specification__LessThanLayerParams         *message)
+{
+  static const CoreML__Specification__LessThanLayerParams init_value = CORE_ML__SPECIFICATION__LESS_THAN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__less_than_layer_params__get_packed_size
+                     (const CoreML__Specification__LessThanLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__less_than_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__less_than_layer_params__pack
+                     (const CoreML__Specification__LessThanLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__less_than_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__less_than_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LessThanLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__less_than_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LessThanLayerParams *
+       core_ml__specification__less_than_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LessThanLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__less_than_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__less_than_layer_params__free_unpacked
+                     (CoreML__Specification__LessThanLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__less_than_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__less_equal_layer_params__init
+                     (CoreML__Specification__LessEqualLayerParams         *message)
+{
+  static const CoreML__Specification__LessEqualLayerParams init_value = CORE_ML__SPECIFICATION__LESS_EQUAL_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__less_equal_layer_params__get_packed_size
+                     (const CoreML__Specification__LessEqualLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__less_equal_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__less_equal_layer_params__pack
+                     (const CoreML__Specification__LessEqualLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__less_equal_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__less_equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LessEqualLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__less_equal_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__LessEqualLayerParams *
+       core_ml__specification__less_equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__LessEqualLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__less_equal_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__less_equal_layer_params__free_unpacked
+                     (CoreML__Specification__LessEqualLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__less_equal_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__greater_than_layer_params__init
+                     (CoreML__Specification__GreaterThanLayerParams         *message)
+{
+  static const CoreML__Specification__GreaterThanLayerParams init_value = CORE_ML__SPECIFICATION__GREATER_THAN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__greater_than_layer_params__get_packed_size
+                     (const CoreML__Specification__GreaterThanLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__greater_than_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__greater_than_layer_params__pack
+                     (const CoreML__Specification__GreaterThanLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__greater_than_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__greater_than_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GreaterThanLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__greater_than_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GreaterThanLayerParams *
+       core_ml__specification__greater_than_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GreaterThanLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__greater_than_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__greater_than_layer_params__free_unpacked
+                     (CoreML__Specification__GreaterThanLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__greater_than_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__greater_equal_layer_params__init
+                     (CoreML__Specification__GreaterEqualLayerParams         *message)
+{
+  static const CoreML__Specification__GreaterEqualLayerParams init_value = CORE_ML__SPECIFICATION__GREATER_EQUAL_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__greater_equal_layer_params__get_packed_size
+                     (const CoreML__Specification__GreaterEqualLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__greater_equal_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__greater_equal_layer_params__pack
+                     (const CoreML__Specification__GreaterEqualLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__greater_equal_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__greater_equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GreaterEqualLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__greater_equal_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__GreaterEqualLayerParams *
+       core_ml__specification__greater_equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__GreaterEqualLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__greater_equal_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__greater_equal_layer_params__free_unpacked
+                     (CoreML__Specification__GreaterEqualLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__greater_equal_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__min_broadcastable_layer_params__init
+                     (CoreML__Specification__MinBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__MinBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__MIN_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__min_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MinBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__min_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__min_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MinBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__min_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__min_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MinBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__min_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MinBroadcastableLayerParams *
+       core_ml__specification__min_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MinBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__min_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__min_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MinBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__min_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__max_broadcastable_layer_params__init
+                     (CoreML__Specification__MaxBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__MaxBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__MAX_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__max_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MaxBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__max_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__max_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MaxBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__max_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__max_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MaxBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__max_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MaxBroadcastableLayerParams *
+       core_ml__specification__max_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MaxBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__max_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__max_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MaxBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__max_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__add_broadcastable_layer_params__init
+                     (CoreML__Specification__AddBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__AddBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__ADD_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__add_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__AddBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__add_broadcastable_layer_params__pack
+                     (const CoreML__Specification__AddBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__add_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__AddBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__AddBroadcastableLayerParams *
+       core_ml__specification__add_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__AddBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__add_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__add_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__AddBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__add_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__pow_broadcastable_layer_params__init
+                     (CoreML__Specification__PowBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__PowBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__POW_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pow_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__PowBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pow_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pow_broadcastable_layer_params__pack
+                     (const CoreML__Specification__PowBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pow_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pow_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__PowBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pow_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__PowBroadcastableLayerParams *
+       core_ml__specification__pow_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__PowBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__pow_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pow_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__PowBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pow_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__divide_broadcastable_layer_params__init
+                     (CoreML__Specification__DivideBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__DivideBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__DIVIDE_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__divide_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__DivideBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__divide_broadcastable_layer_params__pack
+                     (const CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__divide_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__DivideBroadcastableLayerParams *
+       core_ml__specification__divide_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__DivideBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__divide_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__divide_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__divide_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__multiply_broadcastable_layer_params__init
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__MultiplyBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__MULTIPLY_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__multiply_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__MultiplyBroadcastableLayerParams *
+       core_ml__specification__multiply_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__MultiplyBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__multiply_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__multiply_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__multiply_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__subtract_broadcastable_layer_params__init
+                     (CoreML__Specification__SubtractBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__SubtractBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__SUBTRACT_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__subtract_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SubtractBroadcastableLayerParams *
+       core_ml__specification__subtract_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SubtractBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__subtract_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__subtract_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__subtract_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__where_broadcastable_layer_params__init
+                     (CoreML__Specification__WhereBroadcastableLayerParams         *message)
+{
+  static const CoreML__Specification__WhereBroadcastableLayerParams init_value = CORE_ML__SPECIFICATION__WHERE_BROADCASTABLE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__where_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__WhereBroadcastableLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__where_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__where_broadcastable_layer_params__pack
+                     (const CoreML__Specification__WhereBroadcastableLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__where_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__where_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__WhereBroadcastableLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__where_broadcastable_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__WhereBroadcastableLayerParams *
+       core_ml__specification__where_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__WhereBroadcastableLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__where_broadcastable_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__where_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__WhereBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__where_broadcastable_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__slice_static_layer_params__init
+                     (CoreML__Specification__SliceStaticLayerParams         *message)
+{
+  static const CoreML__Specification__SliceStaticLayerParams init_value = CORE_ML__SPECIFICATION__SLICE_STATIC_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__slice_static_layer_params__get_packed_size
+                     (const CoreML__Specification__SliceStaticLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__slice_static_layer_params__pack
+                     (const CoreML__Specification__SliceStaticLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__slice_static_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SliceStaticLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SliceStaticLayerParams *
+       core_ml__specification__slice_static_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SliceStaticLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__slice_static_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__slice_static_layer_params__free_unpacked
+                     (CoreML__Specification__SliceStaticLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__slice_static_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__constant_padding_layer_params__init
+                     (CoreML__Specification__ConstantPaddingLayerParams         *message)
+{
+  static const CoreML__Specification__ConstantPaddingLayerParams init_value = CORE_ML__SPECIFICATION__CONSTANT_PADDING_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__constant_padding_layer_params__get_packed_size
+                     (const CoreML__Specification__ConstantPaddingLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__constant_padding_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__constant_padding_layer_params__pack
+                     (const CoreML__Specification__ConstantPaddingLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__constant_padding_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__constant_padding_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ConstantPaddingLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__constant_padding_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ConstantPaddingLayerParams *
+       core_ml__specification__constant_padding_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ConstantPaddingLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__constant_padding_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__constant_padding_layer_params__free_unpacked
+                     (CoreML__Specification__ConstantPaddingLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__constant_padding_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reduce_max_layer_params__init
+                     (CoreML__Specification__ReduceMaxLayerParams         *message)
+{
+  static const CoreML__Specification__ReduceMaxLayerParams init_value = CORE_ML__SPECIFICATION__REDUCE_MAX_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reduce_max_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMaxLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_max_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reduce_max_layer_params__pack
+                     (const CoreML__Specification__ReduceMaxLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_max_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reduce_max_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMaxLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_max_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReduceMaxLayerParams *
+       core_ml__specification__reduce_max_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReduceMaxLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reduce_max_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reduce_max_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMaxLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reduce_max_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reduce_min_layer_params__init
+                     (CoreML__Specification__ReduceMinLayerParams         *message)
+{
+  static const CoreML__Specification__ReduceMinLayerParams init_value = CORE_ML__SPECIFICATION__REDUCE_MIN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reduce_min_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMinLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_min_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reduce_min_layer_params__pack
+                     (const CoreML__Specification__ReduceMinLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_min_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reduce_min_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMinLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_min_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReduceMinLayerParams *
+       core_ml__specification__reduce_min_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReduceMinLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reduce_min_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reduce_min_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMinLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reduce_min_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reduce_sum_layer_params__init
+                     (CoreML__Specification__ReduceSumLayerParams         *message)
+{
+  static const CoreML__Specification__ReduceSumLayerParams init_value = CORE_ML__SPECIFICATION__REDUCE_SUM_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reduce_sum_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceSumLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_sum_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reduce_sum_layer_params__pack
+                     (const CoreML__Specification__ReduceSumLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_sum_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reduce_sum_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceSumLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_sum_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReduceSumLayerParams *
+       core_ml__specification__reduce_sum_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReduceSumLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reduce_sum_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reduce_sum_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceSumLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reduce_sum_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__reduce_mean_layer_params__init
+                     (CoreML__Specification__ReduceMeanLayerParams         *message)
+{
+  static const CoreML__Specification__ReduceMeanLayerParams init_value = CORE_ML__SPECIFICATION__REDUCE_MEAN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__reduce_mean_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMeanLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__reduce_mean_layer_params__pack
+                     (const CoreML__Specification__ReduceMeanLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__reduce_mean_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMeanLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__ReduceMeanLayerParams *
+       core_ml__specification__reduce_mean_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__ReduceMeanLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__reduce_mean_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__reduce_mean_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMeanLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor core_ml__specification__neural_network__field_descriptors[4] =
 {
   {
@@ -5044,7 +5944,7 @@ const ProtobufCMessageDescriptor core_ml__specification__tensor__descriptor =
   (ProtobufCMessageInit) core_ml__specification__tensor__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[59] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[79] =
 {
   {
     "name",
@@ -5623,6 +6523,162 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "equal",
+    815,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, equal),
+    &core_ml__specification__equal_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "notEqual",
+    820,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, notequal),
+    &core_ml__specification__not_equal_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lessThan",
+    825,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, lessthan),
+    &core_ml__specification__less_than_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "lessEqual",
+    827,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, lessequal),
+    &core_ml__specification__less_equal_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "greaterThan",
+    830,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, greaterthan),
+    &core_ml__specification__greater_than_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "greaterEqual",
+    832,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, greaterequal),
+    &core_ml__specification__greater_equal_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "minBroadcastable",
+    870,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, minbroadcastable),
+    &core_ml__specification__min_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "maxBroadcastable",
+    875,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, maxbroadcastable),
+    &core_ml__specification__max_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "addBroadcastable",
+    880,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, addbroadcastable),
+    &core_ml__specification__add_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "powBroadcastable",
+    885,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, powbroadcastable),
+    &core_ml__specification__pow_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "divideBroadcastable",
+    890,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, dividebroadcastable),
+    &core_ml__specification__divide_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "multiplyBroadcastable",
+    900,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, multiplybroadcastable),
+    &core_ml__specification__multiply_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "subtractBroadcastable",
+    905,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, subtractbroadcastable),
+    &core_ml__specification__subtract_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "softmaxND",
     950,
     PROTOBUF_C_LABEL_NONE,
@@ -5654,6 +6710,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
     offsetof(CoreML__Specification__NeuralNetworkLayer, transpose),
     &core_ml__specification__transpose_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sliceStatic",
+    995,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, slicestatic),
+    &core_ml__specification__slice_static_layer_params__descriptor,
     NULL,
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -5731,6 +6799,78 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "constantPad",
+    1155,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, constantpad),
+    &core_ml__specification__constant_padding_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceMax",
+    1260,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducemax),
+    &core_ml__specification__reduce_max_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceMin",
+    1265,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducemin),
+    &core_ml__specification__reduce_min_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceSum",
+    1270,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducesum),
+    &core_ml__specification__reduce_sum_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceMean",
+    1280,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, reducemean),
+    &core_ml__specification__reduce_mean_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "whereBroadcastable",
+    1330,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, wherebroadcastable),
+    &core_ml__specification__where_broadcastable_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "layerNormalization",
     1350,
     PROTOBUF_C_LABEL_NONE,
@@ -5758,65 +6898,85 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
 static const unsigned core_ml__specification__neural_network_layer__field_indices_by_name[] = {
   8,   /* field[8] = activation */
   22,   /* field[22] = add */
+  56,   /* field[56] = addBroadcastable */
   24,   /* field[24] = average */
-  51,   /* field[51] = batchedMatmul */
+  65,   /* field[65] = batchedMatmul */
   11,   /* field[11] = batchnorm */
   43,   /* field[43] = biDirectionalLSTM */
   26,   /* field[26] = bias */
-  58,   /* field[58] = clampedReLU */
+  78,   /* field[78] = clampedReLU */
   46,   /* field[46] = clip */
   35,   /* field[35] = concat */
-  49,   /* field[49] = concatND */
+  62,   /* field[62] = concatND */
+  71,   /* field[71] = constantPad */
   6,   /* field[6] = convolution */
   45,   /* field[45] = copy */
   16,   /* field[16] = crop */
   20,   /* field[20] = cropResize */
   44,   /* field[44] = custom */
+  58,   /* field[58] = divideBroadcastable */
   29,   /* field[29] = dot */
   10,   /* field[10] = embedding */
-  54,   /* field[54] = expandDims */
+  48,   /* field[48] = equal */
+  68,   /* field[68] = expandDims */
   33,   /* field[33] = flatten */
-  55,   /* field[55] = flattenTo2D */
+  69,   /* field[69] = flattenTo2D */
   47,   /* field[47] = gelu */
+  53,   /* field[53] = greaterEqual */
+  52,   /* field[52] = greaterThan */
   41,   /* field[41] = gru */
   9,   /* field[9] = innerProduct */
   1,   /* field[1] = input */
   3,   /* field[3] = inputTensor */
   5,   /* field[5] = isUpdatable */
   13,   /* field[13] = l2normalize */
-  57,   /* field[57] = layerNormalization */
+  77,   /* field[77] = layerNormalization */
+  51,   /* field[51] = lessEqual */
+  50,   /* field[50] = lessThan */
   31,   /* field[31] = loadConstant */
-  52,   /* field[52] = loadConstantND */
+  66,   /* field[66] = loadConstantND */
   15,   /* field[15] = lrn */
   27,   /* field[27] = max */
+  55,   /* field[55] = maxBroadcastable */
   28,   /* field[28] = min */
+  54,   /* field[54] = minBroadcastable */
   23,   /* field[23] = multiply */
+  59,   /* field[59] = multiplyBroadcastable */
   12,   /* field[12] = mvn */
   0,   /* field[0] = name */
+  49,   /* field[49] = notEqual */
   2,   /* field[2] = output */
   4,   /* field[4] = outputTensor */
   17,   /* field[17] = padding */
   34,   /* field[34] = permute */
   7,   /* field[7] = pooling */
+  57,   /* field[57] = powBroadcastable */
   30,   /* field[30] = reduce */
+  72,   /* field[72] = reduceMax */
+  75,   /* field[75] = reduceMean */
+  73,   /* field[73] = reduceMin */
+  74,   /* field[74] = reduceSum */
   38,   /* field[38] = reorganizeData */
   32,   /* field[32] = reshape */
-  56,   /* field[56] = reshapeStatic */
+  70,   /* field[70] = reshapeStatic */
   19,   /* field[19] = resizeBilinear */
   25,   /* field[25] = scale */
   37,   /* field[37] = sequenceRepeat */
   40,   /* field[40] = simpleRecurrent */
   39,   /* field[39] = slice */
+  64,   /* field[64] = sliceStatic */
   14,   /* field[14] = softmax */
-  48,   /* field[48] = softmaxND */
+  61,   /* field[61] = softmaxND */
   36,   /* field[36] = split */
-  53,   /* field[53] = squeeze */
-  50,   /* field[50] = transpose */
+  67,   /* field[67] = squeeze */
+  60,   /* field[60] = subtractBroadcastable */
+  63,   /* field[63] = transpose */
   21,   /* field[21] = unary */
   42,   /* field[42] = uniDirectionalLSTM */
   18,   /* field[18] = upsample */
+  76,   /* field[76] = whereBroadcastable */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[50 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[70 + 1] =
 {
   { 1, 0 },
   { 10, 5 },
@@ -5857,18 +7017,38 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 600, 45 },
   { 660, 46 },
   { 795, 47 },
-  { 950, 48 },
-  { 980, 49 },
-  { 985, 50 },
-  { 1045, 51 },
-  { 1070, 52 },
-  { 1120, 53 },
-  { 1125, 54 },
-  { 1130, 55 },
-  { 1140, 56 },
-  { 1350, 57 },
-  { 1460, 58 },
-  { 0, 59 }
+  { 815, 48 },
+  { 820, 49 },
+  { 825, 50 },
+  { 827, 51 },
+  { 830, 52 },
+  { 832, 53 },
+  { 870, 54 },
+  { 875, 55 },
+  { 880, 56 },
+  { 885, 57 },
+  { 890, 58 },
+  { 900, 59 },
+  { 905, 60 },
+  { 950, 61 },
+  { 980, 62 },
+  { 985, 63 },
+  { 995, 64 },
+  { 1045, 65 },
+  { 1070, 66 },
+  { 1120, 67 },
+  { 1125, 68 },
+  { 1130, 69 },
+  { 1140, 70 },
+  { 1155, 71 },
+  { 1260, 72 },
+  { 1265, 73 },
+  { 1270, 74 },
+  { 1280, 75 },
+  { 1330, 76 },
+  { 1350, 77 },
+  { 1460, 78 },
+  { 0, 79 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -5878,10 +7058,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  59,
+  79,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  50,  core_ml__specification__neural_network_layer__number_ranges,
+  70,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -10886,6 +12066,801 @@ const ProtobufCMessageDescriptor core_ml__specification__clamped_re_lulayer_para
   core_ml__specification__clamped_re_lulayer_params__field_indices_by_name,
   1,  core_ml__specification__clamped_re_lulayer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__clamped_re_lulayer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__equal_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__EqualLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__equal_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__equal_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__equal_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.EqualLayerParams",
+  "EqualLayerParams",
+  "CoreML__Specification__EqualLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__EqualLayerParams),
+  1,
+  core_ml__specification__equal_layer_params__field_descriptors,
+  core_ml__specification__equal_layer_params__field_indices_by_name,
+  1,  core_ml__specification__equal_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__equal_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__not_equal_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__NotEqualLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__not_equal_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__not_equal_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__not_equal_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.NotEqualLayerParams",
+  "NotEqualLayerParams",
+  "CoreML__Specification__NotEqualLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__NotEqualLayerParams),
+  1,
+  core_ml__specification__not_equal_layer_params__field_descriptors,
+  core_ml__specification__not_equal_layer_params__field_indices_by_name,
+  1,  core_ml__specification__not_equal_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__not_equal_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__less_than_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LessThanLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__less_than_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__less_than_layer_params__number_ranges[1 + 1] =
+{
+  { 2, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__less_than_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LessThanLayerParams",
+  "LessThanLayerParams",
+  "CoreML__Specification__LessThanLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LessThanLayerParams),
+  1,
+  core_ml__specification__less_than_layer_params__field_descriptors,
+  core_ml__specification__less_than_layer_params__field_indices_by_name,
+  1,  core_ml__specification__less_than_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__less_than_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__less_equal_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__LessEqualLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__less_equal_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__less_equal_layer_params__number_ranges[1 + 1] =
+{
+  { 2, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__less_equal_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.LessEqualLayerParams",
+  "LessEqualLayerParams",
+  "CoreML__Specification__LessEqualLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__LessEqualLayerParams),
+  1,
+  core_ml__specification__less_equal_layer_params__field_descriptors,
+  core_ml__specification__less_equal_layer_params__field_indices_by_name,
+  1,  core_ml__specification__less_equal_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__less_equal_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__greater_than_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GreaterThanLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__greater_than_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__greater_than_layer_params__number_ranges[1 + 1] =
+{
+  { 2, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__greater_than_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GreaterThanLayerParams",
+  "GreaterThanLayerParams",
+  "CoreML__Specification__GreaterThanLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GreaterThanLayerParams),
+  1,
+  core_ml__specification__greater_than_layer_params__field_descriptors,
+  core_ml__specification__greater_than_layer_params__field_indices_by_name,
+  1,  core_ml__specification__greater_than_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__greater_than_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__greater_equal_layer_params__field_descriptors[1] =
+{
+  {
+    "alpha",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__GreaterEqualLayerParams, alpha),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__greater_equal_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = alpha */
+};
+static const ProtobufCIntRange core_ml__specification__greater_equal_layer_params__number_ranges[1 + 1] =
+{
+  { 2, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__greater_equal_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.GreaterEqualLayerParams",
+  "GreaterEqualLayerParams",
+  "CoreML__Specification__GreaterEqualLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__GreaterEqualLayerParams),
+  1,
+  core_ml__specification__greater_equal_layer_params__field_descriptors,
+  core_ml__specification__greater_equal_layer_params__field_indices_by_name,
+  1,  core_ml__specification__greater_equal_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__greater_equal_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__min_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__min_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__min_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__min_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MinBroadcastableLayerParams",
+  "MinBroadcastableLayerParams",
+  "CoreML__Specification__MinBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MinBroadcastableLayerParams),
+  0,
+  core_ml__specification__min_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__min_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__min_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__min_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__max_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__max_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__max_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__max_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MaxBroadcastableLayerParams",
+  "MaxBroadcastableLayerParams",
+  "CoreML__Specification__MaxBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MaxBroadcastableLayerParams),
+  0,
+  core_ml__specification__max_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__max_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__max_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__max_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__add_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__add_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__add_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__add_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.AddBroadcastableLayerParams",
+  "AddBroadcastableLayerParams",
+  "CoreML__Specification__AddBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__AddBroadcastableLayerParams),
+  0,
+  core_ml__specification__add_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__add_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__add_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__add_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__pow_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__pow_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__pow_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__pow_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.PowBroadcastableLayerParams",
+  "PowBroadcastableLayerParams",
+  "CoreML__Specification__PowBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__PowBroadcastableLayerParams),
+  0,
+  core_ml__specification__pow_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__pow_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__pow_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pow_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__divide_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__divide_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__divide_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__divide_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.DivideBroadcastableLayerParams",
+  "DivideBroadcastableLayerParams",
+  "CoreML__Specification__DivideBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__DivideBroadcastableLayerParams),
+  0,
+  core_ml__specification__divide_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__divide_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__divide_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__divide_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__multiply_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__multiply_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__multiply_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__multiply_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.MultiplyBroadcastableLayerParams",
+  "MultiplyBroadcastableLayerParams",
+  "CoreML__Specification__MultiplyBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__MultiplyBroadcastableLayerParams),
+  0,
+  core_ml__specification__multiply_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__multiply_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__multiply_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__multiply_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__subtract_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__subtract_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__subtract_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__subtract_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SubtractBroadcastableLayerParams",
+  "SubtractBroadcastableLayerParams",
+  "CoreML__Specification__SubtractBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SubtractBroadcastableLayerParams),
+  0,
+  core_ml__specification__subtract_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__subtract_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__subtract_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__subtract_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__where_broadcastable_layer_params__field_descriptors NULL
+#define core_ml__specification__where_broadcastable_layer_params__field_indices_by_name NULL
+#define core_ml__specification__where_broadcastable_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__where_broadcastable_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.WhereBroadcastableLayerParams",
+  "WhereBroadcastableLayerParams",
+  "CoreML__Specification__WhereBroadcastableLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__WhereBroadcastableLayerParams),
+  0,
+  core_ml__specification__where_broadcastable_layer_params__field_descriptors,
+  core_ml__specification__where_broadcastable_layer_params__field_indices_by_name,
+  0,  core_ml__specification__where_broadcastable_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__where_broadcastable_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__slice_static_layer_params__field_descriptors[6] =
+{
+  {
+    "beginIds",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_beginids),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, beginids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "beginMasks",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_beginmasks),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, beginmasks),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endIds",
+    3,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_endids),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, endids),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "endMasks",
+    4,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_endmasks),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, endmasks),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "strides",
+    5,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_strides),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, strides),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "squeezeMasks",
+    6,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_BOOL,
+    offsetof(CoreML__Specification__SliceStaticLayerParams, n_squeezemasks),
+    offsetof(CoreML__Specification__SliceStaticLayerParams, squeezemasks),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__slice_static_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = beginIds */
+  1,   /* field[1] = beginMasks */
+  2,   /* field[2] = endIds */
+  3,   /* field[3] = endMasks */
+  5,   /* field[5] = squeezeMasks */
+  4,   /* field[4] = strides */
+};
+static const ProtobufCIntRange core_ml__specification__slice_static_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__slice_static_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SliceStaticLayerParams",
+  "SliceStaticLayerParams",
+  "CoreML__Specification__SliceStaticLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SliceStaticLayerParams),
+  6,
+  core_ml__specification__slice_static_layer_params__field_descriptors,
+  core_ml__specification__slice_static_layer_params__field_indices_by_name,
+  1,  core_ml__specification__slice_static_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__slice_static_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__constant_padding_layer_params__field_descriptors[3] =
+{
+  {
+    "value",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_FLOAT,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ConstantPaddingLayerParams, value),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "padAmounts",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__ConstantPaddingLayerParams, n_padamounts),
+    offsetof(CoreML__Specification__ConstantPaddingLayerParams, padamounts),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "padToGivenOutputSizeMode",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ConstantPaddingLayerParams, padtogivenoutputsizemode),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__constant_padding_layer_params__field_indices_by_name[] = {
+  1,   /* field[1] = padAmounts */
+  2,   /* field[2] = padToGivenOutputSizeMode */
+  0,   /* field[0] = value */
+};
+static const ProtobufCIntRange core_ml__specification__constant_padding_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__constant_padding_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ConstantPaddingLayerParams",
+  "ConstantPaddingLayerParams",
+  "CoreML__Specification__ConstantPaddingLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ConstantPaddingLayerParams),
+  3,
+  core_ml__specification__constant_padding_layer_params__field_descriptors,
+  core_ml__specification__constant_padding_layer_params__field_indices_by_name,
+  1,  core_ml__specification__constant_padding_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__constant_padding_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reduce_max_layer_params__field_descriptors[3] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReduceMaxLayerParams, n_axes),
+    offsetof(CoreML__Specification__ReduceMaxLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keepDims",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMaxLayerParams, keepdims),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceAll",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMaxLayerParams, reduceall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reduce_max_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+  1,   /* field[1] = keepDims */
+  2,   /* field[2] = reduceAll */
+};
+static const ProtobufCIntRange core_ml__specification__reduce_max_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reduce_max_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReduceMaxLayerParams",
+  "ReduceMaxLayerParams",
+  "CoreML__Specification__ReduceMaxLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReduceMaxLayerParams),
+  3,
+  core_ml__specification__reduce_max_layer_params__field_descriptors,
+  core_ml__specification__reduce_max_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reduce_max_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reduce_max_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reduce_min_layer_params__field_descriptors[3] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReduceMinLayerParams, n_axes),
+    offsetof(CoreML__Specification__ReduceMinLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keepDims",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMinLayerParams, keepdims),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceAll",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMinLayerParams, reduceall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reduce_min_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+  1,   /* field[1] = keepDims */
+  2,   /* field[2] = reduceAll */
+};
+static const ProtobufCIntRange core_ml__specification__reduce_min_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reduce_min_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReduceMinLayerParams",
+  "ReduceMinLayerParams",
+  "CoreML__Specification__ReduceMinLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReduceMinLayerParams),
+  3,
+  core_ml__specification__reduce_min_layer_params__field_descriptors,
+  core_ml__specification__reduce_min_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reduce_min_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reduce_min_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reduce_sum_layer_params__field_descriptors[3] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReduceSumLayerParams, n_axes),
+    offsetof(CoreML__Specification__ReduceSumLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keepDims",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceSumLayerParams, keepdims),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceAll",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceSumLayerParams, reduceall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reduce_sum_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+  1,   /* field[1] = keepDims */
+  2,   /* field[2] = reduceAll */
+};
+static const ProtobufCIntRange core_ml__specification__reduce_sum_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reduce_sum_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReduceSumLayerParams",
+  "ReduceSumLayerParams",
+  "CoreML__Specification__ReduceSumLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReduceSumLayerParams),
+  3,
+  core_ml__specification__reduce_sum_layer_params__field_descriptors,
+  core_ml__specification__reduce_sum_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reduce_sum_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reduce_sum_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__reduce_mean_layer_params__field_descriptors[3] =
+{
+  {
+    "axes",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_INT64,
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, n_axes),
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, axes),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "keepDims",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, keepdims),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "reduceAll",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__ReduceMeanLayerParams, reduceall),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__reduce_mean_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = axes */
+  1,   /* field[1] = keepDims */
+  2,   /* field[2] = reduceAll */
+};
+static const ProtobufCIntRange core_ml__specification__reduce_mean_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.ReduceMeanLayerParams",
+  "ReduceMeanLayerParams",
+  "CoreML__Specification__ReduceMeanLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__ReduceMeanLayerParams),
+  3,
+  core_ml__specification__reduce_mean_layer_params__field_descriptors,
+  core_ml__specification__reduce_mean_layer_params__field_indices_by_name,
+  1,  core_ml__specification__reduce_mean_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__reduce_mean_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue core_ml__specification__neural_network_multi_array_shape_mapping__enum_values_by_number[2] =

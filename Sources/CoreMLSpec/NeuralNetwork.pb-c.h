@@ -108,6 +108,26 @@ typedef struct CoreML__Specification__FlattenTo2DLayerParams CoreML__Specificati
 typedef struct CoreML__Specification__ReshapeStaticLayerParams CoreML__Specification__ReshapeStaticLayerParams;
 typedef struct CoreML__Specification__LayerNormalizationLayerParams CoreML__Specification__LayerNormalizationLayerParams;
 typedef struct CoreML__Specification__ClampedReLULayerParams CoreML__Specification__ClampedReLULayerParams;
+typedef struct CoreML__Specification__EqualLayerParams CoreML__Specification__EqualLayerParams;
+typedef struct CoreML__Specification__NotEqualLayerParams CoreML__Specification__NotEqualLayerParams;
+typedef struct CoreML__Specification__LessThanLayerParams CoreML__Specification__LessThanLayerParams;
+typedef struct CoreML__Specification__LessEqualLayerParams CoreML__Specification__LessEqualLayerParams;
+typedef struct CoreML__Specification__GreaterThanLayerParams CoreML__Specification__GreaterThanLayerParams;
+typedef struct CoreML__Specification__GreaterEqualLayerParams CoreML__Specification__GreaterEqualLayerParams;
+typedef struct CoreML__Specification__MinBroadcastableLayerParams CoreML__Specification__MinBroadcastableLayerParams;
+typedef struct CoreML__Specification__MaxBroadcastableLayerParams CoreML__Specification__MaxBroadcastableLayerParams;
+typedef struct CoreML__Specification__AddBroadcastableLayerParams CoreML__Specification__AddBroadcastableLayerParams;
+typedef struct CoreML__Specification__PowBroadcastableLayerParams CoreML__Specification__PowBroadcastableLayerParams;
+typedef struct CoreML__Specification__DivideBroadcastableLayerParams CoreML__Specification__DivideBroadcastableLayerParams;
+typedef struct CoreML__Specification__MultiplyBroadcastableLayerParams CoreML__Specification__MultiplyBroadcastableLayerParams;
+typedef struct CoreML__Specification__SubtractBroadcastableLayerParams CoreML__Specification__SubtractBroadcastableLayerParams;
+typedef struct CoreML__Specification__WhereBroadcastableLayerParams CoreML__Specification__WhereBroadcastableLayerParams;
+typedef struct CoreML__Specification__SliceStaticLayerParams CoreML__Specification__SliceStaticLayerParams;
+typedef struct CoreML__Specification__ConstantPaddingLayerParams CoreML__Specification__ConstantPaddingLayerParams;
+typedef struct CoreML__Specification__ReduceMaxLayerParams CoreML__Specification__ReduceMaxLayerParams;
+typedef struct CoreML__Specification__ReduceMinLayerParams CoreML__Specification__ReduceMinLayerParams;
+typedef struct CoreML__Specification__ReduceSumLayerParams CoreML__Specification__ReduceSumLayerParams;
+typedef struct CoreML__Specification__ReduceMeanLayerParams CoreML__Specification__ReduceMeanLayerParams;
 
 
 /* --- enums --- */
@@ -641,15 +661,35 @@ typedef enum {
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COPY = 600,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP = 660,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU = 795,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EQUAL = 815,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_NOT_EQUAL = 820,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_THAN = 825,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_EQUAL = 827,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_THAN = 830,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_EQUAL = 832,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN_BROADCASTABLE = 870,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX_BROADCASTABLE = 875,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD_BROADCASTABLE = 880,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POW_BROADCASTABLE = 885,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DIVIDE_BROADCASTABLE = 890,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY_BROADCASTABLE = 900,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SUBTRACT_BROADCASTABLE = 905,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX_ND = 950,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT_ND = 980,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TRANSPOSE = 985,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE_STATIC = 995,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHED_MATMUL = 1045,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT_ND = 1070,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SQUEEZE = 1120,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EXPAND_DIMS = 1125,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN_TO2_D = 1130,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE_STATIC = 1140,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONSTANT_PAD = 1155,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX = 1260,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN = 1265,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_SUM = 1270,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN = 1280,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_WHERE_BROADCASTABLE = 1330,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LAYER_NORMALIZATION = 1350,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLAMPED_RE_LU = 1460
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER__CASE)
@@ -724,15 +764,35 @@ struct  CoreML__Specification__NeuralNetworkLayer
     CoreML__Specification__CopyLayerParams *copy;
     CoreML__Specification__ClipLayerParams *clip;
     CoreML__Specification__GeluLayerParams *gelu;
+    CoreML__Specification__EqualLayerParams *equal;
+    CoreML__Specification__NotEqualLayerParams *notequal;
+    CoreML__Specification__LessThanLayerParams *lessthan;
+    CoreML__Specification__LessEqualLayerParams *lessequal;
+    CoreML__Specification__GreaterThanLayerParams *greaterthan;
+    CoreML__Specification__GreaterEqualLayerParams *greaterequal;
+    CoreML__Specification__MinBroadcastableLayerParams *minbroadcastable;
+    CoreML__Specification__MaxBroadcastableLayerParams *maxbroadcastable;
+    CoreML__Specification__AddBroadcastableLayerParams *addbroadcastable;
+    CoreML__Specification__PowBroadcastableLayerParams *powbroadcastable;
+    CoreML__Specification__DivideBroadcastableLayerParams *dividebroadcastable;
+    CoreML__Specification__MultiplyBroadcastableLayerParams *multiplybroadcastable;
+    CoreML__Specification__SubtractBroadcastableLayerParams *subtractbroadcastable;
     CoreML__Specification__SoftmaxNDLayerParams *softmaxnd;
     CoreML__Specification__ConcatNDLayerParams *concatnd;
     CoreML__Specification__TransposeLayerParams *transpose;
+    CoreML__Specification__SliceStaticLayerParams *slicestatic;
     CoreML__Specification__BatchedMatMulLayerParams *batchedmatmul;
     CoreML__Specification__LoadConstantNDLayerParams *loadconstantnd;
     CoreML__Specification__SqueezeLayerParams *squeeze;
     CoreML__Specification__ExpandDimsLayerParams *expanddims;
     CoreML__Specification__FlattenTo2DLayerParams *flattento2d;
     CoreML__Specification__ReshapeStaticLayerParams *reshapestatic;
+    CoreML__Specification__ConstantPaddingLayerParams *constantpad;
+    CoreML__Specification__ReduceMaxLayerParams *reducemax;
+    CoreML__Specification__ReduceMinLayerParams *reducemin;
+    CoreML__Specification__ReduceSumLayerParams *reducesum;
+    CoreML__Specification__ReduceMeanLayerParams *reducemean;
+    CoreML__Specification__WhereBroadcastableLayerParams *wherebroadcastable;
     CoreML__Specification__LayerNormalizationLayerParams *layernormalization;
     /*
      * spec >= 5
@@ -1945,6 +2005,242 @@ struct  CoreML__Specification__ClampedReLULayerParams
 #define CORE_ML__SPECIFICATION__CLAMPED_RE_LULAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__clamped_re_lulayer_params__descriptor) \
     , 0, 0 }
+
+
+/*
+ * Comparisons: 1 where true, else 0. With one input, the second operand is `alpha`.
+ */
+struct  CoreML__Specification__EqualLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__EQUAL_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__equal_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__NotEqualLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__NOT_EQUAL_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__not_equal_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__LessThanLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__LESS_THAN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__less_than_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__LessEqualLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__LESS_EQUAL_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__less_equal_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__GreaterThanLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__GREATER_THAN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__greater_than_layer_params__descriptor) \
+    , 0 }
+
+
+struct  CoreML__Specification__GreaterEqualLayerParams
+{
+  ProtobufCMessage base;
+  float alpha;
+};
+#define CORE_ML__SPECIFICATION__GREATER_EQUAL_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__greater_equal_layer_params__descriptor) \
+    , 0 }
+
+
+/*
+ * Elementwise operations with NumPy broadcasting.
+ */
+struct  CoreML__Specification__MinBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__MIN_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__min_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__MaxBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__MAX_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__max_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__AddBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__ADD_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__add_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__PowBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__POW_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pow_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__DivideBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__DIVIDE_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__divide_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__MultiplyBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__MULTIPLY_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__multiply_broadcastable_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__SubtractBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__SUBTRACT_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__subtract_broadcastable_layer_params__descriptor) \
+     }
+
+
+/*
+ * inputs (condition, a, b): condition != 0 ? a : b, broadcast.
+ */
+struct  CoreML__Specification__WhereBroadcastableLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__WHERE_BROADCASTABLE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__where_broadcastable_layer_params__descriptor) \
+     }
+
+
+/*
+ * Strided slice per axis; a set mask ignores the id (whole axis).
+ */
+struct  CoreML__Specification__SliceStaticLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_beginids;
+  int64_t *beginids;
+  size_t n_beginmasks;
+  protobuf_c_boolean *beginmasks;
+  size_t n_endids;
+  int64_t *endids;
+  size_t n_endmasks;
+  protobuf_c_boolean *endmasks;
+  size_t n_strides;
+  int64_t *strides;
+  size_t n_squeezemasks;
+  protobuf_c_boolean *squeezemasks;
+};
+#define CORE_ML__SPECIFICATION__SLICE_STATIC_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__slice_static_layer_params__descriptor) \
+    , 0,NULL, 0,NULL, 0,NULL, 0,NULL, 0,NULL, 0,NULL }
+
+
+/*
+ * Pads with `value`; padAmounts holds (begin, end) pairs, one pair per axis.
+ */
+struct  CoreML__Specification__ConstantPaddingLayerParams
+{
+  ProtobufCMessage base;
+  float value;
+  size_t n_padamounts;
+  uint64_t *padamounts;
+  protobuf_c_boolean padtogivenoutputsizemode;
+};
+#define CORE_ML__SPECIFICATION__CONSTANT_PADDING_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__constant_padding_layer_params__descriptor) \
+    , 0, 0,NULL, 0 }
+
+
+/*
+ * Reductions over `axes` (or every axis with reduceAll).
+ */
+struct  CoreML__Specification__ReduceMaxLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+  protobuf_c_boolean keepdims;
+  protobuf_c_boolean reduceall;
+};
+#define CORE_ML__SPECIFICATION__REDUCE_MAX_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reduce_max_layer_params__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
+struct  CoreML__Specification__ReduceMinLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+  protobuf_c_boolean keepdims;
+  protobuf_c_boolean reduceall;
+};
+#define CORE_ML__SPECIFICATION__REDUCE_MIN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reduce_min_layer_params__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
+struct  CoreML__Specification__ReduceSumLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+  protobuf_c_boolean keepdims;
+  protobuf_c_boolean reduceall;
+};
+#define CORE_ML__SPECIFICATION__REDUCE_SUM_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reduce_sum_layer_params__descriptor) \
+    , 0,NULL, 0, 0 }
+
+
+struct  CoreML__Specification__ReduceMeanLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_axes;
+  int64_t *axes;
+  protobuf_c_boolean keepdims;
+  protobuf_c_boolean reduceall;
+};
+#define CORE_ML__SPECIFICATION__REDUCE_MEAN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reduce_mean_layer_params__descriptor) \
+    , 0,NULL, 0, 0 }
 
 
 /* CoreML__Specification__NeuralNetwork methods */
@@ -3583,6 +3879,386 @@ CoreML__Specification__ClampedReLULayerParams *
 void   core_ml__specification__clamped_re_lulayer_params__free_unpacked
                      (CoreML__Specification__ClampedReLULayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__EqualLayerParams methods */
+void   core_ml__specification__equal_layer_params__init
+                     (CoreML__Specification__EqualLayerParams         *message);
+size_t core_ml__specification__equal_layer_params__get_packed_size
+                     (const CoreML__Specification__EqualLayerParams   *message);
+size_t core_ml__specification__equal_layer_params__pack
+                     (const CoreML__Specification__EqualLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__EqualLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__EqualLayerParams *
+       core_ml__specification__equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__equal_layer_params__free_unpacked
+                     (CoreML__Specification__EqualLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__NotEqualLayerParams methods */
+void   core_ml__specification__not_equal_layer_params__init
+                     (CoreML__Specification__NotEqualLayerParams         *message);
+size_t core_ml__specification__not_equal_layer_params__get_packed_size
+                     (const CoreML__Specification__NotEqualLayerParams   *message);
+size_t core_ml__specification__not_equal_layer_params__pack
+                     (const CoreML__Specification__NotEqualLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__not_equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__NotEqualLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__NotEqualLayerParams *
+       core_ml__specification__not_equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__not_equal_layer_params__free_unpacked
+                     (CoreML__Specification__NotEqualLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LessThanLayerParams methods */
+void   core_ml__specification__less_than_layer_params__init
+                     (CoreML__Specification__LessThanLayerParams         *message);
+size_t core_ml__specification__less_than_layer_params__get_packed_size
+                     (const CoreML__Specification__LessThanLayerParams   *message);
+size_t core_ml__specification__less_than_layer_params__pack
+                     (const CoreML__Specification__LessThanLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__less_than_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LessThanLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LessThanLayerParams *
+       core_ml__specification__less_than_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__less_than_layer_params__free_unpacked
+                     (CoreML__Specification__LessThanLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__LessEqualLayerParams methods */
+void   core_ml__specification__less_equal_layer_params__init
+                     (CoreML__Specification__LessEqualLayerParams         *message);
+size_t core_ml__specification__less_equal_layer_params__get_packed_size
+                     (const CoreML__Specification__LessEqualLayerParams   *message);
+size_t core_ml__specification__less_equal_layer_params__pack
+                     (const CoreML__Specification__LessEqualLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__less_equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__LessEqualLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__LessEqualLayerParams *
+       core_ml__specification__less_equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__less_equal_layer_params__free_unpacked
+                     (CoreML__Specification__LessEqualLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__GreaterThanLayerParams methods */
+void   core_ml__specification__greater_than_layer_params__init
+                     (CoreML__Specification__GreaterThanLayerParams         *message);
+size_t core_ml__specification__greater_than_layer_params__get_packed_size
+                     (const CoreML__Specification__GreaterThanLayerParams   *message);
+size_t core_ml__specification__greater_than_layer_params__pack
+                     (const CoreML__Specification__GreaterThanLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__greater_than_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GreaterThanLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GreaterThanLayerParams *
+       core_ml__specification__greater_than_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__greater_than_layer_params__free_unpacked
+                     (CoreML__Specification__GreaterThanLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__GreaterEqualLayerParams methods */
+void   core_ml__specification__greater_equal_layer_params__init
+                     (CoreML__Specification__GreaterEqualLayerParams         *message);
+size_t core_ml__specification__greater_equal_layer_params__get_packed_size
+                     (const CoreML__Specification__GreaterEqualLayerParams   *message);
+size_t core_ml__specification__greater_equal_layer_params__pack
+                     (const CoreML__Specification__GreaterEqualLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__greater_equal_layer_params__pack_to_buffer
+                     (const CoreML__Specification__GreaterEqualLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__GreaterEqualLayerParams *
+       core_ml__specification__greater_equal_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__greater_equal_layer_params__free_unpacked
+                     (CoreML__Specification__GreaterEqualLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MinBroadcastableLayerParams methods */
+void   core_ml__specification__min_broadcastable_layer_params__init
+                     (CoreML__Specification__MinBroadcastableLayerParams         *message);
+size_t core_ml__specification__min_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MinBroadcastableLayerParams   *message);
+size_t core_ml__specification__min_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MinBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__min_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MinBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MinBroadcastableLayerParams *
+       core_ml__specification__min_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__min_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MinBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MaxBroadcastableLayerParams methods */
+void   core_ml__specification__max_broadcastable_layer_params__init
+                     (CoreML__Specification__MaxBroadcastableLayerParams         *message);
+size_t core_ml__specification__max_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MaxBroadcastableLayerParams   *message);
+size_t core_ml__specification__max_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MaxBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__max_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MaxBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MaxBroadcastableLayerParams *
+       core_ml__specification__max_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__max_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MaxBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__AddBroadcastableLayerParams methods */
+void   core_ml__specification__add_broadcastable_layer_params__init
+                     (CoreML__Specification__AddBroadcastableLayerParams         *message);
+size_t core_ml__specification__add_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__AddBroadcastableLayerParams   *message);
+size_t core_ml__specification__add_broadcastable_layer_params__pack
+                     (const CoreML__Specification__AddBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__add_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__AddBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__AddBroadcastableLayerParams *
+       core_ml__specification__add_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__add_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__AddBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__PowBroadcastableLayerParams methods */
+void   core_ml__specification__pow_broadcastable_layer_params__init
+                     (CoreML__Specification__PowBroadcastableLayerParams         *message);
+size_t core_ml__specification__pow_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__PowBroadcastableLayerParams   *message);
+size_t core_ml__specification__pow_broadcastable_layer_params__pack
+                     (const CoreML__Specification__PowBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pow_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__PowBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__PowBroadcastableLayerParams *
+       core_ml__specification__pow_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pow_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__PowBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__DivideBroadcastableLayerParams methods */
+void   core_ml__specification__divide_broadcastable_layer_params__init
+                     (CoreML__Specification__DivideBroadcastableLayerParams         *message);
+size_t core_ml__specification__divide_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__DivideBroadcastableLayerParams   *message);
+size_t core_ml__specification__divide_broadcastable_layer_params__pack
+                     (const CoreML__Specification__DivideBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__divide_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__DivideBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__DivideBroadcastableLayerParams *
+       core_ml__specification__divide_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__divide_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__DivideBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__MultiplyBroadcastableLayerParams methods */
+void   core_ml__specification__multiply_broadcastable_layer_params__init
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams         *message);
+size_t core_ml__specification__multiply_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams   *message);
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__multiply_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__MultiplyBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__MultiplyBroadcastableLayerParams *
+       core_ml__specification__multiply_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__multiply_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SubtractBroadcastableLayerParams methods */
+void   core_ml__specification__subtract_broadcastable_layer_params__init
+                     (CoreML__Specification__SubtractBroadcastableLayerParams         *message);
+size_t core_ml__specification__subtract_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams   *message);
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__subtract_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SubtractBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SubtractBroadcastableLayerParams *
+       core_ml__specification__subtract_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__subtract_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__WhereBroadcastableLayerParams methods */
+void   core_ml__specification__where_broadcastable_layer_params__init
+                     (CoreML__Specification__WhereBroadcastableLayerParams         *message);
+size_t core_ml__specification__where_broadcastable_layer_params__get_packed_size
+                     (const CoreML__Specification__WhereBroadcastableLayerParams   *message);
+size_t core_ml__specification__where_broadcastable_layer_params__pack
+                     (const CoreML__Specification__WhereBroadcastableLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__where_broadcastable_layer_params__pack_to_buffer
+                     (const CoreML__Specification__WhereBroadcastableLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__WhereBroadcastableLayerParams *
+       core_ml__specification__where_broadcastable_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__where_broadcastable_layer_params__free_unpacked
+                     (CoreML__Specification__WhereBroadcastableLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SliceStaticLayerParams methods */
+void   core_ml__specification__slice_static_layer_params__init
+                     (CoreML__Specification__SliceStaticLayerParams         *message);
+size_t core_ml__specification__slice_static_layer_params__get_packed_size
+                     (const CoreML__Specification__SliceStaticLayerParams   *message);
+size_t core_ml__specification__slice_static_layer_params__pack
+                     (const CoreML__Specification__SliceStaticLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__slice_static_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SliceStaticLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SliceStaticLayerParams *
+       core_ml__specification__slice_static_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__slice_static_layer_params__free_unpacked
+                     (CoreML__Specification__SliceStaticLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ConstantPaddingLayerParams methods */
+void   core_ml__specification__constant_padding_layer_params__init
+                     (CoreML__Specification__ConstantPaddingLayerParams         *message);
+size_t core_ml__specification__constant_padding_layer_params__get_packed_size
+                     (const CoreML__Specification__ConstantPaddingLayerParams   *message);
+size_t core_ml__specification__constant_padding_layer_params__pack
+                     (const CoreML__Specification__ConstantPaddingLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__constant_padding_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ConstantPaddingLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ConstantPaddingLayerParams *
+       core_ml__specification__constant_padding_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__constant_padding_layer_params__free_unpacked
+                     (CoreML__Specification__ConstantPaddingLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReduceMaxLayerParams methods */
+void   core_ml__specification__reduce_max_layer_params__init
+                     (CoreML__Specification__ReduceMaxLayerParams         *message);
+size_t core_ml__specification__reduce_max_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMaxLayerParams   *message);
+size_t core_ml__specification__reduce_max_layer_params__pack
+                     (const CoreML__Specification__ReduceMaxLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reduce_max_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMaxLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReduceMaxLayerParams *
+       core_ml__specification__reduce_max_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reduce_max_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMaxLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReduceMinLayerParams methods */
+void   core_ml__specification__reduce_min_layer_params__init
+                     (CoreML__Specification__ReduceMinLayerParams         *message);
+size_t core_ml__specification__reduce_min_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMinLayerParams   *message);
+size_t core_ml__specification__reduce_min_layer_params__pack
+                     (const CoreML__Specification__ReduceMinLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reduce_min_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMinLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReduceMinLayerParams *
+       core_ml__specification__reduce_min_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reduce_min_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMinLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReduceSumLayerParams methods */
+void   core_ml__specification__reduce_sum_layer_params__init
+                     (CoreML__Specification__ReduceSumLayerParams         *message);
+size_t core_ml__specification__reduce_sum_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceSumLayerParams   *message);
+size_t core_ml__specification__reduce_sum_layer_params__pack
+                     (const CoreML__Specification__ReduceSumLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reduce_sum_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceSumLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReduceSumLayerParams *
+       core_ml__specification__reduce_sum_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reduce_sum_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceSumLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__ReduceMeanLayerParams methods */
+void   core_ml__specification__reduce_mean_layer_params__init
+                     (CoreML__Specification__ReduceMeanLayerParams         *message);
+size_t core_ml__specification__reduce_mean_layer_params__get_packed_size
+                     (const CoreML__Specification__ReduceMeanLayerParams   *message);
+size_t core_ml__specification__reduce_mean_layer_params__pack
+                     (const CoreML__Specification__ReduceMeanLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__reduce_mean_layer_params__pack_to_buffer
+                     (const CoreML__Specification__ReduceMeanLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__ReduceMeanLayerParams *
+       core_ml__specification__reduce_mean_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__reduce_mean_layer_params__free_unpacked
+                     (CoreML__Specification__ReduceMeanLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*CoreML__Specification__NeuralNetwork_Closure)
@@ -3861,6 +4537,66 @@ typedef void (*CoreML__Specification__LayerNormalizationLayerParams_Closure)
 typedef void (*CoreML__Specification__ClampedReLULayerParams_Closure)
                  (const CoreML__Specification__ClampedReLULayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__EqualLayerParams_Closure)
+                 (const CoreML__Specification__EqualLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__NotEqualLayerParams_Closure)
+                 (const CoreML__Specification__NotEqualLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LessThanLayerParams_Closure)
+                 (const CoreML__Specification__LessThanLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__LessEqualLayerParams_Closure)
+                 (const CoreML__Specification__LessEqualLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GreaterThanLayerParams_Closure)
+                 (const CoreML__Specification__GreaterThanLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__GreaterEqualLayerParams_Closure)
+                 (const CoreML__Specification__GreaterEqualLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MinBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__MinBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MaxBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__MaxBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__AddBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__AddBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__PowBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__PowBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__DivideBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__DivideBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__MultiplyBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__MultiplyBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SubtractBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__SubtractBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__WhereBroadcastableLayerParams_Closure)
+                 (const CoreML__Specification__WhereBroadcastableLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SliceStaticLayerParams_Closure)
+                 (const CoreML__Specification__SliceStaticLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ConstantPaddingLayerParams_Closure)
+                 (const CoreML__Specification__ConstantPaddingLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReduceMaxLayerParams_Closure)
+                 (const CoreML__Specification__ReduceMaxLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReduceMinLayerParams_Closure)
+                 (const CoreML__Specification__ReduceMinLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReduceSumLayerParams_Closure)
+                 (const CoreML__Specification__ReduceSumLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__ReduceMeanLayerParams_Closure)
+                 (const CoreML__Specification__ReduceMeanLayerParams *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -3975,6 +4711,26 @@ extern const ProtobufCMessageDescriptor core_ml__specification__flatten_to2_dlay
 extern const ProtobufCMessageDescriptor core_ml__specification__reshape_static_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__layer_normalization_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__clamped_re_lulayer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__equal_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__not_equal_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__less_than_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__less_equal_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__greater_than_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__greater_equal_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__min_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__max_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__add_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pow_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__divide_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__multiply_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__subtract_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__where_broadcastable_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__slice_static_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__constant_padding_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reduce_max_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reduce_min_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reduce_sum_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_params__descriptor;
 
 PROTOBUF_C__END_DECLS
 

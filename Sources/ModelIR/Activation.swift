@@ -30,6 +30,10 @@ public enum Activation: Sendable, Equatable {
   case gelu(approximate: Bool)
   /// `exp(x)`.
   case exponential
+  /// `min(max(x, min), max)`.
+  case clip(min: Float, max: Float)
+  /// One of Core ML's unary functions.
+  case unary(UnaryFunction)
 
   /// The identity function.
   public static let identity = Activation.linear(scale: 1, offset: 0)

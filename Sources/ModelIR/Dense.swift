@@ -1,4 +1,4 @@
-/// A fully connected layer on a rank-1 tensor: `y = x · kernel + bias`.
+/// A fully connected layer on the last axis: `y = x · kernel + bias` for every vector along it.
 public struct Dense: Sendable, Equatable {
   /// Keras layout `[inputUnits, outputUnits]`.
   public var kernel: Constant

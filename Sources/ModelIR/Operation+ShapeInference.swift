@@ -25,12 +25,11 @@ extension Operation {
 
     case .dense(let dense):
       try requireArity(1)
-      guard inputShapes[0].count == 1 else {
-        throw fail("Dense on a rank-\(inputShapes[0].count + 1) tensor \(inputShapes[0]) is not supported yet (add a Flatten before it)")
+      guard let units = inputShapes[0].last, units == dense.inputUnits else {
+        throw fail("kernel \(dense.kernel.shape) does not fit input \(inputShapes[0])")
       }
-      guard inputShapes[0][0] == dense.inputUnits else { throw fail("kernel \(dense.kernel.shape) does not fit input \(inputShapes[0])") }
       if let bias = dense.bias, bias.count != dense.outputUnits { throw fail("bias has \(bias.count) values for \(dense.outputUnits) units") }
-      return [dense.outputUnits]
+      return inputShapes[0].dropLast() + [dense.outputUnits]
 
     case .batchNormalization(let bn):
       try requireArity(1)
@@ -51,7 +50,7 @@ extension Operation {
 
     case .softmax(let axis):
       try requireArity(1)
-      guard axis == inputShapes[0].count - 1 else { throw fail("softmax on axis \(axis) of \(inputShapes[0]) (only the last axis is supported)") }
+      guard axis >= 0, axis < inputShapes[0].count else { throw fail("softmax axis \(axis) is outside \(inputShapes[0])") }
       return inputShapes[0]
 
     case .pooling2D(let pool):
@@ -102,12 +101,13 @@ extension Operation {
       return [h * fh, w * fw, c]
 
     case .elementwise(let kind):
-      let expected = kind == .subtract ? "2" : "2 or more"
-      guard kind == .subtract ? inputShapes.count == 2 : inputShapes.count >= 2 else {
-        throw GraphError.arity(node: node, expected: expected, actual: inputShapes.count)
+      if let arity = kind.arity {
+        guard inputShapes.count == arity else { throw GraphError.arity(node: node, expected: "\(arity)", actual: inputShapes.count) }
+      } else if inputShapes.count < 2 {
+        throw GraphError.arity(node: node, expected: "2 or more", actual: inputShapes.count)
       }
-      guard inputShapes.allSatisfy({ $0 == inputShapes[0] }) else { throw fail("\(kind.rawValue) of different shapes \(inputShapes)") }
-      return inputShapes[0]
+      guard let shape = Broadcasting.shape(inputShapes) else { throw fail("\(kind.rawValue) of shapes \(inputShapes) that do not broadcast") }
+      return shape
 
     case .concatenate(let axis):
       guard inputShapes.count >= 2 else { throw GraphError.arity(node: node, expected: "2 or more", actual: inputShapes.count) }
@@ -123,6 +123,35 @@ extension Operation {
       var out = inputShapes[0]
       out[axis] = inputShapes.reduce(0) { $0 + $1[axis] }
       return out
+
+    case .constant(let value):
+      try requireArity(0)
+      return value.shape
+
+    case .reduce(let reduction):
+      try requireArity(1)
+      let shape = inputShapes[0]
+      guard reduction.axes.allSatisfy({ $0 >= 0 && $0 < shape.count }) else { throw fail("reduction axes \(reduction.axes) outside \(shape)") }
+      if reduction.keepDims { return shape.enumerated().map { reduction.axes.contains($0.offset) ? 1 : $0.element } }
+      return shape.enumerated().filter { !reduction.axes.contains($0.offset) }.map(\.element)
+
+    case .constantPad(let padding):
+      try requireArity(1)
+      let shape = inputShapes[0]
+      guard padding.before.count == shape.count, padding.after.count == shape.count,
+        (padding.before + padding.after).allSatisfy({ $0 >= 0 })
+      else { throw fail("padding \(padding.before)/\(padding.after) does not fit \(shape)") }
+      return shape.indices.map { shape[$0] + padding.before[$0] + padding.after[$0] }
+
+    case .slice(let slice):
+      try requireArity(1)
+      let shape = inputShapes[0]
+      guard slice.begin.count == shape.count, slice.end.count == shape.count, slice.strides.count == shape.count,
+        shape.indices.allSatisfy({ slice.begin[$0] >= 0 && slice.end[$0] <= shape[$0] && slice.strides[$0] > 0 })
+      else { throw fail("slice \(slice.begin)..<\(slice.end) by \(slice.strides) does not fit \(shape)") }
+      let result = shape.indices.map { slice.length(axis: $0) }
+      guard result.allSatisfy({ $0 > 0 }) else { throw fail("slice of \(shape) is empty") }
+      return result
     }
   }
 }

@@ -23,6 +23,11 @@ public enum Operation: Sendable, Equatable {
   case upsampling2D(height: Int, width: Int, bilinear: Bool)
   case elementwise(ElementwiseKind)
   case concatenate(axis: Int)
+  /// A constant tensor (no inputs).
+  case constant(Constant)
+  case reduce(Reduction)
+  case constantPad(ConstantPadding)
+  case slice(StridedSlice)
 
   /// A short name for summaries and errors.
   public var kindName: String {
@@ -42,6 +47,10 @@ public enum Operation: Sendable, Equatable {
     case .upsampling2D: return "upsampling2D"
     case .elementwise(let kind): return kind.rawValue
     case .concatenate: return "concatenate"
+    case .constant: return "constant"
+    case .reduce(let r): return "reduce." + r.kind.rawValue
+    case .constantPad: return "constantPad"
+    case .slice: return "slice"
     }
   }
 
@@ -52,6 +61,7 @@ public enum Operation: Sendable, Equatable {
     case .dense(let d): return [d.kernel] + (d.bias.map { [$0] } ?? [])
     case .batchNormalization(let b): return [b.gamma, b.beta, b.mean, b.variance]
     case .activation(.parametricReLU(let alpha)): return [alpha]
+    case .constant(let value): return [value]
     default: return []
     }
   }

@@ -1,14 +1,26 @@
 import Foundation
 import ModelIR
 
-/// A float32 reference interpreter of the IR: simple direct loops, deterministic, one batch item at a time.
+/// A float32 reference interpreter of the IR, deterministic, one batch item at a time.
 ///
-/// It follows Keras semantics (channels-last, TensorFlow padding), so it serves as the oracle that
-/// faster kernels and converted models are compared against.
+/// It follows the IR's semantics (Keras' channels-last layout and TensorFlow padding). Convolution and
+/// dense layers run through BLAS by default; `.direct` uses the plain loops they are tested against.
 public struct Interpreter {
-  public let graph: Graph
+  /// Which implementation runs convolution and dense layers.
+  public enum KernelChoice: Sendable {
+    /// im2col plus OpenBLAS GEMM on one thread.
+    case fast
+    /// Direct loops accumulating in Double: the oracle.
+    case direct
+  }
 
-  public init(graph: Graph) { self.graph = graph }
+  public let graph: Graph
+  public let kernels: KernelChoice
+
+  public init(graph: Graph, kernels: KernelChoice = .fast) {
+    self.graph = graph
+    self.kernels = kernels
+  }
 
   /// Runs the graph on one batch item per input (in `graph.inputs` order) and returns the outputs.
   public func run(_ inputs: [Tensor]) -> [Tensor] {
@@ -17,57 +29,52 @@ public struct Interpreter {
       precondition(tensor.shape == graph[id].type.shape, "input '\(graph[id].name)' needs shape \(graph[id].type.shape)")
       values[id] = tensor
     }
+    // Free each intermediate after its last use, so large models keep few activations alive.
+    var remainingUses = [Int](repeating: 0, count: graph.values.count)
+    for node in graph.nodes { for input in node.inputs { remainingUses[input] += 1 } }
+    for output in graph.outputs { remainingUses[output] += 1 }
     for node in graph.nodes {
       let arguments = node.inputs.map { values[$0]! }
-      values[node.output] = Tensor(shape: graph[node.output].type.shape, values: evaluate(node.operation, arguments, outputShape: graph[node.output].type.shape))
+      let shape = graph[node.output].type.shape
+      values[node.output] = Tensor(shape: shape, values: evaluate(node.operation, arguments, outputShape: shape))
+      for input in node.inputs {
+        remainingUses[input] -= 1
+        if remainingUses[input] == 0 { values[input] = nil }
+      }
     }
     return graph.outputs.map { values[$0]! }
   }
 
+  /// Runs the graph on every batch item in turn; `batch[i]` holds item `i`'s inputs.
+  public func run(batch: [[Tensor]]) -> [[Tensor]] { batch.map { run($0) } }
+
   func evaluate(_ operation: ModelIR.Operation, _ inputs: [Tensor], outputShape: [Int]) -> [Float] {
+    if case .constant(let value) = operation { return value.values }
     let x = inputs[0]
     switch operation {
-    case .convolution2D(let conv): return Kernels.convolution(x, conv, outputShape: outputShape)
-    case .dense(let dense):
-      let (n, m) = (dense.inputUnits, dense.outputUnits)
-      return (0..<m).map { o in
-        var sum = Double(dense.bias?.values[o] ?? 0)
-        for i in 0..<n { sum += Double(x.values[i]) * Double(dense.kernel.values[i * m + o]) }
-        return Float(sum)
-      }
+    case .convolution2D(let conv):
+      return kernels == .fast ? FastKernels.convolution(x, conv, outputShape: outputShape) : Kernels.convolution(x, conv, outputShape: outputShape)
+    case .dense(let dense): return kernels == .fast ? FastKernels.dense(x, dense) : Kernels.dense(x, dense)
     case .batchNormalization(let norm):
       let c = norm.channels
+      let scales = (0..<c).map { norm.gamma.values[$0] / (norm.variance.values[$0] + norm.epsilon).squareRoot() }
       return x.values.enumerated().map { index, value in
         let k = index % c
-        return norm.gamma.values[k] * (value - norm.mean.values[k]) / (norm.variance.values[k] + norm.epsilon).squareRoot() + norm.beta.values[k]
+        return scales[k] * (value - norm.mean.values[k]) + norm.beta.values[k]
       }
     case .activation(let activation): return Kernels.activation(activation, x)
-    case .softmax:
-      let c = x.shape.last!
-      var result = x.values
-      for start in stride(from: 0, to: result.count, by: c) {
-        let slice = result[start..<start + c]
-        let maximum = slice.max()!
-        let exps = slice.map { exp(Double($0 - maximum)) }
-        let total = exps.reduce(0, +)
-        for (offset, e) in exps.enumerated() { result[start + offset] = Float(e / total) }
-      }
-      return result
+    case .softmax(let axis): return Kernels.softmax(x, axis: axis)
     case .pooling2D(let pool): return Kernels.pooling(x, pool, outputShape: outputShape)
     case .globalPooling2D(let kind, _):
-      let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
-      return (0..<c).map { k in
-        let column = (0..<h * w).map { x.values[$0 * c + k] }
-        return kind == .max ? column.max()! : Float(column.reduce(0.0) { $0 + Double($1) } / Double(h * w))
-      }
+      return Kernels.reduce(x, Reduction(kind: kind == .max ? .max : .mean, axes: [0, 1], keepDims: false))
     case .flatten, .reshape: return x.values
     case .permute(let order):
       var result = [Float](repeating: 0, count: x.values.count)
       let inStrides = Kernels.strides(x.shape)
-      let outStrides = Kernels.strides(outputShape)
-      for index in 0..<result.count {
+      let sourceStrides = order.map { inStrides[$0] }
+      Kernels.forEachIndex(outputShape) { index, coordinates in
         var source = 0
-        for axis in 0..<order.count { source += (index / outStrides[axis] % outputShape[axis]) * inStrides[order[axis]] }
+        for axis in coordinates.indices { source += coordinates[axis] * sourceStrides[axis] }
         result[index] = x.values[source]
       }
       return result
@@ -77,29 +84,22 @@ public struct Interpreter {
       return Kernels.window(x, outputShape: outputShape) { y, xx in (y + box.top, xx + box.left) }
     case .upsampling2D(let fh, let fw, let bilinear):
       return bilinear ? Kernels.bilinear(x, outputShape: outputShape) : Kernels.window(x, outputShape: outputShape) { y, xx in (y / fh, xx / fw) }
-    case .elementwise(let kind):
-      return (0..<x.values.count).map { i in
-        let items = inputs.map { $0.values[i] }
-        switch kind {
-        case .add: return items.reduce(0, +)
-        case .subtract: return items[0] - items[1]
-        case .multiply: return items.reduce(1, *)
-        case .average: return items.reduce(0, +) / Float(items.count)
-        case .maximum: return items.max()!
-        case .minimum: return items.min()!
-        }
-      }
+    case .elementwise(let kind): return Kernels.elementwise(kind, inputs, outputShape: outputShape)
     case .concatenate(let axis):
-      let outer = outputShape.prefix(axis).reduce(1) { $0 * $1 }
+      let outer = outputShape.prefix(axis).reduce(1, *)
       var result: [Float] = []
       result.reserveCapacity(outputShape.reduce(1, *))
       for o in 0..<outer {
         for input in inputs {
-          let block = input.shape.suffix(from: axis).reduce(1) { $0 * $1 }
+          let block = input.shape.suffix(from: axis).reduce(1, *)
           result += input.values[(o * block)..<((o + 1) * block)]
         }
       }
       return result
+    case .reduce(let reduction): return Kernels.reduce(x, reduction)
+    case .constantPad(let padding): return Kernels.constantPad(x, padding, outputShape: outputShape)
+    case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
+    case .constant(let value): return value.values
     }
   }
 }

@@ -134,7 +134,163 @@ enum Kernels {
         }
         return Float(0.5 * Double(v) * (1 + erf(Double(v) / 2.0.squareRoot())))
       case .exponential: return exp(v)
+      case .clip(let low, let high): return min(max(v, low), high)
+      case .unary(let function): return unary(function, v)
       }
     }
+  }
+
+  static func unary(_ function: UnaryFunction, _ x: Float) -> Float {
+    let v = function.scale * x + function.shift
+    switch function.kind {
+    case .sqrt: return v.squareRoot()
+    case .rsqrt: return 1 / (v + function.epsilon).squareRoot()
+    case .inverse: return 1 / (v + function.epsilon)
+    case .power: return pow(v, function.alpha)
+    case .exp: return exp(v)
+    case .log: return Foundation.log(v + function.epsilon)
+    case .abs: return Swift.abs(v)
+    case .threshold: return max(v, function.alpha)
+    }
+  }
+
+  /// `y = x · kernel + bias` for every vector along the last axis, accumulated in Double.
+  static func dense(_ x: Tensor, _ dense: Dense) -> [Float] {
+    let (n, m) = (dense.inputUnits, dense.outputUnits)
+    var result: [Float] = []
+    result.reserveCapacity(x.values.count / n * m)
+    for row in 0..<x.values.count / n {
+      for o in 0..<m {
+        var sum = Double(dense.bias?.values[o] ?? 0)
+        for i in 0..<n { sum += Double(x.values[row * n + i]) * Double(dense.kernel.values[i * m + o]) }
+        result.append(Float(sum))
+      }
+    }
+    return result
+  }
+
+  static func softmax(_ x: Tensor, axis: Int) -> [Float] {
+    let n = x.shape[axis]
+    let inner = x.shape.suffix(from: axis + 1).reduce(1, *)
+    let outer = x.values.count / (n * inner)
+    var result = x.values
+    for o in 0..<outer {
+      for i in 0..<inner {
+        let indices = (0..<n).map { (o * n + $0) * inner + i }
+        let maximum = indices.map { x.values[$0] }.max()!
+        let exps = indices.map { exp(Double(x.values[$0] - maximum)) }
+        let total = exps.reduce(0, +)
+        for (k, index) in indices.enumerated() { result[index] = Float(exps[k] / total) }
+      }
+    }
+    return result
+  }
+
+  /// Calls `body(outputIndex, coordinates)` for every element of a tensor of this shape, in row-major order.
+  static func forEachIndex(_ shape: [Int], _ body: (Int, [Int]) -> Void) {
+    let count = shape.reduce(1, *)
+    var coordinates = [Int](repeating: 0, count: shape.count)
+    for index in 0..<count {
+      body(index, coordinates)
+      var axis = shape.count - 1
+      while axis >= 0 {
+        coordinates[axis] += 1
+        if coordinates[axis] < shape[axis] { break }
+        coordinates[axis] = 0
+        axis -= 1
+      }
+    }
+  }
+
+  /// Element `i` of every input under NumPy broadcasting to `outputShape`, combined by `combine`.
+  static func broadcast(_ inputs: [Tensor], outputShape: [Int], _ combine: ([Float]) -> Float) -> [Float] {
+    if inputs.allSatisfy({ $0.shape == outputShape }) {
+      return (0..<outputShape.reduce(1, *)).map { i in combine(inputs.map { $0.values[i] }) }
+    }
+    let rank = outputShape.count
+    let inputStrides = inputs.map { input -> [Int] in
+      let own = strides(input.shape)
+      let offset = rank - input.shape.count
+      return (0..<rank).map { axis in axis < offset || input.shape[axis - offset] == 1 ? 0 : own[axis - offset] }
+    }
+    var result = [Float](repeating: 0, count: outputShape.reduce(1, *))
+    forEachIndex(outputShape) { index, coordinates in
+      let items = inputs.indices.map { k -> Float in
+        var source = 0
+        for axis in 0..<rank { source += coordinates[axis] * inputStrides[k][axis] }
+        return inputs[k].values[source]
+      }
+      result[index] = combine(items)
+    }
+    return result
+  }
+
+  static func elementwise(_ kind: ElementwiseKind, _ inputs: [Tensor], outputShape: [Int]) -> [Float] {
+    func flag(_ condition: Bool) -> Float { condition ? 1 : 0 }
+    return broadcast(inputs, outputShape: outputShape) { items in
+      switch kind {
+      case .add: return items.reduce(0, +)
+      case .subtract: return items[0] - items[1]
+      case .multiply: return items.reduce(1, *)
+      case .divide: return items[0] / items[1]
+      case .average: return items.reduce(0, +) / Float(items.count)
+      case .maximum: return items.max()!
+      case .minimum: return items.min()!
+      case .power: return pow(items[0], items[1])
+      case .greaterThan: return flag(items[0] > items[1])
+      case .greaterEqual: return flag(items[0] >= items[1])
+      case .lessThan: return flag(items[0] < items[1])
+      case .lessEqual: return flag(items[0] <= items[1])
+      case .equal: return flag(items[0] == items[1])
+      case .notEqual: return flag(items[0] != items[1])
+      case .select: return items[0] != 0 ? items[1] : items[2]
+      }
+    }
+  }
+
+  static func reduce(_ x: Tensor, _ reduction: Reduction) -> [Float] {
+    let keptShape = x.shape.enumerated().map { reduction.axes.contains($0.offset) ? 1 : $0.element }
+    let keptStrides = strides(keptShape)
+    let count = keptShape.reduce(1, *)
+    let initial: Double = reduction.kind == .max ? -.infinity : reduction.kind == .min ? .infinity : 0
+    var accumulators = [Double](repeating: initial, count: count)
+    forEachIndex(x.shape) { index, coordinates in
+      var target = 0
+      for axis in coordinates.indices where !reduction.axes.contains(axis) { target += coordinates[axis] * keptStrides[axis] }
+      let value = Double(x.values[index])
+      switch reduction.kind {
+      case .max: accumulators[target] = max(accumulators[target], value)
+      case .min: accumulators[target] = min(accumulators[target], value)
+      case .mean, .sum: accumulators[target] += value
+      }
+    }
+    let reducedCount = Double(x.values.count / count)
+    return accumulators.map { Float(reduction.kind == .mean ? $0 / reducedCount : $0) }
+  }
+
+  static func constantPad(_ x: Tensor, _ padding: ConstantPadding, outputShape: [Int]) -> [Float] {
+    let inputStrides = strides(x.shape)
+    var result = [Float](repeating: padding.value, count: outputShape.reduce(1, *))
+    forEachIndex(outputShape) { index, coordinates in
+      var source = 0
+      for axis in coordinates.indices {
+        let c = coordinates[axis] - padding.before[axis]
+        guard c >= 0, c < x.shape[axis] else { return }
+        source += c * inputStrides[axis]
+      }
+      result[index] = x.values[source]
+    }
+    return result
+  }
+
+  static func slice(_ x: Tensor, _ slice: StridedSlice, outputShape: [Int]) -> [Float] {
+    let inputStrides = strides(x.shape)
+    var result = [Float](repeating: 0, count: outputShape.reduce(1, *))
+    forEachIndex(outputShape) { index, coordinates in
+      var source = 0
+      for axis in coordinates.indices { source += (slice.begin[axis] + coordinates[axis] * slice.strides[axis]) * inputStrides[axis] }
+      result[index] = x.values[source]
+    }
+    return result
   }
 }

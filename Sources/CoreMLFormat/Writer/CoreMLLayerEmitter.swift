@@ -80,12 +80,17 @@ struct CoreMLLayerEmitter {
   mutating func emit(_ node: Node) throws {
     let inputs = node.inputs.map { graph[$0].name }
     let output = graph[node.output].name
-    let inputShape = graph[node.inputs[0]].type.shape
+    func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: node.name, detail: detail) }
+    guard let first = node.inputs.first else { throw unsupported("\(node.operation.kindName) has no classic Core ML layer") }
+    let inputShape = graph[first].type.shape
     switch node.operation {
     case .convolution2D(let conv):
       try emitConvolution(conv, name: node.name, input: inputs[0], output: output)
 
     case .dense(let dense):
+      guard inputShape.count == 1 else {
+        throw unsupported("Dense on a rank-\(inputShape.count + 1) tensor \(inputShape) is not supported yet; add a Flatten before it")
+      }
       let params = arena.message(core_ml__specification__inner_product_layer_params__init)
       params.pointee.inputchannels = UInt64(dense.inputUnits)
       params.pointee.outputchannels = UInt64(dense.outputUnits)
@@ -114,8 +119,9 @@ struct CoreMLLayerEmitter {
     case .activation(let activation):
       try emitActivation(activation, name: node.name, input: inputs[0], output: output, shape: inputShape)
 
-    case .softmax:
-      // Only the last (channel) axis reaches here: the IR checks it; Core ML's softmax runs over C.
+    case .softmax(let axis):
+      // Core ML's classic softmax runs over C, which is Keras' last axis.
+      guard axis == inputShape.count - 1 else { throw unsupported("softmax on axis \(axis) of \(inputShape) (only the last axis)") }
       let layer = layer(node.name, inputs: inputs, output: output)
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX
       layer.pointee.softmax = arena.message(core_ml__specification__softmax_layer_params__init)
@@ -188,6 +194,9 @@ struct CoreMLLayerEmitter {
 
     case .concatenate(let axis):
       try emitConcatenate(axis: axis, rank: inputShape.count, name: node.name, inputs: inputs, output: output)
+
+    case .constant, .reduce, .constantPad, .slice:
+      throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
     }
   }
 
@@ -280,6 +289,7 @@ struct CoreMLLayerEmitter {
     case .average: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
     case .maximum: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX
     case .minimum: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN
+    default: throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(kind.rawValue) has no classic Core ML layer")
     }
     let layer = layer(name, inputs: inputs, output: output)
     layer.pointee.layer_case = layerCase
@@ -440,6 +450,8 @@ struct CoreMLLayerEmitter {
       let exp = layer(name, inputs: [input], output: output)
       exp.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
       exp.pointee.unary = unary
+    case .clip, .unary:
+      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(activation) has no classic Core ML layer")
     }
   }
 }

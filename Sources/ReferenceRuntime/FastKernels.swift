@@ -1,0 +1,131 @@
+import COpenBLAS
+import ModelIR
+
+/// Convolution and dense layers through im2col and OpenBLAS' single-precision GEMM.
+///
+/// `Kernels` holds the direct loops these are tested against; results agree to float32 rounding.
+enum FastKernels {
+  /// OpenBLAS runs on one thread so latency is per core and results are deterministic.
+  static let singleThreaded: Void = { openblas_set_num_threads(1) }()
+
+  static func dense(_ x: Tensor, _ dense: Dense) -> [Float] {
+    _ = singleThreaded
+    let (n, m) = (dense.inputUnits, dense.outputUnits)
+    let rows = x.values.count / n
+    var result = [Float](repeating: 0, count: rows * m)
+    if let bias = dense.bias {
+      for row in 0..<rows { result.replaceSubrange(row * m..<(row + 1) * m, with: bias.values) }
+    }
+    x.values.withUnsafeBufferPointer { a in
+      dense.kernel.values.withUnsafeBufferPointer { b in
+        result.withUnsafeMutableBufferPointer { c in
+          cblas_sgemm(
+            CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows), Int32(m), Int32(n), 1, a.baseAddress, Int32(n),
+            b.baseAddress, Int32(m), 1, c.baseAddress, Int32(m))
+        }
+      }
+    }
+    return result
+  }
+
+  static func convolution(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int]) -> [Float] {
+    _ = singleThreaded
+    let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
+    var result = [Float](repeating: 0, count: oh * ow * oc)
+    if let bias = conv.bias {
+      for pixel in 0..<oh * ow { result.replaceSubrange(pixel * oc..<(pixel + 1) * oc, with: bias.values) }
+    }
+    if conv.inputChannelsPerGroup == 1 && conv.groups > 1 {
+      depthwise(x, conv, outputShape: outputShape, into: &result)
+      return result
+    }
+    let perGroupIn = conv.inputChannelsPerGroup, perGroupOut = oc / conv.groups
+    let depth = conv.kernelHeight * conv.kernelWidth * perGroupIn
+    for group in 0..<conv.groups {
+      let patches = im2col(x, conv, outputShape: outputShape, channelOffset: group * perGroupIn)
+      patches.withUnsafeBufferPointer { a in
+        conv.kernel.values.withUnsafeBufferPointer { b in
+          result.withUnsafeMutableBufferPointer { c in
+            cblas_sgemm(
+              CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(oh * ow), Int32(perGroupOut), Int32(depth), 1,
+              a.baseAddress, Int32(depth), b.baseAddress! + group * perGroupOut, Int32(oc), 1,
+              c.baseAddress! + group * perGroupOut, Int32(oc))
+          }
+        }
+      }
+    }
+    return result
+  }
+
+  /// Rows of `[kh * kw * channelsPerGroup]` input values, one per output pixel, zeros for padding.
+  private static func im2col(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int], channelOffset: Int) -> [Float] {
+    let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
+    let (oh, ow) = (outputShape[0], outputShape[1])
+    let perGroupIn = conv.inputChannelsPerGroup
+    let pointwise = conv.kernelHeight == 1 && conv.kernelWidth == 1 && conv.strideHeight == 1 && conv.strideWidth == 1
+    if pointwise && conv.groups == 1 { return x.values }
+    let top = conv.padding.leadingPad(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
+    let left = conv.padding.leadingPad(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+    let depth = conv.kernelHeight * conv.kernelWidth * perGroupIn
+    var patches = [Float](repeating: 0, count: oh * ow * depth)
+    x.values.withUnsafeBufferPointer { input in
+      patches.withUnsafeMutableBufferPointer { out in
+        for y in 0..<oh {
+          for xx in 0..<ow {
+            var row = (y * ow + xx) * depth
+            for ky in 0..<conv.kernelHeight {
+              let iy = y * conv.strideHeight + ky * conv.dilationHeight - top
+              for kx in 0..<conv.kernelWidth {
+                let ix = xx * conv.strideWidth + kx * conv.dilationWidth - left
+                if iy >= 0, iy < h, ix >= 0, ix < w {
+                  let source = (iy * w + ix) * c + channelOffset
+                  for i in 0..<perGroupIn { out[row + i] = input[source + i] }
+                }
+                row += perGroupIn
+              }
+            }
+          }
+        }
+      }
+    }
+    return patches
+  }
+
+  /// One input channel per group (depthwise, with a channel multiplier): loops with channels innermost.
+  private static func depthwise(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int], into result: inout [Float]) {
+    let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
+    let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
+    let multiplier = oc / c
+    let top = conv.padding.leadingPad(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
+    let left = conv.padding.leadingPad(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+    x.values.withUnsafeBufferPointer { input in
+      conv.kernel.values.withUnsafeBufferPointer { kernel in
+        result.withUnsafeMutableBufferPointer { out in
+          for y in 0..<oh {
+            for xx in 0..<ow {
+              let target = (y * ow + xx) * oc
+              for ky in 0..<conv.kernelHeight {
+                let iy = y * conv.strideHeight + ky * conv.dilationHeight - top
+                guard iy >= 0, iy < h else { continue }
+                for kx in 0..<conv.kernelWidth {
+                  let ix = xx * conv.strideWidth + kx * conv.dilationWidth - left
+                  guard ix >= 0, ix < w else { continue }
+                  let source = (iy * w + ix) * c
+                  let weights = (ky * conv.kernelWidth + kx) * oc
+                  if multiplier == 1 {
+                    for k in 0..<c { out[target + k] += input[source + k] * kernel[weights + k] }
+                  } else {
+                    for k in 0..<c {
+                      let value = input[source + k]
+                      for j in 0..<multiplier { out[target + k * multiplier + j] += value * kernel[weights + k * multiplier + j] }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
