@@ -30,4 +30,15 @@ public struct Graph: Sendable, Equatable {
     }
     values[id].name = newName
   }
+
+  /// The graph without the nodes that no output depends on.
+  public func pruned() -> Graph {
+    var needed = Set(outputs)
+    var kept: [Node] = []
+    for node in nodes.reversed() where needed.contains(node.output) {
+      kept.append(node)
+      needed.formUnion(node.inputs)
+    }
+    return Graph(values: values, nodes: kept.reversed(), inputs: inputs, outputs: outputs)
+  }
 }

@@ -9,6 +9,7 @@ enum ModelConvCommand {
 
     COMMANDS:
       convert     Convert a Keras .h5 model to a Core ML .mlmodel
+      verify      Run a Keras model and its Core ML conversion on the same inputs and compare them
 
     OPTIONS:
       -h, --help  Show help (also `modelconv <command> --help`)
@@ -38,6 +39,8 @@ enum ModelConvCommand {
         return .success
       case "convert":
         return try ConvertCommand.run(rest)
+      case "verify":
+        return try VerifyCommand.run(rest)
       default:
         throw UsageError(message: "unknown command '\(command)'\n\n" + usage)
       }

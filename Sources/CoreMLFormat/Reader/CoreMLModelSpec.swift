@@ -28,14 +28,16 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     public var kind: String
     public var inputs: [String]
     public var outputs: [String]
-    /// Weight blobs by field name (`weights`, `bias`, `gamma`, ...), float16 widened to float.
+    /// Weight blobs by field name (`weights`, `bias`, `gamma`, ...): float16 widened, quantized values dequantized.
     public var weights: [String: [Float]]
-    /// Integer and enum parameters by field name (`kernelSize`, `stride`, `nGroups`, `mode`, ...).
+    /// Integer, enum and bool parameters by field name (`kernelSize`, `stride`, `nGroups`, `mode`, `axes`, ...).
     public var integers: [String: [Int]]
     /// Float parameters by field name (`alpha`, `beta`, `epsilon`, ...).
     public var floats: [String: Float]
     /// Whether a weight field was stored as float16.
     public var usesFloat16: Bool
+    /// The bit width of quantized weights (`rawValue`), or 0 when none are quantized.
+    public var quantizationBits: Int = 0
   }
 
   /// An image input's scaler: `y = channelScale * x + bias`.
@@ -69,6 +71,10 @@ public struct CoreMLModelSpec: Sendable, Equatable {
   public var stringClassLabels: [String]
   public var int64ClassLabels: [Int64]
   public var labelProbabilityLayerName: String
+  /// `EXACT_ARRAY_MAPPING`: multiarray inputs keep their declared rank (else rank-5 `[S, B, C, H, W]`).
+  public var exactArrayMapping: Bool
+  /// `RANK4_IMAGE_MAPPING`: image inputs are `[B, C, H, W]` (else rank-5).
+  public var rank4ImageMapping: Bool
   public var shortDescription: String
   public var author: String
   public var license: String

@@ -1,14 +1,28 @@
 /// Why a Core ML model could not be read.
 public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
+  /// The file could not be opened.
+  case unreadable(path: String)
   /// The bytes are not a valid `Model` protobuf (truncated or corrupt).
   case malformed(path: String)
-  /// The model is not a neural network (a pipeline, tree ensemble, ML Program, ...).
-  case unsupportedModelType(path: String)
+  /// The model is not a neural network (a pipeline, tree ensemble, ML Program, ...); `type` names it.
+  case unsupportedModelType(path: String, type: String)
+  /// A layer's weights cannot be decoded (bad quantization parameters, too few values, ...).
+  case invalidWeights(path: String, layer: String, detail: String)
+  /// A layer type or parameter that the reader does not turn into the IR.
+  case unsupportedLayer(path: String, layer: String, kind: String, detail: String)
+  /// The network's blobs or shapes do not fit together (an input that no layer produces, ...).
+  case invalidNetwork(path: String, detail: String)
 
   public var description: String {
     switch self {
+    case .unreadable(let path): return "\(path): cannot read the file"
     case .malformed(let path): return "\(path): not a valid Core ML model (truncated or corrupt protobuf)"
-    case .unsupportedModelType(let path): return "\(path): not a neural-network model; only neuralNetwork and neuralNetworkClassifier models can be read"
+    case .unsupportedModelType(let path, let type):
+      return "\(path): the model is a \(type); only neuralNetwork, neuralNetworkClassifier and neuralNetworkRegressor models can be read"
+    case .invalidWeights(let path, let layer, let detail): return "\(path): layer '\(layer)': \(detail)"
+    case .unsupportedLayer(let path, let layer, let kind, let detail):
+      return "\(path): layer '\(layer)' (\(kind)): \(detail)"
+    case .invalidNetwork(let path, let detail): return "\(path): \(detail)"
     }
   }
 }

@@ -10,8 +10,12 @@ extension CoreMLSpecReader {
     250: "bias", 260: "max", 261: "min", 270: "dot", 280: "reduce", 290: "loadConstant", 300: "reshape", 301: "flatten",
     310: "permute", 320: "concat", 330: "split", 340: "sequenceRepeat", 345: "reorganizeData", 350: "slice",
     400: "simpleRecurrent", 410: "gru", 420: "uniDirectionalLSTM", 430: "biDirectionalLSTM", 500: "custom", 600: "copy",
-    660: "clip", 795: "gelu", 950: "softmaxND", 980: "concatND", 985: "transpose", 1045: "batchedMatmul",
-    1070: "loadConstantND", 1120: "squeeze", 1125: "expandDims", 1130: "flattenTo2D", 1140: "reshapeStatic",
+    660: "clip", 795: "gelu", 815: "equal", 820: "notEqual", 825: "lessThan", 827: "lessEqual", 830: "greaterThan",
+    832: "greaterEqual", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable", 885: "powBroadcastable",
+    890: "divideBroadcastable", 900: "multiplyBroadcastable", 905: "subtractBroadcastable", 950: "softmaxND",
+    980: "concatND", 985: "transpose", 995: "sliceStatic", 1045: "batchedMatmul", 1070: "loadConstantND",
+    1120: "squeeze", 1125: "expandDims", 1130: "flattenTo2D", 1140: "reshapeStatic", 1155: "constantPad",
+    1260: "reduceMax", 1265: "reduceMin", 1270: "reduceSum", 1280: "reduceMean", 1330: "whereBroadcastable",
     1350: "layerNormalization", 1460: "clampedReLU",
   ]
 
@@ -21,16 +25,62 @@ extension CoreMLSpecReader {
     40: "sigmoid", 41: "sigmoidHard", 50: "ELU", 60: "softsign", 70: "softplus", 71: "parametricSoftplus",
   ]
 
-  /// A weight blob as floats; float16 bytes are widened.
-  static func floats(_ pointer: UnsafeMutablePointer<CoreML__Specification__WeightParams>?) -> (values: [Float], half: Bool)? {
+  /// A decoded weight blob.
+  struct DecodedWeights {
+    var values: [Float]
+    var half = false
+    var bits = 0
+  }
+
+  /// A weight blob as floats: float32 as is, float16 widened, `rawValue` dequantized (linear or lookup table).
+  /// `count`, when known, is the number of weights the layer needs; packed codes beyond it are padding.
+  static func decodeWeights(
+    _ pointer: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, count expected: Int? = nil, fail: (String) -> Error
+  ) throws -> DecodedWeights? {
     guard let params = pointer?.pointee else { return nil }
-    if params.n_floatvalue > 0 { return (buffer(params.floatvalue, params.n_floatvalue), false) }
+    if params.n_floatvalue > 0 { return DecodedWeights(values: buffer(params.floatvalue, params.n_floatvalue)) }
     let half = params.float16value
-    guard half.len > 0, let data = half.data else { return ([], false) }
-    let values = stride(from: 0, to: half.len - 1, by: 2).map { offset -> Float in
-      Float(Float16(bitPattern: UInt16(data[offset]) | UInt16(data[offset + 1]) << 8))
+    if half.len > 0, let data = half.data {
+      guard half.len % 2 == 0 else { throw fail("float16Value has an odd number of bytes (\(half.len))") }
+      let values = stride(from: 0, to: half.len, by: 2).map { offset -> Float in
+        Float(Float16(bitPattern: UInt16(data[offset]) | UInt16(data[offset + 1]) << 8))
+      }
+      return DecodedWeights(values: values, half: true)
     }
-    return (values, true)
+    let raw = params.rawvalue
+    guard raw.len > 0, let data = raw.data else { return DecodedWeights(values: []) }
+    guard let quantization = params.quantization?.pointee else { throw fail("rawValue without quantization parameters") }
+    let bits = Int(quantization.numberofbits)
+    guard (1...8).contains(bits) else { throw fail("quantization with \(bits) bits (1 to 8 are valid)") }
+    // Values are packed most significant bit first, as coremltools packs them.
+    let available = raw.len * 8 / bits
+    if let expected, expected > available { throw fail("\(available) quantized values for \(expected) weights") }
+    let count = expected ?? available
+    var codes = [Int](repeating: 0, count: count)
+    for index in 0..<count {
+      var code = 0
+      for bit in 0..<bits {
+        let position = index * bits + bit
+        code = code << 1 | Int(data[position / 8] >> (7 - position % 8) & 1)
+      }
+      codes[index] = code
+    }
+    switch quantization.quantization_type_case {
+    case CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LINEAR_QUANTIZATION:
+      let linear = quantization.linearquantization.pointee
+      let scales = buffer(linear.scale, linear.n_scale), biases = buffer(linear.bias, linear.n_bias)
+      guard !scales.isEmpty, scales.count == biases.count, count % scales.count == 0 || count >= scales.count else {
+        throw fail("linear quantization has \(scales.count) scales and \(biases.count) biases")
+      }
+      return DecodedWeights(values: codes.map { Float($0) }, bits: bits).dequantizedLinear(scales: scales, biases: biases)
+    case CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION:
+      let table = quantization.lookuptablequantization.pointee
+      let entries = buffer(table.floatvalue, table.n_floatvalue)
+      guard entries.count == 1 << bits else { throw fail("lookup table has \(entries.count) entries for \(bits)-bit codes") }
+      return DecodedWeights(values: codes.map { entries[$0] }, bits: bits)
+    default:
+      throw fail("rawValue with neither linear nor lookup-table quantization")
+    }
   }
 
   static func borders(_ pointer: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>?) -> [Int] {
@@ -41,16 +91,19 @@ extension CoreMLSpecReader {
     }
   }
 
-  static func layer(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>) -> CoreMLModelSpec.Layer {
+  static func layer(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>, path: String) throws -> CoreMLModelSpec.Layer {
     let l = pointer.pointee
     var result = CoreMLModelSpec.Layer(
       name: text(l.name), kind: layerKinds[l.layer_case.rawValue] ?? "layer\(l.layer_case.rawValue)",
       inputs: buffer(l.input, l.n_input).map { text($0) }, outputs: buffer(l.output, l.n_output).map { text($0) },
       weights: [:], integers: [:], floats: [:], usesFloat16: false)
-    func weight(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?) {
-      guard let decoded = floats(params) else { return }
+    let layerName = result.name
+    func weight(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, count: Int? = nil) throws {
+      let fail = { (detail: String) -> Error in CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \(detail)") }
+      guard let decoded = try decodeWeights(params, count: count, fail: fail) else { return }
       result.weights[name] = decoded.values
       result.usesFloat16 = result.usesFloat16 || decoded.half
+      result.quantizationBits = max(result.quantizationBits, decoded.bits)
     }
 
     switch l.layer_case {
@@ -68,21 +121,22 @@ extension CoreMLSpecReader {
       } else if let same = c.same {
         result.integers["asymmetryMode"] = [Int(same.pointee.asymmetrymode.rawValue)]
       }
-      weight("weights", c.weights)
-      weight("bias", c.bias)
+      let kernel = ints(c.kernelsize, c.n_kernelsize).reduce(1, *)
+      try weight("weights", c.weights, count: Int(c.outputchannels * c.kernelchannels) * kernel)
+      try weight("bias", c.bias, count: Int(c.outputchannels))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT:
       let p = l.innerproduct.pointee
       result.integers = ["inputChannels": [Int(p.inputchannels)], "outputChannels": [Int(p.outputchannels)], "hasBias": [Int(p.hasbias)]]
-      weight("weights", p.weights)
-      weight("bias", p.bias)
+      try weight("weights", p.weights, count: Int(p.inputchannels * p.outputchannels))
+      try weight("bias", p.bias, count: Int(p.outputchannels))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
       let b = l.batchnorm.pointee
       result.integers = ["channels": [Int(b.channels)], "computeMeanVar": [Int(b.computemeanvar)], "instanceNormalization": [Int(b.instancenormalization)]]
       result.floats["epsilon"] = b.epsilon
-      weight("gamma", b.gamma)
-      weight("beta", b.beta)
-      weight("mean", b.mean)
-      weight("variance", b.variance)
+      try weight("gamma", b.gamma)
+      try weight("beta", b.beta)
+      try weight("mean", b.mean)
+      try weight("variance", b.variance)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION:
       let a = l.activation.pointee
       let kind = activationKinds[a.nonlinearity_type_case.rawValue] ?? "unknown"
@@ -95,7 +149,7 @@ extension CoreMLSpecReader {
       case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU: result.floats = ["alpha": a.elu.pointee.alpha]
       case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD:
         result.floats = ["alpha": a.sigmoidhard.pointee.alpha, "beta": a.sigmoidhard.pointee.beta]
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU: weight("alpha", a.prelu.pointee.alpha)
+      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU: try weight("alpha", a.prelu.pointee.alpha)
       default: break
       }
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING:
@@ -133,8 +187,24 @@ extension CoreMLSpecReader {
       result.integers = ["mode": [Int(l.gelu.pointee.mode.rawValue)]]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT:
       result.integers = ["sequenceConcat": [Int(l.concat.pointee.sequenceconcat)]]
-    default: break
+    default:
+      try decodeNDLayer(l, into: &result) { name, params, count in
+        try decodeWeights(params, count: count) { CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \($0)") }
+      }
     }
     return result
+  }
+}
+
+extension CoreMLSpecReader.DecodedWeights {
+  /// `w = q * scale + bias`, with one scale and bias per tensor or per leading-axis channel.
+  func dequantizedLinear(scales: [Float], biases: [Float]) -> Self {
+    var copy = self
+    let perChannel = Swift.max(1, values.count / scales.count)
+    copy.values = values.enumerated().map { index, q in
+      let channel = Swift.min(index / perChannel, scales.count - 1)
+      return q * scales[channel] + biases[channel]
+    }
+    return copy
   }
 }

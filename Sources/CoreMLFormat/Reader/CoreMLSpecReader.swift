@@ -15,7 +15,7 @@ public enum CoreMLSpecReader {
     var spec = CoreMLModelSpec(
       specificationVersion: Int(m.specificationversion), modelType: "", inputs: [], outputs: [],
       predictedFeatureName: "", predictedProbabilitiesName: "", layers: [], preprocessing: [],
-      stringClassLabels: [], int64ClassLabels: [], labelProbabilityLayerName: "",
+      stringClassLabels: [], int64ClassLabels: [], labelProbabilityLayerName: "", exactArrayMapping: false, rank4ImageMapping: false,
       shortDescription: "", author: "", license: "", version: "", userDefined: [:])
     if let description = m.description?.pointee {
       spec.inputs = buffer(description.input, description.n_input).compactMap { $0.map(feature) }
@@ -33,43 +33,74 @@ public enum CoreMLSpecReader {
       }
     }
 
+    func network(
+      _ layers: UnsafeMutablePointer<UnsafeMutablePointer<NNLayer>?>?, _ layerCount: Int,
+      _ preprocessing: UnsafeMutablePointer<UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>?>?,
+      _ preprocessingCount: Int, arrayMapping: UInt32, imageMapping: UInt32
+    ) throws {
+      spec.layers = try buffer(layers, layerCount).compactMap { try $0.map { try layer($0, path: path) } }
+      spec.preprocessing = buffer(preprocessing, preprocessingCount).compactMap { $0.flatMap(scaler) }
+      spec.exactArrayMapping = arrayMapping == 1
+      spec.rank4ImageMapping = imageMapping == 1
+    }
     switch m.type_case {
     case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER:
-      let network = m.neuralnetworkclassifier.pointee
+      let n = m.neuralnetworkclassifier.pointee
       spec.modelType = "neuralNetworkClassifier"
-      spec.layers = buffer(network.layers, network.n_layers).compactMap { $0.map(layer) }
-      spec.preprocessing = buffer(network.preprocessing, network.n_preprocessing).compactMap { $0.flatMap(scaler) }
-      spec.labelProbabilityLayerName = text(network.labelprobabilitylayername)
-      switch network.class_labels_case {
+      try network(
+        n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
+        imageMapping: n.imageinputshapemapping.rawValue)
+      spec.labelProbabilityLayerName = text(n.labelprobabilitylayername)
+      switch n.class_labels_case {
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS:
-        let vector = network.stringclasslabels.pointee
+        let vector = n.stringclasslabels.pointee
         spec.stringClassLabels = buffer(vector.vector, vector.n_vector).map { text($0) }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS:
-        let vector = network.int64classlabels.pointee
+        let vector = n.int64classlabels.pointee
         spec.int64ClassLabels = buffer(vector.vector, vector.n_vector)
       default: break
       }
     case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK:
-      let network = m.neuralnetwork.pointee
+      let n = m.neuralnetwork.pointee
       spec.modelType = "neuralNetwork"
-      spec.layers = buffer(network.layers, network.n_layers).compactMap { $0.map(layer) }
-      spec.preprocessing = buffer(network.preprocessing, network.n_preprocessing).compactMap { $0.flatMap(scaler) }
+      try network(
+        n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
+        imageMapping: n.imageinputshapemapping.rawValue)
     case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_REGRESSOR:
-      let network = m.neuralnetworkregressor.pointee
+      let n = m.neuralnetworkregressor.pointee
       spec.modelType = "neuralNetworkRegressor"
-      spec.layers = buffer(network.layers, network.n_layers).compactMap { $0.map(layer) }
-      spec.preprocessing = buffer(network.preprocessing, network.n_preprocessing).compactMap { $0.flatMap(scaler) }
+      try network(
+        n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
+        imageMapping: n.imageinputshapemapping.rawValue)
     default:
-      throw CoreMLReaderError.unsupportedModelType(path: path)
+      // Model types our schema leaves out arrive as unknown fields; their field number names them.
+      let tags = buffer(m.base.unknown_fields, Int(m.base.n_unknown_fields)).map(\.tag)
+      let type = tags.lazy.compactMap { modelTypeNames[$0] }.first ?? "model without a neural network"
+      throw CoreMLReaderError.unsupportedModelType(path: path, type: type)
     }
     return spec
   }
 
-  /// Reads and decodes a `.mlmodel` file.
+  /// Reads and decodes a `.mlmodel` file, or the `model.mlmodel` inside an `.mlpackage` folder.
   public static func read(contentsOf url: URL) throws -> CoreMLModelSpec {
-    guard let data = FileManager.default.contents(atPath: url.path) else { throw CoreMLReaderError.malformed(path: url.path) }
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw CoreMLReaderError.unreadable(path: url.path) }
+    let file = isDirectory.boolValue ? url.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel") : url
+    guard let data = FileManager.default.contents(atPath: file.path) else { throw CoreMLReaderError.unreadable(path: file.path) }
     return try read([UInt8](data), path: url.path)
   }
+
+  /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.
+  static let modelTypeNames: [UInt32: String] = [
+    200: "pipelineClassifier", 201: "pipelineRegressor", 202: "pipeline", 300: "glmRegressor",
+    301: "supportVectorRegressor", 302: "treeEnsembleRegressor", 304: "bayesianProbitRegressor", 400: "glmClassifier",
+    401: "supportVectorClassifier", 402: "treeEnsembleClassifier", 404: "kNearestNeighborsClassifier",
+    501: "itemSimilarityRecommender", 502: "mlProgram", 555: "customModel", 556: "linkedModel",
+    600: "oneHotEncoder", 601: "imputer", 602: "featureVectorizer", 603: "dictVectorizer", 604: "scaler",
+    606: "categoricalMapping", 607: "normalizer", 609: "arrayFeatureExtractor", 610: "nonMaximumSuppression",
+    900: "identity", 2000: "textClassifier", 2001: "wordTagger", 2002: "visionFeaturePrint", 2003: "soundAnalysisPreprocessing",
+    2004: "gazetteer", 2005: "wordEmbedding", 2006: "audioFeaturePrint", 3000: "serializedModel",
+  ]
 
   // MARK: Helpers
 

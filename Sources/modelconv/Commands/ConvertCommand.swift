@@ -31,6 +31,8 @@ enum ConvertCommand {
     OTHER:
       --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
       -o, --output FILE              Output path (default: the input's name with .mlmodel)
+      --verify                       After writing, run `modelconv verify` on the result (exit 1 when
+                                     parity breaks; the file is kept)
       --json                         Print a machine-readable summary
       -h, --help                     Show this help
 
@@ -59,6 +61,7 @@ enum ConvertCommand {
     .init(names: ["--version"], takesValue: true),
     .init(names: ["--input-shape"], takesValue: true),
     .init(names: ["--architecture"], takesValue: true),
+    .init(names: ["--verify"], takesValue: false),
     .init(names: ["--json"], takesValue: false),
     .init(names: ["-h", "--help"], takesValue: false),
   ]
@@ -85,8 +88,33 @@ enum ConvertCommand {
     do { try model.write(to: URL(fileURLWithPath: output)) } catch {
       throw OutputError(path: output, reason: (error as NSError).localizedDescription)
     }
-    print(model.summary, output: output, json: parsed.flag("--json"))
-    return .success
+    let json = parsed.flag("--json")
+    guard parsed.flag("--verify") else {
+      print(model.summary, output: output, json: json)
+      return .success
+    }
+    if !json { print(model.summary, output: output, json: false) }
+    if parsed.value("--architecture") != nil {
+      throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")
+    }
+    let verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
+    let report = try ParityVerifier.verify(source: URL(fileURLWithPath: input), converted: URL(fileURLWithPath: output), options: verification)
+    if json {
+      struct Report: Encodable {
+        var output: String
+        var summary: ConversionSummary
+        var verification: ParityReport
+      }
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+      encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+      if let data = try? encoder.encode(Report(output: output, summary: model.summary, verification: report)) {
+        Console.out(String(decoding: data, as: UTF8.self))
+      }
+    } else {
+      VerifyCommand.print(report, json: false)
+    }
+    return report.passed ? .success : .failure
   }
 
   /// The input path with its extension replaced by `.mlmodel`.
@@ -100,11 +128,7 @@ enum ConvertCommand {
     options.inputNames = parsed.list("--input-names")
     options.outputNames = parsed.list("--output-names")
     options.imageInputNames = parsed.list("--image-input", "--image-input-names") ?? []
-    if parsed.value("--labels") != nil && parsed.value("--labels-file") != nil {
-      throw UsageError(message: "give --labels or --labels-file, not both")
-    }
-    if let labels = parsed.list("--labels") { options.classLabels = try ClassLabels.parse(labels) }
-    if let file = parsed.value("--labels-file") { options.classLabels = try ClassLabels.load(fromFile: file) }
+    options.classLabels = try classLabels(parsed)
     options.imageScale = try parsed.float("--image-scale") ?? 1
     options.redBias = try parsed.float("--red-bias") ?? 0
     options.greenBias = try parsed.float("--green-bias") ?? 0
@@ -121,18 +145,35 @@ enum ConvertCommand {
     options.license = parsed.value("--license")
     options.shortDescription = parsed.value("--short-description")
     options.version = parsed.value("--version")
+    options.inputShapes = try inputShapes(parsed)
+    if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
+      throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
+    }
+    return options
+  }
+
+  /// `--labels` or `--labels-file` (shared with `verify`).
+  static func classLabels(_ parsed: ParsedArguments) throws -> ClassLabels? {
+    if parsed.value("--labels") != nil && parsed.value("--labels-file") != nil {
+      throw UsageError(message: "give --labels or --labels-file, not both")
+    }
+    if let labels = parsed.list("--labels") { return try ClassLabels.parse(labels) }
+    if let file = parsed.value("--labels-file") { return try ClassLabels.load(fromFile: file) }
+    return nil
+  }
+
+  /// Every `--input-shape NAME=1,H,W,C` (shared with `verify`).
+  static func inputShapes(_ parsed: ParsedArguments) throws -> [String: [Int]] {
+    var shapes: [String: [Int]] = [:]
     for entry in parsed.values["--input-shape"] ?? [] {
       let parts = entry.split(separator: "=", maxSplits: 1)
       let dims = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Int($0) } : []
       guard parts.count == 2, !dims.isEmpty, dims.count == parts[1].split(separator: ",").count, dims.allSatisfy({ $0 > 0 }) else {
         throw UsageError(message: "--input-shape needs NAME=1,H,W,C with positive sizes, got '\(entry)'")
       }
-      options.inputShapes[String(parts[0])] = dims
+      shapes[String(parts[0])] = dims
     }
-    if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
-      throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
-    }
-    return options
+    return shapes
   }
 
   static func print(_ summary: ConversionSummary, output: String, json: Bool) {

@@ -77,4 +77,10 @@ struct ParsedArguments {
     guard let number = Float(text), number.isFinite else { throw UsageError(message: "option '\(name)' needs a number, got '\(text)'") }
     return number
   }
+
+  func integer(_ name: String, minimum: Int) throws -> Int? {
+    guard let text = value(name) else { return nil }
+    guard let number = Int(text), number >= minimum else { throw UsageError(message: "option '\(name)' needs a whole number >= \(minimum), got '\(text)'") }
+    return number
+  }
 }

@@ -23,7 +23,9 @@ enum ExitCode: Int32 {
     case is UsageError: self = .usage
     case KerasReaderError.fileNotFound: self = .noInput
     case ConversionError.labelsFileUnreadable: self = .noInput
-    case is KerasReaderError, is CoreMLWriterError, is GraphError, is ConversionError: self = .badModel
+    case CoreMLReaderError.unreadable: self = .noInput
+    case is KerasReaderError, is CoreMLWriterError, is GraphError, is ConversionError, is CoreMLReaderError, is VerificationError:
+      self = .badModel
     default: self = .cannotCreate
     }
   }

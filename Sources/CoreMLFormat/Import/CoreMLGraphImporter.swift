@@ -1,0 +1,194 @@
+import Foundation
+import ModelIR
+
+/// Builds the IR graph of a decoded Core ML neural network.
+///
+/// Blobs keep Core ML's layout: `[C, H, W]` under the classic rank-5 mapping, the declared rank (batch
+/// included) under exact mapping. Convolution, pooling and the other spatial layers run in the IR's
+/// channels-last form, so each is wrapped in transposes; a transpose back to channels-last reuses the
+/// value it came from, so chains of spatial layers stay channels-last inside.
+public struct CoreMLGraphImporter {
+  let spec: CoreMLModelSpec
+  let path: String
+  var builder = GraphBuilder()
+  /// Blob name to IR value.
+  var blobs: [String: ValueID] = [:]
+  /// A channels-first value to the channels-last value it was transposed from.
+  var channelsLastSource: [ValueID: ValueID] = [:]
+  /// The layer being imported, for names and errors.
+  var layerName = ""
+  var layerKind = ""
+
+  /// Reads the model at `url` (an `.mlmodel`, or an `.mlpackage` holding a neural network) into the IR.
+  public static func importModel(contentsOf url: URL) throws -> CoreMLModel {
+    try importModel(CoreMLSpecReader.read(contentsOf: url), path: url.path)
+  }
+
+  /// Builds the IR graph of a decoded specification.
+  public static func importModel(_ spec: CoreMLModelSpec, path: String) throws -> CoreMLModel {
+    var importer = CoreMLGraphImporter(spec: spec, path: path)
+    return try importer.run()
+  }
+
+  init(spec: CoreMLModelSpec, path: String) {
+    self.spec = spec
+    self.path = path
+  }
+
+  // MARK: Inputs and outputs
+
+  mutating func run() throws -> CoreMLModel {
+    var inputs: [CoreMLInput] = []
+    for feature in spec.inputs { inputs.append(try addInput(feature)) }
+    for layer in spec.layers {
+      layerName = layer.name
+      layerKind = layer.kind
+      do {
+        let outputs = try importLayer(layer)
+        guard outputs.count == layer.outputs.count else { throw unsupported("\(layer.outputs.count) outputs") }
+        for (name, value) in zip(layer.outputs, outputs) { blobs[name] = value }
+      } catch let error as GraphError {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' (\(layer.kind)): \(error)")
+      }
+    }
+
+    let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.map(String.init) : spec.stringClassLabels
+    var outputs: [ValueID] = []
+    var probabilities: String?
+    for feature in spec.outputs {
+      if spec.modelType == "neuralNetworkClassifier" && feature.name == spec.predictedFeatureName { continue }
+      var blob = feature.name
+      if spec.modelType == "neuralNetworkClassifier", case .dictionary = feature.kind {
+        blob = spec.labelProbabilityLayerName.isEmpty ? (spec.layers.last?.outputs.first ?? feature.name) : spec.labelProbabilityLayerName
+        probabilities = feature.name
+      }
+      guard var value = blobs[blob] else {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(feature.name)' is not produced by any layer (no blob '\(blob)')")
+      }
+      if outputs.contains(value) || spec.inputs.contains(where: { $0.name == feature.name }) {
+        value = try builder.add(.reshape(targetShape: builder.type(of: value).shape), name: feature.name, inputs: [value])
+      }
+      outputs.append(value)
+    }
+    var graph = builder.build(outputs: outputs).pruned()
+    for (feature, id) in zip(spec.outputs.filter({ !(spec.modelType == "neuralNetworkClassifier" && $0.name == spec.predictedFeatureName) }), outputs)
+    where graph[id].name != feature.name {
+      try graph.rename(id, to: feature.name)
+    }
+    return CoreMLModel(spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities)
+  }
+
+  mutating func addInput(_ feature: CoreMLModelSpec.Feature) throws -> CoreMLInput {
+    switch feature.kind {
+    case .multiArray(let declared, _):
+      var shape = declared
+      if !spec.exactArrayMapping {
+        // Rank-5 mapping: (C) becomes [C, 1, 1]; (C, H, W) stays.
+        switch declared.count {
+        case 1: shape = [declared[0], 1, 1]
+        case 3: break
+        default:
+          throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has shape \(declared); rank-5 mapping takes rank 1 or 3")
+        }
+      }
+      guard !shape.isEmpty, shape.allSatisfy({ $0 > 0 }) else {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has no fixed shape (\(declared))")
+      }
+      blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape))
+      return CoreMLInput(name: feature.name, shape: shape, image: nil)
+
+    case .image(let width, let height, let colorSpace):
+      let channels = colorSpace == "GRAYSCALE" ? 1 : 3
+      guard colorSpace != "INVALID", colorSpace != "GRAYSCALE_FLOAT16", width > 0, height > 0 else {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "image input '\(feature.name)' has color space \(colorSpace), \(width)x\(height)")
+      }
+      let leading: [Int] = spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : []
+      let shape = leading + [channels, height, width]
+      let pixels = try builder.addInput(name: feature.name, type: TensorType(shape))
+      let scaler = spec.preprocessing.first { $0.featureName == feature.name || $0.featureName.isEmpty }
+      let scale = scaler?.channelScale ?? 1
+      let biases: [Float]
+      switch colorSpace {
+      case "GRAYSCALE": biases = [scaler?.grayBias ?? 0]
+      case "BGR": biases = [scaler?.blueBias ?? 0, scaler?.greenBias ?? 0, scaler?.redBias ?? 0]
+      default: biases = [scaler?.redBias ?? 0, scaler?.greenBias ?? 0, scaler?.blueBias ?? 0]
+      }
+      var value = pixels
+      if scale != 1 || biases.contains(where: { $0 != 0 }) {
+        value = try builder.add(.activation(.linear(scale: scale, offset: 0)), name: feature.name + "__scale", inputs: [value])
+        let biasShape = leading.map { _ in 1 } + [channels, 1, 1]
+        let bias = try builder.add(.constant(Constant(shape: biasShape, values: biases)), name: feature.name + "__bias", inputs: [])
+        value = try builder.add(.elementwise(.add), name: feature.name + "__preprocessed", inputs: [value, bias])
+      }
+      blobs[feature.name] = value
+      return CoreMLInput(name: feature.name, shape: shape, image: .init(colorSpace: colorSpace, scale: scale, biases: biases))
+
+    default:
+      throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' is not a multiarray or an image")
+    }
+  }
+
+  // MARK: Helpers for layer imports
+
+  func unsupported(_ detail: String) -> CoreMLReaderError {
+    .unsupportedLayer(path: path, layer: layerName, kind: layerKind, detail: detail)
+  }
+
+  func shape(_ value: ValueID) -> [Int] { builder.type(of: value).shape }
+
+  mutating func add(_ operation: ModelIR.Operation, _ inputs: [ValueID], suffix: String = "") throws -> ValueID {
+    try builder.add(operation, name: layerName + suffix, inputs: inputs)
+  }
+
+  mutating func reshape(_ value: ValueID, to target: [Int]) throws -> ValueID {
+    if shape(value) == target { return value }
+    return try add(.reshape(targetShape: target), [value], suffix: "__reshape")
+  }
+
+  /// A Core ML `[..., C, H, W]` blob as an IR `[H, W, C]` value; the leading axes must all be 1.
+  mutating func channelsLast(_ value: ValueID) throws -> (value: ValueID, leading: [Int]) {
+    let s = shape(value)
+    guard s.count >= 3, s.dropLast(3).allSatisfy({ $0 == 1 }) else { throw unsupported("needs a [C, H, W] input with batch 1, got \(s)") }
+    let leading = Array(s.dropLast(3))
+    if let source = channelsLastSource[value] { return (source, leading) }
+    let chw = try reshape(value, to: Array(s.suffix(3)))
+    return (try add(.permute(order: [1, 2, 0]), [chw], suffix: "__to_hwc"), leading)
+  }
+
+  /// The inverse of `channelsLast`: an IR `[H, W, C]` value back as a Core ML `leading + [C, H, W]` blob.
+  mutating func channelsFirst(_ value: ValueID, leading: [Int]) throws -> ValueID {
+    let chw = try add(.permute(order: [2, 0, 1]), [value], suffix: "__to_chw")
+    let result = try reshape(chw, to: leading + shape(chw))
+    channelsLastSource[result] = value
+    return result
+  }
+
+  /// Runs a channels-last IR operation on a Core ML blob.
+  mutating func spatial(_ operation: ModelIR.Operation, _ input: ValueID) throws -> ValueID {
+    let (hwc, leading) = try channelsLast(input)
+    return try channelsFirst(try add(operation, [hwc]), leading: leading)
+  }
+
+  /// A possibly negative axis resolved against `rank`.
+  func axis(_ value: Int, rank: Int) throws -> Int {
+    let resolved = value < 0 ? value + rank : value
+    guard resolved >= 0, resolved < rank else { throw unsupported("axis \(value) is outside rank \(rank)") }
+    return resolved
+  }
+
+  /// The single input blob of the current layer.
+  func input(_ layer: CoreMLModelSpec.Layer, _ index: Int = 0) throws -> ValueID {
+    guard index < layer.inputs.count else { throw unsupported("expects at least \(index + 1) inputs") }
+    guard let value = blobs[layer.inputs[index]] else {
+      throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' reads blob '\(layer.inputs[index])', which nothing produced before it")
+    }
+    return value
+  }
+
+  func weights(_ layer: CoreMLModelSpec.Layer, _ field: String, count: Int) throws -> [Float] {
+    guard let values = layer.weights[field], values.count >= count else {
+      throw CoreMLReaderError.invalidWeights(path: path, layer: layer.name, detail: "\(field) has \(layer.weights[field]?.count ?? 0) values, needs \(count)")
+    }
+    return Array(values.prefix(count))
+  }
+}

@@ -1,0 +1,53 @@
+/// What `ParityVerifier` found: per-output error statistics, classifier agreement, timing and a verdict.
+public struct ParityReport: Sendable, Equatable, Codable {
+  /// Error statistics of one output over all samples.
+  public struct OutputParity: Sendable, Equatable, Codable {
+    public var name: String
+    /// Which inputs were compared: `random` or `reference`.
+    public var inputs: String
+    /// What the converted model was compared with: the source model run by our runtime, or the
+    /// expected outputs saved in the reference file.
+    public var comparedWith: String
+    public var elements: Int
+    public var maxAbsoluteError: Float
+    public var maxRelativeError: Float
+    /// The share of elements outside `atol + rtol * |expected|`.
+    public var mismatchedShare: Double
+    /// Signal-to-noise ratio of the converted output in dB; nil when the outputs are identical.
+    public var snrDecibels: Double?
+    public var passed: Bool
+  }
+
+  /// Label agreement of a classifier over the same samples.
+  public struct ClassifierParity: Sendable, Equatable, Codable {
+    public var labels: [String]
+    /// The labels the model should have (from `--labels` or the reference file), when known.
+    public var expectedLabels: [String]?
+    /// Whether `labels` equals `expectedLabels`, in order; nil when nothing was expected.
+    public var labelsMatch: Bool?
+    public var samples: Int
+    /// Share of samples whose predicted label is the same for both models.
+    public var top1Agreement: Double
+    public var k: Int
+    /// Share of samples whose converted top-1 label is among the source's top K.
+    public var topKAgreement: Double
+    public var passed: Bool
+  }
+
+  /// Mean wall time per sample of our runtime on each model.
+  public struct Timing: Sendable, Equatable, Codable {
+    public var sourceSecondsPerSample: Double
+    public var convertedSecondsPerSample: Double
+  }
+
+  public var source: String
+  public var converted: String
+  public var samples: Int
+  public var seed: UInt64
+  public var absoluteTolerance: Float
+  public var relativeTolerance: Float
+  public var outputs: [OutputParity]
+  public var classifier: ClassifierParity?
+  public var timing: Timing
+  public var passed: Bool
+}

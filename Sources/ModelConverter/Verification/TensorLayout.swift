@@ -1,0 +1,60 @@
+import ReferenceRuntime
+
+/// How a Keras tensor (channels-last, no batch) corresponds to a Core ML feature's tensor.
+enum TensorLayout: Equatable {
+  /// Same element order; only the shape differs (size-1 batch axes, `[C]` versus `[C, 1, 1]`).
+  case sameOrder
+  /// Keras `[H, W, C]` is Core ML `[..., C, H, W]`.
+  case channelsFirst
+
+  /// The layout that maps `keras` onto `coreML`; when both fit, `preferChannelsFirst` decides (true for
+  /// the classic rank-5 mapping, whose blobs are always `[C, H, W]`).
+  static func match(keras: [Int], coreML: [Int], preferChannelsFirst: Bool) -> TensorLayout? {
+    guard keras.reduce(1, *) == coreML.reduce(1, *) else { return nil }
+    // Size-1 axes do not change the row-major element order.
+    let sameFits = keras.filter { $0 != 1 } == coreML.filter { $0 != 1 }
+    let channelsFirstFits = keras.count == 3 && Array(coreML.suffix(3)) == [keras[2], keras[0], keras[1]]
+      && coreML.dropLast(3).allSatisfy { $0 == 1 }
+    switch (sameFits, channelsFirstFits) {
+    case (true, true): return preferChannelsFirst ? .channelsFirst : .sameOrder
+    case (false, true): return .channelsFirst
+    case (true, false): return .sameOrder
+    default: return nil
+    }
+  }
+
+  /// A Keras-layout tensor as the Core ML tensor of `shape`.
+  func toCoreML(_ tensor: Tensor, shape: [Int]) -> Tensor {
+    switch self {
+    case .sameOrder: return Tensor(shape: shape, values: tensor.values)
+    case .channelsFirst: return Tensor(shape: shape, values: Self.permute(tensor, order: [2, 0, 1]).values)
+    }
+  }
+
+  /// A Core ML tensor back in the Keras layout of `shape`.
+  func toKeras(_ tensor: Tensor, shape: [Int]) -> Tensor {
+    switch self {
+    case .sameOrder: return Tensor(shape: shape, values: tensor.values)
+    case .channelsFirst:
+      let s = Array(tensor.shape.suffix(3))
+      return Tensor(shape: shape, values: Self.permute(Tensor(shape: s, values: tensor.values), order: [1, 2, 0]).values)
+    }
+  }
+
+  /// Output axis `i` is input axis `order[i]` (rank 3).
+  static func permute(_ x: Tensor, order: [Int]) -> Tensor {
+    let shape = order.map { x.shape[$0] }
+    let inStrides = [x.shape[1] * x.shape[2], x.shape[2], 1]
+    var values = [Float](repeating: 0, count: x.values.count)
+    var index = 0
+    for a in 0..<shape[0] {
+      for b in 0..<shape[1] {
+        for c in 0..<shape[2] {
+          values[index] = x.values[a * inStrides[order[0]] + b * inStrides[order[1]] + c * inStrides[order[2]]]
+          index += 1
+        }
+      }
+    }
+    return Tensor(shape: shape, values: values)
+  }
+}

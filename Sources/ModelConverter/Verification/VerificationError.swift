@@ -1,0 +1,18 @@
+/// Why two models could not be compared at all (as opposed to comparing and differing).
+public enum VerificationError: Error, Equatable, CustomStringConvertible {
+  /// The models have different numbers of inputs or outputs.
+  case interfaceMismatch(String)
+  /// An input's or output's shape cannot be matched between the two layouts.
+  case layoutMismatch(feature: String, source: [Int], converted: [Int])
+  /// The reference file lacks a dataset or has one of the wrong shape.
+  case invalidReference(path: String, detail: String)
+
+  public var description: String {
+    switch self {
+    case .interfaceMismatch(let detail): return detail
+    case .layoutMismatch(let feature, let source, let converted):
+      return "'\(feature)': the Keras shape \(source) does not correspond to the Core ML shape \(converted)"
+    case .invalidReference(let path, let detail): return "\(path): \(detail)"
+    }
+  }
+}
