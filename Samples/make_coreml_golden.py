@@ -14,8 +14,11 @@ shape mappings, `ImageType` preprocessing and classifier fields. For each golden
 - `<name>.reference.h5`: `inputs/<i>` as fed to Keras, `pixels/<i>` (0-255, channels-last, RGB order) for image
   inputs, `outputs/<i>` = the Keras outputs, root attrs `source` (the Keras file, relative to the fixtures
   folder), `coremltools_version`, `keras_version`, `labels` for classifiers, and for quantized variants
-  `dequantized/<layer>/<field>` = the weights as coremltools itself dequantizes them.
-- `rgb_classifier.h5`: a small RGB model made here (BGR input, scale 1/127.5, bias -1) used by several goldens.
+  `dequantized/<k>/<field>` (attribute `layer` names the layer) = the weights as coremltools itself dequantizes them.
+- `rgb_classifier.h5`: a small RGB model made here (BGR input, scale 1/127.5, bias -1) used by several goldens;
+  `rgb_classifier_{fp16,linear8,lut4}` are its weights stored as float16, 8-bit linear and 4-bit lookup-table
+  quantized by `quantization_utils.quantize_weights`.
+- `sequential_plain.mlpackage`: an ML Program, which the reader must refuse with a clear error.
 
 Everything is seeded, so reruns give the same files.
 """
@@ -88,9 +91,12 @@ def write_reference(path, source, model, inputs, pixels=None, labels=None, dequa
             g = f.create_group(group)
             for i, value in enumerate(items):
                 g.create_dataset(str(i), data=np.asarray(value, np.float32))
-        for layer, fields in (dequantized or {}).items():
+        # Layer names contain "/", so each layer gets a numbered group with the name as an attribute.
+        for index, (layer, fields) in enumerate((dequantized or {}).items()):
+            group = f.create_group(f"dequantized/{index}")
+            group.attrs["layer"] = layer
             for field, values in fields.items():
-                f.create_dataset(f"dequantized/{layer}/{field}", data=np.asarray(values, np.float32))
+                group.create_dataset(field, data=np.asarray(values, np.float32))
 
 
 def convert(model, inputs, labels=None):
@@ -199,6 +205,13 @@ def main():
         write_reference(out(name + ".reference.h5"), "coremltools/rgb_classifier.h5", rgb, [bgr_preprocess(pixels)],
                         pixels=[pixels], labels=RGB_LABELS, dequantized=None if options["nbits"] == 16 else dequantized_weights(qspec))
         manifest.append({"name": name, "source": "coremltools/rgb_classifier.h5", "quantization": options})
+
+    # An ML Program (.mlpackage): the reader must refuse it with a clear error until ML Programs are supported.
+    plain = keras.models.load_model(os.path.join(args.fixtures, "tfkeras215", "sequential_plain.h5"), compile=False)
+    program = ct.convert(plain, convert_to="mlprogram", source="tensorflow", minimum_deployment_target=ct.target.iOS15,
+                         inputs=[ct.TensorType(name=keras_input_name(plain), shape=(1, 7, 7, 1))])
+    program.save(out("sequential_plain.mlpackage"))
+    manifest.append({"name": "sequential_plain.mlpackage", "source": "tfkeras215/sequential_plain.h5", "type": "mlProgram"})
 
     with open(out("manifest.json"), "w") as f:
         json.dump({"coremltools_version": ct.__version__, "keras_version": KERAS_VERSION, "models": manifest,

@@ -34,5 +34,6 @@ rm -rf "$OUT" "$HERE/Digits"
 "$PY3"   "$HERE/make_fixtures.py" --dialect keras3     --out "$OUT"
 "$PY215" "$HERE/make_fixtures.py" --legacy             --out "$OUT"   # after tfkeras215
 "$PY215" "$HERE/make_digits.py" --out "$HERE/Digits"
+"$PY215" "$HERE/make_coreml_golden.py" --fixtures "$OUT" --digits "$HERE/Digits" --out "$OUT/coremltools"  # after the above
 
 du -sh "$HERE/Fixtures" "$HERE/Digits"

@@ -58,10 +58,12 @@ public struct Interpreter {
     case .batchNormalization(let norm):
       let c = norm.channels
       let scales = (0..<c).map { norm.gamma.values[$0] / (norm.variance.values[$0] + norm.epsilon).squareRoot() }
-      return x.values.enumerated().map { index, value in
-        let k = index % c
-        return scales[k] * (value - norm.mean.values[k]) + norm.beta.values[k]
+      let shifts = (0..<c).map { norm.beta.values[$0] - scales[$0] * norm.mean.values[$0] }
+      var result = x.values
+      result.withUnsafeMutableBufferPointer { out in
+        for start in stride(from: 0, to: out.count, by: c) { for k in 0..<c { out[start + k] = scales[k] * out[start + k] + shifts[k] } }
       }
+      return result
     case .activation(let activation): return Kernels.activation(activation, x)
     case .softmax(let axis): return Kernels.softmax(x, axis: axis)
     case .pooling2D(let pool): return Kernels.pooling(x, pool, outputShape: outputShape)

@@ -106,37 +106,39 @@ enum Kernels {
   }
 
   static func activation(_ activation: Activation, _ x: Tensor) -> [Float] {
-    let c = x.shape.last ?? 1
-    return x.values.enumerated().map { index, v in
-      switch activation {
-      case .linear(let scale, let offset): return scale * v + offset
-      case .relu: return max(v, 0)
-      case .clippedReLU(let maxValue, let slope, let threshold):
-        let y = v >= threshold ? v : slope * (v - threshold)
-        return maxValue.map { min(y, $0) } ?? y
-      case .leakyReLU(let alpha): return v >= 0 ? v : alpha * v
-      case .parametricReLU(let alpha):
-        let a = alpha.values.count == x.values.count ? alpha.values[index] : alpha.values[index % c]
-        return v >= 0 ? v : a * v
-      case .elu(let alpha): return v > 0 ? v : alpha * (exp(v) - 1)
-      case .selu: return Activation.seluScale * (v > 0 ? v : Activation.seluAlpha * (exp(v) - 1))
-      case .thresholdedReLU(let theta): return v > theta ? v : 0
-      case .sigmoid: return 1 / (1 + exp(-v))
-      case .hardSigmoid(let slope, let offset): return min(max(slope * v + offset, 0), 1)
-      case .tanh: return Foundation.tanh(v)
-      case .softplus: return Float(log1p(exp(Double(v))))
-      case .softsign: return v / (1 + abs(v))
-      case .swish: return v / (1 + exp(-v))
-      case .gelu(let approximate):
-        if approximate {
-          let inner = Float(0.7978845608028654) * (v + 0.044715 * v * v * v)
-          return 0.5 * v * (1 + Foundation.tanh(inner))
-        }
-        return Float(0.5 * Double(v) * (1 + erf(Double(v) / 2.0.squareRoot())))
-      case .exponential: return exp(v)
-      case .clip(let low, let high): return min(max(v, low), high)
-      case .unary(let function): return unary(function, v)
+    let v = x.values
+    // One loop per case, so the per-element work is a closure the optimizer can inline.
+    switch activation {
+    case .linear(let scale, let offset): return v.map { scale * $0 + offset }
+    case .relu: return v.map { max($0, 0) }
+    case .clippedReLU(let maxValue, let slope, let threshold):
+      let ceiling = maxValue ?? .infinity
+      return v.map { min($0 >= threshold ? $0 : slope * ($0 - threshold), ceiling) }
+    case .leakyReLU(let alpha): return v.map { $0 >= 0 ? $0 : alpha * $0 }
+    case .parametricReLU(let alpha):
+      let c = x.shape.last ?? 1
+      let full = alpha.values.count == v.count
+      return v.indices.map { i in
+        let a = full ? alpha.values[i] : alpha.values[i % c]
+        return v[i] >= 0 ? v[i] : a * v[i]
       }
+    case .elu(let alpha): return v.map { $0 > 0 ? $0 : alpha * (exp($0) - 1) }
+    case .selu: return v.map { Activation.seluScale * ($0 > 0 ? $0 : Activation.seluAlpha * (exp($0) - 1)) }
+    case .thresholdedReLU(let theta): return v.map { $0 > theta ? $0 : 0 }
+    case .sigmoid: return v.map { 1 / (1 + exp(-$0)) }
+    case .hardSigmoid(let slope, let offset): return v.map { min(max(slope * $0 + offset, 0), 1) }
+    case .tanh: return v.map { Foundation.tanh($0) }
+    case .softplus: return v.map { Float(log1p(exp(Double($0)))) }
+    case .softsign: return v.map { $0 / (1 + abs($0)) }
+    case .swish: return v.map { $0 / (1 + exp(-$0)) }
+    case .gelu(let approximate):
+      if approximate {
+        return v.map { x in 0.5 * x * (1 + Foundation.tanh(Float(0.7978845608028654) * (x + 0.044715 * x * x * x))) }
+      }
+      return v.map { Float(0.5 * Double($0) * (1 + erf(Double($0) / 2.0.squareRoot()))) }
+    case .exponential: return v.map { exp($0) }
+    case .clip(let low, let high): return v.map { min(max($0, low), high) }
+    case .unary(let function): return v.map { unary(function, $0) }
     }
   }
 
@@ -202,49 +204,79 @@ enum Kernels {
     }
   }
 
-  /// Element `i` of every input under NumPy broadcasting to `outputShape`, combined by `combine`.
-  static func broadcast(_ inputs: [Tensor], outputShape: [Int], _ combine: ([Float]) -> Float) -> [Float] {
-    if inputs.allSatisfy({ $0.shape == outputShape }) {
-      return (0..<outputShape.reduce(1, *)).map { i in combine(inputs.map { $0.values[i] }) }
-    }
+  /// Strides that read `shape` as if broadcast to rank `rank` (0 along broadcast axes).
+  static func broadcastStrides(_ shape: [Int], rank: Int) -> [Int] {
+    let own = strides(shape)
+    let offset = rank - shape.count
+    return (0..<rank).map { axis in axis < offset || shape[axis - offset] == 1 ? 0 : own[axis - offset] }
+  }
+
+  /// `combine(a[i], b[i])` under NumPy broadcasting to `outputShape`.
+  static func broadcast(_ a: Tensor, _ b: Tensor, outputShape: [Int], _ combine: (Float, Float) -> Float) -> [Float] {
+    let count = outputShape.reduce(1, *)
+    if a.shape == outputShape && b.shape == outputShape { return zip(a.values, b.values).map(combine) }
     let rank = outputShape.count
-    let inputStrides = inputs.map { input -> [Int] in
-      let own = strides(input.shape)
-      let offset = rank - input.shape.count
-      return (0..<rank).map { axis in axis < offset || input.shape[axis - offset] == 1 ? 0 : own[axis - offset] }
-    }
-    var result = [Float](repeating: 0, count: outputShape.reduce(1, *))
-    forEachIndex(outputShape) { index, coordinates in
-      let items = inputs.indices.map { k -> Float in
-        var source = 0
-        for axis in 0..<rank { source += coordinates[axis] * inputStrides[k][axis] }
-        return inputs[k].values[source]
+    let aStrides = broadcastStrides(a.shape, rank: rank), bStrides = broadcastStrides(b.shape, rank: rank)
+    var result = [Float](repeating: 0, count: count)
+    var coordinates = [Int](repeating: 0, count: rank)
+    var (ai, bi) = (0, 0)
+    a.values.withUnsafeBufferPointer { av in
+      b.values.withUnsafeBufferPointer { bv in
+        for index in 0..<count {
+          result[index] = combine(av[ai], bv[bi])
+          var axis = rank - 1
+          while axis >= 0 {
+            coordinates[axis] += 1
+            ai += aStrides[axis]
+            bi += bStrides[axis]
+            if coordinates[axis] < outputShape[axis] { break }
+            ai -= aStrides[axis] * outputShape[axis]
+            bi -= bStrides[axis] * outputShape[axis]
+            coordinates[axis] = 0
+            axis -= 1
+          }
+        }
       }
-      result[index] = combine(items)
     }
     return result
   }
 
   static func elementwise(_ kind: ElementwiseKind, _ inputs: [Tensor], outputShape: [Int]) -> [Float] {
     func flag(_ condition: Bool) -> Float { condition ? 1 : 0 }
-    return broadcast(inputs, outputShape: outputShape) { items in
-      switch kind {
-      case .add: return items.reduce(0, +)
-      case .subtract: return items[0] - items[1]
-      case .multiply: return items.reduce(1, *)
-      case .divide: return items[0] / items[1]
-      case .average: return items.reduce(0, +) / Float(items.count)
-      case .maximum: return items.max()!
-      case .minimum: return items.min()!
-      case .power: return pow(items[0], items[1])
-      case .greaterThan: return flag(items[0] > items[1])
-      case .greaterEqual: return flag(items[0] >= items[1])
-      case .lessThan: return flag(items[0] < items[1])
-      case .lessEqual: return flag(items[0] <= items[1])
-      case .equal: return flag(items[0] == items[1])
-      case .notEqual: return flag(items[0] != items[1])
-      case .select: return items[0] != 0 ? items[1] : items[2]
+    func fold(_ combine: (Float, Float) -> Float) -> [Float] {
+      var result = Tensor(shape: inputs[0].shape, values: inputs[0].values)
+      for next in inputs.dropFirst() {
+        let shape = Broadcasting.shape([result.shape, next.shape]) ?? outputShape
+        result = Tensor(shape: shape, values: broadcast(result, next, outputShape: shape, combine))
       }
+      return result.shape == outputShape ? result.values : broadcast(result, Tensor(zeros: outputShape), outputShape: outputShape, +)
+    }
+    switch kind {
+    case .add: return fold(+)
+    case .subtract: return fold(-)
+    case .multiply: return fold(*)
+    case .divide: return fold(/)
+    case .average:
+      let scale = 1 / Float(inputs.count)
+      return fold(+).map { $0 * scale }
+    case .maximum: return fold { max($0, $1) }
+    case .minimum: return fold { min($0, $1) }
+    case .power: return fold { pow($0, $1) }
+    case .greaterThan: return fold { flag($0 > $1) }
+    case .greaterEqual: return fold { flag($0 >= $1) }
+    case .lessThan: return fold { flag($0 < $1) }
+    case .lessEqual: return fold { flag($0 <= $1) }
+    case .equal: return fold { flag($0 == $1) }
+    case .notEqual: return fold { flag($0 != $1) }
+    case .select:
+      var result = [Float](repeating: 0, count: outputShape.reduce(1, *))
+      let rank = outputShape.count
+      let allStrides = inputs.map { broadcastStrides($0.shape, rank: rank) }
+      forEachIndex(outputShape) { index, coordinates in
+        let source = allStrides.map { strides in zip(coordinates, strides).reduce(0) { $0 + $1.0 * $1.1 } }
+        result[index] = inputs[0].values[source[0]] != 0 ? inputs[1].values[source[1]] : inputs[2].values[source[2]]
+      }
+      return result
     }
   }
 

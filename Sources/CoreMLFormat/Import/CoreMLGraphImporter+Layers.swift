@@ -7,7 +7,8 @@ extension CoreMLGraphImporter {
     func int(_ key: String, _ fallback: Int = 0) -> Int { ints[key]?.first ?? fallback }
     func float(_ key: String) -> Float { layer.floats[key] ?? 0 }
     if layer.kind == "loadConstant" || layer.kind == "loadConstantND" {
-      var constantShape = ints["shape"] ?? []
+      var constantShape = try sizes(ints["shape"] ?? [], "shape")
+      _ = try elementCount(constantShape, "shape")
       if layer.kind == "loadConstant" && !spec.exactArrayMapping { constantShape = Array(([1, 1, 1] + constantShape).suffix(3)) }
       let values = try weights(layer, "data", count: constantShape.reduce(1, *))
       return [try add(.constant(Constant(shape: constantShape, values: values)), [])]
@@ -20,7 +21,8 @@ extension CoreMLGraphImporter {
     case "pooling": return [try pooling(layer, x)]
 
     case "innerProduct":
-      let (inputs, outputs) = (int("inputChannels"), int("outputChannels"))
+      let channels = try sizes([int("inputChannels"), int("outputChannels")], "channels")
+      let (inputs, outputs) = (channels[0], channels[1])
       let stored = try weights(layer, "weights", count: inputs * outputs)
       let bias = int("hasBias") == 1 ? Constant(shape: [outputs], values: try weights(layer, "bias", count: outputs)) : nil
       // Core ML stores [out, in]; the IR's dense kernel is [in, out].
@@ -37,7 +39,8 @@ extension CoreMLGraphImporter {
     case "batchedMatmul":
       guard layer.inputs.count == 1 else { throw unsupported("a product of two inputs is not supported") }
       guard int("transposeA") == 0, int("int8DynamicQuantize") == 0 else { throw unsupported("transposeA or int8DynamicQuantize") }
-      let (rows, columns) = (int("weightMatrixFirstDimension"), int("weightMatrixSecondDimension"))
+      let dimensions = try sizes([int("weightMatrixFirstDimension"), int("weightMatrixSecondDimension")], "weight matrix dimensions")
+      let (rows, columns) = (dimensions[0], dimensions[1])
       // Stored as the transpose of the [rows, columns] matrix (coremltools writes W.T flattened).
       let stored = try weights(layer, "weights", count: rows * columns)
       let bias = int("hasBias") == 1 ? Constant(shape: [columns], values: try weights(layer, "bias", count: columns)) : nil
@@ -46,7 +49,7 @@ extension CoreMLGraphImporter {
 
     case "batchnorm":
       guard int("computeMeanVar") == 0, int("instanceNormalization") == 0 else { throw unsupported("computeMeanVar / instance normalization") }
-      let c = int("channels")
+      let c = try sizes([int("channels")], "channels")[0]
       let norm = BatchNormalization(
         gamma: Constant(shape: [c], values: try weights(layer, "gamma", count: c)), beta: Constant(shape: [c], values: try weights(layer, "beta", count: c)),
         mean: Constant(shape: [c], values: try weights(layer, "mean", count: c)),
@@ -59,14 +62,14 @@ extension CoreMLGraphImporter {
       let kinds: [UnaryFunction.Kind] = [.sqrt, .rsqrt, .inverse, .power, .exp, .log, .abs, .threshold]
       guard kinds.indices.contains(int("type")) else { throw unsupported("unary type \(int("type"))") }
       let function = UnaryFunction(kind: kinds[int("type")], alpha: float("alpha"), epsilon: float("epsilon"), scale: float("scale"), shift: float("shift"))
-      return [try add(.activation(.unary(function)), [x])]
+      return [try layoutPreserving(.activation(.unary(function)), [x])]
 
     case "gelu":
       guard int("mode") < 2 else { throw unsupported("the sigmoid approximation of GELU") }
-      return [try add(.activation(.gelu(approximate: int("mode") == 1)), [x])]
-    case "clip": return [try add(.activation(.clip(min: float("minVal"), max: float("maxVal"))), [x])]
+      return [try layoutPreserving(.activation(.gelu(approximate: int("mode") == 1)), [x])]
+    case "clip": return [try layoutPreserving(.activation(.clip(min: float("minVal"), max: float("maxVal"))), [x])]
     case "clampedReLU":
-      return [try add(.activation(.clippedReLU(maxValue: float("beta"), negativeSlope: float("alpha"), threshold: 0)), [x])]
+      return [try layoutPreserving(.activation(.clippedReLU(maxValue: float("beta"), negativeSlope: float("alpha"), threshold: 0)), [x])]
 
     case "softmax": return [try add(.softmax(axis: rank - 3 >= 0 ? rank - 3 : 0), [x])]
     case "softmaxND": return [try add(.softmax(axis: try axis(int("axis"), rank: rank)), [x])]
@@ -78,7 +81,7 @@ extension CoreMLGraphImporter {
         guard layer.kind == "add" || layer.kind == "multiply" else { return [x] }
         operands.append(try add(.constant(Constant(shape: [1], values: [float("alpha")])), [], suffix: "__alpha"))
       }
-      return [try add(.elementwise(kinds[layer.kind]!), operands)]
+      return [try layoutPreserving(.elementwise(kinds[layer.kind]!), operands)]
 
     case "addBroadcastable", "subtractBroadcastable", "multiplyBroadcastable", "divideBroadcastable", "maxBroadcastable",
       "minBroadcastable", "powBroadcastable", "whereBroadcastable":
@@ -117,7 +120,7 @@ extension CoreMLGraphImporter {
       return [try reshape(x, to: leading + [count, 1, 1])]
 
     case "reshape":
-      var target = ints["targetShape"] ?? []
+      var target = try sizes(ints["targetShape"] ?? [], "targetShape")
       if target.count == 4 {
         guard target[0] == 1 else { throw unsupported("reshape into a sequence of \(target[0])") }
         target.removeFirst()
@@ -151,13 +154,14 @@ extension CoreMLGraphImporter {
 
     case "padding":
       guard layer.floats["value"] != nil else { throw unsupported("reflection or replication padding") }
-      let amounts = ints["paddingAmounts"] ?? []
+      let amounts = try sizes(ints["paddingAmounts"] ?? [], "paddingAmounts", allowZero: true)
       let (top, bottom, left, right) = amounts.count == 4 ? (amounts[0], amounts[1], amounts[2], amounts[3]) : (0, 0, 0, 0)
+      if float("value") == 0, rank >= 3 { return [try spatial(.zeroPadding2D(Box2D(top: top, bottom: bottom, left: left, right: right)), x)] }
       let before = [Int](repeating: 0, count: rank - 2) + [top, left], after = [Int](repeating: 0, count: rank - 2) + [bottom, right]
       return [try add(.constantPad(ConstantPadding(before: before, after: after, value: float("value"))), [x])]
     case "constantPad":
       guard int("padToGivenOutputSizeMode") == 0 else { throw unsupported("padToGivenOutputSizeMode") }
-      let amounts = ints["padAmounts"] ?? []
+      let amounts = try sizes(ints["padAmounts"] ?? [], "padAmounts", allowZero: true)
       guard amounts.count % 2 == 0, amounts.count / 2 <= rank else { throw unsupported("padAmounts \(amounts) on rank \(rank)") }
       let padded = amounts.count / 2
       let before = [Int](repeating: 0, count: rank - padded) + stride(from: 0, to: amounts.count, by: 2).map { amounts[$0] }
@@ -166,7 +170,7 @@ extension CoreMLGraphImporter {
 
     case "crop":
       guard layer.inputs.count == 1 else { throw unsupported("cropping to a second input's size") }
-      let amounts = ints["cropAmounts"] ?? []
+      let amounts = try sizes(ints["cropAmounts"] ?? [], "cropAmounts", allowZero: true)
       guard amounts.count == 4, rank >= 2 else { throw unsupported("cropAmounts \(amounts)") }
       let s = shape(x)
       var begin = [Int](repeating: 0, count: rank), end = s
@@ -179,8 +183,8 @@ extension CoreMLGraphImporter {
     case "sliceStatic": return [try sliceStatic(layer, x)]
 
     case "upsample":
-      let factors = ints["scalingFactor"] ?? []
-      guard factors.count == 2 else { throw unsupported("fractional scaling factors") }
+      guard (ints["scalingFactor"] ?? []).count == 2 else { throw unsupported("fractional scaling factors") }
+      let factors = try sizes(ints["scalingFactor"] ?? [], "scalingFactor", count: 2)
       let bilinear = int("mode") == 1
       // Only ALIGN_CORNERS_FALSE (half-pixel centres) matches the IR's bilinear resize.
       guard !bilinear || int("linearUpsampleMode") == 2 else { throw unsupported("bilinear mode \(int("linearUpsampleMode")) (only ALIGN_CORNERS_FALSE)") }
@@ -190,6 +194,9 @@ extension CoreMLGraphImporter {
 
     case "reshapeStatic":
       var target = ints["targetShape"] ?? []
+      guard target.allSatisfy({ $0 == -1 || ($0 > 0 && $0 <= 1 << 24) }), target.filter({ $0 == -1 }).count <= 1 else {
+        throw unsupported("target shape \(target)")
+      }
       let total = shape(x).reduce(1, *)
       if let unknown = target.firstIndex(of: -1) {
         let known = target.enumerated().filter { $0.offset != unknown }.reduce(1) { $0 * $1.element }
@@ -236,11 +243,12 @@ extension CoreMLGraphImporter {
   mutating func convolution(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> ValueID {
     let ints = layer.integers
     guard ints["isDeconvolution"]?.first != 1 else { throw unsupported("deconvolution is not supported yet") }
-    let kernelSize = (ints["kernelSize"] ?? []).isEmpty ? [3, 3] : ints["kernelSize"]!
-    let strides = (ints["stride"] ?? []).isEmpty ? [1, 1] : ints["stride"]!
-    let dilations = (ints["dilationFactor"] ?? []).isEmpty ? [1, 1] : ints["dilationFactor"]!
-    let outputs = ints["outputChannels"]?.first ?? 0, perGroup = ints["kernelChannels"]?.first ?? 0
-    let groups = max(ints["nGroups"]?.first ?? 1, 1)
+    let kernelSize = try sizes((ints["kernelSize"] ?? []).isEmpty ? [3, 3] : ints["kernelSize"]!, "kernelSize", count: 2)
+    let strides = try sizes((ints["stride"] ?? []).isEmpty ? [1, 1] : ints["stride"]!, "stride", count: 2)
+    let dilations = try sizes((ints["dilationFactor"] ?? []).isEmpty ? [1, 1] : ints["dilationFactor"]!, "dilationFactor", count: 2)
+    let channels = try sizes([ints["outputChannels"]?.first ?? 0, ints["kernelChannels"]?.first ?? 0], "channels")
+    let (outputs, perGroup) = (channels[0], channels[1])
+    let groups = try sizes([max(ints["nGroups"]?.first ?? 1, 1)], "nGroups")[0]
     let (kh, kw) = (kernelSize[0], kernelSize[1])
     let stored = try weights(layer, "weights", count: outputs * perGroup * kh * kw)
     // [out, in, kh, kw] -> [kh, kw, in, out]
@@ -256,7 +264,8 @@ extension CoreMLGraphImporter {
     if ints["same"]?.first == 1 {
       guard (ints["asymmetryMode"]?.first ?? 0) == 0 else { throw unsupported("TOP_LEFT_HEAVY same padding") }
       padding = .same
-    } else if let amounts = ints["validPadding"], amounts.count == 4, amounts.contains(where: { $0 != 0 }) {
+    } else if let amounts = try ints["validPadding"].map({ try sizes($0, "paddingAmounts", allowZero: true) }), amounts.count == 4,
+      amounts.contains(where: { $0 != 0 }) {
       hwc = try add(.zeroPadding2D(Box2D(top: amounts[0], bottom: amounts[1], left: amounts[2], right: amounts[3])), [hwc], suffix: "__pad")
     }
     let conv = Convolution2D(
@@ -274,8 +283,8 @@ extension CoreMLGraphImporter {
     let same = ints["same"]?.first == 1
     // The IR's average excludes padding (TensorFlow); Core ML must say so too when padding is involved.
     if kind == .average && same && ints["avgPoolExcludePadding"]?.first != 1 { throw unsupported("average pooling that counts padding") }
-    let kernel = (ints["kernelSize"] ?? []).isEmpty ? [3, 3] : ints["kernelSize"]!
-    let strides = (ints["stride"] ?? []).isEmpty ? [1, 1] : ints["stride"]!
+    let kernel = try sizes((ints["kernelSize"] ?? []).isEmpty ? [3, 3] : ints["kernelSize"]!, "kernelSize", count: 2)
+    let strides = try sizes((ints["stride"] ?? []).isEmpty ? [1, 1] : ints["stride"]!, "stride", count: 2)
     return try spatial(.pooling2D(Pooling2D(kind: kind, pool: kernel, strides: strides, padding: same ? .same : .valid)), x)
   }
 
@@ -287,7 +296,7 @@ extension CoreMLGraphImporter {
       "thresholdedReLU": .thresholdedReLU(theta: alpha), "sigmoidHard": .hardSigmoid(slope: alpha, offset: beta),
     ]
     let name = String(layer.kind.dropFirst("activation.".count))
-    if let activation = simple[name] { return try add(.activation(activation), [x]) }
+    if let activation = simple[name] { return try layoutPreserving(.activation(activation), [x]) }
     guard name == "PReLU" else { throw unsupported("activation \(name) is not supported") }
     let s = shape(x)
     let channels = s.count >= 3 ? s[s.count - 3] : s.last ?? 1

@@ -94,6 +94,7 @@ public struct CoreMLGraphImporter {
       guard !shape.isEmpty, shape.allSatisfy({ $0 > 0 }) else {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has no fixed shape (\(declared))")
       }
+      _ = try elementCount(shape, "input '\(feature.name)' shape")
       blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape))
       return CoreMLInput(name: feature.name, shape: shape, image: nil)
 
@@ -104,6 +105,7 @@ public struct CoreMLGraphImporter {
       }
       let leading: [Int] = spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : []
       let shape = leading + [channels, height, width]
+      _ = try elementCount(shape, "image input '\(feature.name)' size")
       let pixels = try builder.addInput(name: feature.name, type: TensorType(shape))
       let scaler = spec.preprocessing.first { $0.featureName == feature.name || $0.featureName.isEmpty }
       let scale = scaler?.channelScale ?? 1
@@ -142,6 +144,7 @@ public struct CoreMLGraphImporter {
 
   mutating func reshape(_ value: ValueID, to target: [Int]) throws -> ValueID {
     if shape(value) == target { return value }
+    _ = try elementCount(target, "target shape")
     return try add(.reshape(targetShape: target), [value], suffix: "__reshape")
   }
 
@@ -169,6 +172,17 @@ public struct CoreMLGraphImporter {
     return try channelsFirst(try add(operation, [hwc]), leading: leading)
   }
 
+  /// Adds a shape-preserving elementwise operation, in channels-last form when every input already has
+  /// a channels-last source of the same shape (so chains of convolutions and activations need no transposes).
+  mutating func layoutPreserving(_ operation: ModelIR.Operation, _ inputs: [ValueID]) throws -> ValueID {
+    let shapes = inputs.map(shape)
+    let sources = inputs.compactMap { channelsLastSource[$0] }
+    if sources.count == inputs.count, shapes.allSatisfy({ $0 == shapes[0] }), shapes[0].count >= 3 {
+      return try channelsFirst(try add(operation, sources), leading: Array(shapes[0].dropLast(3)))
+    }
+    return try add(operation, inputs)
+  }
+
   /// A possibly negative axis resolved against `rank`.
   func axis(_ value: Int, rank: Int) throws -> Int {
     let resolved = value < 0 ? value + rank : value
@@ -183,6 +197,27 @@ public struct CoreMLGraphImporter {
       throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' reads blob '\(layer.inputs[index])', which nothing produced before it")
     }
     return value
+  }
+
+  /// Sizes read from the file, checked before any arithmetic so corrupt values give errors, not traps.
+  func sizes(_ values: [Int], _ name: String, count: Int? = nil, allowZero: Bool = false) throws -> [Int] {
+    guard count.map({ values.count == $0 }) ?? true, values.allSatisfy({ $0 >= (allowZero ? 0 : 1) && $0 <= 1 << 24 }) else {
+      throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layerName)' (\(layerKind)): \(name) \(values) is not valid")
+    }
+    return values
+  }
+
+  /// The number of elements of a shape read from the file; an error when it is not a plausible size.
+  func elementCount(_ shape: [Int], _ name: String) throws -> Int {
+    var count = 1
+    for size in shape {
+      let (next, overflow) = count.multipliedReportingOverflow(by: size)
+      guard size > 0, !overflow, next <= 1 << 31 else {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(layerName.isEmpty ? "" : "layer '\(layerName)': ")\(name) \(shape) is not a valid shape")
+      }
+      count = next
+    }
+    return count
   }
 
   func weights(_ layer: CoreMLModelSpec.Layer, _ field: String, count: Int) throws -> [Float] {

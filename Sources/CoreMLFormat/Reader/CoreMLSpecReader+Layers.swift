@@ -83,6 +83,18 @@ extension CoreMLSpecReader {
     }
   }
 
+  /// The product of sizes read from a file, or nil when it is not a plausible element count (overflow,
+  /// more than 2^31), so corrupt sizes never trap.
+  static func product(_ sizes: [UInt64]) -> Int? {
+    var result: UInt64 = 1
+    for size in sizes {
+      let (next, overflow) = result.multipliedReportingOverflow(by: size)
+      guard !overflow, next <= 1 << 31 else { return nil }
+      result = next
+    }
+    return Int(result)
+  }
+
   static func borders(_ pointer: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>?) -> [Int] {
     guard let border = pointer?.pointee else { return [] }
     return buffer(border.borderamounts, border.n_borderamounts).flatMap { edge -> [Int] in
@@ -110,7 +122,7 @@ extension CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION:
       let c = l.convolution.pointee
       result.integers = [
-        "outputChannels": [Int(c.outputchannels)], "kernelChannels": [Int(c.kernelchannels)], "nGroups": [Int(c.ngroups)],
+        "outputChannels": [Int(clamping: c.outputchannels)], "kernelChannels": [Int(clamping: c.kernelchannels)], "nGroups": [Int(clamping: c.ngroups)],
         "kernelSize": ints(c.kernelsize, c.n_kernelsize), "stride": ints(c.stride, c.n_stride),
         "dilationFactor": ints(c.dilationfactor, c.n_dilationfactor), "hasBias": [Int(c.hasbias)],
         "isDeconvolution": [Int(c.isdeconvolution)], "outputShape": ints(c.outputshape, c.n_outputshape),
@@ -121,17 +133,17 @@ extension CoreMLSpecReader {
       } else if let same = c.same {
         result.integers["asymmetryMode"] = [Int(same.pointee.asymmetrymode.rawValue)]
       }
-      let kernel = ints(c.kernelsize, c.n_kernelsize).reduce(1, *)
-      try weight("weights", c.weights, count: Int(c.outputchannels * c.kernelchannels) * kernel)
-      try weight("bias", c.bias, count: Int(c.outputchannels))
+      let kernel = buffer(c.kernelsize, c.n_kernelsize)
+      try weight("weights", c.weights, count: product([c.outputchannels, c.kernelchannels] + kernel))
+      try weight("bias", c.bias, count: product([c.outputchannels]))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT:
       let p = l.innerproduct.pointee
-      result.integers = ["inputChannels": [Int(p.inputchannels)], "outputChannels": [Int(p.outputchannels)], "hasBias": [Int(p.hasbias)]]
-      try weight("weights", p.weights, count: Int(p.inputchannels * p.outputchannels))
-      try weight("bias", p.bias, count: Int(p.outputchannels))
+      result.integers = ["inputChannels": [Int(clamping: p.inputchannels)], "outputChannels": [Int(clamping: p.outputchannels)], "hasBias": [Int(p.hasbias)]]
+      try weight("weights", p.weights, count: product([p.inputchannels, p.outputchannels]))
+      try weight("bias", p.bias, count: product([p.outputchannels]))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
       let b = l.batchnorm.pointee
-      result.integers = ["channels": [Int(b.channels)], "computeMeanVar": [Int(b.computemeanvar)], "instanceNormalization": [Int(b.instancenormalization)]]
+      result.integers = ["channels": [Int(clamping: b.channels)], "computeMeanVar": [Int(b.computemeanvar)], "instanceNormalization": [Int(b.instancenormalization)]]
       result.floats["epsilon"] = b.epsilon
       try weight("gamma", b.gamma)
       try weight("beta", b.beta)

@@ -51,18 +51,17 @@ extension CoreMLSpecReader {
       result.integers["axes"] = signed(l.expanddims.pointee.axes, l.expanddims.pointee.n_axes)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHED_MATMUL:
       let b = l.batchedmatmul.pointee
-      let (rows, columns) = (Int(b.weightmatrixfirstdimension), Int(b.weightmatrixseconddimension))
+      let (rows, columns) = (Int(clamping: b.weightmatrixfirstdimension), Int(clamping: b.weightmatrixseconddimension))
       result.integers = [
         "transposeA": [Int(b.transposea)], "transposeB": [Int(b.transposeb)], "weightMatrixFirstDimension": [rows],
         "weightMatrixSecondDimension": [columns], "hasBias": [Int(b.hasbias)], "int8DynamicQuantize": [Int(b.int8dynamicquantize)],
       ]
-      try weight("weights", b.weights, rows * columns)
-      try weight("bias", b.bias, columns)
+      try weight("weights", b.weights, product([b.weightmatrixfirstdimension, b.weightmatrixseconddimension]))
+      try weight("bias", b.bias, product([b.weightmatrixseconddimension]))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT_ND:
       let c = l.loadconstantnd.pointee
-      let shape = ints(c.shape, c.n_shape)
-      result.integers["shape"] = shape
-      try weight("data", c.data, shape.reduce(1, *))
+      result.integers["shape"] = ints(c.shape, c.n_shape)
+      try weight("data", c.data, product(buffer(c.shape, c.n_shape)))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE_STATIC:
       let c = l.slicestatic.pointee
       result.integers = [

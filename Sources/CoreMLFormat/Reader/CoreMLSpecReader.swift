@@ -111,7 +111,7 @@ public enum CoreMLSpecReader {
 
   static func text(_ pointer: UnsafeMutablePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
 
-  static func ints(_ pointer: UnsafeMutablePointer<UInt64>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int($0) } }
+  static func ints(_ pointer: UnsafeMutablePointer<UInt64>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int(clamping: $0) } }
 
   private static func feature(_ pointer: UnsafeMutablePointer<CoreML__Specification__FeatureDescription>) -> CoreMLModelSpec.Feature {
     let description = pointer.pointee

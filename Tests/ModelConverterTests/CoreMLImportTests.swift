@@ -1,0 +1,132 @@
+import CoreMLFormat
+import Foundation
+import KerasFormat
+import ModelConverter
+import Testing
+
+/// The Core ML reader, checked against files written by coremltools and by our own writer: both, run by
+/// the reference runtime, reproduce the outputs real Keras saved.
+@Suite struct CoreMLImportTests {
+  static let golden = Fixtures.url("coremltools")
+
+  /// Golden models converted by coremltools 9 with float32 or float16 weights.
+  static let goldenModels = [
+    "activations", "batchnorm", "dense_classifier", "depthwise_separable", "digits_cnn", "pooling", "reshape_ops",
+    "rgb_classifier", "rgb_classifier_fp16", "sequential_plain",
+  ]
+
+  static func goldenSource(_ name: String) throws -> URL {
+    let reference = try HDF5File(path: golden.appendingPathComponent(name + ".reference.h5").path)
+    let source = try #require(try reference.root.stringAttribute("source"))
+    return Fixtures.root.appendingPathComponent(source)
+  }
+
+  static func verify(golden name: String, options: VerificationOptions = VerificationOptions(samples: 4)) throws -> ParityReport {
+    var options = options
+    options.reference = golden.appendingPathComponent(name + ".reference.h5")
+    return try ParityVerifier.verify(source: goldenSource(name), converted: golden.appendingPathComponent(name + ".mlmodel"), options: options)
+  }
+
+  @Test(arguments: goldenModels)
+  func coremltoolsFileReproducesKerasOutputs(_ name: String) throws {
+    let report = try Self.verify(golden: name)
+    let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
+    #expect(report.passed, "\(name): \(failures) \(report.classifier.map { "top-1 \($0.top1Agreement), labels \(String(describing: $0.labelsMatch))" } ?? "")")
+    // The comparison with real Keras really ran on every reference sample.
+    #expect(report.outputs.contains { $0.inputs == "reference" && $0.comparedWith.contains("real Keras") && $0.elements > 0 })
+  }
+
+  @Test func goldenFilesUseTheNewerLayersAndMappings() throws {
+    let spec = try CoreMLSpecReader.read(contentsOf: Self.golden.appendingPathComponent("rgb_classifier.mlmodel"))
+    #expect(spec.exactArrayMapping && spec.rank4ImageMapping)
+    #expect(Set(spec.layers.map(\.kind)).isSuperset(of: ["transpose", "reshapeStatic", "softmaxND", "innerProduct"]))
+    #expect(spec.inputs.first?.kind == .image(width: 16, height: 16, colorSpace: "BGR"))
+    #expect(spec.stringClassLabels == ["cat", "dog", "bird", "fish", "frog"])
+    let fp16 = try CoreMLSpecReader.read(contentsOf: Self.golden.appendingPathComponent("rgb_classifier_fp16.mlmodel"))
+    #expect(fp16.layers.contains { $0.usesFloat16 })
+  }
+
+  @Test(arguments: [("rgb_classifier_linear8", 8), ("rgb_classifier_lut4", 4)])
+  func quantizedWeightsDequantizeAsCoremltoolsDoes(_ name: String, bits: Int) throws {
+    let spec = try CoreMLSpecReader.read(contentsOf: Self.golden.appendingPathComponent(name + ".mlmodel"))
+    let reference = try HDF5File(path: Self.golden.appendingPathComponent(name + ".reference.h5").path)
+    let dequantized = try #require(reference.root.group("dequantized"))
+    var checked = 0
+    for index in dequantized.childNames() {
+      let group = try #require(dequantized.group(index))
+      let layerName = try #require(try group.stringAttribute("layer"))
+      let layer = try #require(spec.layer(named: layerName))
+      #expect(layer.quantizationBits == bits)
+      for field in group.childNames() {
+        let expected = try group.floatDataset(field).values
+        let actual = try #require(layer.weights[field])
+        #expect(actual.count >= expected.count)
+        let worst = zip(actual, expected).map { abs($0 - $1) }.max() ?? 0
+        #expect(worst <= 1e-6 * (expected.map(abs).max() ?? 1), "\(name) \(layerName).\(field): differs from coremltools by \(worst)")
+        checked += 1
+      }
+    }
+    #expect(checked >= 4)
+  }
+
+  @Test(arguments: ["rgb_classifier_linear8", "rgb_classifier_lut4"])
+  func quantizedModelsKeepTheirPredictions(_ name: String) throws {
+    // Quantization moves the outputs beyond the float tolerance, but not the predicted labels.
+    let strict = try Self.verify(golden: name)
+    #expect(!strict.passed, "\(name): quantized weights should not match float Keras at atol 1e-5")
+    let loose = try Self.verify(golden: name, options: VerificationOptions(samples: 4, absoluteTolerance: 0.05, relativeTolerance: 0.1))
+    #expect(loose.passed)
+    #expect(loose.classifier?.top1Agreement == 1)
+  }
+
+  @Test(arguments: Fixtures.models)
+  func ourConversionReproducesKerasOutputs(_ model: String) throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let source = Fixtures.url(model + ".h5")
+    let output = directory.appendingPathComponent("model.mlmodel")
+    try KerasConverter.convert(modelAt: source).write(to: output)
+    let report = try ParityVerifier.verify(
+      source: source, converted: output, options: VerificationOptions(samples: 2, reference: Fixtures.url(model + ".reference.h5")))
+    let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) [\($0.inputs)] vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
+    #expect(report.passed, "\(model): \(failures)")
+  }
+
+  @Test func mlpackageHoldingANeuralNetworkIsRead() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let package = directory.appendingPathComponent("Digits.mlpackage")
+    let data = package.appendingPathComponent("Data/com.apple.CoreML")
+    try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+    try FileManager.default.copyItem(at: Self.golden.appendingPathComponent("digits_cnn.mlmodel"), to: data.appendingPathComponent("model.mlmodel"))
+    let model = try CoreMLGraphImporter.importModel(contentsOf: package)
+    #expect(model.classLabels == (0..<10).map(String.init))
+  }
+
+  @Test func mlProgramIsRefusedByName() throws {
+    let url = Self.golden.appendingPathComponent("sequential_plain.mlpackage")
+    #expect(throws: CoreMLReaderError.unsupportedModelType(path: url.path, type: "mlProgram")) { try CoreMLSpecReader.read(contentsOf: url) }
+  }
+
+  @Test func truncatedAndCorruptFilesGiveClearErrors() throws {
+    let bytes = [UInt8](try Data(contentsOf: Self.golden.appendingPathComponent("rgb_classifier.mlmodel")))
+    for cut in [bytes.count / 3, bytes.count - 7] {
+      #expect(throws: CoreMLReaderError.malformed(path: "cut")) { try CoreMLSpecReader.read(Array(bytes.prefix(cut)), path: "cut") }
+    }
+    #expect(throws: CoreMLReaderError.malformed(path: "junk")) { try CoreMLSpecReader.read([0xFF, 0xFF, 0xFF, 0x0F, 0x01], path: "junk") }
+    #expect(throws: CoreMLReaderError.unreadable(path: "/nonexistent/model.mlmodel")) {
+      try CoreMLSpecReader.read(contentsOf: URL(fileURLWithPath: "/nonexistent/model.mlmodel"))
+    }
+  }
+
+  @Test(arguments: ["sequential_plain", "depthwise_separable", "digits_cnn"])
+  func everyFlippedByteIsAnErrorOrAModelNeverACrash(_ name: String) throws {
+    let bytes = [UInt8](try Data(contentsOf: Self.golden.appendingPathComponent(name + ".mlmodel")))
+    for offset in bytes.indices where bytes.count < 8000 || offset % 5 == 0 {
+      var damaged = bytes
+      damaged[offset] ^= offset % 2 == 0 ? 0xA5 : 0x7F
+      // Either outcome is fine; what matters is that reading and importing return or throw.
+      if let spec = try? CoreMLSpecReader.read(damaged, path: "damaged") { _ = try? CoreMLGraphImporter.importModel(spec, path: "damaged") }
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import ModelIR
+import ReferenceRuntime
+import Testing
+
+/// The BLAS paths for convolution and dense layers agree with the direct loops (the oracle) to rtol 1e-5.
+@Suite struct FastKernelTests {
+  /// Deterministic values in [-1, 1).
+  static func values(_ count: Int, seed: UInt64) -> [Float] {
+    var state = seed
+    return (0..<count).map { _ in
+      state = state &* 6364136223846793005 &+ 1442695040888963407
+      return Float(state >> 40) / Float(1 << 23) - 1
+    }
+  }
+
+  static func compare(_ operation: Operation, input shape: [Int], seed: UInt64) throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType(shape))
+    let y = try builder.add(operation, name: "op", inputs: [x])
+    let graph = builder.build(outputs: [y])
+    let input = Tensor(shape: shape, values: values(shape.reduce(1, *), seed: seed))
+    let fast = Interpreter(graph: graph, kernels: .fast).run([input])[0]
+    let direct = Interpreter(graph: graph, kernels: .direct).run([input])[0]
+    #expect(fast.shape == direct.shape)
+    let scale = direct.values.map(abs).max() ?? 1
+    let worst = zip(fast.values, direct.values).map { abs($0 - $1) - 1e-5 * (abs($1) + scale * 1e-2) }.max() ?? 0
+    #expect(worst <= 0, "\(operation.kindName) on \(shape): fast path differs from the direct loops by \(worst) beyond rtol 1e-5")
+  }
+
+  struct ConvolutionCase: Sendable, CustomStringConvertible {
+    var input: [Int]
+    var kernel: [Int]
+    var strides = [1, 1]
+    var dilations = [1, 1]
+    var padding = Padding.same
+    var groups = 1
+    var description: String { "in \(input) kernel \(kernel) s\(strides) d\(dilations) \(padding) g\(groups)" }
+  }
+
+  static let convolutions: [ConvolutionCase] = [
+    .init(input: [9, 11, 3], kernel: [3, 3, 3, 8]),
+    .init(input: [9, 11, 3], kernel: [3, 3, 3, 8], strides: [2, 2]),
+    .init(input: [10, 10, 4], kernel: [3, 2, 4, 5], strides: [2, 1], padding: .valid),
+    .init(input: [12, 12, 2], kernel: [3, 3, 2, 4], dilations: [2, 2]),
+    .init(input: [7, 7, 16], kernel: [1, 1, 16, 24]),
+    .init(input: [8, 8, 8], kernel: [3, 3, 2, 8], groups: 4),
+    .init(input: [15, 15, 6], kernel: [3, 3, 1, 6], strides: [2, 2], groups: 6),
+    .init(input: [9, 9, 4], kernel: [5, 5, 1, 8], groups: 4),
+  ]
+
+  @Test(arguments: convolutions)
+  func convolutionMatchesDirectLoops(_ c: ConvolutionCase) throws {
+    let count = c.kernel.reduce(1, *)
+    let conv = Convolution2D(
+      kernel: Constant(shape: c.kernel, values: Self.values(count, seed: 7)), bias: Constant(shape: [c.kernel[3]], values: Self.values(c.kernel[3], seed: 9)),
+      strides: c.strides, dilations: c.dilations, padding: c.padding, groups: c.groups)
+    try Self.compare(.convolution2D(conv), input: c.input, seed: 3)
+  }
+
+  @Test(arguments: [[64], [5, 64], [2, 3, 64]])
+  func denseMatchesDirectLoops(_ shape: [Int]) throws {
+    let dense = Dense(kernel: Constant(shape: [64, 10], values: Self.values(640, seed: 5)), bias: Constant(shape: [10], values: Self.values(10, seed: 6)))
+    try Self.compare(.dense(dense), input: shape, seed: 4)
+  }
+}
