@@ -125,4 +125,71 @@ import Testing
     #expect(result.status == 65)
     #expect(try Data(contentsOf: output) == Data("previous".utf8))
   }
+
+  // MARK: verify
+
+  static let digitsModel = Fixtures.digits.appendingPathComponent("digits_cnn.h5").path
+  static let digitsReference = Fixtures.digits.appendingPathComponent("digits_cnn.reference.h5").path
+
+  /// Converts the digits classifier with these labels into a temporary file.
+  func convertDigits(labels: String, in directory: URL, extra: [String] = []) throws -> (Result, URL) {
+    let output = directory.appendingPathComponent("Digits.mlmodel")
+    let result = try run(
+      ["convert", Self.digitsModel, "--image-input", "input1", "--image-scale", "0.00392156862745098", "--labels", labels, "-o", output.path] + extra)
+    return (result, output)
+  }
+
+  @Test func verifyPassesAndPrintsJSON() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let (converted, output) = try convertDigits(labels: "0,1,2,3,4,5,6,7,8,9", in: directory)
+    #expect(converted.status == 0, "\(converted.stderr)")
+    let text = try run(["verify", Self.digitsModel, output.path, "--reference", Self.digitsReference])
+    #expect(text.status == 0, "\(text.stdout)\(text.stderr)")
+    #expect(text.stdout.contains("PASS"))
+    let json = try run(["verify", Self.digitsModel, output.path, "--samples", "3", "--seed", "7", "--json"])
+    #expect(json.status == 0)
+    let report = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+    #expect(report?["passed"] as? Bool == true)
+    #expect(report?["samples"] as? Int == 3)
+    #expect((report?["timing"] as? [String: Any])?["convertedSecondsPerSample"] is Double)
+    #expect((report?["classifier"] as? [String: Any])?["top1Agreement"] as? Double == 1)
+  }
+
+  @Test func verifyFailsWithExitOneOnSwappedLabels() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let (_, output) = try convertDigits(labels: "0,1,2,3,4,5,6,8,7,9", in: directory)
+    let result = try run(["verify", Self.digitsModel, output.path, "--reference", Self.digitsReference])
+    #expect(result.status == 1)
+    #expect(result.stdout.contains("FAIL"))
+    #expect(result.stdout.contains("class labels differ"))
+    // Without expected labels the swap cannot be seen from the outputs alone; --labels states them.
+    let labelled = try run(["verify", Self.digitsModel, output.path, "--labels", "0,1,2,3,4,5,6,7,8,9"])
+    #expect(labelled.status == 1)
+  }
+
+  @Test func convertWithVerifyKeepsTheFileAndReports() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let (result, output) = try convertDigits(labels: "0,1,2,3,4,5,6,7,8,9", in: directory, extra: ["--verify"])
+    #expect(result.status == 0, "\(result.stderr)")
+    #expect(result.stdout.contains("PASS"))
+    #expect(FileManager.default.fileExists(atPath: output.path))
+  }
+
+  static let verifyFailures: [ExitCase] = [
+    ExitCase(["verify", digitsModel], 64),
+    ExitCase(["verify", digitsModel, "x.mlmodel", "--samples", "-2"], 64),
+    ExitCase(["verify", digitsModel, "/nonexistent/model.mlmodel"], 66),
+    ExitCase(["verify", "/nonexistent/model.h5", Fixtures.url("coremltools/digits_cnn.mlmodel").path], 66),
+    ExitCase(["verify", digitsModel, Fixtures.url("bad/not_hdf5.h5").path], 65),
+    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/sequential_plain.mlpackage").path], 65),
+    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier.mlmodel").path], 65),
+    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", Fixtures.url("bad/not_hdf5.h5").path], 65),
+  ]
+
+  @Test(arguments: verifyFailures)
+  func verifyExitCodes(case exitCase: ExitCase) throws {
+    let result = try run(exitCase.arguments)
+    #expect(result.status == exitCase.expected, "\(exitCase): \(result.stdout) \(result.stderr)")
+    #expect(!result.stderr.isEmpty)
+  }
 }
