@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine, builds modelconv, and converts the bundled digits classifier
-# (Samples/Digits, a CNN trained with real Keras) into a Core ML classifier with an image input.
+# Sets up a fresh machine, builds modelconv, converts the bundled digits classifier
+# (Samples/Digits, a CNN trained with real Keras) into a Core ML classifier with an image input,
+# and verifies the result against the Keras model and the outputs real Keras saved.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,3 +14,5 @@ mkdir -p out
   --labels-file Samples/Digits/labels.txt \
   --short-description "Handwritten digit classifier (8x8 grayscale)" \
   -o out/Digits.mlmodel
+.build/release/modelconv verify Samples/Digits/digits_cnn.h5 out/Digits.mlmodel \
+  --reference Samples/Digits/digits_cnn.reference.h5
