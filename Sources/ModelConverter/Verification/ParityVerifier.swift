@@ -207,14 +207,17 @@ struct Comparison {
   }
 
   func outputReports() -> [ParityReport.OutputParity] {
-    let descriptions = ["source": "source model (our runtime)", "reference": "reference outputs (real Keras)", "reference-source": "reference outputs, source model run by our runtime"]
+    let descriptions = [
+      "source": "source model (our runtime)", "reference": "reference outputs (real Keras)",
+      "reference-source": "reference outputs (real Keras), checking the source model as our runtime reads it",
+    ]
     return statistics.keys.sorted().map { key in
       let parts = key.split(separator: "|").map(String.init)
       let stats = statistics[key]!
       let name = converted.graph[converted.graph.outputs[Int(parts[0])!]].name
       let snr = stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise)
       return ParityReport.OutputParity(
-        name: parts[2] == "reference-source" ? source[source.outputs[Int(parts[0])!]].name + " (source)" : name, inputs: parts[1],
+        name: name, inputs: parts[1],
         comparedWith: descriptions[parts[2]]!, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
         maxRelativeError: stats.maxRelative, mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
         snrDecibels: snr, passed: stats.mismatches == 0)
