@@ -113,7 +113,7 @@ enum FastKernels {
                   let source = (iy * w + ix) * c
                   let weights = (ky * conv.kernelWidth + kx) * oc
                   if multiplier == 1 {
-                    for k in 0..<c { out[target + k] += input[source + k] * kernel[weights + k] }
+                    multiplyAdd(out.baseAddress! + target, input.baseAddress! + source, kernel.baseAddress! + weights, count: c)
                   } else {
                     for k in 0..<c {
                       let value = input[source + k]
@@ -126,6 +126,24 @@ enum FastKernels {
           }
         }
       }
+    }
+  }
+
+  /// `out[i] += a[i] * b[i]` for `count` elements, eight lanes at a time.
+  @inline(__always)
+  private static func multiplyAdd(_ out: UnsafeMutablePointer<Float>, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) {
+    var k = 0
+    let outRaw = UnsafeMutableRawPointer(out), aRaw = UnsafeRawPointer(a), bRaw = UnsafeRawPointer(b)
+    while k + 8 <= count {
+      let offset = k * MemoryLayout<Float>.stride
+      let sum = outRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+        + aRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * bRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+      outRaw.storeBytes(of: sum, toByteOffset: offset, as: SIMD8<Float>.self)
+      k += 8
+    }
+    while k < count {
+      out[k] += a[k] * b[k]
+      k += 1
     }
   }
 }

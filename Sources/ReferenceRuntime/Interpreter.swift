@@ -3,8 +3,10 @@ import ModelIR
 
 /// A float32 reference interpreter of the IR, deterministic, one batch item at a time.
 ///
-/// It follows the IR's semantics (Keras' channels-last layout and TensorFlow padding). Convolution and
-/// dense layers run through BLAS by default; `.direct` uses the plain loops they are tested against.
+/// It follows the IR's semantics (Keras' channels-last layout and TensorFlow padding). By default
+/// convolution and dense layers run through BLAS, with batch normalization folded into the convolution
+/// before it and elementwise activations fused into the step before them (`ExecutionPlan`); `.direct`
+/// runs every node with the plain loops the fast path is tested against.
 public struct Interpreter {
   /// Which implementation runs convolution and dense layers.
   public enum KernelChoice: Sendable {
@@ -16,10 +18,12 @@ public struct Interpreter {
 
   public let graph: Graph
   public let kernels: KernelChoice
+  let plan: ExecutionPlan
 
   public init(graph: Graph, kernels: KernelChoice = .fast) {
     self.graph = graph
     self.kernels = kernels
+    plan = ExecutionPlan(graph: graph, fuse: kernels == .fast)
   }
 
   /// Runs the graph on one batch item per input (in `graph.inputs` order) and returns the outputs.
@@ -31,13 +35,15 @@ public struct Interpreter {
     }
     // Free each intermediate after its last use, so large models keep few activations alive.
     var remainingUses = [Int](repeating: 0, count: graph.values.count)
-    for node in graph.nodes { for input in node.inputs { remainingUses[input] += 1 } }
+    for step in plan.steps { for input in step.inputs { remainingUses[input] += 1 } }
     for output in graph.outputs { remainingUses[output] += 1 }
-    for node in graph.nodes {
-      let arguments = node.inputs.map { values[$0]! }
-      let shape = graph[node.output].type.shape
-      values[node.output] = Tensor(shape: shape, values: evaluate(node.operation, arguments, outputShape: shape))
-      for input in node.inputs {
+    for step in plan.steps {
+      let arguments = step.inputs.map { values[$0]! }
+      let shape = graph[step.output].type.shape
+      var result = evaluate(step.operation, arguments, outputShape: shape)
+      for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+      values[step.output] = Tensor(shape: shape, values: result)
+      for input in step.inputs {
         remainingUses[input] -= 1
         if remainingUses[input] == 0 { values[input] = nil }
       }

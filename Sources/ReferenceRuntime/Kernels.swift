@@ -142,6 +142,25 @@ enum Kernels {
     }
   }
 
+  /// Applies an activation to `values` in place.
+  static func apply(_ activation: Activation, to values: inout [Float]) {
+    values.withUnsafeMutableBufferPointer { v in
+      switch activation {
+      case .relu: for i in v.indices { v[i] = max(v[i], 0) }
+      case .clip(let low, let high): for i in v.indices { v[i] = min(max(v[i], low), high) }
+      case .linear(let scale, let offset): for i in v.indices { v[i] = scale * v[i] + offset }
+      case .clippedReLU(let maxValue, 0, 0):
+        let ceiling = maxValue ?? .infinity
+        for i in v.indices { v[i] = min(max(v[i], 0), ceiling) }
+      default: break
+      }
+    }
+    switch activation {
+    case .relu, .clip, .linear, .clippedReLU(_, 0, 0): return
+    default: values = Kernels.activation(activation, Tensor(shape: [values.count], values: values))
+    }
+  }
+
   static func unary(_ function: UnaryFunction, _ x: Float) -> Float {
     let v = function.scale * x + function.shift
     switch function.kind {

@@ -14,10 +14,16 @@ import Testing
   }
 
   static func compare(_ operation: Operation, input shape: [Int], seed: UInt64) throws {
+    try compare([operation], input: shape, seed: seed)
+  }
+
+  /// Runs a chain of operations both ways (the fast interpreter also fuses the chain).
+  static func compare(_ operations: [Operation], input shape: [Int], seed: UInt64) throws {
     var builder = GraphBuilder()
-    let x = try builder.addInput(name: "x", type: TensorType(shape))
-    let y = try builder.add(operation, name: "op", inputs: [x])
+    var y = try builder.addInput(name: "x", type: TensorType(shape))
+    for (index, operation) in operations.enumerated() { y = try builder.add(operation, name: "op\(index)", inputs: [y]) }
     let graph = builder.build(outputs: [y])
+    let operation = operations[0]
     let input = Tensor(shape: shape, values: values(shape.reduce(1, *), seed: seed))
     let fast = Interpreter(graph: graph, kernels: .fast).run([input])[0]
     let direct = Interpreter(graph: graph, kernels: .direct).run([input])[0]
@@ -61,5 +67,24 @@ import Testing
   func denseMatchesDirectLoops(_ shape: [Int]) throws {
     let dense = Dense(kernel: Constant(shape: [64, 10], values: Self.values(640, seed: 5)), bias: Constant(shape: [10], values: Self.values(10, seed: 6)))
     try Self.compare(.dense(dense), input: shape, seed: 4)
+  }
+
+  /// Batch normalization folded into the convolution and activations fused after it, including the
+  /// four-layer relu6 that Core ML files carry, agree with node-by-node evaluation.
+  @Test func fusedChainsMatchDirectLoops() throws {
+    let conv = Convolution2D(
+      kernel: Constant(shape: [3, 3, 4, 6], values: Self.values(216, seed: 11)), bias: Constant(shape: [6], values: Self.values(6, seed: 12)),
+      strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)
+    let positive = Self.values(6, seed: 14).map { abs($0) + 0.5 }
+    let norm = BatchNormalization(
+      gamma: Constant(shape: [6], values: Self.values(6, seed: 13)), beta: Constant(shape: [6], values: Self.values(6, seed: 15)),
+      mean: Constant(shape: [6], values: Self.values(6, seed: 16)), variance: Constant(shape: [6], values: positive), epsilon: 1e-3)
+    let relu6: [Operation] = [
+      .activation(.relu), .activation(.linear(scale: -1, offset: 0)), .activation(.unary(UnaryFunction(kind: .threshold, alpha: -0.5))),
+      .activation(.linear(scale: -1, offset: 0)),
+    ]
+    try Self.compare([.convolution2D(conv), .batchNormalization(norm)] + relu6, input: [6, 6, 4], seed: 17)
+    try Self.compare([.convolution2D(conv), .batchNormalization(norm), .activation(.clippedReLU(maxValue: 0.5, negativeSlope: 0, threshold: 0))], input: [6, 6, 4], seed: 18)
+    try Self.compare([.convolution2D(conv), .activation(.tanh), .activation(.linear(scale: 2, offset: 1))], input: [5, 7, 4], seed: 19)
   }
 }

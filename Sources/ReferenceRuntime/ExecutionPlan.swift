@@ -1,0 +1,109 @@
+import ModelIR
+
+/// The steps the fast interpreter runs: graph nodes with batch normalization folded into the
+/// convolution before it and elementwise activations fused into the step before them.
+///
+/// Fusion only joins a node with its sole consumer, so no value that anything else reads is skipped.
+/// The direct interpreter runs the graph node by node instead; tests hold the two together.
+struct ExecutionPlan {
+  struct Step {
+    var operation: Operation
+    var inputs: [ValueID]
+    var output: ValueID
+    /// Applied to every element of the result, in order, in one pass.
+    var epilogue: [Activation]
+  }
+
+  let steps: [Step]
+
+  init(graph: Graph, fuse: Bool) {
+    guard fuse else {
+      steps = graph.nodes.map { Step(operation: $0.operation, inputs: $0.inputs, output: $0.output, epilogue: []) }
+      return
+    }
+    var consumers = [Int](repeating: 0, count: graph.values.count)
+    for node in graph.nodes { for input in node.inputs { consumers[input] += 1 } }
+    for output in graph.outputs { consumers[output] += 1 }
+    var consumerIndex: [ValueID: Int] = [:]
+    for (index, node) in graph.nodes.enumerated() { for input in node.inputs where consumers[input] == 1 { consumerIndex[input] = index } }
+
+    var absorbed = Set<Int>()
+    var steps: [Step] = []
+    for (index, node) in graph.nodes.enumerated() where !absorbed.contains(index) {
+      var step = Step(operation: node.operation, inputs: node.inputs, output: node.output, epilogue: [])
+      // The sole consumer of this step's output, when it can be fused.
+      func next() -> (Int, Node)? {
+        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output) else { return nil }
+        return (consumer, graph.nodes[consumer])
+      }
+      if case .convolution2D(let conv) = step.operation, let (consumer, bn) = next(), case .batchNormalization(let norm) = bn.operation {
+        step.operation = .convolution2D(Self.folding(norm, into: conv))
+        step.output = bn.output
+        absorbed.insert(consumer)
+      }
+      if Self.acceptsEpilogue(step.operation) {
+        while let (consumer, activation) = next(), case .activation(let function) = activation.operation, Self.isElementwise(function) {
+          step.epilogue.append(function)
+          step.output = activation.output
+          absorbed.insert(consumer)
+        }
+      }
+      step.epilogue = Self.simplified(step.epilogue)
+      steps.append(step)
+    }
+    self.steps = steps
+  }
+
+  /// Rewrites the iOS 11 clip that converters emit for relu6, `-threshold(-x, -max)`, and a ReLU before
+  /// it, into one clip.
+  static func simplified(_ activations: [Activation]) -> [Activation] {
+    var result: [Activation] = []
+    for activation in activations {
+      result.append(activation)
+      if result.count >= 3, case .linear(-1, 0) = result[result.count - 3],
+        case .unary(let threshold) = result[result.count - 2], threshold.kind == .threshold, threshold.scale == 1, threshold.shift == 0,
+        case .linear(-1, 0) = result[result.count - 1]
+      {
+        result.removeLast(3)
+        result.append(.clip(min: -.infinity, max: -threshold.alpha))
+      }
+      if result.count >= 2, case .relu = result[result.count - 2], case .clip(let low, let high) = result[result.count - 1], low <= 0 {
+        result.removeLast(2)
+        result.append(.clip(min: 0, max: high))
+      }
+    }
+    return result
+  }
+
+  /// Operations whose output may be transformed in place before anything reads it.
+  static func acceptsEpilogue(_ operation: Operation) -> Bool {
+    switch operation {
+    case .convolution2D, .dense, .batchNormalization, .elementwise, .pooling2D, .globalPooling2D: return true
+    case .activation(let function): return isElementwise(function)
+    default: return false
+    }
+  }
+
+  /// Activations that treat each element alone (PReLU depends on the channel).
+  static func isElementwise(_ activation: Activation) -> Bool {
+    if case .parametricReLU = activation { return false }
+    return true
+  }
+
+  /// `gamma * (conv(x) - mean) / sqrt(variance + epsilon) + beta` as one convolution.
+  static func folding(_ norm: BatchNormalization, into conv: Convolution2D) -> Convolution2D {
+    var folded = conv
+    let outputs = conv.outputChannels
+    let scales = (0..<outputs).map { norm.gamma.values[$0] / (norm.variance.values[$0] + norm.epsilon).squareRoot() }
+    var kernel = conv.kernel.values
+    for index in kernel.indices { kernel[index] *= scales[index % outputs] }
+    folded.kernel = Constant(shape: conv.kernel.shape, values: kernel)
+    var bias = [Float](repeating: 0, count: outputs)
+    for o in 0..<outputs {
+      let centred: Float = (conv.bias?.values[o] ?? 0) - norm.mean.values[o]
+      bias[o] = centred * scales[o] + norm.beta.values[o]
+    }
+    folded.bias = Constant(shape: [outputs], values: bias)
+    return folded
+  }
+}
