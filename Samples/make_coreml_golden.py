@@ -72,6 +72,21 @@ def rgb_classifier(path):
     return model
 
 
+def nd_layers_model():
+    keras.utils.set_random_seed(3)
+    inputs = keras.Input((6, 8), name="sequence")
+    x = keras.layers.Dense(5, name="per_step")(inputs)
+    x = keras.layers.ReLU(max_value=2.0, name="clip2")(x)
+    x = keras.layers.Permute((2, 1), name="swap")(x)
+    x = keras.layers.Reshape((5, 6, 1), name="to_image")(x)
+    x = keras.layers.Conv2D(3, 2, name="conv")(x)
+    x = keras.layers.Reshape((-1,), name="flat")(x)
+    x = keras.layers.RepeatVector(2, name="repeat")(x)
+    x = keras.layers.GlobalAveragePooling1D(name="mean")(x)
+    outputs = keras.layers.Dense(4, activation="softmax", name="probs")(x)
+    return keras.Model(inputs, outputs, name="nd_layers")
+
+
 def bgr_preprocess(pixels_rgb):
     """What the rgb_classifier expects: BGR channel order, scaled to [-1, 1]."""
     return (pixels_rgb[..., ::-1] / 127.5 - 1.0).astype(np.float32)
@@ -205,6 +220,22 @@ def main():
         write_reference(out(name + ".reference.h5"), "coremltools/rgb_classifier.h5", rgb, [bgr_preprocess(pixels)],
                         pixels=[pixels], labels=RGB_LABELS, dequantized=None if options["nbits"] == 16 else dequantized_weights(qspec))
         manifest.append({"name": name, "source": "coremltools/rgb_classifier.h5", "quantization": options})
+
+    # Layers that coremltools emits for sequence-shaped tensors (batchedMatmul for Dense on rank 3,
+    # expandDims and tile for RepeatVector, clip as min/max, transposes and reshapes). The source uses
+    # layers our Keras reader does not read yet, so tests compare this file with the saved outputs only.
+    nd = nd_layers_model()
+    nd.save(out("nd_layers.h5"), save_format="h5")
+    rng = np.random.default_rng(5)
+    sequences = rng.standard_normal((3, 6, 8)).astype(np.float32)
+    spec = convert(nd, [ct.TensorType(name=keras_input_name(nd), shape=(1, 6, 8))]).get_spec()
+    renames = {keras_input_name(nd): "sequence"}
+    for i, output in enumerate(spec.description.output):
+        renames[output.name] = f"output{i + 1}"
+    save_spec(spec, out("nd_layers.mlmodel"), renames)
+    write_reference(out("nd_layers.reference.h5"), "coremltools/nd_layers.h5", nd, [sequences])
+    manifest.append({"name": "nd_layers", "source": "coremltools/nd_layers.h5", "input": "tensor (6, 8)",
+                     "layers": [l.WhichOneof("layer") for l in spec.neuralNetwork.layers]})
 
     # An ML Program (.mlpackage): the reader must refuse it with a clear error until ML Programs are supported.
     plain = keras.models.load_model(os.path.join(args.fixtures, "tfkeras215", "sequential_plain.h5"), compile=False)

@@ -4774,6 +4774,51 @@ void   core_ml__specification__reduce_mean_layer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__reduce_mean_layer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__tile_layer_params__init
+                     (CoreML__Specification__TileLayerParams         *message)
+{
+  static const CoreML__Specification__TileLayerParams init_value = CORE_ML__SPECIFICATION__TILE_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__tile_layer_params__get_packed_size
+                     (const CoreML__Specification__TileLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__tile_layer_params__pack
+                     (const CoreML__Specification__TileLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__tile_layer_params__pack_to_buffer
+                     (const CoreML__Specification__TileLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__TileLayerParams *
+       core_ml__specification__tile_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__TileLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__tile_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__tile_layer_params__free_unpacked
+                     (CoreML__Specification__TileLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__tile_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor core_ml__specification__neural_network__field_descriptors[4] =
 {
   {
@@ -5944,7 +5989,7 @@ const ProtobufCMessageDescriptor core_ml__specification__tensor__descriptor =
   (ProtobufCMessageInit) core_ml__specification__tensor__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[79] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[80] =
 {
   {
     "name",
@@ -6679,6 +6724,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "tile",
+    920,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, tile),
+    &core_ml__specification__tile_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "softmaxND",
     950,
     PROTOBUF_C_LABEL_NONE,
@@ -6900,15 +6957,15 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   22,   /* field[22] = add */
   56,   /* field[56] = addBroadcastable */
   24,   /* field[24] = average */
-  65,   /* field[65] = batchedMatmul */
+  66,   /* field[66] = batchedMatmul */
   11,   /* field[11] = batchnorm */
   43,   /* field[43] = biDirectionalLSTM */
   26,   /* field[26] = bias */
-  78,   /* field[78] = clampedReLU */
+  79,   /* field[79] = clampedReLU */
   46,   /* field[46] = clip */
   35,   /* field[35] = concat */
-  62,   /* field[62] = concatND */
-  71,   /* field[71] = constantPad */
+  63,   /* field[63] = concatND */
+  72,   /* field[72] = constantPad */
   6,   /* field[6] = convolution */
   45,   /* field[45] = copy */
   16,   /* field[16] = crop */
@@ -6918,9 +6975,9 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   29,   /* field[29] = dot */
   10,   /* field[10] = embedding */
   48,   /* field[48] = equal */
-  68,   /* field[68] = expandDims */
+  69,   /* field[69] = expandDims */
   33,   /* field[33] = flatten */
-  69,   /* field[69] = flattenTo2D */
+  70,   /* field[70] = flattenTo2D */
   47,   /* field[47] = gelu */
   53,   /* field[53] = greaterEqual */
   52,   /* field[52] = greaterThan */
@@ -6930,11 +6987,11 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   3,   /* field[3] = inputTensor */
   5,   /* field[5] = isUpdatable */
   13,   /* field[13] = l2normalize */
-  77,   /* field[77] = layerNormalization */
+  78,   /* field[78] = layerNormalization */
   51,   /* field[51] = lessEqual */
   50,   /* field[50] = lessThan */
   31,   /* field[31] = loadConstant */
-  66,   /* field[66] = loadConstantND */
+  67,   /* field[67] = loadConstantND */
   15,   /* field[15] = lrn */
   27,   /* field[27] = max */
   55,   /* field[55] = maxBroadcastable */
@@ -6952,31 +7009,32 @@ static const unsigned core_ml__specification__neural_network_layer__field_indice
   7,   /* field[7] = pooling */
   57,   /* field[57] = powBroadcastable */
   30,   /* field[30] = reduce */
-  72,   /* field[72] = reduceMax */
-  75,   /* field[75] = reduceMean */
-  73,   /* field[73] = reduceMin */
-  74,   /* field[74] = reduceSum */
+  73,   /* field[73] = reduceMax */
+  76,   /* field[76] = reduceMean */
+  74,   /* field[74] = reduceMin */
+  75,   /* field[75] = reduceSum */
   38,   /* field[38] = reorganizeData */
   32,   /* field[32] = reshape */
-  70,   /* field[70] = reshapeStatic */
+  71,   /* field[71] = reshapeStatic */
   19,   /* field[19] = resizeBilinear */
   25,   /* field[25] = scale */
   37,   /* field[37] = sequenceRepeat */
   40,   /* field[40] = simpleRecurrent */
   39,   /* field[39] = slice */
-  64,   /* field[64] = sliceStatic */
+  65,   /* field[65] = sliceStatic */
   14,   /* field[14] = softmax */
-  61,   /* field[61] = softmaxND */
+  62,   /* field[62] = softmaxND */
   36,   /* field[36] = split */
-  67,   /* field[67] = squeeze */
+  68,   /* field[68] = squeeze */
   60,   /* field[60] = subtractBroadcastable */
-  63,   /* field[63] = transpose */
+  61,   /* field[61] = tile */
+  64,   /* field[64] = transpose */
   21,   /* field[21] = unary */
   42,   /* field[42] = uniDirectionalLSTM */
   18,   /* field[18] = upsample */
-  76,   /* field[76] = whereBroadcastable */
+  77,   /* field[77] = whereBroadcastable */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[70 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[71 + 1] =
 {
   { 1, 0 },
   { 10, 5 },
@@ -7030,25 +7088,26 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 890, 58 },
   { 900, 59 },
   { 905, 60 },
-  { 950, 61 },
-  { 980, 62 },
-  { 985, 63 },
-  { 995, 64 },
-  { 1045, 65 },
-  { 1070, 66 },
-  { 1120, 67 },
-  { 1125, 68 },
-  { 1130, 69 },
-  { 1140, 70 },
-  { 1155, 71 },
-  { 1260, 72 },
-  { 1265, 73 },
-  { 1270, 74 },
-  { 1280, 75 },
-  { 1330, 76 },
-  { 1350, 77 },
-  { 1460, 78 },
-  { 0, 79 }
+  { 920, 61 },
+  { 950, 62 },
+  { 980, 63 },
+  { 985, 64 },
+  { 995, 65 },
+  { 1045, 66 },
+  { 1070, 67 },
+  { 1120, 68 },
+  { 1125, 69 },
+  { 1130, 70 },
+  { 1140, 71 },
+  { 1155, 72 },
+  { 1260, 73 },
+  { 1265, 74 },
+  { 1270, 75 },
+  { 1280, 76 },
+  { 1330, 77 },
+  { 1350, 78 },
+  { 1460, 79 },
+  { 0, 80 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -7058,10 +7117,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  79,
+  80,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  70,  core_ml__specification__neural_network_layer__number_ranges,
+  71,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -12861,6 +12920,44 @@ const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_param
   core_ml__specification__reduce_mean_layer_params__field_indices_by_name,
   1,  core_ml__specification__reduce_mean_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__reduce_mean_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__tile_layer_params__field_descriptors[1] =
+{
+  {
+    "reps",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_UINT64,
+    offsetof(CoreML__Specification__TileLayerParams, n_reps),
+    offsetof(CoreML__Specification__TileLayerParams, reps),
+    NULL,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_PACKED,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__tile_layer_params__field_indices_by_name[] = {
+  0,   /* field[0] = reps */
+};
+static const ProtobufCIntRange core_ml__specification__tile_layer_params__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__tile_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.TileLayerParams",
+  "TileLayerParams",
+  "CoreML__Specification__TileLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__TileLayerParams),
+  1,
+  core_ml__specification__tile_layer_params__field_descriptors,
+  core_ml__specification__tile_layer_params__field_indices_by_name,
+  1,  core_ml__specification__tile_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__tile_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue core_ml__specification__neural_network_multi_array_shape_mapping__enum_values_by_number[2] =

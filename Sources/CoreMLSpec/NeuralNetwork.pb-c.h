@@ -128,6 +128,7 @@ typedef struct CoreML__Specification__ReduceMaxLayerParams CoreML__Specification
 typedef struct CoreML__Specification__ReduceMinLayerParams CoreML__Specification__ReduceMinLayerParams;
 typedef struct CoreML__Specification__ReduceSumLayerParams CoreML__Specification__ReduceSumLayerParams;
 typedef struct CoreML__Specification__ReduceMeanLayerParams CoreML__Specification__ReduceMeanLayerParams;
+typedef struct CoreML__Specification__TileLayerParams CoreML__Specification__TileLayerParams;
 
 
 /* --- enums --- */
@@ -674,6 +675,7 @@ typedef enum {
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DIVIDE_BROADCASTABLE = 890,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY_BROADCASTABLE = 900,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SUBTRACT_BROADCASTABLE = 905,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TILE = 920,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX_ND = 950,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT_ND = 980,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TRANSPOSE = 985,
@@ -777,6 +779,7 @@ struct  CoreML__Specification__NeuralNetworkLayer
     CoreML__Specification__DivideBroadcastableLayerParams *dividebroadcastable;
     CoreML__Specification__MultiplyBroadcastableLayerParams *multiplybroadcastable;
     CoreML__Specification__SubtractBroadcastableLayerParams *subtractbroadcastable;
+    CoreML__Specification__TileLayerParams *tile;
     CoreML__Specification__SoftmaxNDLayerParams *softmaxnd;
     CoreML__Specification__ConcatNDLayerParams *concatnd;
     CoreML__Specification__TransposeLayerParams *transpose;
@@ -2241,6 +2244,20 @@ struct  CoreML__Specification__ReduceMeanLayerParams
 #define CORE_ML__SPECIFICATION__REDUCE_MEAN_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__reduce_mean_layer_params__descriptor) \
     , 0,NULL, 0, 0 }
+
+
+/*
+ * Repeats the input `reps[i]` times along axis i (reps has one entry per axis).
+ */
+struct  CoreML__Specification__TileLayerParams
+{
+  ProtobufCMessage base;
+  size_t n_reps;
+  uint64_t *reps;
+};
+#define CORE_ML__SPECIFICATION__TILE_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__tile_layer_params__descriptor) \
+    , 0,NULL }
 
 
 /* CoreML__Specification__NeuralNetwork methods */
@@ -4259,6 +4276,25 @@ CoreML__Specification__ReduceMeanLayerParams *
 void   core_ml__specification__reduce_mean_layer_params__free_unpacked
                      (CoreML__Specification__ReduceMeanLayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__TileLayerParams methods */
+void   core_ml__specification__tile_layer_params__init
+                     (CoreML__Specification__TileLayerParams         *message);
+size_t core_ml__specification__tile_layer_params__get_packed_size
+                     (const CoreML__Specification__TileLayerParams   *message);
+size_t core_ml__specification__tile_layer_params__pack
+                     (const CoreML__Specification__TileLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__tile_layer_params__pack_to_buffer
+                     (const CoreML__Specification__TileLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__TileLayerParams *
+       core_ml__specification__tile_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__tile_layer_params__free_unpacked
+                     (CoreML__Specification__TileLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*CoreML__Specification__NeuralNetwork_Closure)
@@ -4597,6 +4633,9 @@ typedef void (*CoreML__Specification__ReduceSumLayerParams_Closure)
 typedef void (*CoreML__Specification__ReduceMeanLayerParams_Closure)
                  (const CoreML__Specification__ReduceMeanLayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__TileLayerParams_Closure)
+                 (const CoreML__Specification__TileLayerParams *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -4731,6 +4770,7 @@ extern const ProtobufCMessageDescriptor core_ml__specification__reduce_max_layer
 extern const ProtobufCMessageDescriptor core_ml__specification__reduce_min_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__reduce_sum_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__reduce_mean_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__tile_layer_params__descriptor;
 
 PROTOBUF_C__END_DECLS
 

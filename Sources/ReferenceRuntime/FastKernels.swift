@@ -59,29 +59,26 @@ enum FastKernels {
 
   /// Rows of `[kh * kw * channelsPerGroup]` input values, one per output pixel, zeros for padding.
   private static func im2col(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int], channelOffset: Int) -> [Float] {
-    let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
+    let c = x.shape[2]
     let (oh, ow) = (outputShape[0], outputShape[1])
     let perGroupIn = conv.inputChannelsPerGroup
     let pointwise = conv.kernelHeight == 1 && conv.kernelWidth == 1 && conv.strideHeight == 1 && conv.strideWidth == 1
     if pointwise && conv.groups == 1 { return x.values }
-    let top = conv.padding.leadingPad(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
-    let left = conv.padding.leadingPad(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+    let window = ConvolutionWindow(conv, input: x.shape)
     let depth = conv.kernelHeight * conv.kernelWidth * perGroupIn
     var patches = [Float](repeating: 0, count: oh * ow * depth)
     x.values.withUnsafeBufferPointer { input in
       patches.withUnsafeMutableBufferPointer { out in
         for y in 0..<oh {
           for xx in 0..<ow {
-            var row = (y * ow + xx) * depth
+            let row = (y * ow + xx) * depth
             for ky in 0..<conv.kernelHeight {
-              let iy = y * conv.strideHeight + ky * conv.dilationHeight - top
+              guard let iy = window.row(y, tap: ky) else { continue }
               for kx in 0..<conv.kernelWidth {
-                let ix = xx * conv.strideWidth + kx * conv.dilationWidth - left
-                if iy >= 0, iy < h, ix >= 0, ix < w {
-                  let source = (iy * w + ix) * c + channelOffset
-                  for i in 0..<perGroupIn { out[row + i] = input[source + i] }
-                }
-                row += perGroupIn
+                guard let ix = window.column(xx, tap: kx) else { continue }
+                let source = (iy * window.width + ix) * c + channelOffset
+                let target = row + (ky * conv.kernelWidth + kx) * perGroupIn
+                for i in 0..<perGroupIn { out[target + i] = input[source + i] }
               }
             }
           }
@@ -93,11 +90,10 @@ enum FastKernels {
 
   /// One input channel per group (depthwise, with a channel multiplier): loops with channels innermost.
   private static func depthwise(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int], into result: inout [Float]) {
-    let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
+    let c = x.shape[2]
     let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
     let multiplier = oc / c
-    let top = conv.padding.leadingPad(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
-    let left = conv.padding.leadingPad(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+    let window = ConvolutionWindow(conv, input: x.shape)
     x.values.withUnsafeBufferPointer { input in
       conv.kernel.values.withUnsafeBufferPointer { kernel in
         result.withUnsafeMutableBufferPointer { out in
@@ -105,12 +101,10 @@ enum FastKernels {
             for xx in 0..<ow {
               let target = (y * ow + xx) * oc
               for ky in 0..<conv.kernelHeight {
-                let iy = y * conv.strideHeight + ky * conv.dilationHeight - top
-                guard iy >= 0, iy < h else { continue }
+                guard let iy = window.row(y, tap: ky) else { continue }
                 for kx in 0..<conv.kernelWidth {
-                  let ix = xx * conv.strideWidth + kx * conv.dilationWidth - left
-                  guard ix >= 0, ix < w else { continue }
-                  let source = (iy * w + ix) * c
+                  guard let ix = window.column(xx, tap: kx) else { continue }
+                  let source = (iy * window.width + ix) * c
                   let weights = (ky * conv.kernelWidth + kx) * oc
                   if multiplier == 1 {
                     multiplyAdd(out.baseAddress! + target, input.baseAddress! + source, kernel.baseAddress! + weights, count: c)

@@ -10,10 +10,9 @@ enum Kernels {
   }
 
   static func convolution(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int]) -> [Float] {
-    let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
+    let c = x.shape[2]
     let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
-    let top = conv.padding.leadingPad(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
-    let left = conv.padding.leadingPad(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+    let window = ConvolutionWindow(conv, input: x.shape)
     let perGroupIn = conv.inputChannelsPerGroup, perGroupOut = oc / conv.groups
     var result = [Float](repeating: 0, count: oh * ow * oc)
     for y in 0..<oh {
@@ -22,13 +21,11 @@ enum Kernels {
           let group = o / perGroupOut
           var sum = Double(conv.bias?.values[o] ?? 0)
           for ky in 0..<conv.kernelHeight {
-            let iy = y * conv.strideHeight + ky * conv.dilationHeight - top
-            guard iy >= 0, iy < h else { continue }
+            guard let iy = window.row(y, tap: ky) else { continue }
             for kx in 0..<conv.kernelWidth {
-              let ix = xx * conv.strideWidth + kx * conv.dilationWidth - left
-              guard ix >= 0, ix < w else { continue }
+              guard let ix = window.column(xx, tap: kx) else { continue }
               for i in 0..<perGroupIn {
-                let input = x.values[(iy * w + ix) * c + group * perGroupIn + i]
+                let input = x.values[(iy * window.width + ix) * c + group * perGroupIn + i]
                 let weight = conv.kernel.values[((ky * conv.kernelWidth + kx) * perGroupIn + i) * oc + o]
                 sum += Double(input) * Double(weight)
               }

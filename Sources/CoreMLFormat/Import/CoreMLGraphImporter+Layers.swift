@@ -225,6 +225,15 @@ extension CoreMLGraphImporter {
       for position in 0..<outputRank { target.append(axes.contains(position) ? 1 : remaining.popFirst() ?? 1) }
       return [try reshape(x, to: target)]
 
+    case "tile":
+      let reps = try sizes(ints["reps"] ?? [], "reps", count: rank)
+      var value = x
+      // Repeating along an axis is concatenating copies along it.
+      for (axis, count) in reps.enumerated() where count > 1 {
+        value = try add(.concatenate(axis: axis), [ValueID](repeating: value, count: count), suffix: "__tile\(axis)")
+      }
+      return [value]
+
     case "copy": return [x]
 
     default:

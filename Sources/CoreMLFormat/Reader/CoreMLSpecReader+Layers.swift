@@ -12,7 +12,7 @@ extension CoreMLSpecReader {
     400: "simpleRecurrent", 410: "gru", 420: "uniDirectionalLSTM", 430: "biDirectionalLSTM", 500: "custom", 600: "copy",
     660: "clip", 795: "gelu", 815: "equal", 820: "notEqual", 825: "lessThan", 827: "lessEqual", 830: "greaterThan",
     832: "greaterEqual", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable", 885: "powBroadcastable",
-    890: "divideBroadcastable", 900: "multiplyBroadcastable", 905: "subtractBroadcastable", 950: "softmaxND",
+    890: "divideBroadcastable", 900: "multiplyBroadcastable", 905: "subtractBroadcastable", 920: "tile", 950: "softmaxND",
     980: "concatND", 985: "transpose", 995: "sliceStatic", 1045: "batchedMatmul", 1070: "loadConstantND",
     1120: "squeeze", 1125: "expandDims", 1130: "flattenTo2D", 1140: "reshapeStatic", 1155: "constantPad",
     1260: "reduceMax", 1265: "reduceMin", 1270: "reduceSum", 1280: "reduceMean", 1330: "whereBroadcastable",

@@ -15,9 +15,6 @@ extension CoreMLSpecReader {
     }
     func flags(_ pointer: UnsafeMutablePointer<protobuf_c_boolean>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int($0) } }
     func signed(_ pointer: UnsafeMutablePointer<Int64>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int($0) } }
-    func reduction(_ axes: UnsafeMutablePointer<Int64>?, _ count: Int, keepDims: protobuf_c_boolean, reduceAll: protobuf_c_boolean) {
-      result.integers = ["axes": signed(axes, count), "keepDims": [Int(keepDims)], "reduceAll": [Int(reduceAll)]]
-    }
 
     switch l.layer_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD: result.floats["alpha"] = l.add.pointee.alpha
@@ -36,6 +33,7 @@ extension CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_EQUAL: result.floats["alpha"] = l.lessequal.pointee.alpha
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_THAN: result.floats["alpha"] = l.greaterthan.pointee.alpha
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_EQUAL: result.floats["alpha"] = l.greaterequal.pointee.alpha
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TILE: result.integers["reps"] = ints(l.tile.pointee.reps, l.tile.pointee.n_reps)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX_ND: result.integers["axis"] = [Int(l.softmaxnd.pointee.axis)]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT_ND:
       result.integers = ["axis": [Int(l.concatnd.pointee.axis)], "interleave": [Int(l.concatnd.pointee.interleave)]]
@@ -73,18 +71,17 @@ extension CoreMLSpecReader {
       let c = l.constantpad.pointee
       result.integers = ["padAmounts": ints(c.padamounts, c.n_padamounts), "padToGivenOutputSizeMode": [Int(c.padtogivenoutputsizemode)]]
       result.floats["value"] = c.value
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN:
-      let r = l.reducemean.pointee
-      reduction(r.axes, r.n_axes, keepDims: r.keepdims, reduceAll: r.reduceall)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX:
-      let r = l.reducemax.pointee
-      reduction(r.axes, r.n_axes, keepDims: r.keepdims, reduceAll: r.reduceall)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN:
-      let r = l.reducemin.pointee
-      reduction(r.axes, r.n_axes, keepDims: r.keepdims, reduceAll: r.reduceall)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_SUM:
-      let r = l.reducesum.pointee
-      reduction(r.axes, r.n_axes, keepDims: r.keepdims, reduceAll: r.reduceall)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX,
+      CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_SUM:
+      // Four messages with the same fields: axes, keepDims, reduceAll.
+      let r: (axes: UnsafeMutablePointer<Int64>?, count: Int, keepDims: protobuf_c_boolean, reduceAll: protobuf_c_boolean)
+      switch l.layer_case {
+      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN: r = (l.reducemean.pointee.axes, l.reducemean.pointee.n_axes, l.reducemean.pointee.keepdims, l.reducemean.pointee.reduceall)
+      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX: r = (l.reducemax.pointee.axes, l.reducemax.pointee.n_axes, l.reducemax.pointee.keepdims, l.reducemax.pointee.reduceall)
+      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN: r = (l.reducemin.pointee.axes, l.reducemin.pointee.n_axes, l.reducemin.pointee.keepdims, l.reducemin.pointee.reduceall)
+      default: r = (l.reducesum.pointee.axes, l.reducesum.pointee.n_axes, l.reducesum.pointee.keepdims, l.reducesum.pointee.reduceall)
+      }
+      result.integers = ["axes": signed(r.axes, r.count), "keepDims": [Int(r.keepDims)], "reduceAll": [Int(r.reduceAll)]]
     default: break
     }
   }

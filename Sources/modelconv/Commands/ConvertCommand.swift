@@ -38,33 +38,13 @@ enum ConvertCommand {
 
     """
 
-  static let specs: [OptionSpec] = [
-    .init(names: ["-o", "--output"], takesValue: true),
-    .init(names: ["--input-names"], takesValue: true),
-    .init(names: ["--output-names"], takesValue: true),
-    .init(names: ["--image-input"], takesValue: true),
-    .init(names: ["--image-input-names"], takesValue: true),
-    .init(names: ["--labels"], takesValue: true),
-    .init(names: ["--labels-file"], takesValue: true),
-    .init(names: ["--image-scale"], takesValue: true),
-    .init(names: ["--red-bias"], takesValue: true),
-    .init(names: ["--green-bias"], takesValue: true),
-    .init(names: ["--blue-bias"], takesValue: true),
-    .init(names: ["--gray-bias"], takesValue: true),
-    .init(names: ["--bgr"], takesValue: false),
-    .init(names: ["--predicted-feature-name"], takesValue: true),
-    .init(names: ["--predicted-probabilities-output"], takesValue: true),
-    .init(names: ["--precision"], takesValue: true),
-    .init(names: ["--author"], takesValue: true),
-    .init(names: ["--license"], takesValue: true),
-    .init(names: ["--short-description"], takesValue: true),
-    .init(names: ["--version"], takesValue: true),
-    .init(names: ["--input-shape"], takesValue: true),
-    .init(names: ["--architecture"], takesValue: true),
-    .init(names: ["--verify"], takesValue: false),
-    .init(names: ["--json"], takesValue: false),
-    .init(names: ["-h", "--help"], takesValue: false),
-  ]
+  static let specs: [OptionSpec] =
+    [OptionSpec(names: ["-o", "--output"], takesValue: true), .help]
+    + OptionSpec.valued(
+      "--input-names", "--output-names", "--image-input", "--image-input-names", "--labels", "--labels-file", "--image-scale",
+      "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
+      "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture")
+    + OptionSpec.flags("--bgr", "--verify", "--json")
 
   static func run(_ arguments: [String]) throws -> ExitCode {
     let parsed = try ParsedArguments(arguments, specs: specs)

@@ -30,19 +30,10 @@ enum VerifyCommand {
 
     """
 
-  static let specs: [OptionSpec] = [
-    .init(names: ["--samples"], takesValue: true),
-    .init(names: ["--seed"], takesValue: true),
-    .init(names: ["--atol"], takesValue: true),
-    .init(names: ["--rtol"], takesValue: true),
-    .init(names: ["--top-k"], takesValue: true),
-    .init(names: ["--reference"], takesValue: true),
-    .init(names: ["--labels"], takesValue: true),
-    .init(names: ["--labels-file"], takesValue: true),
-    .init(names: ["--input-shape"], takesValue: true),
-    .init(names: ["--json"], takesValue: false),
-    .init(names: ["-h", "--help"], takesValue: false),
-  ]
+  static let specs: [OptionSpec] =
+    [.help]
+    + OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape")
+    + OptionSpec.flags("--json")
 
   static func run(_ arguments: [String]) throws -> ExitCode {
     let parsed = try ParsedArguments(arguments, specs: specs)

@@ -10,6 +10,15 @@ struct OptionSpec {
   var names: [String]
   /// Whether the option takes a value (`--labels a,b`); flags do not.
   var takesValue: Bool
+
+  /// Options that take a value, one spelling each.
+  static func valued(_ names: String...) -> [OptionSpec] { names.map { OptionSpec(names: [$0], takesValue: true) } }
+
+  /// Flags, one spelling each.
+  static func flags(_ names: String...) -> [OptionSpec] { names.map { OptionSpec(names: [$0], takesValue: false) } }
+
+  /// `-h`, `--help`.
+  static let help = OptionSpec(names: ["-h", "--help"], takesValue: false)
 }
 
 /// Command-line arguments split into positionals, option values and flags.
