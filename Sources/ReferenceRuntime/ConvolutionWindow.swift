@@ -28,4 +28,16 @@ struct ConvolutionWindow {
     let ix = x * conv.strideWidth + kx * conv.dilationWidth - left
     return ix >= 0 && ix < width ? ix : nil
   }
+
+  /// Calls `body(tap, pixel)` for every kernel tap of output pixel `(y, x)` that lands inside the input:
+  /// `tap` is `ky * kernelWidth + kx`, `pixel` is `iy * width + ix`.
+  @inline(__always) func forEachTap(_ y: Int, _ x: Int, _ body: (_ tap: Int, _ pixel: Int) -> Void) {
+    for ky in 0..<conv.kernelHeight {
+      guard let iy = row(y, tap: ky) else { continue }
+      for kx in 0..<conv.kernelWidth {
+        guard let ix = column(x, tap: kx) else { continue }
+        body(ky * conv.kernelWidth + kx, iy * width + ix)
+      }
+    }
+  }
 }

@@ -72,14 +72,9 @@ enum FastKernels {
         for y in 0..<oh {
           for xx in 0..<ow {
             let row = (y * ow + xx) * depth
-            for ky in 0..<conv.kernelHeight {
-              guard let iy = window.row(y, tap: ky) else { continue }
-              for kx in 0..<conv.kernelWidth {
-                guard let ix = window.column(xx, tap: kx) else { continue }
-                let source = (iy * window.width + ix) * c + channelOffset
-                let target = row + (ky * conv.kernelWidth + kx) * perGroupIn
-                for i in 0..<perGroupIn { out[target + i] = input[source + i] }
-              }
+            window.forEachTap(y, xx) { tap, pixel in
+              let source = pixel * c + channelOffset, target = row + tap * perGroupIn
+              for i in 0..<perGroupIn { out[target + i] = input[source + i] }
             }
           }
         }
@@ -100,19 +95,14 @@ enum FastKernels {
           for y in 0..<oh {
             for xx in 0..<ow {
               let target = (y * ow + xx) * oc
-              for ky in 0..<conv.kernelHeight {
-                guard let iy = window.row(y, tap: ky) else { continue }
-                for kx in 0..<conv.kernelWidth {
-                  guard let ix = window.column(xx, tap: kx) else { continue }
-                  let source = (iy * window.width + ix) * c
-                  let weights = (ky * conv.kernelWidth + kx) * oc
-                  if multiplier == 1 {
-                    multiplyAdd(out.baseAddress! + target, input.baseAddress! + source, kernel.baseAddress! + weights, count: c)
-                  } else {
-                    for k in 0..<c {
-                      let value = input[source + k]
-                      for j in 0..<multiplier { out[target + k * multiplier + j] += value * kernel[weights + k * multiplier + j] }
-                    }
+              window.forEachTap(y, xx) { tap, pixel in
+                let source = pixel * c, weights = tap * oc
+                if multiplier == 1 {
+                  multiplyAdd(out.baseAddress! + target, input.baseAddress! + source, kernel.baseAddress! + weights, count: c)
+                } else {
+                  for k in 0..<c {
+                    let value = input[source + k]
+                    for j in 0..<multiplier { out[target + k * multiplier + j] += value * kernel[weights + k * multiplier + j] }
                   }
                 }
               }

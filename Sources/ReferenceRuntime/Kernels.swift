@@ -20,15 +20,11 @@ enum Kernels {
         for o in 0..<oc {
           let group = o / perGroupOut
           var sum = Double(conv.bias?.values[o] ?? 0)
-          for ky in 0..<conv.kernelHeight {
-            guard let iy = window.row(y, tap: ky) else { continue }
-            for kx in 0..<conv.kernelWidth {
-              guard let ix = window.column(xx, tap: kx) else { continue }
-              for i in 0..<perGroupIn {
-                let input = x.values[(iy * window.width + ix) * c + group * perGroupIn + i]
-                let weight = conv.kernel.values[((ky * conv.kernelWidth + kx) * perGroupIn + i) * oc + o]
-                sum += Double(input) * Double(weight)
-              }
+          window.forEachTap(y, xx) { tap, pixel in
+            for i in 0..<perGroupIn {
+              let input = x.values[pixel * c + group * perGroupIn + i]
+              let weight = conv.kernel.values[(tap * perGroupIn + i) * oc + o]
+              sum += Double(input) * Double(weight)
             }
           }
           result[(y * ow + xx) * oc + o] = Float(sum)

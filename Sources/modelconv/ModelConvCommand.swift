@@ -38,9 +38,9 @@ enum ModelConvCommand {
         Console.out(ModelConverterVersion.current)
         return .success
       case "convert":
-        return try ConvertCommand.run(rest)
+        return try ConvertCommand.main(rest)
       case "verify":
-        return try VerifyCommand.run(rest)
+        return try VerifyCommand.main(rest)
       default:
         throw UsageError(message: "unknown command '\(command)'\n\n" + usage)
       }

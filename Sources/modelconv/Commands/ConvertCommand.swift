@@ -3,7 +3,7 @@ import Foundation
 import ModelConverter
 
 /// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
-enum ConvertCommand {
+enum ConvertCommand: Subcommand {
   static let usage = """
     USAGE: modelconv convert <input.h5> [-o <output.mlmodel>] [options]
 
@@ -39,19 +39,14 @@ enum ConvertCommand {
     """
 
   static let specs: [OptionSpec] =
-    [OptionSpec(names: ["-o", "--output"], takesValue: true), .help]
+    [OptionSpec(names: ["-o", "--output"], takesValue: true)]
     + OptionSpec.valued(
       "--input-names", "--output-names", "--image-input", "--image-input-names", "--labels", "--labels-file", "--image-scale",
       "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
       "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture")
     + OptionSpec.flags("--bgr", "--verify", "--json")
 
-  static func run(_ arguments: [String]) throws -> ExitCode {
-    let parsed = try ParsedArguments(arguments, specs: specs)
-    if parsed.flag("-h") {
-      Console.out(usage)
-      return .success
-    }
+  static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 1 else {
       throw UsageError(message: parsed.positionals.isEmpty ? "missing the input model\n\n" + usage : "one input model expected, got \(parsed.positionals.count)")
     }

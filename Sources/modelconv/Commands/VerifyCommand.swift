@@ -2,7 +2,7 @@ import Foundation
 import ModelConverter
 
 /// `modelconv verify`: runs a Keras model and its Core ML conversion on the same inputs and compares them.
-enum VerifyCommand {
+enum VerifyCommand: Subcommand {
   static let usage = """
     USAGE: modelconv verify <source.h5> <converted.mlmodel> [options]
 
@@ -31,16 +31,10 @@ enum VerifyCommand {
     """
 
   static let specs: [OptionSpec] =
-    [.help]
-    + OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape")
+    OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape")
     + OptionSpec.flags("--json")
 
-  static func run(_ arguments: [String]) throws -> ExitCode {
-    let parsed = try ParsedArguments(arguments, specs: specs)
-    if parsed.flag("-h") {
-      Console.out(usage)
-      return .success
-    }
+  static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else {
       throw UsageError(message: "expected a Keras model and a Core ML model, got \(parsed.positionals.count) paths\n\n" + usage)
     }
