@@ -152,6 +152,24 @@ extension Operation {
       let result = shape.indices.map { slice.length(axis: $0) }
       guard result.allSatisfy({ $0 > 0 }) else { throw fail("slice of \(shape) is empty") }
       return result
+
+    case .recurrent(let r):
+      try requireArity(1)
+      let shape = inputShapes[0]
+      let width = r.cell.gates * r.units
+      guard shape.count == 2 else { throw fail("a recurrent layer needs a [T, C] input, got \(shape)") }
+      for weights in [r.forward, r.backward].compactMap({ $0 }) {
+        let biasCount = r.cell == .gru(resetAfter: true) ? 2 * width : width
+        guard weights.kernel.shape == [shape[1], width], weights.recurrentKernel.shape == [r.units, width],
+          weights.bias.map({ $0.count == biasCount }) ?? true
+        else { throw fail("recurrent weights \(weights.kernel.shape), \(weights.recurrentKernel.shape) do not fit input \(shape) and \(r.units) units") }
+      }
+      return r.returnSequences ? [shape[0], r.outputUnits] : [r.outputUnits]
+
+    case .embedding(let table):
+      try requireArity(1)
+      guard table.shape.count == 2 else { throw fail("embedding table \(table.shape) is not [vocabulary, D]") }
+      return inputShapes[0] + [table.shape[1]]
     }
   }
 }

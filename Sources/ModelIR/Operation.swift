@@ -28,6 +28,9 @@ public enum Operation: Sendable, Equatable {
   case reduce(Reduction)
   case constantPad(ConstantPadding)
   case slice(StridedSlice)
+  case recurrent(Recurrent)
+  /// Row lookup: `[T]` indices into a `[vocabulary, D]` table give `[T, D]`.
+  case embedding(table: Constant)
 
   /// A short name for summaries and errors.
   public var kindName: String {
@@ -51,6 +54,8 @@ public enum Operation: Sendable, Equatable {
     case .reduce(let r): return "reduce." + r.kind.rawValue
     case .constantPad: return "constantPad"
     case .slice: return "slice"
+    case .recurrent: return "recurrent"
+    case .embedding: return "embedding"
     }
   }
 
@@ -62,6 +67,9 @@ public enum Operation: Sendable, Equatable {
     case .batchNormalization(let b): return [b.gamma, b.beta, b.mean, b.variance]
     case .activation(.parametricReLU(let alpha)): return [alpha]
     case .constant(let value): return [value]
+    case .embedding(let table): return [table]
+    case .recurrent(let r):
+      return [r.forward, r.backward].compactMap { $0 }.flatMap { [$0.kernel, $0.recurrentKernel] + ($0.bias.map { [$0] } ?? []) }
     default: return []
     }
   }

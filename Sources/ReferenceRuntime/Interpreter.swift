@@ -108,6 +108,14 @@ public struct Interpreter {
     case .constantPad(let padding): return Kernels.constantPad(x, padding, outputShape: outputShape)
     case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
     case .constant(let value): return value.values
+    case .recurrent(let layer): return RecurrentKernel.run(x, layer)
+    case .embedding(let table):
+      let (rows, width) = (table.shape[0], table.shape[1])
+      // Indices arrive as floats; out-of-range ones clamp to the table, as a lookup must return a row.
+      return x.values.flatMap { value -> ArraySlice<Float> in
+        let row = min(max(Int(value.rounded()), 0), rows - 1)
+        return table.values[row * width..<(row + 1) * width]
+      }
     }
   }
 }

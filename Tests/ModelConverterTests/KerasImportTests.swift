@@ -107,8 +107,9 @@ import Testing
     }
   }
 
-  @Test func denseOnRank3IsRefusedForNow() throws {
-    let path = Fixtures.url("bad/dense_rank3.h5").path
-    #expect(throws: KerasReaderError.self) { try KerasGraphImporter.importGraph(KerasModelFile(path: path)) }
+  /// Dense on a `[T, C]` tensor (once refused) acts on the last axis and matches Keras.
+  @Test func denseOnRank3MatchesKeras() throws {
+    let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.url("bad/dense_rank3.h5").path))
+    try ReferenceRuntimeTests.check(graph: graph, reference: ReferenceFile(model: "bad/dense_rank3"), label: "dense_rank3")
   }
 }

@@ -9,7 +9,7 @@ extension CoreMLGraphImporter {
     if layer.kind == "loadConstant" || layer.kind == "loadConstantND" {
       var constantShape = try sizes(ints["shape"] ?? [], "shape")
       _ = try elementCount(constantShape, "shape")
-      if layer.kind == "loadConstant" && !spec.exactArrayMapping { constantShape = Array(([1, 1, 1] + constantShape).suffix(3)) }
+      if layer.kind == "loadConstant" && !spec.exactArrayMapping { constantShape = [1] + Array(([1, 1, 1] + constantShape).suffix(3)) }
       let values = try weights(layer, "data", count: constantShape.reduce(1, *))
       return [try add(.constant(Constant(shape: constantShape, values: values)), [])]
     }
@@ -121,11 +121,10 @@ extension CoreMLGraphImporter {
 
     case "reshape":
       var target = try sizes(ints["targetShape"] ?? [], "targetShape")
-      if target.count == 4 {
-        guard target[0] == 1 else { throw unsupported("reshape into a sequence of \(target[0])") }
-        target.removeFirst()
-      }
-      guard target.count == 3, rank >= 3 else { throw unsupported("target shape \(ints["targetShape"] ?? []) on \(shape(x))") }
+      if target.count == 3 { target = [1] + target }
+      guard target.count == 4, rank >= 3 else { throw unsupported("target shape \(ints["targetShape"] ?? []) on \(shape(x))") }
+      if int("mode") == 0 || target[0] != 1 || shape(x).first != 1 { return [try reshape(x, to: Array(shape(x).dropLast(4)) + target)] }
+      target.removeFirst()
       let leading = Array(shape(x).dropLast(3))
       if int("mode") == 1 {
         // CHANNEL_LAST: reshape the H, W, C element order, then back to channels first.
@@ -136,17 +135,26 @@ extension CoreMLGraphImporter {
       return [try reshape(x, to: leading + target)]
 
     case "permute":
+      // Axes of [Seq, C, H, W]: under the classic mapping the blob has exactly these.
       let axes = ints["axis"] ?? []
-      guard axes.count == 4, axes[0] == 0, rank >= 3 else { throw unsupported("permutation \(axes) (the sequence axis must stay first)") }
-      let leading = Array(shape(x).dropLast(3))
-      let chw = try reshape(x, to: Array(shape(x).suffix(3)))
-      let permuted = try add(.permute(order: axes.dropFirst().map { $0 - 1 }), [chw])
-      return [try reshape(permuted, to: leading + shape(permuted))]
+      guard axes.count == 4, rank == 4 else { throw unsupported("permutation \(axes) of a rank-\(rank) blob") }
+      return [try add(.permute(order: axes), [x])]
 
     case "concat":
-      guard int("sequenceConcat") == 0 else { throw unsupported("sequence concatenation") }
       let operands = try layer.inputs.indices.map { try input(layer, $0) }
+      if int("sequenceConcat") == 1 {
+        guard rank == 4, !spec.exactArrayMapping else { throw unsupported("sequence concatenation of rank-\(rank) blobs") }
+        return [try add(.concatenate(axis: 0), operands)]
+      }
       return [try add(.concatenate(axis: max(rank - 3, 0)), operands)]
+
+    case "sequenceRepeat":
+      guard rank == 4, !spec.exactArrayMapping else { throw unsupported("sequence repeat of a rank-\(rank) blob") }
+      let count = try sizes([int("nRepetitions", 1)], "nRepetitions")[0]
+      return [count == 1 ? x : try add(.concatenate(axis: 0), [ValueID](repeating: x, count: count))]
+
+    case "embedding", "simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM":
+      return [try sequenceLayer(layer, x)]
     case "concatND":
       guard int("interleave") == 0 else { throw unsupported("interleaved concatenation") }
       let operands = try layer.inputs.indices.map { try input(layer, $0) }

@@ -3,13 +3,15 @@ import ModelIR
 
 /// Builds the IR graph of a decoded Core ML neural network.
 ///
-/// Blobs keep Core ML's layout: `[C, H, W]` under the classic rank-5 mapping, the declared rank (batch
-/// included) under exact mapping. Convolution, pooling and the other spatial layers run in the IR's
+/// Blobs keep Core ML's layout: `[Seq, C, H, W]` under the classic rank-5 mapping (the batch axis
+/// dropped), the declared rank (batch included) under exact mapping. Convolution, pooling and the other spatial layers run in the IR's
 /// channels-last form, so each is wrapped in transposes; a transpose back to channels-last reuses the
 /// value it came from, so chains of spatial layers stay channels-last inside.
 public struct CoreMLGraphImporter {
   let spec: CoreMLModelSpec
   let path: String
+  /// Sequence lengths of classic-mapping inputs, by input name (1 when absent).
+  let sequenceLengths: [String: Int]
   var builder = GraphBuilder()
   /// Blob name to IR value.
   var blobs: [String: ValueID] = [:]
@@ -20,19 +22,23 @@ public struct CoreMLGraphImporter {
   var layerKind = ""
 
   /// Reads the model at `url` (an `.mlmodel`, or an `.mlpackage` holding a neural network) into the IR.
-  public static func importModel(contentsOf url: URL) throws -> CoreMLModel {
-    try importModel(CoreMLSpecReader.read(contentsOf: url), path: url.path)
+  ///
+  /// - Parameter sequenceLengths: the number of time steps to give each classic-mapping input that
+  ///   carries a sequence (Core ML leaves the sequence length to run time).
+  public static func importModel(contentsOf url: URL, sequenceLengths: [String: Int] = [:]) throws -> CoreMLModel {
+    try importModel(CoreMLSpecReader.read(contentsOf: url), path: url.path, sequenceLengths: sequenceLengths)
   }
 
   /// Builds the IR graph of a decoded specification.
-  public static func importModel(_ spec: CoreMLModelSpec, path: String) throws -> CoreMLModel {
-    var importer = CoreMLGraphImporter(spec: spec, path: path)
+  public static func importModel(_ spec: CoreMLModelSpec, path: String, sequenceLengths: [String: Int] = [:]) throws -> CoreMLModel {
+    var importer = CoreMLGraphImporter(spec: spec, path: path, sequenceLengths: sequenceLengths)
     return try importer.run()
   }
 
-  init(spec: CoreMLModelSpec, path: String) {
+  init(spec: CoreMLModelSpec, path: String, sequenceLengths: [String: Int] = [:]) {
     self.spec = spec
     self.path = path
+    self.sequenceLengths = sequenceLengths
   }
 
   // MARK: Inputs and outputs
@@ -45,7 +51,8 @@ public struct CoreMLGraphImporter {
       layerKind = layer.kind
       do {
         let outputs = try importLayer(layer)
-        guard outputs.count == layer.outputs.count else { throw unsupported("\(layer.outputs.count) outputs") }
+        // Recurrent layers also output their final states; only the first output is read into the IR.
+        guard outputs.count <= layer.outputs.count else { throw unsupported("\(layer.outputs.count) outputs") }
         for (name, value) in zip(layer.outputs, outputs) { blobs[name] = value }
       } catch let error as GraphError {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' (\(layer.kind)): \(error)")
@@ -83,10 +90,10 @@ public struct CoreMLGraphImporter {
     case .multiArray(let declared, _):
       var shape = declared
       if !spec.exactArrayMapping {
-        // Rank-5 mapping: (C) becomes [C, 1, 1]; (C, H, W) stays.
+        // Rank-5 mapping: (C) becomes [Seq, C, 1, 1], Seq being the sequence length; (C, H, W) [1, C, H, W].
         switch declared.count {
-        case 1: shape = [declared[0], 1, 1]
-        case 3: break
+        case 1: shape = [sequenceLengths[feature.name] ?? 1, declared[0], 1, 1]
+        case 3: shape = [1] + declared
         default:
           throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has shape \(declared); rank-5 mapping takes rank 1 or 3")
         }
@@ -103,7 +110,7 @@ public struct CoreMLGraphImporter {
       guard colorSpace != "INVALID", colorSpace != "GRAYSCALE_FLOAT16", width > 0, height > 0 else {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "image input '\(feature.name)' has color space \(colorSpace), \(width)x\(height)")
       }
-      let leading: [Int] = spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : []
+      let leading: [Int] = spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : [1]
       let shape = leading + [channels, height, width]
       _ = try elementCount(shape, "image input '\(feature.name)' size")
       let pixels = try builder.addInput(name: feature.name, type: TensorType(shape))

@@ -200,9 +200,11 @@ extension CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT:
       result.integers = ["sequenceConcat": [Int(l.concat.pointee.sequenceconcat)]]
     default:
-      try decodeNDLayer(l, into: &result) { name, params, count in
+      let decode: WeightDecoder = { name, params, count in
         try decodeWeights(params, count: count) { CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \($0)") }
       }
+      try decodeNDLayer(l, into: &result, decode: decode)
+      try decodeRecurrentLayer(l, into: &result, decode: decode)
     }
     return result
   }

@@ -28,18 +28,24 @@ struct CoreMLLayerEmitter {
 
   /// Appends a layer and returns it so the caller can set its parameters.
   @discardableResult
-  private mutating func layer(_ name: String, inputs: [String], output: String) -> UnsafeMutablePointer<NNLayer> {
+  mutating func layer(_ name: String, inputs: [String], output: String) -> UnsafeMutablePointer<NNLayer> {
+    layer(name, inputs: inputs, outputs: [output])
+  }
+
+  /// Appends a layer with several output blobs (recurrent layers also output their final states).
+  @discardableResult
+  mutating func layer(_ name: String, inputs: [String], outputs: [String]) -> UnsafeMutablePointer<NNLayer> {
     let layer = arena.message(core_ml__specification__neural_network_layer__init)
     layer.pointee.name = arena.string(name)
     layer.pointee.n_input = inputs.count
     layer.pointee.input = arena.pointerArray(inputs.map(arena.string))
-    layer.pointee.n_output = 1
-    layer.pointee.output = arena.pointerArray([arena.string(output)])
+    layer.pointee.n_output = outputs.count
+    layer.pointee.output = arena.pointerArray(outputs.map(arena.string))
     layers.append(layer)
     return layer
   }
 
-  private func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
+  func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
     let params = arena.message(core_ml__specification__weight_params__init)
     switch precision {
     case .float32:
@@ -59,7 +65,7 @@ struct CoreMLLayerEmitter {
     return params
   }
 
-  private func uint64s(_ values: [Int]) -> UnsafeMutablePointer<UInt64>? { arena.array(values.map { UInt64($0) }) }
+  func uint64s(_ values: [Int]) -> UnsafeMutablePointer<UInt64>? { arena.array(values.map { UInt64($0) }) }
 
   private func border(_ amounts: [(Int, Int)]) -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts> {
     let border = arena.message(core_ml__specification__border_amounts__init)
@@ -88,8 +94,9 @@ struct CoreMLLayerEmitter {
       try emitConvolution(conv, name: node.name, input: inputs[0], output: output)
 
     case .dense(let dense):
-      guard inputShape.count == 1 else {
-        throw unsupported("Dense on a rank-\(inputShape.count + 1) tensor \(inputShape) is not supported yet; add a Flatten before it")
+      // Rank 2 is a [T, C] sequence: Core ML's innerProduct applies to every step.
+      guard inputShape.count <= 2 else {
+        throw unsupported("Dense on a rank-\(inputShape.count + 1) tensor \(inputShape) (rank 2 and 3 only, or an image's channels)")
       }
       let params = arena.message(core_ml__specification__inner_product_layer_params__init)
       params.pointee.inputchannels = UInt64(dense.inputUnits)
@@ -136,13 +143,21 @@ struct CoreMLLayerEmitter {
         kind, kernel: [inputShape[0], inputShape[1]], stride: [1, 1], padding: .valid, global: true,
         name: node.name, input: inputs[0], output: output)
 
+    case .flatten where inputShape.count == 2:
+      // A [T, C] sequence: move time into W first; CHANNEL_LAST then reads W-major, C-minor, as Keras does.
+      emitPermute(Self.sequenceToRow, name: node.name + "__row__", input: inputs[0], output: node.name + "__row___output")
+      emitFlatten(name: node.name, input: node.name + "__row___output", output: output)
+
     case .flatten:
-      // CHANNEL_LAST keeps Keras' H-W-C element order, so the Dense weights after it need no permutation.
-      let params = arena.message(core_ml__specification__flatten_layer_params__init)
-      params.pointee.mode = CORE_ML__SPECIFICATION__FLATTEN_LAYER_PARAMS__FLATTEN_ORDER__CHANNEL_LAST
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN
-      layer.pointee.flatten = params
+      emitFlatten(name: node.name, input: inputs[0], output: output)
+
+    case .reshape(let target) where Self.isRowSequenceSwap(inputShape, target):
+      // [T, C] <-> [1, T, C]: Core ML's [Seq=T, C, 1, 1] and [1, C, 1, W=T] differ by a permutation.
+      emitPermute(Self.sequenceToRow, name: node.name, input: inputs[0], output: output)
+
+    case .reshape(let target) where inputShape.count == 4 && target.count == 2 && target[0] == inputShape[0]:
+      // [T, H, W, C] -> [T, H*W*C]: flatten each time step.
+      emitFlatten(name: node.name, input: inputs[0], output: output)
 
     case .reshape(let target):
       let params = arena.message(core_ml__specification__reshape_layer_params__init)
@@ -195,9 +210,24 @@ struct CoreMLLayerEmitter {
     case .concatenate(let axis):
       try emitConcatenate(axis: axis, rank: inputShape.count, name: node.name, inputs: inputs, output: output)
 
+    case .recurrent(let recurrent):
+      try emitRecurrent(recurrent, name: node.name, input: inputs[0], output: output, inputShape: inputShape)
+
+    case .embedding(let table):
+      try emitEmbedding(table, name: node.name, input: inputs[0], output: output)
+
     case .constant, .reduce, .constantPad, .slice:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
     }
+  }
+
+  /// CHANNEL_LAST flattening keeps Keras' H-W-C element order, so a Dense after it needs no permutation.
+  private mutating func emitFlatten(name: String, input: String, output: String) {
+    let params = arena.message(core_ml__specification__flatten_layer_params__init)
+    params.pointee.mode = CORE_ML__SPECIFICATION__FLATTEN_LAYER_PARAMS__FLATTEN_ORDER__CHANNEL_LAST
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN
+    layer.pointee.flatten = params
   }
 
   private mutating func emitConvolution(_ conv: Convolution2D, name: String, input: String, output: String) throws {
@@ -260,7 +290,7 @@ struct CoreMLLayerEmitter {
     layer.pointee.pooling = params
   }
 
-  private mutating func emitPermute(_ axes: [Int], name: String, input: String, output: String) {
+  mutating func emitPermute(_ axes: [Int], name: String, input: String, output: String) {
     let params = arena.message(core_ml__specification__permute_layer_params__init)
     params.pointee.n_axis = 4
     params.pointee.axis = uint64s(axes)
@@ -303,10 +333,16 @@ struct CoreMLLayerEmitter {
   }
 
   private mutating func emitConcatenate(axis: Int, rank: Int, name: String, inputs: [String], output: String) throws {
-    func concat(_ inputs: [String], output: String, name: String) {
+    func concat(_ inputs: [String], output: String, name: String, sequence: Bool = false) {
       let layer = layer(name, inputs: inputs, output: output)
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
       layer.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
+      layer.pointee.concat.pointee.sequenceconcat = sequence ? 1 : 0
+    }
+    if rank == 2 && axis == 0 {
+      // Time axis of [T, C] sequences: Core ML's sequence axis.
+      concat(inputs, output: output, name: name, sequence: true)
+      return
     }
     if axis == rank - 1 {
       concat(inputs, output: output, name: name)

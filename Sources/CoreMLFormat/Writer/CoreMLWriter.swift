@@ -33,7 +33,15 @@ public enum CoreMLWriter {
     for node in graph.nodes { try emitter.emit(node) }
 
     let description = arena.message(core_ml__specification__model_description__init)
-    let inputs = try graph.inputs.map { try inputFeature(graph[$0], image: options.imageInputs[graph[$0].name], arena: arena) }
+    let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
+      // Token ids for an Embedding are one value per time step: Core ML's sequence axis, shape [1].
+      let tokens = graph.nodes.contains { node in
+        guard case .embedding = node.operation else { return false }
+        return node.inputs == [id]
+      }
+      if tokens && graph[id].type.shape.count == 1 { return arrayFeature(graph[id].name, shape: [1], arena: arena) }
+      return try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena)
+    }
     description.pointee.n_input = inputs.count
     description.pointee.input = arena.pointerArray(inputs)
     var outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
@@ -116,9 +124,14 @@ public enum CoreMLWriter {
 
   private static func arrayFeature(_ value: Value, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     guard let shape = CoreMLLayerEmitter.coreMLShape(value.type.shape) else {
-      throw CoreMLWriterError.unsupportedOperation(layer: value.name, detail: "a model input or output of rank \(value.type.shape.count + 1); classic Core ML takes (D,) and (H, W, C)")
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: value.name, detail: "a model input or output of rank \(value.type.shape.count + 1); classic Core ML takes (D,), (T, D) and (H, W, C)")
     }
-    return feature(value.name, arena: arena) { type in
+    return arrayFeature(value.name, shape: shape, arena: arena)
+  }
+
+  private static func arrayFeature(_ name: String, shape: [Int], arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    feature(name, arena: arena) { type in
       let array = arena.message(core_ml__specification__array_feature_type__init)
       array.pointee.n_shape = shape.count
       array.pointee.shape = arena.array(shape.map { Int64($0) })

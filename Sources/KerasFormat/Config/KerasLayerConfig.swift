@@ -24,6 +24,20 @@ public struct KerasLayerConfig: Sendable {
     }
   }
 
+  /// A layer with this class, name and config and no calls (for layers wrapped in another).
+  init(className: String, name: String, config: JSONValue) {
+    self.className = className
+    self.name = name
+    self.config = config
+    self.inboundNodes = []
+  }
+
+  /// A wrapped layer's `{class_name, config}` object, named after its own config.
+  init?(wrapped json: JSONValue) {
+    guard let className = json["class_name"]?.string, let config = json["config"] else { return nil }
+    self.init(className: className, name: config["name"]?.string ?? className, config: config)
+  }
+
   /// Whether this entry is itself a model (nested Sequential or Functional).
   public var isModel: Bool { KerasModelConfig.modelClassNames.contains(className) }
 }

@@ -70,12 +70,17 @@ extension KerasGraphImporter {
     case "Dense":
       let input = try single()
       let units = try reader.int("units")
-      guard shape(input).count == 1 else {
-        throw reader.fail("Dense on a rank-\(shape(input).count + 1) input \(shape(input)) is not supported yet; add a Flatten before it")
-      }
-      let kernel = try weight(["kernel"], [shape(input)[0], units])
+      let inputShape = shape(input)
+      let kernel = try weight(["kernel"], [inputShape.last ?? 0, units])
       let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [units]) : nil
-      let output = try add(.dense(Dense(kernel: kernel, bias: bias)), [input])
+      // Dense acts on the last axis; on an [H, W, C] image that is a 1x1 convolution, which Core ML has.
+      let operation: Operation =
+        inputShape.count == 3
+        ? .convolution2D(Convolution2D(
+          kernel: Constant(shape: [1, 1] + kernel.shape, values: kernel.values), bias: bias, strides: [1, 1], dilations: [1, 1],
+          padding: .valid, groups: 1))
+        : .dense(Dense(kernel: kernel, bias: bias))
+      let output = try add(operation, [input])
       return try applyActivation(reader.activationName(), to: output, reader: reader)
 
     case "BatchNormalization":
@@ -181,6 +186,7 @@ extension KerasGraphImporter {
       return try add(.concatenate(axis: try normalizedAxis(reader.int("axis", default: -1), rank: rank, reader)), inputs)
 
     default:
+      if let output = try convertSequenceLayer(layer, inputs: inputs, weightGroup: weightGroup) { return output }
       throw KerasReaderError.unsupportedLayers(path: model.path, layers: [.init(name: layer.name, className: className)])
     }
   }

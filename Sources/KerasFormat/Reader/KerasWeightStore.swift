@@ -26,12 +26,6 @@ struct KerasWeightStore {
     return last.split(separator: ":").first.map(String.init) ?? last
   }
 
-  /// The layer a stored name belongs to: `conv2d/kernel:0` → `conv2d`.
-  private static func owner(of weightName: String) -> String? {
-    let components = weightName.split(separator: "/")
-    return components.count >= 2 ? String(components[components.count - 2]) : nil
-  }
-
   /// Reads one weight of a layer.
   ///
   /// - Parameters:
@@ -39,10 +33,20 @@ struct KerasWeightStore {
   ///   - layer: the layer's own name.
   ///   - topLevel: the top-level layer (group) holding it: itself, or the outermost nested model.
   ///   - expectedShape: the shape the config implies, checked when given.
-  func weight(_ kinds: [String], layer: String, topLevel: String, expectedShape: [Int]?) throws -> Constant {
+  ///   - direction: for the halves of a Bidirectional wrapper, `forward` or `backward`: only names with a
+  ///     path component starting with `forward_` / `backward_` match.
+  func weight(_ kinds: [String], layer: String, topLevel: String, expectedShape: [Int]?, direction: String? = nil) throws -> Constant {
     let names = weightNames[topLevel] ?? []
     let nested = topLevel != layer
-    let candidates = names.filter { kinds.contains(Self.kind(of: $0)) && (!nested || Self.owner(of: $0) == layer) }
+    func inDirection(_ name: String) -> Bool {
+      guard let direction else { return true }
+      return name.split(separator: "/").contains { $0.hasPrefix(direction + "_") }
+    }
+    // Wrapped layers (Bidirectional, TimeDistributed) store weights one level deeper, under the inner layer.
+    func owned(_ name: String) -> Bool {
+      !nested || name.split(separator: "/").dropLast().contains { $0 == layer }
+    }
+    let candidates = names.filter { kinds.contains(Self.kind(of: $0)) && owned($0) && inDirection($0) }
     // Several matches happen only in a nested group holding same-named inner layers; keep the first per kind order.
     guard let name = kinds.lazy.compactMap({ kind in candidates.first { Self.kind(of: $0) == kind } }).first,
       let group = root.group(topLevel), group.hasDataset(name)

@@ -14,7 +14,14 @@ public enum ParityVerifier {
   public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws -> ParityReport {
     let keras = try KerasModelFile(path: source.path)
     let sourceGraph = try KerasConverter.importGraph(keras, options: ConversionOptions(inputShapes: options.inputShapes))
-    let convertedModel = try CoreMLGraphImporter.importModel(contentsOf: converted)
+    let spec = try CoreMLSpecReader.read(contentsOf: converted)
+    // Core ML leaves sequence lengths to run time; the Keras model fixes them.
+    var lengths: [String: Int] = [:]
+    for (feature, id) in zip(spec.inputs, sourceGraph.inputs) {
+      let shape = sourceGraph[id].type.shape
+      if shape.count == 2 || (shape.count == 1 && Comparison.vocabulary(of: id, in: sourceGraph) != nil) { lengths[feature.name] = shape[0] }
+    }
+    let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
     return try verify(source: sourceGraph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
   }
 
@@ -55,6 +62,16 @@ struct Comparison {
     var sourceShape: [Int]
     var input: CoreMLInput
     var layout: TensorLayout
+    /// For token-id inputs of an Embedding: the vocabulary size, ids are drawn below it.
+    var vocabulary: Int?
+  }
+
+  /// The vocabulary of the Embedding that reads graph input `id`, if one does.
+  static func vocabulary(of id: ValueID, in graph: Graph) -> Int? {
+    for node in graph.nodes where node.inputs == [id] {
+      if case .embedding(let table) = node.operation { return table.shape[0] }
+    }
+    return nil
   }
 
   struct Statistics {
@@ -98,7 +115,7 @@ struct Comparison {
       guard let layout = TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil) else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
-      return InputPlan(sourceShape: sourceShape, input: input, layout: layout)
+      return InputPlan(sourceShape: sourceShape, input: input, layout: layout, vocabulary: Self.vocabulary(of: id, in: source))
     }
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
       let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
@@ -112,7 +129,7 @@ struct Comparison {
   }
 
   /// Image inputs get pixels 0-255 (the source sees them after the converted model's own preprocessing);
-  /// other inputs get values uniform in [-1, 1].
+  /// Embedding inputs get token ids below the vocabulary size; other inputs get values uniform in [-1, 1].
   func randomInputs(_ generator: inout SplitMix64) -> ([Tensor], [Tensor]) {
     var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
     for plan in plans {
@@ -121,6 +138,10 @@ struct Comparison {
         let pixels = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % 256) })
         sourceInputs.append(preprocessed(pixels, image))
         convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
+      } else if let vocabulary = plan.vocabulary {
+        let tokens = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % UInt64(vocabulary)) })
+        sourceInputs.append(tokens)
+        convertedInputs.append(plan.layout.toCoreML(tokens, shape: plan.input.shape))
       } else {
         let values = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in generator.nextUnit() * 2 - 1 })
         sourceInputs.append(values)

@@ -1,0 +1,165 @@
+import ModelIR
+
+extension KerasGraphImporter {
+  /// Converts the sequence and 1-D layers (and wrappers); nil when `layer` is none of them.
+  ///
+  /// 1-D layers run as their 2-D counterparts on a `[1, T, C]` view of the `[T, C]` sequence.
+  mutating func convertSequenceLayer(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String, direction: String? = nil) throws -> ValueID? {
+    let reader = LayerConfigReader(layer: layer)
+    let className = layer.className
+    func single() throws -> ValueID {
+      guard inputs.count == 1 else { throw reader.fail("expects one input, got \(inputs.count)") }
+      return inputs[0]
+    }
+    func weight(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
+      try model.weights.weight(kinds, layer: layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
+    }
+    func add(_ operation: Operation, _ nodeInputs: [ValueID], suffix: String = "") throws -> ValueID {
+      try graphCall { try $0.add(operation, name: layer.name + suffix, inputs: nodeInputs) }
+    }
+    func shape(_ id: ValueID) -> [Int] { builder.type(of: id).shape }
+    func sequence(_ input: ValueID) throws -> (steps: Int, channels: Int) {
+      let s = shape(input)
+      guard s.count == 2 else { throw reader.fail("expects a [steps, channels] sequence, got \(s)") }
+      return (s[0], s[1])
+    }
+    /// Runs a 2-D operation on the `[1, T, C]` view of a sequence and returns the `[T', C']` result.
+    func asRow(_ input: ValueID, _ operation: Operation) throws -> ValueID {
+      let (steps, channels) = try sequence(input)
+      let row = try add(.reshape(targetShape: [1, steps, channels]), [input], suffix: "__row")
+      let result = try add(operation, [row])
+      let s = shape(result)
+      return s.count == 3 ? try add(.reshape(targetShape: [s[1], s[2]]), [result], suffix: "__sequence") : result
+    }
+    /// A 1-D size given as an integer or a one-element list.
+    func length(_ key: String, default fallback: Int? = nil) throws -> Int { try reader.int(key, default: fallback) }
+
+    switch className {
+    case "Embedding":
+      let input = try single()
+      let table = try weight(["embeddings"], [try reader.int("input_dim"), try reader.int("output_dim")])
+      return try add(.embedding(table: table), [input])
+
+    case "SimpleRNN", "LSTM", "GRU":
+      return try add(.recurrent(try recurrent(layer, input: try single(), weightGroup: weightGroup)), [try single()])
+
+    case "Bidirectional":
+      guard let inner = reader.value("layer").flatMap(KerasLayerConfig.init(wrapped:)) else { throw reader.fail("no wrapped layer") }
+      guard ["SimpleRNN", "LSTM", "GRU"].contains(inner.className) else { throw reader.fail("wraps \(inner.className); only SimpleRNN, LSTM and GRU") }
+      let mergeName = try reader.string("merge_mode", default: "concat")
+      guard let merge = Recurrent.Merge(rawValue: mergeName) else { throw reader.fail("merge_mode '\(mergeName)' is not supported") }
+      let input = try single()
+      var forward = try recurrent(inner, input: input, weightGroup: weightGroup, owner: layer.name, direction: "forward")
+      let backward = try recurrent(inner, input: input, weightGroup: weightGroup, owner: layer.name, direction: "backward")
+      guard !forward.goBackwards else { throw reader.fail("a wrapped layer with go_backwards is not supported") }
+      forward.backward = backward.forward
+      forward.merge = merge
+      return try add(.recurrent(forward), [input])
+
+    case "TimeDistributed":
+      guard let inner = reader.value("layer").flatMap(KerasLayerConfig.init(wrapped:)) else { throw reader.fail("no wrapped layer") }
+      let input = try single()
+      switch inner.className {
+      case "Dense", "Activation", "Dropout", "ReLU", "LeakyReLU", "ELU", "Softmax":
+        // These act on the last axis only, so the time axis passes through.
+        let renamed = KerasLayerConfig(className: inner.className, name: layer.name, config: inner.config)
+        return try convert(renamed, inputs: [input], weightGroup: weightGroup)
+      case "Flatten":
+        let s = shape(input)
+        return try add(.reshape(targetShape: [s[0], s.dropFirst().reduce(1, *)]), [input])
+      default:
+        throw reader.fail("TimeDistributed(\(inner.className)) is not supported yet (Dense, activations and Flatten are)")
+      }
+
+    case "Conv1D", "Convolution1D":
+      try reader.requireChannelsLast()
+      let input = try single()
+      let (_, channels) = try sequence(input)
+      let filters = try reader.int("filters"), size = try length("kernel_size")
+      let dilation = try length("dilation_rate", default: 1), stride = try length("strides", default: 1)
+      guard try reader.int("groups", default: 1) == 1 else { throw reader.fail("grouped Conv1D is not supported") }
+      let kernel = try weight(["kernel"], [size, channels, filters])
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
+      let paddingName = try reader.string("padding", default: "valid").lowercased()
+      var source = input
+      if paddingName == "causal" {
+        // Causal: pad the start with (size - 1) * dilation steps, then a valid convolution.
+        source = try asRow(input, .zeroPadding2D(Box2D(top: 0, bottom: 0, left: (size - 1) * dilation, right: 0)))
+      } else if Padding(rawValue: paddingName) == nil {
+        throw reader.fail("padding '\(paddingName)' is not supported (same, valid or causal)")
+      }
+      let conv = Convolution2D(
+        kernel: Constant(shape: [1, size, channels, filters], values: kernel.values), bias: bias, strides: [1, stride],
+        dilations: [1, dilation], padding: paddingName == "same" ? .same : .valid, groups: 1)
+      return try applyActivation(reader.activationName(), to: try asRow(source, .convolution2D(conv)), reader: reader)
+
+    case "MaxPooling1D", "MaxPool1D", "AveragePooling1D", "AvgPool1D":
+      try reader.requireChannelsLast()
+      let size = try length("pool_size", default: 2)
+      let stride = try reader.value("strides") == nil ? size : length("strides")
+      let pooling = Pooling2D(kind: className.hasPrefix("Max") ? .max : .average, pool: [1, size], strides: [1, stride], padding: try reader.padding())
+      return try asRow(try single(), .pooling2D(pooling))
+
+    case "GlobalAveragePooling1D", "GlobalAvgPool1D", "GlobalMaxPooling1D", "GlobalMaxPool1D":
+      try reader.requireChannelsLast()
+      let kind: PoolingKind = className.hasPrefix("GlobalMax") ? .max : .average
+      let keepDims = reader.bool("keepdims", default: false)
+      let pooled = try asRow(try single(), .globalPooling2D(kind: kind, keepDims: false))
+      return keepDims ? try add(.reshape(targetShape: [1, shape(pooled)[0]]), [pooled], suffix: "__keepdims") : pooled
+
+    case "ZeroPadding1D", "Cropping1D":
+      let key = className == "ZeroPadding1D" ? "padding" : "cropping"
+      let amounts: [Int]
+      if let both = reader.value(key)?.int { amounts = [both, both] } else { amounts = try reader.ints(key) }
+      guard amounts.count == 2 else { throw reader.fail("'\(key)' must be one or two integers") }
+      let box = Box2D(top: 0, bottom: 0, left: amounts[0], right: amounts[1])
+      return try asRow(try single(), className == "ZeroPadding1D" ? .zeroPadding2D(box) : .cropping2D(box))
+
+    case "UpSampling1D":
+      return try asRow(try single(), .upsampling2D(height: 1, width: try length("size", default: 2), bilinear: false))
+
+    case "RepeatVector":
+      let input = try single()
+      let s = shape(input)
+      guard s.count == 1 else { throw reader.fail("expects a vector, got \(s)") }
+      let row = try add(.reshape(targetShape: [1, s[0]]), [input], suffix: "__row")
+      return try add(.concatenate(axis: 0), [ValueID](repeating: row, count: try reader.int("n")))
+
+    default:
+      return nil
+    }
+  }
+
+  /// The IR form of a SimpleRNN, LSTM or GRU config; `owner` and `direction` locate a Bidirectional half's weights.
+  func recurrent(_ layer: KerasLayerConfig, input: ValueID, weightGroup: String, owner: String? = nil, direction: String? = nil) throws -> Recurrent {
+    let reader = LayerConfigReader(layer: layer)
+    let s = builder.type(of: input).shape
+    guard s.count == 2 else { throw reader.fail("expects a [steps, channels] sequence, got \(s)") }
+    guard !reader.bool("return_state", default: false) else { throw reader.fail("return_state is not supported") }
+    let units = try reader.int("units")
+    let cell: Recurrent.Cell
+    switch layer.className {
+    case "SimpleRNN": cell = .simple
+    case "LSTM": cell = .lstm
+    // Keras 2.0-2.2 had no reset_after and used the older formula.
+    default: cell = .gru(resetAfter: reader.bool("reset_after", default: false))
+    }
+    let width = cell.gates * units
+    func weight(_ kind: String, _ shape: [Int]) throws -> Constant {
+      try model.weights.weight([kind], layer: owner ?? layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
+    }
+    var bias: Constant?
+    if reader.bool("use_bias", default: true) {
+      let stored = try weight("bias", cell == .gru(resetAfter: true) ? [2, width] : [width])
+      bias = Constant(shape: [stored.count], values: stored.values)
+    }
+    let gateName = layer.className == "SimpleRNN" ? "sigmoid" : reader.activationName("recurrent_activation")
+    guard let outputActivation = activation(named: reader.activationName()), let gateActivation = activation(named: gateName) else {
+      throw reader.fail("activation '\(reader.activationName())' or '\(gateName)' is not supported")
+    }
+    return Recurrent(
+      cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation,
+      forward: .init(kernel: try weight("kernel", [s[1], width]), recurrentKernel: try weight("recurrent_kernel", [units, width]), bias: bias),
+      returnSequences: reader.bool("return_sequences", default: false), goBackwards: reader.bool("go_backwards", default: false))
+  }
+}
