@@ -148,6 +148,20 @@ extension CoreMLGraphImporter {
       }
       return [try add(.concatenate(axis: max(rank - 3, 0)), operands)]
 
+    case "split":
+      // Equal parts along C (the classic channel axis).
+      let parts = try sizes([int("nOutputs")], "nOutputs")[0]
+      let s = shape(x)
+      let axis = max(rank - 3, 0)
+      guard s[axis] % parts == 0 else { throw unsupported("\(s[axis]) channels in \(parts) parts") }
+      let size = s[axis] / parts
+      return try (0..<parts).map { part in
+        var begin = [Int](repeating: 0, count: rank), end = s
+        begin[axis] = part * size
+        end[axis] = (part + 1) * size
+        return try add(.slice(StridedSlice(begin: begin, end: end, strides: [Int](repeating: 1, count: rank))), [x], suffix: "__part\(part)")
+      }
+
     case "sequenceRepeat":
       guard rank == 4, !spec.exactArrayMapping else { throw unsupported("sequence repeat of a rank-\(rank) blob") }
       let count = try sizes([int("nRepetitions", 1)], "nRepetitions")[0]

@@ -84,9 +84,8 @@ extension CoreMLLayerEmitter {
       settings.pointee.cellclipthreshold = 50000
       let activations = try [r.recurrentActivation, r.activation, r.activation].map { try activationParams($0, layer: name) }
       if let backward = r.backward {
-        guard r.merge == .concat else {
-          throw unsupported("Bidirectional merge_mode '\(r.merge.rawValue)' (Core ML's bidirectional LSTM concatenates)")
-        }
+        // Core ML's bidirectional LSTM concatenates; other merges split the halves and combine them.
+        let merged = r.merge == .concat ? output : name + "__both___output"
         let params = arena.message(core_ml__specification__bi_directional_lstmlayer_params__init)
         params.pointee.inputvectorsize = UInt64(inputs)
         params.pointee.outputvectorsize = UInt64(units)
@@ -97,9 +96,10 @@ extension CoreMLLayerEmitter {
         params.pointee.params = settings
         params.pointee.n_weightparams = 2
         params.pointee.weightparams = arena.pointerArray([try lstmWeights(r.forward), try lstmWeights(backward)])
-        let layer = layer(name, inputs: [input], outputs: [output] + stateOutputs + [name + "__h_out_backward", name + "__c_out_backward"])
+        let layer = layer(name, inputs: [input], outputs: [merged] + stateOutputs + [name + "__h_out_backward", name + "__c_out_backward"])
         layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM
         layer.pointee.bidirectionallstm = params
+        if r.merge != .concat { try emitMerge(r.merge, name: name, input: merged, output: output) }
         return
       }
       let params = arena.message(core_ml__specification__uni_directional_lstmlayer_params__init)
@@ -162,6 +162,29 @@ extension CoreMLLayerEmitter {
       let layer = layer(name, inputs: [input], outputs: [output, stateOutputs[0]])
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT
       layer.pointee.simplerecurrent = params
+    }
+  }
+
+  /// Splits a bidirectional output's two halves along C and combines them with `sum`, `mul` or `ave`.
+  private mutating func emitMerge(_ merge: Recurrent.Merge, name: String, input: String, output: String) throws {
+    let halves = [name + "__forward___output", name + "__backward___output"]
+    let split = arena.message(core_ml__specification__split_layer_params__init)
+    split.pointee.noutputs = 2
+    let splitLayer = layer(name + "__split__", inputs: [input], outputs: halves)
+    splitLayer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT
+    splitLayer.pointee.split = split
+    let combine = layer(name + "__merge__", inputs: halves, output: output)
+    switch merge {
+    case .sum:
+      combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
+      combine.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
+    case .mul:
+      combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
+      combine.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
+    case .ave:
+      combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
+      combine.pointee.average = arena.message(core_ml__specification__average_layer_params__init)
+    case .concat: break
     }
   }
 

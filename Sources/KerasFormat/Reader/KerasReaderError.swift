@@ -32,6 +32,13 @@ public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
       self.className = className
     }
     public var description: String { "\(name) (\(className))" }
+
+    /// Why some layers can never convert, and what to do instead.
+    static let explanations: [String: String] = [
+      "Lambda": "Lambda layers hold Python code, which is not in the .h5 file; rebuild the model without it or with a layer Keras can serialize",
+      "Resizing": "Resizing belongs before the model: resize images to the input size before prediction (for example with Vision's VNCoreMLRequest imageCropAndScaleOption), then convert the model without the Resizing layer",
+      "CenterCrop": "CenterCrop belongs before the model: crop images before prediction (Vision's imageCropAndScaleOption = .centerCrop), then convert the model without the CenterCrop layer",
+    ]
   }
 
   public var description: String {
@@ -44,8 +51,9 @@ public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
         : "\(path): an HDF5 file without a Keras 'model_config' attribute"
     case .invalidConfig(let path, let detail): return "\(path): invalid Keras model config: \(detail)"
     case .unsupportedLayers(let path, let layers):
+      let notes = Set(layers.map(\.className)).sorted().compactMap { UnsupportedLayer.explanations[$0] }
       return "\(path): \(layers.count) unsupported layer\(layers.count == 1 ? "" : "s"): "
-        + layers.map(\.description).joined(separator: ", ")
+        + layers.map(\.description).joined(separator: ", ") + notes.map { "\n  " + $0 }.joined()
     case .invalidLayer(let layer, let className, let detail): return "layer '\(layer)' (\(className)): \(detail)"
     case .missingWeight(let path, let layer, let weight): return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
     case .weightShapeMismatch(let path, let layer, let weight, let expected, let actual):
