@@ -41,4 +41,18 @@ public struct Graph: Sendable, Equatable {
     }
     return Graph(values: values, nodes: kept.reversed(), inputs: inputs, outputs: outputs)
   }
+
+  /// The graph without node `index`, its readers reading its single input instead.
+  ///
+  /// The node's output must not be a graph output.
+  public func bypassing(nodeAt index: Int) -> Graph {
+    let node = nodes[index]
+    precondition(node.inputs.count == 1 && !outputs.contains(node.output), "only a single-input inner node can be bypassed")
+    var copy = self
+    copy.nodes.remove(at: index)
+    for i in copy.nodes.indices {
+      copy.nodes[i].inputs = copy.nodes[i].inputs.map { $0 == node.output ? node.inputs[0] : $0 }
+    }
+    return copy
+  }
 }

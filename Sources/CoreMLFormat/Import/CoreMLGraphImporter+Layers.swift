@@ -53,7 +53,9 @@ extension CoreMLGraphImporter {
       let norm = BatchNormalization(
         gamma: Constant(shape: [c], values: try weights(layer, "gamma", count: c)), beta: Constant(shape: [c], values: try weights(layer, "beta", count: c)),
         mean: Constant(shape: [c], values: try weights(layer, "mean", count: c)),
-        variance: Constant(shape: [c], values: try weights(layer, "variance", count: c)), epsilon: float("epsilon"))
+        variance: Constant(shape: [c], values: try weights(layer, "variance", count: c)),
+        // Core ML reads an epsilon of 0 as 1e-5.
+        epsilon: float("epsilon") == 0 ? 1e-5 : float("epsilon"))
       return [try spatial(.batchNormalization(norm), x)]
 
     case let kind where kind.hasPrefix("activation."): return [try activation(layer, x)]

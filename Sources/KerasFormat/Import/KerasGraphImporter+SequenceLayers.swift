@@ -118,6 +118,35 @@ extension KerasGraphImporter {
     case "UpSampling1D":
       return try asRow(try single(), .upsampling2D(height: 1, width: try length("size", default: 2), bilinear: false))
 
+    case "Rescaling":
+      let scale = try reader.float("scale"), offset = try reader.float("offset", default: 0)
+      return try add(.activation(.linear(scale: scale, offset: offset)), [try single()])
+
+    case "Normalization":
+      // (x - mean) / sqrt(variance) along the last axis, from the weights (adapted) or the config.
+      let input = try single()
+      let channels = shape(input).last ?? 1
+      if let axis = reader.value("axis")?.array?.compactMap(\.int) ?? reader.value("axis")?.int.map({ [$0] }), axis != [-1], axis != [shape(input).count] {
+        throw reader.fail("normalizing axis \(axis) is not supported; only the last axis is")
+      }
+      guard !reader.bool("invert", default: false) else { throw reader.fail("invert=True is not supported") }
+      func statistic(_ key: String) throws -> [Float] {
+        if let stored = try? weight([key], nil), stored.count == channels || stored.count == 1 { return stored.values }
+        if let number = reader.value(key)?.double { return [Float(number)] }
+        if let list = reader.value(key)?.array?.compactMap(\.double), !list.isEmpty { return list.map(Float.init) }
+        throw reader.fail("no \(key) in its weights or config")
+      }
+      var mean = try statistic("mean"), variance = try statistic("variance")
+      if mean.count == 1 { mean = [Float](repeating: mean[0], count: channels) }
+      if variance.count == 1 { variance = [Float](repeating: variance[0], count: channels) }
+      guard mean.count == channels, variance.count == channels else { throw reader.fail("statistics do not fit \(channels) channels") }
+      // Keras divides by max(sqrt(variance), 1e-7); a variance floor of 1e-14 gives the same. The epsilon
+      // is tiny but not 0, which Core ML would read as 1e-5.
+      let norm = BatchNormalization(
+        gamma: .filled(1, shape: [channels]), beta: .filled(0, shape: [channels]), mean: Constant(shape: [channels], values: mean),
+        variance: Constant(shape: [channels], values: variance.map { max($0, 1e-14) }), epsilon: 1e-20)
+      return try add(.batchNormalization(norm), [input])
+
     case "RepeatVector":
       let input = try single()
       let s = shape(input)

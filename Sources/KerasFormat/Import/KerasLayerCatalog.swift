@@ -19,7 +19,7 @@ enum KerasLayerCatalog {
   static let sequences: Set<String> = [
     "Embedding", "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Conv1D", "Convolution1D",
     "MaxPooling1D", "MaxPool1D", "AveragePooling1D", "AvgPool1D", "GlobalAveragePooling1D", "GlobalAvgPool1D",
-    "GlobalMaxPooling1D", "GlobalMaxPool1D", "ZeroPadding1D", "Cropping1D", "UpSampling1D", "RepeatVector",
+    "GlobalMaxPooling1D", "GlobalMaxPool1D", "ZeroPadding1D", "Cropping1D", "UpSampling1D", "RepeatVector", "Rescaling", "Normalization",
   ]
 
   /// Every class name with a conversion (nested model classes are handled separately).

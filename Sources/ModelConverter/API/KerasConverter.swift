@@ -27,9 +27,19 @@ public enum KerasConverter {
 
   /// Converts an opened Keras model.
   public static func convert(_ keras: KerasModelFile, options: ConversionOptions) throws -> ConvertedModel {
-    let graph = try importGraph(keras, options: options)
+    var graph = try importGraph(keras, options: options)
+    var imageInputs: [String: ImagePreprocessing] = [:]
+    for name in options.imageInputNames {
+      var preprocessing = options.imagePreprocessing
+      // A Rescaling or Normalization right after the image input becomes part of Core ML's scaler.
+      if let id = graph.inputs.first(where: { graph[$0].name == name }), let fold = InputPreprocessingFold.find(input: id, in: graph) {
+        preprocessing = fold.combined(with: preprocessing, channels: graph[id].type.shape.last ?? 1)
+        graph = graph.bypassing(nodeAt: fold.nodeIndex)
+      }
+      imageInputs[name] = preprocessing
+    }
     let writerOptions = CoreMLWriterOptions(
-      imageInputs: Dictionary(uniqueKeysWithValues: options.imageInputNames.map { ($0, options.imagePreprocessing) }),
+      imageInputs: imageInputs,
       classifier: options.classLabels.map {
         ClassifierSettings(labels: $0, predictedFeatureName: options.predictedFeatureName, probabilitiesOutput: options.predictedProbabilitiesOutput)
       },

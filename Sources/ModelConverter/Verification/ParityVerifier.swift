@@ -62,6 +62,9 @@ struct Comparison {
     var sourceShape: [Int]
     var input: CoreMLInput
     var layout: TensorLayout
+    /// For image inputs: what the Keras model expects before its first layer, which is the converted
+    /// model's scaler unless that scaler absorbed a Rescaling or Normalization layer.
+    var sourcePreprocessing: CoreMLInput.ImagePreprocessing?
     /// For token-id inputs of an Embedding: the vocabulary size, ids are drawn below it.
     var vocabulary: Int?
   }
@@ -115,7 +118,14 @@ struct Comparison {
       guard let layout = TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil) else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
-      return InputPlan(sourceShape: sourceShape, input: input, layout: layout, vocabulary: Self.vocabulary(of: id, in: source))
+      var sourcePreprocessing = input.image
+      if let image = input.image, let fold = InputPreprocessingFold.find(input: id, in: source) {
+        let undone = fold.undone(scale: image.scale, biases: image.biases)
+        sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: undone.scale, biases: undone.biases)
+      }
+      return InputPlan(
+        sourceShape: sourceShape, input: input, layout: layout, sourcePreprocessing: sourcePreprocessing,
+        vocabulary: Self.vocabulary(of: id, in: source))
     }
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
       let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
@@ -134,7 +144,7 @@ struct Comparison {
     var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
     for plan in plans {
       let count = plan.sourceShape.reduce(1, *)
-      if let image = plan.input.image {
+      if let image = plan.sourcePreprocessing {
         let pixels = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % 256) })
         sourceInputs.append(preprocessed(pixels, image))
         convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
@@ -167,8 +177,9 @@ struct Comparison {
         pixels = saved
         if image.colorSpace == "BGR" { pixels = reversedChannels(pixels) }
       } else {
-        let c = image.biases.count
-        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 - image.biases[$0 % c]) / image.scale })
+        let expected = plan.sourcePreprocessing ?? image
+        let c = expected.biases.count
+        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 - expected.biases[$0 % c]) / expected.scale })
       }
       convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
     }
