@@ -170,6 +170,10 @@ extension Operation {
       try requireArity(1)
       guard table.shape.count == 2 else { throw fail("embedding table \(table.shape) is not [vocabulary, D]") }
       return inputShapes[0] + [table.shape[1]]
+
+    case .custom(let layer):
+      guard !inputShapes.isEmpty else { throw GraphError.arity(node: node, expected: "1 or more", actual: 0) }
+      return layer.outputShape
     }
   }
 }

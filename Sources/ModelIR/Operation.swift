@@ -31,6 +31,8 @@ public enum Operation: Sendable, Equatable {
   case recurrent(Recurrent)
   /// Row lookup: `[T]` indices into a `[vocabulary, D]` table give `[T, D]`.
   case embedding(table: Constant)
+  /// Runs code the app provides; the reference runtime cannot evaluate it.
+  case custom(CustomLayer)
 
   /// A short name for summaries and errors.
   public var kindName: String {
@@ -56,6 +58,7 @@ public enum Operation: Sendable, Equatable {
     case .slice: return "slice"
     case .recurrent: return "recurrent"
     case .embedding: return "embedding"
+    case .custom(let layer): return "custom." + layer.className
     }
   }
 
@@ -68,6 +71,7 @@ public enum Operation: Sendable, Equatable {
     case .activation(.parametricReLU(let alpha)): return [alpha]
     case .constant(let value): return [value]
     case .embedding(let table): return [table]
+    case .custom(let layer): return layer.weights
     case .recurrent(let r):
       return [r.forward, r.backward].compactMap { $0 }.flatMap { [$0.kernel, $0.recurrentKernel] + ($0.bias.map { [$0] } ?? []) }
     default: return []

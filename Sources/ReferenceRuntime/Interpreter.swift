@@ -51,6 +51,14 @@ public struct Interpreter {
     return graph.outputs.map { values[$0]! }
   }
 
+  /// The operations this interpreter cannot evaluate (custom layers, whose code is the app's).
+  public static func unsupportedOperations(in graph: Graph) -> [String] {
+    graph.nodes.compactMap { node in
+      if case .custom(let layer) = node.operation { return "\(node.name) (custom layer \(layer.className))" }
+      return nil
+    }
+  }
+
   /// Runs the graph on every batch item in turn; `batch[i]` holds item `i`'s inputs.
   public func run(batch: [[Tensor]]) -> [[Tensor]] { batch.map { run($0) } }
 
@@ -109,6 +117,7 @@ public struct Interpreter {
     case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
     case .constant(let value): return value.values
     case .recurrent(let layer): return RecurrentKernel.run(x, layer)
+    case .custom(let layer): preconditionFailure("custom layer \(layer.className) cannot run; check Interpreter.unsupportedOperations first")
     case .embedding(let table):
       let (rows, width) = (table.shape[0], table.shape[1])
       // Indices arrive as floats; out-of-range ones clamp to the table, as a lookup must return a row.

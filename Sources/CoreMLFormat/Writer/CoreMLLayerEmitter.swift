@@ -26,6 +26,11 @@ struct CoreMLLayerEmitter {
 
   // MARK: Layer plumbing
 
+  /// Notes that an emitted layer needs at least this specification version.
+  mutating func raiseSpecificationVersion(to version: Int32) {
+    specificationVersion = max(specificationVersion, version)
+  }
+
   /// Appends a layer and returns it so the caller can set its parameters.
   @discardableResult
   mutating func layer(_ name: String, inputs: [String], output: String) -> UnsafeMutablePointer<NNLayer> {
@@ -215,6 +220,9 @@ struct CoreMLLayerEmitter {
 
     case .embedding(let table):
       try emitEmbedding(table, name: node.name, input: inputs[0], output: output)
+
+    case .custom(let custom):
+      try emitCustom(custom, name: node.name, inputs: inputs, output: output)
 
     case .constant, .reduce, .constantPad, .slice:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")

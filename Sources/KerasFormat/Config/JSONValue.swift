@@ -49,5 +49,6 @@ public indirect enum JSONValue: Equatable, Sendable {
     }
   }
   public var array: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+  public var object: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
   public var isNull: Bool { self == .null }
 }

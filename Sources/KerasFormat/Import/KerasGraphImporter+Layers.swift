@@ -17,7 +17,13 @@ extension KerasGraphImporter {
     }
     func shape(_ id: ValueID) -> [Int] { builder.type(of: id).shape }
 
-    if KerasLayerCatalog.inferenceNoOps.contains(className) { return try single() }
+    if KerasLayerCatalog.inferenceNoOps.contains(className) && customLayers.conversions[className] == nil { return try single() }
+    if let conversion = customLayers.conversions[className] ?? (KerasLayerCatalog.supportedClassNames.contains(className) ? nil : customLayers.handles(className) ? KerasCustomLayers.defaultConversion : nil) {
+      let context = KerasCustomLayerContext(
+        className: className, name: layer.name, config: layer.config,
+        weights: try model.weights.allWeights(layer: layer.name, topLevel: weightGroup), inputShapes: inputs.map(shape))
+      return try add(.custom(try conversion(context)), inputs)
+    }
 
     switch className {
     case "Conv2D", "Convolution2D":

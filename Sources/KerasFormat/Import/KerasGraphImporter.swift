@@ -5,29 +5,32 @@ import ModelIR
 public struct KerasGraphImporter {
   let model: KerasModelFile
   let inputShapes: [String: [Int]]
+  let customLayers: KerasCustomLayers
   var builder = GraphBuilder()
 
   /// Converts a model read from a Keras file.
   ///
   /// - Parameter inputShapes: shapes for inputs with unknown dimensions, keyed by Keras input
   ///   name, in Keras order with the batch dimension (`[1, H, W, C]`).
-  public static func importGraph(_ model: KerasModelFile, inputShapes: [String: [Int]] = [:]) throws -> Graph {
-    try checkSupported(model)
-    var importer = KerasGraphImporter(model: model, inputShapes: inputShapes)
+  /// - Parameter customLayers: conversions for layer classes the importer does not know, or whether to
+  ///   make them Core ML custom layers.
+  public static func importGraph(_ model: KerasModelFile, inputShapes: [String: [Int]] = [:], customLayers: KerasCustomLayers = .init()) throws -> Graph {
+    try checkSupported(model, customLayers: customLayers)
+    var importer = KerasGraphImporter(model: model, inputShapes: inputShapes, customLayers: customLayers)
     return try importer.run()
   }
 
   /// Throws one error listing every layer that has no conversion.
-  static func checkSupported(_ model: KerasModelFile) throws {
+  static func checkSupported(_ model: KerasModelFile, customLayers: KerasCustomLayers = .init()) throws {
     let unsupported = try model.config.allLayers(path: model.path)
-      .filter { !KerasLayerCatalog.supportedClassNames.contains($0.className) }
+      .filter { !KerasLayerCatalog.supportedClassNames.contains($0.className) && !customLayers.handles($0.className) }
       .map { KerasReaderError.UnsupportedLayer(name: $0.name, className: $0.className) }
     if !unsupported.isEmpty { throw KerasReaderError.unsupportedLayers(path: model.path, layers: unsupported) }
   }
 
   /// The name of a Sequential model's input, as the importer assigns it.
   public static func sequentialInputName(_ model: KerasModelFile) throws -> String {
-    try KerasGraphImporter(model: model, inputShapes: [:]).sequentialInput(model.config).0
+    try KerasGraphImporter(model: model, inputShapes: [:], customLayers: .init()).sequentialInput(model.config).0
   }
 
   private mutating func run() throws -> Graph {

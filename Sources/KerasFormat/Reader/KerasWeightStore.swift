@@ -58,4 +58,17 @@ struct KerasWeightStore {
     }
     return Constant(shape: data.shape, values: data.values)
   }
+
+  /// Every weight of a layer, in `weight_names` order (for custom layers, whose weights have no known kinds).
+  func allWeights(layer: String, topLevel: String) throws -> [Constant] {
+    let names = (weightNames[topLevel] ?? []).filter { topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer } }
+    guard let group = root.group(topLevel) else { return [] }
+    return try names.map { name in
+      guard group.hasDataset(name) else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: name) }
+      do {
+        let data = try group.floatDataset(name)
+        return Constant(shape: data.shape, values: data.values)
+      } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+    }
+  }
 }

@@ -1,4 +1,5 @@
 import CoreMLFormat
+import KerasFormat
 
 /// Options for converting a Keras model, named after coremltools' Keras converter parameters.
 public struct ConversionOptions: Sendable, Equatable {
@@ -30,14 +31,19 @@ public struct ConversionOptions: Sendable, Equatable {
   public var version: String?
   /// `input_name_shape_dict`: shapes `[1, H, W, C]` for inputs with unknown dimensions, by Keras or new name.
   public var inputShapes: [String: [Int]]
+  /// Conversions for Keras layer classes the converter does not know (coremltools'
+  /// `custom_conversion_functions`), and whether all other unknown layers become Core ML custom layers.
+  public var customLayers: KerasCustomLayers
 
   public init(
     inputNames: [String]? = nil, outputNames: [String]? = nil, imageInputNames: [String] = [],
     classLabels: ClassLabels? = nil, imageScale: Float = 1, redBias: Float = 0, greenBias: Float = 0,
     blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false, predictedFeatureName: String = "classLabel",
     predictedProbabilitiesOutput: String? = nil, precision: WeightPrecision = .float32, author: String? = nil,
-    license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:]
+    license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:],
+    customLayers: KerasCustomLayers = KerasCustomLayers()
   ) {
+    self.customLayers = customLayers
     self.inputNames = inputNames
     self.outputNames = outputNames
     self.imageInputNames = imageInputNames

@@ -67,7 +67,7 @@ public enum KerasConverter {
     for (kerasName, newName) in zip(kerasInputNames, newInputNames) {
       if let shape = options.inputShapes[kerasName] ?? options.inputShapes[newName] { shapes[kerasName] = shape }
     }
-    var graph = try KerasGraphImporter.importGraph(keras, inputShapes: shapes)
+    var graph = try KerasGraphImporter.importGraph(keras, inputShapes: shapes, customLayers: options.customLayers)
     let newOutputNames = options.outputNames ?? graph.outputs.indices.map { "output\($0 + 1)" }
     guard newOutputNames.count == graph.outputs.count else {
       throw ConversionError.nameCountMismatch(kind: "output", given: newOutputNames.count, expected: graph.outputs.count)

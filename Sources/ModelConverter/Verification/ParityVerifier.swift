@@ -29,6 +29,8 @@ public enum ParityVerifier {
   public static func verify(
     source: Graph, converted: CoreMLModel, sourceName: String, convertedName: String, options: VerificationOptions
   ) throws -> ParityReport {
+    let notRunnable = Interpreter.unsupportedOperations(in: source) + Interpreter.unsupportedOperations(in: converted.graph)
+    guard notRunnable.isEmpty else { throw VerificationError.notRunnable(notRunnable) }
     var comparison = try Comparison(source: source, converted: converted, options: options)
     var generator = SplitMix64(seed: options.seed)
     for _ in 0..<options.samples {

@@ -4,6 +4,8 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
   case interfaceMismatch(String)
   /// An input's or output's shape cannot be matched between the two layouts.
   case layoutMismatch(feature: String, source: [Int], converted: [Int])
+  /// The model holds operations the reference runtime cannot run (custom layers).
+  case notRunnable([String])
   /// The reference file lacks a dataset or has one of the wrong shape.
   case invalidReference(path: String, detail: String)
 
@@ -13,6 +15,8 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
     case .layoutMismatch(let feature, let source, let converted):
       return "'\(feature)': the Keras shape \(source) does not correspond to the Core ML shape \(converted)"
     case .invalidReference(let path, let detail): return "\(path): \(detail)"
+    case .notRunnable(let operations):
+      return "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
     }
   }
 }

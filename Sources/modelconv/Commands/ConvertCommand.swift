@@ -29,6 +29,8 @@ enum ConvertCommand: Subcommand {
       --precision float32|float16    Weight storage (default float32)
       --author, --license, --short-description, --version TEXT
     OTHER:
+      --custom-layers                Make unknown layers Core ML custom layers (class name, config values
+                                     as parameters, weights) instead of failing; the app implements them
       --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
       -o, --output FILE              Output path (default: the input's name with .mlmodel)
       --verify                       After writing, run `modelconv verify` on the result (exit 1 when
@@ -44,7 +46,7 @@ enum ConvertCommand: Subcommand {
       "--input-names", "--output-names", "--image-input", "--image-input-names", "--labels", "--labels-file", "--image-scale",
       "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
       "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture")
-    + OptionSpec.flags("--bgr", "--verify", "--json")
+    + OptionSpec.flags("--bgr", "--verify", "--json", "--custom-layers")
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 1 else {
@@ -121,6 +123,7 @@ enum ConvertCommand: Subcommand {
     options.shortDescription = parsed.value("--short-description")
     options.version = parsed.value("--version")
     options.inputShapes = try inputShapes(parsed)
+    options.customLayers.convertUnknown = parsed.flag("--custom-layers")
     if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
       throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
     }
