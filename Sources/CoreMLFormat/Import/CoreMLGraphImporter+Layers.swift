@@ -258,6 +258,11 @@ extension CoreMLGraphImporter {
       }
       return [value]
 
+    case "custom":
+      // The app implements it; the graph keeps a placeholder the runtime reports as not runnable.
+      let custom = CustomLayer(className: layer.texts["className"] ?? "?", outputShape: shape(x))
+      return [try add(.custom(custom), try layer.inputs.indices.map { try input(layer, $0) })]
+
     case "copy": return [x]
 
     default:

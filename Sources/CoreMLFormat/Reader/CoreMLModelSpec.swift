@@ -36,6 +36,8 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     public var floats: [String: Float]
     /// Whether a weight field was stored as float16.
     public var usesFloat16: Bool
+    /// Text parameters by field name (a custom layer's `className`).
+    public var texts: [String: String] = [:]
     /// The bit width of quantized weights (`rawValue`), or 0 when none are quantized.
     public var quantizationBits: Int = 0
   }

@@ -63,6 +63,8 @@ extension CoreMLSpecReader {
       result.integers = ["inputDim": [Int(clamping: e.inputdim)], "outputChannels": [Int(clamping: e.outputchannels)], "hasBias": [Int(e.hasbias)]]
       try weight("weights", e.weights)
       try weight("bias", e.bias)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM:
+      result.texts["className"] = text(l.custom.pointee.classname)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT:
       result.integers["nOutputs"] = [Int(clamping: l.split.pointee.noutputs)]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SEQUENCE_REPEAT:

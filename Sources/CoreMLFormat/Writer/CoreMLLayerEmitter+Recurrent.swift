@@ -118,51 +118,87 @@ extension CoreMLLayerEmitter {
       guard !resetAfter else {
         throw unsupported("GRU with reset_after=True (the Keras 2.x/3 default): Core ML's gru layer implements reset_after=False; retrain or rebuild the layer with reset_after=False")
       }
-      guard r.backward == nil else { throw unsupported("Bidirectional GRU (Core ML has a bidirectional LSTM only)") }
-      let w = r.forward
-      let params = arena.message(core_ml__specification__grulayer_params__init)
-      params.pointee.inputvectorsize = UInt64(inputs)
-      params.pointee.outputvectorsize = UInt64(units)
-      params.pointee.n_activations = 2
-      params.pointee.activations = arena.pointerArray(try [r.recurrentActivation, r.activation].map { try activationParams($0, layer: name) })
-      params.pointee.sequenceoutput = r.returnSequences ? 1 : 0
-      // Keras gate order z (update), r (reset), h (output).
-      params.pointee.updategateweightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 0, units: units))
-      params.pointee.resetgateweightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 1, units: units))
-      params.pointee.outputgateweightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 2, units: units))
-      params.pointee.updategaterecursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 0, units: units))
-      params.pointee.resetgaterecursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 1, units: units))
-      params.pointee.outputgaterecursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 2, units: units))
-      if let bias = w.bias {
-        params.pointee.hasbiasvectors = 1
-        params.pointee.updategatebiasvector = try weights(Self.gateBias(bias, gate: 0, units: units)!)
-        params.pointee.resetgatebiasvector = try weights(Self.gateBias(bias, gate: 1, units: units)!)
-        params.pointee.outputgatebiasvector = try weights(Self.gateBias(bias, gate: 2, units: units)!)
+      try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
+        try emitter.emitGRU(r, weights, reverse: reverse, name: name, input: input, output: output, inputs: inputs)
       }
-      params.pointee.reverseinput = r.goBackwards ? 1 : 0
-      let layer = layer(name, inputs: [input], outputs: [output, stateOutputs[0]])
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU
-      layer.pointee.gru = params
 
     case .simple:
-      guard r.backward == nil else { throw unsupported("Bidirectional SimpleRNN (Core ML has a bidirectional LSTM only)") }
-      let w = r.forward
-      let params = arena.message(core_ml__specification__simple_recurrent_layer_params__init)
-      params.pointee.inputvectorsize = UInt64(inputs)
-      params.pointee.outputvectorsize = UInt64(units)
-      params.pointee.activation = try activationParams(r.activation, layer: name)
-      params.pointee.sequenceoutput = r.returnSequences ? 1 : 0
-      params.pointee.weightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 0, units: units))
-      params.pointee.recursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 0, units: units))
-      if let bias = w.bias {
-        params.pointee.hasbiasvector = 1
-        params.pointee.biasvector = try weights(bias.values)
+      try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
+        try emitter.emitSimpleRNN(r, weights, reverse: reverse, name: name, input: input, output: output, inputs: inputs)
       }
-      params.pointee.reverseinput = r.goBackwards ? 1 : 0
-      let layer = layer(name, inputs: [input], outputs: [output, stateOutputs[0]])
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT
-      layer.pointee.simplerecurrent = params
     }
+  }
+
+  /// One layer per direction. Core ML has no bidirectional GRU or RNN: for the last step only, a
+  /// forward and a reversed layer give the same two final states as Keras' halves, then merge.
+  private mutating func emitDirections(
+    _ r: Recurrent, name: String, input: String, output: String,
+    _ emit: (inout CoreMLLayerEmitter, Recurrent.Weights, Bool, String, String) throws -> Void
+  ) throws {
+    guard let backward = r.backward else {
+      try emit(&self, r.forward, r.goBackwards, name, output)
+      return
+    }
+    guard !r.returnSequences else {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: name, detail: "Bidirectional GRU or SimpleRNN with return_sequences (Core ML's bidirectional layer is LSTM only)")
+    }
+    let halves = [name + "__forward___output", name + "__backward___output"]
+    try emit(&self, r.forward, false, name + "__forward__", halves[0])
+    try emit(&self, backward, true, name + "__backward__", halves[1])
+    if r.merge == .concat {
+      let layer = layer(name, inputs: halves, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
+      layer.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
+    } else {
+      emitCombine(r.merge, name: name, inputs: halves, output: output)
+    }
+  }
+
+  private mutating func emitGRU(_ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, output: String, inputs: Int) throws {
+    let units = r.units
+    func weights(_ values: [Float]) throws -> UnsafeMutablePointer<WeightParams> { try self.weights(values, layer: name) }
+    let params = arena.message(core_ml__specification__grulayer_params__init)
+    params.pointee.inputvectorsize = UInt64(inputs)
+    params.pointee.outputvectorsize = UInt64(units)
+    params.pointee.n_activations = 2
+    params.pointee.activations = arena.pointerArray(try [r.recurrentActivation, r.activation].map { try activationParams($0, layer: name) })
+    params.pointee.sequenceoutput = r.returnSequences ? 1 : 0
+    // Keras gate order z (update), r (reset), h (output).
+    params.pointee.updategateweightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 0, units: units))
+    params.pointee.resetgateweightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 1, units: units))
+    params.pointee.outputgateweightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 2, units: units))
+    params.pointee.updategaterecursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 0, units: units))
+    params.pointee.resetgaterecursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 1, units: units))
+    params.pointee.outputgaterecursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 2, units: units))
+    if let bias = w.bias {
+      params.pointee.hasbiasvectors = 1
+      params.pointee.updategatebiasvector = try weights(Self.gateBias(bias, gate: 0, units: units)!)
+      params.pointee.resetgatebiasvector = try weights(Self.gateBias(bias, gate: 1, units: units)!)
+      params.pointee.outputgatebiasvector = try weights(Self.gateBias(bias, gate: 2, units: units)!)
+    }
+    params.pointee.reverseinput = reverse ? 1 : 0
+    let layer = layer(name, inputs: [input], outputs: [output, name + "__h_out"])
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU
+    layer.pointee.gru = params
+  }
+
+  private mutating func emitSimpleRNN(_ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, output: String, inputs: Int) throws {
+    let params = arena.message(core_ml__specification__simple_recurrent_layer_params__init)
+    params.pointee.inputvectorsize = UInt64(inputs)
+    params.pointee.outputvectorsize = UInt64(r.units)
+    params.pointee.activation = try activationParams(r.activation, layer: name)
+    params.pointee.sequenceoutput = r.returnSequences ? 1 : 0
+    params.pointee.weightmatrix = try weights(Self.gateMatrix(w.kernel, gate: 0, units: r.units), layer: name)
+    params.pointee.recursionmatrix = try weights(Self.gateMatrix(w.recurrentKernel, gate: 0, units: r.units), layer: name)
+    if let bias = w.bias {
+      params.pointee.hasbiasvector = 1
+      params.pointee.biasvector = try weights(bias.values, layer: name)
+    }
+    params.pointee.reverseinput = reverse ? 1 : 0
+    let layer = layer(name, inputs: [input], outputs: [output, name + "__h_out"])
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT
+    layer.pointee.simplerecurrent = params
   }
 
   /// Splits a bidirectional output's two halves along C and combines them with `sum`, `mul` or `ave`.
@@ -173,7 +209,12 @@ extension CoreMLLayerEmitter {
     let splitLayer = layer(name + "__split__", inputs: [input], outputs: halves)
     splitLayer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT
     splitLayer.pointee.split = split
-    let combine = layer(name + "__merge__", inputs: halves, output: output)
+    emitCombine(merge, name: name + "__merge__", inputs: halves, output: output)
+  }
+
+  /// `add`, `multiply` or `average` of two blobs, for the sum, mul and ave merges.
+  private mutating func emitCombine(_ merge: Recurrent.Merge, name: String, inputs halves: [String], output: String) {
+    let combine = layer(name, inputs: halves, output: output)
     switch merge {
     case .sum:
       combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
