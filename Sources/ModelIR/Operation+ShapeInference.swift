@@ -174,6 +174,15 @@ extension Operation {
     case .custom(let layer):
       guard !inputShapes.isEmpty else { throw GraphError.arity(node: node, expected: "1 or more", actual: 0) }
       return layer.outputShape
+
+    case .convolutionTranspose(let conv):
+      try requireArity(1)
+      let (_, _, c) = try requireImage(inputShapes[0])
+      guard conv.kernel.shape.count == 4, c == conv.inputChannels, conv.outputSize.allSatisfy({ $0 > 0 }) else {
+        throw fail("transposed kernel \(conv.kernel.shape) does not fit \(c) input channels")
+      }
+      if let bias = conv.bias, bias.count != conv.outputChannels { throw fail("bias has \(bias.count) values for \(conv.outputChannels) channels") }
+      return conv.outputSize + [conv.outputChannels]
     }
   }
 }

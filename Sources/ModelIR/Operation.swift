@@ -3,6 +3,7 @@
 /// Axes are counted without the batch dimension, channels-last (see `ModelIRDocumentation`).
 public enum Operation: Sendable, Equatable {
   case convolution2D(Convolution2D)
+  case convolutionTranspose(ConvolutionTranspose)
   case dense(Dense)
   case batchNormalization(BatchNormalization)
   case activation(Activation)
@@ -38,6 +39,7 @@ public enum Operation: Sendable, Equatable {
   public var kindName: String {
     switch self {
     case .convolution2D: return "convolution2D"
+    case .convolutionTranspose: return "convolutionTranspose"
     case .dense: return "dense"
     case .batchNormalization: return "batchNormalization"
     case .activation: return "activation"
@@ -67,6 +69,7 @@ public enum Operation: Sendable, Equatable {
     switch self {
     case .convolution2D(let c): return [c.kernel] + (c.bias.map { [$0] } ?? [])
     case .dense(let d): return [d.kernel] + (d.bias.map { [$0] } ?? [])
+    case .convolutionTranspose(let c): return [c.kernel] + (c.bias.map { [$0] } ?? [])
     case .batchNormalization(let b): return [b.gamma, b.beta, b.mean, b.variance]
     case .activation(.parametricReLU(let alpha)): return [alpha]
     case .constant(let value): return [value]

@@ -78,7 +78,7 @@ struct ExecutionPlan {
   /// Operations whose output may be transformed in place before anything reads it.
   static func acceptsEpilogue(_ operation: Operation) -> Bool {
     switch operation {
-    case .convolution2D, .dense, .batchNormalization, .elementwise, .pooling2D, .globalPooling2D: return true
+    case .convolution2D, .convolutionTranspose, .dense, .batchNormalization, .elementwise, .pooling2D, .globalPooling2D: return true
     case .activation(let function): return isElementwise(function)
     default: return false
     }

@@ -68,6 +68,7 @@ public struct Interpreter {
     switch operation {
     case .convolution2D(let conv):
       return kernels == .fast ? FastKernels.convolution(x, conv, outputShape: outputShape) : Kernels.convolution(x, conv, outputShape: outputShape)
+    case .convolutionTranspose(let conv): return Kernels.convolutionTranspose(x, conv, outputShape: outputShape)
     case .dense(let dense): return kernels == .fast ? FastKernels.dense(x, dense) : Kernels.dense(x, dense)
     case .batchNormalization(let norm):
       let c = norm.channels

@@ -34,6 +34,34 @@ enum Kernels {
     return result
   }
 
+  /// Scatters every input pixel through the kernel into the output (Conv2DTranspose).
+  static func convolutionTranspose(_ x: Tensor, _ conv: ConvolutionTranspose, outputShape: [Int]) -> [Float] {
+    let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
+    let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
+    let (kh, kw) = (conv.kernel.shape[0], conv.kernel.shape[1])
+    let top = conv.leadingPad(input: h, axis: 0), left = conv.leadingPad(input: w, axis: 1)
+    var sums = [Double](repeating: 0, count: oh * ow * oc)
+    for pixel in 0..<oh * ow { for o in 0..<oc { sums[pixel * oc + o] = Double(conv.bias?.values[o] ?? 0) } }
+    for iy in 0..<h {
+      for ix in 0..<w {
+        for ky in 0..<kh {
+          let y = iy * conv.strides[0] + ky - top
+          guard y >= 0, y < oh else { continue }
+          for kx in 0..<kw {
+            let xx = ix * conv.strides[1] + kx - left
+            guard xx >= 0, xx < ow else { continue }
+            for o in 0..<oc {
+              var sum = 0.0
+              for i in 0..<c { sum += Double(x.values[(iy * w + ix) * c + i]) * Double(conv.kernel.values[((ky * kw + kx) * oc + o) * c + i]) }
+              sums[(y * ow + xx) * oc + o] += sum
+            }
+          }
+        }
+      }
+    }
+    return sums.map { Float($0) }
+  }
+
   static func pooling(_ x: Tensor, _ pool: Pooling2D, outputShape: [Int]) -> [Float] {
     let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
     let (oh, ow) = (outputShape[0], outputShape[1])

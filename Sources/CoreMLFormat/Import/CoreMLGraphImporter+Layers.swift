@@ -280,7 +280,7 @@ extension CoreMLGraphImporter {
 
   mutating func convolution(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> ValueID {
     let ints = layer.integers
-    guard ints["isDeconvolution"]?.first != 1 else { throw unsupported("deconvolution is not supported yet") }
+    if ints["isDeconvolution"]?.first == 1 { return try deconvolution(layer, x) }
     let kernelSize = try sizes((ints["kernelSize"] ?? []).isEmpty ? [3, 3] : ints["kernelSize"]!, "kernelSize", count: 2)
     let strides = try sizes((ints["stride"] ?? []).isEmpty ? [1, 1] : ints["stride"]!, "stride", count: 2)
     let dilations = try sizes((ints["dilationFactor"] ?? []).isEmpty ? [1, 1] : ints["dilationFactor"]!, "dilationFactor", count: 2)
@@ -310,6 +310,38 @@ extension CoreMLGraphImporter {
       kernel: Constant(shape: [kh, kw, perGroup, outputs], values: kernel), bias: bias, strides: strides, dilations: dilations,
       padding: padding, groups: groups)
     return try channelsFirst(try add(.convolution2D(conv), [hwc]), leading: leading)
+  }
+
+  mutating func deconvolution(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> ValueID {
+    let ints = layer.integers
+    let kernelSize = try sizes((ints["kernelSize"] ?? []).isEmpty ? [3, 3] : ints["kernelSize"]!, "kernelSize", count: 2)
+    let strides = try sizes((ints["stride"] ?? []).isEmpty ? [1, 1] : ints["stride"]!, "stride", count: 2)
+    let channels = try sizes([ints["outputChannels"]?.first ?? 0, ints["kernelChannels"]?.first ?? 0], "channels")
+    let (outputs, inputs) = (channels[0], channels[1])
+    guard max(ints["nGroups"]?.first ?? 1, 1) == 1 else { throw unsupported("grouped deconvolution") }
+    guard (ints["dilationFactor"] ?? [1, 1]).allSatisfy({ $0 == 1 }) || (ints["dilationFactor"] ?? []).isEmpty else { throw unsupported("dilated deconvolution") }
+    let (kh, kw) = (kernelSize[0], kernelSize[1])
+    // Core ML [in, out, kh, kw] -> Keras [kh, kw, out, in].
+    let stored = try weights(layer, "weights", count: inputs * outputs * kh * kw)
+    var kernel = [Float](repeating: 0, count: stored.count)
+    for i in 0..<inputs {
+      for o in 0..<outputs {
+        for y in 0..<kh { for xx in 0..<kw { kernel[((y * kw + xx) * outputs + o) * inputs + i] = stored[((i * outputs + o) * kh + y) * kw + xx] } }
+      }
+    }
+    let bias = ints["hasBias"]?.first == 1 ? Constant(shape: [outputs], values: try weights(layer, "bias", count: outputs)) : nil
+    let same = ints["same"]?.first == 1
+    if !same, let amounts = ints["validPadding"], amounts.contains(where: { $0 != 0 }) { throw unsupported("deconvolution with padding amounts") }
+    let (hwc, leading) = try channelsLast(x)
+    let input = shape(hwc)
+    var outputSize = (0..<2).map { axis in
+      ConvolutionTranspose.outputLength(input: input[axis], kernel: kernelSize[axis], stride: strides[axis], padding: same ? .same : .valid, outputPadding: nil)
+    }
+    if let explicit = ints["outputShape"], explicit.count == 2 { outputSize = try sizes(explicit, "outputShape") }
+    let conv = ConvolutionTranspose(
+      kernel: Constant(shape: [kh, kw, outputs, inputs], values: kernel), bias: bias, strides: strides, padding: same ? .same : .valid,
+      outputSize: outputSize)
+    return try channelsFirst(try add(.convolutionTranspose(conv), [hwc]), leading: leading)
   }
 
   mutating func pooling(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> ValueID {

@@ -134,7 +134,10 @@ extension CoreMLSpecReader {
         result.integers["asymmetryMode"] = [Int(same.pointee.asymmetrymode.rawValue)]
       }
       let kernel = buffer(c.kernelsize, c.n_kernelsize)
-      try weight("weights", c.weights, count: product([c.outputchannels, c.kernelchannels] + kernel))
+      let groups = max(c.ngroups, 1)
+      // A deconvolution stores [kernelChannels, outputChannels / groups, kh, kw].
+      let perGroupOut = c.isdeconvolution != 0 ? c.outputchannels / groups : c.outputchannels
+      try weight("weights", c.weights, count: product([perGroupOut, c.kernelchannels] + kernel))
       try weight("bias", c.bias, count: product([c.outputchannels]))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT:
       let p = l.innerproduct.pointee

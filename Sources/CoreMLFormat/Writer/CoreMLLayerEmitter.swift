@@ -224,6 +224,9 @@ struct CoreMLLayerEmitter {
     case .custom(let custom):
       try emitCustom(custom, name: node.name, inputs: inputs, output: output)
 
+    case .convolutionTranspose(let conv):
+      try emitConvolutionTranspose(conv, name: node.name, input: inputs[0], output: output)
+
     case .constant, .reduce, .constantPad, .slice:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
     }
@@ -236,6 +239,47 @@ struct CoreMLLayerEmitter {
     let layer = layer(name, inputs: [input], output: output)
     layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN
     layer.pointee.flatten = params
+  }
+
+  /// A deconvolution: weights `[in, out, kh, kw]` (as coremltools writes them) and the output size
+  /// given explicitly, so output padding and same padding land as Keras puts them.
+  private mutating func emitConvolutionTranspose(_ conv: ConvolutionTranspose, name: String, input: String, output: String) throws {
+    let (kh, kw, co, ci) = (conv.kernel.shape[0], conv.kernel.shape[1], conv.kernel.shape[2], conv.kernel.shape[3])
+    var values = [Float](repeating: 0, count: conv.kernel.count)
+    for y in 0..<kh {
+      for x in 0..<kw {
+        for o in 0..<co { for i in 0..<ci { values[((i * co + o) * kh + y) * kw + x] = conv.kernel.values[((y * kw + x) * co + o) * ci + i] } }
+      }
+    }
+    let params = arena.message(core_ml__specification__convolution_layer_params__init)
+    params.pointee.outputchannels = UInt64(co)
+    params.pointee.kernelchannels = UInt64(ci)
+    params.pointee.ngroups = 1
+    params.pointee.n_kernelsize = 2
+    params.pointee.kernelsize = uint64s([kh, kw])
+    params.pointee.n_stride = 2
+    params.pointee.stride = uint64s(conv.strides)
+    params.pointee.n_dilationfactor = 2
+    params.pointee.dilationfactor = uint64s([1, 1])
+    params.pointee.isdeconvolution = 1
+    params.pointee.n_outputshape = 2
+    params.pointee.outputshape = uint64s(conv.outputSize)
+    switch conv.padding {
+    case .same:
+      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
+      params.pointee.same = arena.message(core_ml__specification__same_padding__init)
+    case .valid:
+      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
+      params.pointee.valid = validPadding()
+    }
+    params.pointee.weights = try weights(values, layer: name)
+    if let bias = conv.bias {
+      params.pointee.hasbias = 1
+      params.pointee.bias = try weights(bias.values, layer: name)
+    }
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION
+    layer.pointee.convolution = params
   }
 
   private mutating func emitConvolution(_ conv: Convolution2D, name: String, input: String, output: String) throws {

@@ -73,6 +73,23 @@ extension KerasGraphImporter {
       let output = try add(.convolution2D(pointwiseConv), [middle])
       return try applyActivation(reader.activationName(), to: output, reader: reader)
 
+    case "Conv2DTranspose", "Convolution2DTranspose", "Deconvolution2D":
+      try reader.requireChannelsLast()
+      let input = try single()
+      let s = shape(input)
+      guard s.count == 3 else { throw reader.fail("expects an [H, W, C] input, got \(s)") }
+      guard try reader.pair("dilation_rate", default: [1, 1]) == [1, 1] else { throw reader.fail("dilated Conv2DTranspose is not supported") }
+      let filters = try reader.int("filters"), size = try reader.pair("kernel_size"), strides = try reader.pair("strides", default: [1, 1])
+      let padding = try reader.padding()
+      let outputPadding = reader.value("output_padding") == nil ? nil : try reader.pair("output_padding")
+      let kernel = try weight(["kernel"], [size[0], size[1], filters, s[2]])
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
+      let outputSize = (0..<2).map {
+        ConvolutionTranspose.outputLength(input: s[$0], kernel: size[$0], stride: strides[$0], padding: padding, outputPadding: outputPadding?[$0])
+      }
+      let conv = ConvolutionTranspose(kernel: kernel, bias: bias, strides: strides, padding: padding, outputSize: outputSize)
+      return try applyActivation(reader.activationName(), to: try add(.convolutionTranspose(conv), [input]), reader: reader)
+
     case "Dense":
       let input = try single()
       let units = try reader.int("units")

@@ -147,6 +147,48 @@ extension KerasGraphImporter {
         variance: Constant(shape: [channels], values: variance.map { max($0, 1e-14) }), epsilon: 1e-20)
       return try add(.batchNormalization(norm), [input])
 
+    case "LayerNormalization":
+      // (x - mean) / sqrt(variance + epsilon) * gamma + beta over the last axis, from reductions.
+      let input = try single()
+      let rank = shape(input).count, channels = shape(input).last ?? 1
+      let axes = try reader.value("axis")?.array?.compactMap(\.int) ?? [reader.int("axis", default: -1)]
+      guard axes.count == 1, axes[0] == -1 || axes[0] == rank else { throw reader.fail("normalizing axes \(axes) (only the last axis)") }
+      guard !reader.bool("rms_scaling", default: false) else { throw reader.fail("rms_scaling is not supported") }
+      let epsilon = try reader.float("epsilon", default: 1e-3)
+      let last = Reduction(kind: .mean, axes: [rank - 1], keepDims: true)
+      let mean = try add(.reduce(last), [input], suffix: "__mean")
+      let centered = try add(.elementwise(.subtract), [input, mean], suffix: "__centered")
+      let squared = try add(.elementwise(.multiply), [centered, centered], suffix: "__squared")
+      let variance = try add(.reduce(last), [squared], suffix: "__variance")
+      let inverse = try add(.activation(.unary(UnaryFunction(kind: .rsqrt, epsilon: epsilon))), [variance], suffix: "__rsqrt")
+      var output = try add(.elementwise(.multiply), [centered, inverse], suffix: "__normalized")
+      if reader.bool("scale", default: true) {
+        let gamma = try add(.constant(try weight(["gamma"], [channels])), [], suffix: "__gamma")
+        output = try add(.elementwise(.multiply), [output, gamma], suffix: "__scaled")
+      }
+      if reader.bool("center", default: true) {
+        let beta = try add(.constant(try weight(["beta"], [channels])), [], suffix: "__beta")
+        output = try add(.elementwise(.add), [output, beta])
+      }
+      return output
+
+    case "UnitNormalization":
+      let input = try single()
+      let axes = try reader.value("axis")?.array?.compactMap(\.int) ?? [reader.int("axis", default: -1)]
+      guard axes == [-1] || axes == [shape(input).count] else { throw reader.fail("normalizing axes \(axes) (only the last axis)") }
+      return try unitNormalized(input, name: layer.name)
+
+    case "Dot":
+      guard inputs.count == 2, shape(inputs[0]).count == 1, shape(inputs[0]) == shape(inputs[1]) else {
+        throw reader.fail("Dot of \(inputs.map(shape)) (two vectors of one length only)")
+      }
+      var operands = inputs
+      if reader.bool("normalize", default: false) {
+        operands = try inputs.enumerated().map { try unitNormalized($1, name: layer.name + "__normalize\($0)") }
+      }
+      let product = try add(.elementwise(.multiply), operands, suffix: "__product")
+      return try add(.reduce(Reduction(kind: .sum, axes: [0], keepDims: true)), [product])
+
     case "RepeatVector":
       let input = try single()
       let s = shape(input)
@@ -157,6 +199,20 @@ extension KerasGraphImporter {
     default:
       return nil
     }
+  }
+
+  /// `x / sqrt(max(sum(x^2), 1e-12))` along the last axis, as Keras' UnitNormalization and Dot(normalize) compute it.
+  mutating func unitNormalized(_ input: ValueID, name: String) throws -> ValueID {
+    let rank = builder.type(of: input).shape.count
+    func add(_ operation: Operation, _ inputs: [ValueID], _ suffix: String) throws -> ValueID {
+      try graphCall { try $0.add(operation, name: name + suffix, inputs: inputs) }
+    }
+    let squared = try add(.elementwise(.multiply), [input, input], "__squared")
+    let sum = try add(.reduce(Reduction(kind: .sum, axes: [rank - 1], keepDims: true)), [squared], "__sum")
+    let floor = try add(.constant(Constant(shape: [1], values: [1e-12])), [], "__floor")
+    let clamped = try add(.elementwise(.maximum), [sum, floor], "__clamped")
+    let inverse = try add(.activation(.unary(UnaryFunction(kind: .rsqrt))), [clamped], "__rsqrt")
+    return try add(.elementwise(.multiply), [input, inverse], "")
   }
 
   /// The IR form of a SimpleRNN, LSTM or GRU config; `owner` and `direction` locate a Bidirectional half's weights.

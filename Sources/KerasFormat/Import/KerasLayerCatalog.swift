@@ -8,7 +8,10 @@ enum KerasLayerCatalog {
     "Masking",
   ]
 
-  static let convolutions: Set<String> = ["Conv2D", "Convolution2D", "DepthwiseConv2D", "SeparableConv2D", "SeparableConvolution2D"]
+  static let convolutions: Set<String> = [
+    "Conv2D", "Convolution2D", "DepthwiseConv2D", "SeparableConv2D", "SeparableConvolution2D", "Conv2DTranspose",
+    "Convolution2DTranspose",
+  ]
   static let activations: Set<String> = ["Activation", "ReLU", "LeakyReLU", "PReLU", "ELU", "ThresholdedReLU", "Softmax"]
   static let pooling: Set<String> = [
     "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
@@ -20,6 +23,7 @@ enum KerasLayerCatalog {
     "Embedding", "SimpleRNN", "LSTM", "GRU", "Bidirectional", "TimeDistributed", "Conv1D", "Convolution1D",
     "MaxPooling1D", "MaxPool1D", "AveragePooling1D", "AvgPool1D", "GlobalAveragePooling1D", "GlobalAvgPool1D",
     "GlobalMaxPooling1D", "GlobalMaxPool1D", "ZeroPadding1D", "Cropping1D", "UpSampling1D", "RepeatVector", "Rescaling", "Normalization",
+    "LayerNormalization", "UnitNormalization", "Dot",
   ]
 
   /// Every class name with a conversion (nested model classes are handled separately).
