@@ -5,10 +5,13 @@ extension Operation {
     func requireArity(_ n: Int) throws {
       if inputShapes.count != n { throw GraphError.arity(node: node, expected: "\(n)", actual: inputShapes.count) }
     }
+    /// The `[H, W, C]` of an image, or of each image along leading axes (TimeDistributed).
     func requireImage(_ shape: [Int]) throws -> (Int, Int, Int) {
-      guard shape.count == 3 else { throw fail("expects a [H, W, C] input, got \(shape)") }
-      return (shape[0], shape[1], shape[2])
+      guard shape.count >= 3 else { throw fail("expects a [H, W, C] input, got \(shape)") }
+      return (shape[shape.count - 3], shape[shape.count - 2], shape[shape.count - 1])
     }
+    /// Leading axes of an image input, kept in front of the output.
+    let leading = inputShapes.first.map { Array($0.dropLast(3)) } ?? []
 
     switch self {
     case .convolution2D(let conv):
@@ -21,7 +24,7 @@ extension Operation {
       let ow = conv.padding.outputLength(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
       guard oh > 0, ow > 0 else { throw fail("kernel \(conv.kernelHeight)x\(conv.kernelWidth) is larger than the \(h)x\(w) input") }
       if let bias = conv.bias, bias.count != conv.outputChannels { throw fail("bias has \(bias.count) values for \(conv.outputChannels) channels") }
-      return [oh, ow, conv.outputChannels]
+      return leading + [oh, ow, conv.outputChannels]
 
     case .dense(let dense):
       try requireArity(1)
@@ -59,12 +62,12 @@ extension Operation {
       let oh = pool.padding.outputLength(input: h, kernel: pool.poolHeight, stride: pool.strideHeight)
       let ow = pool.padding.outputLength(input: w, kernel: pool.poolWidth, stride: pool.strideWidth)
       guard oh > 0, ow > 0 else { throw fail("pool \(pool.poolHeight)x\(pool.poolWidth) is larger than the \(h)x\(w) input") }
-      return [oh, ow, c]
+      return leading + [oh, ow, c]
 
     case .globalPooling2D(_, let keepDims):
       try requireArity(1)
       let (_, _, c) = try requireImage(inputShapes[0])
-      return keepDims ? [1, 1, c] : [c]
+      return leading + (keepDims ? [1, 1, c] : [c])
 
     case .flatten:
       try requireArity(1)
@@ -86,19 +89,19 @@ extension Operation {
     case .zeroPadding2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      return [h + box.top + box.bottom, w + box.left + box.right, c]
+      return leading + [h + box.top + box.bottom, w + box.left + box.right, c]
 
     case .cropping2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
       let oh = h - box.top - box.bottom, ow = w - box.left - box.right
       guard oh > 0, ow > 0 else { throw fail("cropping \(box) removes all of the \(h)x\(w) input") }
-      return [oh, ow, c]
+      return leading + [oh, ow, c]
 
     case .upsampling2D(let fh, let fw, _):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      return [h * fh, w * fw, c]
+      return leading + [h * fh, w * fw, c]
 
     case .elementwise(let kind):
       if let arity = kind.arity {
@@ -182,7 +185,7 @@ extension Operation {
         throw fail("transposed kernel \(conv.kernel.shape) does not fit \(c) input channels")
       }
       if let bias = conv.bias, bias.count != conv.outputChannels { throw fail("bias has \(bias.count) values for \(conv.outputChannels) channels") }
-      return conv.outputSize + [conv.outputChannels]
+      return leading + conv.outputSize + [conv.outputChannels]
     }
   }
 }

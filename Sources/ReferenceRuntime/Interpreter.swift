@@ -59,12 +59,28 @@ public struct Interpreter {
     }
   }
 
+  /// Operations defined on one `[H, W, C]` image, applied to each image when there are leading axes.
+  static func isSpatial(_ operation: ModelIR.Operation) -> Bool {
+    switch operation {
+    case .convolution2D, .convolutionTranspose, .pooling2D, .globalPooling2D, .zeroPadding2D, .cropping2D, .upsampling2D: return true
+    default: return false
+    }
+  }
+
   /// Runs the graph on every batch item in turn; `batch[i]` holds item `i`'s inputs.
   public func run(batch: [[Tensor]]) -> [[Tensor]] { batch.map { run($0) } }
 
   func evaluate(_ operation: ModelIR.Operation, _ inputs: [Tensor], outputShape: [Int]) -> [Float] {
     if case .constant(let value) = operation { return value.values }
     let x = inputs[0]
+    if Self.isSpatial(operation), x.shape.count > 3 {
+      // Images along leading axes (TimeDistributed): one image at a time.
+      let (inImage, outImage) = (Array(x.shape.suffix(3)), Array(outputShape.suffix(3)))
+      let (inSize, count) = (inImage.reduce(1, *), x.shape.dropLast(3).reduce(1, *))
+      return (0..<count).flatMap { index in
+        evaluate(operation, [Tensor(shape: inImage, values: Array(x.values[index * inSize..<(index + 1) * inSize]))], outputShape: outImage)
+      }
+    }
     switch operation {
     case .convolution2D(let conv):
       return kernels == .fast ? FastKernels.convolution(x, conv, outputShape: outputShape) : Kernels.convolution(x, conv, outputShape: outputShape)

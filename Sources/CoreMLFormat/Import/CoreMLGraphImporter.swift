@@ -93,7 +93,7 @@ public struct CoreMLGraphImporter {
         // Rank-5 mapping: (C) becomes [Seq, C, 1, 1], Seq being the sequence length; (C, H, W) [1, C, H, W].
         switch declared.count {
         case 1: shape = [sequenceLengths[feature.name] ?? 1, declared[0], 1, 1]
-        case 3: shape = [1] + declared
+        case 3: shape = [sequenceLengths[feature.name] ?? 1] + declared
         default:
           throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has shape \(declared); rank-5 mapping takes rank 1 or 3")
         }
@@ -155,18 +155,28 @@ public struct CoreMLGraphImporter {
     return try add(.reshape(targetShape: target), [value], suffix: "__reshape")
   }
 
-  /// A Core ML `[..., C, H, W]` blob as an IR `[H, W, C]` value; the leading axes must all be 1.
+  /// A Core ML `[..., C, H, W]` blob as an IR `[H, W, C]` value (`[S, H, W, C]` for a sequence of images).
   mutating func channelsLast(_ value: ValueID) throws -> (value: ValueID, leading: [Int]) {
     let s = shape(value)
-    guard s.count >= 3, s.dropLast(3).allSatisfy({ $0 == 1 }) else { throw unsupported("needs a [C, H, W] input with batch 1, got \(s)") }
+    guard s.count >= 3 else { throw unsupported("needs a [C, H, W] input, got \(s)") }
     let leading = Array(s.dropLast(3))
     if let source = channelsLastSource[value] { return (source, leading) }
+    if s.count == 4 && s[0] > 1 {
+      // Images along the sequence axis stay there; the IR's spatial operations take leading axes.
+      return (try add(.permute(order: [0, 2, 3, 1]), [value], suffix: "__to_hwc"), [])
+    }
+    guard s.dropLast(3).allSatisfy({ $0 == 1 }) else { throw unsupported("needs a [C, H, W] input with batch 1, got \(s)") }
     let chw = try reshape(value, to: Array(s.suffix(3)))
     return (try add(.permute(order: [1, 2, 0]), [chw], suffix: "__to_hwc"), leading)
   }
 
   /// The inverse of `channelsLast`: an IR `[H, W, C]` value back as a Core ML `leading + [C, H, W]` blob.
   mutating func channelsFirst(_ value: ValueID, leading: [Int]) throws -> ValueID {
+    if shape(value).count == 4 {
+      let result = try add(.permute(order: [0, 3, 1, 2]), [value], suffix: "__to_chw")
+      channelsLastSource[result] = value
+      return result
+    }
     let chw = try add(.permute(order: [2, 0, 1]), [value], suffix: "__to_chw")
     let result = try reshape(chw, to: leading + shape(chw))
     channelsLastSource[result] = value

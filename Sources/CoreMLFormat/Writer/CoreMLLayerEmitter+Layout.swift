@@ -32,6 +32,8 @@ extension CoreMLLayerEmitter {
     case 1: return [shape[0]]
     case 2: return [shape[1]]
     case 3: return [shape[2], shape[0], shape[1]]
+    // [T, H, W, C]: images along Core ML's sequence axis.
+    case 4: return [shape[3], shape[1], shape[2]]
     default: return nil
     }
   }

@@ -145,7 +145,7 @@ struct CoreMLLayerEmitter {
 
     case .globalPooling2D(let kind, _):
       emitPooling(
-        kind, kernel: [inputShape[0], inputShape[1]], stride: [1, 1], padding: .valid, global: true,
+        kind, kernel: [inputShape[inputShape.count - 3], inputShape[inputShape.count - 2]], stride: [1, 1], padding: .valid, global: true,
         name: node.name, input: inputs[0], output: output)
 
     case .flatten where inputShape.count == 2:

@@ -68,7 +68,12 @@ extension KerasGraphImporter {
         let s = shape(input)
         return try add(.reshape(targetShape: [s[0], s.dropFirst().reduce(1, *)]), [input])
       default:
-        throw reader.fail("TimeDistributed(\(inner.className)) is not supported yet (Dense, activations and Flatten are)")
+        // Image layers take the time axis as a leading axis.
+        guard shape(input).count == 4, KerasLayerCatalog.supportedClassNames.contains(inner.className) else {
+          throw reader.fail("TimeDistributed(\(inner.className)) is not supported (Dense, activations, Flatten and image layers are)")
+        }
+        let renamed = KerasLayerConfig(className: inner.className, name: layer.name, config: inner.config)
+        return try convert(renamed, inputs: [input], weightGroup: weightGroup)
       }
 
     case "Conv1D", "Convolution1D":

@@ -21,7 +21,9 @@ public enum ParityVerifier {
     var lengths: [String: Int] = [:]
     for (feature, id) in zip(spec.inputs, sourceGraph.inputs) {
       let shape = sourceGraph[id].type.shape
-      if shape.count == 2 || (shape.count == 1 && Comparison.vocabulary(of: id, in: sourceGraph) != nil) { lengths[feature.name] = shape[0] }
+      if shape.count == 2 || shape.count == 4 || (shape.count == 1 && Comparison.vocabulary(of: id, in: sourceGraph) != nil) {
+        lengths[feature.name] = shape[0]
+      }
     }
     let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
     return try verify(source: sourceGraph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)

@@ -13,8 +13,9 @@ enum TensorLayout: Equatable {
     guard keras.reduce(1, *) == coreML.reduce(1, *) else { return nil }
     // Size-1 axes do not change the row-major element order.
     let sameFits = keras.filter { $0 != 1 } == coreML.filter { $0 != 1 }
-    let channelsFirstFits = keras.count == 3 && Array(coreML.suffix(3)) == [keras[2], keras[0], keras[1]]
-      && coreML.dropLast(3).allSatisfy { $0 == 1 }
+    let image = Array(keras.suffix(3)), leading = Array(keras.dropLast(3))
+    let channelsFirstFits = keras.count >= 3 && Array(coreML.suffix(3)) == [image[2], image[0], image[1]]
+      && Array(coreML.dropLast(3).drop { $0 == 1 }) == Array(leading.drop { $0 == 1 })
     switch (sameFits, channelsFirstFits) {
     case (true, true): return preferChannelsFirst ? .channelsFirst : .sameOrder
     case (false, true): return .channelsFirst
@@ -27,7 +28,7 @@ enum TensorLayout: Equatable {
   func toCoreML(_ tensor: Tensor, shape: [Int]) -> Tensor {
     switch self {
     case .sameOrder: return Tensor(shape: shape, values: tensor.values)
-    case .channelsFirst: return Tensor(shape: shape, values: Self.permute(tensor, order: [2, 0, 1]).values)
+    case .channelsFirst: return Tensor(shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [2, 0, 1]))
     }
   }
 
@@ -35,9 +36,15 @@ enum TensorLayout: Equatable {
   func toKeras(_ tensor: Tensor, shape: [Int]) -> Tensor {
     switch self {
     case .sameOrder: return Tensor(shape: shape, values: tensor.values)
-    case .channelsFirst:
-      let s = Array(tensor.shape.suffix(3))
-      return Tensor(shape: shape, values: Self.permute(Tensor(shape: s, values: tensor.values), order: [1, 2, 0]).values)
+    case .channelsFirst: return Tensor(shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [1, 2, 0]))
+    }
+  }
+
+  /// Permutes every rank-3 image of `shape` in a run of images.
+  static func eachImage(_ values: [Float], shape: [Int], order: [Int]) -> [Float] {
+    let size = shape.reduce(1, *)
+    return stride(from: 0, to: values.count, by: size).flatMap { start in
+      permute(Tensor(shape: shape, values: Array(values[start..<start + size])), order: order).values
     }
   }
 
