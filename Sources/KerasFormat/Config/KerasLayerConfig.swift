@@ -12,8 +12,7 @@ public struct KerasLayerConfig: Sendable {
     guard let className = entry["class_name"]?.string, let config = entry["config"] else {
       throw KerasReaderError.invalidConfig(path: path, detail: "a layer entry without class_name or config")
     }
-    self.className = className
-    self.config = config
+    (self.className, self.config) = KerasLegacyConfig.modernized(className: className, config: config)
     guard let name = entry["name"]?.string ?? config["name"]?.string else {
       throw KerasReaderError.invalidConfig(path: path, detail: "a \(className) layer without a name")
     }

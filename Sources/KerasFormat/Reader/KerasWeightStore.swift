@@ -46,9 +46,15 @@ struct KerasWeightStore {
     func owned(_ name: String) -> Bool {
       !nested || name.split(separator: "/").dropLast().contains { $0 == layer }
     }
-    let candidates = names.filter { kinds.contains(Self.kind(of: $0)) && owned($0) && inDirection($0) }
+    // Keras 1 names weights `<layer>_W`, `<layer>_b`, ...
+    func kind(_ name: String) -> String {
+      let stored = Self.kind(of: name)
+      guard stored.hasPrefix(layer + "_") else { return stored }
+      return KerasLegacyConfig.weightKinds[String(stored.dropFirst(layer.count + 1))] ?? stored
+    }
+    let candidates = names.filter { kinds.contains(kind($0)) && owned($0) && inDirection($0) }
     // Several matches happen only in a nested group holding same-named inner layers; keep the first per kind order.
-    guard let name = kinds.lazy.compactMap({ kind in candidates.first { Self.kind(of: $0) == kind } }).first,
+    guard let name = kinds.lazy.compactMap({ wanted in candidates.first { kind($0) == wanted } }).first,
       let group = root.group(topLevel), group.hasDataset(name)
     else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: kinds[0]) }
     let data: (shape: [Int], values: [Float])

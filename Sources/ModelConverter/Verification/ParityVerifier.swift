@@ -12,7 +12,8 @@ import ReferenceRuntime
 public enum ParityVerifier {
   /// Compares the Keras model at `source` with the Core ML model at `converted`.
   public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws -> ParityReport {
-    let keras = try KerasModelFile(path: source.path)
+    let keras = try options.architecture.map { try KerasModelFile(weightsPath: source.path, architectureJSONPath: $0.path) }
+      ?? KerasModelFile(path: source.path)
     // Unknown layers import as custom layers, so that verify says it cannot run them rather than that it cannot read them.
     let sourceGraph = try KerasConverter.importGraph(
       keras, options: ConversionOptions(inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true)))

@@ -15,6 +15,8 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The labels the classifier should have, in output order (from `--labels`); nil to skip the check
   /// unless the reference file names them.
   public var expectedLabels: [String]?
+  /// The `model.to_json()` architecture when the source is a weights-only `.h5` (Keras 1 files, `save_weights`).
+  public var architecture: URL?
   /// Fixed sizes for unknown input dimensions of the Keras model, as in `ConversionOptions.inputShapes`.
   public var inputShapes: [String: [Int]]
 

@@ -25,13 +25,15 @@ enum VerifyCommand: Subcommand {
       --labels-file FILE   The same, one label per line (or Teachable Machine's "index label")
       --input-shape NAME=1,H,W,C
                            Shape for a Keras input with unknown dimensions (repeatable)
+      --architecture FILE.json
+                           Read SOURCE as weights only, with this model.to_json() architecture
       --json               Print the full report as JSON
       -h, --help           Show this help
 
     """
 
   static let specs: [OptionSpec] =
-    OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape")
+    OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape", "--architecture")
     + OptionSpec.flags("--json")
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
@@ -47,6 +49,7 @@ enum VerifyCommand: Subcommand {
     options.reference = parsed.value("--reference").map { URL(fileURLWithPath: $0) }
     if let labels = try ConvertCommand.classLabels(parsed) { options.expectedLabels = labels.descriptions }
     options.inputShapes = try ConvertCommand.inputShapes(parsed)
+    options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
     guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
 
     let report = try ParityVerifier.verify(
