@@ -2,7 +2,7 @@
 """Convert sample Keras models with coremltools into golden `.mlmodel` fixtures.
 
 Run in the tfkeras215 venv (tf.keras 2.15 + coremltools 9.0, see requirements-tfkeras215.txt), after
-`make_fixtures.py --dialect tfkeras215` and `make_digits.py`:
+`make_fixtures.py --dialect tfkeras215`, `make_digits.py` and `make_layer_fixtures.py --dialect tfkeras215`:
 
     python make_coreml_golden.py --fixtures Samples/Fixtures --digits Samples/Digits --out Samples/Fixtures/coremltools
 
@@ -181,6 +181,28 @@ def main():
         save_spec(spec, out(name + ".mlmodel"), renames)
         write_reference(out(name + ".reference.h5"), f"tfkeras215/{name}.h5", model, inputs)
         manifest.append({"name": name, "source": f"tfkeras215/{name}.h5", "input": "tensor"})
+
+    # Layer fixtures coremltools converts into decompositions of its own (deconvolution with an explicit
+    # output shape, layer and unit normalization from reductions, TimeDistributed as reshapes).
+    for name in ["conv2d_transpose", "conv2d_transpose_output_padding", "layer_norm", "layer_norm_image", "unit_norm",
+                 "time_distributed"]:
+        relative = f"layers/tfkeras215/{name}.h5"
+        model = keras.models.load_model(os.path.join(args.fixtures, relative), compile=False)
+        with h5py.File(os.path.join(args.fixtures, "layers", "tfkeras215", name + ".reference.h5"), "r") as ref:
+            inputs = [ref["inputs"][k][()] for k in sorted(ref["inputs"], key=int)]
+        shape = (1,) + tuple(model.inputs[0].shape[1:])
+        try:
+            spec = convert(model, [ct.TensorType(name=keras_input_name(model), shape=shape)]).get_spec()
+        except Exception as error:
+            skipped.append({"name": name, "reason": f"{type(error).__name__}: {str(error).splitlines()[0]}"})
+            continue
+        renames = {keras_input_name(model): "input"}
+        for i, output in enumerate(spec.description.output):
+            renames[output.name] = f"output{i + 1}"
+        save_spec(spec, out(name + ".mlmodel"), renames)
+        write_reference(out(name + ".reference.h5"), relative, model, inputs)
+        manifest.append({"name": name, "source": relative, "input": "tensor",
+                         "layers": [l.WhichOneof("layer") for l in spec.neuralNetwork.layers]})
 
     # The trained digits classifier: grayscale image, scale 1/255, integer labels.
     digits = keras.models.load_model(os.path.join(args.digits, "digits_cnn.h5"), compile=False)

@@ -34,6 +34,10 @@ rm -rf "$OUT" "$HERE/Digits"
 "$PY3"   "$HERE/make_fixtures.py" --dialect keras3     --out "$OUT"
 "$PY215" "$HERE/make_fixtures.py" --legacy             --out "$OUT"   # after tfkeras215
 "$PY215" "$HERE/make_digits.py" --out "$HERE/Digits"
+# layer fixtures (recurrent, 1-D, wrappers, normalization, preprocessing, Keras 1): Fixtures/layers, own manifest
+"$PY215" "$HERE/make_layer_fixtures.py" --dialect tfkeras215 --out "$OUT/layers"
+"$PY3"   "$HERE/make_layer_fixtures.py" --dialect keras3     --out "$OUT/layers"
+"$PY215" "$HERE/make_layer_fixtures.py" --keras1             --out "$OUT/layers"
 "$PY215" "$HERE/make_coreml_golden.py" --fixtures "$OUT" --digits "$HERE/Digits" --out "$OUT/coremltools"  # after the above
 
 du -sh "$HERE/Fixtures" "$HERE/Digits"

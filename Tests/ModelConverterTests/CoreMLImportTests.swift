@@ -13,7 +13,8 @@ import Testing
   /// Golden models converted by coremltools 9 with float32 or float16 weights.
   static let goldenModels = [
     "activations", "batchnorm", "dense_classifier", "depthwise_separable", "digits_cnn", "pooling", "reshape_ops",
-    "rgb_classifier", "rgb_classifier_fp16", "sequential_plain",
+    "rgb_classifier", "rgb_classifier_fp16", "sequential_plain", "conv2d_transpose", "conv2d_transpose_output_padding",
+    "layer_norm", "layer_norm_image", "unit_norm", "time_distributed",
   ]
 
   static func goldenSource(_ name: String) throws -> URL {

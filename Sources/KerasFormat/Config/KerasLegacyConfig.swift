@@ -14,7 +14,8 @@ enum KerasLegacyConfig {
     rename("border_mode", "padding")
     rename("subsample", "strides")
     rename("bias", "use_bias")
-    rename("output_dim", "units")
+    // Embedding keeps `output_dim` in Keras 2 and 3; other Keras 1 layers meant `units`.
+    if className != "Embedding" { rename("output_dim", "units") }
     rename("nb_filter", "filters")
     rename("atrous_rate", "dilation_rate")
     rename("inner_activation", "recurrent_activation")
@@ -38,7 +39,7 @@ enum KerasLegacyConfig {
       rename("concat_axis", "axis")
     default: break
     }
-    // Keras 1 Dense units are often `output_dim`; its Dropout rate is `p`.
+    // Keras 1's Dropout rate is `p`.
     rename("p", "rate")
     return (name, .object(fields))
   }
@@ -46,7 +47,8 @@ enum KerasLegacyConfig {
   /// Whether a config uses Keras 1 names.
   static func isLegacy(className: String, fields: [String: JSONValue]) -> Bool {
     ["Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge"].contains(className)
-      || ["border_mode", "output_dim", "nb_filter", "dim_ordering", "subsample"].contains { fields[$0] != nil }
+      || ["border_mode", "nb_filter", "dim_ordering", "subsample"].contains { fields[$0] != nil }
+      || (className == "Dense" && fields["output_dim"] != nil)
   }
 
   /// Keras 1 weight names are `<layer>_W`, `<layer>_b`, ...: their Keras 2 kinds.

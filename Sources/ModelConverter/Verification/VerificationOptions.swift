@@ -22,8 +22,9 @@ public struct VerificationOptions: Sendable, Equatable {
 
   public init(
     samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float = 1e-5, relativeTolerance: Float = 1e-3, topK: Int = 3,
-    reference: URL? = nil, expectedLabels: [String]? = nil, inputShapes: [String: [Int]] = [:]
+    reference: URL? = nil, expectedLabels: [String]? = nil, architecture: URL? = nil, inputShapes: [String: [Int]] = [:]
   ) {
+    self.architecture = architecture
     self.samples = samples
     self.seed = seed
     self.absoluteTolerance = absoluteTolerance
