@@ -28,6 +28,8 @@ enum KerasLegacyConfig {
     switch className {
     case "Convolution2D", "AtrousConvolution2D": name = "Conv2D"
     case "SeparableConvolution2D": name = "SeparableConv2D"
+    // Keras 1 gives the output size itself (`output_shape`), which the importer reads instead of output_padding.
+    case "Deconvolution2D": name = "Conv2DTranspose"
     case "Convolution1D", "AtrousConvolution1D":
       name = "Conv1D"
       rename("filter_length", "kernel_size")
@@ -46,9 +48,10 @@ enum KerasLegacyConfig {
 
   /// Whether a config uses Keras 1 names.
   static func isLegacy(className: String, fields: [String: JSONValue]) -> Bool {
-    ["Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge"].contains(className)
-      || ["border_mode", "nb_filter", "dim_ordering", "subsample"].contains { fields[$0] != nil }
-      || (className == "Dense" && fields["output_dim"] != nil)
+    ["Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge", "Deconvolution2D"]
+      .contains(className)
+      || ["border_mode", "nb_filter", "dim_ordering", "subsample", "inner_activation", "consume_less"].contains { fields[$0] != nil }
+      || (["Dense", "LSTM", "GRU", "SimpleRNN"].contains(className) && fields["output_dim"] != nil)
   }
 
   /// Keras 1 weight names are `<layer>_W`, `<layer>_b`, ...: their Keras 2 kinds.
@@ -56,5 +59,6 @@ enum KerasLegacyConfig {
     "W": "kernel", "b": "bias", "gamma": "gamma", "beta": "beta", "running_mean": "moving_mean",
     // Keras 1.2 stores the variance under this name.
     "running_std": "moving_variance", "depthwise_kernel": "depthwise_kernel", "pointwise_kernel": "pointwise_kernel",
+    "U": "recurrent_kernel",
   ]
 }

@@ -84,9 +84,11 @@ extension KerasGraphImporter {
       let outputPadding = reader.value("output_padding") == nil ? nil : try reader.pair("output_padding")
       let kernel = try weight(["kernel"], [size[0], size[1], filters, s[2]])
       let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
-      let outputSize = (0..<2).map {
+      var outputSize = (0..<2).map {
         ConvolutionTranspose.outputLength(input: s[$0], kernel: size[$0], stride: strides[$0], padding: padding, outputPadding: outputPadding?[$0])
       }
+      // Keras 1's Deconvolution2D names its output size: [batch, H, W, C].
+      if let given = reader.value("output_shape")?.array?.compactMap(\.int), given.count >= 3 { outputSize = [given[given.count - 3], given[given.count - 2]] }
       let conv = ConvolutionTranspose(kernel: kernel, bias: bias, strides: strides, padding: padding, outputSize: outputSize)
       return try applyActivation(reader.activationName(), to: try add(.convolutionTranspose(conv), [input]), reader: reader)
 

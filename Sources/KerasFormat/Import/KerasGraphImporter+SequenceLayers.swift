@@ -37,7 +37,7 @@ extension KerasGraphImporter {
     switch className {
     case "Embedding":
       let input = try single()
-      let table = try weight(["embeddings"], [try reader.int("input_dim"), try reader.int("output_dim")])
+      let table = try weight(["embeddings", "kernel"], [try reader.int("input_dim"), try reader.int("output_dim")])
       return try add(.embedding(table: table), [input])
 
     case "SimpleRNN", "LSTM", "GRU":
@@ -235,8 +235,24 @@ extension KerasGraphImporter {
     default: cell = .gru(resetAfter: reader.bool("reset_after", default: false))
     }
     let width = cell.gates * units
+    /// Keras 1 stored one matrix per gate (`W_i`, `U_i`, `b_i`, ...), Keras 2 and 3 one for all gates.
+    let legacyGates: [String]? = ["LSTM": ["i", "f", "c", "o"], "GRU": ["z", "r", "h"]][layer.className]
     func weight(_ kind: String, _ shape: [Int]) throws -> Constant {
-      try model.weights.weight([kind], layer: owner ?? layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
+      func stored(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
+        try model.weights.weight(kinds, layer: owner ?? layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
+      }
+      do {
+        return try stored([kind], shape)
+      } catch let error as KerasReaderError {
+        guard case .missingWeight = error, let gates = legacyGates else { throw error }
+        let prefix = ["kernel": "W", "recurrent_kernel": "U", "bias": "b"][kind]!
+        let parts = try gates.map { try stored([prefix + "_" + $0], shape.count == 2 ? [shape[0], units] : [units]) }
+        // Concatenate the gates along the last axis.
+        let rows = shape.count == 2 ? shape[0] : 1
+        var values: [Float] = []
+        for row in 0..<rows { for part in parts { values += part.values[row * units..<(row + 1) * units] } }
+        return Constant(shape: shape, values: values)
+      }
     }
     var bias: Constant?
     if reader.bool("use_bias", default: true) {

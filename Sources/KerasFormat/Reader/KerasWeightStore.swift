@@ -50,7 +50,8 @@ struct KerasWeightStore {
     func kind(_ name: String) -> String {
       let stored = Self.kind(of: name)
       guard stored.hasPrefix(layer + "_") else { return stored }
-      return KerasLegacyConfig.weightKinds[String(stored.dropFirst(layer.count + 1))] ?? stored
+      let suffix = String(stored.dropFirst(layer.count + 1))
+      return KerasLegacyConfig.weightKinds[suffix] ?? suffix
     }
     let candidates = names.filter { kinds.contains(kind($0)) && owned($0) && inDirection($0) }
     // Several matches happen only in a nested group holding same-named inner layers; keep the first per kind order.
