@@ -57,6 +57,14 @@ extension CoreMLSpecReader {
       result.floats["cellClipThreshold"] = p.cellclipthreshold
     }
 
+    /// The fields every simple recurrent and GRU layer has.
+    func sizes(_ inputs: UInt64, _ outputs: UInt64, sequenceOutput: protobuf_c_boolean, bias: protobuf_c_boolean, reverse: protobuf_c_boolean) {
+      result.integers = [
+        "inputVectorSize": [Int(clamping: inputs)], "outputVectorSize": [Int(clamping: outputs)],
+        "sequenceOutput": [Int(sequenceOutput)], "hasBiasVectors": [Int(bias)], "reverseInput": [Int(reverse)],
+      ]
+    }
+
     switch l.layer_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EMBEDDING:
       let e = l.embedding.pointee
@@ -71,20 +79,14 @@ extension CoreMLSpecReader {
       result.integers["nRepetitions"] = [Int(clamping: l.sequencerepeat.pointee.nrepetitions)]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT:
       let r = l.simplerecurrent.pointee
-      result.integers = [
-        "inputVectorSize": [Int(clamping: r.inputvectorsize)], "outputVectorSize": [Int(clamping: r.outputvectorsize)],
-        "sequenceOutput": [Int(r.sequenceoutput)], "hasBiasVectors": [Int(r.hasbiasvector)], "reverseInput": [Int(r.reverseinput)],
-      ]
+      sizes(r.inputvectorsize, r.outputvectorsize, sequenceOutput: r.sequenceoutput, bias: r.hasbiasvector, reverse: r.reverseinput)
       activations([r.activation])
       try weight("W_x", r.weightmatrix)
       try weight("R_x", r.recursionmatrix)
       try weight("b_x", r.biasvector)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU:
       let g = l.gru.pointee
-      result.integers = [
-        "inputVectorSize": [Int(clamping: g.inputvectorsize)], "outputVectorSize": [Int(clamping: g.outputvectorsize)],
-        "sequenceOutput": [Int(g.sequenceoutput)], "hasBiasVectors": [Int(g.hasbiasvectors)], "reverseInput": [Int(g.reverseinput)],
-      ]
+      sizes(g.inputvectorsize, g.outputvectorsize, sequenceOutput: g.sequenceoutput, bias: g.hasbiasvectors, reverse: g.reverseinput)
       activations(buffer(g.activations, g.n_activations))
       try weight("W_z", g.updategateweightmatrix)
       try weight("W_r", g.resetgateweightmatrix)

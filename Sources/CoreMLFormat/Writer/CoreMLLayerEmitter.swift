@@ -264,14 +264,7 @@ struct CoreMLLayerEmitter {
     params.pointee.isdeconvolution = 1
     params.pointee.n_outputshape = 2
     params.pointee.outputshape = uint64s(conv.outputSize)
-    switch conv.padding {
-    case .same:
-      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
-      params.pointee.same = arena.message(core_ml__specification__same_padding__init)
-    case .valid:
-      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
-      params.pointee.valid = validPadding()
-    }
+    setPadding(conv.padding, on: params)
     params.pointee.weights = try weights(values, layer: name)
     if let bias = conv.bias {
       params.pointee.hasbias = 1
@@ -298,7 +291,15 @@ struct CoreMLLayerEmitter {
       params.pointee.hasbias = 1
       params.pointee.bias = try weights(bias.values, layer: name)
     }
-    switch conv.padding {
+    setPadding(conv.padding, on: params)
+    let layer = layer(name, inputs: [input], output: output)
+    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION
+    layer.pointee.convolution = params
+  }
+
+  /// Same (bottom/right heavy, as TensorFlow) or valid padding on convolution parameters.
+  private func setPadding(_ padding: Padding, on params: UnsafeMutablePointer<CoreML__Specification__ConvolutionLayerParams>) {
+    switch padding {
     case .same:
       params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
       params.pointee.same = arena.message(core_ml__specification__same_padding__init)
@@ -306,9 +307,6 @@ struct CoreMLLayerEmitter {
       params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
       params.pointee.valid = validPadding()
     }
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION
-    layer.pointee.convolution = params
   }
 
   private func validPadding() -> UnsafeMutablePointer<CoreML__Specification__ValidPadding> {

@@ -5,10 +5,7 @@ extension KerasGraphImporter {
   mutating func convert(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String) throws -> ValueID {
     let reader = LayerConfigReader(layer: layer)
     let className = layer.className
-    func single() throws -> ValueID {
-      guard inputs.count == 1 else { throw reader.fail("expects one input, got \(inputs.count)") }
-      return inputs[0]
-    }
+    func single() throws -> ValueID { try reader.single(inputs) }
     func weight(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
       try model.weights.weight(kinds, layer: layer.name, topLevel: weightGroup, expectedShape: shape)
     }

@@ -6,11 +6,7 @@ extension KerasGraphImporter {
   /// 1-D layers run as their 2-D counterparts on a `[1, T, C]` view of the `[T, C]` sequence.
   mutating func convertSequenceLayer(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String, direction: String? = nil) throws -> ValueID? {
     let reader = LayerConfigReader(layer: layer)
-    let className = layer.className
-    func single() throws -> ValueID {
-      guard inputs.count == 1 else { throw reader.fail("expects one input, got \(inputs.count)") }
-      return inputs[0]
-    }
+    func single() throws -> ValueID { try reader.single(inputs) }
     func weight(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
       try model.weights.weight(kinds, layer: layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
     }
@@ -18,6 +14,7 @@ extension KerasGraphImporter {
       try graphCall { try $0.add(operation, name: layer.name + suffix, inputs: nodeInputs) }
     }
     func shape(_ id: ValueID) -> [Int] { builder.type(of: id).shape }
+    let className = layer.className
     func sequence(_ input: ValueID) throws -> (steps: Int, channels: Int) {
       let s = shape(input)
       guard s.count == 2 else { throw reader.fail("expects a [steps, channels] sequence, got \(s)") }

@@ -4,6 +4,12 @@ import ModelIR
 struct LayerConfigReader {
   let layer: KerasLayerConfig
 
+  /// The one input of a single-input layer call.
+  func single(_ inputs: [ValueID]) throws -> ValueID {
+    guard inputs.count == 1 else { throw fail("expects one input, got \(inputs.count)") }
+    return inputs[0]
+  }
+
   func fail(_ detail: String) -> KerasReaderError {
     .invalidLayer(layer: layer.name, className: layer.className, detail: detail)
   }
