@@ -186,6 +186,15 @@ extension Operation {
       }
       if let bias = conv.bias, bias.count != conv.outputChannels { throw fail("bias has \(bias.count) values for \(conv.outputChannels) channels") }
       return leading + conv.outputSize + [conv.outputChannels]
+
+    case .l2Normalize:
+      try requireArity(1)
+      return inputShapes[0]
+
+    case .dot:
+      try requireArity(2)
+      guard inputShapes[0].count == 1, inputShapes[0] == inputShapes[1] else { throw fail("dot of \(inputShapes) (two vectors of one length)") }
+      return [1]
     }
   }
 }

@@ -32,6 +32,10 @@ public enum Operation: Sendable, Equatable {
   case recurrent(Recurrent)
   /// Row lookup: `[T]` indices into a `[vocabulary, D]` table give `[T, D]`.
   case embedding(table: Constant)
+  /// `x / sqrt(sum(x^2) + epsilon)` along the last axis (Keras' UnitNormalization, Core ML's l2normalize).
+  case l2Normalize(epsilon: Float)
+  /// The dot product of two vectors as a `[1]` tensor; with `cosine`, of the vectors scaled to unit length.
+  case dot(cosine: Bool)
   /// Runs code the app provides; the reference runtime cannot evaluate it.
   case custom(CustomLayer)
 
@@ -60,6 +64,8 @@ public enum Operation: Sendable, Equatable {
     case .slice: return "slice"
     case .recurrent: return "recurrent"
     case .embedding: return "embedding"
+    case .l2Normalize: return "l2Normalize"
+    case .dot: return "dot"
     case .custom(let layer): return "custom." + layer.className
     }
   }

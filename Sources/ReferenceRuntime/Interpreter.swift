@@ -134,6 +134,19 @@ public struct Interpreter {
     case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
     case .constant(let value): return value.values
     case .recurrent(let layer): return RecurrentKernel.run(x, layer)
+    case .l2Normalize(let epsilon):
+      let c = x.shape.last ?? 1
+      return stride(from: 0, to: x.values.count, by: c).flatMap { start -> [Float] in
+        let row = x.values[start..<start + c]
+        let norm = (row.reduce(0.0) { $0 + Double($1) * Double($1) } + Double(epsilon)).squareRoot()
+        return row.map { Float(Double($0) / norm) }
+      }
+    case .dot(let cosine):
+      let (a, b) = (inputs[0].values, inputs[1].values)
+      let product = zip(a, b).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
+      guard cosine else { return [Float(product)] }
+      let norms = (a.reduce(0.0) { $0 + Double($1) * Double($1) } * b.reduce(0.0) { $0 + Double($1) * Double($1) }).squareRoot()
+      return [Float(product / max(norms, 1e-12))]
     case .custom(let layer): preconditionFailure("custom layer \(layer.className) cannot run; check Interpreter.unsupportedOperations first")
     case .embedding(let table):
       let (rows, width) = (table.shape[0], table.shape[1])

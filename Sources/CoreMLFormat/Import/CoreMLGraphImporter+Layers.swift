@@ -258,6 +258,22 @@ extension CoreMLGraphImporter {
       }
       return [value]
 
+    case "l2normalize":
+      // Over C, H and W of each sequence step; the IR op normalizes the last axis.
+      let s = shape(x)
+      guard !spec.exactArrayMapping, rank == 4, s[2] == 1, s[3] == 1 else { throw unsupported("l2normalize of \(s) (classic [Seq, C, 1, 1] blobs only)") }
+      // Core ML reads an epsilon of 0 as 1e-6.
+      let epsilon = float("epsilon") == 0 ? 1e-6 : float("epsilon")
+      let normalized = try add(.l2Normalize(epsilon: epsilon), [try reshape(x, to: [s[0], s[1]])])
+      return [try reshape(normalized, to: s)]
+
+    case "dot":
+      let operands = try layer.inputs.indices.map { try input(layer, $0) }
+      guard operands.count == 2, !spec.exactArrayMapping else { throw unsupported("dot of \(operands.count) inputs") }
+      let vectors = try operands.map { try reshape($0, to: [shape($0).reduce(1, *)]) }
+      let product = try add(.dot(cosine: int("cosineSimilarity") == 1), vectors)
+      return [try reshape(product, to: [1, 1, 1, 1])]
+
     case "custom":
       // The app implements it; the graph keeps a placeholder the runtime reports as not runnable.
       let custom = CustomLayer(className: layer.texts["className"] ?? "?", outputShape: shape(x))

@@ -71,6 +71,10 @@ extension CoreMLSpecReader {
       result.integers = ["inputDim": [Int(clamping: e.inputdim)], "outputChannels": [Int(clamping: e.outputchannels)], "hasBias": [Int(e.hasbias)]]
       try weight("weights", e.weights)
       try weight("bias", e.bias)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE:
+      result.floats["epsilon"] = l.l2normalize.pointee.epsilon
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT:
+      result.integers["cosineSimilarity"] = [Int(l.dot.pointee.cosinesimilarity)]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM:
       result.texts["className"] = text(l.custom.pointee.classname)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT:

@@ -227,6 +227,22 @@ struct CoreMLLayerEmitter {
     case .convolutionTranspose(let conv):
       try emitConvolutionTranspose(conv, name: node.name, input: inputs[0], output: output)
 
+    case .l2Normalize(let epsilon):
+      // Core ML normalizes over C, H and W together: Keras' last axis only for vectors and sequences.
+      guard inputShape.count <= 2 else { throw unsupported("UnitNormalization of a rank-\(inputShape.count + 1) tensor (vectors and sequences only)") }
+      let params = arena.message(core_ml__specification__l2_normalize_layer_params__init)
+      params.pointee.epsilon = epsilon
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE
+      layer.pointee.l2normalize = params
+
+    case .dot(let cosine):
+      let params = arena.message(core_ml__specification__dot_product_layer_params__init)
+      params.pointee.cosinesimilarity = cosine ? 1 : 0
+      let layer = layer(node.name, inputs: inputs, output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT
+      layer.pointee.dot = params
+
     case .constant, .reduce, .constantPad, .slice:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
     }

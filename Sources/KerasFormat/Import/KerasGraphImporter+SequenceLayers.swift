@@ -178,18 +178,16 @@ extension KerasGraphImporter {
       let input = try single()
       let axes = try reader.value("axis")?.array?.compactMap(\.int) ?? [reader.int("axis", default: -1)]
       guard axes == [-1] || axes == [shape(input).count] else { throw reader.fail("normalizing axes \(axes) (only the last axis)") }
-      return try unitNormalized(input, name: layer.name)
+      // Keras divides by sqrt(max(sum, 1e-12)); adding 1e-12 instead differs only for all-but-zero vectors.
+      return try add(.l2Normalize(epsilon: 1e-12), [input])
 
     case "Dot":
       guard inputs.count == 2, shape(inputs[0]).count == 1, shape(inputs[0]) == shape(inputs[1]) else {
         throw reader.fail("Dot of \(inputs.map(shape)) (two vectors of one length only)")
       }
-      var operands = inputs
-      if reader.bool("normalize", default: false) {
-        operands = try inputs.enumerated().map { try unitNormalized($1, name: layer.name + "__normalize\($0)") }
-      }
-      let product = try add(.elementwise(.multiply), operands, suffix: "__product")
-      return try add(.reduce(Reduction(kind: .sum, axes: [0], keepDims: true)), [product])
+      let axes = reader.value("axes")?.int.map { [$0] } ?? reader.value("axes")?.array?.compactMap(\.int) ?? [1]
+      guard axes.allSatisfy({ $0 == 1 || $0 == -1 }) else { throw reader.fail("axes \(axes) (only the feature axis)") }
+      return try add(.dot(cosine: reader.bool("normalize", default: false)), inputs)
 
     case "RepeatVector":
       let input = try single()
@@ -201,20 +199,6 @@ extension KerasGraphImporter {
     default:
       return nil
     }
-  }
-
-  /// `x / sqrt(max(sum(x^2), 1e-12))` along the last axis, as Keras' UnitNormalization and Dot(normalize) compute it.
-  mutating func unitNormalized(_ input: ValueID, name: String) throws -> ValueID {
-    let rank = builder.type(of: input).shape.count
-    func add(_ operation: Operation, _ inputs: [ValueID], _ suffix: String) throws -> ValueID {
-      try graphCall { try $0.add(operation, name: name + suffix, inputs: inputs) }
-    }
-    let squared = try add(.elementwise(.multiply), [input, input], "__squared")
-    let sum = try add(.reduce(Reduction(kind: .sum, axes: [rank - 1], keepDims: true)), [squared], "__sum")
-    let floor = try add(.constant(Constant(shape: [1], values: [1e-12])), [], "__floor")
-    let clamped = try add(.elementwise(.maximum), [sum, floor], "__clamped")
-    let inverse = try add(.activation(.unary(UnaryFunction(kind: .rsqrt))), [clamped], "__rsqrt")
-    return try add(.elementwise(.multiply), [input, inverse], "")
   }
 
   /// The IR form of a SimpleRNN, LSTM or GRU config; `owner` and `direction` locate a Bidirectional half's weights.
