@@ -796,12 +796,18 @@ def _k1_layer(cls, cfg):
     return {"class_name": cls, "config": cfg}
 
 
-def _k1_conv(name, layer, atrous=False, first_shape=None):
-    kh, kw = layer.kernel_size
+def _k1_base(name, first_shape=None, input_dtype="float32"):
+    """Keras 1 Layer.get_config: name, trainable, and for the first layer batch_input_shape and input_dtype."""
     cfg = {"name": name, "trainable": True}
     if first_shape is not None:
         cfg["batch_input_shape"] = first_shape
-        cfg["input_dtype"] = "float32"
+        cfg["input_dtype"] = input_dtype
+    return cfg
+
+
+def _k1_conv(name, layer, atrous=False, first_shape=None, output_shape=None):
+    kh, kw = layer.kernel_size
+    cfg = _k1_base(name, first_shape)
     cfg.update({"nb_filter": layer.filters, "nb_row": kh, "nb_col": kw, "init": "glorot_uniform",
                 "activation": layer.activation.__name__, "border_mode": layer.padding,
                 "subsample": list(layer.strides), "dim_ordering": "tf", "W_regularizer": None,
@@ -809,6 +815,8 @@ def _k1_conv(name, layer, atrous=False, first_shape=None):
                 "bias": bool(layer.use_bias)})
     if atrous:
         cfg["atrous_rate"] = list(layer.dilation_rate)
+    if output_shape is not None:  # Deconvolution2D
+        cfg["output_shape"] = output_shape
     return cfg
 
 
@@ -823,6 +831,45 @@ def _k1_merge(name, mode, concat_axis=-1):
     return {"name": name, "mode": mode, "mode_type": "raw", "concat_axis": concat_axis, "dot_axes": -1,
             "output_shape": None, "output_shape_type": "raw", "output_mask": None, "output_mask_type": "raw",
             "arguments": {}}
+
+
+def _k1_embedding(name, layer, input_length):
+    cfg = _k1_base(name, [None, input_length], "int32")
+    cfg.update({"input_dim": layer.input_dim, "output_dim": layer.output_dim, "init": "uniform",
+                "input_length": input_length, "mask_zero": False, "activity_regularizer": None,
+                "W_regularizer": None, "W_constraint": None, "dropout": 0.0})
+    return cfg
+
+
+def _k1_recurrent(name, layer, input_dim, first_shape=None):
+    """Keras 1.2 SimpleRNN / GRU / LSTM config (Recurrent base keys + the cell's own keys)."""
+    cfg = _k1_base(name, first_shape)
+    cls = layer.__class__.__name__
+    cfg.update({"output_dim": layer.units, "init": "glorot_uniform", "inner_init": "orthogonal"})
+    if cls == "LSTM":
+        cfg["forget_bias_init"] = "one"
+    cfg["activation"] = layer.activation.__name__
+    if cls in ("LSTM", "GRU"):
+        cfg["inner_activation"] = layer.recurrent_activation.__name__
+    cfg.update({"W_regularizer": None, "U_regularizer": None, "b_regularizer": None,
+                "dropout_W": 0.0, "dropout_U": 0.0,
+                "return_sequences": bool(layer.return_sequences), "go_backwards": bool(layer.go_backwards),
+                "stateful": bool(layer.stateful), "unroll": bool(layer.unroll), "consume_less": "cpu",
+                # not stateful: Keras 1 writes input_dim (set by build) and input_length (null unless passed)
+                "input_dim": input_dim, "input_length": None})
+    return cfg
+
+
+def _k1_batchnorm(name, layer):
+    cfg = _k1_base(name)
+    cfg.update({"epsilon": float(layer.epsilon), "mode": 0, "axis": -1, "gamma_regularizer": None,
+                "beta_regularizer": None, "momentum": float(layer.momentum)})
+    return cfg
+
+
+def _k1_sequential(model, config):
+    layer_names = [e["config"]["name"] for e in config]
+    return model, {"class_name": "Sequential", "config": config, "keras_version": KERAS1_VERSION}, layer_names
 
 
 def keras1_sequential():
@@ -843,8 +890,7 @@ def keras1_sequential():
         _k1_layer("Flatten", {"name": "flatten_1", "trainable": True}),
         _k1_layer("Dense", _k1_dense("dense_1", d1)),
     ]
-    layer_names = ["convolution2d_1", "maxpooling2d_1", "atrousconvolution2d_1", "flatten_1", "dense_1"]
-    return model, {"class_name": "Sequential", "config": config, "keras_version": KERAS1_VERSION}, layer_names
+    return _k1_sequential(model, config)
 
 
 def keras1_merge():
@@ -878,17 +924,154 @@ def keras1_merge():
     return model, {"class_name": "Model", "config": config, "keras_version": KERAS1_VERSION}, layer_names
 
 
+def keras1_lstm():
+    """Embedding(15, 5, input_length=6) -> LSTM(4) (hard_sigmoid gates) -> Dense(3, softmax), Keras 1 names."""
+    l = L()
+    i = K().Input((6,), dtype="int32", name="embedding_1_input")
+    e1 = l.Embedding(15, 5, name="embedding_1")
+    r1 = l.LSTM(4, activation="tanh", recurrent_activation="hard_sigmoid", return_sequences=False,
+                name="lstm_1")
+    d1 = l.Dense(3, activation="softmax", name="dense_1")
+    model = K().Model(i, d1(r1(e1(i))), name="sequential_1")
+    config = [
+        _k1_layer("Embedding", _k1_embedding("embedding_1", e1, 6)),
+        _k1_layer("LSTM", _k1_recurrent("lstm_1", r1, input_dim=5)),
+        _k1_layer("Dense", _k1_dense("dense_1", d1)),
+    ]
+    return _k1_sequential(model, config)
+
+
+def keras1_gru_rnn():
+    """Input (5, 3) -> GRU(4, return_sequences) (Keras 1 = reset_after False) -> SimpleRNN(3) -> Dense(2)."""
+    l = L()
+    i = K().Input((5, 3), name="gru_1_input")
+    g1 = l.GRU(4, activation="tanh", recurrent_activation="hard_sigmoid", reset_after=False,
+               return_sequences=True, name="gru_1")
+    s1 = l.SimpleRNN(3, activation="tanh", name="simplernn_1")
+    d1 = l.Dense(2, name="dense_1")
+    model = K().Model(i, d1(s1(g1(i))), name="sequential_1")
+    config = [
+        _k1_layer("GRU", _k1_recurrent("gru_1", g1, input_dim=3, first_shape=[None, 5, 3])),
+        _k1_layer("SimpleRNN", _k1_recurrent("simplernn_1", s1, input_dim=4)),
+        _k1_layer("Dense", _k1_dense("dense_1", d1)),
+    ]
+    return _k1_sequential(model, config)
+
+
+def keras1_bn_deconv():
+    """Input 6x6x2 -> Convolution2D(3, 3, 3, same) -> BatchNormalization(mode 0) -> Deconvolution2D(2, 3, 3,
+    subsample 2, same, output_shape 12x12x2) -> Flatten -> Dense(2)."""
+    l = L()
+    i = K().Input((6, 6, 2), name="convolution2d_1_input")
+    c1 = l.Conv2D(3, 3, padding="same", name="convolution2d_1")
+    b1 = l.BatchNormalization(axis=-1, epsilon=1e-3, momentum=0.99, name="batchnormalization_1")
+    t1 = l.Conv2DTranspose(2, 3, strides=2, padding="same", name="deconvolution2d_1")
+    f1 = l.Flatten(name="flatten_1")
+    d1 = l.Dense(2, name="dense_1")
+    model = K().Model(i, d1(f1(t1(b1(c1(i))))), name="sequential_1")
+    config = [
+        _k1_layer("Convolution2D", _k1_conv("convolution2d_1", c1, first_shape=[None, 6, 6, 2])),
+        _k1_layer("BatchNormalization", _k1_batchnorm("batchnormalization_1", b1)),
+        _k1_layer("Deconvolution2D", _k1_conv("deconvolution2d_1", t1, output_shape=[None, 12, 12, 2])),
+        _k1_layer("Flatten", {"name": "flatten_1", "trainable": True}),
+        _k1_layer("Dense", _k1_dense("dense_1", d1)),
+    ]
+    return _k1_sequential(model, config)
+
+
+KERAS1_MODELS = [
+    ("keras1_sequential", keras1_sequential, ["normal"],
+     ["Keras 1.2 Sequential: config is a list; input shape in the first layer's batch_input_shape"]),
+    ("keras1_merge", keras1_merge, ["normal"],
+     ["Keras 1.2 functional Model with Merge layers (mode sum and concat); merge_2 concatenates "
+      "[merge_1, dense_1] on the last axis"]),
+    ("keras1_lstm", keras1_lstm, [("tokens", 15)],
+     ["inputs/0 holds integer token ids in [0, 15) stored as float32 (Keras 1 input_dtype int32)",
+      "Keras 1.2 LSTM weights per gate in the order i, c, f, o: <layer>_W_g [in, units], <layer>_U_g "
+      "[units, units], <layer>_b_g [units]; the Keras 2 kernel is concat(W_i, W_f, W_c, W_o) on the last axis "
+      "(same for U and b)",
+      "inner_activation hard_sigmoid = clip(0.2x+0.5, 0, 1), as tf.keras 2.15's"]),
+    ("keras1_gru_rnn", keras1_gru_rnn, ["normal"],
+     ["Keras 1.2 GRU weights per gate in the order z, r, h: <layer>_W_g, <layer>_U_g, <layer>_b_g; the Keras 2 "
+      "kernel is concat(W_z, W_r, W_h); Keras 1's GRU is the reset_after=False formula (reset gate applied "
+      "to h before the recurrent matmul); inner_activation hard_sigmoid",
+      "SimpleRNN weights <layer>_W [in, units], <layer>_U [units, units], <layer>_b [units]"]),
+    ("keras1_bn_deconv", keras1_bn_deconv, ["normal"],
+     ["BatchNormalization mode 0: weights <layer>_gamma, _beta, _running_mean, _running_std; running_std holds "
+      "the moving VARIANCE (Keras 1.2 TF backend: tf.nn.batch_normalization(x, mean, running_std, beta, gamma, "
+      "epsilon)), so y = gamma * (x - mean) / sqrt(running_std + epsilon) + beta",
+      "Deconvolution2D W is stored as Keras 1.2 stores it: the Convolution2D layout [nb_row, nb_col, "
+      "input_channels, nb_filter] (= [3, 3, 3, 2] here), not tf.keras Conv2DTranspose's [kh, kw, out, in]; "
+      "Keras 1's TF backend swaps the last two axes before tf.nn.conv2d_transpose (and Keras 2's loader "
+      "transposes (0, 1, 3, 2)); no spatial flip",
+      "Deconvolution2D output_shape [null, 12, 12, 2] (channels last) = Conv2DTranspose(2, 3, strides 2, same) on "
+      "6x6"]),
+]
+
+
+def keras1_weights(layer):
+    """[(suffix, array)] in the Keras 1.2 `weight_names` order for the tf.keras layer standing in for it."""
+    cls = layer.__class__.__name__
+    values = [] if isinstance(layer, mf.K.layers.InputLayer) else layer.get_weights()
+    if cls in ("LSTM", "GRU"):
+        kernel, recurrent, bias = values
+        gates = {"LSTM": ("i", "f", "c", "o"), "GRU": ("z", "r", "h")}[cls]  # Keras 2 kernel column blocks
+        order = {"LSTM": ("i", "c", "f", "o"), "GRU": ("z", "r", "h")}[cls]  # Keras 1 weight order
+        assert bias.ndim == 1, "GRU must be reset_after=False (one bias vector)"
+        u = layer.units
+        out = []
+        for g in order:
+            k = gates.index(g)
+            out += [(f"W_{g}", kernel[:, k * u:(k + 1) * u]), (f"U_{g}", recurrent[:, k * u:(k + 1) * u]),
+                    (f"b_{g}", bias[k * u:(k + 1) * u])]
+        return out
+    if cls == "SimpleRNN":
+        return list(zip(("W", "U", "b"), values))
+    if cls == "BatchNormalization":
+        return list(zip(("gamma", "beta", "running_mean", "running_std"), values))  # running_std = variance
+    if cls == "Conv2DTranspose":
+        # Keras 1.2 Deconvolution2D keeps Convolution2D's W [kh, kw, in, out]; Keras 2 has [kh, kw, out, in]
+        return [("W", np.transpose(values[0], (0, 1, 3, 2)))] + list(zip(("b",), values[1:]))
+    # Convolution2D, AtrousConvolution2D, Dense, Embedding
+    return list(zip(("W", "b"), values))
+
+
 def write_keras1_weights(path, model, layer_names):
     with h5py.File(path, "w") as f:
         mf._fixed_names(f, "layer_names", layer_names)
         for name in layer_names:
             g = f.create_group(name)
-            layer = model.get_layer(name)
-            values = [] if isinstance(layer, mf.K.layers.InputLayer) else layer.get_weights()
-            names = [f"{name}_{suffix}" for suffix in ("W", "b")[:len(values)]]
-            mf._fixed_names(g, "weight_names", names)
-            for n, v in zip(names, values):
-                g.create_dataset(n, data=v.astype(np.float32))
+            named = [(f"{name}_{suffix}", v) for suffix, v in keras1_weights(model.get_layer(name))]
+            mf._fixed_names(g, "weight_names", [n for n, _ in named])
+            for n, v in named:
+                g.create_dataset(n, data=np.ascontiguousarray(v, dtype=np.float32))
+
+
+def _k1_to_keras2(cls, name, named):
+    """Keras 2 weight list from a Keras 1 layer's {weight name: array} (names checked, order as written)."""
+    prefix = name + "_"
+    assert all(n.startswith(prefix) for n in named), (name, list(named))
+    w = {n[len(prefix):]: v for n, v in named.items()}
+
+    def take(*suffixes):
+        assert list(w) == list(suffixes), (name, list(w), suffixes)
+        return [w[s] for s in suffixes]
+
+    if cls in ("LSTM", "GRU"):
+        k1_order = {"LSTM": "icfo", "GRU": "zrh"}[cls]
+        k2_order = {"LSTM": "ifco", "GRU": "zrh"}[cls]
+        take(*[f"{p}_{g}" for g in k1_order for p in ("W", "U", "b")])
+        return [np.concatenate([w[f"{p}_{g}"] for g in k2_order], axis=-1) for p in ("W", "U", "b")]
+    if cls == "SimpleRNN":
+        return take("W", "U", "b")
+    if cls == "BatchNormalization":
+        return take("gamma", "beta", "running_mean", "running_std")
+    if cls == "Deconvolution2D":
+        W, b = take("W", "b")
+        return [np.transpose(W, (0, 1, 3, 2)), b]
+    if cls == "Embedding":
+        return take("W")
+    return take(*("W", "b")[:len(w)])
 
 
 def model_from_keras1(spec, weights_path):
@@ -901,6 +1084,11 @@ def model_from_keras1(spec, weights_path):
             return l.Conv2D(c["nb_filter"], (c["nb_row"], c["nb_col"]), strides=tuple(c["subsample"]),
                             padding=c["border_mode"], dilation_rate=tuple(c.get("atrous_rate", (1, 1))),
                             activation=c["activation"], use_bias=c["bias"], name=c["name"])
+        if cls == "Deconvolution2D":
+            assert c["dim_ordering"] == "tf"
+            return l.Conv2DTranspose(c["nb_filter"], (c["nb_row"], c["nb_col"]), strides=tuple(c["subsample"]),
+                                     padding=c["border_mode"], activation=c["activation"], use_bias=c["bias"],
+                                     name=c["name"])
         if cls == "MaxPooling2D":
             return l.MaxPooling2D(tuple(c["pool_size"]), strides=tuple(c["strides"]), padding=c["border_mode"],
                                   name=c["name"])
@@ -911,13 +1099,40 @@ def model_from_keras1(spec, weights_path):
         if cls == "Merge":
             return {"sum": lambda: l.Add(name=c["name"]),
                     "concat": lambda: l.Concatenate(axis=c["concat_axis"], name=c["name"])}[c["mode"]]()
+        if cls == "Embedding":
+            assert not c["mask_zero"]
+            return l.Embedding(c["input_dim"], c["output_dim"], name=c["name"])
+        if cls in ("LSTM", "GRU", "SimpleRNN"):
+            assert c["consume_less"] in ("cpu", "mem"), "consume_less gpu stores concatenated W/U/b"
+            kw = dict(activation=c["activation"], return_sequences=c["return_sequences"],
+                      go_backwards=c["go_backwards"], stateful=c["stateful"], unroll=c["unroll"], name=c["name"])
+            if cls == "LSTM":
+                return l.LSTM(c["output_dim"], recurrent_activation=c["inner_activation"], **kw)
+            if cls == "GRU":
+                return l.GRU(c["output_dim"], recurrent_activation=c["inner_activation"], reset_after=False, **kw)
+            return l.SimpleRNN(c["output_dim"], **kw)
+        if cls == "BatchNormalization":
+            assert c["mode"] == 0
+            return l.BatchNormalization(axis=c["axis"], epsilon=c["epsilon"], momentum=c["momentum"],
+                                        name=c["name"])
         raise ValueError(cls)
 
+    def check_built(cls, c, layer):
+        if cls in ("LSTM", "GRU", "SimpleRNN") and c.get("input_dim") is not None:
+            assert layer.input_shape[-1] == c["input_dim"], (c["name"], layer.input_shape, c["input_dim"])
+        if cls == "Deconvolution2D":
+            assert list(layer.output_shape[1:]) == list(c["output_shape"][1:]), (layer.output_shape, c)
+
+    classes = {}
     if spec["class_name"] == "Sequential":
         first = spec["config"][0]["config"]
-        x = inp = K().Input(tuple(first["batch_input_shape"][1:]), name=first["name"] + "_input")
+        x = inp = K().Input(tuple(first["batch_input_shape"][1:]), dtype=first.get("input_dtype", "float32"),
+                            name=first["name"] + "_input")
         for e in spec["config"]:
-            x = make(e["class_name"], e["config"])(x)
+            layer = make(e["class_name"], e["config"])
+            x = layer(x)
+            check_built(e["class_name"], e["config"], layer)
+            classes[e["config"]["name"]] = e["class_name"]
         model = K().Model(inp, x)
     else:
         tensors, inputs = {}, []
@@ -929,27 +1144,45 @@ def model_from_keras1(spec, weights_path):
                 args = [tensors[n[0]] for n in e["inbound_nodes"][0]]
                 t = make(e["class_name"], e["config"])(args if len(args) > 1 else args[0])
             tensors[e["name"]] = t
+            classes[e["name"]] = e["class_name"]
         model = K().Model(inputs, [tensors[o[0]] for o in spec["config"]["output_layers"]])
     with h5py.File(weights_path, "r") as f:
         for name in _decode(f.attrs["layer_names"]):
             wn = _decode(f[name].attrs["weight_names"]) if f[name].attrs["weight_names"].size else []
             if wn:
-                model.get_layer(name).set_weights([f[name][n][()] for n in wn])
+                named = {n: f[name][n][()] for n in wn}
+                model.get_layer(name).set_weights(_k1_to_keras2(classes[name], name, named))
     return model
 
 
-def run_keras1(out):
+def check_keras1(base, integer_inputs):
+    """Rebuild `<base>.json` + `<base>.h5` (Keras 1 files only) and compare with `<base>.reference.h5`."""
+    with open(base + ".json") as f:
+        spec = json.load(f)
+    mf.reset()
+    rebuilt = model_from_keras1(spec, base + ".h5")
+    xs, ys = read_reference(base + ".reference.h5")
+    xs = [x.astype(np.int32) if i in integer_inputs else x for i, x in enumerate(xs)]
+    got = mf.predict(rebuilt, xs)
+    assert len(got) == len(ys), (base, len(got), len(ys))
+    for a, b in zip(got, ys):
+        assert a.shape == b.shape, (base, a.shape, b.shape)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=base)
+
+
+def run_keras1(out, check_only=False):
     mf.import_dialect("tfkeras215")
     folder = os.path.join(out, "keras1")
+    if check_only:
+        entries = [e for e in load_manifest(out).get("fixtures", []) if e["dialect"] == "keras1"]
+        for e in entries:
+            check_keras1(os.path.join(out, e["path"][:-3]), e.get("integer_inputs", []))
+        print(f"  {len(entries)} keras1 fixtures, rebuilt from their Keras 1 files, match their references")
+        return
     os.makedirs(folder, exist_ok=True)
     manifest = normalize_manifest(load_manifest(out))
     manifest["fixtures"] = [e for e in manifest["fixtures"] if e["dialect"] != "keras1"]
-    for name, builder, notes in (
-            ("keras1_sequential", keras1_sequential,
-             ["Keras 1.2 Sequential: config is a list; input shape in the first layer's batch_input_shape"]),
-            ("keras1_merge", keras1_merge,
-             ["Keras 1.2 functional Model with Merge layers (mode sum and concat); merge_2 concatenates "
-              "[merge_1, dense_1] on the last axis"])):
+    for name, builder, kinds, notes in KERAS1_MODELS:
         mf.reset()
         model, spec, layer_names = builder()
         mf.randomize_weights(model, name)
@@ -957,22 +1190,26 @@ def run_keras1(out):
         with open(base + ".json", "w") as f:
             f.write(json.dumps(spec))  # one line, like Keras 1 model.to_json()
         write_keras1_weights(base + ".h5", model, layer_names)
-        xs = make_inputs(model, name, ["normal"])
-        mf.write_reference(base + ".reference.h5", model, xs, "keras1", KERAS1_VERSION)
+        xs = make_inputs(model, name, kinds)
+        _, unmapped = mf.write_reference(base + ".reference.h5", model, xs, "keras1", KERAS1_VERSION)
         with h5py.File(base + ".reference.h5", "r+") as f:
             f.attrs["made_with_keras_version"] = mf.KERAS_VERSION
-        # check: rebuild from the Keras 1 files alone and compare
-        mf.reset()
-        rebuilt = model_from_keras1(spec, base + ".h5")
-        _, ys = read_reference(base + ".reference.h5")
-        for a, b in zip(mf.predict(rebuilt, xs), ys):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        integer_inputs = [i for i, k in enumerate(kinds) if isinstance(k, tuple) and k[0] == "tokens"]
+        check_keras1(base, integer_inputs)  # rebuild from the Keras 1 files alone and compare
+        notes = list(notes)
+        if unmapped:
+            notes.append("weights not in coreml_weights (no make_fixtures mapping; tf.keras class names): "
+                         + ", ".join(sorted(set(unmapped))))
         e = mf.manifest_entry(f"keras1/{name}.h5", "keras1", KERAS1_VERSION, model, {"notes": notes})
         e["model_class"] = spec["class_name"]
         e["json"] = f"keras1/{name}.json"
         e["layer_classes"] = sorted({x["class_name"] for x in (spec["config"] if isinstance(spec["config"], list)
                                                                else spec["config"]["layers"])})
-        e["integer_inputs"], e["pixel_inputs"] = [], []
+        e["integer_inputs"] = integer_inputs
+        e["pixel_inputs"] = []
+        for i, k in enumerate(kinds):
+            if isinstance(k, tuple):
+                e["inputs"][i]["token_range"] = [0, k[1]]
         e["weights"] = {}
         with h5py.File(base + ".h5", "r") as f:
             for ln in _decode(f.attrs["layer_names"]):
@@ -983,7 +1220,9 @@ def run_keras1(out):
         e["notes"].append("weights-only Keras 1 HDF5 (no model_config); architecture in the .json; written by "
                           "make_layer_fixtures.py from an equivalent tf.keras model, not by Keras 1")
         manifest["fixtures"].append(e)
-        print(f"  keras1/{name}.json + .h5 ok; rebuilt from the Keras 1 files it matches the reference")
+        print(f"  keras1/{name}.json + .h5 ok ({os.path.getsize(base + '.h5')} + "
+              f"{os.path.getsize(base + '.reference.h5')} bytes); rebuilt from the Keras 1 files it matches "
+              f"the reference")
     write_manifest(out, manifest)
 
 
@@ -992,24 +1231,25 @@ def main():
     ap.add_argument("--dialect", choices=DIALECTS)
     ap.add_argument("--keras1", action="store_true", help="write the hand-made Keras 1.2 files (tfkeras215 venv)")
     ap.add_argument("--check", action="store_true",
-                    help="only reload the dialect's existing fixtures and compare them with their references")
+                    help="only reload the dialect's existing fixtures (with --keras1: rebuild the models from the "
+                         "Keras 1 JSON + weights) and compare them with their references")
     ap.add_argument("--models", help="comma-separated subset of the model names (default: all); the manifest "
                                       "keeps the other entries")
     ap.add_argument("--out", default=DEFAULT_OUT)
     args = ap.parse_args()
+    if bool(args.dialect) == bool(args.keras1):
+        ap.error("give exactly one of --dialect or --keras1")
+    if args.keras1 and args.models:
+        ap.error("--models applies to --dialect only (--keras1 always writes or checks all its models)")
     only = None
     if args.models:
         only = set(args.models.split(","))
         unknown = only - {n for n, _ in MODELS}
         if unknown:
             ap.error(f"unknown models: {sorted(unknown)}")
-    if bool(args.dialect) == bool(args.keras1):
-        ap.error("give exactly one of --dialect or --keras1")
-    if args.check and not args.dialect:
-        ap.error("--check needs --dialect (--keras1 always checks)")
     os.makedirs(args.out, exist_ok=True)
     if args.keras1:
-        run_keras1(args.out)
+        run_keras1(args.out, args.check)
     else:
         run_dialect(args.dialect, args.out, args.check, only)
 
