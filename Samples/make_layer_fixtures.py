@@ -10,6 +10,7 @@ once for the hand-written Keras 1 files:
     python make_layer_fixtures.py --dialect keras3       # venv from requirements-keras3.txt
     python make_layer_fixtures.py --keras1               # venv from requirements-tfkeras215.txt
     python make_layer_fixtures.py --dialect keras3 --check   # only re-check existing files
+    python make_layer_fixtures.py --keras1 --check           # only re-check the Keras 1 files
     python make_layer_fixtures.py --dialect keras3 --models text_bilstm,custom_layer   # a subset
 
 `--out` defaults to `Samples/Fixtures/layers`. Files go to `<out>/<dialect>/<model>.h5` (full model, legacy
@@ -81,12 +82,14 @@ Models (`<dialect>/<name>.h5`):
 
 A model whose layer or option does not exist in a dialect is skipped and listed in the manifest's `skipped`.
 
-Keras 1 (`--keras1`, tf.keras 2.15 venv): `<out>/keras1/keras1_sequential.json` + `keras1_sequential.h5`, and
-`keras1_merge.json` + `keras1_merge.h5`: architecture JSON in the Keras 1.2 format and a weights-only HDF5 in
-the Keras 1 `save_weights` layout, written by hand (Keras 1 does not install on Python 3.11) from an
-equivalent tf.keras 2.15 model that also computes the reference outputs (`<name>.reference.h5`, dialect
-`keras1`, keras_version "1.2.2", attr `made_with_keras_version`). The check rebuilds a tf.keras model from the
-Keras 1 JSON with the mapping below, loads the Keras 1 weights file into it and compares to the reference.
+Keras 1 (`--keras1`, tf.keras 2.15 venv): `<out>/keras1/<name>.json` + `<name>.h5` for the five models below:
+architecture JSON in the Keras 1.2 format and a weights-only HDF5 in the Keras 1 `save_weights` layout, written
+by hand (Keras 1 does not install on Python 3.11) from an equivalent tf.keras 2.15 model that also computes the
+reference outputs (`<name>.reference.h5`, dialect `keras1`, keras_version "1.2.2", attr
+`made_with_keras_version`). The check rebuilds a tf.keras model from the Keras 1 JSON with the mapping below,
+loads the Keras 1 weights file into it (converting the layouts back by weight name) and compares to the
+reference; `--keras1 --check` does only that, for the files already written. Layer names are Keras 1's
+automatic ones (`<lowercase class name>_<n>`, e.g. `simplernn_1`, `batchnormalization_1`).
 
     keras1_sequential: Convolution2D(4, 3, 3, border_mode='same', activation='relu', input 12x12x3)
                        -> MaxPooling2D((2, 2)) -> AtrousConvolution2D(3, 3, 3, atrous_rate=(2, 2), border_mode='valid')
@@ -94,13 +97,21 @@ Keras 1 JSON with the mapping below, loads the Keras 1 weights file into it and 
     keras1_merge:      Input(6) -> Dense(4, relu) `dense_1`, Dense(4, tanh) `dense_2`
                        -> Merge([dense_1, dense_2], mode='sum') `merge_1`
                        -> Merge([merge_1, dense_1], mode='concat', concat_axis=-1) `merge_2` -> Dense(2) `dense_3`
+    keras1_lstm:       Embedding(input_dim=15, output_dim=5, input_length=6) (int32 token ids < 15)
+                       -> LSTM(output_dim=4) (tanh, inner_activation hard_sigmoid, last step)
+                       -> Dense(output_dim=3, activation='softmax')
+    keras1_gru_rnn:    input 5x3 -> GRU(output_dim=4, return_sequences=True) -> SimpleRNN(output_dim=3)
+                       -> Dense(output_dim=2)
+    keras1_bn_deconv:  input 6x6x2 -> Convolution2D(3, 3, 3, border_mode='same') -> BatchNormalization(mode=0,
+                       axis=-1, epsilon=1e-3) -> Deconvolution2D(2, 3, 3, output_shape=(None, 12, 12, 2),
+                       subsample=(2, 2), border_mode='same') -> Flatten -> Dense(output_dim=2)
 
 Keras 1.2 -> Keras 2 field mapping used (all `dim_ordering: "tf"`, i.e. channels last):
 
     JSON root           {"class_name": "Sequential", "config": [layer, ...], "keras_version": "1.2.2"}: a
                         Sequential's config is a plain list of {"class_name", "config"}; the first layer carries
-                        `batch_input_shape` [null, 12, 12, 3] and `input_dtype` "float32" (no InputLayer entry;
-                        Keras 1 named the implied input `<first layer>_input`).
+                        `batch_input_shape` (e.g. [null, 12, 12, 3]) and `input_dtype` ("float32"; "int32" for
+                        Embedding) (no InputLayer entry; Keras 1 named the implied input `<first layer>_input`).
                         {"class_name": "Model", "config": {"name", "layers": [{"class_name", "config", "name",
                         "inbound_nodes": [[[layer, node, tensor], ...]]}], "input_layers", "output_layers"}}
                         (inbound node entries have 3 elements, no kwargs dict); InputLayer config
@@ -109,17 +120,54 @@ Keras 1.2 -> Keras 2 field mapping used (all `dim_ordering: "tf"`, i.e. channels
                         subsample -> strides; dim_ordering "tf" -> data_format channels_last; bias -> use_bias;
                         init -> kernel_initializer; W_/b_regularizer, W_/b_constraint.
     AtrousConvolution2D as Convolution2D, plus atrous_rate -> dilation_rate.
+    Deconvolution2D     -> Conv2DTranspose: Convolution2D's keys plus `output_shape` [null, rows, cols, nb_filter]
+                        (the full output shape incl. batch; with border_mode same and subsample s it is in * s).
     MaxPooling2D        pool_size, strides (written resolved, = pool_size), border_mode -> padding, dim_ordering.
     Flatten             name, trainable only.
     Dense               output_dim -> units; init, activation, bias -> use_bias, input_dim (null unless first).
     Merge               mode "sum" -> Add, "concat" -> Concatenate(axis=concat_axis) (also mode_type "raw",
                         dot_axes, output_shape(_type), output_mask(_type), arguments).
+    Embedding           input_dim, output_dim (same names in Keras 2), input_length, init "uniform",
+                        mask_zero (false), W_regularizer, W_constraint, activity_regularizer, dropout (0.0).
+    SimpleRNN, GRU,     output_dim -> units; activation; inner_activation -> recurrent_activation (GRU, LSTM;
+    LSTM                hard_sigmoid = clip(0.2x+0.5, 0, 1) in Keras 1 and tf.keras 2.15); init, inner_init
+                        (-> kernel_/recurrent_initializer), forget_bias_init "one" (LSTM; ~ unit_forget_bias);
+                        W_/U_/b_regularizer; dropout_W/dropout_U (-> dropout/recurrent_dropout, 0.0 here);
+                        return_sequences, go_backwards, stateful, unroll; consume_less "cpu" (weights per gate;
+                        "mem" stores the same, "gpu" would store concatenated `<layer>_W/_U/_b`, not written here);
+                        input_dim (the input size, set by build) and input_length (null: not passed; the length
+                        is in the first layer's batch_input_shape). Keras 1's GRU is tf.keras GRU(reset_after=
+                        False) (h~ = act(x W_h + b_h + (r * h) U_h); h = z * h_prev + (1 - z) * h~).
+    BatchNormalization  epsilon, mode (0: feature-wise, inference uses the running statistics), axis (-1),
+                        momentum, gamma_/beta_regularizer.
     weights file        root attr `layer_names` (every layer, including a Model's InputLayer, but not a
-                        Sequential's implied input); one group per layer with attr `weight_names`; datasets
-                        `<layer>_W` (Conv: [kh, kw, in, out], tf ordering, not flipped; Dense: [in, out]) and
-                        `<layer>_b`; names as fixed-length byte strings (numpy `S<n>`, as h5py 2 wrote lists of
-                        bytes), empty `weight_names` as an empty float64 array. (Keras 1 on the TensorFlow
-                        backend would have written variable names with `:0`; the Theano-style names are used.)
+                        Sequential's implied input); one group per layer with attr `weight_names`; names as
+                        fixed-length byte strings (numpy `S<n>`, as h5py 2 wrote lists of bytes), empty
+                        `weight_names` as an empty float64 array. (Keras 1 on the TensorFlow backend would have
+                        written variable names with `:0`; the Theano-style names are used.) Datasets, in
+                        `weight_names` order:
+        Convolution2D, AtrousConvolution2D
+                        `<layer>_W` [kh, kw, in, out] (tf ordering, not flipped), `<layer>_b` [out]
+        Dense           `<layer>_W` [in, out], `<layer>_b` [out]
+        Embedding       `<layer>_W` [input_dim, output_dim]
+        SimpleRNN       `<layer>_W` [in, units], `<layer>_U` [units, units], `<layer>_b` [units]
+        LSTM            per gate, gates in the order i, c, f, o: `<layer>_W_i`, `_U_i`, `_b_i`, `_W_c`, `_U_c`,
+                        `_b_c`, `_W_f`, `_U_f`, `_b_f`, `_W_o`, `_U_o`, `_b_o` (W [in, units], U [units, units],
+                        b [units]); Keras 2 kernel = concat([W_i, W_f, W_c, W_o], -1), recurrent_kernel and bias
+                        likewise (Keras 2 gate order i, f, c, o).
+        GRU             per gate, z, r, h: `<layer>_W_z`, `_U_z`, `_b_z`, `_W_r`, `_U_r`, `_b_r`, `_W_h`, `_U_h`,
+                        `_b_h`; Keras 2 kernel = concat([W_z, W_r, W_h], -1), likewise U and b (bias [3 * units]).
+        BatchNormalization
+                        `<layer>_gamma`, `<layer>_beta`, `<layer>_running_mean`, `<layer>_running_std` [C]; despite
+                        its name `running_std` holds the moving VARIANCE (Keras 1.2 updates it with the batch
+                        variance and calls tf.nn.batch_normalization(x, mean, running_std, beta, gamma, epsilon)),
+                        i.e. Keras 2's moving_variance: y = gamma * (x - mean) / sqrt(running_std + eps) + beta.
+        Deconvolution2D `<layer>_W` [nb_row, nb_col, input_channels, nb_filter], `<layer>_b` [nb_filter]: Keras 1.2's
+                        Deconvolution2D inherits Convolution2D.build, so W has the Convolution2D layout
+                        [kh, kw, in, out], NOT tf.keras Conv2DTranspose's [kh, kw, out, in]; Keras 1's TensorFlow
+                        backend deconv2d swaps the last two axes before tf.nn.conv2d_transpose, and Keras 2's
+                        legacy loader transposes (0, 1, 3, 2). So Conv2DTranspose kernel = W.transpose(0, 1, 3, 2);
+                        no spatial flip.
 """
 
 import argparse

@@ -97,9 +97,10 @@ import Testing
     #expect(layer.texts["className"] == "ScaleShiftLayer")
   }
 
-  /// Keras 1 architecture JSON (Convolution2D, AtrousConvolution2D, Merge, `<layer>_W` weights) with its
-  /// weights file converts and reproduces the outputs of the same model built in tf.keras.
-  @Test(arguments: ["keras1_sequential", "keras1_merge"])
+  /// Keras 1 architecture JSON (Convolution2D, AtrousConvolution2D, Merge, Embedding, per-gate LSTM/GRU and
+  /// SimpleRNN weights, BatchNormalization's `running_std`, Deconvolution2D) with its weights file converts and
+  /// reproduces the outputs of the same model built in tf.keras.
+  @Test(arguments: ["keras1_sequential", "keras1_merge", "keras1_lstm", "keras1_gru_rnn", "keras1_bn_deconv"])
   func keras1ArchitectureConverts(_ name: String) throws {
     let base = Fixtures.url("layers/keras1/\(name)")
     let weights = base.appendingPathExtension("h5"), json = base.appendingPathExtension("json")

@@ -79,7 +79,10 @@ extension KerasGraphImporter {
       let filters = try reader.int("filters"), size = try reader.pair("kernel_size"), strides = try reader.pair("strides", default: [1, 1])
       let padding = try reader.padding()
       let outputPadding = reader.value("output_padding") == nil ? nil : try reader.pair("output_padding")
-      let kernel = try weight(["kernel"], [size[0], size[1], filters, s[2]])
+      // Keras 1's Deconvolution2D (the one with `output_shape`) stored [kh, kw, in, out]; Keras 2 and 3 [kh, kw, out, in].
+      let keras1 = reader.value("output_shape") != nil
+      var kernel = try weight(["kernel"], keras1 ? [size[0], size[1], s[2], filters] : [size[0], size[1], filters, s[2]])
+      if keras1 { kernel = Self.swappingLastAxes(kernel) }
       let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
       var outputSize = (0..<2).map {
         ConvolutionTranspose.outputLength(input: s[$0], kernel: size[$0], stride: strides[$0], padding: padding, outputPadding: outputPadding?[$0])
@@ -218,6 +221,17 @@ extension KerasGraphImporter {
     let normalized = axis < 0 ? rank + axis : axis - 1
     guard normalized >= 0, normalized < rank else { throw reader.fail("axis \(axis) does not fit a rank-\(rank + 1) tensor") }
     return normalized
+  }
+
+  /// A `[a, b, c, d]` constant as `[a, b, d, c]`.
+  static func swappingLastAxes(_ constant: Constant) -> Constant {
+    let s = constant.shape
+    let (c, d) = (s[2], s[3])
+    var values = [Float](repeating: 0, count: constant.count)
+    for outer in 0..<s[0] * s[1] {
+      for i in 0..<c { for j in 0..<d { values[(outer * d + j) * c + i] = constant.values[(outer * c + i) * d + j] } }
+    }
+    return Constant(shape: [s[0], s[1], d, c], values: values)
   }
 
   /// A depthwise kernel `[kh, kw, C, m]` as a grouped kernel `[kh, kw, 1, C*m]`; the row-major data is unchanged.
