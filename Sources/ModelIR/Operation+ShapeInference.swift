@@ -191,6 +191,14 @@ extension Operation {
       try requireArity(1)
       return inputShapes[0]
 
+    case .layerNormalization(let norm):
+      try requireArity(1)
+      let channels = inputShapes[0].last ?? 0
+      guard [norm.gamma, norm.beta].allSatisfy({ $0.map { $0.count == channels } ?? true }) else {
+        throw fail("gamma/beta do not fit \(channels) channels")
+      }
+      return inputShapes[0]
+
     case .dot:
       try requireArity(2)
       guard inputShapes[0].count == 1, inputShapes[0] == inputShapes[1] else { throw fail("dot of \(inputShapes) (two vectors of one length)") }

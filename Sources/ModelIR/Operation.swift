@@ -32,6 +32,7 @@ public enum Operation: Sendable, Equatable {
   case recurrent(Recurrent)
   /// Row lookup: `[T]` indices into a `[vocabulary, D]` table give `[T, D]`.
   case embedding(table: Constant)
+  case layerNormalization(LayerNormalization)
   /// `x / sqrt(sum(x^2) + epsilon)` along the last axis (Keras' UnitNormalization, Core ML's l2normalize).
   case l2Normalize(epsilon: Float)
   /// The dot product of two vectors as a `[1]` tensor; with `cosine`, of the vectors scaled to unit length.
@@ -65,6 +66,7 @@ public enum Operation: Sendable, Equatable {
     case .recurrent: return "recurrent"
     case .embedding: return "embedding"
     case .l2Normalize: return "l2Normalize"
+    case .layerNormalization: return "layerNormalization"
     case .dot: return "dot"
     case .custom(let layer): return "custom." + layer.className
     }
@@ -81,6 +83,7 @@ public enum Operation: Sendable, Equatable {
     case .constant(let value): return [value]
     case .embedding(let table): return [table]
     case .custom(let layer): return layer.weights
+    case .layerNormalization(let norm): return [norm.gamma, norm.beta].compactMap { $0 }
     case .recurrent(let r):
       return [r.forward, r.backward].compactMap { $0 }.flatMap { [$0.kernel, $0.recurrentKernel] + ($0.bias.map { [$0] } ?? []) }
     default: return []

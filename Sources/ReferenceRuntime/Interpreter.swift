@@ -134,6 +134,20 @@ public struct Interpreter {
     case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
     case .constant(let value): return value.values
     case .recurrent(let layer): return RecurrentKernel.run(x, layer)
+    case .layerNormalization(let norm):
+      let c = x.shape.last ?? 1
+      var result = x.values
+      for start in stride(from: 0, to: result.count, by: c) {
+        let row = x.values[start..<start + c]
+        let mean = row.reduce(0.0) { $0 + Double($1) } / Double(c)
+        let variance = row.reduce(0.0) { $0 + (Double($1) - mean) * (Double($1) - mean) } / Double(c)
+        let inverse = 1 / (variance + Double(norm.epsilon)).squareRoot()
+        for k in 0..<c {
+          let normalized = (Double(row[start + k]) - mean) * inverse
+          result[start + k] = Float(normalized * Double(norm.gamma?.values[k] ?? 1) + Double(norm.beta?.values[k] ?? 0))
+        }
+      }
+      return result
     case .l2Normalize(let epsilon):
       let c = x.shape.last ?? 1
       return stride(from: 0, to: x.values.count, by: c).flatMap { start -> [Float] in

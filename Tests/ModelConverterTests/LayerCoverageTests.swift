@@ -23,9 +23,6 @@ import Testing
     "lambda_error": .importError("Lambda layers hold Python code"),
     "custom_layer": .importError("scale_shift (ScaleShift)"),
     "gru_reset_after": .convertError("reset_after=True"),
-    // Its reductions over the last axis have no classic Core ML layer yet; the Keras side runs.
-    "layer_norm": .convertError("has no classic Core ML layer"),
-    "layer_norm_image": .convertError("has no classic Core ML layer"),
   ]
 
   static let dialects = ["tfkeras215", "keras3"]

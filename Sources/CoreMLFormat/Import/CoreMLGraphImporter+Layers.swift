@@ -258,6 +258,26 @@ extension CoreMLGraphImporter {
       }
       return [value]
 
+    case "reduce":
+      // Classic reduce: over C, H, W, or both H and W, keeping the reduced axes.
+      let kinds: [Int: ReductionKind] = [0: .sum, 1: .mean, 7: .max, 8: .min]
+      guard let kind = kinds[int("mode")], rank >= 3 else { throw unsupported("reduce mode \(int("mode")) on rank \(rank)") }
+      let axes = [[rank - 3, rank - 2, rank - 1], [rank - 2, rank - 1], [rank - 3], [rank - 2], [rank - 1]]
+      guard axes.indices.contains(int("axis")) else { throw unsupported("reduce axis \(int("axis"))") }
+      return [try add(.reduce(Reduction(kind: kind, axes: axes[int("axis")], keepDims: true)), [x])]
+
+    case "scale":
+      // Per-channel (or scalar, or [C, H, W]) scale and bias, broadcast over the blob.
+      func constant(_ field: String, _ shapeKey: String, _ suffix: String) throws -> ValueID {
+        let declared = try sizes(ints[shapeKey] ?? [1], shapeKey)
+        let values = try weights(layer, field, count: try elementCount(declared, shapeKey))
+        let aligned = declared.count == 1 && declared[0] > 1 ? [declared[0], 1, 1] : declared
+        return try add(.constant(Constant(shape: aligned, values: values)), [], suffix: suffix)
+      }
+      var result = try add(.elementwise(.multiply), [x, try constant("scale", "shapeScale", "__scale")], suffix: "__scaled")
+      if int("hasBias") == 1 { result = try add(.elementwise(.add), [result, try constant("bias", "shapeBias", "__bias")]) }
+      return [result]
+
     case "l2normalize":
       // Over C, H and W of each sequence step; the IR op normalizes the last axis.
       let s = shape(x)

@@ -71,6 +71,15 @@ extension CoreMLSpecReader {
       result.integers = ["inputDim": [Int(clamping: e.inputdim)], "outputChannels": [Int(clamping: e.outputchannels)], "hasBias": [Int(e.hasbias)]]
       try weight("weights", e.weights)
       try weight("bias", e.bias)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE:
+      let r = l.reduce.pointee
+      result.integers = ["mode": [Int(r.mode.rawValue)], "axis": [Int(r.axis.rawValue)]]
+      result.floats["epsilon"] = r.epsilon
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE:
+      let c = l.scale.pointee
+      result.integers = ["shapeScale": ints(c.shapescale, c.n_shapescale), "hasBias": [Int(c.hasbias)], "shapeBias": ints(c.shapebias, c.n_shapebias)]
+      try weight("scale", c.scale)
+      try weight("bias", c.bias)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE:
       result.floats["epsilon"] = l.l2normalize.pointee.epsilon
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT:

@@ -227,6 +227,9 @@ struct CoreMLLayerEmitter {
     case .convolutionTranspose(let conv):
       try emitConvolutionTranspose(conv, name: node.name, input: inputs[0], output: output)
 
+    case .layerNormalization(let norm):
+      try emitLayerNormalization(norm, name: node.name, input: inputs[0], output: output, channels: inputShape.last ?? 1)
+
     case .l2Normalize(let epsilon):
       // Core ML normalizes over C, H and W together: Keras' last axis only for vectors and sequences.
       guard inputShape.count <= 2 else { throw unsupported("UnitNormalization of a rank-\(inputShape.count + 1) tensor (vectors and sequences only)") }
@@ -430,7 +433,7 @@ struct CoreMLLayerEmitter {
 
   // MARK: Activations
 
-  private mutating func emitSimpleActivation(name: String, input: String, output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
+  mutating func emitSimpleActivation(name: String, input: String, output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
     let params = arena.message(core_ml__specification__activation_params__init)
     configure(params)
     let layer = layer(name, inputs: [input], output: output)

@@ -156,23 +156,10 @@ extension KerasGraphImporter {
       let axes = try reader.value("axis")?.array?.compactMap(\.int) ?? [reader.int("axis", default: -1)]
       guard axes.count == 1, axes[0] == -1 || axes[0] == rank else { throw reader.fail("normalizing axes \(axes) (only the last axis)") }
       guard !reader.bool("rms_scaling", default: false) else { throw reader.fail("rms_scaling is not supported") }
-      let epsilon = try reader.float("epsilon", default: 1e-3)
-      let last = Reduction(kind: .mean, axes: [rank - 1], keepDims: true)
-      let mean = try add(.reduce(last), [input], suffix: "__mean")
-      let centered = try add(.elementwise(.subtract), [input, mean], suffix: "__centered")
-      let squared = try add(.elementwise(.multiply), [centered, centered], suffix: "__squared")
-      let variance = try add(.reduce(last), [squared], suffix: "__variance")
-      let inverse = try add(.activation(.unary(UnaryFunction(kind: .rsqrt, epsilon: epsilon))), [variance], suffix: "__rsqrt")
-      var output = try add(.elementwise(.multiply), [centered, inverse], suffix: "__normalized")
-      if reader.bool("scale", default: true) {
-        let gamma = try add(.constant(try weight(["gamma"], [channels])), [], suffix: "__gamma")
-        output = try add(.elementwise(.multiply), [output, gamma], suffix: "__scaled")
-      }
-      if reader.bool("center", default: true) {
-        let beta = try add(.constant(try weight(["beta"], [channels])), [], suffix: "__beta")
-        output = try add(.elementwise(.add), [output, beta])
-      }
-      return output
+      let norm = LayerNormalization(
+        gamma: reader.bool("scale", default: true) ? try weight(["gamma"], [channels]) : nil,
+        beta: reader.bool("center", default: true) ? try weight(["beta"], [channels]) : nil, epsilon: try reader.float("epsilon", default: 1e-3))
+      return try add(.layerNormalization(norm), [input])
 
     case "UnitNormalization":
       let input = try single()

@@ -1,0 +1,70 @@
+import CProtobufC
+import CoreMLSpec
+import ModelIR
+
+extension CoreMLLayerEmitter {
+  /// Layer normalization over Keras' last axis (Core ML's C) from classic layers: channel means by
+  /// `reduce`, broadcasting `add`/`multiply` (shapes `[1, H, W]` against `[C, H, W]`), `unary` RSQRT
+  /// for `1 / sqrt(variance + epsilon)`, then `scale` for gamma and beta.
+  mutating func emitLayerNormalization(_ norm: LayerNormalization, name: String, input: String, output: String, channels: Int) throws {
+    func blob(_ suffix: String) -> String { "\(name)__\(suffix)__output" }
+    func reduceMean(_ source: String, _ target: String, _ step: String) {
+      let params = arena.message(core_ml__specification__reduce_layer_params__init)
+      params.pointee.mode = CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_OPERATION__AVG
+      params.pointee.axis = CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_AXIS__C
+      let added = self.layer("\(name)__\(step)__", inputs: [source], output: target)
+      added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE
+      added.pointee.reduce = params
+    }
+    func combine(_ inputs: [String], _ target: String, _ step: String, multiply: Bool) {
+      let added = self.layer("\(name)__\(step)__", inputs: inputs, output: target)
+      if multiply {
+        added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
+        added.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
+      } else {
+        added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
+        added.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
+      }
+    }
+    func unary(_ source: String, _ target: String, _ step: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__UnaryFunctionLayerParams>) -> Void) {
+      let params = arena.message(core_ml__specification__unary_function_layer_params__init)
+      params.pointee.scale = 1
+      configure(params)
+      let added = self.layer("\(name)__\(step)__", inputs: [source], output: target)
+      added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
+      added.pointee.unary = params
+    }
+
+    reduceMean(input, blob("mean"), "mean")
+    // -mean by a linear activation (classic layers have no subtraction).
+    let messages = arena
+    emitSimpleActivation(name: "\(name)__negated__", input: blob("mean"), output: blob("negated")) { params in
+      params.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
+      params.pointee.linear = messages.message(core_ml__specification__activation_linear__init)
+      params.pointee.linear.pointee.alpha = -1
+    }
+    combine([input, blob("negated")], blob("centered"), "centered", multiply: false)
+    combine([blob("centered"), blob("centered")], blob("squared"), "squared", multiply: true)
+    reduceMean(blob("squared"), blob("variance"), "variance")
+    unary(blob("variance"), blob("rsqrt"), "rsqrt") {
+      $0.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT
+      $0.pointee.epsilon = norm.epsilon
+    }
+    let normalized = norm.gamma == nil && norm.beta == nil ? output : blob("normalized")
+    combine([blob("centered"), blob("rsqrt")], normalized, "normalized", multiply: true)
+    guard normalized != output else { return }
+    let params = arena.message(core_ml__specification__scale_layer_params__init)
+    params.pointee.n_shapescale = 1
+    params.pointee.shapescale = uint64s([channels])
+    params.pointee.scale = try weights(norm.gamma?.values ?? [Float](repeating: 1, count: channels), layer: name)
+    if let beta = norm.beta {
+      params.pointee.hasbias = 1
+      params.pointee.n_shapebias = 1
+      params.pointee.shapebias = uint64s([channels])
+      params.pointee.bias = try weights(beta.values, layer: name)
+    }
+    let scaled = layer(name, inputs: [normalized], output: output)
+    scaled.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE
+    scaled.pointee.scale = params
+  }
+}
