@@ -1,11 +1,3 @@
-/// How a reduction combines the elements along its axes.
-public enum ReductionKind: String, Sendable, Equatable {
-  case mean
-  case max
-  case min
-  case sum
-}
-
 /// A reduction over some axes of a tensor.
 public struct Reduction: Sendable, Equatable {
   public var kind: ReductionKind

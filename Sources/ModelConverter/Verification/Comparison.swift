@@ -1,0 +1,229 @@
+import CoreMLFormat
+import Foundation
+import ModelIR
+import ReferenceRuntime
+
+/// The running state of one verification: input plans, runtimes and accumulated statistics.
+struct Comparison {
+  struct InputPlan {
+    var sourceShape: [Int]
+    var input: CoreMLInput
+    var layout: TensorLayout
+    /// For image inputs: what the Keras model expects before its first layer, which is the converted
+    /// model's scaler unless that scaler absorbed a Rescaling or Normalization layer.
+    var sourcePreprocessing: CoreMLInput.ImagePreprocessing?
+    /// For token-id inputs of an Embedding: the vocabulary size, ids are drawn below it.
+    var vocabulary: Int?
+  }
+
+  /// The vocabulary of the Embedding that reads graph input `id`, if one does.
+  static func vocabulary(of id: ValueID, in graph: Graph) -> Int? {
+    for node in graph.nodes where node.inputs == [id] {
+      if case .embedding(let table) = node.operation { return table.shape[0] }
+    }
+    return nil
+  }
+
+  struct Statistics {
+    var elements = 0
+    var mismatches = 0
+    var maxAbsolute: Float = 0
+    var maxRelative: Float = 0
+    var signal = 0.0
+    var noise = 0.0
+  }
+
+  let source: Graph
+  let converted: CoreMLModel
+  let options: VerificationOptions
+  let plans: [InputPlan]
+  let outputLayouts: [TensorLayout]
+  let sourceRuntime: Interpreter
+  let convertedRuntime: Interpreter
+  /// Keyed by output index and input kind (`random` / `reference`).
+  var statistics: [String: Statistics] = [:]
+  var sourceSeconds = 0.0
+  var convertedSeconds = 0.0
+  var runs = 0
+  /// Per compared sample: source (or expected) probabilities and converted probabilities.
+  var classifications: [(expected: [Float], converted: [Float])] = []
+
+  init(source: Graph, converted: CoreMLModel, options: VerificationOptions) throws {
+    self.source = source
+    self.converted = converted
+    self.options = options
+    guard source.inputs.count == converted.inputs.count else {
+      throw VerificationError.interfaceMismatch("the Keras model has \(source.inputs.count) inputs, the Core ML model \(converted.inputs.count)")
+    }
+    guard source.outputs.count == converted.graph.outputs.count else {
+      throw VerificationError.interfaceMismatch(
+        "the Keras model has \(source.outputs.count) outputs, the Core ML model \(converted.graph.outputs.count) (besides the class label)")
+    }
+    let classic = converted.usesRank5Mapping
+    plans = try zip(source.inputs, converted.inputs).map { id, input in
+      let sourceShape = source[id].type.shape
+      guard let layout = TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil) else {
+        throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
+      }
+      var sourcePreprocessing = input.image
+      if let image = input.image, let fold = InputPreprocessingFold.find(input: id, in: source) {
+        let undone = fold.undone(scale: image.scale, biases: image.biases)
+        sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: undone.scale, biases: undone.biases)
+      }
+      return InputPlan(
+        sourceShape: sourceShape, input: input, layout: layout, sourcePreprocessing: sourcePreprocessing,
+        vocabulary: Self.vocabulary(of: id, in: source))
+    }
+    outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
+      let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
+      guard let layout = TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
+        throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: keras, converted: coreML)
+      }
+      return layout
+    }
+    sourceRuntime = Interpreter(graph: source)
+    convertedRuntime = Interpreter(graph: converted.graph)
+  }
+
+  /// Image inputs get pixels 0-255 (the source sees them after the converted model's own preprocessing);
+  /// Embedding inputs get token ids below the vocabulary size; other inputs get values uniform in [-1, 1].
+  func randomInputs(_ generator: inout SplitMix64) -> ([Tensor], [Tensor]) {
+    var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
+    for plan in plans {
+      let count = plan.sourceShape.reduce(1, *)
+      if let image = plan.sourcePreprocessing {
+        let pixels = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % 256) })
+        sourceInputs.append(preprocessed(pixels, image))
+        convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
+      } else if let vocabulary = plan.vocabulary {
+        let tokens = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % UInt64(vocabulary)) })
+        sourceInputs.append(tokens)
+        convertedInputs.append(plan.layout.toCoreML(tokens, shape: plan.input.shape))
+      } else {
+        let values = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in generator.nextUnit() * 2 - 1 })
+        sourceInputs.append(values)
+        convertedInputs.append(plan.layout.toCoreML(values, shape: plan.input.shape))
+      }
+    }
+    return (sourceInputs, convertedInputs)
+  }
+
+  /// The reference file's Keras inputs; image inputs of the converted model get the saved pixels (RGB,
+  /// reordered for BGR models), or the Keras input with the converted model's preprocessing undone.
+  func referenceInputs(_ file: ReferenceFile, sample: Int) throws -> ([Tensor], [Tensor]) {
+    var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
+    for (index, plan) in plans.enumerated() {
+      let input = try file.input(index, sample: sample, shape: plan.sourceShape)
+      sourceInputs.append(input)
+      guard let image = plan.input.image else {
+        convertedInputs.append(plan.layout.toCoreML(input, shape: plan.input.shape))
+        continue
+      }
+      var pixels: Tensor
+      if let saved = try file.pixels(index, sample: sample, shape: plan.sourceShape) {
+        pixels = saved
+        if image.colorSpace == "BGR" { pixels = reversedChannels(pixels) }
+      } else {
+        let expected = plan.sourcePreprocessing ?? image
+        let c = expected.biases.count
+        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 - expected.biases[$0 % c]) / expected.scale })
+      }
+      convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
+    }
+    return (sourceInputs, convertedInputs)
+  }
+
+  func preprocessed(_ pixels: Tensor, _ image: CoreMLInput.ImagePreprocessing) -> Tensor {
+    let c = image.biases.count
+    return Tensor(shape: pixels.shape, values: pixels.values.enumerated().map { image.scale * $1 + image.biases[$0 % c] })
+  }
+
+  func reversedChannels(_ x: Tensor) -> Tensor {
+    let c = x.shape.last ?? 1
+    return Tensor(shape: x.shape, values: x.values.indices.map { x.values[$0 - $0 % c + (c - 1 - $0 % c)] })
+  }
+
+  /// Runs both models on one sample and accumulates the differences; `expected` replaces the source's
+  /// outputs as the reference when given (the outputs saved from real Keras).
+  mutating func compare(sourceInputs: [Tensor], convertedInputs: [Tensor], expected: [Tensor]?) throws {
+    var clock = ContinuousClock.now
+    let sourceOutputs = sourceRuntime.run(sourceInputs)
+    sourceSeconds += (ContinuousClock.now - clock).seconds
+    clock = ContinuousClock.now
+    let convertedOutputs = convertedRuntime.run(convertedInputs)
+    convertedSeconds += (ContinuousClock.now - clock).seconds
+    runs += 1
+
+    let kind = expected == nil ? "random" : "reference"
+    for index in sourceOutputs.indices {
+      let mapped = outputLayouts[index].toKeras(convertedOutputs[index], shape: sourceOutputs[index].shape)
+      accumulate(key: "\(index)|\(kind)|source", actual: mapped.values, expected: sourceOutputs[index].values)
+      if let expected {
+        guard expected[index].values.count == mapped.values.count else {
+          throw VerificationError.invalidReference(path: options.reference?.path ?? "", detail: "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)")
+        }
+        accumulate(key: "\(index)|\(kind)|reference", actual: mapped.values, expected: expected[index].values)
+        accumulate(key: "\(index)|\(kind)|reference-source", actual: sourceOutputs[index].values, expected: expected[index].values)
+      }
+      if let probabilities = converted.probabilitiesOutput, converted.graph[converted.graph.outputs[index]].name == probabilities {
+        classifications.append((expected?[index].values ?? sourceOutputs[index].values, mapped.values))
+      }
+    }
+  }
+
+  mutating func accumulate(key: String, actual: [Float], expected: [Float]) {
+    var stats = statistics[key] ?? Statistics()
+    for (a, b) in zip(actual, expected) {
+      let error = abs(a - b)
+      stats.elements += 1
+      if !(error <= options.absoluteTolerance + options.relativeTolerance * abs(b)) { stats.mismatches += 1 }
+      stats.maxAbsolute = max(stats.maxAbsolute, error.isNaN ? .infinity : error)
+      if b != 0 { stats.maxRelative = max(stats.maxRelative, error / abs(b)) }
+      stats.signal += Double(b) * Double(b)
+      stats.noise += Double(a - b) * Double(a - b)
+    }
+    statistics[key] = stats
+  }
+
+  func outputReports() -> [ParityReport.OutputParity] {
+    let descriptions = [
+      "source": "source model (our runtime)", "reference": "reference outputs (real Keras)",
+      "reference-source": "reference outputs (real Keras), checking the source model as our runtime reads it",
+    ]
+    return statistics.keys.sorted().map { key in
+      let parts = key.split(separator: "|").map(String.init)
+      let stats = statistics[key]!
+      let name = converted.graph[converted.graph.outputs[Int(parts[0])!]].name
+      let snr = stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise)
+      return ParityReport.OutputParity(
+        name: name, inputs: parts[1],
+        comparedWith: descriptions[parts[2]]!, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
+        maxRelativeError: stats.maxRelative, mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
+        snrDecibels: snr, passed: stats.mismatches == 0)
+    }
+  }
+
+  func classifierReport(expectedLabels: [String]?, k: Int) -> ParityReport.ClassifierParity? {
+    let labels = converted.classLabels
+    guard !labels.isEmpty, !classifications.isEmpty else { return nil }
+    let reference = expectedLabels ?? labels
+    var top1 = 0, topK = 0
+    for (expected, actual) in classifications {
+      let ranked = expected.indices.sorted { expected[$0] > expected[$1] }
+      let predicted = actual.indices.max { actual[$0] < actual[$1] }!
+      let convertedLabel = labels.indices.contains(predicted) ? labels[predicted] : "?"
+      let expectedTop = ranked.prefix(k).map { reference.indices.contains($0) ? reference[$0] : "?" }
+      if expectedTop.first == convertedLabel { top1 += 1 }
+      if expectedTop.contains(convertedLabel) { topK += 1 }
+    }
+    let labelsMatch = expectedLabels.map { $0 == labels }
+    let n = Double(classifications.count)
+    return .init(
+      labels: labels, expectedLabels: expectedLabels, labelsMatch: labelsMatch, samples: classifications.count,
+      top1Agreement: Double(top1) / n, k: k, topKAgreement: Double(topK) / n, passed: top1 == classifications.count && labelsMatch != false)
+  }
+}
+
+extension Duration {
+  var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
