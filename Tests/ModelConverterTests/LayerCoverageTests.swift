@@ -22,7 +22,6 @@ import Testing
     "center_crop_error": .importError("CenterCrop belongs before the model"),
     "lambda_error": .importError("Lambda layers hold Python code"),
     "custom_layer": .importError("scale_shift (ScaleShift)"),
-    "gru_reset_after": .convertError("reset_after=True"),
   ]
 
   static let dialects = ["tfkeras215", "keras3"]

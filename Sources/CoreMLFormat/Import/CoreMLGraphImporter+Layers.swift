@@ -258,6 +258,17 @@ extension CoreMLGraphImporter {
       }
       return [value]
 
+    case "slice":
+      // Classic slice of C, H or W; a negative end counts from the end (-1 keeps the last element).
+      guard rank >= 3, (0...2).contains(int("axis")) else { throw unsupported("slice axis \(int("axis")) on rank \(rank)") }
+      let axis = rank - 3 + int("axis"), length = shape(x)[axis]
+      let start = int("startIndex"), end = int("endIndex") < 0 ? length + int("endIndex") + 1 : int("endIndex")
+      let step = max(int("stride", 1), 1)
+      guard start >= 0, start < end, end <= length else { throw unsupported("slice \(int("startIndex"))..<\(int("endIndex")) of \(length)") }
+      var begin = [Int](repeating: 0, count: rank), stop = shape(x), strides = [Int](repeating: 1, count: rank)
+      (begin[axis], stop[axis], strides[axis]) = (start, end, step)
+      return [try add(.slice(StridedSlice(begin: begin, end: stop, strides: strides)), [x])]
+
     case "reduce":
       // Classic reduce: over C, H, W, or both H and W, keeping the reduced axes.
       let kinds: [Int: ReductionKind] = [0: .sum, 1: .mean, 7: .max, 8: .min]

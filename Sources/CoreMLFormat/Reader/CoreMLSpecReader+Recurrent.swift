@@ -71,6 +71,9 @@ extension CoreMLSpecReader {
       result.integers = ["inputDim": [Int(clamping: e.inputdim)], "outputChannels": [Int(clamping: e.outputchannels)], "hasBias": [Int(e.hasbias)]]
       try weight("weights", e.weights)
       try weight("bias", e.bias)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE:
+      let c = l.slice.pointee
+      result.integers = ["startIndex": [Int(c.startindex)], "endIndex": [Int(c.endindex)], "stride": [Int(clamping: c.stride)], "axis": [Int(c.axis.rawValue)]]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE:
       let r = l.reduce.pointee
       result.integers = ["mode": [Int(r.mode.rawValue)], "axis": [Int(r.axis.rawValue)]]

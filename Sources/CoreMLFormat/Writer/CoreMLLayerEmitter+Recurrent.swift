@@ -50,7 +50,7 @@ extension CoreMLLayerEmitter {
   mutating func emitRecurrent(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {
     func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: name, detail: detail) }
     let inputs = inputShape[1], units = r.units
-    if r.goBackwards && r.returnSequences {
+    if r.goBackwards && r.returnSequences && r.cell != .gru(resetAfter: true) {
       throw unsupported("go_backwards with return_sequences (Core ML's reversed sequence order is not Keras')")
     }
     func weights(_ values: [Float]) throws -> UnsafeMutablePointer<WeightParams> { try self.weights(values, layer: name) }
@@ -115,8 +115,13 @@ extension CoreMLLayerEmitter {
       layer.pointee.unidirectionallstm = params
 
     case .gru(let resetAfter):
-      guard !resetAfter else {
-        throw unsupported("GRU with reset_after=True (the Keras 2.x/3 default): Core ML's gru layer implements reset_after=False; retrain or rebuild the layer with reset_after=False")
+      if resetAfter {
+        guard r.backward == nil else {
+          throw unsupported("Bidirectional GRU with reset_after=True (Core ML's gru layer implements reset_after=False)")
+        }
+        // Core ML's gru is the reset_after=False formula: write the Keras default step by step instead.
+        try emitUnrolledGRU(r, name: name, input: input, output: output, inputShape: inputShape)
+        return
       }
       try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
         try emitter.emitGRU(r, weights, reverse: reverse, name: name, input: input, output: output, inputs: inputs)

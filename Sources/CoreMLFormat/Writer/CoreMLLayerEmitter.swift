@@ -441,7 +441,7 @@ struct CoreMLLayerEmitter {
     layer.pointee.activation = params
   }
 
-  private mutating func emitActivation(_ activation: Activation, name: String, input: String, output: String, shape: [Int]) throws {
+  mutating func emitActivation(_ activation: Activation, name: String, input: String, output: String, shape: [Int]) throws {
     let a = arena
     func simple(_ name: String, _ input: String, _ output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
       emitSimpleActivation(name: name, input: input, output: output, configure)
