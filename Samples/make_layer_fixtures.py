@@ -323,6 +323,28 @@ def b_gru_reset_after():
         "GRU with default options (reset_after=True: bias [2, 3*units], input and recurrent biases)"]}
 
 
+def b_gru_default_variants():
+    l = L()
+    i = K().Input((5, 3), name="input")
+    x = l.GRU(4, return_sequences=True, go_backwards=True, name="gru_backwards")(i)
+    x = l.GRU(3, activation="relu", recurrent_activation="hard_sigmoid", name="gru_relu")(x)
+    return K().Model(i, x, name="gru_default_variants"), {"notes": [
+        "reset_after=True (default) with go_backwards + return_sequences (outputs in processing order), then relu/hard_sigmoid"]}
+
+
+def b_bidirectional_gru_default():
+    l = L()
+    i = K().Input((5, 3), name="input")
+    a = l.Bidirectional(l.GRU(3, return_sequences=True, name="gru_seq"), merge_mode="concat", name="bidi_concat")(i)
+    b = l.Bidirectional(l.GRU(3, return_sequences=True, name="gru_ave"), merge_mode="ave", name="bidi_ave")(i)
+    c = l.Bidirectional(l.GRU(2, name="gru_last"), merge_mode="mul", name="bidi_mul")(i)
+    x = l.Concatenate(name="both")([a, b])
+    x = l.Flatten(name="flat")(x)
+    x = l.Concatenate(name="all")([x, c])
+    return K().Model(i, x, name="bidirectional_gru_default"), {"notes": [
+        "Bidirectional GRU with reset_after=True (default): concat and ave with sequences, mul on the last step"]}
+
+
 def b_gru_reset_before():
     l = L()
     i = K().Input((5, 3), name="input")
@@ -595,6 +617,8 @@ MODELS = [
     ("lstm_sequences_out", b_lstm_sequences_out),
     ("gru_reset_after", b_gru_reset_after),
     ("gru_reset_before", b_gru_reset_before),
+    ("gru_default_variants", b_gru_default_variants),
+    ("bidirectional_gru_default", b_bidirectional_gru_default),
     ("simple_rnn", b_simple_rnn),
     ("bidirectional_modes", b_bidirectional_modes),
     ("bidirectional_gru_last", b_bidirectional_gru_last),

@@ -116,9 +116,6 @@ extension CoreMLLayerEmitter {
 
     case .gru(let resetAfter):
       if resetAfter {
-        guard r.backward == nil else {
-          throw unsupported("Bidirectional GRU with reset_after=True (Core ML's gru layer implements reset_after=False)")
-        }
         // Core ML's gru is the reset_after=False formula: write the Keras default step by step instead.
         try emitUnrolledGRU(r, name: name, input: input, output: output, inputShape: inputShape)
         return

@@ -13,11 +13,56 @@ import ModelIR
 /// The model then takes exactly the number of steps the Keras model was built for.
 extension CoreMLLayerEmitter {
   mutating func emitUnrolledGRU(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {
+    guard let backward = r.backward else {
+      let states = try unrolledGRUStates(r, r.forward, reversed: r.goBackwards, name: name, input: input, inputShape: inputShape)
+      try emitSequence(r.returnSequences ? states : [states.last!], name: name, output: output)
+      return
+    }
+    // Bidirectional: the backward pass runs last step first; Keras puts its outputs back in time order.
+    let forward = try unrolledGRUStates(r, r.forward, reversed: false, name: name + "__forward", input: input, inputShape: inputShape)
+    let backwardStates = try unrolledGRUStates(r, backward, reversed: true, name: name + "__backward", input: input, inputShape: inputShape)
+    let halves = [blob(name, "forward_all"), blob(name, "backward_all")]
+    try emitSequence(r.returnSequences ? forward : [forward.last!], name: name + "__forward_all__", output: halves[0])
+    try emitSequence(r.returnSequences ? backwardStates.reversed() : [backwardStates.last!], name: name + "__backward_all__", output: halves[1])
+    let merged = layer(name, inputs: halves, output: output)
+    switch r.merge {
+    case .concat:
+      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
+      merged.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
+    case .sum:
+      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
+      merged.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
+    case .mul:
+      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
+      merged.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
+    case .ave:
+      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
+      merged.pointee.average = arena.message(core_ml__specification__average_layer_params__init)
+    }
+  }
+
+  private func blob(_ name: String, _ suffix: String) -> String { "\(name)__\(suffix)__output" }
+
+  /// Joins per-step blobs along the sequence axis (a single blob is copied by an identity activation).
+  private mutating func emitSequence(_ states: [String], name: String, output: String) throws {
+    guard states.count > 1 else {
+      try emitActivation(.identity, name: name, input: states[0], output: output, shape: [])
+      return
+    }
+    let joined = layer(name, inputs: states, output: output)
+    joined.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
+    joined.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
+    joined.pointee.concat.pointee.sequenceconcat = 1
+  }
+
+  /// The state blob after every step, in processing order.
+  private mutating func unrolledGRUStates(
+    _ r: Recurrent, _ w: Recurrent.Weights, reversed: Bool, name: String, input: String, inputShape: [Int]
+  ) throws -> [String] {
     let (steps, inputs, units) = (inputShape[0], inputShape[1], r.units)
     let width = 3 * units
-    let w = r.forward
     let bias = w.bias?.values ?? [Float](repeating: 0, count: 2 * width)
-    func blob(_ suffix: String) -> String { "\(name)__\(suffix)__output" }
+    func blob(_ suffix: String) -> String { self.blob(name, suffix) }
 
     // Input projections for every step at once, then time moved into W so steps can be sliced out.
     try emitInnerProduct(
@@ -28,7 +73,7 @@ extension CoreMLLayerEmitter {
     var state: String?
     var states: [String] = []
     for step in 0..<steps {
-      let t = r.goBackwards ? steps - 1 - step : step
+      let t = reversed ? steps - 1 - step : step
       let prefix = "s\(step)_"
       emitSlice(name: "\(name)__\(prefix)x__", input: blob("row"), output: blob(prefix + "x"), axis: .width, range: t..<t + 1)
       // The recurrent product; from a zero state it is just the recurrent bias.
@@ -65,17 +110,12 @@ extension CoreMLLayerEmitter {
         difference = blob(prefix + "difference")
       }
       emitBinary(.multiply, name: "\(name)__\(prefix)kept__", inputs: [blob(prefix + "z"), difference], output: blob(prefix + "kept"))
-      let next = !r.returnSequences && step == steps - 1 ? output : blob(prefix + "h")
+      let next = blob(prefix + "h")
       emitBinary(.add, name: "\(name)__\(prefix)h__", inputs: [blob(prefix + "candidate"), blob(prefix + "kept")], output: next)
       state = next
       states.append(next)
     }
-    if r.returnSequences {
-      let concat = layer(name, inputs: states, output: output)
-      concat.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
-      concat.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
-      concat.pointee.concat.pointee.sequenceconcat = 1
-    }
+    return states
   }
 
   enum SliceAxis { case channel, width }
