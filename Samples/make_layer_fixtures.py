@@ -345,6 +345,20 @@ def b_bidirectional_gru_default():
         "Bidirectional GRU with reset_after=True (default): concat and ave with sequences, mul on the last step"]}
 
 
+def b_recurrent_backwards_sequences():
+    l = L()
+    i = K().Input((5, 3), name="input")
+    a = l.LSTM(3, return_sequences=True, go_backwards=True, name="lstm_back")(i)
+    b = l.SimpleRNN(3, return_sequences=True, go_backwards=True, name="rnn_back")(i)
+    c = l.GRU(3, return_sequences=True, go_backwards=True, reset_after=False, name="gru_back")(i)
+    d = l.Bidirectional(l.GRU(2, return_sequences=True, reset_after=False, name="gru_bi"), merge_mode="sum", name="bidi_gru")(i)
+    e = l.Bidirectional(l.SimpleRNN(2, return_sequences=True, name="rnn_bi"), merge_mode="concat", name="bidi_rnn")(i)
+    x = l.Concatenate(name="all")([a, b, c, d, e])
+    return K().Model(i, x, name="recurrent_backwards_sequences"), {"notes": [
+        "go_backwards with return_sequences (processing order) for LSTM, SimpleRNN and GRU(reset_after=False); "
+        "Bidirectional GRU(reset_after=False) and SimpleRNN with sequences"]}
+
+
 def b_gru_reset_before():
     l = L()
     i = K().Input((5, 3), name="input")
@@ -619,6 +633,7 @@ MODELS = [
     ("gru_reset_before", b_gru_reset_before),
     ("gru_default_variants", b_gru_default_variants),
     ("bidirectional_gru_default", b_bidirectional_gru_default),
+    ("recurrent_backwards_sequences", b_recurrent_backwards_sequences),
     ("simple_rnn", b_simple_rnn),
     ("bidirectional_modes", b_bidirectional_modes),
     ("bidirectional_gru_last", b_bidirectional_gru_last),

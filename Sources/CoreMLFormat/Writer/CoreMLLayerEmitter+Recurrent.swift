@@ -50,8 +50,10 @@ extension CoreMLLayerEmitter {
   mutating func emitRecurrent(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {
     func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: name, detail: detail) }
     let inputs = inputShape[1], units = r.units
-    if r.goBackwards && r.returnSequences && r.cell != .gru(resetAfter: true) {
-      throw unsupported("go_backwards with return_sequences (Core ML's reversed sequence order is not Keras')")
+    // What Core ML's recurrent layers cannot express is written step by step.
+    if Self.needsUnrolling(r) {
+      try emitUnrolled(r, name: name, input: input, output: output, inputShape: inputShape)
+      return
     }
     func weights(_ values: [Float]) throws -> UnsafeMutablePointer<WeightParams> { try self.weights(values, layer: name) }
     let stateOutputs = [name + "__h_out", name + "__c_out"]
@@ -114,12 +116,7 @@ extension CoreMLLayerEmitter {
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM
       layer.pointee.unidirectionallstm = params
 
-    case .gru(let resetAfter):
-      if resetAfter {
-        // Core ML's gru is the reset_after=False formula: write the Keras default step by step instead.
-        try emitUnrolledGRU(r, name: name, input: input, output: output, inputShape: inputShape)
-        return
-      }
+    case .gru:
       try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
         try emitter.emitGRU(r, weights, reverse: reverse, name: name, input: input, output: output, inputs: inputs)
       }
@@ -131,8 +128,8 @@ extension CoreMLLayerEmitter {
     }
   }
 
-  /// One layer per direction. Core ML has no bidirectional GRU or RNN: for the last step only, a
-  /// forward and a reversed layer give the same two final states as Keras' halves, then merge.
+  /// One layer per direction. Core ML has no bidirectional GRU or RNN: for the last step, a forward and
+  /// a reversed layer give the same two final states as Keras' halves, then merge.
   private mutating func emitDirections(
     _ r: Recurrent, name: String, input: String, output: String,
     _ emit: (inout CoreMLLayerEmitter, Recurrent.Weights, Bool, String, String) throws -> Void
@@ -141,10 +138,7 @@ extension CoreMLLayerEmitter {
       try emit(&self, r.forward, r.goBackwards, name, output)
       return
     }
-    guard !r.returnSequences else {
-      throw CoreMLWriterError.unsupportedOperation(
-        layer: name, detail: "Bidirectional GRU or SimpleRNN with return_sequences (Core ML's bidirectional layer is LSTM only)")
-    }
+    // Sequences in both directions are unrolled instead (`needsUnrolling`); only the last steps reach here.
     let halves = [name + "__forward___output", name + "__backward___output"]
     try emit(&self, r.forward, false, name + "__forward__", halves[0])
     try emit(&self, backward, true, name + "__backward__", halves[1])
