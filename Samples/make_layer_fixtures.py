@@ -523,6 +523,16 @@ def b_unit_norm():
         "config axis: tf.keras 2.15 writes [1] (list, resolved), tf_keras 2.21 and Keras 3 write -1 (int)"]}
 
 
+def b_unit_norm_image():
+    need("UnitNormalization")
+    l = L()
+    i = K().Input((4, 4, 3), name="input")
+    x = l.Conv2D(4, 1, name="conv")(i)
+    x = l.UnitNormalization(name="unit_norm")(x)
+    return K().Model(i, x, name="unit_norm_image"), {"notes": [
+        "UnitNormalization over the channels of every pixel (Core ML's l2normalize would span C, H and W)"]}
+
+
 def b_dot_normalize():
     l = L()
     a = K().Input((4,), name="a")
@@ -651,6 +661,7 @@ MODELS = [
     ("layer_norm", b_layer_norm),
     ("layer_norm_image", b_layer_norm_image),
     ("unit_norm", b_unit_norm),
+    ("unit_norm_image", b_unit_norm_image),
     ("dot_normalize", b_dot_normalize),
     ("rescaling_image", b_rescaling_image),
     ("normalization_image", b_normalization_image),

@@ -271,11 +271,13 @@ extension CoreMLGraphImporter {
 
     case "reduce":
       // Classic reduce: over C, H, W, or both H and W, keeping the reduced axes.
-      let kinds: [Int: ReductionKind] = [0: .sum, 1: .mean, 7: .max, 8: .min]
+      // SUMSQUARE (4) is a sum of the squared input.
+      let kinds: [Int: ReductionKind] = [0: .sum, 1: .mean, 4: .sum, 7: .max, 8: .min]
       guard let kind = kinds[int("mode")], rank >= 3 else { throw unsupported("reduce mode \(int("mode")) on rank \(rank)") }
       let axes = [[rank - 3, rank - 2, rank - 1], [rank - 2, rank - 1], [rank - 3], [rank - 2], [rank - 1]]
       guard axes.indices.contains(int("axis")) else { throw unsupported("reduce axis \(int("axis"))") }
-      return [try add(.reduce(Reduction(kind: kind, axes: axes[int("axis")], keepDims: true)), [x])]
+      let source = int("mode") == 4 ? try add(.elementwise(.multiply), [x, x], suffix: "__squared") : x
+      return [try add(.reduce(Reduction(kind: kind, axes: axes[int("axis")], keepDims: true)), [source])]
 
     case "scale":
       // Per-channel (or scalar, or [C, H, W]) scale and bias, broadcast over the blob.

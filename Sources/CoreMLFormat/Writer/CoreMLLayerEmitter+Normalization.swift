@@ -67,4 +67,23 @@ extension CoreMLLayerEmitter {
     scaled.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE
     scaled.pointee.scale = params
   }
+
+  /// `x / sqrt(sum over C of x^2 + epsilon)` for images: `reduce` SUMSQUARE over C, `unary` RSQRT, and a
+  /// broadcasting `multiply`.
+  mutating func emitChannelL2Normalize(epsilon: Float, name: String, input: String, output: String) throws {
+    let reduce = arena.message(core_ml__specification__reduce_layer_params__init)
+    reduce.pointee.mode = CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_OPERATION__SUMSQUARE
+    reduce.pointee.axis = CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_AXIS__C
+    let sum = layer("\(name)__sumsquare__", inputs: [input], output: "\(name)__sumsquare___output")
+    sum.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE
+    sum.pointee.reduce = reduce
+    let unary = arena.message(core_ml__specification__unary_function_layer_params__init)
+    unary.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT
+    unary.pointee.epsilon = epsilon
+    unary.pointee.scale = 1
+    let inverse = layer("\(name)__rsqrt__", inputs: ["\(name)__sumsquare___output"], output: "\(name)__rsqrt___output")
+    inverse.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
+    inverse.pointee.unary = unary
+    emitBinary(.multiply, name: name, inputs: [input, "\(name)__rsqrt___output"], output: output)
+  }
 }

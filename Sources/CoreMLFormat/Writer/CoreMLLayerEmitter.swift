@@ -231,8 +231,11 @@ struct CoreMLLayerEmitter {
       try emitLayerNormalization(norm, name: node.name, input: inputs[0], output: output, channels: inputShape.last ?? 1)
 
     case .l2Normalize(let epsilon):
-      // Core ML normalizes over C, H and W together: Keras' last axis only for vectors and sequences.
-      guard inputShape.count <= 2 else { throw unsupported("UnitNormalization of a rank-\(inputShape.count + 1) tensor (vectors and sequences only)") }
+      // Core ML's l2normalize spans C, H and W together: Keras' last axis only for vectors and sequences.
+      guard inputShape.count <= 2 else {
+        try emitChannelL2Normalize(epsilon: epsilon, name: node.name, input: inputs[0], output: output)
+        return
+      }
       let params = arena.message(core_ml__specification__l2_normalize_layer_params__init)
       params.pointee.epsilon = epsilon
       let layer = layer(node.name, inputs: inputs, output: output)
