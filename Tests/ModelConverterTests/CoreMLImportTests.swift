@@ -14,7 +14,7 @@ import Testing
   static let goldenModels = [
     "activations", "batchnorm", "dense_classifier", "depthwise_separable", "digits_cnn", "pooling", "reshape_ops",
     "rgb_classifier", "rgb_classifier_fp16", "sequential_plain", "conv2d_transpose", "conv2d_transpose_output_padding",
-    "layer_norm", "layer_norm_image", "unit_norm", "time_distributed",
+    "layer_norm", "layer_norm_image", "unit_norm", "time_distributed", "nd_layers",
   ]
 
   static func goldenSource(_ name: String) throws -> URL {

@@ -173,9 +173,13 @@ struct CoreMLLayerEmitter {
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE
       layer.pointee.reshape = params
 
+    case .permute(let order) where order == [1, 0]:
+      // [T, C] -> [C, T]: Core ML's sequence and channel axes trade places.
+      emitPermute([1, 0, 2, 3], name: node.name, input: inputs[0], output: output)
+
     case .permute(let order):
       guard order.count == 3 else {
-        throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "Permute of a rank-\(order.count + 1) tensor (only [H, W, C] tensors)")
+        throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "Permute of a rank-\(order.count + 1) tensor (only [T, C] and [H, W, C] tensors)")
       }
       emitPermute(Self.coreMLPermutation(order), name: node.name, input: inputs[0], output: output)
 
