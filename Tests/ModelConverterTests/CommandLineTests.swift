@@ -192,4 +192,23 @@ import Testing
     #expect(result.status == exitCase.expected, "\(exitCase): \(result.stdout) \(result.stderr)")
     #expect(!result.stderr.isEmpty)
   }
+
+  /// Unknown layers fail the conversion (65) unless --custom-layers makes them Core ML custom layers;
+  /// verify then says it cannot run them (65), and a sequence model verifies end to end (0).
+  @Test func customLayersAndSequencesFromTheCommandLine() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let custom = Fixtures.url("layers/keras3/custom_layer.h5").path
+    let output = directory.appendingPathComponent("custom.mlmodel").path
+    #expect(try run(["convert", custom, "-o", output]).status == 65)
+    #expect(try run(["convert", custom, "--custom-layers", "-o", output]).status == 0)
+    let refused = try run(["verify", custom, output])
+    #expect(refused.status == 65)
+    #expect(refused.stderr.contains("custom layer ScaleShift"))
+    let text = Fixtures.url("layers/keras3/text_bilstm.h5").path
+    let converted = directory.appendingPathComponent("text.mlmodel").path
+    let result = try run(["convert", text, "--labels", "neg,neu,pos", "-o", converted, "--verify"])
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    #expect(result.stdout.contains("PASS"))
+  }
 }
