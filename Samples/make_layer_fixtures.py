@@ -446,6 +446,17 @@ def b_time_distributed():
         "the wrapped layers' weights are stored under the TimeDistributed layer", td_note()]}
 
 
+def b_time_distributed_pooling():
+    l = L()
+    i = K().Input((3, 5, 5, 2), name="input")
+    x = l.TimeDistributed(l.Conv2D(4, 3, padding="same", name="conv"), name="td_conv")(i)
+    x = l.TimeDistributed(l.MaxPooling2D(2, name="pool"), name="td_pool")(x)
+    x = l.TimeDistributed(l.GlobalAveragePooling2D(name="gap"), name="td_gap")(x)
+    x = l.LSTM(3, name="lstm")(x)
+    return K().Model(i, x, name="time_distributed_pooling"), {"notes": [
+        "a small video-style model: per-frame convolution and pooling (global pooling drops H and W), then an LSTM"]}
+
+
 def b_masking_noop():
     l = L()
     i = K().Input((5, 3), name="input")
@@ -652,6 +663,7 @@ MODELS = [
     ("sequence_reshape", b_sequence_reshape),
     ("repeat_vector", b_repeat_vector),
     ("time_distributed", b_time_distributed),
+    ("time_distributed_pooling", b_time_distributed_pooling),
     ("masking_noop", b_masking_noop),
     ("dense_rank3_4", b_dense_rank3_4),
     ("dense_rank4", b_dense_rank4),

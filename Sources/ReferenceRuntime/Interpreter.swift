@@ -75,7 +75,9 @@ public struct Interpreter {
     let x = inputs[0]
     if Self.isSpatial(operation), x.shape.count > 3 {
       // Images along leading axes (TimeDistributed): one image at a time.
-      let (inImage, outImage) = (Array(x.shape.suffix(3)), Array(outputShape.suffix(3)))
+      let leadingCount = x.shape.count - 3
+      // Global pooling may drop H and W, so each image's output shape is what follows the leading axes.
+      let (inImage, outImage) = (Array(x.shape.suffix(3)), Array(outputShape.dropFirst(leadingCount)))
       let (inSize, count) = (inImage.reduce(1, *), x.shape.dropLast(3).reduce(1, *))
       return (0..<count).flatMap { index in
         evaluate(operation, [Tensor(shape: inImage, values: Array(x.values[index * inSize..<(index + 1) * inSize]))], outputShape: outImage)
