@@ -28,7 +28,7 @@ final class MessageArena {
   func array<T>(_ items: [T]) -> UnsafeMutablePointer<T>? {
     guard !items.isEmpty else { return nil }
     let pointer = allocate(T.self, count: items.count)
-    for (index, item) in items.enumerated() { (pointer + index).initialize(to: item) }
+    items.withUnsafeBufferPointer { pointer.initialize(from: $0.baseAddress!, count: $0.count) }
     return pointer
   }
 

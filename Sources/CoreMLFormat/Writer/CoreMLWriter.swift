@@ -18,7 +18,7 @@ public enum CoreMLWriter {
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
   public static func write(_ graph: Graph, options: CoreMLWriterOptions, to url: URL) throws -> Int {
     let bytes = try serialize(graph, options: options)
-    try AtomicFile.write(Data(bytes), to: url)
+    try AtomicFile.write(bytes: bytes, to: url)
     return bytes.count
   }
 

@@ -15,7 +15,7 @@ public struct ConvertedModel: Sendable {
 
   /// Writes the `.mlmodel` atomically; an existing file is replaced only once the new one is complete.
   public func write(to url: URL) throws {
-    try AtomicFile.write(Data(bytes), to: url)
+    try AtomicFile.write(bytes: bytes, to: url)
   }
 
   /// A summary for people and pipelines.
