@@ -26,7 +26,7 @@ extension CoreMLGraphImporter {
       let stored = try weights(layer, "weights", count: inputs * outputs)
       let bias = int("hasBias") == 1 ? Constant(shape: [outputs], values: try weights(layer, "bias", count: outputs)) : nil
       // Core ML stores [out, in]; the IR's dense kernel is [in, out].
-      let dense = Dense(kernel: Constant(shape: [inputs, outputs], values: transposed(stored, rows: outputs, columns: inputs)), bias: bias)
+      let dense = Dense(kernel: Constant(shape: [inputs, outputs], values: Matrix.transposed(stored, rows: outputs, columns: inputs)), bias: bias)
       let s = shape(x)
       if !spec.exactArrayMapping || (s.count >= 3 && s.suffix(2) == [1, 1]) {
         // (…, C, H, W): the C*H*W values, in that order, are the input vector.
@@ -44,7 +44,7 @@ extension CoreMLGraphImporter {
       // Stored as the transpose of the [rows, columns] matrix (coremltools writes W.T flattened).
       let stored = try weights(layer, "weights", count: rows * columns)
       let bias = int("hasBias") == 1 ? Constant(shape: [columns], values: try weights(layer, "bias", count: columns)) : nil
-      let kernel = Constant(shape: [rows, columns], values: transposed(stored, rows: columns, columns: rows))
+      let kernel = Constant(shape: [rows, columns], values: Matrix.transposed(stored, rows: columns, columns: rows))
       return [try add(.dense(Dense(kernel: kernel, bias: bias)), [x])]
 
     case "batchnorm":
@@ -318,14 +318,6 @@ extension CoreMLGraphImporter {
       throw unsupported("this layer type is not supported by the reader")
     }
   }
-
-  static func transposedValues(_ values: [Float], rows: Int, columns: Int) -> [Float] {
-    var result = [Float](repeating: 0, count: values.count)
-    for r in 0..<rows { for c in 0..<columns { result[c * rows + r] = values[r * columns + c] } }
-    return result
-  }
-
-  func transposed(_ values: [Float], rows: Int, columns: Int) -> [Float] { Self.transposedValues(values, rows: rows, columns: columns) }
 
   mutating func convolution(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> ValueID {
     let ints = layer.integers

@@ -17,7 +17,7 @@ extension CoreMLGraphImporter {
       guard int("hasBias") == 0 else { throw unsupported("embedding with a bias") }
       // Core ML stores [D, vocabulary]; the IR table is [vocabulary, D].
       let stored = try weights(layer, "weights", count: dims[0] * dims[1])
-      let table = Constant(shape: dims, values: Self.transposedValues(stored, rows: dims[1], columns: dims[0]))
+      let table = Constant(shape: dims, values: Matrix.transposed(stored, rows: dims[1], columns: dims[0]))
       let tokens = try reshape(x, to: [steps])
       let embedded = try add(.embedding(table: table), [tokens])
       return try reshape(embedded, to: [steps, dims[1], 1, 1])

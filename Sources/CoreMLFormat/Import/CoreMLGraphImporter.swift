@@ -241,6 +241,7 @@ public struct CoreMLGraphImporter {
     guard let values = layer.weights[field], values.count >= count else {
       throw CoreMLReaderError.invalidWeights(path: path, layer: layer.name, detail: "\(field) has \(layer.weights[field]?.count ?? 0) values, needs \(count)")
     }
-    return Array(values.prefix(count))
+    // Only padding past the needed count (float16 or packed codes) is dropped; most blobs pass as they are.
+    return values.count == count ? values : Array(values.prefix(count))
   }
 }

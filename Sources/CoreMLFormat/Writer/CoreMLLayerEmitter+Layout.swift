@@ -2,15 +2,6 @@ import ModelIR
 
 /// Keras-to-Core-ML data rearrangements, the one place where layouts change.
 extension CoreMLLayerEmitter {
-  /// A row-major `[rows, columns]` matrix transposed to `[columns, rows]`.
-  static func transposed(_ values: [Float], rows: Int, columns: Int) -> [Float] {
-    var result = [Float](repeating: 0, count: values.count)
-    for row in 0..<rows {
-      for column in 0..<columns { result[column * rows + row] = values[row * columns + column] }
-    }
-    return result
-  }
-
   /// A Keras kernel `[kh, kw, in, out]` as Core ML's `[out, in, kh, kw]`.
   static func coreMLKernel(_ kernel: Constant) -> [Float] {
     let (kh, kw, ci, co) = (kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3])

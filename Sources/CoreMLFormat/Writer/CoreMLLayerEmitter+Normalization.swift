@@ -4,7 +4,7 @@ import ModelIR
 
 extension CoreMLLayerEmitter {
   /// Layer normalization over Keras' last axis (Core ML's C) from classic layers: channel means by
-  /// `reduce`, broadcasting `add`/`multiply` (shapes `[1, H, W]` against `[C, H, W]`), `unary` RSQRT
+  /// `reduce`, broadcasting subtraction and `multiply` (shapes `[1, H, W]` against `[C, H, W]`), `unary` RSQRT
   /// for `1 / sqrt(variance + epsilon)`, then `scale` for gamma and beta.
   mutating func emitLayerNormalization(_ norm: LayerNormalization, name: String, input: String, output: String, channels: Int) throws {
     func blob(_ suffix: String) -> String { "\(name)__\(suffix)__output" }
@@ -16,16 +16,6 @@ extension CoreMLLayerEmitter {
       added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE
       added.pointee.reduce = params
     }
-    func combine(_ inputs: [String], _ target: String, _ step: String, multiply: Bool) {
-      let added = self.layer("\(name)__\(step)__", inputs: inputs, output: target)
-      if multiply {
-        added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
-        added.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
-      } else {
-        added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
-        added.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
-      }
-    }
     func unary(_ source: String, _ target: String, _ step: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__UnaryFunctionLayerParams>) -> Void) {
       let params = arena.message(core_ml__specification__unary_function_layer_params__init)
       params.pointee.scale = 1
@@ -36,22 +26,15 @@ extension CoreMLLayerEmitter {
     }
 
     reduceMean(input, blob("mean"), "mean")
-    // -mean by a linear activation (classic layers have no subtraction).
-    let messages = arena
-    emitSimpleActivation(name: "\(name)__negated__", input: blob("mean"), output: blob("negated")) { params in
-      params.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
-      params.pointee.linear = messages.message(core_ml__specification__activation_linear__init)
-      params.pointee.linear.pointee.alpha = -1
-    }
-    combine([input, blob("negated")], blob("centered"), "centered", multiply: false)
-    combine([blob("centered"), blob("centered")], blob("squared"), "squared", multiply: true)
+    try emitElementwise(.subtract, name: "\(name)__centered__", inputs: [input, blob("mean")], output: blob("centered"))
+    try emitElementwise(.multiply, name: "\(name)__squared__", inputs: [blob("centered"), blob("centered")], output: blob("squared"))
     reduceMean(blob("squared"), blob("variance"), "variance")
     unary(blob("variance"), blob("rsqrt"), "rsqrt") {
       $0.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT
       $0.pointee.epsilon = norm.epsilon
     }
     let normalized = norm.gamma == nil && norm.beta == nil ? output : blob("normalized")
-    combine([blob("centered"), blob("rsqrt")], normalized, "normalized", multiply: true)
+    try emitElementwise(.multiply, name: "\(name)__normalized__", inputs: [blob("centered"), blob("rsqrt")], output: normalized)
     guard normalized != output else { return }
     let params = arena.message(core_ml__specification__scale_layer_params__init)
     params.pointee.n_shapescale = 1
@@ -84,6 +67,6 @@ extension CoreMLLayerEmitter {
     let inverse = layer("\(name)__rsqrt__", inputs: ["\(name)__sumsquare___output"], output: "\(name)__rsqrt___output")
     inverse.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
     inverse.pointee.unary = unary
-    emitBinary(.multiply, name: name, inputs: [input, "\(name)__rsqrt___output"], output: output)
+    try emitElementwise(.multiply, name: name, inputs: [input, "\(name)__rsqrt___output"], output: output)
   }
 }

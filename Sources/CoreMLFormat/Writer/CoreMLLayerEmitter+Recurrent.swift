@@ -101,7 +101,7 @@ extension CoreMLLayerEmitter {
         let layer = layer(name, inputs: [input], outputs: [merged] + stateOutputs + [name + "__h_out_backward", name + "__c_out_backward"])
         layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM
         layer.pointee.bidirectionallstm = params
-        if r.merge != .concat { try emitMerge(r.merge, name: name, input: merged, output: output) }
+        if r.merge != .concat { try emitSplitMerge(r.merge, name: name, input: merged, output: output) }
         return
       }
       let params = arena.message(core_ml__specification__uni_directional_lstmlayer_params__init)
@@ -142,13 +142,7 @@ extension CoreMLLayerEmitter {
     let halves = [name + "__forward___output", name + "__backward___output"]
     try emit(&self, r.forward, false, name + "__forward__", halves[0])
     try emit(&self, backward, true, name + "__backward__", halves[1])
-    if r.merge == .concat {
-      let layer = layer(name, inputs: halves, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
-      layer.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
-    } else {
-      emitCombine(r.merge, name: name, inputs: halves, output: output)
-    }
+    try emitMerge(r.merge, name: name, inputs: halves, output: output)
   }
 
   private mutating func emitGRU(_ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, output: String, inputs: Int) throws {
@@ -198,31 +192,27 @@ extension CoreMLLayerEmitter {
   }
 
   /// Splits a bidirectional output's two halves along C and combines them with `sum`, `mul` or `ave`.
-  private mutating func emitMerge(_ merge: Recurrent.Merge, name: String, input: String, output: String) throws {
+  private mutating func emitSplitMerge(_ merge: Recurrent.Merge, name: String, input: String, output: String) throws {
     let halves = [name + "__forward___output", name + "__backward___output"]
     let split = arena.message(core_ml__specification__split_layer_params__init)
     split.pointee.noutputs = 2
     let splitLayer = layer(name + "__split__", inputs: [input], outputs: halves)
     splitLayer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT
     splitLayer.pointee.split = split
-    emitCombine(merge, name: name + "__merge__", inputs: halves, output: output)
+    try emitMerge(merge, name: name + "__merge__", inputs: halves, output: output)
   }
 
-  /// `add`, `multiply` or `average` of two blobs, for the sum, mul and ave merges.
-  private mutating func emitCombine(_ merge: Recurrent.Merge, name: String, inputs halves: [String], output: String) {
-    let combine = layer(name, inputs: halves, output: output)
-    switch merge {
-    case .sum:
-      combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
-      combine.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
-    case .mul:
-      combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
-      combine.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
-    case .ave:
-      combine.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
-      combine.pointee.average = arena.message(core_ml__specification__average_layer_params__init)
-    case .concat: break
+  /// The two directions of a bidirectional layer joined as Keras' `merge_mode` says: `concat` along C,
+  /// or elementwise `add`, `multiply` or `average`.
+  mutating func emitMerge(_ merge: Recurrent.Merge, name: String, inputs halves: [String], output: String) throws {
+    let elementwise: [Recurrent.Merge: ElementwiseKind] = [.sum: .add, .mul: .multiply, .ave: .average]
+    guard let kind = elementwise[merge] else {
+      let concat = layer(name, inputs: halves, output: output)
+      concat.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
+      concat.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
+      return
     }
+    try emitElementwise(kind, name: name, inputs: halves, output: output)
   }
 
   /// Keras' `[vocabulary, D]` table as Core ML's `[D, vocabulary]` embedding weights.
@@ -231,7 +221,7 @@ extension CoreMLLayerEmitter {
     let params = arena.message(core_ml__specification__embedding_layer_params__init)
     params.pointee.inputdim = UInt64(vocabulary)
     params.pointee.outputchannels = UInt64(width)
-    params.pointee.weights = try weights(Self.transposed(table.values, rows: vocabulary, columns: width), layer: name)
+    params.pointee.weights = try weights(Matrix.transposed(table.values, rows: vocabulary, columns: width), layer: name)
     let layer = layer(name, inputs: [input], output: output)
     layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EMBEDDING
     layer.pointee.embedding = params

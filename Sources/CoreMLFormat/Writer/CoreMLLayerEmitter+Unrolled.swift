@@ -34,21 +34,7 @@ extension CoreMLLayerEmitter {
     let halves = [blob(name, "forward_all"), blob(name, "backward_all")]
     try emitSequence(r.returnSequences ? forward : [forward.last!], name: name + "__forward_all__", output: halves[0])
     try emitSequence(r.returnSequences ? backwardStates.reversed() : [backwardStates.last!], name: name + "__backward_all__", output: halves[1])
-    let merged = layer(name, inputs: halves, output: output)
-    switch r.merge {
-    case .concat:
-      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
-      merged.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
-    case .sum:
-      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
-      merged.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
-    case .mul:
-      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
-      merged.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
-    case .ave:
-      merged.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
-      merged.pointee.average = arena.message(core_ml__specification__average_layer_params__init)
-    }
+    try emitMerge(r.merge, name: name, inputs: halves, output: output)
   }
 
   private func blob(_ name: String, _ suffix: String) -> String { "\(name)__\(suffix)__output" }
@@ -92,8 +78,8 @@ extension CoreMLLayerEmitter {
       try emitActivation(activation, name: "\(name)__\(prefix)\(label)__", input: source, output: blob(prefix + label), shape: [units])
       return blob(prefix + label)
     }
-    func combine(_ kind: BinaryKind, _ inputs: [String], _ label: String, _ prefix: String) -> String {
-      emitBinary(kind, name: "\(name)__\(prefix)\(label)__", inputs: inputs, output: blob(prefix + label))
+    func combine(_ kind: ElementwiseKind, _ inputs: [String], _ label: String, _ prefix: String) throws -> String {
+      try emitElementwise(kind, name: "\(name)__\(prefix)\(label)__", inputs: inputs, output: blob(prefix + label))
       return blob(prefix + label)
     }
     /// `state · U[:, columns]` (+ `bias`), or nil from the zero state.
@@ -108,7 +94,7 @@ extension CoreMLLayerEmitter {
     // Input projections for every step at once, then time moved into W so steps can be sliced out.
     try emitInnerProduct(
       name: "\(name)__projection__", input: input, output: blob("projection"),
-      weights: Self.transposed(w.kernel.values, rows: inputs, columns: width), bias: Array(bias.prefix(width)), inputs: inputs, outputs: width)
+      weights: Matrix.transposed(w.kernel.values, rows: inputs, columns: width), bias: Array(bias.prefix(width)), inputs: inputs, outputs: width)
     emitPermute(Self.sequenceToRow, name: "\(name)__row__", input: blob("projection"), output: blob("row"))
 
     var state: String?, cell: String?
@@ -120,19 +106,19 @@ extension CoreMLLayerEmitter {
       let x = blob(p + "x")
       switch r.cell {
       case .simple:
-        let sum = try recurrent(state, 0..<units, bias: nil, "inner", p).map { combine(.add, [x, $0], "sum", p) } ?? x
+        let sum = try recurrent(state, 0..<units, bias: nil, "inner", p).map { try combine(.add, [x, $0], "sum", p) } ?? x
         state = try activate(r.activation, sum, "h", p)
 
       case .lstm:
-        let sum = try recurrent(state, 0..<width, bias: nil, "inner", p).map { combine(.add, [x, $0], "sum", p) } ?? x
+        let sum = try recurrent(state, 0..<width, bias: nil, "inner", p).map { try combine(.add, [x, $0], "sum", p) } ?? x
         let i = try activate(r.recurrentActivation, part(sum, 0, "ipre", p), "i", p)
         let f = try activate(r.recurrentActivation, part(sum, 1, "fpre", p), "f", p)
         let g = try activate(r.activation, part(sum, 2, "gpre", p), "g", p)
         let o = try activate(r.recurrentActivation, part(sum, 3, "opre", p), "o", p)
-        let written = combine(.multiply, [i, g], "written", p)
-        let next = cell.map { combine(.add, [combine(.multiply, [f, $0], "kept", p), written], "c", p) } ?? written
+        let written = try combine(.multiply, [i, g], "written", p)
+        let next = try cell.map { try combine(.add, [try combine(.multiply, [f, $0], "kept", p), written], "c", p) } ?? written
         cell = next
-        state = combine(.multiply, [o, try activate(r.activation, next, "cact", p)], "h", p)
+        state = try combine(.multiply, [o, try activate(r.activation, next, "cact", p)], "h", p)
 
       case .gru:
         let (xz, xr, xh) = (part(x, 0, "xz", p), part(x, 1, "xr", p), part(x, 2, "xh", p))
@@ -146,24 +132,24 @@ extension CoreMLLayerEmitter {
             try emitConstant(name: "\(name)__\(p)inner__", output: blob(p + "inner"), values: Array(bias.suffix(width)))
             inner = blob(p + "inner")
           }
-          z = try activate(r.recurrentActivation, combine(.add, [xz, part(inner, 0, "iz", p)], "zsum", p), "z", p)
-          let reset = try activate(r.recurrentActivation, combine(.add, [xr, part(inner, 1, "ir", p)], "rsum", p), "r", p)
-          candidateSum = combine(.add, [xh, combine(.multiply, [reset, part(inner, 2, "ih", p)], "reset", p)], "hsum", p)
+          z = try activate(r.recurrentActivation, try combine(.add, [xz, part(inner, 0, "iz", p)], "zsum", p), "z", p)
+          let reset = try activate(r.recurrentActivation, try combine(.add, [xr, part(inner, 1, "ir", p)], "rsum", p), "r", p)
+          candidateSum = try combine(.add, [xh, try combine(.multiply, [reset, part(inner, 2, "ih", p)], "reset", p)], "hsum", p)
         } else if let gates = try recurrent(state, 0..<2 * units, bias: nil, "gates", p), let previous = state {
-          z = try activate(r.recurrentActivation, combine(.add, [xz, part(gates, 0, "iz", p)], "zsum", p), "z", p)
-          let reset = try activate(r.recurrentActivation, combine(.add, [xr, part(gates, 1, "ir", p)], "rsum", p), "r", p)
-          let resetState = combine(.multiply, [reset, previous], "resetstate", p)
+          z = try activate(r.recurrentActivation, try combine(.add, [xz, part(gates, 0, "iz", p)], "zsum", p), "z", p)
+          let reset = try activate(r.recurrentActivation, try combine(.add, [xr, part(gates, 1, "ir", p)], "rsum", p), "r", p)
+          let resetState = try combine(.multiply, [reset, previous], "resetstate", p)
           let inner = try recurrent(resetState, 2 * units..<width, bias: nil, "ih", p)!
-          candidateSum = combine(.add, [xh, inner], "hsum", p)
+          candidateSum = try combine(.add, [xh, inner], "hsum", p)
         } else {
           z = try activate(r.recurrentActivation, xz, "z", p)
           candidateSum = xh
         }
         let candidate = try activate(r.activation, candidateSum, "candidate", p)
         // h = ĥ + z ⊙ (h − ĥ), with h − ĥ = −ĥ from the zero state.
-        let negated = try activate(.linear(scale: -1, offset: 0), candidate, "negated", p)
-        let difference = state.map { combine(.add, [$0, negated], "difference", p) } ?? negated
-        state = combine(.add, [candidate, combine(.multiply, [z, difference], "kept", p)], "h", p)
+        let difference = try state.map { try combine(.subtract, [$0, candidate], "difference", p) }
+          ?? activate(.linear(scale: -1, offset: 0), candidate, "negated", p)
+        state = try combine(.add, [candidate, try combine(.multiply, [z, difference], "kept", p)], "h", p)
       }
       states.append(state!)
     }
@@ -206,19 +192,5 @@ extension CoreMLLayerEmitter {
     let added = layer(name, inputs: [input], output: output)
     added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT
     added.pointee.innerproduct = params
-  }
-
-  enum BinaryKind { case add, multiply }
-
-  mutating func emitBinary(_ kind: BinaryKind, name: String, inputs: [String], output: String) {
-    let added = layer(name, inputs: inputs, output: output)
-    switch kind {
-    case .add:
-      added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
-      added.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
-    case .multiply:
-      added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
-      added.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
-    }
   }
 }

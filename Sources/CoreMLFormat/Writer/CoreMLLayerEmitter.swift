@@ -107,7 +107,7 @@ struct CoreMLLayerEmitter {
       params.pointee.inputchannels = UInt64(dense.inputUnits)
       params.pointee.outputchannels = UInt64(dense.outputUnits)
       // Keras stores [in, out]; Core ML wants [out, in].
-      params.pointee.weights = try weights(Self.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), layer: node.name)
+      params.pointee.weights = try weights(Matrix.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), layer: node.name)
       if let bias = dense.bias {
         params.pointee.hasbias = 1
         params.pointee.bias = try weights(bias.values, layer: node.name)
@@ -214,7 +214,7 @@ struct CoreMLLayerEmitter {
       layer.pointee.upsample = params
 
     case .elementwise(let kind):
-      try emitElementwise(kind, name: node.name, inputs: inputs, output: output, shape: inputShape)
+      try emitElementwise(kind, name: node.name, inputs: inputs, output: output)
 
     case .concatenate(let axis):
       try emitConcatenate(axis: axis, rank: inputShape.count, name: node.name, inputs: inputs, output: output)
@@ -375,7 +375,8 @@ struct CoreMLLayerEmitter {
     layer.pointee.permute = params
   }
 
-  private mutating func emitElementwise(_ kind: ElementwiseKind, name: String, inputs: [String], output: String, shape: [Int]) throws {
+  /// add, subtract (as `add` of the negated second input), multiply, average, max or min of blobs.
+  mutating func emitElementwise(_ kind: ElementwiseKind, name: String, inputs: [String], output: String) throws {
     var inputs = inputs
     var layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
     switch kind {
@@ -546,7 +547,7 @@ struct CoreMLLayerEmitter {
       nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN, \.softsign, core_ml__specification__activation_softsign__init)
     case .swish:
       try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
-      try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output, shape: shape)
+      try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output)
     case .gelu(let approximate):
       // Classic layers have no erf; the GELU layer needs Core ML 3 (iOS 13).
       let params = a.message(core_ml__specification__gelu_layer_params__init)

@@ -24,6 +24,21 @@ struct Comparison {
     return nil
   }
 
+  /// What a statistic compares: one output, on random or reference inputs, against what.
+  struct StatisticsKey: Hashable, Comparable {
+    enum Against: String {
+      case source = "source model (our runtime)"
+      case reference = "reference outputs (real Keras)"
+      case referenceThroughSource = "reference outputs (real Keras), checking the source model as our runtime reads it"
+    }
+    var output: Int
+    /// `random` or `reference`.
+    var inputs: String
+    var against: Against
+
+    static func < (a: Self, b: Self) -> Bool { (a.output, a.inputs, a.against.rawValue) < (b.output, b.inputs, b.against.rawValue) }
+  }
+
   struct Statistics {
     var elements = 0
     var mismatches = 0
@@ -41,7 +56,7 @@ struct Comparison {
   let sourceRuntime: Interpreter
   let convertedRuntime: Interpreter
   /// Keyed by output index and input kind (`random` / `reference`).
-  var statistics: [String: Statistics] = [:]
+  var statistics: [StatisticsKey: Statistics] = [:]
   var sourceSeconds = 0.0
   var convertedSeconds = 0.0
   var runs = 0
@@ -157,13 +172,13 @@ struct Comparison {
     let kind = expected == nil ? "random" : "reference"
     for index in sourceOutputs.indices {
       let mapped = outputLayouts[index].toKeras(convertedOutputs[index], shape: sourceOutputs[index].shape)
-      accumulate(key: "\(index)|\(kind)|source", actual: mapped.values, expected: sourceOutputs[index].values)
+      accumulate(.init(output: index, inputs: kind, against: .source), actual: mapped.values, expected: sourceOutputs[index].values)
       if let expected {
         guard expected[index].values.count == mapped.values.count else {
           throw VerificationError.invalidReference(path: options.reference?.path ?? "", detail: "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)")
         }
-        accumulate(key: "\(index)|\(kind)|reference", actual: mapped.values, expected: expected[index].values)
-        accumulate(key: "\(index)|\(kind)|reference-source", actual: sourceOutputs[index].values, expected: expected[index].values)
+        accumulate(.init(output: index, inputs: kind, against: .reference), actual: mapped.values, expected: expected[index].values)
+        accumulate(.init(output: index, inputs: kind, against: .referenceThroughSource), actual: sourceOutputs[index].values, expected: expected[index].values)
       }
       if let probabilities = converted.probabilitiesOutput, converted.graph[converted.graph.outputs[index]].name == probabilities {
         classifications.append((expected?[index].values ?? sourceOutputs[index].values, mapped.values))
@@ -171,7 +186,7 @@ struct Comparison {
     }
   }
 
-  mutating func accumulate(key: String, actual: [Float], expected: [Float]) {
+  mutating func accumulate(_ key: StatisticsKey, actual: [Float], expected: [Float]) {
     var stats = statistics[key] ?? Statistics()
     for (a, b) in zip(actual, expected) {
       let error = abs(a - b)
@@ -186,18 +201,11 @@ struct Comparison {
   }
 
   func outputReports() -> [ParityReport.OutputParity] {
-    let descriptions = [
-      "source": "source model (our runtime)", "reference": "reference outputs (real Keras)",
-      "reference-source": "reference outputs (real Keras), checking the source model as our runtime reads it",
-    ]
-    return statistics.keys.sorted().map { key in
-      let parts = key.split(separator: "|").map(String.init)
+    statistics.keys.sorted().map { key in
       let stats = statistics[key]!
-      let name = converted.graph[converted.graph.outputs[Int(parts[0])!]].name
       let snr = stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise)
       return ParityReport.OutputParity(
-        name: name, inputs: parts[1],
-        comparedWith: descriptions[parts[2]]!, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
+        name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against.rawValue, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
         maxRelativeError: stats.maxRelative, mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
         snrDecibels: snr, passed: stats.mismatches == 0)
     }

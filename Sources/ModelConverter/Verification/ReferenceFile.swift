@@ -9,12 +9,14 @@ import ReferenceRuntime
 /// from; an optional root attribute `labels` names the classes.
 struct ReferenceFile {
   let path: String
-  let file: HDF5File
   let sampleCount: Int
   let labels: [String]?
+  /// Every dataset the comparison reads, loaded once: `inputs/<i>`, `outputs/<i>`, `pixels/<i>`, `pixels`.
+  private let datasets: [String: (shape: [Int], values: [Float])]
 
   init(url: URL) throws {
     path = url.path
+    let file: HDF5File
     do {
       file = try HDF5File(path: url.path)
     } catch {
@@ -23,12 +25,24 @@ struct ReferenceFile {
     guard file.root.hasDataset("inputs/0"), file.root.hasDataset("outputs/0") else {
       throw VerificationError.invalidReference(path: url.path, detail: "needs datasets inputs/0 and outputs/0")
     }
-    sampleCount = try file.root.floatDataset("inputs/0").shape.first ?? 0
+    var datasets: [String: (shape: [Int], values: [Float])] = [:]
+    for group in ["inputs", "outputs", "pixels"] {
+      var index = 0
+      while file.root.hasDataset("\(group)/\(index)") {
+        datasets["\(group)/\(index)"] = try file.root.floatDataset("\(group)/\(index)")
+        index += 1
+      }
+    }
+    if file.root.hasDataset("pixels") { datasets["pixels"] = try file.root.floatDataset("pixels") }
+    self.datasets = datasets
+    sampleCount = datasets["inputs/0"]?.shape.first ?? 0
     labels = try file.root.stringArrayAttribute("labels")
   }
 
   private func sample(_ dataset: String, _ sample: Int, shape: [Int]?) throws -> Tensor {
-    let (datasetShape, values) = try file.root.floatDataset(dataset)
+    guard let (datasetShape, values) = datasets[dataset] else {
+      throw VerificationError.invalidReference(path: path, detail: "no dataset \(dataset)")
+    }
     let perSample = datasetShape.dropFirst().reduce(1, *)
     guard datasetShape.first ?? 0 > sample, shape == nil || shape!.reduce(1, *) == perSample else {
       throw VerificationError.invalidReference(path: path, detail: "\(dataset) has shape \(datasetShape); expected [N] + \(shape ?? [])")
@@ -37,19 +51,18 @@ struct ReferenceFile {
   }
 
   func input(_ index: Int, sample: Int, shape: [Int]) throws -> Tensor {
-    guard file.root.hasDataset("inputs/\(index)") else { throw VerificationError.invalidReference(path: path, detail: "no dataset inputs/\(index)") }
-    return try self.sample("inputs/\(index)", sample, shape: shape)
+    try self.sample("inputs/\(index)", sample, shape: shape)
   }
 
   func pixels(_ index: Int, sample: Int, shape: [Int]) throws -> Tensor? {
-    if file.root.hasDataset("pixels/\(index)") { return try self.sample("pixels/\(index)", sample, shape: shape) }
-    if index == 0, file.root.hasDataset("pixels") { return try self.sample("pixels", sample, shape: shape) }
+    if datasets["pixels/\(index)"] != nil { return try self.sample("pixels/\(index)", sample, shape: shape) }
+    if index == 0, datasets["pixels"] != nil { return try self.sample("pixels", sample, shape: shape) }
     return nil
   }
 
   func outputs(sample: Int) throws -> [Tensor] {
     var result: [Tensor] = []
-    while file.root.hasDataset("outputs/\(result.count)") { result.append(try self.sample("outputs/\(result.count)", sample, shape: nil)) }
+    while datasets["outputs/\(result.count)"] != nil { result.append(try self.sample("outputs/\(result.count)", sample, shape: nil)) }
     return result
   }
 }
