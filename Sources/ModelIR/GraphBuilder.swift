@@ -4,6 +4,8 @@ public struct GraphBuilder {
   private var nodes: [Node] = []
   private var inputs: [ValueID] = []
   private var usedNames: Set<String> = []
+  /// Recorded on every node added from now on: the source layer being imported.
+  public var origin: LayerOrigin?
 
   public init() {}
 
@@ -19,7 +21,7 @@ public struct GraphBuilder {
     let shapes = nodeInputs.map { values[$0].type.shape }
     let shape = try operation.outputShape(inputShapes: shapes, node: name)
     let output = try addValue(name: uniqueName(name + "_output"), type: TensorType(shape))
-    nodes.append(Node(name: uniqueName(name), operation: operation, inputs: nodeInputs, output: output))
+    nodes.append(Node(name: uniqueName(name), operation: operation, inputs: nodeInputs, output: output, origin: origin))
     usedNames.insert(nodes.last!.name)
     return output
   }

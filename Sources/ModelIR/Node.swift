@@ -5,11 +5,14 @@ public struct Node: Sendable, Equatable {
   public var operation: Operation
   public var inputs: [ValueID]
   public var output: ValueID
+  /// The source layer this node comes from, when the importer recorded it.
+  public var origin: LayerOrigin?
 
-  public init(name: String, operation: Operation, inputs: [ValueID], output: ValueID) {
+  public init(name: String, operation: Operation, inputs: [ValueID], output: ValueID, origin: LayerOrigin? = nil) {
     self.name = name
     self.operation = operation
     self.inputs = inputs
     self.output = output
+    self.origin = origin
   }
 }

@@ -16,7 +16,8 @@ struct ExecutionPlan {
 
   let steps: [Step]
 
-  init(graph: Graph, fuse: Bool) {
+  /// - Parameter observed: values that must be computed as they are (not fused away), besides the outputs.
+  init(graph: Graph, fuse: Bool, observed: Set<ValueID> = []) {
     guard fuse else {
       steps = graph.nodes.map { Step(operation: $0.operation, inputs: $0.inputs, output: $0.output, epilogue: []) }
       return
@@ -24,6 +25,7 @@ struct ExecutionPlan {
     var consumers = [Int](repeating: 0, count: graph.values.count)
     for node in graph.nodes { for input in node.inputs { consumers[input] += 1 } }
     for output in graph.outputs { consumers[output] += 1 }
+    for value in observed { consumers[value] += 1 }
     var consumerIndex: [ValueID: Int] = [:]
     for (index, node) in graph.nodes.enumerated() { for input in node.inputs where consumers[input] == 1 { consumerIndex[input] = index } }
 
@@ -33,7 +35,7 @@ struct ExecutionPlan {
       var step = Step(operation: node.operation, inputs: node.inputs, output: node.output, epilogue: [])
       // The sole consumer of this step's output, when it can be fused.
       func next() -> (Int, Node)? {
-        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output) else { return nil }
+        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output), !observed.contains(step.output) else { return nil }
         return (consumer, graph.nodes[consumer])
       }
       if case .convolution2D(let conv) = step.operation, let (consumer, bn) = next(), case .batchNormalization(let norm) = bn.operation {

@@ -18,16 +18,26 @@ public struct Interpreter {
 
   public let graph: Graph
   public let kernels: KernelChoice
+  /// Values kept as they are computed (never fused away), for `run(_:observing:)`.
+  public let observed: Set<ValueID>
   let plan: ExecutionPlan
 
-  public init(graph: Graph, kernels: KernelChoice = .fast) {
+  /// - Parameter observed: intermediate values to compute and return from `runObserving(_:)`; fusion
+  ///   never skips them, so each holds what its own node computes.
+  public init(graph: Graph, kernels: KernelChoice = .fast, observed: Set<ValueID> = []) {
     self.graph = graph
     self.kernels = kernels
-    plan = ExecutionPlan(graph: graph, fuse: kernels == .fast)
+    self.observed = observed
+    plan = ExecutionPlan(graph: graph, fuse: kernels == .fast, observed: observed)
   }
 
   /// Runs the graph on one batch item per input (in `graph.inputs` order) and returns the outputs.
-  public func run(_ inputs: [Tensor]) -> [Tensor] {
+  public func run(_ inputs: [Tensor]) -> [Tensor] { runObserving(inputs).outputs }
+
+  /// Runs the graph and returns its outputs and every observed value that the outputs depend on
+  /// (values of pruned or unused nodes are absent).
+  public func runObserving(_ inputs: [Tensor]) -> (outputs: [Tensor], observed: [ValueID: Tensor]) {
+    var kept: [ValueID: Tensor] = [:]
     var values = [Tensor?](repeating: nil, count: graph.values.count)
     for (id, tensor) in zip(graph.inputs, inputs) {
       precondition(tensor.shape == graph[id].type.shape, "input '\(graph[id].name)' needs shape \(graph[id].type.shape)")
@@ -37,18 +47,20 @@ public struct Interpreter {
     var remainingUses = [Int](repeating: 0, count: graph.values.count)
     for step in plan.steps { for input in step.inputs { remainingUses[input] += 1 } }
     for output in graph.outputs { remainingUses[output] += 1 }
+    for id in graph.inputs where observed.contains(id) { kept[id] = values[id] }
     for step in plan.steps {
       let arguments = step.inputs.map { values[$0]! }
       let shape = graph[step.output].type.shape
       var result = evaluate(step.operation, arguments, outputShape: shape)
       for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       values[step.output] = Tensor(shape: shape, values: result)
+      if observed.contains(step.output) { kept[step.output] = values[step.output] }
       for input in step.inputs {
         remainingUses[input] -= 1
         if remainingUses[input] == 0 { values[input] = nil }
       }
     }
-    return graph.outputs.map { values[$0]! }
+    return (graph.outputs.map { values[$0]! }, kept)
   }
 
   /// The operations this interpreter cannot evaluate (custom layers, whose code is the app's).

@@ -49,6 +49,7 @@ public struct CoreMLGraphImporter {
     for layer in spec.layers {
       layerName = layer.name
       layerKind = layer.kind
+      builder.origin = LayerOrigin(name: layer.name, type: layer.kind)
       do {
         let outputs = try importLayer(layer)
         // Recurrent layers also output their final states; only the first output is read into the IR.
@@ -59,6 +60,7 @@ public struct CoreMLGraphImporter {
       }
     }
 
+    builder.origin = nil
     let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.map(String.init) : spec.stringClassLabels
     var outputs: [ValueID] = []
     var probabilities: String?
@@ -82,7 +84,7 @@ public struct CoreMLGraphImporter {
     where graph[id].name != feature.name {
       try graph.rename(id, to: feature.name)
     }
-    return CoreMLModel(spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities)
+    return CoreMLModel(spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs)
   }
 
   mutating func addInput(_ feature: CoreMLModelSpec.Feature) throws -> CoreMLInput {
@@ -124,6 +126,8 @@ public struct CoreMLGraphImporter {
       }
       var value = pixels
       if scale != 1 || biases.contains(where: { $0 != 0 }) {
+        builder.origin = LayerOrigin(name: feature.name, type: "imageScaler")
+        defer { builder.origin = nil }
         value = try builder.add(.activation(.linear(scale: scale, offset: 0)), name: feature.name + "__scale", inputs: [value])
         let biasShape = leading.map { _ in 1 } + [channels, 1, 1]
         let bias = try builder.add(.constant(Constant(shape: biasShape, values: biases)), name: feature.name + "__bias", inputs: [])

@@ -14,6 +14,9 @@ public struct CoreMLModel: Sendable {
   public var classLabels: [String]
   /// The graph output holding a classifier's probabilities, if any.
   public var probabilitiesOutput: String?
+  /// Every blob the layers write (and each input, after its preprocessing), by name, to its graph value.
+  /// Blobs that no output depends on are pruned from the graph and never computed.
+  public var blobs: [String: ValueID] = [:]
 
   /// Whether inputs use the classic rank-5 mapping (rank-3 `[C, H, W]` tensors everywhere).
   public var usesRank5Mapping: Bool { !spec.exactArrayMapping }

@@ -5,6 +5,8 @@ extension KerasGraphImporter {
   mutating func convert(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String) throws -> ValueID {
     let reader = LayerConfigReader(layer: layer)
     let className = layer.className
+    builder.origin = LayerOrigin(name: layer.name, type: className)
+    defer { builder.origin = nil }
     func single() throws -> ValueID { try reader.single(inputs) }
     func weight(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
       try model.weights.weight(kinds, layer: layer.name, topLevel: weightGroup, expectedShape: shape)
