@@ -42,6 +42,11 @@ public struct Graph: Sendable, Equatable {
     return Graph(values: values, nodes: kept.reversed(), inputs: inputs, outputs: outputs)
   }
 
+  /// The part of the graph that computes `values`, which become its outputs.
+  public func truncated(at values: [ValueID]) -> Graph {
+    Graph(values: self.values, nodes: nodes, inputs: inputs, outputs: values).pruned()
+  }
+
   /// The graph without node `index`, its readers reading its single input instead.
   ///
   /// The node's output must not be a graph output.

@@ -84,7 +84,7 @@ public struct CoreMLGraphImporter {
     where graph[id].name != feature.name {
       try graph.rename(id, to: feature.name)
     }
-    return CoreMLModel(spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs)
+    return CoreMLModel(spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs, channelsLastValues: channelsLastSource)
   }
 
   mutating func addInput(_ feature: CoreMLModelSpec.Feature) throws -> CoreMLInput {

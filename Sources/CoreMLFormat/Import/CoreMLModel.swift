@@ -17,6 +17,9 @@ public struct CoreMLModel: Sendable {
   /// Every blob the layers write (and each input, after its preprocessing), by name, to its graph value.
   /// Blobs that no output depends on are pruned from the graph and never computed.
   public var blobs: [String: ValueID] = [:]
+  /// A channels-first blob value to the channels-last `[H, W, C]` (or `[S, H, W, C]`) value it was
+  /// transposed from around a spatial layer; the transpose itself is pruned when nothing reads it.
+  public var channelsLastValues: [ValueID: ValueID] = [:]
 
   /// Whether inputs use the classic rank-5 mapping (rank-3 `[C, H, W]` tensors everywhere).
   public var usesRank5Mapping: Bool { !spec.exactArrayMapping }

@@ -65,7 +65,7 @@ public struct ConversionOptions: Sendable, Equatable {
   }
 
   /// The image preprocessing shared by every image input.
-  var imagePreprocessing: ImagePreprocessing {
+  public var imagePreprocessing: ImagePreprocessing {
     ImagePreprocessing(scale: imageScale, redBias: redBias, greenBias: greenBias, blueBias: blueBias, grayBias: grayBias, isBGR: isBGR)
   }
 }

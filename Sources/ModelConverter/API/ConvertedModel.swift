@@ -13,6 +13,23 @@ public struct ConvertedModel: Sendable {
   /// The Keras version that wrote the source file, when recorded.
   public let sourceKerasVersion: String?
 
+  /// What looks wrong about each image input's preprocessing for this model, by input name (see
+  /// `ParityReport.preprocessing`): no scale at all, a network input far beyond the pixel range, or a
+  /// first BatchNormalization seeing statistics an order of magnitude away from its training ones.
+  public var preprocessingWarnings: [String: [String]] {
+    var result: [String: [String]] = [:]
+    for id in graph.inputs {
+      let shape = graph[id].type.shape
+      guard let image = writerOptions.imageInputs[graph[id].name], shape.count == 3 else { continue }
+      let channels = shape[2]
+      let space = channels == 1 ? "GRAYSCALE" : image.isBGR ? "BGR" : "RGB"
+      let warnings = PreprocessingAdvisor.warnings(
+        graph: graph, input: id, preprocessing: .init(colorSpace: space, scale: image.scale, biases: image.networkBiases(channels: channels)))
+      if !warnings.isEmpty { result[graph[id].name] = warnings }
+    }
+    return result
+  }
+
   /// Writes the `.mlmodel` atomically; an existing file is replaced only once the new one is complete.
   public func write(to url: URL) throws {
     try AtomicFile.write(bytes: bytes, to: url)

@@ -48,10 +48,28 @@ struct Comparison {
     var noise = 0.0
   }
 
+  /// A tensor both graphs compute, in the order the Keras graph computes it.
+  struct TensorPair {
+    var source: ValueID
+    var converted: ValueID
+    var layout: TensorLayout
+    var keras: LayerOrigin
+    var coreML: LayerOrigin
+    var tensor: String
+  }
+
   let source: Graph
   let converted: CoreMLModel
   let options: VerificationOptions
+  let tolerance: VerificationTolerance
   let plans: [InputPlan]
+  /// Every tensor compared layer by layer: preprocessed image inputs, then Keras layer outputs whose
+  /// names Core ML blobs carry, then the model outputs.
+  let pairs: [TensorPair]
+  var layerStatistics: [Statistics]
+  /// Per image input (by plan index): the preprocessing the converted model applies, and whether it
+  /// was checked against the expected one.
+  let preprocessing: [PreprocessingParity]
   let outputLayouts: [TensorLayout]
   let sourceRuntime: Interpreter
   let convertedRuntime: Interpreter
@@ -67,6 +85,7 @@ struct Comparison {
     self.source = source
     self.converted = converted
     self.options = options
+    tolerance = options.tolerance(for: converted.spec)
     guard source.inputs.count == converted.inputs.count else {
       throw VerificationError.interfaceMismatch("the Keras model has \(source.inputs.count) inputs, the Core ML model \(converted.inputs.count)")
     }
@@ -75,20 +94,30 @@ struct Comparison {
         "the Keras model has \(source.outputs.count) outputs, the Core ML model \(converted.graph.outputs.count) (besides the class label)")
     }
     let classic = converted.usesRank5Mapping
+    var preprocessing: [PreprocessingParity] = []
     plans = try zip(source.inputs, converted.inputs).map { id, input in
       let sourceShape = source[id].type.shape
       guard let layout = TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil) else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
       var sourcePreprocessing = input.image
-      if let image = input.image, let fold = InputPreprocessingFold.find(input: id, in: source) {
-        let undone = fold.undone(scale: image.scale, biases: image.biases)
-        sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: undone.scale, biases: undone.biases)
+      if let image = input.image {
+        let fold = InputPreprocessingFold.find(input: id, in: source)
+        let check = PreprocessingParity(input: input.name, converted: image, expected: options.expectedPreprocessing, fold: fold)
+        preprocessing.append(check)
+        if let expected = options.expectedPreprocessing {
+          // The Keras model gets the pixels as the user says it was trained on them.
+          sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: expected.scale, biases: expected.networkBiases(channels: image.biases.count))
+        } else if let fold {
+          let undone = fold.undone(scale: image.scale, biases: image.biases)
+          sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: undone.scale, biases: undone.biases)
+        }
       }
       return InputPlan(
         sourceShape: sourceShape, input: input, layout: layout, sourcePreprocessing: sourcePreprocessing,
         vocabulary: Self.vocabulary(of: id, in: source))
     }
+    self.preprocessing = preprocessing
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
       let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
       guard let layout = TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
@@ -96,8 +125,56 @@ struct Comparison {
       }
       return layout
     }
-    sourceRuntime = Interpreter(graph: source)
-    convertedRuntime = Interpreter(graph: converted.graph)
+    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic)
+    layerStatistics = Array(repeating: Statistics(), count: pairs.count)
+    sourceRuntime = Interpreter(graph: source, observed: Set(pairs.map(\.source)))
+    convertedRuntime = Interpreter(graph: converted.graph, observed: Set(pairs.map(\.converted)))
+  }
+
+  /// The tensors both graphs compute. Core ML blobs carry the names of the IR values they were written
+  /// from, so a Keras value and a blob of the same name hold the same tensor; graph inputs are matched
+  /// after preprocessing (after a Rescaling folded into the scaler), outputs by position.
+  static func pairs(source: Graph, converted: CoreMLModel, plans: [InputPlan], classic: Bool) -> [TensorPair] {
+    let graph = converted.graph
+    var producers: [ValueID: Node] = [:]
+    for node in graph.nodes { producers[node.output] = node }
+    let computed = Set(graph.inputs).union(producers.keys)
+    func coreML(_ id: ValueID) -> LayerOrigin {
+      producers[id].map { $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName) } ?? LayerOrigin(name: graph[id].name, type: "input")
+    }
+    var result: [TensorPair] = []
+    var paired = Set<ValueID>()
+    func add(_ sourceID: ValueID, _ blob: ValueID, keras: LayerOrigin) {
+      guard !paired.contains(sourceID) else { return }
+      var convertedID = blob
+      var layout = TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
+      if !computed.contains(blob) {
+        // A blob between two spatial layers exists only in its channels-last form, already in Keras order.
+        guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast),
+          source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })
+        else { return }
+        (convertedID, layout) = (channelsLast, .sameOrder)
+      }
+      guard let layout else { return }
+      paired.insert(sourceID)
+      result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
+    }
+    for (id, plan) in zip(source.inputs, plans) where plan.input.image != nil {
+      guard let blob = converted.blobs[plan.input.name] else { continue }
+      if let fold = InputPreprocessingFold.find(input: id, in: source) {
+        let node = source.nodes[fold.nodeIndex]
+        add(node.output, blob, keras: node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName))
+      } else {
+        add(id, blob, keras: LayerOrigin(name: source[id].name, type: "input"))
+      }
+    }
+    let outputsByValue = Dictionary(zip(source.outputs, graph.outputs), uniquingKeysWith: { first, _ in first })
+    for node in source.nodes {
+      let keras = node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName)
+      if let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, keras: keras) }
+      if let output = outputsByValue[node.output] { add(node.output, output, keras: keras) }
+    }
+    return result
   }
 
   /// Image inputs get pixels 0-255 (the source sees them after the converted model's own preprocessing);
@@ -162,12 +239,18 @@ struct Comparison {
   /// outputs as the reference when given (the outputs saved from real Keras).
   mutating func compare(sourceInputs: [Tensor], convertedInputs: [Tensor], expected: [Tensor]?) throws {
     var clock = ContinuousClock.now
-    let sourceOutputs = sourceRuntime.run(sourceInputs)
+    let (sourceOutputs, sourceObserved) = sourceRuntime.runObserving(sourceInputs)
     sourceSeconds += (ContinuousClock.now - clock).seconds
     clock = ContinuousClock.now
-    let convertedOutputs = convertedRuntime.run(convertedInputs)
+    let (convertedOutputs, convertedObserved) = convertedRuntime.runObserving(convertedInputs)
     convertedSeconds += (ContinuousClock.now - clock).seconds
     runs += 1
+
+    for (index, pair) in pairs.enumerated() {
+      guard let expected = sourceObserved[pair.source], let actual = convertedObserved[pair.converted] else { continue }
+      let mapped = pair.layout.toKeras(actual, shape: expected.shape)
+      Self.accumulate(&layerStatistics[index], actual: mapped.values, expected: expected.values, tolerance: tolerance)
+    }
 
     let kind = expected == nil ? "random" : "reference"
     for index in sourceOutputs.indices {
@@ -188,16 +271,34 @@ struct Comparison {
 
   mutating func accumulate(_ key: StatisticsKey, actual: [Float], expected: [Float]) {
     var stats = statistics[key] ?? Statistics()
+    Self.accumulate(&stats, actual: actual, expected: expected, tolerance: tolerance)
+    statistics[key] = stats
+  }
+
+  /// Adds one sample of a tensor to its statistics, under the tolerance's pass rule.
+  static func accumulate(_ stats: inout Statistics, actual: [Float], expected: [Float], tolerance: VerificationTolerance) {
+    let scale = VerificationTolerance.scale(of: expected)
     for (a, b) in zip(actual, expected) {
       let error = abs(a - b)
       stats.elements += 1
-      if !(error <= options.absoluteTolerance + options.relativeTolerance * abs(b)) { stats.mismatches += 1 }
+      if !tolerance.allows(actual: a, expected: b, scale: scale) { stats.mismatches += 1 }
       stats.maxAbsolute = max(stats.maxAbsolute, error.isNaN ? .infinity : error)
       if b != 0 { stats.maxRelative = max(stats.maxRelative, error / abs(b)) }
       stats.signal += Double(b) * Double(b)
       stats.noise += Double(a - b) * Double(a - b)
     }
-    statistics[key] = stats
+  }
+
+  /// One row per compared tensor, in the Keras graph's order.
+  func layerReports() -> [LayerParity] {
+    zip(pairs, layerStatistics).compactMap { pair, stats in
+      guard stats.elements > 0 else { return nil }
+      return LayerParity(
+        kerasLayer: pair.keras.name, kerasClass: pair.keras.type, tensor: pair.tensor, coreMLLayer: pair.coreML.name, coreMLType: pair.coreML.type,
+        elements: stats.elements, maxAbsoluteError: stats.maxAbsolute, maxRelativeError: stats.maxRelative,
+        mismatchedShare: Double(stats.mismatches) / Double(stats.elements), snrDecibels: stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise),
+        passed: stats.mismatches == 0)
+    }
   }
 
   func outputReports() -> [ParityReport.OutputParity] {
@@ -221,7 +322,11 @@ struct Comparison {
       let predicted = actual.indices.max { actual[$0] < actual[$1] }!
       let convertedLabel = labels.indices.contains(predicted) ? labels[predicted] : "?"
       let expectedTop = ranked.prefix(k).map { reference.indices.contains($0) ? reference[$0] : "?" }
-      if expectedTop.first == convertedLabel { top1 += 1 }
+      // A different top label counts only when the expected probabilities tell the two apart by more
+      // than the tolerance (a near tie may go either way within it).
+      let tie = labels.indices.contains(predicted) && expected.indices.contains(predicted)
+        && tolerance.allows(actual: expected[predicted], expected: expected[ranked[0]], scale: 1)
+      if expectedTop.first == convertedLabel || (tie && expectedLabels.map { $0 == labels } != false) { top1 += 1 }
       if expectedTop.contains(convertedLabel) { topK += 1 }
     }
     let labelsMatch = expectedLabels.map { $0 == labels }

@@ -1,4 +1,5 @@
-/// What `ParityVerifier` found: per-output error statistics, classifier agreement, timing and a verdict.
+/// What `ParityVerifier` found: per-output and per-layer error statistics, the preprocessing check,
+/// classifier agreement, timing and a verdict.
 public struct ParityReport: Sendable, Equatable, Codable {
   /// Error statistics of one output over all samples.
   public struct OutputParity: Sendable, Equatable, Codable {
@@ -46,7 +47,16 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var seed: UInt64
   public var absoluteTolerance: Float
   public var relativeTolerance: Float
+  /// Where the tolerances come from (`float32 weights`, `float16 weights (32 x 2^-11)`, `given ...`).
+  public var toleranceBasis: String
   public var outputs: [OutputParity]
+  /// Every tensor both models compute, in the Keras model's order: the preprocessed image inputs, the
+  /// Keras layers' outputs (and their pre-activation values, such as the logits before a softmax), the outputs.
+  public var layers: [LayerParity]
+  /// The first row of `layers` that fails: where the two models part.
+  public var firstMismatch: LayerParity?
+  /// Each image input's preprocessing, checked against the expected one or reported as not checked.
+  public var preprocessing: [PreprocessingParity]
   public var classifier: ClassifierParity?
   public var timing: Timing
   public var passed: Bool

@@ -53,13 +53,21 @@ public enum ParityVerifier {
       }
     }
     let outputs = comparison.outputReports()
+    let layers = comparison.layerReports()
     let classifier = comparison.classifierReport(expectedLabels: expectedLabels, k: options.topK)
+    var preprocessing = comparison.preprocessing
+    for (index, plan) in comparison.plans.enumerated() where plan.input.image != nil {
+      guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }), let image = plan.sourcePreprocessing else { continue }
+      preprocessing[row].warnings = PreprocessingAdvisor.warnings(graph: source, input: source.inputs[index], preprocessing: image)
+    }
     let ran = max(comparison.runs, 1)
+    let tolerance = comparison.tolerance
     return ParityReport(
       source: sourceName, converted: convertedName, samples: options.samples, seed: options.seed,
-      absoluteTolerance: options.absoluteTolerance, relativeTolerance: options.relativeTolerance, outputs: outputs,
+      absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis, outputs: outputs,
+      layers: layers, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing,
       classifier: classifier,
       timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
-      passed: outputs.allSatisfy(\.passed) && (classifier?.passed ?? true))
+      passed: outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))
   }
 }

@@ -1,3 +1,4 @@
+import CoreMLFormat
 import Foundation
 
 /// How `ParityVerifier` compares a Keras model with its Core ML conversion.
@@ -5,9 +6,16 @@ public struct VerificationOptions: Sendable, Equatable {
   /// Random inputs to draw (pixels 0-255 for image inputs, uniform in [-1, 1] otherwise).
   public var samples: Int
   public var seed: UInt64
-  /// Pass rule per element: `|converted - source| <= absoluteTolerance + relativeTolerance * |source|`.
-  public var absoluteTolerance: Float
-  public var relativeTolerance: Float
+  /// Pass rule per element: `|converted - source| <= absoluteTolerance * max(1, RMS) + relativeTolerance * |source|`
+  /// (see `VerificationTolerance`); nil takes the default for the converted model's weight storage
+  /// (`VerificationTolerance.defaults(for:)`: 1e-5 and 1e-3 for float32 weights, wider for float16 and quantized ones).
+  public var absoluteTolerance: Float?
+  public var relativeTolerance: Float?
+  /// The preprocessing the Keras model was trained with (the options given to `convert`): when set, the
+  /// converted model's image scaler and channel order must match it, and the Keras model is fed pixels
+  /// preprocessed this way. When nil, the Keras model gets the converted model's own preprocessing, which
+  /// is then reported as not checked.
+  public var expectedPreprocessing: ImagePreprocessing?
   /// K of the top-K label agreement reported for classifiers.
   public var topK: Int
   /// An HDF5 file with `inputs/<i>`, `outputs/<i>` (and optional `pixels/<i>`) written from real Keras.
@@ -21,9 +29,11 @@ public struct VerificationOptions: Sendable, Equatable {
   public var inputShapes: [String: [Int]]
 
   public init(
-    samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float = 1e-5, relativeTolerance: Float = 1e-3, topK: Int = 3,
-    reference: URL? = nil, expectedLabels: [String]? = nil, architecture: URL? = nil, inputShapes: [String: [Int]] = [:]
+    samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float? = nil, relativeTolerance: Float? = nil, topK: Int = 3,
+    reference: URL? = nil, expectedLabels: [String]? = nil, architecture: URL? = nil, inputShapes: [String: [Int]] = [:],
+    expectedPreprocessing: ImagePreprocessing? = nil
   ) {
+    self.expectedPreprocessing = expectedPreprocessing
     self.architecture = architecture
     self.samples = samples
     self.seed = seed
@@ -33,5 +43,21 @@ public struct VerificationOptions: Sendable, Equatable {
     self.reference = reference
     self.expectedLabels = expectedLabels
     self.inputShapes = inputShapes
+  }
+
+  /// The pass rule for a converted model: the given tolerances, or the defaults for its weights.
+  public func tolerance(for spec: CoreMLModelSpec) -> VerificationTolerance {
+    var rule = VerificationTolerance.defaults(for: spec)
+    if let absoluteTolerance { rule.absolute = absoluteTolerance }
+    if let relativeTolerance { rule.relative = relativeTolerance }
+    if absoluteTolerance != nil || relativeTolerance != nil { rule.basis = "given (default: \(rule.basis))" }
+    return rule
+  }
+}
+
+extension ImagePreprocessing {
+  /// The biases in the network's channel order: gray for one channel, B, G, R for BGR, else R, G, B.
+  public func networkBiases(channels: Int) -> [Float] {
+    channels == 1 ? [grayBias] : isBGR ? [blueBias, greenBias, redBias] : [redBias, greenBias, blueBias]
   }
 }

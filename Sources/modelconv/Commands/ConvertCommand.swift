@@ -33,8 +33,10 @@ enum ConvertCommand: Subcommand {
                                      as parameters, weights) instead of failing; the app implements them
       --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
       -o, --output FILE              Output path (default: the input's name with .mlmodel)
-      --verify                       After writing, run `modelconv verify` on the result (exit 1 when
-                                     parity breaks; the file is kept)
+      --verify                       After writing, run `modelconv verify` on the result with the labels and
+                                     image preprocessing given here (exit 1 when parity breaks; the file is kept)
+      --samples N, --seed S, --atol A, --rtol R
+                                     verify's options, for --verify
       --json                         Print a machine-readable summary
       -h, --help                     Show this help
 
@@ -45,7 +47,8 @@ enum ConvertCommand: Subcommand {
     + OptionSpec.valued(
       "--input-names", "--output-names", "--image-input", "--image-input-names", "--labels", "--labels-file", "--image-scale",
       "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
-      "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture")
+      "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture",
+      "--samples", "--seed", "--atol", "--rtol")
     + OptionSpec.flags("--bgr", "--verify", "--json", "--custom-layers")
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
@@ -66,15 +69,24 @@ enum ConvertCommand: Subcommand {
       throw OutputError(path: output, reason: (error as NSError).localizedDescription)
     }
     let json = parsed.flag("--json")
+    if !parsed.flag("--verify") && ["--samples", "--seed", "--atol", "--rtol"].contains(where: { parsed.value($0) != nil }) {
+      throw UsageError(message: "--samples, --seed, --atol and --rtol apply to --verify")
+    }
     guard parsed.flag("--verify") else {
       print(model.summary, output: output, json: json)
+      if !json { warn(model.preprocessingWarnings) }
       return .success
     }
-    if !json { print(model.summary, output: output, json: false) }
+    if !json {
+      print(model.summary, output: output, json: false)
+      warn(model.preprocessingWarnings)
+    }
     if parsed.value("--architecture") != nil {
       throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")
     }
-    let verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
+    var verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
+    if !options.imageInputNames.isEmpty { verification.expectedPreprocessing = options.imagePreprocessing }
+    try VerifyCommand.sampling(parsed, into: &verification)
     let report = try ParityVerifier.verify(source: URL(fileURLWithPath: input), converted: URL(fileURLWithPath: output), options: verification)
     if json {
       struct Report: Encodable {
@@ -92,6 +104,13 @@ enum ConvertCommand: Subcommand {
       VerifyCommand.print(report, json: false)
     }
     return report.passed ? .success : .failure
+  }
+
+  /// Prints what looks wrong about the image preprocessing, on standard error.
+  static func warn(_ warnings: [String: [String]]) {
+    for (input, messages) in warnings.sorted(by: { $0.key < $1.key }) {
+      for message in messages { Console.warning("image input '\(input)': \(message)") }
+    }
   }
 
   /// The input path with its extension replaced by `.mlmodel`.

@@ -1,3 +1,4 @@
+import CoreMLFormat
 import Foundation
 import ModelConverter
 
@@ -7,17 +8,27 @@ enum VerifyCommand: Subcommand {
     USAGE: modelconv verify <source.h5> <converted.mlmodel> [options]
 
     Runs both models in modelconv's float32 reference runtime on the same inputs and compares every
-    output: pixels 0-255 for image inputs (the Keras model gets them after the Core ML model's own
-    scale and biases), uniform values in [-1, 1] otherwise. Exits 0 when parity holds, 1 when it breaks.
+    tensor both compute, layer by layer (Core ML blobs carry the Keras layers' names), and every output:
+    pixels 0-255 for image inputs, uniform values in [-1, 1] otherwise. The Core ML side follows Apple's
+    documented layer semantics. Exits 0 when parity holds, 1 when it breaks; the report names the first
+    layer where the two models part.
 
-    Pass rule: |converted - source| <= atol + rtol * |source| for every element, and for classifiers the
-    same top-1 label on every sample (and the expected labels, when given).
+    Pass rule: |converted - source| <= atol * max(1, RMS of the tensor) + rtol * |source| for every
+    element of every compared tensor; for classifiers the same top-1 label on every sample (up to ties
+    within the tolerance) and the expected labels, when given; the image preprocessing, when given.
 
     OPTIONS:
       --samples N          Random inputs to draw (default 8)
       --seed S             Seed for the inputs (default 0)
-      --atol A             Absolute tolerance (default 1e-5)
-      --rtol R             Relative tolerance (default 1e-3)
+      --atol A             Absolute tolerance (default 1e-5 for float32 weights; 32 x 2^-11 for float16
+                           weights; 32 x 1/(2 (2^n - 1)) for n-bit quantized weights)
+      --rtol R             Relative tolerance (default 1e-3; the same wider defaults as --atol)
+    PREPROCESSING (what the Keras model was trained on, as given to convert):
+      --image-scale S, --red-bias B, --green-bias B, --blue-bias B, --gray-bias B, --bgr
+                           Check every image input's scaler and channel order against these, and feed the
+                           Keras model pixels preprocessed this way. Without them the converted model's
+                           own preprocessing is used for both and reported as not checked.
+    OTHER:
       --top-k K            K for the top-K label agreement (default 3)
       --reference FILE     Also compare with the inputs and outputs saved from real Keras in this HDF5 file
                            (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute)
@@ -27,24 +38,43 @@ enum VerifyCommand: Subcommand {
                            Shape for a Keras input with unknown dimensions (repeatable)
       --architecture FILE.json
                            Read SOURCE as weights only, with this model.to_json() architecture
-      --json               Print the full report as JSON
+      --layers             Print every compared layer, not only the first mismatch
+      --json               Print the full report as JSON (with the per-layer table)
       -h, --help           Show this help
 
     """
 
   static let specs: [OptionSpec] =
     OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape", "--architecture")
-    + OptionSpec.flags("--json")
+    + preprocessingSpecs + OptionSpec.flags("--json", "--layers")
+
+  /// The preprocessing options `convert` and `verify` share.
+  static let preprocessingSpecs = OptionSpec.valued("--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias") + OptionSpec.flags("--bgr")
+
+  /// The expected preprocessing, when any of its options is given.
+  static func expectedPreprocessing(_ parsed: ParsedArguments) throws -> ImagePreprocessing? {
+    let given = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"].contains { parsed.value($0) != nil } || parsed.flag("--bgr")
+    guard given else { return nil }
+    return ImagePreprocessing(
+      scale: try parsed.float("--image-scale") ?? 1, redBias: try parsed.float("--red-bias") ?? 0, greenBias: try parsed.float("--green-bias") ?? 0,
+      blueBias: try parsed.float("--blue-bias") ?? 0, grayBias: try parsed.float("--gray-bias") ?? 0, isBGR: parsed.flag("--bgr"))
+  }
+
+  /// `--samples`, `--seed`, `--atol`, `--rtol` (shared with `convert --verify`).
+  static func sampling(_ parsed: ParsedArguments, into options: inout VerificationOptions) throws {
+    options.samples = try parsed.integer("--samples", minimum: 0) ?? options.samples
+    options.seed = UInt64(try parsed.integer("--seed", minimum: 0) ?? 0)
+    options.absoluteTolerance = try parsed.float("--atol")
+    options.relativeTolerance = try parsed.float("--rtol")
+  }
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else {
       throw UsageError(message: "expected a Keras model and a Core ML model, got \(parsed.positionals.count) paths\n\n" + usage)
     }
     var options = VerificationOptions()
-    options.samples = try parsed.integer("--samples", minimum: 0) ?? options.samples
-    options.seed = UInt64(try parsed.integer("--seed", minimum: 0) ?? 0)
-    options.absoluteTolerance = try parsed.float("--atol") ?? options.absoluteTolerance
-    options.relativeTolerance = try parsed.float("--rtol") ?? options.relativeTolerance
+    try sampling(parsed, into: &options)
+    options.expectedPreprocessing = try expectedPreprocessing(parsed)
     options.topK = try parsed.integer("--top-k", minimum: 1) ?? options.topK
     options.reference = parsed.value("--reference").map { URL(fileURLWithPath: $0) }
     if let labels = try ConvertCommand.classLabels(parsed) { options.expectedLabels = labels.descriptions }
@@ -54,11 +84,11 @@ enum VerifyCommand: Subcommand {
 
     let report = try ParityVerifier.verify(
       source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]), options: options)
-    print(report, json: parsed.flag("--json"))
+    print(report, json: parsed.flag("--json"), allLayers: parsed.flag("--layers"))
     return report.passed ? .success : .failure
   }
 
-  static func print(_ report: ParityReport, json: Bool) {
+  static func print(_ report: ParityReport, json: Bool, allLayers: Bool = false) {
     if json {
       let encoder = JSONEncoder()
       encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -68,8 +98,26 @@ enum VerifyCommand: Subcommand {
     }
     var lines = [
       "Verifying \(report.converted) against \(report.source)",
-      "  \(report.samples) random samples (seed \(report.seed)); pass when |converted - expected| <= \(report.absoluteTolerance) + \(report.relativeTolerance) * |expected|",
+      "  \(report.samples) random samples (seed \(report.seed)); pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))",
     ]
+    for input in report.preprocessing {
+      if input.checked {
+        lines.append("  \(input.passed ? "ok  " : "FAIL") preprocessing of '\(input.input)': \(input.summary)" + (input.passed ? "" : "; expected \(input.expected ?? "")"))
+      } else {
+        lines.append("  --   preprocessing of '\(input.input)': \(input.summary) (not checked: give convert's --image-scale and bias options)")
+      }
+      for warning in input.warnings { lines.append("  WARNING: \(warning)") }
+    }
+    let failing = report.layers.filter { !$0.passed }
+    if allLayers {
+      for layer in report.layers { lines.append("  " + describe(layer)) }
+    }
+    if let first = report.firstMismatch {
+      lines.append("  FAIL layers: \(failing.count) of \(report.layers.count) compared tensors differ; the first:")
+      lines.append("       " + describe(first))
+    } else {
+      lines.append("  ok   layers: \(report.layers.count) tensors compared layer by layer, all within tolerance")
+    }
     for output in report.outputs {
       let snr = output.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
       lines.append(
@@ -92,6 +140,12 @@ enum VerifyCommand: Subcommand {
     lines.append(String(format: "  runtime: %.2f ms per sample (source), %.2f ms (converted)", report.timing.sourceSecondsPerSample * 1000, report.timing.convertedSecondsPerSample * 1000))
     lines.append(report.passed ? "PASS: parity holds" : "FAIL: parity broken")
     Console.out(lines.joined(separator: "\n"))
+  }
+
+  static func describe(_ layer: LayerParity) -> String {
+    let snr = layer.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
+    return "\(layer.passed ? "ok  " : "FAIL") Keras '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): "
+      + "max abs \(format(layer.maxAbsoluteError)), max rel \(format(layer.maxRelativeError)), outside tolerance \(String(format: "%.2f", layer.mismatchedShare * 100))%, SNR \(snr)"
   }
 
   static func format(_ value: Float) -> String { value == 0 ? "0" : String(format: "%.3g", value) }

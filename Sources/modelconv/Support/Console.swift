@@ -7,4 +7,8 @@ enum Console {
   static func error(_ text: String) {
     FileHandle.standardError.write(Data(("modelconv: error: " + text + "\n").utf8))
   }
+
+  static func warning(_ text: String) {
+    FileHandle.standardError.write(Data(("modelconv: warning: " + text + "\n").utf8))
+  }
 }

@@ -1,0 +1,21 @@
+import ModelIR
+
+/// The comparison of one tensor that both graphs compute: a Keras layer's output and the Core ML blob
+/// of the same name (or the model input after preprocessing, or a model output).
+public struct LayerParity: Sendable, Equatable, Codable {
+  /// The Keras layer that computes the tensor, and its class (`input` for a preprocessed model input).
+  public var kerasLayer: String
+  public var kerasClass: String
+  /// The tensor's name in the Keras graph (`conv2d_output`, `conv2d__activation___output`, ...).
+  public var tensor: String
+  /// The Core ML layer writing the blob, and its type (`convolution`, `imageScaler`, ...).
+  public var coreMLLayer: String
+  public var coreMLType: String
+  public var elements: Int
+  public var maxAbsoluteError: Float
+  public var maxRelativeError: Float
+  public var mismatchedShare: Double
+  /// Signal-to-noise ratio in dB; nil when identical.
+  public var snrDecibels: Double?
+  public var passed: Bool
+}
