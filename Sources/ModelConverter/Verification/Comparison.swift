@@ -297,7 +297,7 @@ struct Comparison {
         kerasLayer: pair.keras.name, kerasClass: pair.keras.type, tensor: pair.tensor, coreMLLayer: pair.coreML.name, coreMLType: pair.coreML.type,
         elements: stats.elements, maxAbsoluteError: stats.maxAbsolute, maxRelativeError: stats.maxRelative,
         mismatchedShare: Double(stats.mismatches) / Double(stats.elements), snrDecibels: stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise),
-        passed: stats.mismatches == 0)
+        passed: tolerance.passes(mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
     }
   }
 
@@ -308,7 +308,7 @@ struct Comparison {
       return ParityReport.OutputParity(
         name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against.rawValue, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
         maxRelativeError: stats.maxRelative, mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
-        snrDecibels: snr, passed: stats.mismatches == 0)
+        snrDecibels: snr, passed: tolerance.passes(mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
     }
   }
 

@@ -49,6 +49,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var relativeTolerance: Float
   /// Where the tolerances come from (`float32 weights`, `float16 weights (32 x 2^-11)`, `given ...`).
   public var toleranceBasis: String
+  /// For reduced-precision weights: the largest relative RMS error a tensor may have (see `VerificationTolerance`).
+  public var maximumRelativeRMSError: Float?
   public var outputs: [OutputParity]
   /// Every tensor both models compute, in the Keras model's order: the preprocessed image inputs, the
   /// Keras layers' outputs (and their pre-activation values, such as the logits before a softmax), the outputs.

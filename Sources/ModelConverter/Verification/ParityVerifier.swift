@@ -64,7 +64,8 @@ public enum ParityVerifier {
     let tolerance = comparison.tolerance
     return ParityReport(
       source: sourceName, converted: convertedName, samples: options.samples, seed: options.seed,
-      absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis, outputs: outputs,
+      absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis,
+      maximumRelativeRMSError: tolerance.maximumRelativeRMS, outputs: outputs,
       layers: layers, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing,
       classifier: classifier,
       timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),

@@ -50,7 +50,11 @@ public struct VerificationOptions: Sendable, Equatable {
     var rule = VerificationTolerance.defaults(for: spec)
     if let absoluteTolerance { rule.absolute = absoluteTolerance }
     if let relativeTolerance { rule.relative = relativeTolerance }
-    if absoluteTolerance != nil || relativeTolerance != nil { rule.basis = "given (default: \(rule.basis))" }
+    if absoluteTolerance != nil || relativeTolerance != nil {
+      // Given tolerances mean the element rule, as written.
+      rule.basis = "given (default: \(rule.basis))"
+      rule.maximumRelativeRMS = nil
+    }
     return rule
   }
 }

@@ -20,9 +20,11 @@ enum VerifyCommand: Subcommand {
     OPTIONS:
       --samples N          Random inputs to draw (default 8)
       --seed S             Seed for the inputs (default 0)
-      --atol A             Absolute tolerance (default 1e-5 for float32 weights; 32 x 2^-11 for float16
-                           weights; 32 x 1/(2 (2^n - 1)) for n-bit quantized weights)
-      --rtol R             Relative tolerance (default 1e-3; the same wider defaults as --atol)
+      --atol A             Absolute tolerance (default 1e-5)
+      --rtol R             Relative tolerance (default 1e-3)
+                           Defaults for float16 weights: each tensor's relative RMS error <= 64 x 2^-11;
+                           for n-bit quantized weights <= min(64 x 1/(2 (2^n - 1)), 0.25). Giving --atol
+                           or --rtol applies the element rule instead.
     PREPROCESSING (what the Keras model was trained on, as given to convert):
       --image-scale S, --red-bias B, --green-bias B, --blue-bias B, --gray-bias B, --bgr
                            Check every image input's scaler and channel order against these, and feed the
@@ -98,7 +100,9 @@ enum VerifyCommand: Subcommand {
     }
     var lines = [
       "Verifying \(report.converted) against \(report.source)",
-      "  \(report.samples) random samples (seed \(report.seed)); pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))",
+      "  \(report.samples) random samples (seed \(report.seed)); " + (report.maximumRelativeRMSError.map {
+        "pass when each tensor's relative RMS error <= \(format($0)) (\(report.toleranceBasis))"
+      } ?? "pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))"),
     ]
     for input in report.preprocessing {
       if input.checked {
