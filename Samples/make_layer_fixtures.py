@@ -79,6 +79,12 @@ Models (`<dialect>/<name>.h5`):
     custom_layer           Input((4,)) -> Dense(3) -> ScaleShift(shift=0.5): a custom layer defined in this
                            script, class_name `ScaleShift`, weight `scale` [C], config float `shift`,
                            y = x * scale + shift (not registered: loading needs custom_objects)
+    gru_hard_sigmoid       Keras 3 only: Input((5, 3)) -> GRU(4, reset_after=False, return_sequences,
+                           recurrent_activation=hard_sigmoid) -> GRU(3, reset_after=False, hard_sigmoid)
+                           (Keras 3 hard_sigmoid = relu6(x+3)/6, slope 1/6: Core ML's recurrent layers only
+                           take hard sigmoid with alpha 0.2 / beta 0.5)
+    lstm_hard_sigmoid      Keras 3 only: Input((5, 3)) -> Bidirectional(LSTM(3, return_sequences,
+                           recurrent_activation=hard_sigmoid), concat) -> LSTM(2, recurrent_activation=hard_sigmoid)
 
 A model whose layer or option does not exist in a dialect is skipped and listed in the manifest's `skipped`.
 
@@ -645,6 +651,32 @@ def b_custom_layer():
                   "with custom_objects={'ScaleShift': ...}; a converter sees class_name ScaleShift"]}
 
 
+def keras3_only():
+    if not mf.is_keras3():
+        raise Skip("Keras 3 fixture: only Keras 3's hard_sigmoid has slope 1/6")
+
+
+def b_gru_hard_sigmoid():
+    keras3_only()
+    l = L()
+    i = K().Input((5, 3), name="input")
+    x = l.GRU(4, reset_after=False, return_sequences=True, recurrent_activation="hard_sigmoid", name="gru_seq")(i)
+    x = l.GRU(3, reset_after=False, recurrent_activation="hard_sigmoid", name="gru_last")(x)
+    return K().Model(i, x, name="gru_hard_sigmoid"), {"notes": [
+        "Keras 3 hard_sigmoid is relu6(x+3)/6 (slope 1/6, offset 0.5); GRU reset_after=False (Core ML gru semantics)"]}
+
+
+def b_lstm_hard_sigmoid():
+    keras3_only()
+    l = L()
+    i = K().Input((5, 3), name="input")
+    x = l.Bidirectional(l.LSTM(3, return_sequences=True, recurrent_activation="hard_sigmoid", name="lstm"),
+                        merge_mode="concat", name="bilstm")(i)
+    x = l.LSTM(2, recurrent_activation="hard_sigmoid", name="lstm_last")(x)
+    return K().Model(i, x, name="lstm_hard_sigmoid"), {"notes": [
+        "Keras 3 hard_sigmoid is relu6(x+3)/6 (slope 1/6, offset 0.5)", bidi_note()]}
+
+
 MODELS = [
     ("text_bilstm", b_text_bilstm),
     ("conv1d_gru", b_conv1d_gru),
@@ -682,6 +714,8 @@ MODELS = [
     ("center_crop_error", b_center_crop_error),
     ("lambda_error", b_lambda_error),
     ("custom_layer", b_custom_layer),
+    ("gru_hard_sigmoid", b_gru_hard_sigmoid),
+    ("lstm_hard_sigmoid", b_lstm_hard_sigmoid),
 ]
 
 

@@ -141,7 +141,10 @@ extension CoreMLSpecReader {
       try weight("bias", c.bias, count: product([c.outputchannels]))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT:
       let p = l.innerproduct.pointee
-      result.integers = ["inputChannels": [Int(clamping: p.inputchannels)], "outputChannels": [Int(clamping: p.outputchannels)], "hasBias": [Int(p.hasbias)]]
+      result.integers = [
+        "inputChannels": [Int(clamping: p.inputchannels)], "outputChannels": [Int(clamping: p.outputchannels)], "hasBias": [Int(p.hasbias)],
+        "int8DynamicQuantize": [Int(p.int8dynamicquantize)],
+      ]
       try weight("weights", p.weights, count: product([p.inputchannels, p.outputchannels]))
       try weight("bias", p.bias, count: product([p.outputchannels]))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
@@ -187,12 +190,18 @@ extension CoreMLSpecReader {
         result.floats["value"] = l.padding.pointee.constant.pointee.value
       }
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CROP:
-      result.integers = ["cropAmounts": borders(l.crop.pointee.cropamounts)]
+      result.integers = ["cropAmounts": borders(l.crop.pointee.cropamounts), "offset": ints(l.crop.pointee.offset, l.crop.pointee.n_offset)]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REORGANIZE_DATA:
+      result.integers = ["mode": [Int(l.reorganizedata.pointee.mode.rawValue)], "blockSize": [Int(clamping: l.reorganizedata.pointee.blocksize)]]
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LRN:
+      let n = l.lrn.pointee
+      result.integers = ["localSize": [Int(clamping: n.localsize)]]
+      result.floats = ["alpha": n.alpha, "beta": n.beta, "k": n.k]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE:
       let u = l.upsample.pointee
       result.integers = [
         "scalingFactor": ints(u.scalingfactor, u.n_scalingfactor), "mode": [Int(u.mode.rawValue)],
-        "linearUpsampleMode": [Int(u.linearupsamplemode.rawValue)],
+        "linearUpsampleMode": [Int(u.linearupsamplemode.rawValue)], "fractionalScalingFactorCount": [u.n_fractionalscalingfactor],
       ]
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY:
       let u = l.unary.pointee

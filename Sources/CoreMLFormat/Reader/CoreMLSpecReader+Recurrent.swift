@@ -15,18 +15,23 @@ extension CoreMLSpecReader {
       result.usesFloat16 = result.usesFloat16 || decoded.half
       result.quantizationBits = max(result.quantizationBits, decoded.bits)
     }
-    func activations(_ list: [UnsafeMutablePointer<CoreML__Specification__ActivationParams>?], offset: Int = 0) {
+    /// `prefix` is `activation` (forward) or `backwardActivation` (a bidirectional LSTM's backward half, whose kinds
+    /// go to `backwardActivations`).
+    func activations(_ list: [UnsafeMutablePointer<CoreML__Specification__ActivationParams>?], offset: Int = 0, prefix: String = "activation") {
       for (index, pointer) in list.enumerated() {
         guard let a = pointer?.pointee else { continue }
         let k = offset + index
-        result.integers["activations", default: []].append(Int(a.nonlinearity_type_case.rawValue))
+        if prefix == "activation" { result.integers["activations", default: []].append(Int(a.nonlinearity_type_case.rawValue)) }
         switch a.nonlinearity_type_case {
         case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD:
-          result.floats["activation\(k).alpha"] = a.sigmoidhard.pointee.alpha
-          result.floats["activation\(k).beta"] = a.sigmoidhard.pointee.beta
+          result.floats["\(prefix)\(k).alpha"] = a.sigmoidhard.pointee.alpha
+          result.floats["\(prefix)\(k).beta"] = a.sigmoidhard.pointee.beta
         case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
-          result.floats["activation\(k).alpha"] = a.linear.pointee.alpha
-          result.floats["activation\(k).beta"] = a.linear.pointee.beta
+          result.floats["\(prefix)\(k).alpha"] = a.linear.pointee.alpha
+          result.floats["\(prefix)\(k).beta"] = a.linear.pointee.beta
+        case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SCALED_TANH:
+          result.floats["\(prefix)\(k).alpha"] = a.scaledtanh.pointee.alpha
+          result.floats["\(prefix)\(k).beta"] = a.scaledtanh.pointee.beta
         default: break
         }
       }
@@ -130,6 +135,7 @@ extension CoreMLSpecReader {
       result.integers["backwardActivations"] = buffer(b.activationsbackwardlstm, b.n_activationsbackwardlstm).map {
         Int($0?.pointee.nonlinearity_type_case.rawValue ?? 0)
       }
+      activations(buffer(b.activationsbackwardlstm, b.n_activationsbackwardlstm), prefix: "backwardActivation")
       let halves = buffer(b.weightparams, b.n_weightparams)
       try lstmWeights(halves.first ?? nil, prefix: "")
       try lstmWeights(halves.count > 1 ? halves[1] : nil, prefix: "backward.")

@@ -17,9 +17,22 @@ import ModelIR
 extension CoreMLLayerEmitter {
   /// Whether Core ML's own recurrent layer cannot express `r`, so it must be unrolled.
   static func needsUnrolling(_ r: Recurrent) -> Bool {
+    // Unrolled steps use standalone `activation` layers, which take any activation and any hard-sigmoid alpha/beta.
+    if !recurrentLayerComputes(r.activation) || !recurrentLayerComputes(r.recurrentActivation) { return true }
     if r.cell == .gru(resetAfter: true) { return true }
     if r.goBackwards && r.returnSequences { return true }
     return r.backward != nil && r.returnSequences && r.cell != .lstm
+  }
+
+  /// Whether Core ML's recurrent layers compute `activation` exactly as written: only linear, sigmoid, tanh, ReLU
+  /// and hard sigmoid with alpha 0.2 / beta 0.5 ([rule RNN-ACTIVATIONS] and [rule RNN-SIGMOID-HARD] in
+  /// Schemas/NeuralNetwork.proto). Keras 3's hard_sigmoid (slope 1/6) is not among them.
+  static func recurrentLayerComputes(_ activation: Activation) -> Bool {
+    switch activation {
+    case .sigmoid, .tanh, .relu, .linear: return true
+    case .hardSigmoid(let slope, let offset): return slope == 0.2 && offset == 0.5
+    default: return false
+    }
   }
 
   mutating func emitUnrolled(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {

@@ -204,10 +204,11 @@ struct CoreMLLayerEmitter {
       params.pointee.n_scalingfactor = 2
       params.pointee.scalingfactor = uint64s([height, width])
       if bilinear {
-        // Keras resizes with half-pixel centres, which is Core ML's ALIGN_CORNERS_FALSE (iOS 13+).
+        // Keras resizes with half-pixel centres, which is Core ML's ALIGN_CORNERS_FALSE: a linearUpsampleMode
+        // other than DEFAULT is an iOS 14 feature, specification 5 ([rule UPSAMPLE-VERSION]).
         params.pointee.mode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR
         params.pointee.linearupsamplemode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE
-        specificationVersion = max(specificationVersion, 4)
+        specificationVersion = max(specificationVersion, 5)
       }
       let layer = layer(node.name, inputs: inputs, output: output)
       layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE
