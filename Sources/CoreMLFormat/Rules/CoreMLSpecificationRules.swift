@@ -81,8 +81,12 @@ public enum CoreMLSpecificationRules {
       for name in names { r.expectCount("BATCHNORM-PARAMS", name, channels, "[channels]") }
     case "pooling":
       // [rule POOLING-SIZES]
-      if !r.flag("globalPooling") { checkPair("kernelSize", "POOLING-SIZES", &r) }
-      checkPair("stride", "POOLING-SIZES", &r)
+      // Global pooling takes its window from the input and ignores kernelSize and stride (coremltools'
+      // own reduce-mean pooling layers, which Core ML loads, fail the stride check otherwise).
+      if !r.flag("globalPooling") {
+        checkPair("kernelSize", "POOLING-SIZES", &r)
+        checkPair("stride", "POOLING-SIZES", &r)
+      }
     case "padding":
       // [rule BORDER-AMOUNTS]
       let amounts = r.ints("paddingAmounts")

@@ -1,3 +1,5 @@
+import CoreMLFormat
+
 /// What `ParityVerifier` found: per-output and per-layer error statistics, the preprocessing check,
 /// classifier agreement, timing and a verdict.
 public struct ParityReport: Sendable, Equatable, Codable {
@@ -59,6 +61,9 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var firstMismatch: LayerParity?
   /// Each image input's preprocessing, checked against the expected one or reported as not checked.
   public var preprocessing: [PreprocessingParity]
+  /// Where the converted file breaks a rule Apple documents for its layers (Core ML would refuse the
+  /// model or compute something else than our runtime); any violation fails the check.
+  public var violations: [SpecificationViolation]
   public var classifier: ClassifierParity?
   public var timing: Timing
   public var passed: Bool

@@ -60,15 +60,18 @@ public enum ParityVerifier {
       guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }), let image = plan.sourcePreprocessing else { continue }
       preprocessing[row].warnings = PreprocessingAdvisor.warnings(graph: source, input: source.inputs[index], preprocessing: image)
     }
+    // What Core ML would refuse or compute differently from our reading (Apple's documented limits,
+    // `Schemas/NeuralNetwork.proto` [rule ...] notes) fails the check, whatever the numbers say.
+    let violations = CoreMLSpecificationRules.violations(in: converted.spec)
     let ran = max(comparison.runs, 1)
     let tolerance = comparison.tolerance
     return ParityReport(
       source: sourceName, converted: convertedName, samples: options.samples, seed: options.seed,
       absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis,
       maximumRelativeRMSError: tolerance.maximumRelativeRMS, outputs: outputs,
-      layers: layers, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing,
+      layers: layers, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
       classifier: classifier,
       timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
-      passed: outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))
+      passed: violations.isEmpty && outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))
   }
 }

@@ -104,6 +104,9 @@ enum VerifyCommand: Subcommand {
         "pass when each tensor's relative RMS error <= \(format($0)) (\(report.toleranceBasis))"
       } ?? "pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))"),
     ]
+    for violation in report.violations {
+      lines.append("  FAIL Core ML rule \(violation.rule): layer '\(violation.layer)' (\(violation.layerType)): \(violation.detail) (Core ML would refuse this or compute something else)")
+    }
     for input in report.preprocessing {
       if input.checked {
         lines.append("  \(input.passed ? "ok  " : "FAIL") preprocessing of '\(input.input)': \(input.summary)" + (input.passed ? "" : "; expected \(input.expected ?? "")"))
