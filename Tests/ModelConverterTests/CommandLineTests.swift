@@ -175,6 +175,39 @@ import Testing
     #expect(FileManager.default.fileExists(atPath: output.path))
   }
 
+  @Test func verifyChecksTheGivenPreprocessingAndPrintsTheLayerTable() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (_, output) = try convertDigits(labels: "0,1,2,3,4,5,6,7,8,9", in: directory, extra: ["--gray-bias", "0.25"])
+    let unchecked = try run(["verify", Self.digitsModel, output.path, "--samples", "2"])
+    #expect(unchecked.status == 0)
+    #expect(unchecked.stdout.contains("network input = 0.00392157 x pixel + 0.25, GRAYSCALE (not checked"))
+    let checked = try run(["verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--json"])
+    #expect(checked.status == 1)
+    let report = try JSONSerialization.jsonObject(with: Data(checked.stdout.utf8)) as? [String: Any]
+    let layers = report?["layers"] as? [[String: Any]] ?? []
+    #expect(layers.count >= 8)
+    #expect(layers.first?["kerasClass"] as? String == "input")
+    #expect((report?["firstMismatch"] as? [String: Any])?["coreMLType"] as? String == "imageScaler")
+    #expect((report?["preprocessing"] as? [[String: Any]])?.first?["passed"] as? Bool == false)
+    let text = try run(["verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--layers"])
+    #expect(text.stdout.contains("FAIL preprocessing of 'input1'"))
+    #expect(text.stdout.contains("Keras 'conv1' (Conv2D) conv1_output <-> Core ML 'conv1' (convolution)"))
+  }
+
+  @Test func convertWithVerifyChecksItsOwnPreprocessingAndWarns() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let output = directory.appendingPathComponent("Digits.mlmodel")
+    let noScale = try run(["convert", Self.digitsModel, "--image-input", "input1", "-o", output.path, "--verify", "--samples", "2", "--atol", "1e-4"])
+    #expect(noScale.status == 0, "\(noScale.stderr)")
+    #expect(noScale.stderr.contains("warning: image input 'input1': no image scale or bias"))
+    #expect(noScale.stdout.contains("2 random samples"))
+    #expect(noScale.stdout.contains("0.0001 x max(1, RMS)"))
+    let misplaced = try run(["convert", Self.digitsModel, "-o", output.path, "--samples", "2"])
+    #expect(misplaced.status == 64)
+  }
+
   static let verifyFailures: [ExitCase] = [
     ExitCase(["verify", digitsModel], 64),
     ExitCase(["verify", digitsModel, "x.mlmodel", "--samples", "-2"], 64),
