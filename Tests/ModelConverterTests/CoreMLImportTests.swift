@@ -115,15 +115,7 @@ import Testing
     let report = try ParityVerifier.verify(
       source: source, converted: output, options: VerificationOptions(samples: 2, reference: Fixtures.url(model + ".reference.h5")))
     let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) [\($0.inputs)] vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
-    // The numbers must hold everywhere; the one rule our writer still breaks (a gelu layer in a rank-5
-    // network, which Core ML refuses to load) is a known writer issue that verify rightly reports.
-    #expect(report.outputs.allSatisfy(\.passed) && report.layers.allSatisfy(\.passed) && report.classifier?.passed != false, "\(model): \(failures)")
-    let unknownViolations = report.violations.filter { !($0.rule == "RANK5-MAPPING" && $0.layerType == "gelu") }
-    #expect(unknownViolations.isEmpty, "\(model): \(unknownViolations)")
-    if report.violations.count != unknownViolations.count {
-      #expect(!report.passed)
-      withKnownIssue("writer keeps RANK5_ARRAY_MAPPING with a gelu layer") { Issue.record("\(model): \(report.violations)") }
-    }
+    #expect(report.passed, "\(model): \(failures) \(report.violations) \(report.firstMismatch.map { "first mismatch \($0.kerasLayer)" } ?? "")")
   }
 
   @Test func mlpackageHoldingANeuralNetworkIsRead() throws {

@@ -63,7 +63,10 @@ extension CoreMLGraphImporter {
     case "unary":
       let kinds: [UnaryFunction.Kind] = [.sqrt, .rsqrt, .inverse, .power, .exp, .log, .abs, .threshold]
       guard kinds.indices.contains(int("type")) else { throw unsupported("unary type \(int("type"))") }
-      let function = UnaryFunction(kind: kinds[int("type")], alpha: float("alpha"), epsilon: float("epsilon"), scale: float("scale"), shift: float("shift"))
+      // Apple's defaults: an epsilon of 0 means 1e-6, a scale of 0 means 1 ([rule UNARY-DEFAULTS] in Schemas/NeuralNetwork.proto).
+      let epsilon = float("epsilon") == 0 ? 1e-6 : float("epsilon")
+      let scale = float("scale") == 0 ? 1 : float("scale")
+      let function = UnaryFunction(kind: kinds[int("type")], alpha: float("alpha"), epsilon: epsilon, scale: scale, shift: float("shift"))
       return [try layoutPreserving(.activation(.unary(function)), [x])]
 
     case "gelu":

@@ -550,13 +550,7 @@ struct CoreMLLayerEmitter {
       try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
       try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output)
     case .gelu(let approximate):
-      // Classic layers have no erf; the GELU layer needs Core ML 3 (iOS 13).
-      let params = a.message(core_ml__specification__gelu_layer_params__init)
-      params.pointee.mode = approximate ? CORE_ML__SPECIFICATION__GELU_LAYER_PARAMS__GELU_MODE__TANH_APPROXIMATION : CORE_ML__SPECIFICATION__GELU_LAYER_PARAMS__GELU_MODE__EXACT
-      let gelu = layer(name, inputs: [input], output: output)
-      gelu.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU
-      gelu.pointee.gelu = params
-      specificationVersion = max(specificationVersion, 4)
+      try emitGelu(approximate: approximate, name: name, input: input, output: output)
     case .exponential:
       let unary = a.message(core_ml__specification__unary_function_layer_params__init)
       unary.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__EXP
