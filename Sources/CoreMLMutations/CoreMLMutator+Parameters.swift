@@ -47,7 +47,8 @@ extension CoreMLMutator {
     let p = u.pointee
     switch p.type {
     case CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__THRESHOLD:
-      let new = p.alpha == 0 ? 0.5 : p.alpha * 0.5
+      // A tenth (or 0.5 from 0): the clip bound of a relu6 (-6) becomes -0.6, which inputs of unit size reach.
+      let new = p.alpha == 0 ? 0.5 : p.alpha * 0.1
       collector.add(.activationParameter, "threshold alpha \(format(p.alpha)) -> \(format(new))") { u.pointee.alpha = new }
     case CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__POWER:
       let new = p.alpha + 1

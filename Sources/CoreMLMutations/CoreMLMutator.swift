@@ -62,7 +62,7 @@ public enum CoreMLMutator {
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP:
         if let c = l.clip {
           let (low, high) = (c.pointee.minval, c.pointee.maxval)
-          let changed = high > low ? (low + high) / 2 : high + 0.5
+          let changed = high > low ? low + (high - low) * 0.1 : high + 0.5
           collector.add(.activationParameter, "clip maxVal \(format(high)) -> \(format(changed))") { c.pointee.maxval = changed }
         }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
