@@ -12,6 +12,8 @@ import PackageDescription
 /// - `ReferenceRuntime`: a float32 interpreter of the IR (direct oracle kernels plus BLAS fast paths).
 /// - `ModelConverter`: the public API tying them together.
 /// - `modelconv`: the thin command-line front end.
+/// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
+///   to prove that verification fails wrong conversions; `mutation-check` runs them against a model by hand.
 let package = Package(
   name: "ModelConverter",
   products: [
@@ -35,9 +37,11 @@ let package = Package(
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "COpenBLAS"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
+    .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime"]),
+    .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .testTarget(
       name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5"]),
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations"]),
   ],
   swiftLanguageModes: [.v5]
 )
