@@ -37,7 +37,7 @@ let package = Package(
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "COpenBLAS"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
-    .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime"]),
+    .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .testTarget(
       name: "ModelConverterTests",

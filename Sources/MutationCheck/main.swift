@@ -65,68 +65,16 @@ do {
 }
 defer { try? FileManager.default.removeItem(at: directory) }
 
-let verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions)
-let model: ConvertedModel
+let outcomes: [MutationCampaign.Outcome]
 do {
-  model = try KerasConverter.convert(modelAt: source, options: options)
-  let url = directory.appendingPathComponent("correct.mlmodel")
-  try Data(model.bytes).write(to: url)
-  let report = try ParityVerifier.verify(source: source, converted: url, options: verification)
-  print("correct conversion: \(report.passed ? "passes" : "FAILS") verify")
-  if !report.passed { fail("the correct conversion already fails verify; mutations would prove nothing") }
+  outcomes = try MutationCampaign.run(source: source, conversion: options, directory: directory)
 } catch {
   fail("\(error)")
 }
-
-// Core ML leaves sequence lengths to run time; the Keras graph fixes them (as verify does).
-var sequenceLengths: [String: Int] = [:]
-if let spec = try? CoreMLSpecReader.read(model.bytes) {
-  for (feature, id) in zip(spec.inputs, model.graph.inputs) {
-    let shape = model.graph[id].type.shape
-    let tokens = model.graph.nodes.contains { node in
-      if case .embedding = node.operation { return node.inputs == [id] }
-      return false
-    }
-    if shape.count == 2 || shape.count == 4 || (shape.count == 1 && tokens) { sequenceLengths[feature.name] = shape[0] }
-  }
+for outcome in outcomes {
+  let place = outcome.mutation.layer.map { "'\($0)'" } ?? "model"
+  let effect = String(format: "%.3g", Double(outcome.effect))
+  print("\(outcome.mutation.kind.rawValue)  \(place)  \(outcome.mutation.detail)  effect \(effect)  \(outcome.verdict.rawValue)  \(outcome.named)")
 }
-
-let mutations: [CoreMLMutation]
-do {
-  mutations = try CoreMLMutator.mutations(of: model.bytes)
-} catch {
-  fail("cannot list mutations: \(error)")
-}
-var killed = 0, survived = 0, equivalent = 0
-for (index, mutation) in mutations.enumerated() {
-  let where_ = mutation.layer.map { "'\($0)'" } ?? "model"
-  let prefix = "\(mutation.kind.rawValue)  \(where_)  \(mutation.detail)"
-  do {
-    let bytes = try CoreMLMutator.apply(mutation, to: model.bytes)
-    let effect = try MutationEffect.measure(original: model.bytes, mutated: bytes, mutation: mutation, sequenceLengths: sequenceLengths)
-    if effect == 0 {
-      equivalent += 1
-      print("\(prefix)  effect 0  equivalent (skipped)")
-      continue
-    }
-    let url = directory.appendingPathComponent("mutant-\(index).mlmodel")
-    try Data(bytes).write(to: url)
-    var verdict: String
-    do {
-      let report = try ParityVerifier.verify(source: source, converted: url, options: verification)
-      verdict = report.passed ? "SURVIVED" : "killed"
-    } catch {
-      verdict = "killed (verify error: \(error))"
-    }
-    if verdict == "SURVIVED" { survived += 1 } else { killed += 1 }
-    print("\(prefix)  effect \(String(format: "%.3g", Double(effect)))  \(verdict)")
-  } catch {
-    // A mutation that cannot be applied or measured is not proof of anything: count it as surviving.
-    survived += 1
-    print("\(prefix)  ERROR \(error)  SURVIVED")
-  }
-}
-let total = killed + survived
-let rate = total == 0 ? 100 : Double(killed) / Double(total) * 100
-print("kill rate: \(killed)/\(total) (\(String(format: "%.1f", rate))%), \(equivalent) equivalent skipped")
-exit(survived == 0 ? 0 : 1)
+print(MutationCampaign.summary(outcomes))
+exit(outcomes.allSatisfy { $0.verdict == .killed || $0.verdict == .equivalent } ? 0 : 1)
