@@ -52,7 +52,8 @@ struct Comparison {
   struct TensorPair {
     var source: ValueID
     var converted: ValueID
-    var layout: TensorLayout
+    /// Nil when the two shapes cannot hold the same tensor: the layer computes something else.
+    var layout: TensorLayout?
     var keras: LayerOrigin
     var coreML: LayerOrigin
     var tensor: String
@@ -155,7 +156,6 @@ struct Comparison {
         else { return }
         (convertedID, layout) = (channelsLast, .sameOrder)
       }
-      guard let layout else { return }
       paired.insert(sourceID)
       result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
     }
@@ -247,8 +247,8 @@ struct Comparison {
     runs += 1
 
     for (index, pair) in pairs.enumerated() {
-      guard let expected = sourceObserved[pair.source], let actual = convertedObserved[pair.converted] else { continue }
-      let mapped = pair.layout.toKeras(actual, shape: expected.shape)
+      guard let expected = sourceObserved[pair.source], let actual = convertedObserved[pair.converted], let layout = pair.layout else { continue }
+      let mapped = layout.toKeras(actual, shape: expected.shape)
       Self.accumulate(&layerStatistics[index], actual: mapped.values, expected: expected.values, tolerance: tolerance)
     }
 
@@ -292,6 +292,13 @@ struct Comparison {
   /// One row per compared tensor, in the Keras graph's order.
   func layerReports() -> [LayerParity] {
     zip(pairs, layerStatistics).compactMap { pair, stats in
+      guard pair.layout != nil else {
+        let detail = "Keras shape \(source[pair.source].type.shape), Core ML shape \(converted.graph[pair.converted].type.shape)"
+        return LayerParity(
+          kerasLayer: pair.keras.name, kerasClass: pair.keras.type, tensor: pair.tensor, coreMLLayer: pair.coreML.name, coreMLType: pair.coreML.type,
+          elements: 0, maxAbsoluteError: .infinity, maxRelativeError: .infinity, mismatchedShare: 1, snrDecibels: nil, passed: false,
+          shapeMismatch: detail)
+      }
       guard stats.elements > 0 else { return nil }
       return LayerParity(
         kerasLayer: pair.keras.name, kerasClass: pair.keras.type, tensor: pair.tensor, coreMLLayer: pair.coreML.name, coreMLType: pair.coreML.type,

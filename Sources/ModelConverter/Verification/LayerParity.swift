@@ -18,4 +18,6 @@ public struct LayerParity: Sendable, Equatable, Codable {
   /// Signal-to-noise ratio in dB; nil when identical.
   public var snrDecibels: Double?
   public var passed: Bool
+  /// Set when the two tensors have shapes that cannot hold the same values (the row then fails).
+  public var shapeMismatch: String? = nil
 }

@@ -150,6 +150,9 @@ enum VerifyCommand: Subcommand {
   }
 
   static func describe(_ layer: LayerParity) -> String {
+    if let shapes = layer.shapeMismatch {
+      return "FAIL Keras '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): different shapes, \(shapes)"
+    }
     let snr = layer.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
     return "\(layer.passed ? "ok  " : "FAIL") Keras '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): "
       + "max abs \(format(layer.maxAbsoluteError)), max rel \(format(layer.maxRelativeError)), outside tolerance \(String(format: "%.2f", layer.mismatchedShare * 100))%, SNR \(snr)"
