@@ -33,7 +33,13 @@ public enum MutationEffect {
       a.graph.outputs.count == b.graph.outputs.count
     else { return .infinity }
 
-    let blobs = mutation.blob.flatMap { name in a.blobs[name].flatMap { x in b.blobs[name].map { (x, $0) } } }
+    // A blob between two spatial layers is computed only in its channels-last form (the transpose is pruned).
+    func resolve(_ model: CoreMLModel, _ name: String) -> ValueID? {
+      guard let id = model.blobs[name] else { return nil }
+      let computed = model.graph.inputs.contains(id) || model.graph.nodes.contains { $0.output == id }
+      return computed ? id : model.channelsLastValues[id]
+    }
+    let blobs = mutation.blob.flatMap { name in resolve(a, name).flatMap { x in resolve(b, name).map { (x, $0) } } }
     let runA = Interpreter(graph: a.graph, observed: blobs.map { [$0.0] } ?? [])
     let runB = Interpreter(graph: b.graph, observed: blobs.map { [$0.1] } ?? [])
     var generator = Generator(seed: seed)

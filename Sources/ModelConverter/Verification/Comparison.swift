@@ -151,10 +151,9 @@ struct Comparison {
       var layout = TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
       if !computed.contains(blob) {
         // A blob between two spatial layers exists only in its channels-last form, already in Keras order.
-        guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast),
-          source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })
-        else { return }
-        (convertedID, layout) = (channelsLast, .sameOrder)
+        guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast) else { return }
+        let fits = source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })
+        (convertedID, layout) = (channelsLast, fits ? .sameOrder : nil)
       }
       paired.insert(sourceID)
       result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
