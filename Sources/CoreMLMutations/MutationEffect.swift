@@ -37,9 +37,12 @@ public enum MutationEffect {
     func resolve(_ model: CoreMLModel, _ name: String) -> ValueID? {
       guard let id = model.blobs[name] else { return nil }
       let computed = model.graph.inputs.contains(id) || model.graph.nodes.contains { $0.output == id }
+      if !computed, let hwc = model.channelsLastValues[id] { channelsLast.insert(hwc) }
       return computed ? id : model.channelsLastValues[id]
     }
+    var channelsLast = Set<ValueID>()
     let blobs = mutation.blob.flatMap { name in resolve(a, name).flatMap { x in resolve(b, name).map { (x, $0) } } }
+    let (lastA, lastB) = (blobs.map { channelsLast.contains($0.0) } ?? false, blobs.map { channelsLast.contains($0.1) } ?? false)
     let runA = Interpreter(graph: a.graph, observed: blobs.map { [$0.0] } ?? [])
     let runB = Interpreter(graph: b.graph, observed: blobs.map { [$0.1] } ?? [])
     var generator = Generator(seed: seed)
@@ -50,9 +53,13 @@ public enum MutationEffect {
       let (outputsA, observedA) = runA.runObserving(zip(drawn, a.inputs).map { channelOrder($0, $1) })
       let (outputsB, observedB) = runB.runObserving(zip(drawn, b.inputs).map { channelOrder($0, $1) })
       var pairs = zip(outputsA, outputsB).map { ($0, $1) }
-      if let (x, y) = blobs, let valueA = observedA[x], let valueB = observedB[y] { pairs = [(valueA, valueB)] }
+      if let (x, y) = blobs, let valueA = observedA[x], let valueB = observedB[y] {
+        // Compare in the blob's own [..., C, H, W] order, whichever form each import computed.
+        pairs = [(lastA ? channelsFirst(valueA) : valueA, lastB ? channelsFirst(valueB) : valueB)]
+      }
       for (x, y) in pairs {
-        guard x.shape == y.shape else { return .infinity }
+        // Size-1 axes do not change the element order (the importer may keep or drop a leading one).
+        guard x.shape.filter({ $0 != 1 }) == y.shape.filter({ $0 != 1 }) else { return .infinity }
         for (p, q) in zip(x.values, y.values) {
           if p.isNaN || q.isNaN {
             if p.isNaN != q.isNaN { return .infinity }
@@ -66,6 +73,18 @@ public enum MutationEffect {
       }
     }
     return largestDifference / max(1, largestValue)
+  }
+
+  /// A channels-last `[..., H, W, C]` tensor in `[..., C, H, W]` order.
+  static func channelsFirst(_ x: Tensor) -> Tensor {
+    guard x.shape.count >= 3 else { return x }
+    let (h, w, c) = (x.shape[x.shape.count - 3], x.shape[x.shape.count - 2], x.shape[x.shape.count - 1])
+    let image = h * w * c
+    var values = x.values
+    for start in stride(from: 0, to: x.values.count, by: image) {
+      for y in 0..<h { for xx in 0..<w { for k in 0..<c { values[start + (k * h + y) * w + xx] = x.values[start + (y * w + xx) * c + k] } } }
+    }
+    return Tensor(shape: Array(x.shape.dropLast(3)) + [c, h, w], values: values)
   }
 
   /// One random input per graph input, in the original model's layout: pixels 0-255 (RGB order for colour
