@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate every fixture in Samples/Fixtures and Samples/Digits.
+# Regenerate every fixture in Samples/Fixtures, Samples/Digits and Samples/DigitsMobile.
 #
 #   Samples/make_fixtures.sh            # venvs in Samples/.venv (created if missing)
 #   VENV_DIR=/path Samples/make_fixtures.sh
@@ -28,16 +28,17 @@ make_venv keras3 "$HERE/requirements-keras3.txt"
 PY215="$VENV_DIR/tfkeras215/bin/python"
 PY3="$VENV_DIR/keras3/bin/python"
 
-rm -rf "$OUT" "$HERE/Digits"
+rm -rf "$OUT" "$HERE/Digits" "$HERE/DigitsMobile"
 "$PY215" "$HERE/make_fixtures.py" --dialect tfkeras215 --out "$OUT"   # also writes Fixtures/bad
 "$PY3"   "$HERE/make_fixtures.py" --dialect tfkeras2   --out "$OUT"
 "$PY3"   "$HERE/make_fixtures.py" --dialect keras3     --out "$OUT"
 "$PY215" "$HERE/make_fixtures.py" --legacy             --out "$OUT"   # after tfkeras215
 "$PY215" "$HERE/make_digits.py" --out "$HERE/Digits"
+"$PY215" "$HERE/make_digits_mobile.py" --out "$HERE/DigitsMobile"
 # layer fixtures (recurrent, 1-D, wrappers, normalization, preprocessing, Keras 1): Fixtures/layers, own manifest
 "$PY215" "$HERE/make_layer_fixtures.py" --dialect tfkeras215 --out "$OUT/layers"
 "$PY3"   "$HERE/make_layer_fixtures.py" --dialect keras3     --out "$OUT/layers"
 "$PY215" "$HERE/make_layer_fixtures.py" --keras1             --out "$OUT/layers"
 "$PY215" "$HERE/make_coreml_golden.py" --fixtures "$OUT" --digits "$HERE/Digits" --out "$OUT/coremltools"  # after the above
 
-du -sh "$HERE/Fixtures" "$HERE/Digits"
+du -sh "$HERE/Fixtures" "$HERE/Digits" "$HERE/DigitsMobile"
