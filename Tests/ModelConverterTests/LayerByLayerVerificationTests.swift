@@ -159,4 +159,30 @@ import Testing
     #expect(!broken.passed)
     #expect(broken.firstMismatch?.kerasLayer == "conv1")
   }
+
+  /// The trained MobileNet-style sample: its first BatchNormalization's moving statistics say what it saw
+  /// in training, so a missing scale shows as activations two orders of magnitude too spread.
+  @Test func batchNormalizationStatisticsExposeAMissingScale() throws {
+    let folder = Fixtures.packageRoot.appendingPathComponent("Samples/DigitsMobile")
+    let source = folder.appendingPathComponent("digits_mobile.h5")
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    func verify(scale: Float, bias: Float) throws -> ParityReport {
+      let url = directory.appendingPathComponent("mobile-\(scale)-\(bias).mlmodel")
+      let options = ConversionOptions(
+        imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: scale, redBias: bias, greenBias: bias, blueBias: bias)
+      let model = try KerasConverter.convert(modelAt: source, options: options)
+      try model.write(to: url)
+      return try ParityVerifier.verify(
+        source: source, converted: url, options: VerificationOptions(samples: 1, reference: folder.appendingPathComponent("digits_mobile.reference.h5")))
+    }
+    let right = try verify(scale: 1 / 127.5, bias: -1)
+    #expect(right.passed)
+    #expect(right.preprocessing.first?.warnings == [])
+    // Without a scale the Keras model itself sees other inputs than real Keras did, so the reference fails too.
+    let none = try verify(scale: 1, bias: 0)
+    #expect(!none.passed)
+    let warnings = none.preprocessing.first?.warnings ?? []
+    #expect(warnings.contains { $0.contains("first BatchNormalization ('conv1_bn')") && $0.contains("spread") })
+  }
 }

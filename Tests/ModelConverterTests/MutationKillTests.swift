@@ -20,6 +20,12 @@ import Testing
     Case(
       path: digits + "/digits_cnn.h5",
       options: ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)),
+    // MobileNet-style, trained (Samples/DigitsMobile): BatchNormalization, ReLU6, padding, depthwise and
+    // separable convolutions, a residual Add, global pooling.
+    Case(
+      path: Fixtures.packageRoot.appendingPathComponent("Samples/DigitsMobile/digits_mobile.h5").path,
+      options: ConversionOptions(
+        imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 127.5, redBias: -1, greenBias: -1, blueBias: -1)),
     // A BGR image classifier (made for coremltools' golden files): the colour order is a mutation too.
     Case(
       path: Fixtures.url("coremltools/rgb_classifier.h5").path,
