@@ -1,4 +1,5 @@
 import CoreMLFormat
+import ModelConverter
 import ModelIR
 import ReferenceRuntime
 
@@ -45,7 +46,7 @@ public enum MutationEffect {
     let (lastA, lastB) = (blobs.map { channelsLast.contains($0.0) } ?? false, blobs.map { channelsLast.contains($0.1) } ?? false)
     let runA = Interpreter(graph: a.graph, observed: blobs.map { [$0.0] } ?? [])
     let runB = Interpreter(graph: b.graph, observed: blobs.map { [$0.1] } ?? [])
-    var generator = Generator(seed: seed)
+    var generator = SplitMix64(seed: seed)
     var largestDifference: Float = 0
     var largestValue: Float = 0
     for _ in 0..<max(samples, 1) {
@@ -89,7 +90,7 @@ public enum MutationEffect {
 
   /// One random input per graph input, in the original model's layout: pixels 0-255 (RGB order for colour
   /// images), token ids below an Embedding's vocabulary, or values uniform in [-1, 1].
-  static func draw(_ model: CoreMLModel, _ generator: inout Generator) -> [Tensor] {
+  static func draw(_ model: CoreMLModel, _ generator: inout SplitMix64) -> [Tensor] {
     zip(model.graph.inputs, model.inputs).map { id, input in
       let shape = model.graph[id].type.shape
       let count = shape.reduce(1, *)
@@ -139,20 +140,5 @@ public enum MutationEffect {
       frontier = next
     }
     return nil
-  }
-
-  /// SplitMix64: a small, seedable, reproducible generator.
-  struct Generator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    mutating func nextUnit() -> Float { Float(next() >> 40) / Float(1 << 24) }
   }
 }

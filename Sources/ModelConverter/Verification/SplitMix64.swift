@@ -1,10 +1,10 @@
 /// A small seeded random generator (SplitMix64): the same seed gives the same inputs on every machine.
-struct SplitMix64: RandomNumberGenerator {
+public struct SplitMix64: RandomNumberGenerator {
   private var state: UInt64
 
-  init(seed: UInt64) { state = seed }
+  public init(seed: UInt64) { state = seed }
 
-  mutating func next() -> UInt64 {
+  public mutating func next() -> UInt64 {
     state &+= 0x9E37_79B9_7F4A_7C15
     var z = state
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -13,5 +13,5 @@ struct SplitMix64: RandomNumberGenerator {
   }
 
   /// Uniform in [0, 1).
-  mutating func nextUnit() -> Float { Float(next() >> 40) / Float(1 << 24) }
+  public mutating func nextUnit() -> Float { Float(next() >> 40) / Float(1 << 24) }
 }
