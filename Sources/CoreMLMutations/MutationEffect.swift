@@ -42,7 +42,11 @@ public enum MutationEffect {
       return computed ? id : model.channelsLastValues[id]
     }
     var channelsLast = Set<ValueID>()
-    let blobs = mutation.blob.flatMap { name in resolve(a, name).flatMap { x in resolve(b, name).map { (x, $0) } } }
+    // Preprocessing mutations change the network input itself: measure them there, since a saturated
+    // output can hide them (the blob of an image input is its value after the scaler).
+    let preprocessing: Set<CoreMLMutation.Kind> = [.doubledImageScale, .movedImageBias, .swappedColorOrder]
+    let blob = mutation.blob ?? (preprocessing.contains(mutation.kind) ? a.inputs.first { $0.image != nil }?.name : nil)
+    let blobs = blob.flatMap { name in resolve(a, name).flatMap { x in resolve(b, name).map { (x, $0) } } }
     let (lastA, lastB) = (blobs.map { channelsLast.contains($0.0) } ?? false, blobs.map { channelsLast.contains($0.1) } ?? false)
     let runA = Interpreter(graph: a.graph, observed: blobs.map { [$0.0] } ?? [])
     let runB = Interpreter(graph: b.graph, observed: blobs.map { [$0.1] } ?? [])
