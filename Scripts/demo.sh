@@ -15,4 +15,4 @@ mkdir -p out
   --short-description "Handwritten digit classifier (8x8 grayscale)" \
   -o out/Digits.mlmodel
 .build/release/modelconv verify Samples/Digits/digits_cnn.h5 out/Digits.mlmodel \
-  --reference Samples/Digits/digits_cnn.reference.h5
+  --reference Samples/Digits/digits_cnn.reference.h5 --image-scale 0.00392156862745098 --labels-file Samples/Digits/labels.txt
