@@ -63,8 +63,15 @@ public enum CoreMLWriter {
       guard classifier.labels.count == width else {
         throw CoreMLWriterError.labelCountMismatch(labels: classifier.labels.count, output: probabilities, width: width)
       }
-      guard !outputNames.contains(classifier.predictedFeatureName) else {
-        throw CoreMLWriterError.invalidOption("the predicted feature name '\(classifier.predictedFeatureName)' is already an output name")
+      guard !outputNames.contains(classifier.predictedFeatureName), !inputNames.contains(classifier.predictedFeatureName) else {
+        let kind = inputNames.contains(classifier.predictedFeatureName) ? "an input" : "an output"
+        throw CoreMLWriterError.invalidOption("the predicted feature name '\(classifier.predictedFeatureName)' is already \(kind) name")
+      }
+      guard !classifier.predictedFeatureName.isEmpty else { throw CoreMLWriterError.invalidOption("the predicted feature name is empty") }
+      // Labels are the keys of the probability dictionary: each must be there once.
+      var seen = Set<String>()
+      for label in classifier.labels.descriptions where label.isEmpty || !seen.insert(label).inserted {
+        throw CoreMLWriterError.invalidOption(label.isEmpty ? "a class label is empty" : "class label '\(label)' appears twice")
       }
       let isInteger: Bool
       if case .integers = classifier.labels { isInteger = true } else { isInteger = false }

@@ -7,7 +7,13 @@ extension ClassLabels {
     let trimmed = labels.map { $0.trimmingCharacters(in: .whitespaces) }
     guard !trimmed.isEmpty, !trimmed.contains(where: \.isEmpty) else { throw ConversionError.invalidLabels("class labels must not be empty") }
     let integers = trimmed.compactMap { Int64($0) }
-    return integers.count == trimmed.count ? .integers(integers) : .strings(trimmed)
+    let labels: ClassLabels = integers.count == trimmed.count ? .integers(integers) : .strings(trimmed)
+    // Core ML's label-to-probability dictionary needs distinct keys ("-0" and "0" are one int64 key).
+    var seen = Set<String>()
+    for label in labels.descriptions where !seen.insert(label).inserted {
+      throw ConversionError.invalidLabels("class label '\(label)' appears twice; every class needs its own label")
+    }
+    return labels
   }
 
   /// Labels from a file with one label per line, or Teachable Machine's `index label` lines.

@@ -320,6 +320,11 @@ struct Comparison {
 
   func classifierReport(expectedLabels: [String]?, k: Int) -> ParityReport.ClassifierParity? {
     let labels = converted.classLabels
+    if labels.isEmpty, let expectedLabels {
+      // Labels were expected, and the file has none: it is not the classifier it should be.
+      return .init(
+        labels: [], expectedLabels: expectedLabels, labelsMatch: false, samples: 0, top1Agreement: 0, k: k, topKAgreement: 0, passed: false)
+    }
     guard !labels.isEmpty, !classifications.isEmpty else { return nil }
     let reference = expectedLabels ?? labels
     var top1 = 0, topK = 0

@@ -46,7 +46,13 @@ public enum ParityVerifier {
     var expectedLabels = options.expectedLabels
     if let reference = options.reference {
       let file = try ReferenceFile(url: reference)
-      if expectedLabels == nil { expectedLabels = file.labels }
+      guard file.inputCount == source.inputs.count, file.outputCount == source.outputs.count else {
+        throw VerificationError.invalidReference(
+          path: reference.path,
+          detail: "holds \(file.inputCount) inputs and \(file.outputCount) outputs; the model has \(source.inputs.count) and \(source.outputs.count)")
+      }
+      // The reference's labels describe the Keras model's outputs; they are expected only of a classifier.
+      if expectedLabels == nil && !converted.classLabels.isEmpty { expectedLabels = file.labels }
       for sample in 0..<file.sampleCount {
         let (sourceInputs, convertedInputs) = try comparison.referenceInputs(file, sample: sample)
         try comparison.compare(sourceInputs: sourceInputs, convertedInputs: convertedInputs, expected: file.outputs(sample: sample))

@@ -15,6 +15,19 @@ struct ReferenceFile {
   private let datasets: [String: (shape: [Int], values: [Float])]
 
   init(url: URL) throws {
+    guard FileManager.default.fileExists(atPath: url.path) else { throw VerificationError.referenceNotFound(path: url.path) }
+    do {
+      try self.init(reading: url)
+    } catch let error as VerificationError {
+      throw error
+    } catch {
+      // A dataset or attribute libhdf5 cannot read: the file is bad, whatever the library says.
+      throw VerificationError.invalidReference(path: url.path, detail: "\(error)")
+    }
+  }
+
+  /// Reads and checks the whole file: at least one sample, inputs and outputs of one sample count.
+  private init(reading url: URL) throws {
     path = url.path
     let file: HDF5File
     do {
@@ -36,6 +49,10 @@ struct ReferenceFile {
     if file.root.hasDataset("pixels") { datasets["pixels"] = try file.root.floatDataset("pixels") }
     self.datasets = datasets
     sampleCount = datasets["inputs/0"]?.shape.first ?? 0
+    guard sampleCount > 0 else { throw VerificationError.invalidReference(path: url.path, detail: "inputs/0 holds no samples") }
+    for (name, dataset) in datasets.sorted(by: { $0.key < $1.key }) where (dataset.shape.first ?? 0) != sampleCount {
+      throw VerificationError.invalidReference(path: url.path, detail: "\(name) has \(dataset.shape.first ?? 0) samples, inputs/0 has \(sampleCount)")
+    }
     labels = try file.root.stringArrayAttribute("labels")
   }
 
@@ -49,6 +66,10 @@ struct ReferenceFile {
     }
     return Tensor(shape: shape ?? Array(datasetShape.dropFirst()), values: Array(values[sample * perSample..<(sample + 1) * perSample]))
   }
+
+  /// How many `inputs/<i>` and `outputs/<i>` datasets the file has.
+  var inputCount: Int { (0...).first { datasets["inputs/\($0)"] == nil }! }
+  var outputCount: Int { (0...).first { datasets["outputs/\($0)"] == nil }! }
 
   func input(_ index: Int, sample: Int, shape: [Int]) throws -> Tensor {
     try self.sample("inputs/\(index)", sample, shape: shape)

@@ -8,6 +8,8 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
   case notRunnable([String])
   /// The reference file lacks a dataset or has one of the wrong shape.
   case invalidReference(path: String, detail: String)
+  /// The reference file does not exist.
+  case referenceNotFound(path: String)
 
   public var description: String {
     switch self {
@@ -15,6 +17,7 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
     case .layoutMismatch(let feature, let source, let converted):
       return "'\(feature)': the Keras shape \(source) does not correspond to the Core ML shape \(converted)"
     case .invalidReference(let path, let detail): return "\(path): \(detail)"
+    case .referenceNotFound(let path): return "\(path): no such reference file"
     case .notRunnable(let operations):
       return "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
     }

@@ -58,6 +58,14 @@ enum ConvertCommand: Subcommand {
     let input = parsed.positionals[0]
     let options = try conversionOptions(parsed)
     let output = parsed.value("-o") ?? defaultOutputPath(for: input)
+    try checkOutput(output, inputs: [input] + ["--architecture", "--labels-file"].compactMap { parsed.value($0) })
+    let verify = parsed.flag("--verify")
+    if !verify && ["--samples", "--seed", "--atol", "--rtol"].contains(where: { parsed.value($0) != nil }) {
+      throw UsageError(message: "--samples, --seed, --atol and --rtol apply to --verify")
+    }
+    if verify && parsed.value("--architecture") != nil {
+      throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")
+    }
 
     let model: ConvertedModel
     if let architecture = parsed.value("--architecture") {
@@ -65,29 +73,28 @@ enum ConvertCommand: Subcommand {
     } else {
       model = try KerasConverter.convert(modelAt: URL(fileURLWithPath: input), options: options)
     }
-    do { try model.write(to: URL(fileURLWithPath: output)) } catch {
-      throw OutputError(path: output, reason: (error as NSError).localizedDescription)
-    }
     let json = parsed.flag("--json")
-    if !parsed.flag("--verify") && ["--samples", "--seed", "--atol", "--rtol"].contains(where: { parsed.value($0) != nil }) {
-      throw UsageError(message: "--samples, --seed, --atol and --rtol apply to --verify")
-    }
-    guard parsed.flag("--verify") else {
+    guard verify else {
+      try write(model, to: output)
       print(model.summary, output: output, json: json)
       if !json { warn(model.preprocessingWarnings) }
       return .success
     }
-    if !json {
-      print(model.summary, output: output, json: false)
-      warn(model.preprocessingWarnings)
+
+    // Verify a staged copy first: when verification cannot run at all, nothing is left behind and an
+    // existing file stays; when it runs, the file is put in place (kept even when parity breaks).
+    let staged = URL(fileURLWithPath: output).deletingLastPathComponent()
+      .appendingPathComponent(".\(URL(fileURLWithPath: output).lastPathComponent).\(UUID().uuidString).verify.mlmodel")
+    do { try model.write(to: staged) } catch {
+      throw OutputError(path: output, reason: "\(error)")
     }
-    if parsed.value("--architecture") != nil {
-      throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")
-    }
+    defer { try? FileManager.default.removeItem(at: staged) }
     var verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
     if !options.imageInputNames.isEmpty { verification.expectedPreprocessing = options.imagePreprocessing }
     try VerifyCommand.sampling(parsed, into: &verification)
-    let report = try ParityVerifier.verify(source: URL(fileURLWithPath: input), converted: URL(fileURLWithPath: output), options: verification)
+    var report = try ParityVerifier.verify(source: URL(fileURLWithPath: input), converted: staged, options: verification)
+    report.converted = output
+    try write(model, to: output)
     if json {
       struct Report: Encodable {
         var output: String
@@ -101,9 +108,33 @@ enum ConvertCommand: Subcommand {
         Console.out(String(decoding: data, as: UTF8.self))
       }
     } else {
+      print(model.summary, output: output, json: false)
+      warn(model.preprocessingWarnings)
       VerifyCommand.print(report, json: false)
     }
     return report.passed ? .success : .failure
+  }
+
+  static func write(_ model: ConvertedModel, to output: String) throws {
+    do { try model.write(to: URL(fileURLWithPath: output)) } catch let error as AtomicFile.DestinationError {
+      throw UsageError(message: error.description)
+    } catch {
+      throw OutputError(path: output, reason: (error as NSError).localizedDescription)
+    }
+  }
+
+  /// Refuses an output path that is one of the inputs (also through a symbolic or hard link: same
+  /// device and inode), or an existing device, pipe, socket or folder.
+  static func checkOutput(_ output: String, inputs: [String]) throws {
+    guard let existing = AtomicFile.nodeKind(output) else { return }
+    guard existing.kind == "a regular file" else {
+      throw UsageError(message: AtomicFile.DestinationError.notARegularFile(path: output, kind: existing.kind).description)
+    }
+    for input in inputs {
+      if let node = AtomicFile.nodeKind(input), node.device == existing.device, node.inode == existing.inode {
+        throw UsageError(message: "the output \(output) is the input \(input); writing it would destroy the input: choose another -o")
+      }
+    }
   }
 
   /// Prints what looks wrong about the image preprocessing, on standard error.
@@ -121,9 +152,9 @@ enum ConvertCommand: Subcommand {
 
   static func conversionOptions(_ parsed: ParsedArguments) throws -> ConversionOptions {
     var options = ConversionOptions()
-    options.inputNames = parsed.list("--input-names")
-    options.outputNames = parsed.list("--output-names")
-    options.imageInputNames = parsed.list("--image-input", "--image-input-names") ?? []
+    options.inputNames = try parsed.list("--input-names")
+    options.outputNames = try parsed.list("--output-names")
+    options.imageInputNames = try parsed.list("--image-input", "--image-input-names") ?? []
     options.classLabels = try classLabels(parsed)
     options.imageScale = try parsed.float("--image-scale") ?? 1
     options.redBias = try parsed.float("--red-bias") ?? 0
@@ -154,7 +185,7 @@ enum ConvertCommand: Subcommand {
     if parsed.value("--labels") != nil && parsed.value("--labels-file") != nil {
       throw UsageError(message: "give --labels or --labels-file, not both")
     }
-    if let labels = parsed.list("--labels") { return try ClassLabels.parse(labels) }
+    if let labels = try parsed.list("--labels") { return try ClassLabels.parse(labels) }
     if let file = parsed.value("--labels-file") { return try ClassLabels.load(fromFile: file) }
     return nil
   }

@@ -18,10 +18,10 @@ enum VerifyCommand: Subcommand {
     within the tolerance) and the expected labels, when given; the image preprocessing, when given.
 
     OPTIONS:
-      --samples N          Random inputs to draw (default 8)
+      --samples N          Random inputs to draw (default 8, at most 10000)
       --seed S             Seed for the inputs (default 0)
-      --atol A             Absolute tolerance (default 1e-5)
-      --rtol R             Relative tolerance (default 1e-3)
+      --atol A             Absolute tolerance, >= 0 (default 1e-5)
+      --rtol R             Relative tolerance, >= 0 (default 1e-3)
                            Defaults for float16 weights: each tensor's relative RMS error <= 64 x 2^-11;
                            for n-bit quantized weights <= min(64 x 1/(2 (2^n - 1)), 0.25). Giving --atol
                            or --rtol applies the element rule instead.
@@ -62,12 +62,15 @@ enum VerifyCommand: Subcommand {
       blueBias: try parsed.float("--blue-bias") ?? 0, grayBias: try parsed.float("--gray-bias") ?? 0, isBGR: parsed.flag("--bgr"))
   }
 
+  /// The most random samples one run draws: enough for any statistic, and a run stays in minutes.
+  static let maximumSamples = 10_000
+
   /// `--samples`, `--seed`, `--atol`, `--rtol` (shared with `convert --verify`).
   static func sampling(_ parsed: ParsedArguments, into options: inout VerificationOptions) throws {
-    options.samples = try parsed.integer("--samples", minimum: 0) ?? options.samples
+    options.samples = try parsed.integer("--samples", minimum: 0, maximum: maximumSamples) ?? options.samples
     options.seed = UInt64(try parsed.integer("--seed", minimum: 0) ?? 0)
-    options.absoluteTolerance = try parsed.float("--atol")
-    options.relativeTolerance = try parsed.float("--rtol")
+    options.absoluteTolerance = try parsed.float("--atol", minimum: 0)
+    options.relativeTolerance = try parsed.float("--rtol", minimum: 0)
   }
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {

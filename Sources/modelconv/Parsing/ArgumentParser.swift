@@ -73,23 +73,31 @@ struct ParsedArguments {
   func value(_ name: String) -> String? { values[name]?.last }
 
   /// Every value of a repeatable option, comma lists split.
-  func list(_ names: String...) -> [String]? {
+  func list(_ names: String...) throws -> [String]? {
     var items: [String] = []
     for name in names {
-      for value in values[name] ?? [] { items += value.split(separator: ",").map { String($0) } }
+      for value in values[name] ?? [] { items += value.split(separator: ",", omittingEmptySubsequences: false).map { String($0) } }
     }
-    return items.isEmpty ? nil : items
+    guard !items.isEmpty else { return nil }
+    if items.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
+      throw UsageError(message: "option '\(names.joined(separator: "/"))' has an empty item in '\(names.compactMap { values[$0]?.joined(separator: " ") }.joined(separator: " "))'")
+    }
+    return items
   }
 
-  func float(_ name: String) throws -> Float? {
+  func float(_ name: String, minimum: Float? = nil) throws -> Float? {
     guard let text = value(name) else { return nil }
     guard let number = Float(text), number.isFinite else { throw UsageError(message: "option '\(name)' needs a number, got '\(text)'") }
+    if let minimum, number < minimum { throw UsageError(message: "option '\(name)' needs a number >= \(minimum), got '\(text)'") }
     return number
   }
 
-  func integer(_ name: String, minimum: Int) throws -> Int? {
+  func integer(_ name: String, minimum: Int, maximum: Int = .max) throws -> Int? {
     guard let text = value(name) else { return nil }
-    guard let number = Int(text), number >= minimum else { throw UsageError(message: "option '\(name)' needs a whole number >= \(minimum), got '\(text)'") }
+    guard let number = Int(text), number >= minimum, number <= maximum else {
+      let range = maximum == .max ? ">= \(minimum)" : "from \(minimum) to \(maximum)"
+      throw UsageError(message: "option '\(name)' needs a whole number \(range), got '\(text)'")
+    }
     return number
   }
 }

@@ -24,6 +24,8 @@ enum ExitCode: Int32 {
     case KerasReaderError.fileNotFound: self = .noInput
     case ConversionError.labelsFileUnreadable: self = .noInput
     case CoreMLReaderError.unreadable: self = .noInput
+    case VerificationError.referenceNotFound: self = .noInput
+    case is HDF5Error: self = .badModel
     case is KerasReaderError, is CoreMLWriterError, is GraphError, is ConversionError, is CoreMLReaderError, is VerificationError:
       self = .badModel
     default: self = .cannotCreate

@@ -1,0 +1,132 @@
+import CoreMLFormat
+import Foundation
+import Testing
+
+/// `modelconv` never destroys a user's file and refuses options and labels that cannot be right, with
+/// the documented exit codes.
+@Suite struct CommandLineSafetyTests {
+  let cli = CommandLineTests()
+  static let digits = Fixtures.digits.appendingPathComponent("digits_cnn.h5").path
+
+  func copyOfDigits(in directory: URL) throws -> URL {
+    let copy = directory.appendingPathComponent("model.h5")
+    try FileManager.default.copyItem(at: URL(fileURLWithPath: Self.digits), to: copy)
+    return copy
+  }
+
+  @Test func outputThatIsTheInputIsRefused() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let input = try copyOfDigits(in: directory)
+    let original = try Data(contentsOf: input)
+    let symbolic = directory.appendingPathComponent("link.mlmodel")
+    try FileManager.default.createSymbolicLink(at: symbolic, withDestinationURL: input)
+    let hard = directory.appendingPathComponent("hard.mlmodel")
+    try FileManager.default.linkItem(at: input, to: hard)
+    for output in [input.path, symbolic.path, hard.path, directory.appendingPathComponent("./model.h5").path] {
+      let result = try cli.run(["convert", input.path, "-o", output])
+      #expect(result.status == 64, "\(output): \(result.stderr)")
+      #expect(result.stderr.contains("is the input"))
+    }
+    #expect(try Data(contentsOf: input) == original)
+    // The labels file is an input too.
+    let labels = directory.appendingPathComponent("labels.txt")
+    try Data("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n".utf8).write(to: labels)
+    #expect(try cli.run(["convert", input.path, "--labels-file", labels.path, "-o", labels.path]).status == 64)
+  }
+
+  @Test func specialFilesAreNeverReplaced() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let fifo = directory.appendingPathComponent("pipe")
+    #expect(mkfifo(fifo.path, 0o600) == 0)
+    var targets = [fifo, directory]
+    // A copy of /dev/null (needs root, as CI runs; skipped otherwise).
+    let device = directory.appendingPathComponent("null")
+    let mknod = Process()
+    mknod.executableURL = URL(fileURLWithPath: "/usr/bin/mknod")
+    mknod.arguments = [device.path, "c", "1", "3"]
+    if (try? mknod.run()) != nil {
+      mknod.waitUntilExit()
+      if mknod.terminationStatus == 0 { targets.append(device) }
+    }
+    for target in targets {
+      let before = AtomicFile.nodeKind(target.path)
+      let result = try cli.run(["convert", Self.digits, "-o", target.path])
+      #expect(result.status == 64, "\(target.path): \(result.stderr)")
+      #expect(result.stderr.contains("not a regular file"))
+      #expect(AtomicFile.nodeKind(target.path)?.kind == before?.kind)
+      #expect(AtomicFile.nodeKind(target.path)?.kind != "a regular file")
+    }
+    // A symbolic link to a regular file is written through: the link stays, its target gets the model.
+    let target = directory.appendingPathComponent("real.mlmodel")
+    try Data("old".utf8).write(to: target)
+    let link = directory.appendingPathComponent("link.mlmodel")
+    try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+    #expect(try cli.run(["convert", Self.digits, "-o", link.path]).status == 0)
+    #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link.path) == target.path)
+    #expect(try CoreMLSpecReader.read(contentsOf: target).layers.count > 0)
+  }
+
+  static let refusals: [CommandLineTests.ExitCase] = [
+    .init(["convert", digits, "--labels", ",,,"], 64),
+    .init(["convert", digits, "--labels", "a,,b"], 64),
+    .init(["convert", digits, "--input-names", ","], 64),
+    .init(["convert", digits, "--labels", "0,1,2,3,4,5,6,7,8,-0"], 65),
+    .init(["convert", digits, "--labels", "a,b,c,d,e,f,g,h,i,a"], 65),
+    .init(["convert", digits, "--labels", "0,1,2,3,4,5,6,7,8,9", "--predicted-feature-name", "input1"], 65),
+    .init(["convert", digits, "--labels", "0,1,2,3,4,5,6,7,8,9", "--predicted-feature-name", "output1"], 65),
+    .init(["convert", digits, "--samples", "2"], 64),
+    .init(["convert", digits, "--verify", "--atol", "-1"], 64),
+    .init(["verify", digits, digits, "--samples", "1000000000"], 64),
+    .init(["verify", digits, digits, "--rtol", "-0.5"], 64),
+    .init(["verify", digits, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", "/nonexistent/reference.h5"], 66),
+  ]
+
+  @Test(arguments: refusals)
+  func refusedWithTheDocumentedCode(_ exitCase: CommandLineTests.ExitCase) throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let output = directory.appendingPathComponent("out.mlmodel")
+    let arguments = exitCase.arguments.first == "convert" ? exitCase.arguments + ["-o", output.path] : exitCase.arguments
+    let result = try cli.run(arguments)
+    #expect(result.status == exitCase.expected, "\(exitCase): \(result.stdout) \(result.stderr)")
+    #expect(!result.stderr.isEmpty)
+    #expect(!FileManager.default.fileExists(atPath: output.path), "no output after a refusal")
+  }
+
+  @Test func expectedLabelsOnAModelWithoutLabelsFail() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let output = directory.appendingPathComponent("plain.mlmodel")
+    #expect(try cli.run(["convert", Self.digits, "-o", output.path]).status == 0)
+    let result = try cli.run(["verify", Self.digits, output.path, "--labels", "0,1,2", "--samples", "1"])
+    #expect(result.status == 1)
+    #expect(result.stdout.contains("class labels differ"))
+  }
+
+  @Test func referenceWithoutSamplesOrInputsIsRefused() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let converted = Fixtures.url("coremltools/digits_cnn.mlmodel").path
+    // A Keras file is an HDF5 file without inputs/0: not a reference.
+    let notReference = try cli.run(["verify", Self.digits, converted, "--reference", Self.digits])
+    #expect(notReference.status == 65)
+    #expect(notReference.stderr.contains("inputs/0"))
+  }
+
+  @Test func verificationThatCannotRunLeavesTheOldFileAndNoStagedOnes() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let output = directory.appendingPathComponent("Custom.mlmodel")
+    try Data("previous".utf8).write(to: output)
+    // A custom layer converts, but verify cannot run it (exit 65): the conversion is not put in place.
+    let result = try cli.run([
+      "convert", Fixtures.url("layers/tfkeras215/custom_layer.h5").path, "--custom-layers", "-o", output.path, "--verify", "--samples", "1",
+    ])
+    #expect(result.status == 65, "\(result.stderr)")
+    #expect(try Data(contentsOf: output) == Data("previous".utf8))
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != "Custom.mlmodel" }
+    #expect(leftovers.isEmpty, "\(leftovers)")
+  }
+}
