@@ -130,7 +130,7 @@ public struct HDF5Group {
       let (product, overflow) = count.multipliedReportingOverflow(by: Int(exactly: dim) ?? Int.max)
       guard let size = Int(exactly: dim), !overflow, product <= Self.maxDatasetElements else {
         throw HDF5Error.unreadable(
-          path: file.path, object: absolute, detail: "declared shape \(declared.map { String($0) }) has more than \(Self.maxDatasetElements) elements")
+          path: file.path, object: absolute, detail: "declared shape [\(declared.map { String($0) }.joined(separator: ", "))] has more than \(Self.maxDatasetElements) elements")
       }
       count = product
       shape.append(size)
