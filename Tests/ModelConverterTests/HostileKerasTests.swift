@@ -226,6 +226,29 @@ import Testing
     }
   }
 
+  /// A node index of -2^63 once overflowed when nested-model calls were renumbered; it is not a reference.
+  @Test func negativeNodeReferences() throws {
+    let url = try Self.edited("tfkeras215/dense_classifier.h5", [("[[\"image\", 0, 0, {}]]", "[[\"image\", -9223372036854775808, 0, {}]]")])
+    let error = Self.conversionError(url)
+    guard case .invalidConfig(let path, let detail)? = error as? KerasReaderError else {
+      Issue.record("expected invalidConfig, got \(String(describing: error))")
+      return
+    }
+    #expect(path == url.path && detail.contains("conv"))
+  }
+
+  /// A PReLU alpha that fits neither the channels nor the input was a precondition trap.
+  @Test func preluAlphaOfTheWrongSize() throws {
+    let url = try Self.copy("tfkeras215/activations.h5")
+    try Self.replaceDataset(url, "/model_weights/prelu_shared12/prelu_shared12/alpha:0", dims: [2], float64: [0.1, 0.2])
+    let error = Self.conversionError(url)
+    guard case .weightShapeMismatch(_, let layer, let weight, _, let actual)? = error as? KerasReaderError else {
+      Issue.record("expected weightShapeMismatch, got \(String(describing: error))")
+      return
+    }
+    #expect(layer == "prelu_shared12" && weight == "alpha" && actual == [2])
+  }
+
   // MARK: 2. Checked shape arithmetic
 
   @Test func shapeArithmeticThrowsInsteadOfTrapping() throws {

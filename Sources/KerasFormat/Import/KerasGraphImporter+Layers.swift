@@ -159,6 +159,9 @@ extension KerasGraphImporter {
       let input = try single()
       let alpha = try weight(["alpha"], nil)
       let channels = shape(input).last ?? 0
+      guard try alpha.count == channels || alpha.count == checkedProduct(shape(input), reader) else {
+        throw KerasReaderError.weightShapeMismatch(path: model.path, layer: layer.name, weight: "alpha", expected: shape(input), actual: alpha.shape)
+      }
       let values = alpha.count == channels ? Constant(shape: [channels], values: alpha.values) : Constant(shape: shape(input), values: alpha.values)
       return try add(.activation(.parametricReLU(alpha: values)), [input])
 
