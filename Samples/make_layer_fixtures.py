@@ -58,6 +58,12 @@ Models (`<dialect>/<name>.h5`):
     dense_rank3_4          Input((4, 5)) -> Dense(3)          (Dense on a rank-3 tensor)
     dense_rank4            Input((3, 4, 5)) -> Dense(2)       (Dense on a rank-4 tensor)
     flatten_rank3          Input((4, 5)) -> Flatten -> Dense(2)
+    reshape_sequence_image Input((12, 1)) -> Reshape((2, 3, 2)) -> Conv2D(2, 2)   (a [T, C] sequence reshaped to an image)
+    reshape_ranks          Input((12, 2)) -> five branches, each ending in a layer that reads the element order:
+                           Reshape((24,)) -> Dense(3); Reshape((8, 3)) -> Conv1D(2, 2); Reshape((2, 3, 4)) -> Conv2D(2, 2);
+                           Reshape((2, 3, 4)) -> Conv2D(4, 1) -> Reshape((6, 4)) -> Conv1D(2, 2);
+                           Flatten -> Dense(24) -> Reshape((4, 6)) -> Conv1D(2, 2)
+    flatten_rank5          Input((3, 2, 2, 2)) -> Flatten -> Dense(2)   (Flatten of a [T, H, W, C] tensor)
     conv2d_transpose       Input((5, 5, 3)) -> Conv2DTranspose(4, 3, strides 2, same)
                            -> Conv2DTranspose(2, 3, strides 1, valid) -> [12, 12, 2]
     conv2d_transpose_output_padding
@@ -494,6 +500,37 @@ def b_flatten_rank3():
     return K().Model(i, x, name="flatten_rank3"), {}
 
 
+def b_reshape_sequence_image():
+    l = L()
+    i = K().Input((12, 1), name="input")
+    x = l.Reshape((2, 3, 2), name="reshape")(i)
+    x = l.Conv2D(2, 2, name="conv")(x)  # 1x2x2
+    return K().Model(i, x, name="reshape_sequence_image"), {"notes": [
+        "a [T, C] sequence reshaped to [H, W, C]: Keras keeps the row-major element order (t, c) -> (h, w, c)"]}
+
+
+def b_reshape_ranks():
+    l = L()
+    i = K().Input((12, 2), name="input")
+    a = l.Dense(3, name="dense_a")(l.Reshape((24,), name="to_vector")(i))
+    b = l.Conv1D(2, 2, name="conv_b")(l.Reshape((8, 3), name="to_sequence")(i))
+    c = l.Conv2D(2, 2, name="conv_c")(l.Reshape((2, 3, 4), name="to_image")(i))
+    d = l.Conv2D(4, 1, name="conv_d")(l.Reshape((2, 3, 4), name="to_image_d")(i))
+    d = l.Conv1D(2, 2, name="conv1d_d")(l.Reshape((6, 4), name="image_to_sequence")(d))
+    e = l.Dense(24, name="dense_e")(l.Flatten(name="flatten_e")(i))
+    e = l.Conv1D(2, 2, name="conv1d_e")(l.Reshape((4, 6), name="vector_to_sequence")(e))
+    return K().Model(i, [a, b, c, d, e], name="reshape_ranks"), {"notes": [
+        "Reshape between ranks 2 ([T, C]), 3 ([H, W, C]) and 1 ([D]), each followed by a layer that reads the element order"]}
+
+
+def b_flatten_rank5():
+    l = L()
+    i = K().Input((3, 2, 2, 2), name="input")
+    x = l.Flatten(name="flatten")(i)
+    x = l.Dense(2, name="dense")(x)
+    return K().Model(i, x, name="flatten_rank5"), {"notes": ["Flatten of a [T, H, W, C] tensor (rank 5 with the batch)"]}
+
+
 def b_conv2d_transpose():
     l = L()
     i = K().Input((5, 5, 3), name="input")
@@ -700,6 +737,9 @@ MODELS = [
     ("dense_rank3_4", b_dense_rank3_4),
     ("dense_rank4", b_dense_rank4),
     ("flatten_rank3", b_flatten_rank3),
+    ("reshape_sequence_image", b_reshape_sequence_image),
+    ("reshape_ranks", b_reshape_ranks),
+    ("flatten_rank5", b_flatten_rank5),
     ("conv2d_transpose", b_conv2d_transpose),
     ("conv2d_transpose_output_padding", b_conv2d_transpose_output_padding),
     ("layer_norm", b_layer_norm),

@@ -30,9 +30,22 @@ public struct ConvolutionTranspose: Sendable, Equatable {
   }
 
   /// Keras' output length for one axis (`deconv_output_length`, dilation 1).
+  /// Returns 0 (refused by shape inference) when the length overflows or its inputs are out of range.
   public static func outputLength(input: Int, kernel: Int, stride: Int, padding: Padding, outputPadding: Int?) -> Int {
-    guard let outputPadding else { return padding == .same ? input * stride : input * stride + max(kernel - stride, 0) }
+    guard input >= 1, kernel >= 1, stride >= 1, (outputPadding ?? 0) >= 0 else { return 0 }
+    func checked(_ parts: [Int], times: (Int, Int)) -> Int {
+      let (product, overflow) = times.0.multipliedReportingOverflow(by: times.1)
+      guard !overflow else { return 0 }
+      var total = product
+      for part in parts {
+        let (sum, overflow) = total.addingReportingOverflow(part)
+        guard !overflow else { return 0 }
+        total = sum
+      }
+      return max(total, 0)
+    }
+    guard let outputPadding else { return checked(padding == .same ? [] : [max(kernel - stride, 0)], times: (input, stride)) }
     let pad = padding == .same ? kernel / 2 : 0
-    return (input - 1) * stride + kernel - 2 * pad + outputPadding
+    return checked([kernel, -2 * pad, outputPadding], times: (input - 1, stride))
   }
 }

@@ -4,6 +4,8 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
   case shapeMismatch(node: String, detail: String)
   /// An operation got the wrong number of inputs.
   case arity(node: String, expected: String, actual: Int)
+  /// A size overflows, is negative, or passes a limit in `GraphLimits`.
+  case tooLarge(node: String, detail: String)
   /// Two values share a name.
   case duplicateName(String)
 
@@ -11,6 +13,7 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
     switch self {
     case .shapeMismatch(let node, let detail): return "layer '\(node)': \(detail)"
     case .arity(let node, let expected, let actual): return "layer '\(node)': expects \(expected) inputs, got \(actual)"
+    case .tooLarge(let node, let detail): return "layer '\(node)': \(detail)"
     case .duplicateName(let name): return "two tensors are both named '\(name)'"
     }
   }

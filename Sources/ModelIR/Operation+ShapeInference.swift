@@ -12,12 +12,23 @@ extension Operation {
     }
     /// Leading axes of an image input, kept in front of the output.
     let leading = inputShapes.first.map { Array($0.dropLast(3)) } ?? []
+    let checked = CheckedShape(node: node)
+    for shape in inputShapes { _ = try checked.count(shape) }
+    /// Fails unless every window parameter (kernel, stride, dilation) is 1 or more.
+    func requirePositive(_ name: String, _ values: [Int]) throws {
+      guard values.allSatisfy({ $0 >= 1 }) else { throw fail("\(name) \(values) must be 1 or more") }
+    }
 
     switch self {
     case .convolution2D(let conv):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      guard c == conv.inputChannelsPerGroup * conv.groups, conv.outputChannels % conv.groups == 0 else {
+      guard conv.kernel.shape.count == 4 else { throw fail("kernel \(conv.kernel.shape) is not [kh, kw, in, out]") }
+      try requirePositive("kernel size", [conv.kernelHeight, conv.kernelWidth])
+      try requirePositive("strides", [conv.strideHeight, conv.strideWidth])
+      try requirePositive("dilation", [conv.dilationHeight, conv.dilationWidth])
+      try requirePositive("groups", [conv.groups])
+      guard c == (try checked.multiply(conv.inputChannelsPerGroup, conv.groups)), conv.outputChannels % conv.groups == 0 else {
         throw fail("kernel \(conv.kernel.shape) with \(conv.groups) groups does not fit \(c) input channels")
       }
       let oh = conv.padding.outputLength(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
@@ -59,6 +70,8 @@ extension Operation {
     case .pooling2D(let pool):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
+      try requirePositive("pool size", [pool.poolHeight, pool.poolWidth])
+      try requirePositive("strides", [pool.strideHeight, pool.strideWidth])
       let oh = pool.padding.outputLength(input: h, kernel: pool.poolHeight, stride: pool.strideHeight)
       let ow = pool.padding.outputLength(input: w, kernel: pool.poolWidth, stride: pool.strideWidth)
       guard oh > 0, ow > 0 else { throw fail("pool \(pool.poolHeight)x\(pool.poolWidth) is larger than the \(h)x\(w) input") }
@@ -71,11 +84,11 @@ extension Operation {
 
     case .flatten:
       try requireArity(1)
-      return [inputShapes[0].reduce(1, *)]
+      return [try checked.count(inputShapes[0])]
 
     case .reshape(let target):
       try requireArity(1)
-      guard target.reduce(1, *) == inputShapes[0].reduce(1, *), target.allSatisfy({ $0 > 0 }) else {
+      guard target.allSatisfy({ $0 > 0 }), GraphLimits.elementCount(target) == GraphLimits.elementCount(inputShapes[0]) else {
         throw fail("cannot reshape \(inputShapes[0]) to \(target)")
       }
       return target
@@ -89,19 +102,22 @@ extension Operation {
     case .zeroPadding2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      return leading + [h + box.top + box.bottom, w + box.left + box.right, c]
+      guard [box.top, box.bottom, box.left, box.right].allSatisfy({ $0 >= 0 }) else { throw fail("padding \(box) is negative") }
+      return leading + [try checked.add(h, box.top, box.bottom), try checked.add(w, box.left, box.right), c]
 
     case .cropping2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      let oh = h - box.top - box.bottom, ow = w - box.left - box.right
+      guard [box.top, box.bottom, box.left, box.right].allSatisfy({ $0 >= 0 }) else { throw fail("cropping \(box) is negative") }
+      let oh = h - (try checked.add(box.top, box.bottom)), ow = w - (try checked.add(box.left, box.right))
       guard oh > 0, ow > 0 else { throw fail("cropping \(box) removes all of the \(h)x\(w) input") }
       return leading + [oh, ow, c]
 
     case .upsampling2D(let fh, let fw, _):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      return leading + [h * fh, w * fw, c]
+      try requirePositive("upsampling factors", [fh, fw])
+      return leading + [try checked.multiply(h, fh), try checked.multiply(w, fw), c]
 
     case .elementwise(let kind):
       if let arity = kind.arity {
@@ -124,7 +140,8 @@ extension Operation {
         guard a == b else { throw fail("concatenating \(inputShapes) along axis \(axis)") }
       }
       var out = inputShapes[0]
-      out[axis] = inputShapes.reduce(0) { $0 + $1[axis] }
+      out[axis] = 0
+      for shape in inputShapes { out[axis] = try checked.add(out[axis], shape[axis]) }
       return out
 
     case .constant(let value):
@@ -144,7 +161,7 @@ extension Operation {
       guard padding.before.count == shape.count, padding.after.count == shape.count,
         (padding.before + padding.after).allSatisfy({ $0 >= 0 })
       else { throw fail("padding \(padding.before)/\(padding.after) does not fit \(shape)") }
-      return shape.indices.map { shape[$0] + padding.before[$0] + padding.after[$0] }
+      return try shape.indices.map { try checked.add(shape[$0], padding.before[$0], padding.after[$0]) }
 
     case .slice(let slice):
       try requireArity(1)
@@ -159,7 +176,8 @@ extension Operation {
     case .recurrent(let r):
       try requireArity(1)
       let shape = inputShapes[0]
-      let width = r.cell.gates * r.units
+      try requirePositive("units", [r.units])
+      let width = try checked.multiply(r.cell.gates, r.units)
       guard shape.count == 2 else { throw fail("a recurrent layer needs a [T, C] input, got \(shape)") }
       for weights in [r.forward, r.backward].compactMap({ $0 }) {
         let biasCount = r.cell == .gru(resetAfter: true) ? 2 * width : width
@@ -181,7 +199,9 @@ extension Operation {
     case .convolutionTranspose(let conv):
       try requireArity(1)
       let (_, _, c) = try requireImage(inputShapes[0])
-      guard conv.kernel.shape.count == 4, c == conv.inputChannels, conv.outputSize.allSatisfy({ $0 > 0 }) else {
+      guard conv.kernel.shape.count == 4, conv.strides.count == 2, conv.outputSize.count == 2 else { throw fail("transposed kernel \(conv.kernel.shape) is not [kh, kw, out, in]") }
+      try requirePositive("strides", conv.strides)
+      guard c == conv.inputChannels, conv.outputSize.allSatisfy({ $0 > 0 }) else {
         throw fail("transposed kernel \(conv.kernel.shape) does not fit \(c) input channels")
       }
       if let bias = conv.bias, bias.count != conv.outputChannels { throw fail("bias has \(bias.count) values for \(conv.outputChannels) channels") }

@@ -6,19 +6,31 @@ public enum Padding: String, Sendable, Equatable {
   case valid
 
   /// The output length of a window sweep along one axis.
+  ///
+  /// Returns 0 (no output) for a stride, kernel or dilation below 1 or a window too large to compute,
+  /// so callers refuse such windows instead of dividing by zero or overflowing.
   public func outputLength(input: Int, kernel: Int, stride: Int, dilation: Int = 1) -> Int {
-    let effectiveKernel = (kernel - 1) * dilation + 1
+    guard input >= 0, kernel >= 1, stride >= 1, dilation >= 1, let effectiveKernel = Self.effectiveKernel(kernel, dilation) else { return 0 }
     switch self {
-    case .same: return (input + stride - 1) / stride
+    case .same: return input / stride + (input % stride == 0 ? 0 : 1)
     case .valid: return input >= effectiveKernel ? (input - effectiveKernel) / stride + 1 : 0
     }
   }
 
+  /// `(kernel - 1) * dilation + 1`, or nil on overflow.
+  static func effectiveKernel(_ kernel: Int, _ dilation: Int) -> Int? {
+    let (span, overflow) = (kernel - 1).multipliedReportingOverflow(by: dilation)
+    guard !overflow, span < Int.max else { return nil }
+    return span + 1
+  }
+
   /// The padding added before the first element along one axis (TensorFlow puts the odd pixel after).
   public func leadingPad(input: Int, kernel: Int, stride: Int, dilation: Int = 1) -> Int {
-    guard self == .same else { return 0 }
-    let effectiveKernel = (kernel - 1) * dilation + 1
+    guard self == .same, let effectiveKernel = Self.effectiveKernel(kernel, dilation) else { return 0 }
     let output = outputLength(input: input, kernel: kernel, stride: stride, dilation: dilation)
-    return max((output - 1) * stride + effectiveKernel - input, 0) / 2
+    guard output >= 1 else { return 0 }
+    let (span, overflow) = (output - 1).multipliedReportingOverflow(by: stride)
+    guard !overflow, span <= Int.max - effectiveKernel else { return 0 }
+    return max(span + effectiveKernel - input, 0) / 2
   }
 }

@@ -99,7 +99,7 @@ extension CoreMLSpecReader {
     guard let border = pointer?.pointee else { return [] }
     return buffer(border.borderamounts, border.n_borderamounts).flatMap { edge -> [Int] in
       guard let edge = edge?.pointee else { return [] }
-      return [Int(edge.startedgesize), Int(edge.endedgesize)]
+      return [Int(clamping: edge.startedgesize), Int(clamping: edge.endedgesize)]
     }
   }
 

@@ -36,6 +36,12 @@ extension CoreMLLayerEmitter {
   }
 
   mutating func emitUnrolled(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {
+    // Every step is several layers: the step count is limited so conversion stays within memory.
+    guard let steps = inputShape.first, steps <= GraphLimits.maxUnrolledSteps else {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: name,
+        detail: "this recurrent layer is written step by step, and its \(inputShape.first ?? 0) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)")
+    }
     guard let backward = r.backward else {
       let states = try unrolledStates(r, r.forward, reversed: r.goBackwards, name: name, input: input, inputShape: inputShape)
       try emitSequence(r.returnSequences ? states : [states.last!], name: name, output: output)

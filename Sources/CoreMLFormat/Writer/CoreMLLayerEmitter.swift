@@ -153,6 +153,12 @@ struct CoreMLLayerEmitter {
       emitPermute(Self.sequenceToRow, name: node.name + "__row__", input: inputs[0], output: node.name + "__row___output")
       emitFlatten(name: node.name, input: node.name + "__row___output", output: output)
 
+    case .flatten where inputShape.count == 4:
+      // [T, H, W, C]: Core ML's flatten works per sequence step; flatten each step, then join the steps.
+      let steps = node.name + "__steps___output"
+      emitFlatten(name: node.name + "__steps__", input: inputs[0], output: steps)
+      try emitReshape(from: [inputShape[0], inputShape.dropFirst().reduce(1, *)], to: [inputShape.reduce(1, *)], name: node.name, input: steps, output: output)
+
     case .flatten:
       emitFlatten(name: node.name, input: inputs[0], output: output)
 
@@ -164,14 +170,14 @@ struct CoreMLLayerEmitter {
       // [T, H, W, C] -> [T, H*W*C]: flatten each time step.
       emitFlatten(name: node.name, input: inputs[0], output: output)
 
+    case .reshape(let target) where inputShape.count == 4:
+      // [T, H, W, C] to anything else: flatten each step to a [T, H*W*C] sequence first.
+      let steps = node.name + "__steps___output"
+      emitFlatten(name: node.name + "__steps__", input: inputs[0], output: steps)
+      try emitReshape(from: [inputShape[0], inputShape.dropFirst().reduce(1, *)], to: target, name: node.name, input: steps, output: output)
+
     case .reshape(let target):
-      let params = arena.message(core_ml__specification__reshape_layer_params__init)
-      params.pointee.n_targetshape = 4
-      params.pointee.targetshape = arena.array(try Self.coreMLShape4(target, layer: node.name).map { Int64($0) })
-      params.pointee.mode = CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_LAST
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE
-      layer.pointee.reshape = params
+      try emitReshape(from: inputShape, to: target, name: node.name, input: inputs[0], output: output)
 
     case .permute(let order) where order == [1, 0]:
       // [T, C] -> [C, T]: Core ML's sequence and channel axes trade places.
@@ -256,6 +262,38 @@ struct CoreMLLayerEmitter {
 
     case .constant, .reduce, .constantPad, .slice:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
+    }
+  }
+
+  /// A Keras reshape (row-major element order) between rank 1, 2 and 3 tensors.
+  ///
+  /// A CHANNEL_LAST reshape reorders the H-W-C elements of each blob as Keras does, but a `[T, C]`
+  /// sequence keeps its time steps on Core ML's sequence axis, outside H-W-C: reshaping `[Seq=T, C, 1, 1]`
+  /// straight to an image (or an image straight to `[Seq=T', C', 1, 1]`) takes the elements in the wrong
+  /// order. So a sequence first becomes its row image `[1, C, 1, W=T]` (Keras' `[1, T, C]`, same order),
+  /// and an image reshaped to a sequence goes through the row image `[1, C', 1, T']`. Between vectors and
+  /// sequences H = W = 1 on both sides, where the sequence-major and H-W-C orders agree.
+  mutating func emitReshape(from inputShape: [Int], to target: [Int], name: String, input: String, output: String) throws {
+    func reshape(_ shape4: [Int], name: String, input: String, output: String) {
+      let params = arena.message(core_ml__specification__reshape_layer_params__init)
+      params.pointee.n_targetshape = 4
+      params.pointee.targetshape = arena.array(shape4.map { Int64($0) })
+      params.pointee.mode = CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_LAST
+      let layer = layer(name, inputs: [input], output: output)
+      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE
+      layer.pointee.reshape = params
+    }
+    switch (inputShape.count, target.count) {
+    case (2, 3):
+      let row = name + "__row___output"
+      emitPermute(Self.sequenceToRow, name: name + "__row__", input: input, output: row)
+      reshape(try Self.coreMLShape4(target, layer: name), name: name, input: row, output: output)
+    case (3, 2):
+      let row = name + "__row___output"
+      reshape([1, target[1], 1, target[0]], name: name + "__row__", input: input, output: row)
+      emitPermute(Self.sequenceToRow, name: name, input: row, output: output)
+    default:
+      reshape(try Self.coreMLShape4(target, layer: name), name: name, input: input, output: output)
     }
   }
 

@@ -22,7 +22,28 @@ public enum CoreMLWriter {
     return bytes.count
   }
 
+  /// The naming rule, applied here before anything is written: a layer, input or output name may not
+  /// contain a control character (Unicode category Cc: U+0000-U+001F, U+007F-U+009F: NUL, newline,
+  /// tab, escape, ...). Core ML's C strings end at a NUL, so `a\0x` and `a\0y` become one blob and
+  /// the model computes something else than Keras; such names are refused rather than rewritten, so
+  /// the converted model keeps the Keras names users look up.
+  static func checkNames(_ graph: Graph) throws {
+    func bad(_ name: String) -> Bool { name.isEmpty || name.unicodeScalars.contains { $0.properties.generalCategory == .control } }
+    for id in graph.inputs where bad(graph[id].name) {
+      throw CoreMLWriterError.invalidName(kind: "input", name: graph[id].name, layer: nil)
+    }
+    for node in graph.nodes {
+      let layer = node.origin?.name ?? node.name
+      if bad(node.name) || bad(layer) { throw CoreMLWriterError.invalidName(kind: "layer", name: bad(layer) ? layer : node.name, layer: nil) }
+      let output = graph[node.output].name
+      if bad(output) {
+        throw CoreMLWriterError.invalidName(kind: graph.outputs.contains(node.output) ? "output" : "tensor", name: output, layer: layer)
+      }
+    }
+  }
+
   static func buildModel(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__Model> {
+    try checkNames(graph)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
     for name in options.imageInputs.keys.sorted() where !inputNames.contains(name) {

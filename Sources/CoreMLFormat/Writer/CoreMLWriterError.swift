@@ -10,6 +10,8 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   case labelCountMismatch(labels: Int, output: String, width: Int)
   /// A weight does not fit in float16.
   case float16Overflow(layer: String, value: Float)
+  /// A name is empty or has a control character (see `CoreMLWriter.checkNames`); `layer` is the layer making a tensor.
+  case invalidName(kind: String, name: String, layer: String?)
   /// Option values conflict or are empty.
   case invalidOption(String)
 
@@ -24,6 +26,9 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
       return "\(labels) class labels, but the probability output '\(output)' has \(width) values"
     case .float16Overflow(let layer, let value):
       return "layer '\(layer)': weight \(value) is outside the float16 range (max 65504); use --precision float32"
+    case .invalidName(let kind, let name, let layer):
+      let owner = layer.map { " (made by layer \($0.debugDescription))" } ?? ""
+      return "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in Keras before converting"
     case .invalidOption(let detail): return detail
     }
   }

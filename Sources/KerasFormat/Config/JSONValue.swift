@@ -40,7 +40,11 @@ public indirect enum JSONValue: Equatable, Sendable {
     default: return nil
     }
   }
-  public var int: Int? { double.map { Int($0) } }
+  /// The value as an exact integer: nil for booleans, fractions, non-finite numbers and numbers beyond `Int`.
+  public var int: Int? {
+    if case .number(let n) = self { return Int(exactly: n) }
+    return nil
+  }
   public var bool: Bool? {
     switch self {
     case .bool(let b): return b

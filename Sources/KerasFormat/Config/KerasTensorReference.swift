@@ -7,7 +7,7 @@ public struct KerasTensorReference: Equatable, Sendable {
   /// Parses the Keras 2 list form `[name, node, tensor, kwargs?]`.
   init?(list: JSONValue) {
     guard let items = list.array, items.count >= 3, let name = items[0].string,
-      let node = items[1].int, let tensor = items[2].int
+      let node = items[1].int, let tensor = items[2].int, node >= 0, tensor >= 0
     else { return nil }
     self.layer = name
     self.node = node

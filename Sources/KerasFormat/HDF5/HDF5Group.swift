@@ -46,31 +46,116 @@ public struct HDF5Group {
     return H5Oget_info_by_name1(file.id, absolute, &info, chdf5_p_default()) >= 0 && info.type == H5O_TYPE_DATASET
   }
 
+  /// The most elements one dataset may declare (2^31, as `GraphLimits.maxElementCount` for tensors).
+  public static let maxDatasetElements = 1 << 31
+  /// How many times larger than its stored bytes a compressed (filtered) dataset may be once read:
+  /// deflate cannot exceed about 1032:1.
+  public static let maxCompressionRatio = 1100
+
+  /// The size of the file on disk, for checking declared sizes against it.
+  var fileSize: Int {
+    ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber)?.intValue ?? 0
+  }
+
+  /// The declared shape of a numeric dataset, checked against the limits but not read.
+  public func datasetShape(_ relativePath: String) throws -> [Int] {
+    try withDataset(relativePath) { dataset, absolute in try checkedShape(dataset, absolute) }
+  }
+
   /// Reads a numeric dataset as float32, with its shape.
+  ///
+  /// The declared size is checked before anything is allocated: at most `maxDatasetElements`
+  /// elements, and no more bytes than the dataset stores in the file (times `maxCompressionRatio`
+  /// when it is compressed), so a small file cannot make the reader allocate terabytes.
   public func floatDataset(_ relativePath: String) throws -> (shape: [Int], values: [Float]) {
+    try withDataset(relativePath) { dataset, absolute in
+      let shape = try checkedShape(dataset, absolute)
+      let count = shape.reduce(1, *)
+      try checkStorage(dataset, absolute, elements: count)
+      let type = H5Dget_type(dataset)
+      defer { H5Tclose(type) }
+      var values: [Float]
+      let status: herr_t
+      if H5Tget_class(type) == H5T_FLOAT && H5Tget_size(type) > 4 {
+        // float64 is read as is and narrowed here: a value beyond float32's range becomes infinity
+        // (which the converter refuses), never a silently clamped number.
+        var wide = [Double](repeating: 0, count: count)
+        status = wide.withUnsafeMutableBytes {
+          H5Dread(dataset, chdf5_native_double(), chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $0.baseAddress)
+        }
+        values = wide.map { Float($0) }
+      } else {
+        values = [Float](repeating: 0, count: count)
+        status = values.withUnsafeMutableBytes {
+          H5Dread(dataset, chdf5_native_float(), chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $0.baseAddress)
+        }
+      }
+      guard status >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "read failed") }
+      return (shape, values)
+    }
+  }
+
+  private func withDataset<T>(_ relativePath: String, _ body: (hid_t, String) throws -> T) throws -> T {
     let absolute = childPath(relativePath)
     guard hasDataset(relativePath) else { throw HDF5Error.missing(path: file.path, object: absolute) }
     let dataset = H5Dopen2(file.id, absolute, chdf5_p_default())
     guard dataset >= 0 else { throw HDF5Error.missing(path: file.path, object: absolute) }
     defer { H5Dclose(dataset) }
     let type = H5Dget_type(dataset)
+    guard type >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "no datatype") }
     defer { H5Tclose(type) }
     let typeClass = H5Tget_class(type)
     guard typeClass == H5T_FLOAT || typeClass == H5T_INTEGER else {
       throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "not a numeric dataset")
     }
+    return try body(dataset, absolute)
+  }
+
+  /// The dataset's dimensions, each an exact `Int`, with at most `maxDatasetElements` elements in all.
+  private func checkedShape(_ dataset: hid_t, _ absolute: String) throws -> [Int] {
     let space = H5Dget_space(dataset)
+    guard space >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "no dataspace") }
     defer { H5Sclose(space) }
     let rank = Int(H5Sget_simple_extent_ndims(space))
+    // HDF5 allows at most 32 dimensions.
+    guard (0...32).contains(rank) else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "dataspace rank \(rank)") }
     var dims = [hsize_t](repeating: 0, count: max(rank, 1))
-    H5Sget_simple_extent_dims(space, &dims, nil)
-    let shape = rank == 0 ? [] : dims.prefix(rank).map { Int($0) }
-    var values = [Float](repeating: 0, count: shape.reduce(1, *))
-    let status = values.withUnsafeMutableBytes {
-      H5Dread(dataset, chdf5_native_float(), chdf5_s_all(), chdf5_s_all(), chdf5_p_default(), $0.baseAddress)
+    guard H5Sget_simple_extent_dims(space, &dims, nil) >= 0 else {
+      throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "unreadable dimensions")
     }
-    guard status >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "read failed") }
-    return (shape, values)
+    let declared = dims.prefix(rank)
+    var count = 1
+    var shape: [Int] = []
+    for dim in declared {
+      let (product, overflow) = count.multipliedReportingOverflow(by: Int(exactly: dim) ?? Int.max)
+      guard let size = Int(exactly: dim), !overflow, product <= Self.maxDatasetElements else {
+        throw HDF5Error.unreadable(
+          path: file.path, object: absolute, detail: "declared shape [\(declared.map { String($0) }.joined(separator: ", "))] has more than \(Self.maxDatasetElements) elements")
+      }
+      count = product
+      shape.append(size)
+    }
+    return shape
+  }
+
+  /// Fails when the dataset declares more data than it stores in the file.
+  private func checkStorage(_ dataset: hid_t, _ absolute: String, elements: Int) throws {
+    guard elements > 0 else { return }
+    let type = H5Dget_type(dataset)
+    defer { H5Tclose(type) }
+    let elementSize = max(Int(H5Tget_size(type)), 1)
+    let (needed, overflow) = elements.multipliedReportingOverflow(by: elementSize)
+    let stored = Int(exactly: H5Dget_storage_size(dataset)) ?? Int.max
+    let plist = H5Dget_create_plist(dataset)
+    let filters = plist >= 0 ? Int(H5Pget_nfilters(plist)) : 0
+    if plist >= 0 { H5Pclose(plist) }
+    let available = min(stored, fileSize)
+    let (allowed, allowedOverflow) = available.multipliedReportingOverflow(by: filters > 0 ? Self.maxCompressionRatio : 1)
+    guard !overflow, allowedOverflow || needed <= allowed else {
+      throw HDF5Error.unreadable(
+        path: file.path, object: absolute,
+        detail: "declares \(elements) elements (\(needed) bytes) but the file stores only \(available) bytes for it")
+    }
   }
 
   /// The names of the direct children (groups and datasets), in creation or name order.
@@ -102,7 +187,12 @@ public struct HDF5Group {
     guard H5Tget_class(type) == H5T_STRING else { throw unreadable(name, "not a string attribute") }
     let space = H5Aget_space(attribute)
     defer { H5Sclose(space) }
-    let count = Int(max(H5Sget_simple_extent_npoints(space), 1))
+    let points = H5Sget_simple_extent_npoints(space)
+    guard points >= 0 else { throw unreadable(name, "unreadable dataspace") }
+    let count = Int(max(points, 1))
+    // Attribute data is stored uncompressed in the file: it cannot be larger than the file.
+    let limit = fileSize
+    guard count <= limit else { throw unreadable(name, "declares \(count) strings, more than the file can hold") }
 
     if H5Tis_variable_str(type) > 0 {
       let memoryType = H5Tcopy(chdf5_c_s1())
@@ -116,6 +206,10 @@ public struct HDF5Group {
     }
 
     let size = H5Tget_size(type)
+    let (bytesNeeded, overflow) = size.multipliedReportingOverflow(by: count)
+    guard size > 0, !overflow, bytesNeeded <= limit else {
+      throw unreadable(name, "declares \(count) strings of \(size) bytes, more than the file holds")
+    }
     let memoryType = H5Tcopy(type)
     defer { H5Tclose(memoryType) }
     var bytes = [UInt8](repeating: 0, count: size * count)

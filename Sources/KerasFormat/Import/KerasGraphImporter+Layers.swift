@@ -3,7 +3,7 @@ import ModelIR
 extension KerasGraphImporter {
   /// Converts one call of a (non-model) layer and returns its output value.
   mutating func convert(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String) throws -> ValueID {
-    let reader = LayerConfigReader(layer: layer)
+    let reader = LayerConfigReader(layer: layer, path: model.path)
     let className = layer.className
     builder.origin = LayerOrigin(name: layer.name, type: className)
     defer { builder.origin = nil }
@@ -16,7 +16,11 @@ extension KerasGraphImporter {
     }
     func shape(_ id: ValueID) -> [Int] { builder.type(of: id).shape }
 
-    if KerasLayerCatalog.inferenceNoOps.contains(className) && customLayers.conversions[className] == nil { return try single() }
+    if KerasLayerCatalog.inferenceNoOps.contains(className) && customLayers.conversions[className] == nil {
+      // No-ops still have their documented ranges: a dropout rate is a probability.
+      if reader.present("rate") != nil { _ = try reader.float("rate", range: 0...1) }
+      return try single()
+    }
     if let conversion = customLayers.conversions[className] ?? (KerasLayerCatalog.supportedClassNames.contains(className) ? nil : customLayers.handles(className) ? KerasCustomLayers.defaultConversion : nil) {
       let context = KerasCustomLayerContext(
         className: className, name: layer.name, config: layer.config,
@@ -32,7 +36,10 @@ extension KerasGraphImporter {
       let groups = try reader.int("groups", default: 1)
       let filters = try reader.int("filters")
       let size = try reader.pair("kernel_size")
-      let kernel = try weight(["kernel"], [size[0], size[1], channels / max(groups, 1), filters])
+      guard channels % groups == 0, filters % groups == 0 else {
+        throw reader.invalid("groups", reader.present("groups"), expected: "a divisor of both the \(channels) input channels and the \(filters) filters")
+      }
+      let kernel = try weight(["kernel"], [size[0], size[1], channels / groups, filters])
       let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
       let conv = Convolution2D(
         kernel: kernel, bias: bias, strides: try reader.pair("strides", default: [1, 1]),
@@ -47,7 +54,7 @@ extension KerasGraphImporter {
       let multiplier = try reader.int("depth_multiplier", default: 1)
       let size = try reader.pair("kernel_size")
       let depthwise = try weight(["depthwise_kernel", "kernel"], [size[0], size[1], channels, multiplier])
-      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [channels * multiplier]) : nil
+      let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [try checkedProduct([channels, multiplier], reader)]) : nil
       let conv = Convolution2D(
         kernel: Self.groupedDepthwiseKernel(depthwise), bias: bias, strides: try reader.pair("strides", default: [1, 1]),
         dilations: try reader.pair("dilation_rate", default: [1, 1]), padding: try reader.padding(), groups: channels)
@@ -62,7 +69,7 @@ extension KerasGraphImporter {
       let filters = try reader.int("filters")
       let size = try reader.pair("kernel_size")
       let depthwise = try weight(["depthwise_kernel"], [size[0], size[1], channels, multiplier])
-      let pointwise = try weight(["pointwise_kernel"], [1, 1, channels * multiplier, filters])
+      let pointwise = try weight(["pointwise_kernel"], [1, 1, try checkedProduct([channels, multiplier], reader), filters])
       let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters]) : nil
       let depthwiseConv = Convolution2D(
         kernel: Self.groupedDepthwiseKernel(depthwise), bias: nil, strides: try reader.pair("strides", default: [1, 1]),
@@ -80,7 +87,7 @@ extension KerasGraphImporter {
       guard try reader.pair("dilation_rate", default: [1, 1]) == [1, 1] else { throw reader.fail("dilated Conv2DTranspose is not supported") }
       let filters = try reader.int("filters"), size = try reader.pair("kernel_size"), strides = try reader.pair("strides", default: [1, 1])
       let padding = try reader.padding()
-      let outputPadding = reader.value("output_padding") == nil ? nil : try reader.pair("output_padding")
+      let outputPadding = reader.value("output_padding") == nil ? nil : try reader.pair("output_padding", range: 0...LayerConfigReader.maxConfigInteger)
       // Keras 1's Deconvolution2D (the one with `output_shape`) stored [kh, kw, in, out]; Keras 2 and 3 [kh, kw, out, in].
       let keras1 = reader.value("output_shape") != nil
       var kernel = try weight(["kernel"], keras1 ? [size[0], size[1], s[2], filters] : [size[0], size[1], filters, s[2]])
@@ -90,7 +97,13 @@ extension KerasGraphImporter {
         ConvolutionTranspose.outputLength(input: s[$0], kernel: size[$0], stride: strides[$0], padding: padding, outputPadding: outputPadding?[$0])
       }
       // Keras 1's Deconvolution2D names its output size: [batch, H, W, C].
-      if let given = reader.value("output_shape")?.array?.compactMap(\.int), given.count >= 3 { outputSize = [given[given.count - 3], given[given.count - 2]] }
+      if let given = reader.value("output_shape") {
+        // [batch, H, W, C], the batch size possibly null.
+        guard let items = given.array, items.count == 4, let h = items[1].int, let w = items[2].int, h >= 1, w >= 1 else {
+          throw reader.invalid("output_shape", given, expected: "[batch, H, W, C] with H and W of 1 or more")
+        }
+        outputSize = [h, w]
+      }
       let conv = ConvolutionTranspose(kernel: kernel, bias: bias, strides: strides, padding: padding, outputSize: outputSize)
       return try applyActivation(reader.activationName(), to: try add(.convolutionTranspose(conv), [input]), reader: reader)
 
@@ -113,23 +126,26 @@ extension KerasGraphImporter {
     case "BatchNormalization":
       let input = try single()
       let rank = shape(input).count
-      let axis = try reader.value("axis")?.array?.first?.int ?? reader.int("axis", default: -1)
+      let axes = try reader.axes("axis", default: [-1], rank: rank)
+      guard axes.count == 1 else { throw reader.fail("normalizing axes \(axes) is not supported; only the channel (last) axis is") }
+      let axis = axes[0]
       guard axis == -1 || axis == rank else { throw reader.fail("normalizing axis \(axis) is not supported; only the channel (last) axis is") }
       let channels = shape(input).last ?? 0
       let gamma = reader.bool("scale", default: true) ? try weight(["gamma"], [channels]) : .filled(1, shape: [channels])
       let beta = reader.bool("center", default: true) ? try weight(["beta"], [channels]) : .filled(0, shape: [channels])
       let norm = BatchNormalization(
         gamma: gamma, beta: beta, mean: try weight(["moving_mean"], [channels]),
-        variance: try weight(["moving_variance"], [channels]), epsilon: try reader.float("epsilon", default: 1e-3))
+        variance: try weight(["moving_variance"], [channels]), epsilon: try reader.float("epsilon", default: 1e-3, range: 0...1e10))
       return try add(.batchNormalization(norm), [input])
 
     case "Activation":
       return try applyActivation(reader.activationName(), to: try single(), reader: reader, standalone: true)
 
     case "ReLU":
-      let maxValue = reader.optionalFloat("max_value")
-      let slope = try reader.float("negative_slope", default: 0)
-      let threshold = try reader.float("threshold", default: 0)
+      // Keras refuses negative values for all three.
+      let maxValue = try reader.optionalFloat("max_value", range: 0...Double(Float.greatestFiniteMagnitude))
+      let slope = try reader.float("negative_slope", default: 0, range: 0...Double(Float.greatestFiniteMagnitude))
+      let threshold = try reader.float("threshold", default: 0, range: 0...Double(Float.greatestFiniteMagnitude))
       let activation: Activation =
         maxValue == nil && slope == 0 && threshold == 0 ? .relu
         : .clippedReLU(maxValue: maxValue, negativeSlope: slope, threshold: threshold)
@@ -143,6 +159,9 @@ extension KerasGraphImporter {
       let input = try single()
       let alpha = try weight(["alpha"], nil)
       let channels = shape(input).last ?? 0
+      guard try alpha.count == channels || alpha.count == checkedProduct(shape(input), reader) else {
+        throw KerasReaderError.weightShapeMismatch(path: model.path, layer: layer.name, weight: "alpha", expected: shape(input), actual: alpha.shape)
+      }
       let values = alpha.count == channels ? Constant(shape: [channels], values: alpha.values) : Constant(shape: shape(input), values: alpha.values)
       return try add(.activation(.parametricReLU(alpha: values)), [input])
 
@@ -150,11 +169,13 @@ extension KerasGraphImporter {
       return try add(.activation(.elu(alpha: try reader.float("alpha", default: 1))), [try single()])
 
     case "ThresholdedReLU":
-      return try add(.activation(.thresholdedReLU(theta: try reader.float("theta", default: 1))), [try single()])
+      return try add(.activation(.thresholdedReLU(theta: try reader.float("theta", default: 1, range: 0...Double(Float.greatestFiniteMagnitude)))), [try single()])
 
     case "Softmax":
       let input = try single()
-      return try add(.softmax(axis: try normalizedAxis(reader.int("axis", default: -1), rank: shape(input).count, reader)), [input])
+      let axes = try reader.axes("axis", default: [-1], rank: shape(input).count)
+      guard axes.count == 1 else { throw reader.fail("softmax over axes \(axes) is not supported; only one axis") }
+      return try add(.softmax(axis: try normalizedAxis(axes[0], rank: shape(input).count, reader)), [input])
 
     case "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D":
       try reader.requireChannelsLast()
@@ -175,15 +196,28 @@ extension KerasGraphImporter {
 
     case "Reshape":
       let input = try single()
-      var target = try reader.ints("target_shape")
+      var target = try reader.ints("target_shape", range: -1...LayerConfigReader.maxConfigInteger)
+      guard !target.contains(0), target.filter({ $0 == -1 }).count <= 1 else {
+        throw reader.invalid("target_shape", reader.present("target_shape"), expected: "sizes of 1 or more, at most one of them -1")
+      }
       if let unknown = target.firstIndex(of: -1) {
-        let known = target.filter { $0 != -1 }.reduce(1, *)
-        target[unknown] = known == 0 ? 0 : shape(input).reduce(1, *) / known
+        // Keras fills the -1 so the element count stays; it must divide exactly.
+        let total = try checkedProduct(shape(input), reader)
+        guard let known = GraphLimits.elementCount(target.filter { $0 != -1 }), known >= 1, total % known == 0 else {
+          throw reader.invalid("target_shape", reader.present("target_shape"), expected: "a shape with as many elements as the input \(shape(input))")
+        }
+        target[unknown] = total / known
       }
       return try add(.reshape(targetShape: target), [input])
 
     case "Permute":
-      return try add(.permute(order: try reader.ints("dims").map { $0 - 1 }), [try single()])
+      let input = try single()
+      let rank = shape(input).count
+      let dims = try reader.ints("dims", range: 1...max(rank, 1))
+      guard dims.sorted() == Array(1...max(rank, 1)) else {
+        throw reader.invalid("dims", reader.present("dims"), expected: "a permutation of 1...\(rank)")
+      }
+      return try add(.permute(order: dims.map { $0 - 1 }), [input])
 
     case "ZeroPadding2D":
       try reader.requireChannelsLast()
@@ -210,12 +244,22 @@ extension KerasGraphImporter {
 
     case "Concatenate":
       let rank = inputs.first.map { shape($0).count } ?? 0
-      return try add(.concatenate(axis: try normalizedAxis(reader.int("axis", default: -1), rank: rank, reader)), inputs)
+      let axes = try reader.axes("axis", default: [-1], rank: rank)
+      guard axes.count == 1 else { throw reader.invalid("axis", reader.present("axis"), expected: "one axis") }
+      return try add(.concatenate(axis: try normalizedAxis(axes[0], rank: rank, reader)), inputs)
 
     default:
       if let output = try convertSequenceLayer(layer, inputs: inputs, weightGroup: weightGroup) { return output }
       throw KerasReaderError.unsupportedLayers(path: model.path, layers: [.init(name: layer.name, className: className)])
     }
+  }
+
+  /// The element count of a shape built from config values, refused beyond `GraphLimits.maxElementCount`.
+  func checkedProduct(_ shape: [Int], _ reader: LayerConfigReader) throws -> Int {
+    guard let count = GraphLimits.elementCount(shape) else {
+      throw reader.fail("a tensor of shape \(shape) is beyond the limit of \(GraphLimits.maxElementCount) elements")
+    }
+    return count
   }
 
   /// Maps a Keras axis (counting the batch dimension, or negative) to an IR axis.

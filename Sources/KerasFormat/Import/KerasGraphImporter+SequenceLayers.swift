@@ -5,7 +5,7 @@ extension KerasGraphImporter {
   ///
   /// 1-D layers run as their 2-D counterparts on a `[1, T, C]` view of the `[T, C]` sequence.
   mutating func convertSequenceLayer(_ layer: KerasLayerConfig, inputs: [ValueID], weightGroup: String, direction: String? = nil) throws -> ValueID? {
-    let reader = LayerConfigReader(layer: layer)
+    let reader = LayerConfigReader(layer: layer, path: model.path)
     func single() throws -> ValueID { try reader.single(inputs) }
     func weight(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
       try model.weights.weight(kinds, layer: layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
@@ -63,7 +63,8 @@ extension KerasGraphImporter {
         return try convert(renamed, inputs: [input], weightGroup: weightGroup)
       case "Flatten":
         let s = shape(input)
-        return try add(.reshape(targetShape: [s[0], s.dropFirst().reduce(1, *)]), [input])
+        guard s.count >= 2 else { throw reader.fail("TimeDistributed(Flatten) of \(s) (needs a time axis)") }
+        return try add(.reshape(targetShape: [s[0], try checkedProduct(Array(s.dropFirst()), reader)]), [input])
       default:
         // Image layers take the time axis as a leading axis.
         guard shape(input).count == 4, KerasLayerCatalog.supportedClassNames.contains(inner.className) else {
@@ -86,7 +87,11 @@ extension KerasGraphImporter {
       var source = input
       if paddingName == "causal" {
         // Causal: pad the start with (size - 1) * dilation steps, then a valid convolution.
-        source = try asRow(input, .zeroPadding2D(Box2D(top: 0, bottom: 0, left: (size - 1) * dilation, right: 0)))
+        let (span, overflow) = (size - 1).multipliedReportingOverflow(by: dilation)
+        guard !overflow, span <= LayerConfigReader.maxConfigInteger else {
+          throw reader.invalid("dilation_rate", reader.present("dilation_rate"), expected: "a dilation whose causal padding fits \(LayerConfigReader.maxConfigInteger)")
+        }
+        source = try asRow(input, .zeroPadding2D(Box2D(top: 0, bottom: 0, left: span, right: 0)))
       } else if Padding(rawValue: paddingName) == nil {
         throw reader.fail("padding '\(paddingName)' is not supported (same, valid or causal)")
       }
@@ -98,7 +103,7 @@ extension KerasGraphImporter {
     case "MaxPooling1D", "MaxPool1D", "AveragePooling1D", "AvgPool1D":
       try reader.requireChannelsLast()
       let size = try length("pool_size", default: 2)
-      let stride = try reader.value("strides") == nil ? size : length("strides")
+      let stride = try reader.present("strides") == nil ? size : length("strides")
       let pooling = Pooling2D(kind: className.hasPrefix("Max") ? .max : .average, pool: [1, size], strides: [1, stride], padding: try reader.padding())
       return try asRow(try single(), .pooling2D(pooling))
 
@@ -111,9 +116,7 @@ extension KerasGraphImporter {
 
     case "ZeroPadding1D", "Cropping1D":
       let key = className == "ZeroPadding1D" ? "padding" : "cropping"
-      let amounts: [Int]
-      if let both = reader.value(key)?.int { amounts = [both, both] } else { amounts = try reader.ints(key) }
-      guard amounts.count == 2 else { throw reader.fail("'\(key)' must be one or two integers") }
+      let amounts = try reader.amounts(key)
       let box = Box2D(top: 0, bottom: 0, left: amounts[0], right: amounts[1])
       return try asRow(try single(), className == "ZeroPadding1D" ? .zeroPadding2D(box) : .cropping2D(box))
 
@@ -128,14 +131,23 @@ extension KerasGraphImporter {
       // (x - mean) / sqrt(variance) along the last axis, from the weights (adapted) or the config.
       let input = try single()
       let channels = shape(input).last ?? 1
-      if let axis = reader.value("axis")?.array?.compactMap(\.int) ?? reader.value("axis")?.int.map({ [$0] }), axis != [-1], axis != [shape(input).count] {
+      // A null axis means one mean and variance for every element (broadcast below).
+      if reader.value("axis") != nil, case let axis = try reader.axes("axis", default: [-1], rank: shape(input).count), axis != [-1], axis != [shape(input).count] {
         throw reader.fail("normalizing axis \(axis) is not supported; only the last axis is")
       }
       guard !reader.bool("invert", default: false) else { throw reader.fail("invert=True is not supported") }
       func statistic(_ key: String) throws -> [Float] {
         if let stored = try? weight([key], nil), stored.count == channels || stored.count == 1 { return stored.values }
-        if let number = reader.value(key)?.double { return [Float(number)] }
-        if let list = reader.value(key)?.array?.compactMap(\.double), !list.isEmpty { return list.map(Float.init) }
+        if let json = reader.value(key) {
+          // A number or a list of numbers, each finite.
+          let items = json.array ?? [json]
+          let values = items.compactMap { item -> Float? in
+            guard case .number(let n) = item, n.isFinite, abs(n) <= Double(Float.greatestFiniteMagnitude) else { return nil }
+            return Float(n)
+          }
+          guard !items.isEmpty, values.count == items.count else { throw reader.invalid(key, json, expected: "a finite number or a list of them") }
+          return values
+        }
         throw reader.fail("no \(key) in its weights or config")
       }
       var mean = try statistic("mean"), variance = try statistic("variance")
@@ -153,17 +165,17 @@ extension KerasGraphImporter {
       // (x - mean) / sqrt(variance + epsilon) * gamma + beta over the last axis, from reductions.
       let input = try single()
       let rank = shape(input).count, channels = shape(input).last ?? 1
-      let axes = try reader.value("axis")?.array?.compactMap(\.int) ?? [reader.int("axis", default: -1)]
+      let axes = try reader.axes("axis", default: [-1], rank: rank)
       guard axes.count == 1, axes[0] == -1 || axes[0] == rank else { throw reader.fail("normalizing axes \(axes) (only the last axis)") }
       guard !reader.bool("rms_scaling", default: false) else { throw reader.fail("rms_scaling is not supported") }
       let norm = LayerNormalization(
         gamma: reader.bool("scale", default: true) ? try weight(["gamma"], [channels]) : nil,
-        beta: reader.bool("center", default: true) ? try weight(["beta"], [channels]) : nil, epsilon: try reader.float("epsilon", default: 1e-3))
+        beta: reader.bool("center", default: true) ? try weight(["beta"], [channels]) : nil, epsilon: try reader.float("epsilon", default: 1e-3, range: 0...1e10))
       return try add(.layerNormalization(norm), [input])
 
     case "UnitNormalization":
       let input = try single()
-      let axes = try reader.value("axis")?.array?.compactMap(\.int) ?? [reader.int("axis", default: -1)]
+      let axes = try reader.axes("axis", default: [-1], rank: shape(input).count)
       guard axes == [-1] || axes == [shape(input).count] else { throw reader.fail("normalizing axes \(axes) (only the last axis)") }
       // Keras divides by sqrt(max(sum, 1e-12)); adding 1e-12 instead differs only for all-but-zero vectors.
       return try add(.l2Normalize(epsilon: 1e-12), [input])
@@ -172,7 +184,7 @@ extension KerasGraphImporter {
       guard inputs.count == 2, shape(inputs[0]).count == 1, shape(inputs[0]) == shape(inputs[1]) else {
         throw reader.fail("Dot of \(inputs.map(shape)) (two vectors of one length only)")
       }
-      let axes = reader.value("axes")?.int.map { [$0] } ?? reader.value("axes")?.array?.compactMap(\.int) ?? [1]
+      let axes = try reader.axes("axes", default: [1], rank: 1)
       guard axes.allSatisfy({ $0 == 1 || $0 == -1 }) else { throw reader.fail("axes \(axes) (only the feature axis)") }
       return try add(.dot(cosine: reader.bool("normalize", default: false)), inputs)
 
@@ -181,7 +193,9 @@ extension KerasGraphImporter {
       let s = shape(input)
       guard s.count == 1 else { throw reader.fail("expects a vector, got \(s)") }
       let row = try add(.reshape(targetShape: [1, s[0]]), [input], suffix: "__row")
-      return try add(.concatenate(axis: 0), [ValueID](repeating: row, count: try reader.int("n")))
+      // n copies become one concatenation with n inputs; the limit keeps that (and any unrolled layer after it) small.
+      let n = try reader.int("n", range: 1...GraphLimits.maxRepeatCount)
+      return n == 1 ? row : try add(.concatenate(axis: 0), [ValueID](repeating: row, count: n))
 
     default:
       return nil
@@ -190,7 +204,7 @@ extension KerasGraphImporter {
 
   /// The IR form of a SimpleRNN, LSTM or GRU config; `owner` and `direction` locate a Bidirectional half's weights.
   func recurrent(_ layer: KerasLayerConfig, input: ValueID, weightGroup: String, owner: String? = nil, direction: String? = nil) throws -> Recurrent {
-    let reader = LayerConfigReader(layer: layer)
+    let reader = LayerConfigReader(layer: layer, path: model.path)
     let s = builder.type(of: input).shape
     guard s.count == 2 else { throw reader.fail("expects a [steps, channels] sequence, got \(s)") }
     guard !reader.bool("return_state", default: false) else { throw reader.fail("return_state is not supported") }
@@ -202,7 +216,7 @@ extension KerasGraphImporter {
     // Keras 2.0-2.2 had no reset_after and used the older formula.
     default: cell = .gru(resetAfter: reader.bool("reset_after", default: false))
     }
-    let width = cell.gates * units
+    let width = try checkedProduct([cell.gates, units], reader)
     /// Keras 1 stored one matrix per gate (`W_i`, `U_i`, `b_i`, ...), Keras 2 and 3 one for all gates.
     let legacyGates: [String]? = ["LSTM": ["i", "f", "c", "o"], "GRU": ["z", "r", "h"]][layer.className]
     func weight(_ kind: String, _ shape: [Int]) throws -> Constant {
@@ -227,9 +241,10 @@ extension KerasGraphImporter {
       let stored = try weight("bias", cell == .gru(resetAfter: true) ? [2, width] : [width])
       bias = Constant(shape: [stored.count], values: stored.values)
     }
-    let gateName = layer.className == "SimpleRNN" ? "sigmoid" : reader.activationName("recurrent_activation")
-    guard let outputActivation = activation(named: reader.activationName()), let gateActivation = activation(named: gateName) else {
-      throw reader.fail("activation '\(reader.activationName())' or '\(gateName)' is not supported")
+    let gateName = layer.className == "SimpleRNN" ? "sigmoid" : try reader.activationName("recurrent_activation")
+    let outputName = try reader.activationName()
+    guard let outputActivation = activation(named: outputName), let gateActivation = activation(named: gateName) else {
+      throw reader.fail("activation '\(outputName)' or '\(gateName)' is not supported")
     }
     return Recurrent(
       cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation,

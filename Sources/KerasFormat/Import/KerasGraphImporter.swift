@@ -76,7 +76,15 @@ public struct KerasGraphImporter {
     guard let batchShape, !batchShape.isEmpty else {
       throw KerasReaderError.invalidConfig(path: model.path, detail: "input '\(name)' has no batch_input_shape or batch_shape")
     }
+    // Each size is null (unknown) or an exact integer of 1 or more.
     let dims = batchShape.dropFirst().map(\.int)
+    for (json, dim) in zip(batchShape.dropFirst(), dims) where !json.isNull {
+      guard let dim, dim >= 1, dim <= GraphLimits.maxElementCount else {
+        throw KerasReaderError.invalidLayerValue(
+          path: model.path, layer: name, className: "InputLayer", field: "batch_input_shape",
+          value: LayerConfigReader.describe(.array(batchShape)), expected: "sizes that are null or integers in 1...\(GraphLimits.maxElementCount)")
+      }
+    }
     var shape: [Int]
     if let override = inputShapes[name] {
       shape = Array(override.dropFirst())

@@ -12,6 +12,8 @@ public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
   case unsupportedLayers(path: String, layers: [UnsupportedLayer])
   /// A layer's configuration has a value the converter cannot take.
   case invalidLayer(layer: String, className: String, detail: String)
+  /// A layer config field has a value of the wrong type or outside its range (`value` is the JSON text).
+  case invalidLayerValue(path: String, layer: String, className: String, field: String, value: String, expected: String)
   /// A weight named by the config is not in the file.
   case missingWeight(path: String, layer: String, weight: String)
   /// A weight's shape does not match what the layer config implies.
@@ -55,6 +57,8 @@ public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
       return "\(path): \(layers.count) unsupported layer\(layers.count == 1 ? "" : "s"): "
         + layers.map(\.description).joined(separator: ", ") + notes.map { "\n  " + $0 }.joined()
     case .invalidLayer(let layer, let className, let detail): return "layer '\(layer)' (\(className)): \(detail)"
+    case .invalidLayerValue(let path, let layer, let className, let field, let value, let expected):
+      return "\(path): layer '\(layer)' (\(className)): '\(field)' is \(value); expected \(expected)"
     case .missingWeight(let path, let layer, let weight): return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
     case .weightShapeMismatch(let path, let layer, let weight, let expected, let actual):
       return "\(path): layer '\(layer)' weight '\(weight)' has shape \(actual), the config implies \(expected)"

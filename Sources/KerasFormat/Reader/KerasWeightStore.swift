@@ -58,6 +58,14 @@ struct KerasWeightStore {
     guard let name = kinds.lazy.compactMap({ wanted in candidates.first { kind($0) == wanted } }).first,
       let group = root.group(topLevel), group.hasDataset(name)
     else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: kinds[0]) }
+    // The declared shape is checked against the config before the data is read (and allocated).
+    if let expectedShape {
+      let declared: [Int]
+      do { declared = try group.datasetShape(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+      if expectedShape != declared {
+        throw KerasReaderError.weightShapeMismatch(path: path, layer: layer, weight: name, expected: expectedShape, actual: declared)
+      }
+    }
     let data: (shape: [Int], values: [Float])
     do { data = try group.floatDataset(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
     if let expectedShape, expectedShape != data.shape {

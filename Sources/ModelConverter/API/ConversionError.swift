@@ -6,6 +6,9 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case labelsFileUnreadable(path: String)
   /// A labels file or list has no labels, or mixes forms.
   case invalidLabels(String)
+  /// A weight holds a value Core ML cannot compute with (NaN, infinity, beyond float32, a negative variance);
+  /// `ConversionOptions.allowNonFinite` lets it through.
+  case invalidWeightValue(layer: String, weight: String, detail: String)
 
   public var description: String {
     switch self {
@@ -13,6 +16,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
       return "\(given) \(kind) name\(given == 1 ? "" : "s") given, but the model has \(expected) \(kind)\(expected == 1 ? "" : "s")"
     case .labelsFileUnreadable(let path): return "\(path): cannot read the labels file"
     case .invalidLabels(let detail): return detail
+    case .invalidWeightValue(let layer, let weight, let detail):
+      return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (convert anyway with --allow-nonfinite)"
     }
   }
 }

@@ -34,6 +34,10 @@ public struct ConversionOptions: Sendable, Equatable {
   /// Conversions for Keras layer classes the converter does not know (coremltools'
   /// `custom_conversion_functions`), and whether all other unknown layers become Core ML custom layers.
   public var customLayers: KerasCustomLayers
+  /// Converts models whose weights hold NaN, infinity, values beyond float32's range or a negative
+  /// BatchNormalization variance (`--allow-nonfinite`). Off by default: such a model computes NaN or
+  /// infinity in Core ML, so the conversion is refused with `ConversionError.invalidWeightValue`.
+  public var allowNonFinite: Bool
 
   public init(
     inputNames: [String]? = nil, outputNames: [String]? = nil, imageInputNames: [String] = [],
@@ -41,9 +45,10 @@ public struct ConversionOptions: Sendable, Equatable {
     blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false, predictedFeatureName: String = "classLabel",
     predictedProbabilitiesOutput: String? = nil, precision: WeightPrecision = .float32, author: String? = nil,
     license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:],
-    customLayers: KerasCustomLayers = KerasCustomLayers()
+    customLayers: KerasCustomLayers = KerasCustomLayers(), allowNonFinite: Bool = false
   ) {
     self.customLayers = customLayers
+    self.allowNonFinite = allowNonFinite
     self.inputNames = inputNames
     self.outputNames = outputNames
     self.imageInputNames = imageInputNames

@@ -28,6 +28,7 @@ public enum KerasConverter {
   /// Converts an opened Keras model.
   public static func convert(_ keras: KerasModelFile, options: ConversionOptions) throws -> ConvertedModel {
     var graph = try importGraph(keras, options: options).withoutCancellingReshapes()
+    if !options.allowNonFinite { try WeightValueCheck.check(graph) }
     var imageInputs: [String: ImagePreprocessing] = [:]
     for name in options.imageInputNames {
       var preprocessing = options.imagePreprocessing

@@ -1,0 +1,51 @@
+import ModelIR
+
+/// Refuses weights that Core ML cannot compute with, naming the layer and the weight.
+///
+/// A NaN or infinite weight (also a float64 weight beyond float32's range, which reads as infinity)
+/// and a negative BatchNormalization variance make the converted model output NaN or infinity
+/// where Keras' output may be finite, or hide that the file is corrupt. `allowNonFinite` keeps them.
+enum WeightValueCheck {
+  static func check(_ graph: Graph) throws {
+    for node in graph.nodes {
+      let layer = node.origin?.name ?? node.name
+      for (weight, constant) in namedConstants(node.operation) {
+        if let index = constant.values.firstIndex(where: { !$0.isFinite }) {
+          let value = constant.values[index]
+          throw ConversionError.invalidWeightValue(
+            layer: layer, weight: weight,
+            detail: "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")")
+        }
+      }
+      if case .batchNormalization(let norm) = node.operation, let index = norm.variance.values.firstIndex(where: { $0 < 0 }) {
+        throw ConversionError.invalidWeightValue(
+          layer: layer, weight: "moving_variance", detail: "element \(index) is \(norm.variance.values[index]); a variance cannot be negative")
+      }
+    }
+  }
+
+  /// Every constant of an operation with the Keras weight name it came from.
+  static func namedConstants(_ operation: Operation) -> [(String, Constant)] {
+    func withBias(_ kernel: Constant, _ bias: Constant?) -> [(String, Constant)] { [("kernel", kernel)] + (bias.map { [("bias", $0)] } ?? []) }
+    switch operation {
+    case .convolution2D(let c): return withBias(c.kernel, c.bias)
+    case .dense(let d): return withBias(d.kernel, d.bias)
+    case .convolutionTranspose(let c): return withBias(c.kernel, c.bias)
+    case .batchNormalization(let b):
+      return [("gamma", b.gamma), ("beta", b.beta), ("moving_mean", b.mean), ("moving_variance", b.variance)]
+    case .activation(.parametricReLU(let alpha)): return [("alpha", alpha)]
+    case .constant(let value): return [("value", value)]
+    case .embedding(let table): return [("embeddings", table)]
+    case .custom(let layer): return layer.weights.enumerated().map { ("weight \($0.offset)", $0.element) }
+    case .layerNormalization(let norm): return [("gamma", norm.gamma), ("beta", norm.beta)].compactMap { name, c in c.map { (name, $0) } }
+    case .recurrent(let r):
+      return [("forward", r.forward), ("backward", r.backward)].flatMap { direction, weights -> [(String, Constant)] in
+        guard let weights else { return [] }
+        let prefix = r.backward == nil ? "" : direction + " "
+        return [(prefix + "kernel", weights.kernel), (prefix + "recurrent_kernel", weights.recurrentKernel)]
+          + (weights.bias.map { [(prefix + "bias", $0)] } ?? [])
+      }
+    default: return []
+    }
+  }
+}
