@@ -40,7 +40,8 @@ public indirect enum JSONValue: Equatable, Sendable {
     default: return nil
     }
   }
-  public var int: Int? { double.map { Int($0) } }
+  /// The number as an integer (toward zero); nil when it is not a number or is NaN, infinite or beyond `Int`.
+  public var int: Int? { double.flatMap { $0.isFinite ? Int(exactly: $0.rounded(.towardZero)) : nil } }
   public var bool: Bool? {
     switch self {
     case .bool(let b): return b
