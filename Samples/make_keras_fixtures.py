@@ -67,7 +67,25 @@ def main():
         for a, b in zip(mf.predict(model, xs), mf.predict(reloaded, xs)):
             mf.np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         print(f"  keras_zip/{name}.keras ok ({os.path.getsize(path)} bytes)")
+    external_link_fixture(args.out)
 
 
 if __name__ == "__main__":
     main()
+
+
+def external_link_fixture(out):
+    """bad/external_link.h5: sequential_plain.h5 with one weight dataset replaced by an HDF5 external
+    link into another file (the reader must refuse it rather than open a file the user did not name)."""
+    import shutil
+
+    import h5py
+
+    src = os.path.join(out, "tfkeras215", "sequential_plain.h5")
+    dst = os.path.join(out, "bad", "external_link.h5")
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "a") as f:
+        group = f["model_weights"]["conv2d"]["conv2d"]
+        del group["kernel:0"]
+        group["kernel:0"] = h5py.ExternalLink("external_link_target.h5", "/kernel")
+    print("  bad/external_link.h5 ok")

@@ -30,6 +30,13 @@ public enum InputFile {
     guard access(path, R_OK) == 0 else { throw KerasReaderError.fileNotFound(path: path) }
   }
 
+  /// Throws `notRegularFile` for FIFOs, devices and sockets (folders and missing paths are left to the
+  /// reader that follows, which reports them in its own terms).
+  public static func checkNotSpecial(_ path: String) throws {
+    guard let kind = kind(path), kind != "a regular file", kind != "a folder" else { return }
+    throw KerasReaderError.notRegularFile(path: path, kind: kind)
+  }
+
   /// Up to `count` bytes from the start of a regular file (opened non-blocking, and checked again
   /// after opening, so a path swapped for a FIFO cannot block).
   public static func prefix(_ path: String, count: Int) throws -> [UInt8] {

@@ -300,3 +300,10 @@ extension KerasModelSnapshot {
     }
   }
 }
+
+extension KerasModelSnapshot {
+  /// Decodes the wire format, throwing the reported error too (for tests and fuzzing).
+  public static func decodeForTesting(_ bytes: [UInt8]) throws -> KerasModelSnapshot {
+    try decode(bytes).get()
+  }
+}

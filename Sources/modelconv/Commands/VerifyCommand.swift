@@ -84,8 +84,8 @@ enum VerifyCommand: Subcommand {
     options.inputShapes = try ConvertCommand.inputShapes(parsed)
     options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
     guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
-    // Files read in this process must be regular files: a FIFO or device would block forever.
-    for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) { try InputFile.checkRegular(path) }
+    // Files read in this process must not be FIFOs or devices, which would block forever.
+    for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) { try InputFile.checkNotSpecial(path) }
 
     let report = try ParityVerifier.verify(
       source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]), options: options)
