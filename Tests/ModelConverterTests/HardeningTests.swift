@@ -69,6 +69,17 @@ import Testing
     #expect(outcomes[65, default: 0] > 0)
   }
 
+  /// An input the HDF5 fuzzer found (Scripts/fuzz.sh hdf5): libhdf5 1.10 loops forever in H5Aread of the
+  /// variable-length `model_config` string. In process it hangs; through modelconv it is a clean exit 65.
+  @Test func fuzzerFoundHangIsContained() throws {
+    let path = Fixtures.url("bad/fuzz_hdf5_hang.h5").path
+    let start = Date()
+    let result = try Self.modelconv(["convert", path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("x.mlmodel").path], timeout: "2")
+    #expect(result.status == 65)
+    #expect(result.stderr.contains(path) && result.stderr.contains("did not finish reading the file within 2 s"), "\(result.stderr)")
+    #expect(Date().timeIntervalSince(start) < 15)
+  }
+
   /// The isolated reader turns a child that crashes or hangs into `readerFailed`.
   @Test func isolatedReaderReportsCrashesAndTimeouts() throws {
     // `/bin/sh -c 'kill -SEGV $$' __read-keras ...`-like children: a shell script standing in for the reader.
