@@ -4,7 +4,7 @@ import PackageDescription
 /// ModelConverter: Keras `.h5` models to Core ML classifiers, on Linux, without Python.
 ///
 /// Layers of the design, one target each:
-/// - C wrappers: `CHDF5` (libhdf5), `CProtobufC` (libprotobuf-c), `COpenBLAS` (OpenBLAS' CBLAS),
+/// - C wrappers: `CHDF5` (libhdf5), `CZip` (libzip, for `.keras` archives), `CProtobufC` (libprotobuf-c), `COpenBLAS` (OpenBLAS' CBLAS),
 ///   `CoreMLSpec` (protoc-c output for `Schemas/`).
 /// - `ModelIR`: the typed graph that readers produce and writers consume.
 /// - `KerasFormat`: the Keras HDF5 reader.
@@ -30,9 +30,12 @@ let package = Package(
     .systemLibrary(
       name: "COpenBLAS", path: "Sources/COpenBLAS", pkgConfig: "openblas",
       providers: [.apt(["libopenblas-dev"])]),
+    .systemLibrary(
+      name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
+      providers: [.apt(["libzip-dev"])]),
     .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
     .target(name: "ModelIR"),
-    .target(name: "KerasFormat", dependencies: ["CHDF5", "ModelIR"]),
+    .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "COpenBLAS"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"]),

@@ -16,4 +16,36 @@ static inline hid_t chdf5_s_all(void) { return H5S_ALL; }
 /// Silences HDF5's own error printing: the Swift side reports errors with file and field names.
 static inline void chdf5_silence_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
+/// Refuses to follow an external link: a model file must never make the reader open another file
+/// (which could be a FIFO, a device, or a file the user did not name).
+static inline herr_t chdf5_deny_external_link(const char *parent_file_name, const char *parent_group_name,
+    const char *child_file_name, const char *child_object_name, unsigned *acc_flags, hid_t fapl_id, void *op_data) {
+  (void)parent_file_name; (void)parent_group_name; (void)child_file_name; (void)child_object_name;
+  (void)acc_flags; (void)fapl_id; (void)op_data;
+  return -1;
+}
+
+/// A link access property list whose external-link traversal always fails.
+static inline hid_t chdf5_no_external_links_lapl(void) {
+  hid_t lapl = H5Pcreate(H5P_LINK_ACCESS);
+  if (lapl >= 0) H5Pset_elink_cb(lapl, chdf5_deny_external_link, NULL);
+  return lapl;
+}
+
+/// A dataset access property list (a kind of link access list) that refuses external links too.
+static inline hid_t chdf5_no_external_links_dapl(void) {
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  if (dapl >= 0) H5Pset_elink_cb(dapl, chdf5_deny_external_link, NULL);
+  return dapl;
+}
+
+/// The type of the link `name` in `loc` (H5L_TYPE_HARD, _SOFT, _EXTERNAL, ...), or -1 when it cannot be read.
+static inline int chdf5_link_type(hid_t loc, const char *name, hid_t lapl) {
+  H5L_info_t info;
+  if (H5Lget_info(loc, name, &info, lapl) < 0) return -1;
+  return (int)info.type;
+}
+static inline int chdf5_link_type_hard(void) { return H5L_TYPE_HARD; }
+static inline int chdf5_link_type_soft(void) { return H5L_TYPE_SOFT; }
+
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import KerasFormat
 import ModelConverter
 
 /// The `modelconv` entry point: dispatches to a subcommand and turns errors into exit codes.
@@ -19,6 +20,13 @@ enum ModelConvCommand {
 
   static func main() {
     let arguments = Array(CommandLine.arguments.dropFirst())
+    // The hidden reader child: parses one untrusted Keras file under CPU and memory limits.
+    if arguments.first == KerasReaderIsolation.childCommand {
+      exit(KerasReaderIsolation.childMain(Array(arguments.dropFirst())))
+    }
+    // Every Keras file this process opens is read in such a child, so a file that crashes or hangs
+    // libhdf5 becomes an error (exit 65) instead of taking modelconv down.
+    KerasModelFile.isolation = KerasReaderIsolation.selfExecutable()
     let code = run(arguments)
     exit(code.rawValue)
   }

@@ -62,10 +62,16 @@ import Testing
     for (layer, weights) in expected { #expect(spec.layer(named: layer)?.weights["weights"] == weights["weights"]) }
   }
 
-  @Test func notHDF5() {
-    #expect(throws: KerasReaderError.notHDF5(path: Fixtures.url("bad/not_hdf5.h5").path)) {
-      try KerasModelFile(path: Fixtures.url("bad/not_hdf5.h5").path)
+  @Test func notHDF5() throws {
+    // A text file named .h5 is reported as text; an unknown binary file as not HDF5.
+    let path = Fixtures.url("bad/not_hdf5.h5").path
+    #expect(throws: KerasReaderError.unsupportedFormat(
+      path: path, what: "a text file", advice: "give a Keras model saved with model.save(\"model.keras\") or model.save(\"model.h5\")")) {
+      try KerasModelFile(path: path)
     }
+    let binary = try Fixtures.temporaryDirectory().appendingPathComponent("random.h5")
+    try Data([0x00, 0xFF, 0x13, 0x37, 0x00, 0x01, 0x02, 0x03]).write(to: binary)
+    #expect(throws: KerasReaderError.notHDF5(path: binary.path)) { try KerasModelFile(path: binary.path) }
   }
 
   @Test func missingFile() {

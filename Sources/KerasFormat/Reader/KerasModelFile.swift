@@ -1,8 +1,14 @@
 import Foundation
 import ModelIR
 
-/// A Keras model read from a legacy `.h5` file (or a weights `.h5` plus its architecture JSON).
-public struct KerasModelFile {
+/// A Keras model read from a legacy `.h5` file, a Keras 3 `.keras` archive, or a weights `.h5` plus
+/// its architecture JSON.
+///
+/// Opening reads everything at once (`KerasModelSnapshot`), by default in this process. When
+/// `KerasModelFile.isolation` is set (the `modelconv` tool sets it), the file is read in a child process
+/// with CPU, memory and time limits, so a corrupt file that crashes or hangs libhdf5 becomes a
+/// `KerasReaderError.readerFailed` instead.
+public struct KerasModelFile: Sendable {
   /// The path of the file the weights came from.
   public let path: String
   /// The Keras version that wrote the file (`keras_version`), or nil when unknown.
@@ -11,55 +17,49 @@ public struct KerasModelFile {
   public let backend: String?
   /// The parsed architecture.
   public let config: KerasModelConfig
-  let file: HDF5File
   let weights: KerasWeightStore
 
-  /// Opens a full-model `.h5` file (`model.save("x.h5")`).
+  private static let isolationLock = NSLock()
+  nonisolated(unsafe) private static var isolationValue: KerasReaderIsolation?
+
+  /// How every `KerasModelFile` opened from a path in this process reads it: nil (the default) in
+  /// this process, or in a child process with limits.
+  public static var isolation: KerasReaderIsolation? {
+    get { isolationLock.withLock { isolationValue } }
+    set { isolationLock.withLock { isolationValue = newValue } }
+  }
+
+  /// Opens a full-model file: `.h5` (`model.save("x.h5")`) or `.keras` (Keras 3's default format).
   public init(path: String) throws {
-    let file = try Self.open(path)
-    let root = file.root
-    guard let configText = try Self.string(root, "model_config") else {
-      let weightsOnly = root.hasAttribute("layer_names") || root.group("model_weights") != nil
-      throw KerasReaderError.noModelConfig(path: path, weightsOnly: weightsOnly)
+    if let isolation = Self.isolation {
+      try self.init(snapshot: try isolation.read(.model(path: path)))
+    } else {
+      try self.init(snapshot: try KerasModelSnapshot.read(path: path))
     }
-    try self.init(file: file, configText: configText, configPath: path,
-                  weightsRoot: root.group("model_weights") ?? root)
   }
 
   /// Opens a weights-only `.h5` file (`model.save_weights`) with the architecture from `model.to_json()`.
   public init(weightsPath: String, architectureJSONPath: String) throws {
-    guard let configText = try? String(contentsOfFile: architectureJSONPath, encoding: .utf8) else {
-      throw KerasReaderError.fileNotFound(path: architectureJSONPath)
+    if let isolation = Self.isolation {
+      try self.init(snapshot: try isolation.read(.weights(path: weightsPath, architecture: architectureJSONPath)))
+    } else {
+      try self.init(snapshot: try KerasModelSnapshot.read(weightsPath: weightsPath, architectureJSONPath: architectureJSONPath))
     }
-    let file = try Self.open(weightsPath)
-    try self.init(file: file, configText: configText, configPath: architectureJSONPath,
-                  weightsRoot: file.root.group("model_weights") ?? file.root)
   }
 
-  private init(file: HDF5File, configText: String, configPath: String, weightsRoot: HDF5Group) throws {
-    self.file = file
-    self.path = file.path
+  /// A model from an already read snapshot; parses and checks the architecture.
+  public init(snapshot: KerasModelSnapshot) throws {
+    path = snapshot.path
     let json: JSONValue
-    do { json = try JSONValue.parse(configText) } catch {
-      throw KerasReaderError.invalidConfig(path: configPath, detail: "the architecture is not valid JSON")
+    do { json = try JSONValue.parse(snapshot.configText) } catch {
+      throw KerasReaderError.invalidConfig(path: snapshot.configPath, detail: "the architecture is not valid JSON")
     }
-    self.config = try KerasModelConfig(json: json, path: configPath)
-    self.kerasVersion = try Self.string(file.root, "keras_version") ?? Self.string(weightsRoot, "keras_version")
-    self.backend = try Self.string(file.root, "backend") ?? Self.string(weightsRoot, "backend")
-    self.weights = try KerasWeightStore(root: weightsRoot, path: file.path)
+    config = try KerasModelConfig(json: json, path: snapshot.configPath)
+    kerasVersion = snapshot.kerasVersion
+    backend = snapshot.backend
+    weights = KerasWeightStore(path: snapshot.path, weightNames: snapshot.weightNames, datasets: snapshot.weights)
   }
 
   /// Whether the file was written by Keras 3, whose activations differ in a few constants.
   public var isKeras3: Bool { kerasVersion?.hasPrefix("3") ?? false }
-
-  private static func open(_ path: String) throws -> HDF5File {
-    guard FileManager.default.isReadableFile(atPath: path) else { throw KerasReaderError.fileNotFound(path: path) }
-    do { return try HDF5File(path: path) } catch HDF5Error.notHDF5 {
-      throw KerasReaderError.notHDF5(path: path)
-    } catch { throw KerasReaderError.hdf5(String(describing: error)) }
-  }
-
-  private static func string(_ group: HDF5Group, _ name: String) throws -> String? {
-    do { return try group.stringAttribute(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
-  }
 }

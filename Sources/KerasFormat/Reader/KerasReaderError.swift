@@ -1,5 +1,5 @@
 /// Why a Keras model could not be read or turned into a graph.
-public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
+public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
   /// The file does not exist or cannot be read.
   case fileNotFound(path: String)
   /// The file is not an HDF5 file (and so not a Keras `.h5` model).
@@ -24,9 +24,21 @@ public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
   case graph(path: String, detail: String)
   /// An HDF5 object could not be read.
   case hdf5(String)
+  /// The path names a FIFO, device, socket or folder that is not a model: reading it could block forever.
+  case notRegularFile(path: String, kind: String)
+  /// The file is a model or archive of another kind (`what`), with what to do instead.
+  case unsupportedFormat(path: String, what: String, advice: String)
+  /// An HDF5 link that points into another file; the reader never follows one.
+  case externalLink(path: String, object: String)
+  /// The file claims more than the reader accepts (sizes, counts).
+  case limitExceeded(path: String, detail: String)
+  /// A `.keras` zip archive is damaged or does not hold a Keras model.
+  case invalidArchive(path: String, detail: String)
+  /// The isolated reader process crashed, ran out of memory, or did not finish in time.
+  case readerFailed(path: String, detail: String)
 
   /// A layer that has no conversion.
-  public struct UnsupportedLayer: Equatable, Sendable, CustomStringConvertible {
+  public struct UnsupportedLayer: Equatable, Sendable, Codable, CustomStringConvertible {
     public var name: String
     public var className: String
     public init(name: String, className: String) {
@@ -67,6 +79,14 @@ public enum KerasReaderError: Error, Equatable, CustomStringConvertible {
       return "input '\(input)' has unknown dimensions (None, \(text)); give them with --input-shape \(input)=1,H,W,C"
     case .graph(let path, let detail): return "\(path): \(detail)"
     case .hdf5(let detail): return detail
+    case .notRegularFile(let path, let kind):
+      return "\(path) is \(kind), not a regular file; modelconv reads models only from regular files (a pipe or device could block forever)"
+    case .unsupportedFormat(let path, let what, let advice): return "\(path): \(what), not a Keras model (.h5 or .keras); \(advice)"
+    case .externalLink(let path, let object):
+      return "\(path): '\(object)' is an external link into another file; modelconv does not follow them: save the model into one file (model.save)"
+    case .limitExceeded(let path, let detail): return "\(path): \(detail)"
+    case .invalidArchive(let path, let detail): return "\(path): not a readable .keras archive: \(detail)"
+    case .readerFailed(let path, let detail): return "\(path): \(detail): the file is corrupt (or too large for the reader's limits)"
     }
   }
 }

@@ -1,29 +1,78 @@
 import ModelIR
 
+/// One stored weight: its values, or why libhdf5 could not read them (reported only when a layer needs it).
+public enum KerasStoredWeight: Sendable, Equatable {
+  case values(shape: [Int], values: [Float])
+  case unreadable(String)
+}
+
 /// Finds each layer's weight datasets through the `weight_names` attributes, never by rebuilding paths.
 ///
 /// The top-level weight groups are named in `layer_names`; a nested model's group lists the weights
-/// of all its inner layers, each named `.../<inner layer>/<weight>[:0]`.
-struct KerasWeightStore {
-  let root: HDF5Group
+/// of all its inner layers, each named `.../<inner layer>/<weight>[:0]`. Everything is read when the
+/// file is opened (`read(root:path:)`), so the store itself never calls libhdf5 and can cross a process
+/// boundary (see `KerasModelSnapshot`).
+struct KerasWeightStore: Sendable, Equatable {
   let path: String
   /// Top-level layer name → its `weight_names`, each also the dataset path relative to the layer group.
-  private var weightNames: [String: [String]] = [:]
+  let weightNames: [String: [String]]
+  /// Top-level layer name → dataset path → values, for every layer group that exists.
+  let datasets: [String: [String: KerasStoredWeight]]
 
-  init(root: HDF5Group, path: String) throws {
-    self.root = root
+  init(path: String, weightNames: [String: [String]], datasets: [String: [String: KerasStoredWeight]]) {
     self.path = path
+    self.weightNames = weightNames
+    self.datasets = datasets
+  }
+
+  /// Reads every weight named in `layer_names`/`weight_names` under `root`.
+  ///
+  /// Refuses external links (they would open another file) and more than `KerasModelSnapshot.maximumWeightElements`
+  /// values in all; a dataset libhdf5 cannot read is kept as `.unreadable` and reported if a layer uses it.
+  static func read(root: HDF5Group, path: String) throws -> KerasWeightStore {
     let layerNames = (try? root.stringArrayAttribute("layer_names")) ?? nil
-    for layer in layerNames ?? [] {
+    var weightNames: [String: [String]] = [:]
+    var datasets: [String: [String: KerasStoredWeight]] = [:]
+    var total = 0
+    for layer in layerNames ?? [] where datasets[layer] == nil {
+      if let link = root.foreignLink(layer) { throw KerasReaderError.externalLink(path: path, object: link) }
       guard let group = root.group(layer) else { continue }
-      weightNames[layer] = (try? group.stringArrayAttribute("weight_names")) ?? []
+      let names = (try? group.stringArrayAttribute("weight_names")) ?? []
+      var stored: [String: KerasStoredWeight] = [:]
+      for name in names ?? [] where stored[name] == nil {
+        if let link = group.foreignLink(name) { throw KerasReaderError.externalLink(path: path, object: link) }
+        guard group.hasDataset(name) else { continue }
+        do {
+          let data = try group.floatDataset(name)
+          total += data.values.count
+          guard total <= KerasModelSnapshot.maximumWeightElements else {
+            throw KerasReaderError.limitExceeded(
+              path: path, detail: "more than \(KerasModelSnapshot.maximumWeightElements) weight values in all (2 GiB of float32)")
+          }
+          stored[name] = .values(shape: data.shape, values: data.values)
+        } catch let error as KerasReaderError {
+          throw error
+        } catch {
+          stored[name] = .unreadable(String(describing: error))
+        }
+      }
+      weightNames[layer] = names ?? []
+      datasets[layer] = stored
     }
+    return KerasWeightStore(path: path, weightNames: weightNames, datasets: datasets)
   }
 
   /// The weight kind of a stored name: `conv2d/kernel:0` → `kernel`.
   private static func kind(of weightName: String) -> String {
     let last = weightName.split(separator: "/").last.map(String.init) ?? weightName
     return last.split(separator: ":").first.map(String.init) ?? last
+  }
+
+  private func constant(_ stored: KerasStoredWeight) throws -> (shape: [Int], values: [Float]) {
+    switch stored {
+    case .values(let shape, let values): return (shape, values)
+    case .unreadable(let detail): throw KerasReaderError.hdf5(detail)
+    }
   }
 
   /// Reads one weight of a layer.
@@ -56,18 +105,9 @@ struct KerasWeightStore {
     let candidates = names.filter { kinds.contains(kind($0)) && owned($0) && inDirection($0) }
     // Several matches happen only in a nested group holding same-named inner layers; keep the first per kind order.
     guard let name = kinds.lazy.compactMap({ wanted in candidates.first { kind($0) == wanted } }).first,
-      let group = root.group(topLevel), group.hasDataset(name)
+      let stored = datasets[topLevel]?[name]
     else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: kinds[0]) }
-    // The declared shape is checked against the config before the data is read (and allocated).
-    if let expectedShape {
-      let declared: [Int]
-      do { declared = try group.datasetShape(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
-      if expectedShape != declared {
-        throw KerasReaderError.weightShapeMismatch(path: path, layer: layer, weight: name, expected: expectedShape, actual: declared)
-      }
-    }
-    let data: (shape: [Int], values: [Float])
-    do { data = try group.floatDataset(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+    let data = try constant(stored)
     if let expectedShape, expectedShape != data.shape {
       throw KerasReaderError.weightShapeMismatch(path: path, layer: layer, weight: name, expected: expectedShape, actual: data.shape)
     }
@@ -77,13 +117,11 @@ struct KerasWeightStore {
   /// Every weight of a layer, in `weight_names` order (for custom layers, whose weights have no known kinds).
   func allWeights(layer: String, topLevel: String) throws -> [Constant] {
     let names = (weightNames[topLevel] ?? []).filter { topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer } }
-    guard let group = root.group(topLevel) else { return [] }
+    guard let group = datasets[topLevel] else { return [] }
     return try names.map { name in
-      guard group.hasDataset(name) else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: name) }
-      do {
-        let data = try group.floatDataset(name)
-        return Constant(shape: data.shape, values: data.values)
-      } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+      guard let stored = group[name] else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: name) }
+      let data = try constant(stored)
+      return Constant(shape: data.shape, values: data.values)
     }
   }
 }

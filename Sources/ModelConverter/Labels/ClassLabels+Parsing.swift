@@ -1,7 +1,11 @@
 import CoreMLFormat
 import Foundation
+import KerasFormat
 
 extension ClassLabels {
+  /// The largest labels file read: 16 MiB.
+  public static let maximumFileBytes = 16 << 20
+
   /// Labels from a list: all-integer lists become integer labels, as in coremltools.
   public static func parse(_ labels: [String]) throws -> ClassLabels {
     let trimmed = labels.map { $0.trimmingCharacters(in: .whitespaces) }
@@ -18,6 +22,11 @@ extension ClassLabels {
 
   /// Labels from a file with one label per line, or Teachable Machine's `index label` lines.
   public static func load(fromFile path: String) throws -> ClassLabels {
+    guard let kind = InputFile.kind(path) else { throw ConversionError.labelsFileUnreadable(path: path) }
+    guard kind == "a regular file" else { throw KerasReaderError.notRegularFile(path: path, kind: kind) }
+    guard InputFile.size(path) <= maximumFileBytes else {
+      throw ConversionError.invalidLabels("\(path): the labels file is larger than \(maximumFileBytes >> 20) MiB")
+    }
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ConversionError.labelsFileUnreadable(path: path) }
     let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     guard !lines.isEmpty else { throw ConversionError.invalidLabels("\(path): the labels file has no labels") }

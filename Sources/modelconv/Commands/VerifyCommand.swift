@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import KerasFormat
 import ModelConverter
 
 /// `modelconv verify`: runs a Keras model and its Core ML conversion on the same inputs and compares them.
@@ -86,6 +87,8 @@ enum VerifyCommand: Subcommand {
     options.inputShapes = try ConvertCommand.inputShapes(parsed)
     options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
     guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
+    // Files read in this process must not be FIFOs or devices, which would block forever.
+    for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) { try InputFile.checkNotSpecial(path) }
 
     let report = try ParityVerifier.verify(
       source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]), options: options)

@@ -21,7 +21,7 @@ enum ExitCode: Int32 {
   init(for error: Error) {
     switch error {
     case is UsageError: self = .usage
-    case KerasReaderError.fileNotFound: self = .noInput
+    case KerasReaderError.fileNotFound, KerasReaderError.notRegularFile: self = .noInput
     case ConversionError.labelsFileUnreadable: self = .noInput
     case CoreMLReaderError.unreadable: self = .noInput
     case VerificationError.referenceNotFound: self = .noInput

@@ -1,0 +1,189 @@
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Reads Keras files in a child process, so that a corrupt file which crashes or hangs libhdf5
+/// (both happen with libhdf5 1.10 on single flipped bits) costs a clean error, not the process.
+///
+/// The child is `executable` run as `executable __read-keras ...`; its `main` must call
+/// `KerasReaderIsolation.childMain(_:)` for that first argument (`modelconv` does). The child limits
+/// itself (RLIMIT_CPU, RLIMIT_AS, no core dumps) before touching the file, reads it with
+/// `KerasModelSnapshot.read`, and writes the snapshot (or its `KerasReaderError`) in the wire format
+/// to a file in a private temporary folder; the parent kills it after `timeout` seconds of wall time and
+/// validates everything it reads back.
+public struct KerasReaderIsolation: Sendable, Equatable {
+  /// The hidden first argument that makes the executable a reader child.
+  public static let childCommand = "__read-keras"
+
+  public var executable: String
+  /// Wall-clock seconds before the child is killed.
+  public var timeout: Double
+  /// CPU seconds the child may use (RLIMIT_CPU).
+  public var cpuSeconds: Int
+  /// Address space of the child in bytes (RLIMIT_AS).
+  public var memoryBytes: UInt64
+
+  /// Defaults: 120 s wall clock, 120 s CPU, 8 GiB address space (the weights alone may be 2 GiB).
+  public init(executable: String, timeout: Double = 120, cpuSeconds: Int = 120, memoryBytes: UInt64 = 8 << 30) {
+    self.executable = executable
+    self.timeout = timeout
+    self.cpuSeconds = cpuSeconds
+    self.memoryBytes = memoryBytes
+  }
+
+  /// This process' own executable (`/proc/self/exe`), with limits from `MODELCONV_READ_TIMEOUT`
+  /// (seconds, for tests and slow machines) when set.
+  public static func selfExecutable() -> KerasReaderIsolation {
+    var isolation = KerasReaderIsolation(executable: "/proc/self/exe")
+    if let text = ProcessInfo.processInfo.environment["MODELCONV_READ_TIMEOUT"], let seconds = Double(text), seconds > 0, seconds < 86_400 {
+      isolation.timeout = seconds
+      isolation.cpuSeconds = max(1, Int(seconds.rounded(.up)))
+    }
+    // /proc/self/exe must be resolved now: in the child it would name the child.
+    if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { isolation.executable = resolved }
+    return isolation
+  }
+
+  /// What to read.
+  public enum Request: Sendable {
+    case model(path: String)
+    case weights(path: String, architecture: String)
+
+    var path: String {
+      switch self {
+      case .model(let path), .weights(let path, _): return path
+      }
+    }
+  }
+
+  /// Reads in a child process; every failure of the child becomes a `KerasReaderError`.
+  public func read(_ request: Request) throws -> KerasModelSnapshot {
+    // Refuse what cannot be a model before starting a process (also keeps FIFOs away from the child).
+    switch request {
+    case .model(let path): _ = try ModelFileFormat.check(path)
+    case .weights(let path, let architecture):
+      try InputFile.checkRegular(architecture)
+      try InputFile.checkRegular(path)
+    }
+    let directory = try KerasArchive.TemporaryDirectory()
+    defer { directory.remove() }
+    let output = directory.path + "/snapshot"
+    var arguments = [executable, Self.childCommand, "--output", output, "--cpu", String(cpuSeconds), "--memory", String(memoryBytes)]
+    switch request {
+    case .model(let path): arguments += ["--model", path]
+    case .weights(let path, let architecture): arguments += ["--weights", path, "--architecture", architecture]
+    }
+    let path = request.path
+    let status = try run(arguments)
+    let seconds = timeout.truncatingRemainder(dividingBy: 1) == 0 ? String(Int(timeout)) : String(timeout)
+    switch status {
+    case .timedOut:
+      throw KerasReaderError.readerFailed(path: path, detail: "libhdf5 did not finish reading the file within \(seconds) s")
+    case .signaled(let signal):
+      let what = signal == SIGXCPU || signal == SIGKILL ? "did not finish reading the file within \(cpuSeconds) s of CPU time"
+        : "crashed reading the file (signal \(signal))"
+      throw KerasReaderError.readerFailed(path: path, detail: "libhdf5 " + what)
+    case .exited(let code) where code != 0:
+      throw KerasReaderError.readerFailed(path: path, detail: "the reader process failed (exit \(code); out of memory?)")
+    case .exited: break
+    }
+    guard let data = FileManager.default.contents(atPath: output) else {
+      throw KerasReaderError.readerFailed(path: path, detail: "the reader process wrote no result")
+    }
+    let decoded: Result<KerasModelSnapshot, KerasReaderError>
+    do { decoded = try KerasModelSnapshot.decode([UInt8](data)) } catch {
+      throw KerasReaderError.readerFailed(path: path, detail: "the reader process wrote a \(error)")
+    }
+    return try decoded.get()
+  }
+
+  enum Status: Equatable {
+    case exited(Int32)
+    case signaled(Int32)
+    case timedOut
+  }
+
+  /// Spawns the child (stdin, stdout and stderr on /dev/null) and waits at most `timeout` seconds.
+  func run(_ arguments: [String]) throws -> Status {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for fd: Int32 in [0, 1, 2] {
+      posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
+    var pid: pid_t = 0
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    guard spawned == 0 else {
+      throw KerasReaderError.readerFailed(path: executable, detail: "cannot start the reader process (\(String(cString: strerror(spawned))))")
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    var status: Int32 = 0
+    var pause: useconds_t = 1_000
+    while true {
+      let result = waitpid(pid, &status, WNOHANG)
+      if result == pid { break }
+      if result < 0 && errno != EINTR { return .exited(-1) }
+      if Date() >= deadline {
+        kill(pid, SIGKILL)
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return .timedOut
+      }
+      usleep(pause)
+      pause = min(pause * 2, 50_000)
+    }
+    // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
+    if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
+    return .signaled(status & 0x7F)
+  }
+
+  /// The child's side: `arguments` are everything after `__read-keras`. Returns the exit status.
+  public static func childMain(_ arguments: [String]) -> Int32 {
+    var options: [String: String] = [:]
+    var index = 0
+    while index + 1 < arguments.count {
+      options[arguments[index]] = arguments[index + 1]
+      index += 2
+    }
+    guard let output = options["--output"], let cpu = options["--cpu"].flatMap(Int.init),
+      let memory = options["--memory"].flatMap(UInt64.init)
+    else { return 64 }
+    var limit = rlimit(rlim_cur: rlim_t(cpu), rlim_max: rlim_t(cpu + 1))
+    setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &limit)
+    limit = rlimit(rlim_cur: rlim_t(memory), rlim_max: rlim_t(memory))
+    setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
+    limit = rlimit(rlim_cur: 0, rlim_max: 0)
+    setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit)
+
+    let bytes: [UInt8]
+    do {
+      let snapshot: KerasModelSnapshot
+      if let model = options["--model"] {
+        snapshot = try KerasModelSnapshot.read(path: model)
+      } else if let weights = options["--weights"], let architecture = options["--architecture"] {
+        snapshot = try KerasModelSnapshot.read(weightsPath: weights, architectureJSONPath: architecture)
+      } else {
+        return 64
+      }
+      bytes = snapshot.encoded()
+    } catch let error as KerasReaderError {
+      bytes = KerasModelSnapshot.encoded(error: error)
+    } catch {
+      bytes = KerasModelSnapshot.encoded(error: .hdf5(String(describing: error)))
+    }
+    let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return 73 }
+    defer { close(fd) }
+    var written = 0
+    while written < bytes.count {
+      let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+      if count < 0 && errno == EINTR { continue }
+      guard count > 0 else { return 73 }
+      written += count
+    }
+    return 0
+  }
+}
