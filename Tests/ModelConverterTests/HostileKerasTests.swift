@@ -282,7 +282,7 @@ import Testing
   }
 
   /// A declared 2^20 x 2^20 kernel is refused from its dataspace alone; a declared shape within the limit
-  /// is compared with the config before anything is read.
+  /// is compared with what the file stores before anything is allocated.
   @Test func declaredKernelBeyondTheLimitOrTheConfig() throws {
     let url = try Self.copy("tfkeras215/dense_classifier.h5")
     try Self.replaceDataset(url, "/model_weights/hidden/hidden/kernel:0", dims: [1 << 20, 1 << 20])
@@ -294,12 +294,11 @@ import Testing
 
     let other = try Self.copy("tfkeras215/dense_classifier.h5")
     try Self.replaceDataset(other, "/model_weights/hidden/hidden/kernel:0", dims: [1 << 20, 8])
+    // The whole file is read (and every declared size checked against what it stores) before the
+    // config is compared: this one stores no data for its 2^23 declared values.
     let error = Self.conversionError(other)
-    guard case .weightShapeMismatch(_, let layer, _, let expected, let actual)? = error as? KerasReaderError else {
-      Issue.record("expected a shape mismatch, got \(String(describing: error))")
-      return
-    }
-    #expect(layer == "hidden" && expected == [108, 8] && actual == [1 << 20, 8])
+    let message = String(describing: error as Any)
+    #expect(error is KerasReaderError && message.contains("hidden/kernel:0") && message.contains("stores only"), "\(message)")
   }
 
   // MARK: 4. Values Core ML cannot use

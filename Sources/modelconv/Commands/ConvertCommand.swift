@@ -29,6 +29,8 @@ enum ConvertCommand: Subcommand {
       --precision float32|float16    Weight storage (default float32)
       --author, --license, --short-description, --version TEXT
     OTHER:
+      --allow-nonfinite              Write NaN or infinite weights and negative BatchNormalization
+                                     variances as they are (refused by default: Core ML computes garbage)
       --custom-layers                Make unknown layers Core ML custom layers (class name, config values
                                      as parameters, weights) instead of failing; the app implements them
       --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
@@ -49,7 +51,7 @@ enum ConvertCommand: Subcommand {
       "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
       "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture",
       "--samples", "--seed", "--atol", "--rtol")
-    + OptionSpec.flags("--bgr", "--verify", "--json", "--custom-layers")
+    + OptionSpec.flags("--bgr", "--verify", "--json", "--custom-layers", "--allow-nonfinite")
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 1 else {
@@ -174,6 +176,7 @@ enum ConvertCommand: Subcommand {
     options.version = parsed.value("--version")
     options.inputShapes = try inputShapes(parsed)
     options.customLayers.convertUnknown = parsed.flag("--custom-layers")
+    options.allowNonFinite = parsed.flag("--allow-nonfinite")
     if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
       throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
     }
