@@ -178,8 +178,10 @@ def main():
         target = os.path.join(args.out, f"case{index:05d}.h5")
         shutil.copyfile(os.path.join(HERE, base), target)
         steps = []
-        for _ in range(rng.choice([1, 1, 2])):
-            mutate = rng.choice([mutate_config, mutate_config, mutate_weights, mutate_bytes])
+        # Byte damage comes last: libhdf5 (under h5py) may hang on a file it has already damaged.
+        chosen = sorted((rng.choice([mutate_config, mutate_config, mutate_weights, mutate_bytes]) for _ in range(rng.choice([1, 1, 2]))),
+                        key=lambda m: m is mutate_bytes)
+        for mutate in chosen:
             try:
                 steps.append(mutate(target, rng))
             except Exception as error:  # a file already broken by bytes may not open in h5py: keep it as it is

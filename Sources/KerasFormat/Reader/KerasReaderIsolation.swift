@@ -25,7 +25,8 @@ public struct KerasReaderIsolation: Sendable, Equatable {
   /// Address space of the child in bytes (RLIMIT_AS).
   public var memoryBytes: UInt64
 
-  /// Defaults: 120 s wall clock, 120 s CPU, 8 GiB address space (the weights alone may be 2 GiB).
+  /// Defaults: at most 120 s wall clock and 120 s CPU (each read gets 10 s plus 1 s per 10 MB of file
+  /// within them), 8 GiB address space (the weights alone may be 2 GiB).
   public init(executable: String, timeout: Double = 120, cpuSeconds: Int = 120, memoryBytes: UInt64 = 8 << 30) {
     self.executable = executable
     self.timeout = timeout
@@ -67,6 +68,20 @@ public struct KerasReaderIsolation: Sendable, Equatable {
       try InputFile.checkRegular(architecture)
       try InputFile.checkRegular(path)
     }
+    // A healthy read takes well under a second per 100 MB; a corrupt file can make libhdf5 spin forever.
+    // So the budget grows with the file: 10 s plus 1 s per 10 MB, within `timeout` and `cpuSeconds`.
+    var limits = self
+    let bytes = [request.path] .compactMap { (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber }.reduce(0) { $0 + $1.intValue }
+    let budget = Self.baseSeconds + Double(bytes / 10_000_000)
+    limits.timeout = min(timeout, budget)
+    limits.cpuSeconds = min(cpuSeconds, Int(budget.rounded(.up)))
+    return try limits.readWithinLimits(request)
+  }
+
+  /// The reading budget of an empty file, in seconds.
+  public static let baseSeconds: Double = 10
+
+  func readWithinLimits(_ request: Request) throws -> KerasModelSnapshot {
     let directory = try KerasArchive.TemporaryDirectory()
     defer { directory.remove() }
     let output = directory.path + "/snapshot"
