@@ -80,6 +80,25 @@ import Testing
     #expect(Date().timeIntervalSince(start) < 15)
   }
 
+  /// A `--reference` file is read by the same limited child: a damaged one is a clean exit 65.
+  @Test func damagedReferenceIsContained() throws {
+    let converted = Fixtures.url("coremltools/digits_cnn.mlmodel").path
+    let source = Fixtures.digits.appendingPathComponent("digits_cnn.h5").path
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var bytes = [UInt8](try Data(contentsOf: Fixtures.digits.appendingPathComponent("digits_cnn.reference.h5")))
+    for offset in stride(from: 0, to: min(bytes.count, 4096), by: 97) { bytes[offset] ^= 0x10 }
+    let damaged = directory.appendingPathComponent("damaged.reference.h5")
+    try Data(bytes).write(to: damaged)
+    for reference in [Fixtures.url("bad/fuzz_hdf5_hang.h5").path, damaged.path] {
+      let start = Date()
+      let result = try Self.modelconv(["verify", source, converted, "--reference", reference], timeout: "2")
+      #expect(result.status == 65, "\(reference): \(result.stderr)")
+      #expect(result.stderr.contains(reference))
+      #expect(Date().timeIntervalSince(start) < 30)
+    }
+  }
+
   /// The isolated reader turns a child that crashes or hangs into `readerFailed`.
   @Test func isolatedReaderReportsCrashesAndTimeouts() throws {
     // `/bin/sh -c 'kill -SEGV $$' __read-keras ...`-like children: a shell script standing in for the reader.

@@ -307,3 +307,50 @@ extension KerasModelSnapshot {
     try decode(bytes).get()
   }
 }
+
+// MARK: - Verification reference files
+
+extension KerasModelSnapshot {
+  /// The group of `weights` that holds a reference file's datasets.
+  public static let referenceGroup = "reference"
+
+  /// Reads a verification reference file (`inputs/<i>`, `outputs/<i>`, `pixels/<i>`, `pixels` and the
+  /// `labels` attribute) into a snapshot: the datasets under `weights[referenceGroup]` by their paths,
+  /// the labels as a JSON array in `configText` (empty when there are none). Run in the reader child
+  /// for untrusted files, like a model.
+  public static func readReference(path: String) throws -> KerasModelSnapshot {
+    let file = try openHDF5(path)
+    let root = file.root
+    var datasets: [String: KerasStoredWeight] = [:]
+    for group in ["inputs", "outputs", "pixels"] {
+      var index = 0
+      while index < 4096, root.hasDataset("\(group)/\(index)") {
+        datasets["\(group)/\(index)"] = stored(root, "\(group)/\(index)")
+        index += 1
+      }
+    }
+    if root.hasDataset("pixels") { datasets["pixels"] = stored(root, "pixels") }
+    var configText = ""
+    do {
+      if let labels = try root.stringArrayAttribute("labels"), let json = try? JSONEncoder().encode(labels) {
+        configText = String(decoding: json, as: UTF8.self)
+      }
+    } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+    return KerasModelSnapshot(
+      path: path, configText: configText, configPath: "labels", kerasVersion: nil, backend: nil, weightNames: [:],
+      weights: [referenceGroup: datasets])
+  }
+
+  private static func stored(_ root: HDF5Group, _ name: String) -> KerasStoredWeight {
+    do {
+      let (shape, values) = try root.floatDataset(name)
+      return .values(shape: shape, values: values)
+    } catch { return .unreadable(String(describing: error)) }
+  }
+
+  /// A reference file read by `readReference`, in a child process when `KerasModelFile.isolation` is set.
+  public static func reference(path: String) throws -> KerasModelSnapshot {
+    if let isolation = KerasModelFile.isolation { return try isolation.read(.reference(path: path)) }
+    return try readReference(path: path)
+  }
+}

@@ -51,10 +51,12 @@ public struct KerasReaderIsolation: Sendable, Equatable {
   public enum Request: Sendable {
     case model(path: String)
     case weights(path: String, architecture: String)
+    /// A verification reference file (`KerasModelSnapshot.readReference`).
+    case reference(path: String)
 
     var path: String {
       switch self {
-      case .model(let path), .weights(let path, _): return path
+      case .model(let path), .weights(let path, _), .reference(let path): return path
       }
     }
   }
@@ -67,6 +69,7 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     case .weights(let path, let architecture):
       try InputFile.checkRegular(architecture)
       try InputFile.checkRegular(path)
+    case .reference(let path): try InputFile.checkRegular(path)
     }
     // A healthy read takes well under a second per 100 MB; a corrupt file can make libhdf5 spin forever.
     // So the budget grows with the file: 10 s plus 1 s per 10 MB, within `timeout` and `cpuSeconds`.
@@ -89,6 +92,7 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     switch request {
     case .model(let path): arguments += ["--model", path]
     case .weights(let path, let architecture): arguments += ["--weights", path, "--architecture", architecture]
+    case .reference(let path): arguments += ["--reference", path]
     }
     let path = request.path
     let status = try run(arguments)
@@ -178,6 +182,8 @@ public struct KerasReaderIsolation: Sendable, Equatable {
       let snapshot: KerasModelSnapshot
       if let model = options["--model"] {
         snapshot = try KerasModelSnapshot.read(path: model)
+      } else if let reference = options["--reference"] {
+        snapshot = try KerasModelSnapshot.readReference(path: reference)
       } else if let weights = options["--weights"], let architecture = options["--architecture"] {
         snapshot = try KerasModelSnapshot.read(weightsPath: weights, architectureJSONPath: architecture)
       } else {

@@ -26,34 +26,33 @@ struct ReferenceFile {
     }
   }
 
-  /// Reads and checks the whole file: at least one sample, inputs and outputs of one sample count.
+  /// Reads and checks the whole file (in the reader child process when the tool isolates file reading):
+  /// at least one sample, every dataset with that many samples.
   private init(reading url: URL) throws {
     path = url.path
-    let file: HDF5File
+    let snapshot: KerasModelSnapshot
     do {
-      file = try HDF5File(path: url.path)
-    } catch {
+      snapshot = try KerasModelSnapshot.reference(path: url.path)
+    } catch KerasReaderError.notHDF5 {
       throw VerificationError.invalidReference(path: url.path, detail: "not an HDF5 file")
     }
-    guard file.root.hasDataset("inputs/0"), file.root.hasDataset("outputs/0") else {
-      throw VerificationError.invalidReference(path: url.path, detail: "needs datasets inputs/0 and outputs/0")
-    }
     var datasets: [String: (shape: [Int], values: [Float])] = [:]
-    for group in ["inputs", "outputs", "pixels"] {
-      var index = 0
-      while file.root.hasDataset("\(group)/\(index)") {
-        datasets["\(group)/\(index)"] = try file.root.floatDataset("\(group)/\(index)")
-        index += 1
+    for (name, stored) in snapshot.weights[KerasModelSnapshot.referenceGroup] ?? [:] {
+      switch stored {
+      case .values(let shape, let values): datasets[name] = (shape, values)
+      case .unreadable(let detail): throw VerificationError.invalidReference(path: url.path, detail: "cannot read \(name): \(detail)")
       }
     }
-    if file.root.hasDataset("pixels") { datasets["pixels"] = try file.root.floatDataset("pixels") }
+    guard datasets["inputs/0"] != nil, datasets["outputs/0"] != nil else {
+      throw VerificationError.invalidReference(path: url.path, detail: "needs datasets inputs/0 and outputs/0")
+    }
     self.datasets = datasets
     sampleCount = datasets["inputs/0"]?.shape.first ?? 0
     guard sampleCount > 0 else { throw VerificationError.invalidReference(path: url.path, detail: "inputs/0 holds no samples") }
     for (name, dataset) in datasets.sorted(by: { $0.key < $1.key }) where (dataset.shape.first ?? 0) != sampleCount {
       throw VerificationError.invalidReference(path: url.path, detail: "\(name) has \(dataset.shape.first ?? 0) samples, inputs/0 has \(sampleCount)")
     }
-    labels = try file.root.stringArrayAttribute("labels")
+    labels = snapshot.configText.isEmpty ? nil : try? JSONDecoder().decode([String].self, from: Data(snapshot.configText.utf8))
   }
 
   private func sample(_ dataset: String, _ sample: Int, shape: [Int]?) throws -> Tensor {
