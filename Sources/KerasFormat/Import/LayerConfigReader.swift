@@ -22,7 +22,7 @@ struct LayerConfigReader {
   }
 
   func fail(_ detail: String) -> KerasReaderError {
-    .invalidLayer(layer: layer.name, className: layer.className, detail: detail)
+    .invalidLayer(path: path, layer: layer.name, className: layer.className, detail: detail)
   }
 
   /// An error naming the field, its value (as JSON) and what was expected.

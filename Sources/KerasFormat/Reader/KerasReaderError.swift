@@ -11,7 +11,7 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
   /// Layers with no conversion, each as (name, class name).
   case unsupportedLayers(path: String, layers: [UnsupportedLayer])
   /// A layer's configuration has a value the converter cannot take.
-  case invalidLayer(layer: String, className: String, detail: String)
+  case invalidLayer(path: String, layer: String, className: String, detail: String)
   /// A layer config field has a value of the wrong type or outside its range (`value` is the JSON text).
   case invalidLayerValue(path: String, layer: String, className: String, field: String, value: String, expected: String)
   /// A weight named by the config is not in the file.
@@ -68,7 +68,8 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
       let notes = Set(layers.map(\.className)).sorted().compactMap { UnsupportedLayer.explanations[$0] }
       return "\(path): \(layers.count) unsupported layer\(layers.count == 1 ? "" : "s"): "
         + layers.map(\.description).joined(separator: ", ") + notes.map { "\n  " + $0 }.joined()
-    case .invalidLayer(let layer, let className, let detail): return "layer '\(layer)' (\(className)): \(detail)"
+    case .invalidLayer(let path, let layer, let className, let detail):
+      return (path.isEmpty ? "" : "\(path): ") + "layer '\(layer)' (\(className)): \(detail)"
     case .invalidLayerValue(let path, let layer, let className, let field, let value, let expected):
       return "\(path): layer '\(layer)' (\(className)): '\(field)' is \(value); expected \(expected)"
     case .missingWeight(let path, let layer, let weight): return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
