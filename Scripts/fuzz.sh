@@ -102,6 +102,6 @@ fork=()
 cd "$out/$target"
 ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 ../fuzz-"$target" -max_total_time="$seconds" -rss_limit_mb=4096 \
   -timeout=10 -max_len=65536 "${fork[@]}" corpus seeds > fuzz.log 2>&1 || true
-grep -E 'ERROR:|SUMMARY:|==[0-9]+== *ERROR|deadly signal|ALARM' fuzz.log | sort | uniq -c | sort -rn | head -20
+grep -E 'ERROR:|SUMMARY:|==[0-9]+== *ERROR|deadly signal|ALARM' fuzz.log | sort | uniq -c | sort -rn | head -20 || true
 tail -25 fuzz.log
 echo "corpus files: $(ls corpus | wc -l)  artifacts: $(ls | grep -cE '^(crash|timeout|oom|leak|slow-unit)-' || true)"
