@@ -2,6 +2,8 @@ import CoreMLFormat
 import Foundation
 import KerasFormat
 import ModelConverter
+import ModelIR
+import ReferenceRuntime
 import Testing
 
 /// `CoreMLSpecificationRules` against the restrictions Apple's NeuralNetwork.proto states: correct conversions of
@@ -157,4 +159,22 @@ import Testing
     #expect(decoded == violation)
     #expect(violation.description.contains("RNN-SIGMOID-HARD") && violation.description.contains("'gru'"))
   }
+}
+
+/// Keras allows a BatchNormalization epsilon of 0; Core ML would read a stored 0 as 1e-5.
+@Test func batchNormalizationEpsilonZeroStaysZero() throws {
+  var builder = GraphBuilder()
+  let x = try builder.addInput(name: "x", type: TensorType([2, 2, 3]))
+  let ones = Constant(shape: [3], values: [1, 1, 1]), zeros = Constant(shape: [3], values: [0, 0, 0])
+  // A tiny variance makes the epsilon matter: 1 / sqrt(1e-6) versus 1 / sqrt(1e-6 + 1e-5).
+  let variance = Constant(shape: [3], values: [1e-6, 1e-6, 1e-6])
+  let y = try builder.add(.batchNormalization(BatchNormalization(gamma: ones, beta: zeros, mean: zeros, variance: variance, epsilon: 0)), name: "bn", inputs: [x])
+  let bytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions())
+  let spec = try CoreMLSpecReader.read(bytes, path: "bn")
+  let epsilon = try #require(spec.layers.first { $0.kind == "batchnorm" }?.floats["epsilon"])
+  #expect(epsilon > 0 && epsilon < 1e-30)
+  let model = try CoreMLGraphImporter.importModel(spec, path: "bn")
+  let output = Interpreter(graph: model.graph).run([Tensor(shape: model.graph[model.graph.inputs[0]].type.shape, values: [Float](repeating: 1e-3, count: 12))])[0]
+  // 1e-3 / sqrt(1e-6) = 1, as Keras computes with epsilon 0.
+  #expect(output.values.allSatisfy { abs($0 - 1) < 1e-4 }, "\(output.values)")
 }

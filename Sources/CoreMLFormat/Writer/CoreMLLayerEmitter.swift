@@ -119,7 +119,9 @@ struct CoreMLLayerEmitter {
     case .batchNormalization(let norm):
       let params = arena.message(core_ml__specification__batchnorm_layer_params__init)
       params.pointee.channels = UInt64(norm.channels)
-      params.pointee.epsilon = norm.epsilon
+      // Core ML reads an epsilon of 0 as 1e-5 ([rule BATCHNORM-EPSILON]): a Keras epsilon of 0 is written as the
+      // smallest normal float, which adds nothing a variance can notice.
+      params.pointee.epsilon = norm.epsilon == 0 ? Float.leastNormalMagnitude : norm.epsilon
       params.pointee.gamma = try weights(norm.gamma.values, layer: node.name)
       params.pointee.beta = try weights(norm.beta.values, layer: node.name)
       params.pointee.mean = try weights(norm.mean.values, layer: node.name)
