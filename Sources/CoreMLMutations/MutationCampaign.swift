@@ -47,17 +47,7 @@ public enum MutationCampaign {
     let baseline = try ParityVerifier.verify(source: source, converted: correct, options: verification)
     guard baseline.passed else { throw CampaignError.correctConversionFails(baseline.firstMismatch.map(describe) ?? "\(baseline.violations)") }
 
-    // Core ML leaves sequence lengths to run time; the Keras graph fixes them (as verify does).
-    var sequenceLengths: [String: Int] = [:]
-    let spec = try CoreMLSpecReader.read(model.bytes, path: correct.path)
-    for (feature, id) in zip(spec.inputs, model.graph.inputs) {
-      let shape = model.graph[id].type.shape
-      let tokens = model.graph.nodes.contains { node in
-        if case .embedding = node.operation { return node.inputs == [id] }
-        return false
-      }
-      if shape.count == 2 || shape.count == 4 || (shape.count == 1 && tokens) { sequenceLengths[feature.name] = shape[0] }
-    }
+    let sequenceLengths = ParityVerifier.sequenceLengths(of: try CoreMLSpecReader.read(model.bytes, path: correct.path), from: model.graph)
 
     var outcomes: [Outcome] = []
     for (index, mutation) in try CoreMLMutator.mutations(of: model.bytes).enumerated() {

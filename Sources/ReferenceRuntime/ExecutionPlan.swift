@@ -25,6 +25,7 @@ struct ExecutionPlan {
     var consumers = [Int](repeating: 0, count: graph.values.count)
     for node in graph.nodes { for input in node.inputs { consumers[input] += 1 } }
     for output in graph.outputs { consumers[output] += 1 }
+    // An observed value counts as read once more, so no step fuses it away.
     for value in observed { consumers[value] += 1 }
     var consumerIndex: [ValueID: Int] = [:]
     for (index, node) in graph.nodes.enumerated() { for input in node.inputs where consumers[input] == 1 { consumerIndex[input] = index } }
@@ -35,7 +36,7 @@ struct ExecutionPlan {
       var step = Step(operation: node.operation, inputs: node.inputs, output: node.output, epilogue: [])
       // The sole consumer of this step's output, when it can be fused.
       func next() -> (Int, Node)? {
-        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output), !observed.contains(step.output) else { return nil }
+        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output) else { return nil }
         return (consumer, graph.nodes[consumer])
       }
       if case .convolution2D(let conv) = step.operation, let (consumer, bn) = next(), case .batchNormalization(let norm) = bn.operation {

@@ -29,8 +29,7 @@ import Testing
   static func tampered(precision: WeightPrecision = .float32, _ change: (inout Node) -> Bool) throws -> [UInt8] {
     let model = try KerasConverter.convert(modelAt: source, options: options(precision: precision))
     var graph = model.graph
-    let index = try #require(graph.nodes.indices.first { change(&graph.nodes[$0]) }, "no node to tamper with")
-    _ = index
+    _ = try #require(graph.nodes.indices.first { change(&graph.nodes[$0]) }, "no node to tamper with")
     return try CoreMLWriter.serialize(graph, options: model.writerOptions)
   }
 

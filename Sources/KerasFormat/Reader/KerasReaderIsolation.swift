@@ -74,7 +74,7 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     // A healthy read takes well under a second per 100 MB; a corrupt file can make libhdf5 spin forever.
     // So the budget grows with the file: 10 s plus 1 s per 10 MB, within `timeout` and `cpuSeconds`.
     var limits = self
-    let bytes = [request.path] .compactMap { (try? FileManager.default.attributesOfItem(atPath: $0))?[.size] as? NSNumber }.reduce(0) { $0 + $1.intValue }
+    let bytes = ((try? FileManager.default.attributesOfItem(atPath: request.path))?[.size] as? NSNumber)?.intValue ?? 0
     let budget = Self.baseSeconds + Double(bytes / 10_000_000)
     limits.timeout = min(timeout, budget)
     limits.cpuSeconds = min(cpuSeconds, Int(budget.rounded(.up)))

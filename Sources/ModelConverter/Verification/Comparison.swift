@@ -333,11 +333,11 @@ struct Comparison {
       let predicted = actual.indices.max { actual[$0] < actual[$1] }!
       let convertedLabel = labels.indices.contains(predicted) ? labels[predicted] : "?"
       let expectedTop = ranked.prefix(k).map { reference.indices.contains($0) ? reference[$0] : "?" }
-      // A different top label counts only when the expected probabilities tell the two apart by more
+      // Another class on top counts only when the expected probabilities tell the two apart by more
       // than the tolerance (a near tie may go either way within it).
-      let tie = labels.indices.contains(predicted) && expected.indices.contains(predicted)
+      let nearTie = predicted != ranked[0] && expected.indices.contains(predicted)
         && tolerance.allows(actual: expected[predicted], expected: expected[ranked[0]], scale: 1)
-      if expectedTop.first == convertedLabel || (tie && expectedLabels.map { $0 == labels } != false) { top1 += 1 }
+      if expectedTop.first == convertedLabel || nearTie { top1 += 1 }
       if expectedTop.contains(convertedLabel) { topK += 1 }
     }
     let labelsMatch = expectedLabels.map { $0 == labels }

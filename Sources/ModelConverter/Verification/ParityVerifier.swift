@@ -18,16 +18,22 @@ public enum ParityVerifier {
     let sourceGraph = try KerasConverter.importGraph(
       keras, options: ConversionOptions(inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true)))
     let spec = try CoreMLSpecReader.read(contentsOf: converted)
-    // Core ML leaves sequence lengths to run time; the Keras model fixes them.
+    let lengths = sequenceLengths(of: spec, from: sourceGraph)
+    let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
+    return try verify(source: sourceGraph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
+  }
+
+  /// The time steps of the Core ML inputs that carry a sequence, by input name: Core ML leaves them to
+  /// run time, the Keras graph (inputs in the same order) fixes them.
+  public static func sequenceLengths(of spec: CoreMLModelSpec, from graph: Graph) -> [String: Int] {
     var lengths: [String: Int] = [:]
-    for (feature, id) in zip(spec.inputs, sourceGraph.inputs) {
-      let shape = sourceGraph[id].type.shape
-      if shape.count == 2 || shape.count == 4 || (shape.count == 1 && Comparison.vocabulary(of: id, in: sourceGraph) != nil) {
+    for (feature, id) in zip(spec.inputs, graph.inputs) {
+      let shape = graph[id].type.shape
+      if shape.count == 2 || shape.count == 4 || (shape.count == 1 && Comparison.vocabulary(of: id, in: graph) != nil) {
         lengths[feature.name] = shape[0]
       }
     }
-    let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
-    return try verify(source: sourceGraph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
+    return lengths
   }
 
   /// Compares an IR graph in Keras layout with an imported Core ML model.
