@@ -505,7 +505,7 @@ const ProtobufCMessageDescriptor core_ml__specification__model_description__desc
   (ProtobufCMessageInit) core_ml__specification__model_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[6] =
+static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[7] =
 {
   {
     "specificationVersion",
@@ -579,23 +579,37 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "mlProgram",
+    502,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Model, type_case),
+    offsetof(CoreML__Specification__Model, mlprogram),
+    &core_ml__specification__milspec__program__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   1,   /* field[1] = description */
   2,   /* field[2] = isUpdatable */
+  6,   /* field[6] = mlProgram */
   5,   /* field[5] = neuralNetwork */
   4,   /* field[4] = neuralNetworkClassifier */
   3,   /* field[3] = neuralNetworkRegressor */
   0,   /* field[0] = specificationVersion */
 };
-static const ProtobufCIntRange core_ml__specification__model__number_ranges[5 + 1] =
+static const ProtobufCIntRange core_ml__specification__model__number_ranges[6 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
   { 303, 3 },
   { 403, 4 },
   { 500, 5 },
-  { 0, 6 }
+  { 502, 6 },
+  { 0, 7 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
 {
@@ -605,10 +619,10 @@ const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
   "CoreML__Specification__Model",
   "CoreML.Specification",
   sizeof(CoreML__Specification__Model),
-  6,
+  7,
   core_ml__specification__model__field_descriptors,
   core_ml__specification__model__field_indices_by_name,
-  5,  core_ml__specification__model__number_ranges,
+  6,  core_ml__specification__model__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__model__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -16,6 +16,7 @@ PROTOBUF_C__BEGIN_DECLS
 
 #include "FeatureTypes.pb-c.h"
 #include "NeuralNetwork.pb-c.h"
+#include "MIL.pb-c.h"
 
 typedef struct CoreML__Specification__Metadata CoreML__Specification__Metadata;
 typedef struct CoreML__Specification__Metadata__UserDefinedEntry CoreML__Specification__Metadata__UserDefinedEntry;
@@ -107,7 +108,8 @@ typedef enum {
   CORE_ML__SPECIFICATION__MODEL__TYPE__NOT_SET = 0,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_REGRESSOR = 303,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER = 403,
-  CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK = 500
+  CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK = 500,
+  CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM = 502
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(CORE_ML__SPECIFICATION__MODEL__TYPE__CASE)
 } CoreML__Specification__Model__TypeCase;
 
@@ -128,6 +130,12 @@ struct  CoreML__Specification__Model
     CoreML__Specification__NeuralNetworkRegressor *neuralnetworkregressor;
     CoreML__Specification__NeuralNetworkClassifier *neuralnetworkclassifier;
     CoreML__Specification__NeuralNetwork *neuralnetwork;
+    /*
+     * [rule MLPROGRAM-CLASSIFIER] An ML Program classifier has no label
+     * fields of its own: its last operation is `classify`, whose outputs are
+     * the description's predictedFeatureName and predictedProbabilitiesName.
+     */
+    CoreML__Specification__MILSpec__Program *mlprogram;
   };
 };
 #define CORE_ML__SPECIFICATION__MODEL__INIT \

@@ -26,7 +26,14 @@ public struct GraphBuilder {
     guard shape.allSatisfy({ $0 >= 1 }), GraphLimits.elementCount(shape) != nil else {
       throw GraphError.tooLarge(node: name, detail: "output shape \(shape) needs sizes of 1 or more and at most \(GraphLimits.maxElementCount) elements")
     }
-    let output = try addValue(name: uniqueName(name + "_output"), type: TensorType(shape))
+    // A cast sets the element type; any other operation computes in float16 when an input is float16.
+    let dataType: DataType
+    if case .cast(let target) = operation {
+      dataType = target
+    } else {
+      dataType = nodeInputs.contains { values[$0].type.dataType == .float16 } ? .float16 : .float32
+    }
+    let output = try addValue(name: uniqueName(name + "_output"), type: TensorType(shape, dataType: dataType))
     nodes.append(Node(name: uniqueName(name), operation: operation, inputs: nodeInputs, output: output, origin: origin))
     usedNames.insert(nodes.last!.name)
     return output

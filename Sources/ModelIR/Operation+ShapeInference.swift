@@ -20,6 +20,10 @@ extension Operation {
     }
 
     switch self {
+    case .cast:
+      try requireArity(1)
+      return inputShapes[0]
+
     case .convolution2D(let conv):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])

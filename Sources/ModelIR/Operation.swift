@@ -39,6 +39,8 @@ public enum Operation: Sendable, Equatable {
   case dot(cosine: Bool)
   /// Runs code the app provides; the reference runtime cannot evaluate it.
   case custom(CustomLayer)
+  /// The same values stored as another element type (rounded to float16, or widened back to float32).
+  case cast(DataType)
 
   /// A short name for summaries and errors.
   public var kindName: String {
@@ -69,6 +71,7 @@ public enum Operation: Sendable, Equatable {
     case .layerNormalization: return "layerNormalization"
     case .dot: return "dot"
     case .custom(let layer): return "custom." + layer.className
+    case .cast(let type): return "cast." + type.rawValue
     }
   }
 

@@ -53,6 +53,7 @@ public struct Interpreter {
       let shape = graph[step.output].type.shape
       var result = evaluate(step.operation, arguments, outputShape: shape)
       for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+      if graph[step.output].type.dataType == .float16 { Kernels.roundToFloat16(&result) }
       values[step.output] = Tensor(shape: shape, values: result)
       if observed.contains(step.output) { kept[step.output] = values[step.output] }
       for input in step.inputs {
@@ -114,7 +115,7 @@ public struct Interpreter {
     case .pooling2D(let pool): return Kernels.pooling(x, pool, outputShape: outputShape)
     case .globalPooling2D(let kind, _):
       return Kernels.reduce(x, Reduction(kind: kind == .max ? .max : .mean, axes: [0, 1], keepDims: false))
-    case .flatten, .reshape: return x.values
+    case .flatten, .reshape, .cast: return x.values
     case .permute(let order):
       var result = [Float](repeating: 0, count: x.values.count)
       let inStrides = Kernels.strides(x.shape)

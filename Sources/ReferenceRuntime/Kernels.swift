@@ -365,4 +365,12 @@ enum Kernels {
     }
     return result
   }
+
+  /// Rounds every value to the nearest float16 (ties to even; beyond 65504 to infinity), widened back:
+  /// how the runtime emulates an ML Program that computes in float16.
+  static func roundToFloat16(_ values: inout [Float]) {
+    values.withUnsafeMutableBufferPointer { buffer in
+      for i in buffer.indices { buffer[i] = Float(Float16(buffer[i])) }
+    }
+  }
 }

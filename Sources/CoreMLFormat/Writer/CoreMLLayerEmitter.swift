@@ -237,6 +237,10 @@ struct CoreMLLayerEmitter {
     case .custom(let custom):
       try emitCustom(custom, name: node.name, inputs: inputs, output: output)
 
+    case .cast:
+      // Neural networks keep float32 blobs; float16 storage is a weight setting (`--precision`).
+      throw unsupported("a cast has no classic Core ML layer; neural networks compute in float32")
+
     case .convolutionTranspose(let conv):
       try emitConvolutionTranspose(conv, name: node.name, input: inputs[0], output: output)
 

@@ -8,11 +8,16 @@ import ModelIR
 public enum CoreMLWriter {
   /// The serialized `Model` protobuf.
   public static func serialize(_ graph: Graph, options: CoreMLWriterOptions) throws -> [UInt8] {
+    try serializeWithVersion(graph, options: options).bytes
+  }
+
+  /// The serialized `Model` protobuf and the specification version it declares.
+  static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
     let arena = MessageArena()
     let model = try buildModel(graph, options: options, arena: arena)
     var bytes = [UInt8](repeating: 0, count: core_ml__specification__model__get_packed_size(model))
     _ = core_ml__specification__model__pack(model, &bytes)
-    return bytes
+    return (bytes, Int(model.pointee.specificationversion))
   }
 
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.

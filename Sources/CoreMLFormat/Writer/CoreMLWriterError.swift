@@ -14,6 +14,8 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   case invalidName(kind: String, name: String, layer: String?)
   /// Option values conflict or are empty.
   case invalidOption(String)
+  /// The model needs a newer specification (or format) than the deployment target loads.
+  case targetTooOld(target: String, needs: Int, reason: String)
 
   public var description: String {
     switch self {
@@ -30,6 +32,8 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
       let owner = layer.map { " (made by layer \($0.debugDescription))" } ?? ""
       return "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in Keras before converting"
     case .invalidOption(let detail): return detail
+    case .targetTooOld(let target, let needs, let reason):
+      return "\(reason), which \(target) cannot load (it reads specification versions up to \(DeploymentTarget.parse(target)?.specificationVersion ?? 0); version \(needs) needs a newer release)"
     }
   }
 }

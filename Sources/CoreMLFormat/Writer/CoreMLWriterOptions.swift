@@ -61,7 +61,8 @@ public struct ClassifierSettings: Sendable, Equatable {
   }
 }
 
-/// How weights are stored.
+/// How weights are stored; for an ML Program also the precision it computes in (coremltools'
+/// `compute_precision`): float16 programs cast their inputs to float16 and their outputs back.
 public enum WeightPrecision: String, Sendable, Equatable {
   case float32
   case float16
@@ -93,11 +94,19 @@ public struct CoreMLWriterOptions: Sendable, Equatable {
   public var classifier: ClassifierSettings?
   public var precision: WeightPrecision
   public var metadata: ModelMetadata
+  /// The oldest release the model must load on; nil: the oldest the model's content allows (iOS 15 for
+  /// an ML Program). The writer uses the lowest specification version (and opset) the target allows and
+  /// refuses what the target cannot load.
+  public var target: DeploymentTarget?
 
-  public init(imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil, precision: WeightPrecision = .float32, metadata: ModelMetadata = ModelMetadata()) {
+  public init(
+    imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil, precision: WeightPrecision = .float32,
+    metadata: ModelMetadata = ModelMetadata(), target: DeploymentTarget? = nil
+  ) {
     self.imageInputs = imageInputs
     self.classifier = classifier
     self.precision = precision
     self.metadata = metadata
+    self.target = target
   }
 }

@@ -5,6 +5,7 @@
 
 #include "../DataStructures.pb-c.h"
 #include "../FeatureTypes.pb-c.h"
+#include "../MIL.pb-c.h"
 #include "../Model.pb-c.h"
 #include "../NeuralNetwork.pb-c.h"
 

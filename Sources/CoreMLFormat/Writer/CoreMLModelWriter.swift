@@ -1,0 +1,65 @@
+import Foundation
+import ModelIR
+
+/// A written Core ML model: the specification and, for an ML Program, its weight file.
+public struct EncodedModel: Sendable {
+  public var format: ModelFormat
+  /// The serialized `Model` protobuf (`model.mlmodel`).
+  public var specification: [UInt8]
+  /// The MIL blob file (`weights/weight.bin`) of an ML Program; nil for a neural network.
+  public var weights: [UInt8]?
+  /// The specification version written (the oldest release that loads the model).
+  public var specificationVersion: Int
+
+  public init(format: ModelFormat, specification: [UInt8], weights: [UInt8]?, specificationVersion: Int) {
+    self.format = format
+    self.specification = specification
+    self.weights = weights
+    self.specificationVersion = specificationVersion
+  }
+
+  /// Bytes on disk.
+  public var byteCount: Int { specification.count + (weights?.count ?? 0) }
+
+  /// Writes the model atomically: a `.mlmodel` file, or an `.mlpackage` folder built beside `url` and
+  /// renamed into place. A failure leaves no partial output and the previous model untouched.
+  public func write(to url: URL) throws {
+    switch format {
+    case .neuralNetwork: try AtomicFile.write(bytes: specification, to: url)
+    case .mlProgram: try ModelPackage.write(model: specification, weights: weights, to: url)
+    }
+  }
+}
+
+/// Writes an IR graph in one Core ML format. The converter, summaries and `verify` go through this
+/// interface and never name a format; `CoreMLWriters.writer(for:)` picks the implementation.
+public protocol CoreMLModelWriter: Sendable {
+  var format: ModelFormat { get }
+  /// Builds the model's files, or throws `CoreMLWriterError` when the graph or options cannot be written
+  /// in this format for `options.target`.
+  func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel
+}
+
+/// The writers of both formats.
+public enum CoreMLWriters {
+  public static func writer(for format: ModelFormat) -> any CoreMLModelWriter {
+    switch format {
+    case .neuralNetwork: return NeuralNetworkWriter()
+    case .mlProgram: return MLProgramWriter()
+    }
+  }
+}
+
+/// The classic `NeuralNetwork` `.mlmodel` writer (`CoreMLWriter`) behind the common interface.
+public struct NeuralNetworkWriter: CoreMLModelWriter {
+  public init() {}
+  public var format: ModelFormat { .neuralNetwork }
+
+  public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
+    let (bytes, version) = try CoreMLWriter.serializeWithVersion(graph, options: options)
+    if let target = options.target, version > target.specificationVersion {
+      throw CoreMLWriterError.targetTooOld(target: target.name, needs: version, reason: "the layers of this model need specification \(version)")
+    }
+    return EncodedModel(format: .neuralNetwork, specification: bytes, weights: nil, specificationVersion: version)
+  }
+}
