@@ -21,12 +21,17 @@ public struct EncodedModel: Sendable {
   /// Bytes on disk.
   public var byteCount: Int { specification.count + (weights?.count ?? 0) }
 
-  /// Writes the model atomically: a `.mlmodel` file, or an `.mlpackage` folder built beside `url` and
-  /// renamed into place. A failure leaves no partial output and the previous model untouched.
+  /// Writes the model atomically: an `.mlpackage` folder (built beside `url` and renamed into place)
+  /// when `url` ends in `.mlpackage`, else a `.mlmodel` file, which only a neural network can be (an ML
+  /// Program keeps its weights in the package). A failure leaves no partial output and the previous
+  /// model untouched.
   public func write(to url: URL) throws {
-    switch format {
-    case .neuralNetwork: try AtomicFile.write(bytes: specification, to: url)
-    case .mlProgram: try ModelPackage.write(model: specification, weights: weights, to: url)
+    if url.pathExtension == "mlpackage" {
+      try ModelPackage.write(model: specification, weights: weights, to: url)
+    } else if format == .mlProgram {
+      throw CoreMLWriterError.invalidOption("an ML Program is saved as an .mlpackage folder (its weights are files in it), not as \(url.lastPathComponent)")
+    } else {
+      try AtomicFile.write(bytes: specification, to: url)
     }
   }
 }

@@ -23,8 +23,14 @@ public struct ConversionOptions: Sendable, Equatable {
   public var predictedFeatureName: String
   /// `predicted_probabilities_output`: the output (new name) holding the probabilities; default the first.
   public var predictedProbabilitiesOutput: String?
-  /// `model_precision`.
-  public var precision: WeightPrecision
+  /// The file format written (`convert_to`): a neural-network `.mlmodel` or an ML Program `.mlpackage`.
+  public var format: ModelFormat
+  /// `minimum_deployment_target`: the oldest release the model must load on. Nil: the oldest the model
+  /// allows (iOS 15 for an ML Program).
+  public var target: DeploymentTarget?
+  /// `model_precision` / `compute_precision`; nil: the format's default (float16 for an ML Program, as
+  /// coremltools does, float32 for a neural network).
+  public var precision: WeightPrecision?
   public var author: String?
   public var license: String?
   public var shortDescription: String?
@@ -43,7 +49,8 @@ public struct ConversionOptions: Sendable, Equatable {
     inputNames: [String]? = nil, outputNames: [String]? = nil, imageInputNames: [String] = [],
     classLabels: ClassLabels? = nil, imageScale: Float = 1, redBias: Float = 0, greenBias: Float = 0,
     blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false, predictedFeatureName: String = "classLabel",
-    predictedProbabilitiesOutput: String? = nil, precision: WeightPrecision = .float32, author: String? = nil,
+    predictedProbabilitiesOutput: String? = nil, format: ModelFormat = .neuralNetwork, target: DeploymentTarget? = nil,
+    precision: WeightPrecision? = nil, author: String? = nil,
     license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:],
     customLayers: KerasCustomLayers = KerasCustomLayers(), allowNonFinite: Bool = false
   ) {
@@ -61,6 +68,8 @@ public struct ConversionOptions: Sendable, Equatable {
     self.isBGR = isBGR
     self.predictedFeatureName = predictedFeatureName
     self.predictedProbabilitiesOutput = predictedProbabilitiesOutput
+    self.format = format
+    self.target = target
     self.precision = precision
     self.author = author
     self.license = license
@@ -68,6 +77,9 @@ public struct ConversionOptions: Sendable, Equatable {
     self.version = version
     self.inputShapes = inputShapes
   }
+
+  /// The precision used: the one given, else the format's default.
+  public var resolvedPrecision: WeightPrecision { precision ?? (format == .mlProgram ? .float16 : .float32) }
 
   /// The image preprocessing shared by every image input.
   public var imagePreprocessing: ImagePreprocessing {

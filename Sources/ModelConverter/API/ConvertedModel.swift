@@ -2,14 +2,18 @@ import CoreMLFormat
 import Foundation
 import ModelIR
 
-/// The result of a conversion: the IR graph and the serialized Core ML model.
+/// The result of a conversion: the IR graph and the written Core ML model.
 public struct ConvertedModel: Sendable {
   /// The converted graph, with the final input and output names.
   public let graph: Graph
   /// The options the Core ML writer used.
   public let writerOptions: CoreMLWriterOptions
-  /// The serialized `.mlmodel` bytes.
-  public let bytes: [UInt8]
+  /// The model's files: the specification and, for an ML Program, its weights.
+  public let encoded: EncodedModel
+  /// The serialized `Model` specification (`.mlmodel`, or `model.mlmodel` inside a package).
+  public var bytes: [UInt8] { encoded.specification }
+  /// The format written.
+  public var format: ModelFormat { encoded.format }
   /// The Keras version that wrote the source file, when recorded.
   public let sourceKerasVersion: String?
 
@@ -30,9 +34,10 @@ public struct ConvertedModel: Sendable {
     return result
   }
 
-  /// Writes the `.mlmodel` atomically; an existing file is replaced only once the new one is complete.
+  /// Writes the `.mlmodel` file or `.mlpackage` folder atomically: an existing model is replaced only
+  /// once the new one is complete, and a failure leaves nothing behind.
   public func write(to url: URL) throws {
-    try AtomicFile.write(bytes: bytes, to: url)
+    try encoded.write(to: url)
   }
 
   /// A summary for people and pipelines.
@@ -56,11 +61,17 @@ public struct ConvertedModel: Sendable {
       outputs = outputs.map { $0.name == probabilities ? .init(name: $0.name, type: "dictionary \(keyType) → double") : $0 }
       outputs.append(.init(name: classifier.predictedFeatureName, type: keyType))
     }
+    let modelType: String
+    switch (format, writerOptions.classifier == nil) {
+    case (.mlProgram, _): modelType = "mlProgram"
+    case (.neuralNetwork, true): modelType = "neuralNetwork"
+    case (.neuralNetwork, false): modelType = "neuralNetworkClassifier"
+    }
     return ConversionSummary(
-      modelType: writerOptions.classifier == nil ? "neuralNetwork" : "neuralNetworkClassifier",
+      modelType: modelType, format: format, specificationVersion: encoded.specificationVersion, precision: writerOptions.precision.rawValue,
       inputs: graph.inputs.map(feature), outputs: outputs, layerCount: graph.nodes.count,
       parameterCount: graph.parameterCount, labels: writerOptions.classifier?.labels.descriptions ?? [],
-      byteCount: bytes.count)
+      byteCount: encoded.byteCount)
   }
 }
 
@@ -70,7 +81,13 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
     public var name: String
     public var type: String
   }
+  /// `neuralNetwork`, `neuralNetworkClassifier` or `mlProgram` (a classifier when `labels` is not empty).
   public var modelType: String
+  public var format: ModelFormat
+  /// The specification version written; the oldest OS releases that load it follow from it.
+  public var specificationVersion: Int
+  /// `float32` or `float16`: weight storage, and for an ML Program also its computation.
+  public var precision: String
   public var inputs: [Feature]
   public var outputs: [Feature]
   public var layerCount: Int

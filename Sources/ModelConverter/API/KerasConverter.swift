@@ -14,6 +14,8 @@ import ModelIR
 ///     imageScale: 1 / 255))
 /// try model.write(to: URL(fileURLWithPath: "Emotion.mlmodel"))
 /// ```
+///
+/// With `format: .mlProgram` the result is an ML Program, written as an `.mlpackage` folder.
 public enum KerasConverter {
   /// Converts a full Keras model file (`model.save("x.h5")`).
   public static func convert(modelAt url: URL, options: ConversionOptions = ConversionOptions()) throws -> ConvertedModel {
@@ -44,16 +46,17 @@ public enum KerasConverter {
       classifier: options.classLabels.map {
         ClassifierSettings(labels: $0, predictedFeatureName: options.predictedFeatureName, probabilitiesOutput: options.predictedProbabilitiesOutput)
       },
-      precision: options.precision,
+      precision: options.resolvedPrecision,
       metadata: ModelMetadata(
         shortDescription: options.shortDescription, author: options.author, license: options.license, version: options.version,
         userDefined: [
           "modelconv.version": ModelConverterVersion.current,
           "modelconv.source": "keras",
           "modelconv.source_keras_version": keras.kerasVersion ?? "unknown",
-        ]))
-    let bytes = try CoreMLWriter.serialize(graph, options: writerOptions)
-    return ConvertedModel(graph: graph, writerOptions: writerOptions, bytes: bytes, sourceKerasVersion: keras.kerasVersion)
+        ]),
+      target: options.target)
+    let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
+    return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: keras.kerasVersion)
   }
 
   /// Reads the Keras model into the IR and applies the input and output names.

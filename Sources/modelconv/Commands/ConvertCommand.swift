@@ -5,10 +5,10 @@ import ModelConverter
 /// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
 enum ConvertCommand: Subcommand {
   static let usage = """
-    USAGE: modelconv convert <input.h5> [-o <output.mlmodel>] [options]
+    USAGE: modelconv convert <input.h5> [-o <output.mlmodel|output.mlpackage>] [options]
 
-    Converts a Keras .h5 model (Keras 2.0-2.15, tf_keras, Keras 3 legacy .h5) into a Core ML
-    neural network, or a classifier when labels are given.
+    Converts a Keras model (.h5 of Keras 1-3 and tf_keras, or a Keras 3 .keras archive) into a Core ML
+    neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given.
 
     NAMES:
       --input-names a,b              Core ML names for the inputs, in Keras order (default input1, ...)
@@ -25,8 +25,19 @@ enum ConvertCommand: Subcommand {
       --predicted-feature-name NAME  Output holding the top label (default classLabel)
       --predicted-probabilities-output NAME
                                      Output holding the probabilities (default the first output)
-    WEIGHTS AND METADATA:
-      --precision float32|float16    Weight storage (default float32)
+    FORMAT:
+      --format neuralnetwork|mlprogram
+                                     neuralnetwork: one .mlmodel file (iOS 11+); mlprogram: an .mlpackage
+                                     folder (iOS 15+). Default: from -o (.mlpackage is mlprogram), else
+                                     neuralnetwork
+      --target iOS15                 Oldest release the model must load on (iOS13-iOS18, macOS10.15-macOS15,
+                                     tvOS, watchOS): picks the lowest specification version and opset it
+                                     allows; a model it cannot load is refused. Default: what the model
+                                     needs (iOS15 for an ML Program)
+      --precision float32|float16    float16 stores weights as float16, and an ML Program also computes
+                                     in float16 (default for mlprogram); float32 keeps both float32
+                                     (default for neuralnetwork)
+    METADATA:
       --author, --license, --short-description, --version TEXT
     OTHER:
       --allow-nonfinite              Write NaN or infinite weights and negative BatchNormalization
@@ -34,7 +45,8 @@ enum ConvertCommand: Subcommand {
       --custom-layers                Make unknown layers Core ML custom layers (class name, config values
                                      as parameters, weights) instead of failing; the app implements them
       --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
-      -o, --output FILE              Output path (default: the input's name with .mlmodel)
+      -o, --output PATH              Output file or package (default: the input's name with .mlmodel,
+                                     or .mlpackage for --format mlprogram)
       --verify                       After writing, run `modelconv verify` on the result with the labels and
                                      image preprocessing given here (exit 1 when parity breaks; the file is kept)
       --samples N, --seed S, --atol A, --rtol R
@@ -49,7 +61,7 @@ enum ConvertCommand: Subcommand {
     + OptionSpec.valued(
       "--input-names", "--output-names", "--image-input", "--image-input-names", "--labels", "--labels-file", "--image-scale",
       "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
-      "--precision", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture",
+      "--precision", "--format", "--target", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture",
       "--samples", "--seed", "--atol", "--rtol")
     + OptionSpec.flags("--bgr", "--verify", "--json", "--custom-layers", "--allow-nonfinite")
 
@@ -58,8 +70,12 @@ enum ConvertCommand: Subcommand {
       throw UsageError(message: parsed.positionals.isEmpty ? "missing the input model\n\n" + usage : "one input model expected, got \(parsed.positionals.count)")
     }
     let input = parsed.positionals[0]
-    let options = try conversionOptions(parsed)
-    let output = parsed.value("-o") ?? defaultOutputPath(for: input)
+    var options = try conversionOptions(parsed)
+    let output = parsed.value("-o") ?? defaultOutputPath(for: input, format: options.format)
+    if parsed.value("--format") == nil { options.format = ModelFormat.forPath(output) }
+    if options.format == .mlProgram && !output.hasSuffix(".mlpackage") && !output.hasSuffix(".mlpackage/") {
+      throw UsageError(message: "an ML Program is a folder holding its weights: name the output NAME.mlpackage (got \(output))")
+    }
     try checkOutput(output, inputs: [input] + ["--architecture", "--labels-file"].compactMap { parsed.value($0) })
     let verify = parsed.flag("--verify")
     if !verify && ["--samples", "--seed", "--atol", "--rtol"].contains(where: { parsed.value($0) != nil }) {
@@ -86,7 +102,7 @@ enum ConvertCommand: Subcommand {
     // Verify a staged copy first: when verification cannot run at all, nothing is left behind and an
     // existing file stays; when it runs, the file is put in place (kept even when parity breaks).
     let staged = URL(fileURLWithPath: output).deletingLastPathComponent()
-      .appendingPathComponent(".\(URL(fileURLWithPath: output).lastPathComponent).\(UUID().uuidString).verify.mlmodel")
+      .appendingPathComponent(".\(URL(fileURLWithPath: output).lastPathComponent).\(UUID().uuidString).verify.\(URL(fileURLWithPath: output).pathExtension == "mlpackage" ? "mlpackage" : "mlmodel")")
     do { try model.write(to: staged) } catch {
       throw OutputError(path: output, reason: "\(error)")
     }
@@ -126,9 +142,17 @@ enum ConvertCommand: Subcommand {
   }
 
   /// Refuses an output path that is one of the inputs (also through a symbolic or hard link: same
-  /// device and inode), or an existing device, pipe, socket or folder.
+  /// device and inode), or an existing device, pipe, socket or folder (other than an `.mlpackage`
+  /// replaced by a package).
   static func checkOutput(_ output: String, inputs: [String]) throws {
     guard let existing = AtomicFile.nodeKind(output) else { return }
+    let package = URL(fileURLWithPath: output).pathExtension == "mlpackage"
+    if package {
+      guard existing.kind == "a folder", FileManager.default.fileExists(atPath: output + "/Manifest.json") else {
+        throw UsageError(message: "\(output) exists and is \(existing.kind == "a folder" ? "a folder without a Manifest.json" : existing.kind), not an .mlpackage; modelconv only replaces a package with a package")
+      }
+      return
+    }
     guard existing.kind == "a regular file" else {
       throw UsageError(message: AtomicFile.DestinationError.notARegularFile(path: output, kind: existing.kind).description)
     }
@@ -146,10 +170,10 @@ enum ConvertCommand: Subcommand {
     }
   }
 
-  /// The input path with its extension replaced by `.mlmodel`.
-  static func defaultOutputPath(for input: String) -> String {
+  /// The input path with its extension replaced by `.mlmodel` (`.mlpackage` for an ML Program).
+  static func defaultOutputPath(for input: String, format: ModelFormat) -> String {
     let url = URL(fileURLWithPath: input)
-    return url.deletingPathExtension().appendingPathExtension("mlmodel").path
+    return url.deletingPathExtension().appendingPathExtension(format.fileExtension).path
   }
 
   static func conversionOptions(_ parsed: ParsedArguments) throws -> ConversionOptions {
@@ -166,6 +190,18 @@ enum ConvertCommand: Subcommand {
     options.isBGR = parsed.flag("--bgr")
     options.predictedFeatureName = parsed.value("--predicted-feature-name") ?? "classLabel"
     options.predictedProbabilitiesOutput = parsed.value("--predicted-probabilities-output")
+    if let format = parsed.value("--format") {
+      guard let value = ModelFormat(rawValue: format.lowercased()) else {
+        throw UsageError(message: "--format must be neuralnetwork or mlprogram, got '\(format)'")
+      }
+      options.format = value
+    }
+    if let target = parsed.value("--target") {
+      guard let value = DeploymentTarget.parse(target) else {
+        throw UsageError(message: "--target '\(target)' is not a release this tool knows; use one of \(DeploymentTarget.allNames.joined(separator: ", "))")
+      }
+      options.target = value
+    }
     if let precision = parsed.value("--precision") {
       guard let value = WeightPrecision(rawValue: precision) else { throw UsageError(message: "--precision must be float32 or float16, got '\(precision)'") }
       options.precision = value
@@ -218,7 +254,8 @@ enum ConvertCommand: Subcommand {
       if let data = try? encoder.encode(Report(output: output, summary: summary)) { Console.out(String(decoding: data, as: UTF8.self)) }
       return
     }
-    var lines = ["Converted to \(summary.modelType)"]
+    let kind = summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType
+    var lines = ["Converted to \(kind) (specification \(summary.specificationVersion), \(summary.precision))"]
     for feature in summary.inputs { lines.append("  input   \(feature.name): \(feature.type)") }
     for feature in summary.outputs { lines.append("  output  \(feature.name): \(feature.type)") }
     lines.append("  layers  \(summary.layerCount), parameters \(summary.parameterCount)")
