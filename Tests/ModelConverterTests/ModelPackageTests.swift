@@ -3,35 +3,35 @@ import Foundation
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
-import XCTest
+import Testing
 
 /// The `.mlpackage` container, the MIL blob file, deployment targets and emulated float16.
-final class ModelPackageTests: XCTestCase {
+@Suite struct ModelPackageTests {
   // MARK: weight.bin
 
   /// Apple's worked example of the storage format: two float32[500] blobs have their metadata records
   /// at offsets 64 and 2176 (the first blob's data ends at 128 + 2000 = 2128, aligned up to 64).
-  func testBlobOffsetsFollowTheDocumentedLayout() throws {
+  @Test func blobOffsetsFollowTheDocumentedLayout() throws {
     var writer = MILBlobStorage.Writer()
     let first = writer.append(float32: (0..<500).map(Float.init))
     let second = writer.append(float32: (0..<500).map { Float($0) * -0.5 })
-    XCTAssertEqual(first, 64)
-    XCTAssertEqual(second, 2176)
-    XCTAssertEqual(writer.bytes.count, 2176 + 64 + 2000)
+    #expect(first == 64)
+    #expect(second == 2176)
+    #expect(writer.bytes.count == 2176 + 64 + 2000)
     // Header: count 2, version 2.
-    XCTAssertEqual(Array(writer.bytes[0..<8]), [2, 0, 0, 0, 2, 0, 0, 0])
+    #expect(Array(writer.bytes[0..<8]) == [2, 0, 0, 0, 2, 0, 0, 0])
     // Record: sentinel 0xDEADBEEF, data type 2 (float32), 2000 bytes, data at 2240.
-    XCTAssertEqual(Array(writer.bytes[2176..<2184]), [0xEF, 0xBE, 0xAD, 0xDE, 2, 0, 0, 0])
+    #expect(Array(writer.bytes[2176..<2184]) == [0xEF, 0xBE, 0xAD, 0xDE, 2, 0, 0, 0])
 
     let reader = try MILBlobStorage.Reader(bytes: writer.bytes, path: "weight.bin")
-    XCTAssertEqual(reader.count, 2)
+    #expect(reader.count == 2)
     let blob = try reader.blob(at: second)
-    XCTAssertEqual(blob.dataType, .float32)
+    #expect(blob.dataType == .float32)
     let values = blob.bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-    XCTAssertEqual(values, (0..<500).map { Float($0) * -0.5 })
+    #expect(values == (0..<500).map { Float($0) * -0.5 })
   }
 
-  func testCorruptBlobFilesAreErrors() throws {
+  @Test func corruptBlobFilesAreErrors() throws {
     var writer = MILBlobStorage.Writer()
     let offset = writer.append(float16Bits: [0x3C00, 0x4000, 0xC000])
     let good = writer.bytes
@@ -41,62 +41,62 @@ final class ModelPackageTests: XCTestCase {
         return nil
       } catch { return "\(error)" }
     }
-    XCTAssertNil(reading(good, at: offset))
-    XCTAssertNotNil(reading(Array(good.prefix(40))), "shorter than a header")
+    #expect(reading(good, at: offset) == nil)
+    #expect(reading(Array(good.prefix(40))) != nil, "shorter than a header")
     var version = good; version[4] = 1
-    XCTAssertNotNil(reading(version))
+    #expect(reading(version) != nil)
     var sentinel = good; sentinel[64] = 0
-    XCTAssertNotNil(reading(sentinel))
+    #expect(reading(sentinel) != nil)
     var size = good; size[72] = 0xFF; size[79] = 0x7F
-    XCTAssertNotNil(reading(size), "a size beyond the file")
+    #expect(reading(size) != nil, "a size beyond the file")
     var type = good; type[68] = 99
-    XCTAssertNotNil(reading(type))
-    XCTAssertNotNil(reading(good, at: 65), "unaligned")
-    XCTAssertNotNil(reading(good, at: 1 << 40), "beyond the file")
-    XCTAssertNotNil(reading(good, at: UInt64.max - 63))
+    #expect(reading(type) != nil)
+    #expect(reading(good, at: 65) != nil, "unaligned")
+    #expect(reading(good, at: 1 << 40) != nil, "beyond the file")
+    #expect(reading(good, at: UInt64.max - 63) != nil)
   }
 
   // MARK: Package folder
 
-  func testPackageManifestAndContents() throws {
+  @Test func packageManifestAndContents() throws {
     let folder = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
     let url = folder.appendingPathComponent("M.mlpackage")
     try ModelPackage.write(model: [1, 2, 3], weights: [4, 5], to: url)
     let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("Manifest.json"))) as! [String: Any]
-    XCTAssertEqual(manifest["fileFormatVersion"] as? String, "1.0.0")
+    #expect(manifest["fileFormatVersion"] as? String == "1.0.0")
     let entries = manifest["itemInfoEntries"] as! [String: [String: String]]
     let root = entries[manifest["rootModelIdentifier"] as! String]!
-    XCTAssertEqual(root["path"], "com.apple.CoreML/model.mlmodel")
-    XCTAssertEqual(root["name"], "model.mlmodel")
-    XCTAssertEqual(root["author"], "com.apple.CoreML")
-    XCTAssertEqual(Set(entries.values.map { $0["path"]! }), ["com.apple.CoreML/model.mlmodel", "com.apple.CoreML/weights"])
+    #expect(root["path"] == "com.apple.CoreML/model.mlmodel")
+    #expect(root["name"] == "model.mlmodel")
+    #expect(root["author"] == "com.apple.CoreML")
+    #expect(Set(entries.values.map { $0["path"]! }) == ["com.apple.CoreML/model.mlmodel", "com.apple.CoreML/weights"])
     let contents = try ModelPackage.contents(of: url)
-    XCTAssertEqual(try Data(contentsOf: contents.modelURL), Data([1, 2, 3]))
-    XCTAssertEqual(try Data(contentsOf: contents.weightsURL!.appendingPathComponent("weight.bin")), Data([4, 5]))
+    #expect(try Data(contentsOf: contents.modelURL) == Data([1, 2, 3]))
+    #expect(try Data(contentsOf: contents.weightsURL!.appendingPathComponent("weight.bin")) == Data([4, 5]))
 
     // Replacing: the new package is complete, nothing is left beside it.
     try ModelPackage.write(model: [9], weights: nil, to: url)
-    XCTAssertEqual(try Data(contentsOf: ModelPackage.contents(of: url).modelURL), Data([9]))
-    XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["M.mlpackage"])
+    #expect(try Data(contentsOf: ModelPackage.contents(of: url).modelURL) == Data([9]))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["M.mlpackage"])
   }
 
-  func testPackageNeverReplacesOtherThings() throws {
+  @Test func packageNeverReplacesOtherThings() throws {
     let folder = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
     let file = folder.appendingPathComponent("file.mlpackage")
     try Data([7]).write(to: file)
-    XCTAssertThrowsError(try ModelPackage.write(model: [1], weights: nil, to: file))
-    XCTAssertEqual(try Data(contentsOf: file), Data([7]))
+    #expect(throws: (any Error).self) { try ModelPackage.write(model: [1], weights: nil, to: file) }
+    #expect(try Data(contentsOf: file) == Data([7]))
     let plain = folder.appendingPathComponent("photos.mlpackage")
     try FileManager.default.createDirectory(at: plain, withIntermediateDirectories: true)
     try Data([8]).write(to: plain.appendingPathComponent("keep.jpg"))
-    XCTAssertThrowsError(try ModelPackage.write(model: [1], weights: nil, to: plain))
-    XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: plain.path), ["keep.jpg"])
-    XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), ["file.mlpackage", "photos.mlpackage"])
+    #expect(throws: (any Error).self) { try ModelPackage.write(model: [1], weights: nil, to: plain) }
+    #expect(try FileManager.default.contentsOfDirectory(atPath: plain.path) == ["keep.jpg"])
+    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["file.mlpackage", "photos.mlpackage"])
   }
 
-  func testManifestsPointingOutsideThePackageAreRefused() throws {
+  @Test func manifestsPointingOutsideThePackageAreRefused() throws {
     let folder = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
     func manifest(_ object: Any) throws -> Error? {
@@ -106,44 +106,43 @@ final class ModelPackageTests: XCTestCase {
       do { _ = try ModelPackage.contents(of: url); return nil } catch { return error }
     }
     let item = ["author": "a", "description": "d", "name": "n"]
-    XCTAssertNotNil(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "../../etc/passwd"]) { $1 }], "rootModelIdentifier": "x"]))
-    XCTAssertNotNil(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "/etc/passwd"]) { $1 }], "rootModelIdentifier": "x"]))
-    XCTAssertNotNil(try manifest(["fileFormatVersion": "2.0.0", "itemInfoEntries": ["x": item.merging(["path": "a/b"]) { $1 }], "rootModelIdentifier": "x"]))
-    XCTAssertNotNil(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item], "rootModelIdentifier": "x"]), "no path")
-    XCTAssertNotNil(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": [:] as [String: Any], "rootModelIdentifier": "x"]))
-    XCTAssertNotNil(try manifest([1, 2]))
-    XCTAssertNil(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "com.apple.CoreML/model.mlmodel"]) { $1 }], "rootModelIdentifier": "x"]))
+    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "../../etc/passwd"]) { $1 }], "rootModelIdentifier": "x"]) != nil)
+    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "/etc/passwd"]) { $1 }], "rootModelIdentifier": "x"]) != nil)
+    #expect(try manifest(["fileFormatVersion": "2.0.0", "itemInfoEntries": ["x": item.merging(["path": "a/b"]) { $1 }], "rootModelIdentifier": "x"]) != nil)
+    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item], "rootModelIdentifier": "x"]) != nil, "no path")
+    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": [:] as [String: Any], "rootModelIdentifier": "x"]) != nil)
+    #expect(try manifest([1, 2]) != nil)
+    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "com.apple.CoreML/model.mlmodel"]) { $1 }], "rootModelIdentifier": "x"]) == nil)
   }
 
   // MARK: Deployment targets
 
   /// Apple's table: iOS 13 reads specification 4, iOS 14 5, iOS 15 6 (MIL opset CoreML5), ... iOS 18 9 (CoreML8).
-  func testDeploymentTargets() {
-    XCTAssertEqual(DeploymentTarget.parse("iOS15")?.specificationVersion, 6)
-    XCTAssertEqual(DeploymentTarget.parse("iOS15")?.opset, "CoreML5")
-    XCTAssertEqual(DeploymentTarget.parse("ios18")?.opset, "CoreML8")
-    XCTAssertEqual(DeploymentTarget.parse("macOS12")?.specificationVersion, 6)
-    XCTAssertEqual(DeploymentTarget.parse("macOS10_15")?.specificationVersion, 4)
-    XCTAssertEqual(DeploymentTarget.parse("macOS10.15")?.name, "macOS10.15")
-    XCTAssertEqual(DeploymentTarget.parse("watchOS8")?.specificationVersion, 6)
-    XCTAssertEqual(DeploymentTarget.parse("tvOS14")?.specificationVersion, 5)
-    XCTAssertNil(DeploymentTarget.parse("iOS14")?.opset)
-    XCTAssertNil(DeploymentTarget.parse("iOS19"))
-    XCTAssertNil(DeploymentTarget.parse("android12"))
-    XCTAssertEqual(DeploymentTarget.specificationVersion(forOpset: "CoreML7"), 8)
-    XCTAssertNil(DeploymentTarget.specificationVersion(forOpset: "CoreML9"))
+  @Test func deploymentTargets() {
+    #expect(DeploymentTarget.parse("iOS15")?.specificationVersion == 6)
+    #expect(DeploymentTarget.parse("iOS15")?.opset == "CoreML5")
+    #expect(DeploymentTarget.parse("ios18")?.opset == "CoreML8")
+    #expect(DeploymentTarget.parse("macOS12")?.specificationVersion == 6)
+    #expect(DeploymentTarget.parse("macOS10_15")?.specificationVersion == 4)
+    #expect(DeploymentTarget.parse("macOS10.15")?.name == "macOS10.15")
+    #expect(DeploymentTarget.parse("watchOS8")?.specificationVersion == 6)
+    #expect(DeploymentTarget.parse("tvOS14")?.specificationVersion == 5)
+    #expect(DeploymentTarget.parse("iOS14")?.opset == nil)
+    #expect(DeploymentTarget.parse("iOS19") == nil)
+    #expect(DeploymentTarget.parse("android12") == nil)
+    #expect(DeploymentTarget.specificationVersion(forOpset: "CoreML7") == 8)
+    #expect(DeploymentTarget.specificationVersion(forOpset: "CoreML9") == nil)
   }
 
   /// A neural network that needs specification 5 (bilinear upsampling) is refused for iOS 13 and written for iOS 14.
-  func testNeuralNetworkTargetTooOld() throws {
+  @Test func neuralNetworkTargetTooOld() throws {
     let source = Fixtures.url("tfkeras215/reshape_ops.h5")
-    XCTAssertThrowsError(try KerasConverter.convert(modelAt: source, options: ConversionOptions(target: .iOS13))) { error in
-      guard case CoreMLWriterError.targetTooOld(let target, let needs, _) = error else { return XCTFail("\(error)") }
-      XCTAssertEqual(target, "iOS13")
-      XCTAssertEqual(needs, 5)
-    }
+    let error = #expect(throws: CoreMLWriterError.self) { try KerasConverter.convert(modelAt: source, options: ConversionOptions(target: .iOS13)) }
+    guard case .targetTooOld(let target, let needs, _) = error else { Issue.record("\(String(describing: error))"); return }
+    #expect(target == "iOS13")
+    #expect(needs == 5)
     let model = try KerasConverter.convert(modelAt: source, options: ConversionOptions(target: .iOS14))
-    XCTAssertEqual(model.summary.specificationVersion, 5)
+    #expect(model.summary.specificationVersion == 5)
   }
 
   // MARK: Emulated float16
@@ -151,7 +150,7 @@ final class ModelPackageTests: XCTestCase {
   /// IEEE 754 binary16: 1/3 rounds to 0x3555 = 0.333251953125; 1 + 2^-11 is a tie that rounds to even
   /// (1.0); 65519 rounds down to 65504 and 65520 (a tie with 65536, beyond the range) to infinity;
   /// 2^-25 is half the smallest subnormal and rounds to 0. A float32 cast stops the rounding.
-  func testFloat16ValuesAreRoundedAsTheyAreProduced() throws {
+  @Test func float16ValuesAreRoundedAsTheyAreProduced() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([6]))
     let half = try builder.add(.cast(.float16), name: "to16", inputs: [x])
@@ -159,14 +158,14 @@ final class ModelPackageTests: XCTestCase {
     let back = try builder.add(.cast(.float32), name: "to32", inputs: [doubled])
     let shifted = try builder.add(.activation(.linear(scale: 1, offset: 1.0 / 4096)), name: "shift", inputs: [back])
     let graph = builder.build(outputs: [half, doubled, shifted])
-    XCTAssertEqual(graph[doubled].type.dataType, .float16)
-    XCTAssertEqual(graph[shifted].type.dataType, .float32)
+    #expect(graph[doubled].type.dataType == .float16)
+    #expect(graph[shifted].type.dataType == .float32)
     let input = Tensor(shape: [6], values: [1.0 / 3, 1 + 1.0 / 2048, 65519, 65520, 0x1p-25, 40000])
     for kernels in [Interpreter.KernelChoice.fast, .direct] {
       let outputs = Interpreter(graph: graph, kernels: kernels).run([input])
-      XCTAssertEqual(outputs[0].values, [0.333251953125, 1, 65504, .infinity, 0, 40000])
-      XCTAssertEqual(outputs[1].values, [0.66650390625, 2, .infinity, .infinity, 0, .infinity])
-      XCTAssertEqual(outputs[2].values[0], 0.66650390625 + 1.0 / 4096, "float32 after the cast back")
+      #expect(outputs[0].values == [0.333251953125, 1, 65504, .infinity, 0, 40000])
+      #expect(outputs[1].values == [0.66650390625, 2, .infinity, .infinity, 0, .infinity])
+      #expect(outputs[2].values[0] == 0.66650390625 + 1.0 / 4096, "float32 after the cast back")
     }
   }
 }
