@@ -9,6 +9,7 @@ import PackageDescription
 /// - `ModelIR`: the typed graph that readers produce and writers consume.
 /// - `KerasFormat`: the Keras HDF5 reader.
 /// - `CoreMLFormat`: the Core ML `.mlmodel` writer, and the reader back into the IR.
+/// - `ImageFormat`: PNG and JPEG photos as model inputs (`CImageCodecs` wraps libpng and libjpeg-turbo).
 /// - `ReferenceRuntime`: a float32 interpreter of the IR (direct oracle kernels plus BLAS fast paths).
 /// - `ModelConverter`: the public API tying them together.
 /// - `modelconv`: the thin command-line front end.
@@ -34,6 +35,11 @@ let package = Package(
       name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
       providers: [.apt(["libzip-dev"])]),
     .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
+    // libpng and libjpeg-turbo (Debian libpng-dev, libjpeg62-turbo-dev), decoded in C because libjpeg reports errors by longjmp.
+    .target(
+      name: "CImageCodecs", path: "Sources/CImageCodecs",
+      linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
+    .target(name: "ImageFormat", dependencies: ["CImageCodecs"]),
     .target(name: "ModelIR"),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
@@ -44,7 +50,7 @@ let package = Package(
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .testTarget(
       name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations"]),
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat"]),
   ],
   swiftLanguageModes: [.v5]
 )

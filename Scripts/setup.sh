@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build needs (libhdf5, libprotobuf-c, protoc-c, pkg-config, OpenBLAS, libzip).
+# Installs the Debian packages the build needs (libhdf5, libprotobuf-c, protoc-c, pkg-config, OpenBLAS, libzip, libpng, libjpeg-turbo).
 # Skips apt when everything is already there; uses sudo when not root.
 set -euo pipefail
 
-packages=(libhdf5-dev libprotobuf-c-dev protobuf-c-compiler pkgconf libopenblas-dev libzip-dev)
+packages=(libhdf5-dev libprotobuf-c-dev protobuf-c-compiler pkgconf libopenblas-dev libzip-dev libpng-dev libjpeg62-turbo-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
