@@ -44,7 +44,7 @@ let package = Package(
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "COpenBLAS"]),
-    .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"]),
+    .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
     .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),

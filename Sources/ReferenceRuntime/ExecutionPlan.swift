@@ -5,8 +5,8 @@ import ModelIR
 ///
 /// Fusion only joins a node with its sole consumer, so no value that anything else reads is skipped.
 /// The direct interpreter runs the graph node by node instead; tests hold the two together.
-struct ExecutionPlan {
-  struct Step {
+struct ExecutionPlan: Sendable {
+  struct Step: Sendable {
     var operation: Operation
     var inputs: [ValueID]
     var output: ValueID

@@ -7,7 +7,7 @@ import ModelIR
 /// convolution and dense layers run through BLAS, with batch normalization folded into the convolution
 /// before it and elementwise activations fused into the step before them (`ExecutionPlan`); `.direct`
 /// runs every node with the plain loops the fast path is tested against.
-public struct Interpreter {
+public struct Interpreter: Sendable {
   /// Which implementation runs convolution and dense layers.
   public enum KernelChoice: Sendable {
     /// im2col plus OpenBLAS GEMM on one thread.
