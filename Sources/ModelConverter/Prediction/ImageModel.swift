@@ -165,11 +165,13 @@ public struct Classification: Sendable, Equatable, Codable {
 public enum PredictionError: Error, Equatable, CustomStringConvertible {
   case notAnImageModel(path: String, detail: String)
   case labelCountMismatch(path: String, labels: Int, outputs: Int)
+  case notALabelledFolder(path: String, detail: String)
 
   public var description: String {
     switch self {
     case .notAnImageModel(let path, let detail): return "\(path): cannot classify photos: \(detail)"
     case .labelCountMismatch(let path, let labels, let outputs): return "\(path): \(labels) labels given for \(outputs) outputs"
+    case .notALabelledFolder(let path, let detail): return "\(path) \(detail)"
     }
   }
 }
