@@ -148,7 +148,9 @@ public enum Evaluation {
           progress?(done, urls.count)
         } catch {
           let failure = (error as? ImageFileError) ?? .unreadable(path: urls[index].path, reason: "\(error)")
-          progress?(results.set(index, .failure(failure)), urls.count)
+          // Stored first: `progress?(...)` would skip evaluating its arguments when there is no progress callback.
+          let done = results.set(index, .failure(failure))
+          progress?(done, urls.count)
         }
         index += threads
       }
