@@ -5,18 +5,34 @@ import ModelConverter
 /// The `modelconv` entry point: dispatches to a subcommand and turns errors into exit codes.
 @main
 enum ModelConvCommand {
-  static let usage = """
-    USAGE: modelconv <command> [options]
+  /// A command as the dispatcher sees it.
+  struct Entry {
+    var name: String
+    var abstract: String
+    var usage: () -> String
+    var main: ([String]) throws -> ExitCode
 
-    COMMANDS:
-      convert     Convert a Keras .h5 model to a Core ML .mlmodel
-      verify      Run a Keras model and its Core ML conversion on the same inputs and compare them
+    init<C: Subcommand>(_ command: C.Type) {
+      name = C.name
+      abstract = C.abstract
+      usage = { C.usage }
+      main = { try C.main($0) }
+    }
+  }
 
-    OPTIONS:
-      -h, --help  Show help (also `modelconv <command> --help`)
-      --version   Show the version
+  /// Every command, in the order `--help` lists them.
+  static let commands = [Entry(ConvertCommand.self), Entry(VerifyCommand.self)]
 
-    """
+  static var usage: String {
+    var lines = ["USAGE: modelconv <command> [options]", "", "COMMANDS:"]
+    for command in commands { lines.append("  " + command.name.padding(toLength: 12, withPad: " ", startingAt: 0) + command.abstract) }
+    lines += [
+      "", "OPTIONS:", "  -h, --help  Show this help", "  --version   Show the version", "",
+      "Run `modelconv help <command>` (or `modelconv <command> --help`) for a command's options, examples",
+      "and exit codes.",
+    ]
+    return lines.joined(separator: "\n")
+  }
 
   static func main() {
     let arguments = Array(CommandLine.arguments.dropFirst())
@@ -38,19 +54,29 @@ enum ModelConvCommand {
     }
     let rest = Array(arguments.dropFirst())
     do {
+      if let subcommand = commands.first(where: { $0.name == command }) { return try subcommand.main(rest) }
       switch command {
-      case "-h", "--help", "help":
+      case "-h", "--help":
         Console.out(usage)
+        return .success
+      case "help":
+        guard let name = rest.first else {
+          Console.out(usage)
+          return .success
+        }
+        guard let subcommand = commands.first(where: { $0.name == name }) else {
+          throw UsageError(message: "unknown command '\(name)'\n\n" + usage)
+        }
+        Console.out(subcommand.usage())
         return .success
       case "--version":
         Console.out(ModelConverterVersion.current)
         return .success
-      case "convert":
-        return try ConvertCommand.main(rest)
-      case "verify":
-        return try VerifyCommand.main(rest)
       default:
-        throw UsageError(message: "unknown command '\(command)'\n\n" + usage)
+        let names = commands.map(\.name)
+        let hint = names.min { OptionSpec.distance(command, $0) < OptionSpec.distance(command, $1) }
+          .flatMap { OptionSpec.distance(command, $0) <= 2 ? "; did you mean '\($0)'?" : nil } ?? ""
+        throw UsageError(message: "unknown command '\(command)'\(hint)\n\n" + usage)
       }
     } catch {
       Console.error(String(describing: error))

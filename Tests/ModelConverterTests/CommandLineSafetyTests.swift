@@ -40,7 +40,7 @@ import Testing
     defer { try? FileManager.default.removeItem(at: directory) }
     let fifo = directory.appendingPathComponent("pipe")
     #expect(mkfifo(fifo.path, 0o600) == 0)
-    var targets = [fifo, directory]
+    var targets = [fifo]
     // A copy of /dev/null (needs root, as CI runs; skipped otherwise).
     let device = directory.appendingPathComponent("null")
     let mknod = Process()
@@ -58,6 +58,12 @@ import Testing
       #expect(AtomicFile.nodeKind(target.path)?.kind == before?.kind)
       #expect(AtomicFile.nodeKind(target.path)?.kind != "a regular file")
     }
+    // An existing folder is never replaced: the model goes into it under the input's name.
+    let folder = directory.appendingPathComponent("models")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    #expect(try cli.run(["convert", Self.digits, "-o", folder.path]).status == 0)
+    #expect(AtomicFile.nodeKind(folder.path)?.kind == "a folder")
+    #expect(AtomicFile.nodeKind(folder.appendingPathComponent("digits_cnn.mlmodel").path)?.kind == "a regular file")
     // A symbolic link to a regular file is written through: the link stays, its target gets the model.
     let target = directory.appendingPathComponent("real.mlmodel")
     try Data("old".utf8).write(to: target)

@@ -70,7 +70,7 @@ public enum ModelFileFormat: Equatable, Sendable {
   }
 
   static let coreMLAdvice =
-    "it is already a Core ML model; to check it against its Keras source run `modelconv verify <model.h5|model.keras> <model.mlmodel>`"
+    "it is already a Core ML model: `modelconv inspect` shows what is inside, `modelconv verify <model.h5|model.keras> <model.mlmodel>` checks it against its Keras source"
 
   /// "coreml", "onnx" or "tensorflow" when the bytes look like a protobuf message of that kind.
   static func protobufKind(_ head: [UInt8], name: String) -> String? {

@@ -4,66 +4,55 @@ import ModelConverter
 
 /// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
 enum ConvertCommand: Subcommand {
-  static let usage = """
-    USAGE: modelconv convert <input.h5> [-o <output.mlmodel|output.mlpackage>] [options]
-
+  static let name = "convert"
+  static let abstract = "Convert a Keras model (.h5, .keras) to a Core ML .mlmodel or .mlpackage"
+  static let synopsis = "modelconv convert <input.h5|input.keras> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
+  static let discussion = """
     Converts a Keras model (.h5 of Keras 1-3 and tf_keras, or a Keras 3 .keras archive) into a Core ML
-    neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given.
-
-    NAMES:
-      --input-names a,b              Core ML names for the inputs, in Keras order (default input1, ...)
-      --output-names x,y             Core ML names for the outputs (default output1, ...)
-      --input-shape NAME=1,H,W,C     Shape for an input with unknown dimensions (repeatable)
-    IMAGE INPUTS (y = scale * pixel + bias):
-      --image-input NAME             Make this input an image (repeatable; alias --image-input-names a,b)
-      --image-scale S                Scale applied to every pixel first (default 1)
-      --red-bias B, --green-bias B, --blue-bias B, --gray-bias B
-      --bgr                          The model expects BGR channel order
-    CLASSIFIER:
-      --labels L1,L2,...             Class labels, in output order (all integers give int64 labels)
-      --labels-file FILE             One label per line, or Teachable Machine's "index label" lines
-      --predicted-feature-name NAME  Output holding the top label (default classLabel)
-      --predicted-probabilities-output NAME
-                                     Output holding the probabilities (default the first output)
-    FORMAT:
-      --format neuralnetwork|mlprogram
-                                     neuralnetwork: one .mlmodel file (iOS 11+); mlprogram: an .mlpackage
-                                     folder (iOS 15+). Default: from -o (.mlpackage is mlprogram), else
-                                     neuralnetwork
-      --target iOS15                 Oldest release the model must load on (iOS13-iOS18, macOS10.15-macOS15,
-                                     tvOS, watchOS): picks the lowest specification version and opset it
-                                     allows; a model it cannot load is refused. Default: what the model
-                                     needs (iOS15 for an ML Program)
-      --precision float32|float16    float16 stores weights as float16, and an ML Program also computes
-                                     in float16 (default for mlprogram); float32 keeps both float32
-                                     (default for neuralnetwork)
-    METADATA:
-      --author, --license, --short-description, --version TEXT
-    OTHER:
-      --allow-nonfinite              Write NaN or infinite weights and negative BatchNormalization
-                                     variances as they are (refused by default: Core ML computes garbage)
-      --custom-layers                Make unknown layers Core ML custom layers (class name, config values
-                                     as parameters, weights) instead of failing; the app implements them
-      --architecture FILE.json       Read INPUT as weights only, with this model.to_json() architecture
-      -o, --output PATH              Output file or package (default: the input's name with .mlmodel,
-                                     or .mlpackage for --format mlprogram)
-      --verify                       After writing, run `modelconv verify` on the result with the labels and
-                                     image preprocessing given here (exit 1 when parity breaks; the file is kept)
-      --samples N, --seed S, --atol A, --rtol R
-                                     verify's options, for --verify
-      --json                         Print a machine-readable summary
-      -h, --help                     Show this help
-
+    neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given. The
+    options mirror coremltools' convert(): input_names, output_names, image_input_names, class_labels,
+    image_scale, *_bias, is_bgr.
     """
 
-  static let specs: [OptionSpec] =
-    [OptionSpec(names: ["-o", "--output"], takesValue: true)]
-    + OptionSpec.valued(
-      "--input-names", "--output-names", "--image-input", "--image-input-names", "--labels", "--labels-file", "--image-scale",
-      "--red-bias", "--green-bias", "--blue-bias", "--gray-bias", "--predicted-feature-name", "--predicted-probabilities-output",
-      "--precision", "--format", "--target", "--author", "--license", "--short-description", "--version", "--input-shape", "--architecture",
-      "--samples", "--seed", "--atol", "--rtol")
-    + OptionSpec.flags("--bgr", "--verify", "--json", "--custom-layers", "--allow-nonfinite")
+  static let specs: [OptionSpec] = [
+    .option("-o", "--output", value: "PATH", section: "OUTPUT", help: "Output file or package; an existing folder (not a package) receives <input name>.mlmodel or .mlpackage. Default: the input's path with .mlmodel, or .mlpackage for --format mlprogram."),
+    .option("--format", value: "neuralnetwork|mlprogram", section: "OUTPUT", help: "neuralnetwork: one .mlmodel file of classic layers (iOS 11+); mlprogram: an .mlpackage folder with MIL operations and a weight file (iOS 15+). Default: from the output name (.mlpackage is mlprogram), else neuralnetwork."),
+    .option("--target", value: "RELEASE", section: "OUTPUT", help: "Oldest release the model must load on: iOS11-iOS18, macOS10.13-macOS15, tvOS11-tvOS18, watchOS4-watchOS11. Picks the lowest specification version and opset it allows and refuses a model it cannot load. Default: what the model needs (iOS15 for an ML Program)."),
+    .option("--precision", value: "float32|float16", section: "OUTPUT", help: "float16 stores weights as half floats (an error for a weight beyond 65504), and an ML Program also computes in float16. Default: float16 for mlprogram, float32 for neuralnetwork."),
+    .option("--input-names", value: "A,B", section: "NAMES", help: "Core ML names for the inputs, in Keras order (default input1, input2, ...)."),
+    .option("--output-names", value: "X,Y", section: "NAMES", help: "Core ML names for the outputs (default output1, ...)."),
+    .option("--input-shape", value: "NAME=1,H,W,C", section: "NAMES", help: "Shape for an input with unknown dimensions (repeatable)."),
+    .option("--image-input", "--image-input-names", value: "NAME", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Make this input an image (repeatable, or a comma list)."),
+    .option("--image-scale", value: "S", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Multiplies every pixel before the bias is added: a number or a fraction such as 1/255 (default 1)."),
+    .option("--red-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the red channel after scaling (default 0)."),
+    .option("--green-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the green channel (default 0)."),
+    .option("--blue-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the blue channel (default 0)."),
+    .option("--gray-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to a one-channel (grayscale) image (default 0)."),
+    .flag("--bgr", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "The model was trained on BGR channel order."),
+    .option("--labels", value: "L1,L2,...", section: "CLASSIFIER", help: "Class labels in output order; all integers give int64 labels."),
+    .option("--labels-file", value: "FILE", section: "CLASSIFIER", help: "One label per line, or Teachable Machine's \"index label\" lines."),
+    .option("--predicted-feature-name", value: "NAME", section: "CLASSIFIER", help: "Output holding the top label (default classLabel)."),
+    .option("--predicted-probabilities-output", value: "NAME", section: "CLASSIFIER", help: "Output holding the probabilities (default the first output)."),
+    .option("--author", value: "TEXT", section: "METADATA", help: "Model author."),
+    .option("--license", value: "TEXT", section: "METADATA", help: "Model license."),
+    .option("--short-description", value: "TEXT", section: "METADATA", help: "What the model does."),
+    .option("--model-version", value: "TEXT", section: "METADATA", help: "The model's own version string (not modelconv's)."),
+    .flag("--verify", section: "VERIFICATION", help: "After writing, run `modelconv verify` on the result with the labels and image preprocessing given here (exit 1 when parity breaks; the file is kept)."),
+    .option("--samples", value: "N", section: "VERIFICATION", help: "Random inputs for --verify (default 8)."),
+    .option("--seed", value: "S", section: "VERIFICATION", help: "Seed for --verify's inputs (default 0)."),
+    .option("--atol", value: "A", section: "VERIFICATION", help: "Absolute tolerance for --verify."),
+    .option("--rtol", value: "R", section: "VERIFICATION", help: "Relative tolerance for --verify."),
+    .flag("--allow-nonfinite", section: "OTHER", help: "Write NaN or infinite weights and negative BatchNormalization variances as they are (refused by default: Core ML computes garbage)."),
+    .flag("--custom-layers", section: "OTHER", help: "Make unknown layers Core ML custom layers (class name, config values as parameters, weights) instead of failing; the app implements them."),
+    .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the input as weights only, with this model.to_json() architecture."),
+    .flag("--json", section: "OTHER", help: "Print a machine-readable summary (schema modelconv.convert/1; errors as modelconv.error/1)."),
+  ]
+
+  static let examples = [
+    "modelconv convert model_v6.h5 --input-names image --image-input image --image-scale 1/255 --labels-file emotions.txt -o Emotion.mlmodel",
+    "modelconv convert keras_model.h5 --image-input input1 --image-scale 1/127.5 --red-bias -1 --green-bias -1 --blue-bias -1 -o Model.mlpackage",
+    "modelconv convert model.keras -o Model.mlpackage --precision float32 --target iOS16 --verify",
+  ]
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 1 else {
@@ -71,7 +60,14 @@ enum ConvertCommand: Subcommand {
     }
     let input = parsed.positionals[0]
     var options = try conversionOptions(parsed)
-    let output = parsed.value("-o") ?? defaultOutputPath(for: input, format: options.format)
+    var output = parsed.value("--output") ?? defaultOutputPath(for: input, format: options.format)
+    // An existing folder that is not a package receives the model under the input's name.
+    if let node = AtomicFile.nodeKind(output), node.kind == "a folder", !output.hasSuffix(".mlpackage"), !output.hasSuffix(".mlpackage/"),
+      !FileManager.default.fileExists(atPath: URL(fileURLWithPath: output).appendingPathComponent("Manifest.json").path)
+    {
+      let name = URL(fileURLWithPath: defaultOutputPath(for: input, format: options.format)).lastPathComponent
+      output = URL(fileURLWithPath: output).appendingPathComponent(name).path
+    }
     if parsed.value("--format") == nil { options.format = ModelFormat.forPath(output) }
     if options.format == .mlProgram && !output.hasSuffix(".mlpackage") && !output.hasSuffix(".mlpackage/") {
       throw UsageError(message: "an ML Program is a folder holding its weights: name the output NAME.mlpackage (got \(output))")
@@ -209,7 +205,7 @@ enum ConvertCommand: Subcommand {
     options.author = parsed.value("--author")
     options.license = parsed.value("--license")
     options.shortDescription = parsed.value("--short-description")
-    options.version = parsed.value("--version")
+    options.version = parsed.value("--model-version")
     options.inputShapes = try inputShapes(parsed)
     options.customLayers.convertUnknown = parsed.flag("--custom-layers")
     options.allowNonFinite = parsed.flag("--allow-nonfinite")

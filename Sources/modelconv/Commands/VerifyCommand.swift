@@ -5,54 +5,57 @@ import ModelConverter
 
 /// `modelconv verify`: runs a Keras model and its Core ML conversion on the same inputs and compares them.
 enum VerifyCommand: Subcommand {
-  static let usage = """
-    USAGE: modelconv verify <source.h5> <converted.mlmodel> [options]
-
-    Runs both models in modelconv's float32 reference runtime on the same inputs and compares every
-    tensor both compute, layer by layer (Core ML blobs carry the Keras layers' names), and every output:
-    pixels 0-255 for image inputs, uniform values in [-1, 1] otherwise. The Core ML side follows Apple's
-    documented layer semantics. Exits 0 when parity holds, 1 when it breaks; the report names the first
-    layer where the two models part.
+  static let name = "verify"
+  static let abstract = "Run a Keras model and its Core ML conversion on the same inputs and compare them"
+  static let synopsis = "modelconv verify <source.h5|source.keras> <converted.mlmodel|converted.mlpackage> [options]"
+  static let discussion = """
+    Runs both models in modelconv's reference runtime on the same inputs and compares every tensor both
+    compute, layer by layer (Core ML values carry the Keras layers' names), and every output: pixels
+    0-255 for image inputs, uniform values in [-1, 1] otherwise. The Core ML side follows Apple's
+    documented semantics (NeuralNetwork.proto layers, MIL operations; float16 ML Programs round every
+    value to float16). Exits 0 when parity holds, 1 when it breaks; the report names the first layer
+    where the two models part.
 
     Pass rule: |converted - source| <= atol * max(1, RMS of the tensor) + rtol * |source| for every
-    element of every compared tensor; for classifiers the same top-1 label on every sample (up to ties
-    within the tolerance) and the expected labels, when given; the image preprocessing, when given.
-
-    OPTIONS:
-      --samples N          Random inputs to draw (default 8, at most 10000)
-      --seed S             Seed for the inputs (default 0)
-      --atol A             Absolute tolerance, >= 0 (default 1e-5)
-      --rtol R             Relative tolerance, >= 0 (default 1e-3)
-                           Defaults for float16 weights: each tensor's relative RMS error <= 64 x 2^-11;
-                           for n-bit quantized weights <= min(64 x 1/(2 (2^n - 1)), 0.25). Giving --atol
-                           or --rtol applies the element rule instead.
-    PREPROCESSING (what the Keras model was trained on, as given to convert):
-      --image-scale S, --red-bias B, --green-bias B, --blue-bias B, --gray-bias B, --bgr
-                           Check every image input's scaler and channel order against these, and feed the
-                           Keras model pixels preprocessed this way. Without them the converted model's
-                           own preprocessing is used for both and reported as not checked.
-    OTHER:
-      --top-k K            K for the top-K label agreement (default 3)
-      --reference FILE     Also compare with the inputs and outputs saved from real Keras in this HDF5 file
-                           (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute)
-      --labels L1,L2,...   The labels the classifier should have, in output order
-      --labels-file FILE   The same, one label per line (or Teachable Machine's "index label")
-      --input-shape NAME=1,H,W,C
-                           Shape for a Keras input with unknown dimensions (repeatable)
-      --architecture FILE.json
-                           Read SOURCE as weights only, with this model.to_json() architecture
-      --layers             Print every compared layer, not only the first mismatch
-      --json               Print the full report as JSON (with the per-layer table)
-      -h, --help           Show this help
-
+    element of every compared tensor (float32); for float16 and quantized models each tensor's relative
+    RMS error must stay within 64 unit roundoffs (float16: 64 x 2^-11; n bits: min(64 / (2 (2^n - 1)),
+    0.25)). Classifiers: the same top-1 label on every sample (up to ties within the tolerance) and the
+    expected labels, when given; image preprocessing, when given.
     """
 
-  static let specs: [OptionSpec] =
-    OptionSpec.valued("--samples", "--seed", "--atol", "--rtol", "--top-k", "--reference", "--labels", "--labels-file", "--input-shape", "--architecture")
-    + preprocessingSpecs + OptionSpec.flags("--json", "--layers")
+  static let specs: [OptionSpec] = [
+    .option("--samples", value: "N", section: "SAMPLING", help: "Random inputs to draw (default 8, at most 10000)."),
+    .option("--seed", value: "S", section: "SAMPLING", help: "Seed for the inputs (default 0)."),
+    .option("--atol", value: "A", section: "SAMPLING", help: "Absolute tolerance, >= 0 (default 1e-5 for float32); giving --atol or --rtol applies the element rule."),
+    .option("--rtol", value: "R", section: "SAMPLING", help: "Relative tolerance, >= 0 (default 1e-3 for float32)."),
+    .option("--top-k", value: "K", section: "SAMPLING", help: "K for the top-K label agreement (default 3)."),
+  ] + preprocessingSpecs + [
+    .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from real Keras in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute)."),
+    .option("--labels", value: "L1,L2,...", section: "OTHER", help: "The labels the classifier should have, in output order."),
+    .option("--labels-file", value: "FILE", section: "OTHER", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
+    .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a Keras input with unknown dimensions (repeatable)."),
+    .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the source as weights only, with this model.to_json() architecture."),
+    .flag("--layers", section: "OTHER", help: "Print every compared layer, not only the first mismatch."),
+    .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/1, with the per-layer table)."),
+  ]
 
-  /// The preprocessing options `convert` and `verify` share.
-  static let preprocessingSpecs = OptionSpec.valued("--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias") + OptionSpec.flags("--bgr")
+  static let examples = [
+    "modelconv verify model_v6.h5 Emotion.mlmodel --labels-file emotions.txt --image-scale 1/255",
+    "modelconv verify keras_model.h5 Model.mlpackage --samples 32 --layers",
+  ]
+
+  /// The preprocessing options `convert` and `verify` share, as what the Keras model was trained on.
+  static let preprocessingSpecs: [OptionSpec] = {
+    let section = "PREPROCESSING (what the Keras model was trained on, as given to convert)"
+    return [
+      .option("--image-scale", value: "S", section: section, help: "Expected image scale (a number or a fraction such as 1/255); with the bias options, every image input's scaler and channel order are checked against these and the Keras model gets pixels preprocessed this way. Without them the converted model's own preprocessing is used for both and reported as not checked."),
+      .option("--red-bias", value: "B", section: section, help: "Expected red bias."),
+      .option("--green-bias", value: "B", section: section, help: "Expected green bias."),
+      .option("--blue-bias", value: "B", section: section, help: "Expected blue bias."),
+      .option("--gray-bias", value: "B", section: section, help: "Expected gray bias."),
+      .flag("--bgr", section: section, help: "The Keras model was trained on BGR channel order."),
+    ]
+  }()
 
   /// The expected preprocessing, when any of its options is given.
   static func expectedPreprocessing(_ parsed: ParsedArguments) throws -> ImagePreprocessing? {

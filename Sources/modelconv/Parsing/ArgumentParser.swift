@@ -4,21 +4,125 @@ struct UsageError: Error, CustomStringConvertible {
   var description: String { message }
 }
 
-/// One option a command accepts.
+/// One option a command accepts, declared once with its help.
 struct OptionSpec {
-  /// Every spelling, such as `["-o", "--output"]`.
+  /// Every spelling, such as `["-o", "--output"]`; the first long one is its key.
   var names: [String]
-  /// Whether the option takes a value (`--labels a,b`); flags do not.
-  var takesValue: Bool
+  /// The value's placeholder in help (`N`, `FILE`); nil for flags.
+  var value: String?
+  /// One or more sentences; wrapped when printed.
+  var help: String
+  /// The help section it is listed under.
+  var section: String
 
-  /// Options that take a value, one spelling each.
-  static func valued(_ names: String...) -> [OptionSpec] { names.map { OptionSpec(names: [$0], takesValue: true) } }
+  var takesValue: Bool { value != nil }
 
-  /// Flags, one spelling each.
-  static func flags(_ names: String...) -> [OptionSpec] { names.map { OptionSpec(names: [$0], takesValue: false) } }
+  /// An option taking a value.
+  static func option(_ names: String..., value: String, section: String = "OPTIONS", help: String) -> OptionSpec {
+    OptionSpec(names: names, value: value, help: help, section: section)
+  }
+
+  /// A flag.
+  static func flag(_ names: String..., section: String = "OPTIONS", help: String) -> OptionSpec {
+    OptionSpec(names: names, value: nil, help: help, section: section)
+  }
 
   /// `-h`, `--help`.
-  static let help = OptionSpec(names: ["-h", "--help"], takesValue: false)
+  static let help = OptionSpec.flag("-h", "--help", section: "OTHER", help: "Show this help")
+
+  /// `--image-scale 1/255`: a number or a fraction.
+  static func parseNumber(_ text: String) -> Float? {
+    let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+    if parts.count == 2, let numerator = Double(parts[0]), let denominator = Double(parts[1]), denominator != 0 {
+      return Float(numerator / denominator)
+    }
+    return Float(text)
+  }
+
+  /// Levenshtein distance, for suggesting the option a user probably meant.
+  static func distance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var previous = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+      var current = [i] + [Int](repeating: 0, count: b.count)
+      for j in 1...max(b.count, 1) where !b.isEmpty {
+        current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+      }
+      previous = current
+    }
+    return previous[b.count]
+  }
+
+  /// The spelling closest to `name`: a prefix of one option, or within a few edits.
+  static func suggestion(for name: String, in specs: [OptionSpec]) -> String? {
+    let spellings = specs.flatMap(\.names).filter { $0.hasPrefix("--") }
+    let prefixed = spellings.filter { $0.hasPrefix(name) || name.hasPrefix($0) }
+    if prefixed.count == 1 { return prefixed[0] }
+    let scored = spellings.map { ($0, distance(name, $0)) }.sorted { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }
+    guard let best = scored.first, best.1 <= max(2, name.count / 4) else { return prefixed.first }
+    return best.0
+  }
+}
+
+/// The help page of a command, rendered from its declared options.
+struct HelpPage {
+  var synopsis: String
+  var discussion: String
+  var specs: [OptionSpec]
+  var examples: [String]
+
+  static let exitCodes = """
+    EXIT CODES:
+      0   success
+      1   parity broken (verify, convert --verify), or images that could not be read (predict)
+      64  bad command line (unknown option, bad value, an output that would replace an input or a special file)
+      65  bad or unsupported input model or data (the message names the file, layer and field)
+      66  an input file is missing or unreadable
+      73  the output cannot be written
+    """
+
+  var text: String {
+    var lines = ["USAGE: " + synopsis, ""]
+    if !discussion.isEmpty { lines += discussion.split(separator: "\n", omittingEmptySubsequences: false).map { String($0) } + [""] }
+    var sections: [String] = []
+    for spec in specs + [.help] where !sections.contains(spec.section) { sections.append(spec.section) }
+    for section in sections {
+      lines.append(section + ":")
+      for spec in (specs + [.help]) where spec.section == section {
+        let label = spec.names.joined(separator: ", ") + (spec.value.map { " " + $0 } ?? "")
+        let wrapped = Self.wrap(spec.help, width: 68)
+        if label.count <= 27 {
+          lines.append("  " + label.padding(toLength: 29, withPad: " ", startingAt: 0) + wrapped[0])
+        } else {
+          lines.append("  " + label)
+          lines.append(String(repeating: " ", count: 31) + wrapped[0])
+        }
+        for line in wrapped.dropFirst() { lines.append(String(repeating: " ", count: 31) + line) }
+      }
+      lines.append("")
+    }
+    if !examples.isEmpty {
+      lines.append("EXAMPLES:")
+      for example in examples { lines.append("  " + example) }
+      lines.append("")
+    }
+    lines.append(Self.exitCodes)
+    return lines.joined(separator: "\n")
+  }
+
+  /// Words wrapped to lines of at most `width` characters.
+  static func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = [], line = ""
+    for word in text.split(separator: " ") {
+      if !line.isEmpty && line.count + 1 + word.count > width {
+        lines.append(line)
+        line = String(word)
+      } else {
+        line += (line.isEmpty ? "" : " ") + word
+      }
+    }
+    return lines + [line]
+  }
 }
 
 /// Command-line arguments split into positionals, option values and flags.
@@ -43,8 +147,11 @@ struct ParsedArguments {
         break
       }
       let (name, inlineValue) = Self.split(argument)
-      guard let spec = specs.first(where: { $0.names.contains(name) }) else { throw UsageError(message: "unknown option '\(name)'") }
-      let key = spec.names[0]
+      guard let spec = specs.first(where: { $0.names.contains(name) }) else {
+        let hint = OptionSpec.suggestion(for: name, in: specs).map { "; did you mean '\($0)'?" } ?? ""
+        throw UsageError(message: "unknown option '\(name)'\(hint) (see --help)")
+      }
+      let key = spec.names.first { $0.hasPrefix("--") } ?? spec.names[0]
       if spec.takesValue {
         let value: String
         if let inlineValue {
@@ -87,7 +194,9 @@ struct ParsedArguments {
 
   func float(_ name: String, minimum: Float? = nil) throws -> Float? {
     guard let text = value(name) else { return nil }
-    guard let number = Float(text), number.isFinite else { throw UsageError(message: "option '\(name)' needs a number, got '\(text)'") }
+    guard let number = OptionSpec.parseNumber(text), number.isFinite else {
+      throw UsageError(message: "option '\(name)' needs a number or a fraction such as 1/255, got '\(text)'")
+    }
     if let minimum, number < minimum { throw UsageError(message: "option '\(name)' needs a number >= \(minimum), got '\(text)'") }
     return number
   }
