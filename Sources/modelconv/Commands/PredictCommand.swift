@@ -1,0 +1,150 @@
+import Foundation
+import ModelConverter
+
+/// `modelconv predict`: classifies photos with a Keras file or a converted model.
+enum PredictCommand: Subcommand {
+  static let name = "predict"
+  static let abstract = "Classify PNG or JPEG photos with a Keras file or a converted Core ML model"
+  static let synopsis = "modelconv predict <model> <image>... [--top-k K] [--crop center|fit|fill] [options]"
+  static let discussion = """
+    Runs the model in modelconv's reference runtime on each photo, as an app would with Vision:
+    the EXIF orientation is applied, the photo is fitted to the model's input size (--crop, Vision's
+    imageCropAndScaleOption; an antialiased bilinear filter resamples it), converted to the input's
+    grayscale (BT.601 luma), RGB or BGR, and preprocessed: a Core ML model by its own image scaler, a
+    Keras file by --image-scale and the bias options (what it was trained on). Prints the top K labels
+    with their probabilities per image. An image that cannot be read is reported and the others still
+    run (exit 1 when any failed).
+    """
+
+  static let specs: [OptionSpec] = [
+    .option("--top-k", value: "K", help: "Labels to print per image (default 3)."),
+    .option("--crop", value: "center|fit|fill", help: "center: scale the short side to fit and crop the long one (default); fit: scale the long side to fit, pad with black; fill: stretch to the input size."),
+    .option("--labels", value: "L1,L2,...", help: "Class labels in output order (default: the Core ML classifier's own labels, else class indices)."),
+    .option("--labels-file", value: "FILE", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
+    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for a Keras input with unknown dimensions."),
+    .option("--threads", value: "N", help: "Images classified at once (default: every core)."),
+    .flag("--json", help: "Print the results as JSON (schema modelconv.predict/1)."),
+  ] + kerasPreprocessingSpecs
+
+  /// How a Keras file's input was preprocessed in training (a Core ML model carries its own).
+  static let kerasPreprocessingSpecs: [OptionSpec] = {
+    let section = "KERAS PREPROCESSING (what the Keras model was trained on; ignored for Core ML models)"
+    return [
+      .option("--image-scale", value: "S", section: section, help: "network input = scale * pixel + bias: a number or a fraction such as 1/255 (default 1)."),
+      .option("--red-bias", value: "B", section: section, help: "Red bias (default 0)."),
+      .option("--green-bias", value: "B", section: section, help: "Green bias."),
+      .option("--blue-bias", value: "B", section: section, help: "Blue bias."),
+      .option("--gray-bias", value: "B", section: section, help: "Gray bias."),
+      .flag("--bgr", section: section, help: "The model was trained on BGR channel order."),
+    ]
+  }()
+
+  static let examples = [
+    "modelconv predict Emotion.mlmodel face1.jpg face2.png",
+    "modelconv predict model_v6.h5 face.jpg --image-scale 1/255 --labels-file emotions.txt --top-k 2",
+  ]
+
+  static func run(_ parsed: ParsedArguments) throws -> ExitCode {
+    guard parsed.positionals.count >= 2 else {
+      throw UsageError(message: "expected a model and at least one image\n\n" + usage)
+    }
+    let model = try loadModel(parsed.positionals[0], parsed)
+    let topK = try parsed.integer("--top-k", minimum: 1) ?? 3
+    let crop = try cropOption(parsed)
+    let threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
+    let paths = Array(parsed.positionals.dropFirst())
+    let results = classify(paths, model: model, crop: crop, threads: threads)
+
+    if parsed.flag("--json") {
+      let images = zip(paths, results).map { path, result -> JSONValue in
+        switch result {
+        case .success(let classification):
+          return .object([
+            ("path", .string(path)), ("error", .null),
+            ("top", .array(classification.top(topK).map { .object([("label", .string($0.label)), ("probability", .number(Double($0.probability)))]) })),
+          ])
+        case .failure(let error): return .object([("path", .string(path)), ("error", .string("\(error)")), ("top", .null)])
+        }
+      }
+      Console.out(JSONValue.object([
+        ("schema", .string("modelconv.predict/1")), ("model", modelJSON(model)), ("crop", .string(crop.rawValue)), ("topK", .number(Double(topK))),
+        ("images", .array(images)),
+      ]).rendered)
+    } else {
+      var lines: [String] = []
+      for (path, result) in zip(paths, results) {
+        switch result {
+        case .success(let classification):
+          lines.append(path)
+          for entry in classification.top(topK) {
+            lines.append("  " + entry.label + " " + String(format: "%.1f%%", Double(entry.probability) * 100))
+          }
+        case .failure(let error): Console.error(String(describing: error))
+        }
+      }
+      if !lines.isEmpty { Console.out(lines.joined(separator: "\n")) }
+    }
+    return results.contains { if case .failure = $0 { return true } else { return false } } ? .failure : .success
+  }
+
+  /// The model with the options of `predict` and `evaluate`.
+  static func loadModel(_ path: String, _ parsed: ParsedArguments) throws -> ImageModel {
+    var options = ImageModelOptions()
+    let kerasOptions = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"]
+    if kerasOptions.contains(where: { parsed.value($0) != nil }) || parsed.flag("--bgr") {
+      options.preprocessing = ImagePreprocessing(
+        scale: try parsed.float("--image-scale") ?? 1, redBias: try parsed.float("--red-bias") ?? 0,
+        greenBias: try parsed.float("--green-bias") ?? 0, blueBias: try parsed.float("--blue-bias") ?? 0,
+        grayBias: try parsed.float("--gray-bias") ?? 0, isBGR: parsed.flag("--bgr"))
+    }
+    options.labels = try ConvertCommand.classLabels(parsed)
+    options.inputShapes = try ConvertCommand.inputShapes(parsed)
+    let model = try ImageModel.load(contentsOf: URL(fileURLWithPath: path), options: options)
+    if model.kind != "keras" && options.preprocessing != nil {
+      Console.warning("\(path) is a Core ML model: its own image scaler applies, --image-scale and the bias options are ignored")
+    }
+    return model
+  }
+
+  static func cropOption(_ parsed: ParsedArguments) throws -> CropAndScale {
+    guard let text = parsed.value("--crop") else { return .centerCrop }
+    guard let option = CropAndScale(rawValue: text) else { throw UsageError(message: "--crop must be center, fit or fill, got '\(text)'") }
+    return option
+  }
+
+  /// Each image's classification or why it could not be read, in order, on `threads` threads.
+  static func classify(_ paths: [String], model: ImageModel, crop: CropAndScale, threads: Int) -> [Result<Classification, ImageFileError>] {
+    let box = Results(count: paths.count)
+    DispatchQueue.concurrentPerform(iterations: min(threads, paths.count)) { worker in
+      for index in stride(from: worker, to: paths.count, by: min(threads, paths.count)) {
+        do {
+          let photo = try ImageFile.read(contentsOf: URL(fileURLWithPath: paths[index]))
+          box.set(index, .success(model.classify(photo, cropAndScale: crop)))
+        } catch {
+          box.set(index, .failure((error as? ImageFileError) ?? .unreadable(path: paths[index], reason: "\(error)")))
+        }
+      }
+    }
+    return box.values
+  }
+
+  final class Results: @unchecked Sendable {
+    private var storage: [Result<Classification, ImageFileError>?]
+    private let lock = NSLock()
+    init(count: Int) { storage = Array(repeating: nil, count: count) }
+    func set(_ index: Int, _ value: Result<Classification, ImageFileError>) { lock.withLock { storage[index] = value } }
+    var values: [Result<Classification, ImageFileError>] { lock.withLock { storage.map { $0! } } }
+  }
+
+  static func modelJSON(_ model: ImageModel) -> JSONValue {
+    .object([
+      ("path", .string(model.path)), ("kind", .string(model.kind)),
+      ("input", .object([
+        ("name", .string(model.input.name)), ("width", .number(Double(model.input.width))), ("height", .number(Double(model.input.height))),
+        ("colorSpace", .string(model.input.colorSpace)), ("scale", .number(Double(model.input.scale))),
+        ("biases", .array(model.input.biases.map { .number(Double($0)) })),
+      ])),
+      ("labels", .array(model.labels.map { .string($0) })),
+    ])
+  }
+}
