@@ -79,8 +79,17 @@ enum ModelConvCommand {
         throw UsageError(message: "unknown command '\(command)'\(hint)\n\n" + usage)
       }
     } catch {
-      Console.error(String(describing: error))
-      return ExitCode(for: error)
+      let code = ExitCode(for: error)
+      if rest.contains("--json") {
+        // Under --json a failure is a JSON document too (on stdout, where the result would have been).
+        Console.out(JSONValue.object([
+          ("schema", .string("modelconv.error/1")), ("command", .string(command)), ("exitCode", .number(Double(code.rawValue))),
+          ("kind", .string(code.kind)), ("message", .string(String(describing: error))),
+        ]).rendered)
+      } else {
+        Console.error(String(describing: error))
+      }
+      return code
     }
   }
 }

@@ -44,22 +44,21 @@ public struct ConvertedModel: Sendable {
   public var summary: ConversionSummary {
     func feature(_ id: ValueID) -> ConversionSummary.Feature {
       let value = graph[id]
-      let kind: String
       if let image = writerOptions.imageInputs[value.name] {
         let space = value.type.shape.last == 1 ? "GRAYSCALE" : image.isBGR ? "BGR" : "RGB"
-        kind = "image \(value.type.shape[1])x\(value.type.shape[0]) \(space)"
-      } else {
-        kind = "multiArray float32 \(value.type.shape)"
+        return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space))
       }
-      return .init(name: value.name, type: kind)
+      // An ML Program keeps the batch axis of 1; a neural network's arrays have none.
+      let shape = format == .mlProgram ? [1] + value.type.shape : value.type.shape
+      return .init(name: value.name, type: .init(kind: "multiArray", shape: shape, dataType: "float32"))
     }
     var outputs = graph.outputs.map(feature)
     if let classifier = writerOptions.classifier {
       let probabilities = classifier.probabilitiesOutput ?? outputs[0].name
       let keyType: String
       if case .integers = classifier.labels { keyType = "int64" } else { keyType = "string" }
-      outputs = outputs.map { $0.name == probabilities ? .init(name: $0.name, type: "dictionary \(keyType) → double") : $0 }
-      outputs.append(.init(name: classifier.predictedFeatureName, type: keyType))
+      outputs = outputs.map { $0.name == probabilities ? .init(name: $0.name, type: .init(kind: "dictionary", keyType: keyType, valueType: "double")) : $0 }
+      outputs.append(.init(name: classifier.predictedFeatureName, type: .init(kind: keyType)))
     }
     let modelType: String
     switch (format, writerOptions.classifier == nil) {
@@ -77,9 +76,50 @@ public struct ConvertedModel: Sendable {
 
 /// What a conversion produced, in a form that prints and encodes to JSON.
 public struct ConversionSummary: Sendable, Equatable, Codable {
-  public struct Feature: Sendable, Equatable, Codable {
+  public struct Feature: Sendable, Equatable, Codable, CustomStringConvertible {
     public var name: String
-    public var type: String
+    public var type: FeatureType
+
+    public var description: String { "\(name): \(type)" }
+  }
+
+  /// A feature's type as Xcode shows it; fields that do not apply to the kind are nil.
+  public struct FeatureType: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// `image`, `multiArray`, `dictionary`, `string` or `int64`.
+    public var kind: String
+    public var width: Int?
+    public var height: Int?
+    /// `GRAYSCALE`, `RGB` or `BGR` for images.
+    public var colorSpace: String?
+    public var shape: [Int]?
+    /// `float32`, `float16`, `double` or `int32` for arrays.
+    public var dataType: String?
+    /// For dictionaries: `string` or `int64` keys, `double` values.
+    public var keyType: String?
+    public var valueType: String?
+
+    public init(
+      kind: String, width: Int? = nil, height: Int? = nil, colorSpace: String? = nil, shape: [Int]? = nil, dataType: String? = nil,
+      keyType: String? = nil, valueType: String? = nil
+    ) {
+      self.kind = kind
+      self.width = width
+      self.height = height
+      self.colorSpace = colorSpace
+      self.shape = shape
+      self.dataType = dataType
+      self.keyType = keyType
+      self.valueType = valueType
+    }
+
+    public var description: String {
+      switch kind {
+      case "image": return "image \(width ?? 0)x\(height ?? 0) \(colorSpace ?? "")"
+      case "multiArray": return "multiArray \(dataType ?? "") \(shape ?? [])"
+      case "dictionary": return "dictionary \(keyType ?? "") → \(valueType ?? "")"
+      default: return kind
+      }
+    }
   }
   /// `neuralNetwork`, `neuralNetworkClassifier` or `mlProgram` (a classifier when `labels` is not empty).
   public var modelType: String

@@ -110,17 +110,7 @@ enum ConvertCommand: Subcommand {
     report.converted = output
     try write(model, to: output)
     if json {
-      struct Report: Encodable {
-        var output: String
-        var summary: ConversionSummary
-        var verification: ParityReport
-      }
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-      encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-      if let data = try? encoder.encode(Report(output: output, summary: model.summary, verification: report)) {
-        Console.out(String(decoding: data, as: UTF8.self))
-      }
+      Console.out(try document(output: output, summary: model.summary, verification: report).rendered)
     } else {
       print(model.summary, output: output, json: false)
       warn(model.preprocessingWarnings)
@@ -239,21 +229,24 @@ enum ConvertCommand: Subcommand {
     return shapes
   }
 
+  /// Schema `modelconv.convert/1`: `output`, `summary` (ConversionSummary, typed feature types) and
+  /// `verification` (the `modelconv.verify/1` report without its schema key, or null without --verify).
+  static func document(output: String, summary: ConversionSummary, verification: ParityReport?) throws -> JSONValue {
+    .object([
+      ("schema", .string("modelconv.convert/1")), ("output", .string(output)), ("summary", try JSONValueEncoder.encode(summary)),
+      ("verification", try verification.map(JSONValueEncoder.encode) ?? .null),
+    ])
+  }
+
   static func print(_ summary: ConversionSummary, output: String, json: Bool) {
     if json {
-      struct Report: Encodable {
-        var output: String
-        var summary: ConversionSummary
-      }
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-      if let data = try? encoder.encode(Report(output: output, summary: summary)) { Console.out(String(decoding: data, as: UTF8.self)) }
+      if let document = try? document(output: output, summary: summary, verification: nil) { Console.out(document.rendered) }
       return
     }
     let kind = summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType
     var lines = ["Converted to \(kind) (specification \(summary.specificationVersion), \(summary.precision))"]
-    for feature in summary.inputs { lines.append("  input   \(feature.name): \(feature.type)") }
-    for feature in summary.outputs { lines.append("  output  \(feature.name): \(feature.type)") }
+    for feature in summary.inputs { lines.append("  input   \(feature)") }
+    for feature in summary.outputs { lines.append("  output  \(feature)") }
     lines.append("  layers  \(summary.layerCount), parameters \(summary.parameterCount)")
     if !summary.labels.isEmpty { lines.append("  labels  \(summary.labels.joined(separator: ", "))") }
     lines.append("Wrote \(output) (\(summary.byteCount) bytes)")

@@ -101,10 +101,10 @@ enum VerifyCommand: Subcommand {
 
   static func print(_ report: ParityReport, json: Bool, allLayers: Bool = false) {
     if json {
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-      encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-      if let data = try? encoder.encode(report) { Console.out(String(decoding: data, as: UTF8.self)) }
+      // Schema modelconv.verify/1: the ParityReport fields in declaration order, nulls included.
+      if case .object(let fields)? = try? JSONValueEncoder.encode(report) {
+        Console.out(JSONValue.object([("schema", .string("modelconv.verify/1"))] + fields).rendered)
+      }
       return
     }
     var lines = [

@@ -17,6 +17,18 @@ enum ExitCode: Int32 {
   /// EX_CANTCREAT: the output cannot be written.
   case cannotCreate = 73
 
+  /// A stable name for JSON error documents.
+  var kind: String {
+    switch self {
+    case .success: return "success"
+    case .failure: return "failure"
+    case .usage: return "usage"
+    case .badModel: return "badInput"
+    case .noInput: return "noInput"
+    case .cannotCreate: return "cannotWrite"
+    }
+  }
+
   /// The exit code for an error thrown by the library.
   init(for error: Error) {
     switch error {
@@ -25,6 +37,8 @@ enum ExitCode: Int32 {
     case ConversionError.labelsFileUnreadable: self = .noInput
     case CoreMLReaderError.unreadable: self = .noInput
     case VerificationError.referenceNotFound: self = .noInput
+    case ImageFileError.unreadable: self = .noInput
+    case is ImageFileError, is PredictionError: self = .badModel
     case is HDF5Error: self = .badModel
     case is KerasReaderError, is CoreMLWriterError, is GraphError, is ConversionError, is CoreMLReaderError, is VerificationError:
       self = .badModel
