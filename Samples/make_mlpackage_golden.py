@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Convert sample Keras models with coremltools into golden ML Program (`.mlpackage`) fixtures.
+
+Run in the tfkeras215 venv (tf.keras 2.15 + coremltools 9.0, see requirements-tfkeras215.txt), after
+`make_coreml_golden.py` (it makes `rgb_classifier.h5`) and `make_digits.py`:
+
+    python make_mlpackage_golden.py --fixtures Samples/Fixtures --digits Samples/Digits --out Samples/Fixtures/coremltools
+
+These files tie our ML Program reader to what Apple's converter writes with `convert_to="mlprogram"`. For each
+golden program `<name>`:
+
+- `<name>.mlpackage`: written by `coremltools.convert` (feature names kept as Keras names them);
+- `<name>.reference.h5`: `inputs/<i>` as fed to Keras, `pixels/<i>` (0-255, channels-last, RGB order) for image
+  inputs, `outputs/<i>` = the real Keras outputs, root attrs `source`, `coremltools_version`, `keras_version`,
+  `labels` for classifiers, `precision` (`float32` or `float16`) and `compression` (`none`, `lut4`, `linear8`).
+
+The programs: the digits CNN (grayscale image, scale 1/255, integer labels) at float32 and float16, the RGB
+classifier (BGR, scale 1/127.5, biases -1) at float32 and float16, LSTM and SimpleRNN classifiers, a Conv1D
+classifier (LSTM and SimpleRNN unrolled; no GRU, see below), and the RGB classifier compressed three ways: 4-bit palettized (`constexpr_lut_to_dense`, iOS16),
+8-bit linear (`constexpr_affine_dequantize`, iOS16) and 8-bit linear for iOS18 (`constexpr_blockwise_shift_scale`).
+Compression applies to every weight (`weight_threshold` 0) so the small models exercise it.
+
+Everything is seeded, so reruns give the same Keras outputs. The script adds its entries to `manifest.json`
+(under `programs`) without touching the entries `make_coreml_golden.py` wrote.
+"""
+
+import argparse
+import json
+import os
+import shutil
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("PYTHONHASHSEED", "0")
+os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import numpy as np  # noqa: E402
+import h5py  # noqa: E402
+from tensorflow import keras  # noqa: E402
+import coremltools as ct  # noqa: E402
+import coremltools.optimize.coreml as cto  # noqa: E402
+
+KERAS_VERSION = __import__("keras").__version__
+RGB_LABELS = ["cat", "dog", "bird", "fish", "frog"]
+SEQUENCE_LABELS = ["up", "down", "flat"]
+
+
+def keras_input_name(model, index=0):
+    return model.inputs[index].name.split(":")[0]
+
+
+def bgr_preprocess(pixels_rgb):
+    return (pixels_rgb[..., ::-1] / 127.5 - 1.0).astype(np.float32)
+
+
+def write_reference(path, source, model, inputs, pixels=None, labels=None, precision="float32", compression="none"):
+    outputs = model.predict(inputs if len(inputs) > 1 else inputs[0], verbose=0)
+    if not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    with h5py.File(path, "w") as f:
+        f.attrs["source"] = source
+        f.attrs["coremltools_version"] = ct.__version__
+        f.attrs["keras_version"] = KERAS_VERSION
+        f.attrs["precision"] = precision
+        f.attrs["compression"] = compression
+        if labels is not None:
+            f.attrs["labels"] = [str(label) for label in labels]
+        for group, items in (("inputs", inputs), ("outputs", outputs), ("pixels", pixels or [])):
+            g = f.create_group(group)
+            for i, value in enumerate(items):
+                g.create_dataset(str(i), data=np.asarray(value, np.float32))
+
+
+def sequence_classifier(kind, seed):
+    """A small seeded recurrent classifier trained a few steps so its outputs are not uniform."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((6, 4), name="sequence")
+    layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "rnn": keras.layers.SimpleRNN}[kind]
+    x = layer(8, unroll=True, name=kind)(inputs)
+    outputs = keras.layers.Dense(len(SEQUENCE_LABELS), activation="softmax", name="probs")(x)
+    model = keras.Model(inputs, outputs, name=f"{kind}_classifier")
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((48, 6, 4)).astype(np.float32)
+    labels = rng.integers(0, len(SEQUENCE_LABELS), size=48)
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(data, labels, epochs=3, verbose=0, shuffle=False)
+    return model
+
+
+def conv1d_classifier(seed):
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((12, 3), name="signal")
+    x = keras.layers.Conv1D(6, 3, padding="same", activation="relu", name="conv_a")(inputs)
+    x = keras.layers.MaxPooling1D(2, name="pool")(x)
+    x = keras.layers.Conv1D(8, 3, padding="valid", dilation_rate=1, name="conv_b")(x)
+    x = keras.layers.GlobalAveragePooling1D(name="gap")(x)
+    outputs = keras.layers.Dense(len(SEQUENCE_LABELS), activation="softmax", name="probs")(x)
+    model = keras.Model(inputs, outputs, name="conv1d_classifier")
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((48, 12, 3)).astype(np.float32)
+    labels = rng.integers(0, len(SEQUENCE_LABELS), size=48)
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(data, labels, epochs=3, verbose=0, shuffle=False)
+    return model
+
+
+def precision_of(name):
+    return ct.precision.FLOAT16 if name == "float16" else ct.precision.FLOAT32
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fixtures", required=True)
+    parser.add_argument("--digits", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    out = lambda name: os.path.join(args.out, name)  # noqa: E731
+    programs = []
+
+    def save(mlmodel, name):
+        shutil.rmtree(out(name + ".mlpackage"), ignore_errors=True)
+        mlmodel.save(out(name + ".mlpackage"))
+
+    # The digits CNN: grayscale image, scale 1/255, integer labels; float32 and float16.
+    digits = keras.models.load_model(os.path.join(args.digits, "digits_cnn.h5"), compile=False)
+    with h5py.File(os.path.join(args.digits, "digits_cnn.reference.h5"), "r") as ref:
+        digit_pixels = ref["pixels"][()]
+    for precision in ["float32", "float16"]:
+        name = "digits_cnn_program" + ("_fp16" if precision == "float16" else "")
+        image = ct.ImageType(name=keras_input_name(digits), shape=(1, 8, 8, 1), scale=1 / 255.0,
+                             color_layout=ct.colorlayout.GRAYSCALE)
+        mlmodel = ct.convert(digits, inputs=[image], classifier_config=ct.ClassifierConfig(list(range(10))),
+                             convert_to="mlprogram", source="tensorflow", minimum_deployment_target=ct.target.iOS15,
+                             compute_precision=precision_of(precision))
+        save(mlmodel, name)
+        write_reference(out(name + ".reference.h5"), "../Digits/digits_cnn.h5", digits, [digit_pixels / 255.0],
+                        pixels=[digit_pixels], labels=list(range(10)), precision=precision)
+        programs.append({"name": name + ".mlpackage", "source": "../Digits/digits_cnn.h5",
+                         "input": "image GRAYSCALE 1/255", "precision": precision})
+
+    # The RGB classifier: BGR, scale 1/127.5, biases -1; float32, float16 and compressed.
+    rgb = keras.models.load_model(out("rgb_classifier.h5"), compile=False)
+    rng = np.random.default_rng(11)
+    pixels = rng.integers(0, 256, size=(4, 16, 16, 3)).astype(np.float32)
+
+    def rgb_program(precision, target=ct.target.iOS15):
+        image = ct.ImageType(name=keras_input_name(rgb), shape=(1, 16, 16, 3), scale=1 / 127.5,
+                             bias=[-1.0, -1.0, -1.0], color_layout=ct.colorlayout.BGR)
+        return ct.convert(rgb, inputs=[image], classifier_config=ct.ClassifierConfig(RGB_LABELS),
+                          convert_to="mlprogram", source="tensorflow", minimum_deployment_target=target,
+                          compute_precision=precision_of(precision))
+
+    for precision in ["float32", "float16"]:
+        name = "rgb_classifier_program" + ("_fp16" if precision == "float16" else "")
+        save(rgb_program(precision), name)
+        write_reference(out(name + ".reference.h5"), "coremltools/rgb_classifier.h5", rgb, [bgr_preprocess(pixels)],
+                        pixels=[pixels], labels=RGB_LABELS, precision=precision)
+        programs.append({"name": name + ".mlpackage", "source": "coremltools/rgb_classifier.h5",
+                         "input": "image BGR 1/127.5 -1", "precision": precision})
+
+    compressed = {
+        "rgb_classifier_program_lut4": (ct.target.iOS16, "lut4", lambda m: cto.palettize_weights(
+            m, cto.OptimizationConfig(global_config=cto.OpPalettizerConfig(mode="kmeans", nbits=4, weight_threshold=0)))),
+        "rgb_classifier_program_linear8": (ct.target.iOS16, "linear8", lambda m: cto.linear_quantize_weights(
+            m, cto.OptimizationConfig(global_config=cto.OpLinearQuantizerConfig(mode="linear_symmetric", weight_threshold=0)))),
+        "rgb_classifier_program_linear8_ios18": (ct.target.iOS18, "linear8", lambda m: cto.linear_quantize_weights(
+            m, cto.OptimizationConfig(global_config=cto.OpLinearQuantizerConfig(mode="linear", weight_threshold=0)))),
+    }
+    for name, (target, compression, compress) in compressed.items():
+        save(compress(rgb_program("float32", target)), name)
+        write_reference(out(name + ".reference.h5"), "coremltools/rgb_classifier.h5", rgb, [bgr_preprocess(pixels)],
+                        pixels=[pixels], labels=RGB_LABELS, compression=compression)
+        programs.append({"name": name + ".mlpackage", "source": "coremltools/rgb_classifier.h5",
+                         "input": "image BGR 1/127.5 -1", "precision": "float32", "compression": compression})
+
+    # Sequence classifiers: LSTM, SimpleRNN and Conv1D (made here, seeded; sources saved beside them). The
+    # recurrent layers use `unroll=True`: coremltools 9 turns a rolled tf.keras RNN into `while_loop` with tensor
+    # lists, and the unrolled form into plain `matmul`/`split`/activation ops. A GRU is left out: coremltools 9
+    # fails to convert an unrolled tf.keras GRU (either `reset_after`), and its rolled form is a `while_loop` too.
+    rng = np.random.default_rng(13)
+    for kind, seed in [("lstm", 21), ("rnn", 23), ("conv1d", 24)]:
+        model = conv1d_classifier(seed) if kind == "conv1d" else sequence_classifier(kind, seed)
+        name = f"{kind}_classifier_program"
+        model.save(out(f"{kind}_classifier.h5"), save_format="h5")
+        shape = (1,) + tuple(model.inputs[0].shape[1:])
+        data = rng.standard_normal((3,) + shape[1:]).astype(np.float32)
+        mlmodel = ct.convert(model, inputs=[ct.TensorType(name=keras_input_name(model), shape=shape)],
+                             classifier_config=ct.ClassifierConfig(SEQUENCE_LABELS), convert_to="mlprogram",
+                             source="tensorflow", minimum_deployment_target=ct.target.iOS15,
+                             compute_precision=ct.precision.FLOAT32)
+        save(mlmodel, name)
+        write_reference(out(name + ".reference.h5"), f"coremltools/{kind}_classifier.h5", model, [data],
+                        labels=SEQUENCE_LABELS)
+        programs.append({"name": name + ".mlpackage", "source": f"coremltools/{kind}_classifier.h5",
+                         "input": f"tensor {shape[1:]}", "precision": "float32"})
+
+    manifest_path = out("manifest.json")
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    manifest["programs"] = programs
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
