@@ -214,7 +214,7 @@ import Testing
     ExitCase(["verify", digitsModel, "/nonexistent/model.mlmodel"], 66),
     ExitCase(["verify", "/nonexistent/model.h5", Fixtures.url("coremltools/digits_cnn.mlmodel").path], 66),
     ExitCase(["verify", digitsModel, Fixtures.url("bad/not_hdf5.h5").path], 65),
-    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/sequential_plain.mlpackage").path], 65),
+    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier_program.mlpackage").path], 65),
     ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier.mlmodel").path], 65),
     ExitCase(["verify", digitsModel, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", Fixtures.url("bad/not_hdf5.h5").path], 65),
   ]

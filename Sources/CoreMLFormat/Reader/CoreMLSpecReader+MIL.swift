@@ -93,6 +93,10 @@ struct MILProgramDecoder {
       }
       inputs[key] = arguments
     }
+    if type.hasPrefix("constexpr_") {
+      // coremltools stores a constexpr operation's constant parameters as attributes.
+      for (key, value) in attributes where key != "name" && inputs[key] == nil { inputs[key] = [.value(value)] }
+    }
     var result = MILOperation(type: type, name: name, inputs: inputs, outputs: outputs, value: attributes["val"])
     result.hasBlocks = message.n_blocks > 0
     return result
@@ -149,7 +153,10 @@ struct MILProgramDecoder {
   private mutating func value(_ message: MILValueMessage, field: String) throws -> MILValue {
     guard let typeMessage = message.type else { throw fail(field, "a value without a type") }
     let type = try valueType(typeMessage.pointee, field: field)
-    guard type.isTensor else { throw fail(field, "list, tuple and dictionary values are not supported") }
+    if typeMessage.pointee.type_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_LIST_TYPE {
+      return try list(message, field: field)
+    }
+    guard type.isTensor else { throw fail(field, "tuple and dictionary values are not supported") }
     let count = try elementCount(type, field: field)
     switch message.value_case {
     case CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_IMMEDIATE_VALUE:
@@ -163,6 +170,29 @@ struct MILProgramDecoder {
       return try blobValue(fileName: CoreMLSpecReader.text(blob.filename), offset: blob.offset, type: type, count: count, field: field)
     default: throw fail(field, "a value with neither immediate data nor a blob file reference")
     }
+  }
+
+  /// A list of scalars (a `classify` operation's classes) as a rank-1 tensor of the element type.
+  private mutating func list(_ message: MILValueMessage, field: String) throws -> MILValue {
+    guard message.value_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_IMMEDIATE_VALUE,
+      let immediate = message.immediatevalue?.pointee,
+      immediate.value_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE__IMMEDIATE_VALUE__VALUE_LIST,
+      let list = immediate.list?.pointee
+    else { throw fail(field, "a list value without immediate list data") }
+    guard list.n_values <= Self.maximumElements else { throw fail(field, "a list of \(list.n_values) values") }
+    var result: MILValue?
+    for element in CoreMLSpecReader.buffer(list.values, list.n_values) {
+      guard let element else { throw fail(field, "an empty list element") }
+      let value = try self.value(element.pointee, field: "\(field) element")
+      guard value.type.isTensor, value.count == 1 else { throw fail(field, "list elements must be scalars") }
+      if result == nil { result = MILValue(type: MILTensorType(dataType: value.type.dataType, shape: [0])) }
+      guard result!.type.dataType == value.type.dataType else { throw fail(field, "list elements of different types") }
+      result!.floats += value.floats
+      result!.integers += value.integers
+      result!.strings += value.strings
+      result!.type.shape[0] += 1
+    }
+    return result ?? MILValue(type: MILTensorType(dataType: .float32, shape: [0]))
   }
 
   private func immediateTensor(

@@ -82,6 +82,9 @@ public enum CoreMLSpecReader {
       }
       guard let program = m.mlprogram?.pointee else { throw CoreMLReaderError.malformed(path: path) }
       spec.modelType = "mlProgram"
+      // Program tensors keep their declared rank, batch included, like a neural network's exact mapping.
+      spec.exactArrayMapping = true
+      spec.rank4ImageMapping = true
       var decoder = MILProgramDecoder(path: path, weightsURL: weightsURL)
       let decoded = try decoder.decode(program)
       spec.program = decoded
