@@ -48,6 +48,15 @@ extension MILProgramImporter {
       let (x, y) = (try tensor("x"), try tensor("y"))
       guard Broadcasting.shape([shape(x), shape(y)]) != nil else { throw invalid("shapes \(shape(x)) and \(shape(y)) do not broadcast") }
       try define(try add(.elementwise(kinds[op.type]!), [x, y]))
+    case "greater", "greater_equal", "less", "less_equal", "equal", "not_equal":
+      // Comparisons give bools, which the IR holds as 0 and 1.
+      let kinds: [String: ElementwiseKind] = [
+        "greater": .greaterThan, "greater_equal": .greaterEqual, "less": .lessThan, "less_equal": .lessEqual, "equal": .equal,
+        "not_equal": .notEqual,
+      ]
+      let (x, y) = (try tensor("x"), try tensor("y"))
+      guard Broadcasting.shape([shape(x), shape(y)]) != nil else { throw invalid("shapes \(shape(x)) and \(shape(y)) do not broadcast") }
+      try define(try add(.elementwise(kinds[op.type]!), [x, y]))
     case "select":
       let (condition, a, b) = (try tensor("cond"), try tensor("a"), try tensor("b"))
       try define(try add(.elementwise(.select), [condition, a, b]))
@@ -92,6 +101,7 @@ extension MILProgramImporter {
     case "gather": try define(try gather())
     case "tile": try define(try tile())
     case "upsample_nearest_neighbor", "upsample_bilinear": try define(try upsample())
+    case "resize_nearest_neighbor": try define(try resizeNearestNeighbor())
     case "layer_norm": try define(try layerNorm())
     default: throw unsupported("the operation type is not supported")
     }
@@ -275,7 +285,11 @@ extension MILProgramImporter {
     default: throw unsupported("pad_type '\(type)' with pad \(pads)")
     }
     if let given = try ints("output_shape") {
-      guard given.count >= 2, Array(given.suffix(2)) == size else { throw unsupported("output_shape \(given) differs from the padding's \(size)") }
+      // A larger output (Keras' output_padding) adds up to stride - 1 rows and columns at the end.
+      guard given.count == 4, given[0] == s[0], given[1] == outputs, (0..<2).allSatisfy({ given[2 + $0] >= size[$0] && given[2 + $0] < size[$0] + strides[$0] }),
+        padding == .valid || Array(given.suffix(2)) == size
+      else { throw unsupported("output_shape \(given) with pad_type '\(type)' (natural size \(size))") }
+      size = Array(given.suffix(2))
     }
     // [in, out, kh, kw] to the IR's [kh, kw, out, in].
     let stored = weight.asFloats
@@ -375,6 +389,18 @@ extension MILProgramImporter {
       return try spatial(x) { _ in .layerNormalization(norm) }
     }
     throw unsupported("axes \(axes) of rank \(rank) (the last axis, or the channels of [N, C, H, W], are supported)")
+  }
+
+  /// `resize_nearest_neighbor` to whole multiples of the input size (an upsampling).
+  mutating func resizeNearestNeighbor() throws -> ValueID {
+    let x = try tensor("x")
+    let s = shape(x)
+    guard s.count == 4 else { throw invalid("needs [N, C, H, W], got \(s)") }
+    let (h, w) = (try int("target_size_height", 0), try int("target_size_width", 0))
+    guard h >= s[2], w >= s[3], h % s[2] == 0, w % s[3] == 0, h / s[2] <= 4096, w / s[3] <= 4096 else {
+      throw unsupported("target size \(h) x \(w) from \(s[2]) x \(s[3]) (whole multiples are supported)")
+    }
+    return try spatial(x) { _ in .upsampling2D(height: h / s[2], width: w / s[3], bilinear: false) }
   }
 
   mutating func upsample() throws -> ValueID {
