@@ -16,7 +16,9 @@ golden program `<name>`:
 
 The programs: the digits CNN (grayscale image, scale 1/255, integer labels) at float32 and float16, the RGB
 classifier (BGR, scale 1/127.5, biases -1) at float32 and float16, LSTM and SimpleRNN classifiers, a Conv1D
-classifier (LSTM and SimpleRNN unrolled; no GRU, see below), and the RGB classifier compressed three ways: 4-bit palettized (`constexpr_lut_to_dense`, iOS16),
+classifier (LSTM and SimpleRNN unrolled; no GRU, see below), layer fixtures of the Keras fixture sets as
+float32 programs (`<fixture>_program`, their Keras sources under `Samples/Fixtures/tfkeras215` and `layers/`),
+programs with the fused `lstm`, `gru` and `rnn` operations (built with coremltools' MIL builder), and the RGB classifier compressed three ways: 4-bit palettized (`constexpr_lut_to_dense`, iOS16),
 8-bit linear (`constexpr_affine_dequantize`, iOS16) and 8-bit linear for iOS18 (`constexpr_blockwise_shift_scale`).
 Compression applies to every weight (`weight_threshold` 0) so the small models exercise it.
 
@@ -102,6 +104,77 @@ def conv1d_classifier(seed):
     model.compile("adam", "sparse_categorical_crossentropy")
     model.fit(data, labels, epochs=3, verbose=0, shuffle=False)
     return model
+
+
+def fused_source(kind, seed):
+    """A seeded recurrent classifier (rolled) for the fused-operation programs."""
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((6, 4), name="sequence")
+    if kind == "bilstm":
+        x = keras.layers.Bidirectional(keras.layers.LSTM(5, name="lstm"), name="bilstm")(inputs)
+    else:
+        layer = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "rnn": keras.layers.SimpleRNN}[kind]
+        x = layer(8, name=kind)(inputs)
+    outputs = keras.layers.Dense(len(SEQUENCE_LABELS), activation="softmax", name="probs")(x)
+    model = keras.Model(inputs, outputs, name=f"{kind}_fused")
+    rng = np.random.default_rng(seed)
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(rng.standard_normal((48, 6, 4)).astype(np.float32), rng.integers(0, 3, size=48), epochs=3, verbose=0, shuffle=False)
+    if kind == "gru":
+        layer = model.get_layer("gru")
+        kernel, recurrent, bias = layer.get_weights()
+        bias[1] = 0  # the recurrent bias: MIL's gru has none inside the reset gate
+        layer.set_weights([kernel, recurrent, bias])
+    return model
+
+
+def fused_program(model, kind):
+    """The Keras classifier as a MIL program with a fused recurrent operation."""
+    from coremltools.converters.mil import Builder as mb
+
+    dense_kernel, dense_bias = model.get_layer("probs").get_weights()
+
+    def reorder(matrix, units, order):
+        # Keras stores [in, gates * units]; MIL [gates * units, in], gates in MIL's order.
+        blocks = [matrix[..., g * units:(g + 1) * units] for g in range(matrix.shape[-1] // units)]
+        return np.concatenate([blocks[g] for g in order], axis=-1).T.astype(np.float32)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 6, 4))], opset_version=ct.target.iOS15)
+    def program(sequence):
+        x = mb.transpose(x=sequence, perm=[1, 0, 2])  # [s, b, I]
+        if kind in ("lstm", "bilstm"):
+            layers = [model.get_layer("bilstm").forward_layer, model.get_layer("bilstm").backward_layer] if kind == "bilstm" \
+                else [model.get_layer("lstm")]
+            units = layers[0].units
+            weights = []
+            for layer in layers:
+                kernel, recurrent, bias = layer.get_weights()
+                order = [0, 1, 3, 2]  # Keras i, f, c, o -> MIL i, f, o, z
+                weights.append((reorder(kernel, units, order), reorder(recurrent, units, order),
+                                reorder(bias[None, :], units, order)[:, 0]))
+            zeros = np.zeros((1, units * len(layers)), np.float32)
+            extra = {}
+            if kind == "bilstm":
+                extra = dict(weight_ih_back=weights[1][0], weight_hh_back=weights[1][1], bias_back=weights[1][2],
+                             direction="bidirectional")
+            _, h, _ = mb.lstm(x=x, initial_h=zeros, initial_c=zeros, weight_ih=weights[0][0], weight_hh=weights[0][1],
+                              bias=weights[0][2], output_sequence=False, **extra)
+        elif kind == "gru":
+            layer = model.get_layer("gru")
+            kernel, recurrent, bias = layer.get_weights()
+            order = [1, 2, 0]  # Keras z, r, h -> MIL r, o, z
+            _, h = mb.gru(x=x, initial_h=np.zeros((1, layer.units), np.float32), weight_ih=reorder(kernel, layer.units, order),
+                          weight_hh=reorder(recurrent, layer.units, order),
+                          bias=reorder(bias[0][None, :], layer.units, order)[:, 0], output_sequence=False)
+        else:
+            layer = model.get_layer("rnn")
+            kernel, recurrent, bias = layer.get_weights()
+            _, h = mb.rnn(x=x, initial_h=np.zeros((1, layer.units), np.float32), weight_ih=kernel.T.astype(np.float32),
+                          weight_hh=recurrent.T.astype(np.float32), bias=bias.astype(np.float32), output_sequence=False)
+        logits = mb.linear(x=h, weight=dense_kernel.T.astype(np.float32), bias=dense_bias.astype(np.float32))
+        return mb.softmax(x=logits, axis=-1)
+
+    return program
 
 
 def precision_of(name):
@@ -194,10 +267,58 @@ def main():
         programs.append({"name": name + ".mlpackage", "source": f"coremltools/{kind}_classifier.h5",
                          "input": f"tensor {shape[1:]}", "precision": "float32"})
 
+    # The fused recurrent operations (`lstm`, `gru`, `rnn`), which coremltools' TF2 frontend does not emit for
+    # tf.keras layers: programs built with coremltools' MIL builder from the Keras classifiers' weights, moved to
+    # MIL's gate orders as its operation documentation gives them (LSTM i, f, o, z; GRU r, o, z). MIL's `gru`
+    # has one bias, added outside the reset gate, so the Keras GRU (reset_after) gets a zero recurrent bias
+    # before its outputs are saved.
+    for kind, seed in [("lstm", 21), ("gru", 22), ("rnn", 23), ("bilstm", 25)]:
+        name = f"{kind}_fused_program"
+        model = fused_source(kind, seed)
+        model.save(out(f"{kind}_fused.h5"), save_format="h5")
+        data = rng.standard_normal((3, 6, 4)).astype(np.float32)
+        mlmodel = ct.convert(fused_program(model, kind), convert_to="mlprogram", minimum_deployment_target=ct.target.iOS15,
+                             compute_precision=ct.precision.FLOAT32,
+                             classifier_config=ct.ClassifierConfig(SEQUENCE_LABELS))
+        save(mlmodel, name)
+        write_reference(out(name + ".reference.h5"), f"coremltools/{kind}_fused.h5", model, [data], labels=SEQUENCE_LABELS)
+        programs.append({"name": name + ".mlpackage", "source": f"coremltools/{kind}_fused.h5", "input": "tensor (6, 4)",
+                         "precision": "float32", "operation": "lstm" if kind == "bilstm" else kind})
+
+    # Layer fixtures (tensor input, float32): the operations coremltools writes for CNN, pooling, transposed
+    # convolution, normalization, reshaping and sequence layers, each against the Keras outputs the fixture
+    # scripts saved. A model coremltools cannot convert is listed under `programs_skipped`.
+    skipped = []
+    layer_fixtures = [(f"tfkeras215/{name}", name) for name in [
+        "activations", "batchnorm", "depthwise_separable", "pooling", "reshape_ops", "conv_variants", "dense_classifier"]]
+    layer_fixtures += [(f"layers/tfkeras215/{name}", name) for name in [
+        "conv2d_transpose", "conv2d_transpose_output_padding", "layer_norm", "layer_norm_image", "unit_norm", "unit_norm_image",
+        "time_distributed", "time_distributed_pooling", "conv1d_variants", "pooling1d", "repeat_vector", "dense_rank3_4",
+        "dense_rank4", "flatten_rank3", "reshape_ranks", "rescaling_image", "normalization_image", "sequence_reshape"]]
+    for relative, base in layer_fixtures:
+        model = keras.models.load_model(os.path.join(args.fixtures, relative + ".h5"), compile=False)
+        if len(model.inputs) != 1:
+            continue
+        with h5py.File(os.path.join(args.fixtures, relative + ".reference.h5"), "r") as ref:
+            inputs = [ref["inputs"][k][()] for k in sorted(ref["inputs"], key=int)]
+        name = f"{base}_program"
+        shape = (1,) + tuple(model.inputs[0].shape[1:])
+        try:
+            mlmodel = ct.convert(model, inputs=[ct.TensorType(name=keras_input_name(model), shape=shape)],
+                                 convert_to="mlprogram", source="tensorflow", minimum_deployment_target=ct.target.iOS15,
+                                 compute_precision=ct.precision.FLOAT32)
+        except Exception as error:  # noqa: BLE001 - coremltools cannot convert some layers
+            skipped.append({"name": name, "reason": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"})
+            continue
+        save(mlmodel, name)
+        write_reference(out(name + ".reference.h5"), relative + ".h5", model, inputs)
+        programs.append({"name": name + ".mlpackage", "source": relative + ".h5", "input": "tensor", "precision": "float32"})
+
     manifest_path = out("manifest.json")
     with open(manifest_path) as f:
         manifest = json.load(f)
     manifest["programs"] = programs
+    manifest["programs_skipped"] = skipped
     with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=1)
 
