@@ -102,6 +102,7 @@ extension MILProgramImporter {
     case "tile": try define(try tile())
     case "upsample_nearest_neighbor", "upsample_bilinear": try define(try upsample())
     case "resize_nearest_neighbor": try define(try resizeNearestNeighbor())
+    case "lstm", "gru", "rnn": try recurrent()
     case "layer_norm": try define(try layerNorm())
     default: throw unsupported("the operation type is not supported")
     }
