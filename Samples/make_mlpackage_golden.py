@@ -37,6 +37,7 @@ os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 import h5py  # noqa: E402
 from tensorflow import keras  # noqa: E402
 import coremltools as ct  # noqa: E402
@@ -177,6 +178,60 @@ def fused_program(model, kind):
     return program
 
 
+def ops_zoo_source():
+    """Keras layers whose MIL operations the converted fixtures lack (seeded random weights, not trained)."""
+    keras.utils.set_random_seed(31)
+    inputs = keras.Input((8, 8, 3), name="tensor")
+    x = keras.layers.Conv2D(4, 3, strides=2, padding="same", name="conv_same_s2")(inputs)  # 4x4x4
+    x = keras.layers.PReLU(shared_axes=[1, 2], alpha_initializer=keras.initializers.RandomUniform(0.1, 0.5), name="prelu")(x)
+    x = keras.layers.UpSampling2D(2, name="upsample")(x)  # 8x8x4
+    a = keras.layers.ThresholdedReLU(theta=0.3, name="thresholded")(x)
+    b = keras.layers.Activation("hard_sigmoid", name="hard_sigmoid")(x)
+    c = keras.layers.Activation("swish", name="swish")(x)
+    d = keras.layers.ReLU(max_value=0.8, name="relu_max")(x)
+    x = keras.layers.Concatenate(name="concat")([a, b, c, d])  # 8x8x16
+    x = keras.layers.Lambda(lambda t: tf.pow(tf.abs(t) + 1.0, 1.5), name="pow")(x)
+    x = keras.layers.Lambda(lambda t: tf.gather(t, [3, 0, 7, 7, 12], axis=3), name="gather")(x)  # 8x8x5
+    x = keras.layers.Lambda(lambda t: tf.math.l2_normalize(t, axis=[1, 2, 3], epsilon=1e-6), name="l2")(x)
+    outputs = keras.layers.Conv2D(3, 2, padding="valid", dilation_rate=2, name="conv_dilated")(x)  # 6x6x3
+    model = keras.Model(inputs, outputs, name="ops_zoo")
+    prelu = model.get_layer("prelu")
+    prelu.set_weights([np.random.default_rng(31).uniform(0.1, 0.5, prelu.get_weights()[0].shape).astype(np.float32)])
+    return model
+
+
+def ops_zoo_program(model):
+    """The ops_zoo model as MIL operations, weights moved to MIL's [out, in, kh, kw]."""
+    from coremltools.converters.mil import Builder as mb
+
+    def conv_weight(layer):
+        kernel, bias = model.get_layer(layer).get_weights()
+        return kernel.transpose(3, 2, 0, 1).astype(np.float32), bias.astype(np.float32)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 8, 8, 3))], opset_version=ct.target.iOS15)
+    def program(tensor):
+        x = mb.transpose(x=tensor, perm=[0, 3, 1, 2])
+        w, b = conv_weight("conv_same_s2")
+        # TensorFlow's "same" for 8 -> 4 with kernel 3, stride 2: 1 padding row/column, at the end.
+        x = mb.conv(x=x, weight=w, bias=b, strides=[2, 2], pad_type="custom", pad=[0, 1, 0, 1])
+        alpha = model.get_layer("prelu").get_weights()[0].reshape(-1).astype(np.float32)
+        x = mb.prelu(x=x, alpha=alpha)
+        x = mb.upsample_nearest_neighbor(x=x, scale_factor_height=2, scale_factor_width=2)
+        a = mb.thresholded_relu(x=x, alpha=0.3)
+        b = mb.sigmoid_hard(x=x, alpha=0.2, beta=0.5)
+        c = mb.silu(x=x)
+        d = mb.clip(x=x, alpha=0.0, beta=0.8)
+        x = mb.concat(values=[a, b, c, d], axis=1)
+        x = mb.pow(x=mb.add(x=mb.abs(x=x), y=1.0), y=1.5)
+        x = mb.gather(x=x, indices=np.array([3, 0, 7, 7, 12], np.int32), axis=1)
+        x = mb.l2_norm(x=x, epsilon=1e-6)
+        w, b = conv_weight("conv_dilated")
+        x = mb.conv(x=x, weight=w, bias=b, dilations=[2, 2], pad_type="valid")
+        return mb.transpose(x=x, perm=[0, 2, 3, 1])
+
+    return program
+
+
 def precision_of(name):
     return ct.precision.FLOAT16 if name == "float16" else ct.precision.FLOAT32
 
@@ -284,6 +339,17 @@ def main():
         write_reference(out(name + ".reference.h5"), f"coremltools/{kind}_fused.h5", model, [data], labels=SEQUENCE_LABELS)
         programs.append({"name": name + ".mlpackage", "source": f"coremltools/{kind}_fused.h5", "input": "tensor (6, 4)",
                          "precision": "float32", "operation": "lstm" if kind == "bilstm" else kind})
+
+    # Operations the ML Program writer emits that no converted fixture has: a Keras model of matching layers and
+    # a MIL-builder program of the documented operations with its weights (NCHW inside, NHWC at both ends).
+    zoo = ops_zoo_source()
+    zoo.save(out("ops_zoo.h5"), save_format="h5")
+    data = rng.standard_normal((3, 8, 8, 3)).astype(np.float32)
+    save(ct.convert(ops_zoo_program(zoo), convert_to="mlprogram", minimum_deployment_target=ct.target.iOS15,
+                    compute_precision=ct.precision.FLOAT32), "ops_zoo_program")
+    write_reference(out("ops_zoo_program.reference.h5"), "coremltools/ops_zoo.h5", zoo, [data])
+    programs.append({"name": "ops_zoo_program.mlpackage", "source": "coremltools/ops_zoo.h5", "input": "tensor (8, 8, 3)",
+                     "precision": "float32"})
 
     # Layer fixtures (tensor input, float32): the operations coremltools writes for CNN, pooling, transposed
     # convolution, normalization, reshaping and sequence layers, each against the Keras outputs the fixture

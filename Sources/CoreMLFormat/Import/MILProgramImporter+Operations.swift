@@ -104,6 +104,14 @@ extension MILProgramImporter {
     case "resize_nearest_neighbor": try define(try resizeNearestNeighbor())
     case "lstm", "gru", "rnn": try recurrent()
     case "layer_norm": try define(try layerNorm())
+    case "l2_norm":
+      // Each [D1, D2, D3] block of the last three axes divided by sqrt(sum of squares + epsilon).
+      let x = try tensor("x")
+      let s = shape(x)
+      guard s.count >= 3 else { throw invalid("needs rank 3 or more, got \(s)") }
+      let flat = try reshape(x, to: Array(s.dropLast(3)) + [s.suffix(3).reduce(1, *)])
+      let normalized = try add(.l2Normalize(epsilon: try float("epsilon", 1e-6)), [flat], suffix: "__flat")
+      try define(try add(.reshape(targetShape: s), [normalized]))
     default: throw unsupported("the operation type is not supported")
     }
   }
