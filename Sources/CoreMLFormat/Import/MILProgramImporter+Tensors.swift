@@ -57,7 +57,7 @@ extension MILProgramImporter {
     func mask(_ key: String) throws -> [Bool] {
       guard let value = try constant(key) else { return [Bool](repeating: false, count: rank) }
       guard value.count == rank else { throw invalid("\(key) must have \(rank) values") }
-      return value.integers.map { $0 != 0 }
+      return value.asFloats.map { $0 != 0 }
     }
     let beginMask = try mask("begin_mask"), endMask = try mask("end_mask"), squeezeMask = try mask("squeeze_mask")
     guard strides.count == rank, strides.allSatisfy({ $0 >= 1 }) else { throw unsupported("strides \(strides) (positive strides are supported)") }
@@ -157,7 +157,8 @@ extension MILProgramImporter {
       let data = try requiredConstant("quantized_data"), scale = try requiredConstant("scale"), zero = try requiredConstant("zero_point")
       guard data.type.dataType == .int8 || data.type.dataType == .uint8 else { throw invalid("quantized_data is \(data.type.dataType), int8 or uint8 are defined") }
       let shape = data.type.shape
-      let axis = try self.axis(try int("axis", 0), rank: max(shape.count, 1))
+      guard !shape.isEmpty else { throw invalid("quantized_data must have rank 1 or more") }
+      let axis = try self.axis(try int("axis", 0), rank: shape.count)
       func perChannel(_ value: MILValue, _ name: String) throws -> [Float] {
         let values = value.asFloats
         guard values.count == 1 || (value.type.shape.count == 1 && values.count == shape[axis]) else {
