@@ -239,6 +239,22 @@ import Testing
     Self.expectReaderError(package, containing: "Manifest.json")
   }
 
+  /// [rule MIL-OPSET] a compressed constant of iOS 16 in an iOS 15 (CoreML5) program is an error.
+  @Test func operationNewerThanTheOpsetIsAnError() throws {
+    let (directory, package) = try Self.copy("rgb_classifier_program_lut4")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var bytes = [UInt8](try Data(contentsOf: Self.modelFile(package)))
+    let needle = Array("CoreML6".utf8)
+    var replaced = 0
+    for start in 0..<(bytes.count - needle.count) where Array(bytes[start..<start + needle.count]) == needle {
+      bytes[start + 6] = UInt8(ascii: "5")
+      replaced += 1
+    }
+    #expect(replaced >= 2)
+    try Data(bytes).write(to: Self.modelFile(package))
+    Self.expectReaderError(package, containing: "needs opset CoreML6")
+  }
+
   @Test func programInABareModelFileIsAnError() throws {
     let file = Self.modelFile(Self.package("digits_cnn_program"))
     #expect(throws: CoreMLReaderError.self) { try CoreMLSpecReader.read(contentsOf: file) }

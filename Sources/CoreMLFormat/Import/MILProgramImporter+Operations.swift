@@ -4,6 +4,13 @@ extension MILProgramImporter {
   /// Adds the IR nodes of one MIL operation (or records its constant value).
   mutating func importOperation(_ op: MILOperation) throws {
     guard !op.hasBlocks else { throw unsupported("operations with nested blocks (control flow) are not supported") }
+    // [rule MIL-OPSET] an operation exists from the opset that introduced it on.
+    let introduced = ["constexpr_affine_dequantize": 6, "constexpr_blockwise_shift_scale": 8]
+    var required = introduced[op.type] ?? 5
+    if op.type == "constexpr_lut_to_dense" { required = op.inputs["shape"] == nil ? 8 : 6 }
+    if let version = program.opsetVersion, version < required {
+      throw invalid("needs opset CoreML\(required) or later; the program's opset is \(program.opset)")
+    }
     switch op.type {
     case "const":
       guard let value = op.value else { throw invalid("has no 'val' attribute") }

@@ -38,10 +38,13 @@ public struct MILProgramImporter {
   }
 
   mutating func run() throws -> CoreMLModel {
-    guard let opset = program.opsetVersion else {
+    guard program.opsetVersion != nil else {
       throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "unknown opset '\(program.opset)' (CoreML5 and later are defined)")
     }
-    _ = opset
+    guard spec.specificationVersion >= 6 else {
+      // [rule MLPROGRAM-SPEC] ML Programs exist from specification version 6 (iOS 15) on.
+      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "specification version \(spec.specificationVersion); ML Programs need 6 or later")
+    }
     var inputs: [CoreMLInput] = []
     var imageValues: [String: String] = [:]
     for input in program.inputs {
@@ -121,7 +124,8 @@ public struct MILProgramImporter {
       throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "function input '\(input.name)' has no fixed tensor shape (\(shape))")
     }
     _ = try elementCount(shape, "input '\(input.name)' shape")
-    let value = try builder.addInput(name: input.name, type: TensorType(shape))
+    // A float16 input (iOS 16 and later) is rounded to float16 like every float16 value.
+    let value = try builder.addInput(name: input.name, type: TensorType(shape, dataType: input.type.dataType == .float16 ? .float16 : .float32))
     values[input.name] = value
     guard case .image(let width, let height, let colorSpace) = feature.kind else { return (CoreMLInput(name: input.name, shape: shape, image: nil), nil) }
     let channels = colorSpace == "GRAYSCALE" ? 1 : 3
