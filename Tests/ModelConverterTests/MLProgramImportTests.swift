@@ -178,6 +178,33 @@ import Testing
     #expect(!report.layers.isEmpty)
   }
 
+  // MARK: Rules
+
+  @Test func coremltoolsProgramsBreakNoRule() throws {
+    for name in Self.float32Programs + Self.reducedPrecisionPrograms {
+      let spec = try CoreMLSpecReader.read(contentsOf: Self.package(name))
+      #expect(CoreMLSpecificationRules.violations(in: spec).isEmpty, "\(name): \(CoreMLSpecificationRules.violations(in: spec))")
+    }
+  }
+
+  @Test func editedProgramsReportTheirRules() throws {
+    var spec = try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program_lut4"))
+    var program = try #require(spec.program)
+    spec.specificationVersion = 6
+    program.opset = "CoreML5"
+    let conv = try #require(program.operations.firstIndex { $0.type == "conv" })
+    program.operations[conv].inputs["x"] = [.name("not_defined_yet")]
+    program.operations[conv + 1].outputs[0].name = program.operations[conv].outputs[0].name
+    program.outputs.append("missing_output")
+    spec.program = program
+    let rules = Set(CoreMLSpecificationRules.violations(in: spec).map(\.rule))
+    #expect(rules == ["MIL-OPSET", "MIL-ORDER", "MIL-SSA", "MIL-BLOCK-OUTPUTS"], "\(rules)")
+    spec.specificationVersion = 5
+    #expect(CoreMLSpecificationRules.violations(in: spec).contains { $0.rule == "MLPROGRAM-SPEC" })
+    spec.predictedFeatureName = "label"
+    #expect(CoreMLSpecificationRules.violations(in: spec).contains { $0.rule == "MLPROGRAM-CLASSIFIER" })
+  }
+
   // MARK: Corrupt packages
 
   /// A copy of a golden package in a temporary folder, to damage.
