@@ -232,6 +232,29 @@ def ops_zoo_program(model):
     return program
 
 
+def conv_transpose_source():
+    keras.utils.set_random_seed(33)
+    inputs = keras.Input((5, 5, 3), name="tensor")
+    outputs = keras.layers.Conv2DTranspose(4, 3, strides=2, padding="same", name="upconv")(inputs)  # 10x10x4
+    return keras.Model(inputs, outputs, name="conv_transpose_same")
+
+
+def conv_transpose_program(model, pad_type):
+    from coremltools.converters.mil import Builder as mb
+
+    kernel, bias = model.get_layer("upconv").get_weights()  # Keras [kh, kw, out, in]
+    weight = kernel.transpose(3, 2, 0, 1).astype(np.float32)  # MIL [in, out, kh, kw]
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 5, 5, 3))], opset_version=ct.target.iOS15)
+    def program(tensor):
+        x = mb.transpose(x=tensor, perm=[0, 3, 1, 2])
+        extra = dict(pad=[0, 1, 0, 1]) if pad_type == "custom" else {}
+        x = mb.conv_transpose(x=x, weight=weight, bias=bias.astype(np.float32), strides=[2, 2], pad_type=pad_type, **extra)
+        return mb.transpose(x=x, perm=[0, 2, 3, 1])
+
+    return program
+
+
 def precision_of(name):
     return ct.precision.FLOAT16 if name == "float16" else ct.precision.FLOAT32
 
@@ -350,6 +373,19 @@ def main():
     write_reference(out("ops_zoo_program.reference.h5"), "coremltools/ops_zoo.h5", zoo, [data])
     programs.append({"name": "ops_zoo_program.mlpackage", "source": "coremltools/ops_zoo.h5", "input": "tensor (8, 8, 3)",
                      "precision": "float32"})
+
+    # A strided "same" Conv2DTranspose as MIL's conv_transpose twice: pad_type "custom" with TensorFlow's crop
+    # (none before, kernel - stride after) and pad_type "same".
+    upconv = conv_transpose_source()
+    upconv.save(out("conv_transpose_same.h5"), save_format="h5")
+    data = rng.standard_normal((3, 5, 5, 3)).astype(np.float32)
+    for pad_type in ["custom", "same"]:
+        name = f"conv_transpose_{pad_type}_program"
+        save(ct.convert(conv_transpose_program(upconv, pad_type), convert_to="mlprogram",
+                        minimum_deployment_target=ct.target.iOS15, compute_precision=ct.precision.FLOAT32), name)
+        write_reference(out(name + ".reference.h5"), "coremltools/conv_transpose_same.h5", upconv, [data])
+        programs.append({"name": name + ".mlpackage", "source": "coremltools/conv_transpose_same.h5",
+                         "input": "tensor (5, 5, 3)", "precision": "float32"})
 
     # Layer fixtures (tensor input, float32): the operations coremltools writes for CNN, pooling, transposed
     # convolution, normalization, reshaping and sequence layers, each against the Keras outputs the fixture

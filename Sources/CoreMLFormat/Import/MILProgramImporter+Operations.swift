@@ -291,10 +291,19 @@ extension MILProgramImporter {
     let (inputs, outputs, kh, kw) = (w[0], w[1], w[2], w[3])
     var padding: Padding
     var size: [Int]
+    var crop = [0, 0, 0, 0]
     switch type {
-    case "valid", "custom" where pads.allSatisfy({ $0 == 0 }):
+    case "valid":
       padding = .valid
       size = [(s[2] - 1) * strides[0] + kh, (s[3] - 1) * strides[1] + kw]
+    case "custom":
+      // The full output, less pad[2i] leading and pad[2i+1] trailing rows or columns.
+      padding = .valid
+      size = [(s[2] - 1) * strides[0] + kh, (s[3] - 1) * strides[1] + kw]
+      guard pads.count == 4, pads.allSatisfy({ $0 >= 0 }), pads[0] + pads[1] < size[0], pads[2] + pads[3] < size[1] else {
+        throw invalid("pad \(pads) must be 4 non-negative values leaving an output of \(size)")
+      }
+      crop = pads
     case "same":
       padding = .same
       size = [s[2] * strides[0], s[3] * strides[1]]
@@ -302,10 +311,12 @@ extension MILProgramImporter {
     }
     if let given = try ints("output_shape") {
       // A larger output (Keras' output_padding) adds up to stride - 1 rows and columns at the end.
-      guard given.count == 4, given[0] == s[0], given[1] == outputs, (0..<2).allSatisfy({ given[2 + $0] >= size[$0] && given[2 + $0] < size[$0] + strides[$0] }),
-        padding == .valid || Array(given.suffix(2)) == size
-      else { throw unsupported("output_shape \(given) with pad_type '\(type)' (natural size \(size))") }
-      size = Array(given.suffix(2))
+      let natural = [size[0] - crop[0] - crop[1], size[1] - crop[2] - crop[3]]
+      guard given.count == 4, given[0] == s[0], given[1] == outputs,
+        (0..<2).allSatisfy({ given[2 + $0] >= natural[$0] && given[2 + $0] < natural[$0] + strides[$0] }),
+        type == "valid" || Array(given.suffix(2)) == natural
+      else { throw unsupported("output_shape \(given) with pad_type '\(type)' (natural size \(natural))") }
+      if type == "valid" { size = Array(given.suffix(2)) }
     }
     // [in, out, kh, kw] to the IR's [kh, kw, out, in].
     let stored = weight.asFloats
@@ -316,7 +327,13 @@ extension MILProgramImporter {
     let op = ConvolutionTranspose(
       kernel: Constant(shape: [kh, kw, outputs, inputs], values: kernel), bias: try vector("bias", count: outputs), strides: strides, padding: padding,
       outputSize: size)
-    return try spatial(x) { _ in .convolutionTranspose(op) }
+    if crop.allSatisfy({ $0 == 0 }) { return try spatial(x) { _ in .convolutionTranspose(op) } }
+    let full = try add(.convolutionTranspose(op), [try channelsLast(x)], suffix: "__full")
+    let f = shape(full)
+    let cropped = try add(
+      .slice(StridedSlice(begin: [0, crop[0], crop[2], 0], end: [f[0], f[1] - crop[1], f[2] - crop[3], f[3]], strides: [1, 1, 1, 1])), [full],
+      suffix: "__nhwc")
+    return try channelsFirst(cropped)
   }
 
   mutating func pooling() throws -> ValueID {
