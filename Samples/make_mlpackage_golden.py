@@ -255,6 +255,35 @@ def conv_transpose_program(model, pad_type):
     return program
 
 
+def writer_ops_source():
+    keras.utils.set_random_seed(35)
+    tokens = keras.Input((5,), name="tokens")
+    x = keras.layers.Embedding(10, 3, name="embed")(tokens)  # 5x3
+    x = keras.layers.Rescaling(0.5, offset=0.25, name="affine")(x)
+    x = keras.layers.Lambda(lambda t: tf.maximum(t, -0.1), name="floor")(x)
+    x = keras.layers.Lambda(lambda t: tf.stack([t, t * 2.0], axis=1), name="stack")(x)  # 2x5x3
+    flags = keras.layers.Lambda(lambda t: tf.cast(tf.cast(t, tf.bool), tf.float32), name="flags")(x)
+    outputs = keras.layers.Multiply(name="masked")([x, flags])
+    return keras.Model(tokens, outputs, name="writer_ops")
+
+
+def writer_ops_program(model):
+    from coremltools.converters.mil import Builder as mb
+
+    table = model.get_layer("embed").get_weights()[0].astype(np.float32)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 5))], opset_version=ct.target.iOS15)
+    def program(tokens):
+        rows = mb.gather(x=table, indices=mb.cast(x=tokens, dtype="int32"), axis=0)  # 1x5x3
+        x = mb.linear_activation(x=rows, alpha=0.5, beta=0.25)
+        x = mb.threshold(x=x, alpha=-0.1)
+        x = mb.stack(values=[x, mb.mul(x=x, y=2.0)], axis=1)  # 1x2x5x3
+        flags = mb.cast(x=mb.cast(x=x, dtype="bool"), dtype="fp32")
+        return mb.mul(x=x, y=flags)
+
+    return program
+
+
 def precision_of(name):
     return ct.precision.FLOAT16 if name == "float16" else ct.precision.FLOAT32
 
@@ -386,6 +415,17 @@ def main():
         write_reference(out(name + ".reference.h5"), "coremltools/conv_transpose_same.h5", upconv, [data])
         programs.append({"name": name + ".mlpackage", "source": "coremltools/conv_transpose_same.h5",
                          "input": "tensor (5, 5, 3)", "precision": "float32"})
+
+    # Operations our ML Program writer emits that coremltools' converter does not: cast to int32 and bool,
+    # gather of table rows by computed indices, linear_activation, threshold, stack.
+    writer_ops = writer_ops_source()
+    writer_ops.save(out("writer_ops.h5"), save_format="h5")
+    tokens = rng.integers(0, 10, size=(3, 5)).astype(np.float32)
+    save(ct.convert(writer_ops_program(writer_ops), convert_to="mlprogram", minimum_deployment_target=ct.target.iOS15,
+                    compute_precision=ct.precision.FLOAT32), "writer_ops_program")
+    write_reference(out("writer_ops_program.reference.h5"), "coremltools/writer_ops.h5", writer_ops, [tokens])
+    programs.append({"name": "writer_ops_program.mlpackage", "source": "coremltools/writer_ops.h5", "input": "tensor (5,)",
+                     "precision": "float32"})
 
     # Layer fixtures (tensor input, float32): the operations coremltools writes for CNN, pooling, transposed
     # convolution, normalization, reshaping and sequence layers, each against the Keras outputs the fixture

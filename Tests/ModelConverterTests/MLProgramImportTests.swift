@@ -119,6 +119,39 @@ import Testing
     }
   }
 
+  /// Parameters given as inline values (as our writer writes small constants) read like `const` operations:
+  /// every `const` output inlined into the operations reading it, the program still reproduces Keras.
+  @Test(arguments: ["digits_cnn_program", "ops_zoo_program", "writer_ops_program", "lstm_fused_program", "conv1d_classifier_program"])
+  func inlinedConstantsReadLikeConstOperations(_ name: String) throws {
+    var spec = try CoreMLSpecReader.read(contentsOf: Self.package(name))
+    var program = try #require(spec.program)
+    var constants: [String: MILValue] = [:]
+    for op in program.operations where op.type == "const" { constants[op.outputs[0].name] = op.value }
+    program.operations = program.operations.filter { $0.type != "const" }.map { op in
+      var op = op
+      for (key, arguments) in op.inputs {
+        op.inputs[key] = arguments.map { argument in
+          if case .name(let name) = argument, let value = constants[name] { return .value(value) }
+          return argument
+        }
+      }
+      return op
+    }
+    #expect(program.operations.allSatisfy { $0.inputs.values.allSatisfy { $0.allSatisfy { if case .name(let n) = $0 { return constants[n] == nil } else { return true } } } })
+    spec.program = program
+    let model = try CoreMLGraphImporter.importModel(spec, path: name)
+    let reference = try HDF5File(path: Self.golden.appendingPathComponent(name + ".reference.h5").path)
+    let outputs = try reference.root.floatDataset("outputs/0")
+    let outSize = outputs.shape.dropFirst().reduce(1, *)
+    let interpreter = Interpreter(graph: model.graph)
+    for sample in 0..<outputs.shape[0] {
+      let actual = interpreter.run([try Self.input(reference, model, sample: sample)])[0].values
+      let expected = outputs.values[sample * outSize..<(sample + 1) * outSize]
+      let worst = zip(actual, expected).map { abs($0 - $1) - (1e-5 + 1e-3 * abs($1)) }.max() ?? 0
+      #expect(actual.count == outSize && worst <= 0, "\(name) sample \(sample): \(worst)")
+    }
+  }
+
   @Test func precisionAndCompressionAreRead() throws {
     #expect(try CoreMLSpecReader.read(contentsOf: Self.package("digits_cnn_program_fp16")).usesFloat16)
     #expect(try !CoreMLSpecReader.read(contentsOf: Self.package("digits_cnn_program")).usesFloat16)

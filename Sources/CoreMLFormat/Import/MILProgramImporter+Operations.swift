@@ -34,7 +34,7 @@ extension MILProgramImporter {
     case "batch_norm": try define(try batchNorm())
 
     case "relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "clip", "sigmoid_hard", "leaky_relu", "elu", "thresholded_relu",
-      "gelu", "sqrt", "rsqrt", "exp", "log", "abs", "inverse":
+      "gelu", "sqrt", "rsqrt", "exp", "log", "abs", "inverse", "linear_activation", "threshold":
       try define(try layoutPreserving(.activation(try activation(op.type)), [try tensor("x")]))
     case "prelu":
       let x = try tensor("x")
@@ -95,6 +95,17 @@ extension MILProgramImporter {
       guard axes.count == given.count else { throw invalid("axes \(given) repeat an axis") }
       var source = s.makeIterator()
       try define(try reshape(x, to: (0..<rank).map { axes.contains($0) ? 1 : source.next()! }))
+    case "stack":
+      // Each value gains a size-1 axis at `axis`; then they are concatenated along it.
+      guard let arguments = op.inputs["values"], !arguments.isEmpty else { throw invalid("required parameter 'values' is missing") }
+      let operands = try arguments.map { try tensor($0, key: "values") }
+      let s = shape(operands[0])
+      guard operands.allSatisfy({ shape($0) == s }) else { throw invalid("values of different shapes \(operands.map(shape))") }
+      let axis = try axis(try int("axis", 0), rank: s.count + 1)
+      var expanded = s
+      expanded.insert(1, at: axis)
+      let pieces = try operands.map { try reshape($0, to: expanded) }
+      try define(pieces.count == 1 ? pieces[0] : try add(.concatenate(axis: axis), pieces))
     case "concat":
       guard let arguments = op.inputs["values"], !arguments.isEmpty else { throw invalid("required parameter 'values' is missing") }
       guard try !bool("interleave", false) else { throw unsupported("interleave=True is not supported") }
@@ -141,7 +152,17 @@ extension MILProgramImporter {
     switch type {
     case "fp16": target = .float16
     case "fp32": target = .float32
-    default: throw unsupported("dtype '\(type)' (fp16 and fp32 are supported)")
+    case "int32":
+      // The IR holds integers as floats: the values pass through (exact for the integral values that
+      // indices hold; a fractional value would not be truncated).
+      try define(try tensor("x"))
+      return
+    case "bool":
+      let x = try tensor("x")
+      let zero = try add(.constant(Constant(shape: [1], values: [0])), [], suffix: "__zero")
+      try define(try add(.elementwise(.notEqual), [x, zero]))
+      return
+    default: throw unsupported("dtype '\(type)' (fp16, fp32, int32 and bool are supported)")
     }
     if case .name(let name)? = argument("x"), var value = constants[name], values[name] == nil {
       // A constant cast stays a constant, rounded as the target type rounds it.
@@ -164,8 +185,8 @@ extension MILProgramImporter {
     case "softsign": return .softsign
     case "silu": return .swish
     case "clip":
-      let (low, high) = (try float("alpha", .nan), try float("beta", .nan))
-      guard low.isFinite, high.isFinite, low <= high else { throw invalid("needs alpha <= beta, got \(low) and \(high)") }
+      let (low, high) = (try float("alpha"), try float("beta"))
+      guard low <= high else { throw invalid("needs alpha <= beta, got \(low) and \(high)") }
       return .clip(min: low, max: high)
     case "sigmoid_hard": return .hardSigmoid(slope: try float("alpha", 0.2), offset: try float("beta", 0.5))
     case "leaky_relu": return .leakyReLU(alpha: try float("alpha", 0.01))
@@ -177,6 +198,8 @@ extension MILProgramImporter {
       case "TANH_APPROXIMATION": return .gelu(approximate: true)
       case let mode: throw unsupported("mode '\(mode)' (EXACT and TANH_APPROXIMATION are supported)")
       }
+    case "linear_activation": return .linear(scale: try float("alpha"), offset: try float("beta", 0))
+    case "threshold": return .unary(UnaryFunction(kind: .threshold, alpha: try float("alpha")))
     case "sqrt": return .unary(UnaryFunction(kind: .sqrt))
     case "rsqrt": return .unary(UnaryFunction(kind: .rsqrt, epsilon: try float("epsilon", 1e-12)))
     case "inverse": return .unary(UnaryFunction(kind: .inverse, epsilon: try float("epsilon", 1e-4)))
@@ -391,9 +414,7 @@ extension MILProgramImporter {
   mutating func matmul() throws -> ValueID {
     var x = try tensor("x")
     let transposeX = try bool("transpose_x", false), transposeY = try bool("transpose_y", false)
-    guard case .name(let yName)? = argument("y"), values[yName] == nil || constants[yName] != nil, let y = try constant("y") else {
-      throw unsupported("y must be a constant matrix (a product of two computed tensors is not supported)")
-    }
+    guard let y = try constant("y") else { throw invalid("required parameter 'y' is missing") }
     guard y.type.shape.count == 2 else { throw unsupported("y of shape \(y.type.shape) (a matrix is supported)") }
     var s = shape(x)
     guard s.count >= 2 else { throw unsupported("x of rank \(s.count)") }

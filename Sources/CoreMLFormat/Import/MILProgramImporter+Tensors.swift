@@ -113,6 +113,13 @@ extension MILProgramImporter {
 
   /// `gather` with constant indices: slices along the axis, concatenated, then shaped as the indices require.
   mutating func gather() throws -> ValueID {
+    if case .name(let name)? = argument("indices"), values[name] != nil, constants[name] == nil {
+      // Computed indices into a constant [rows, width] table along axis 0: a row lookup.
+      guard let table = try constant("x"), table.type.shape.count == 2, try int("axis", 0) == 0 else {
+        throw unsupported("computed indices are supported for a constant [rows, width] table gathered along axis 0")
+      }
+      return try add(.embedding(table: Constant(shape: table.type.shape, values: table.asFloats)), [try tensor("indices")])
+    }
     let x = try tensor("x")
     let s = shape(x)
     let axis = try axis(try int("axis", 0), rank: s.count)

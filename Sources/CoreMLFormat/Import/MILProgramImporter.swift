@@ -257,6 +257,12 @@ public struct MILProgramImporter {
     return result
   }
 
+  /// A required float parameter.
+  func float(_ key: String) throws -> Float {
+    guard try constant(key) != nil else { throw invalid("required parameter '\(key)' is missing") }
+    return try float(key, 0)
+  }
+
   func bool(_ key: String, _ fallback: Bool) throws -> Bool {
     guard let value = try constant(key) else { return fallback }
     guard value.type.dataType == .bool, value.count == 1 else { throw invalid("parameter '\(key)' is not a bool") }
