@@ -15,8 +15,10 @@ extension MILProgramImporter {
     case "const":
       guard let value = op.value else { throw invalid("has no 'val' attribute") }
       constants[try outputName()] = value
+      constantOrigins[try outputName()] = LayerOrigin(name: op.name, type: op.type)
     case "constexpr_lut_to_dense", "constexpr_affine_dequantize", "constexpr_blockwise_shift_scale":
       constants[try outputName()] = try decompress()
+      constantOrigins[try outputName()] = LayerOrigin(name: op.name, type: op.type)
     case "identity": try define(try tensor("x"))
     case "cast": try cast()
 

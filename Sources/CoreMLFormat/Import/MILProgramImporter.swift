@@ -17,6 +17,8 @@ public struct MILProgramImporter {
   var values: [String: ValueID] = [:]
   /// MIL value name to its constant value (`const` and `constexpr_*` outputs).
   var constants: [String: MILValue] = [:]
+  /// The operation that made each constant, for the origin of its node.
+  var constantOrigins: [String: LayerOrigin] = [:]
   /// A channels-first value to the channels-last value it was transposed from.
   var channelsLastSource: [ValueID: ValueID] = [:]
   /// The operation being imported.
@@ -286,7 +288,7 @@ public struct MILProgramImporter {
     case .name(let name):
       if let value = values[name] { return value }
       guard let value = constants[name] else { throw invalid("parameter '\(key)' reads '\(name)', which nothing defined before it") }
-      let node = try constantNode(value, name: name)
+      let node = try constantNode(value, name: name, origin: constantOrigins[name])
       values[name] = node
       return node
     case .value(let value):
@@ -294,14 +296,15 @@ public struct MILProgramImporter {
     }
   }
 
-  mutating func constantNode(_ value: MILValue, name: String) throws -> ValueID {
+  mutating func constantNode(_ value: MILValue, name: String, origin: LayerOrigin? = nil) throws -> ValueID {
     guard value.type.dataType.isFloat || value.type.dataType.bits > 0, value.type.dataType != .string else {
       throw unsupported("a \(value.type.dataType) constant cannot be a tensor operand")
     }
     let shape = value.type.shape.isEmpty ? [1] : value.type.shape
     guard shape.allSatisfy({ $0 > 0 }), shape.reduce(1, *) == value.count else { throw invalid("constant '\(name)' of shape \(value.type.shape) is empty") }
     let saved = builder.origin
-    builder.origin = LayerOrigin(name: name, type: "const")
+    // A constant operand belongs to its const (or constexpr) operation, an inline value to the operation reading it.
+    builder.origin = origin ?? saved ?? LayerOrigin(name: name, type: "const")
     defer { builder.origin = saved }
     return try builder.add(.constant(Constant(shape: shape, values: value.asFloats)), name: builder.uniqueName(name), inputs: [])
   }
