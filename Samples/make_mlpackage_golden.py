@@ -284,6 +284,36 @@ def writer_ops_program(model):
     return program
 
 
+def pooling_padding_source():
+    keras.utils.set_random_seed(37)
+    inputs = keras.Input((7, 7, 2), name="tensor")
+    a = keras.layers.AveragePooling2D(3, strides=2, padding="same", name="avg_same")(inputs)
+    b = keras.layers.AveragePooling2D(3, strides=2, name="avg_zero_padded")(keras.layers.ZeroPadding2D(1, name="pad1")(inputs))
+    c = keras.layers.Conv2D(2, 2, strides=2, name="conv_lower")(keras.layers.ZeroPadding2D(((1, 0), (1, 0)), name="pad_lower")(inputs))
+    d = keras.layers.MaxPooling2D(2, strides=2, padding="same", name="max_same")(inputs)
+    outputs = keras.layers.Concatenate(name="concat")([a, b, c, d])  # 4x4x8
+    return keras.Model(inputs, outputs, name="pooling_padding")
+
+
+def pooling_padding_program(model):
+    from coremltools.converters.mil import Builder as mb
+
+    kernel, bias = model.get_layer("conv_lower").get_weights()
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 7, 7, 2))], opset_version=ct.target.iOS16)  # same_lower: iOS 16
+    def program(tensor):
+        x = mb.transpose(x=tensor, perm=[0, 3, 1, 2])
+        a = mb.avg_pool(x=x, kernel_sizes=[3, 3], strides=[2, 2], pad_type="same", exclude_padding_from_average=True)
+        b = mb.avg_pool(x=x, kernel_sizes=[3, 3], strides=[2, 2], pad_type="custom", pad=[1, 1, 1, 1],
+                        exclude_padding_from_average=False)
+        c = mb.conv(x=x, weight=kernel.transpose(3, 2, 0, 1).astype(np.float32), bias=bias.astype(np.float32), strides=[2, 2],
+                    pad_type="same_lower")
+        d = mb.max_pool(x=x, kernel_sizes=[2, 2], strides=[2, 2], pad_type="same")
+        return mb.transpose(x=mb.concat(values=[a, b, c, d], axis=1), perm=[0, 2, 3, 1])
+
+    return program
+
+
 def precision_of(name):
     return ct.precision.FLOAT16 if name == "float16" else ct.precision.FLOAT32
 
@@ -426,6 +456,17 @@ def main():
     write_reference(out("writer_ops_program.reference.h5"), "coremltools/writer_ops.h5", writer_ops, [tokens])
     programs.append({"name": "writer_ops_program.mlpackage", "source": "coremltools/writer_ops.h5", "input": "tensor (5,)",
                      "precision": "float32"})
+
+    # Pooling and convolution padding: avg_pool "same" excluding the padding, avg_pool with custom zero padding
+    # counted, conv "same_lower" (the odd padding row first, from iOS 16), max_pool "same".
+    pooling = pooling_padding_source()
+    pooling.save(out("pooling_padding.h5"), save_format="h5")
+    data = rng.standard_normal((3, 7, 7, 2)).astype(np.float32)
+    save(ct.convert(pooling_padding_program(pooling), convert_to="mlprogram", minimum_deployment_target=ct.target.iOS16,
+                    compute_precision=ct.precision.FLOAT32), "pooling_padding_program")
+    write_reference(out("pooling_padding_program.reference.h5"), "coremltools/pooling_padding.h5", pooling, [data])
+    programs.append({"name": "pooling_padding_program.mlpackage", "source": "coremltools/pooling_padding.h5",
+                     "input": "tensor (7, 7, 2)", "precision": "float32"})
 
     # Layer fixtures (tensor input, float32): the operations coremltools writes for CNN, pooling, transposed
     # convolution, normalization, reshaping and sequence layers, each against the Keras outputs the fixture

@@ -222,6 +222,8 @@ extension MILProgramImporter {
     case "valid": return (.valid, [Int](repeating: 0, count: 2 * count))
     case "same": return (.same, [Int](repeating: 0, count: 2 * count))
     case "same_lower":
+      // [rule MIL-OPSET] same_lower exists from CoreML6 (iOS 16).
+      if let version = program.opsetVersion, version < 6 { throw invalid("pad_type 'same_lower' needs opset CoreML6 or later") }
       var pads: [Int] = []
       for i in 0..<count {
         let output = (input[i] + strides[i] - 1) / strides[i]
