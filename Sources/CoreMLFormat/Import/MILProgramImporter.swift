@@ -30,7 +30,10 @@ public struct MILProgramImporter {
       throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "the specification holds no ML Program")
     }
     var importer = MILProgramImporter(spec: spec, program: program, path: path)
-    return try importer.run()
+    do { return try importer.run() } catch let error as GraphError {
+      // Graph errors outside an operation (inputs, outputs) name the program.
+      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "\(error)")
+    }
   }
 
   init(spec: CoreMLModelSpec, program: MILProgram, path: String) {
