@@ -18,7 +18,7 @@ shape mappings, `ImageType` preprocessing and classifier fields. For each golden
 - `rgb_classifier.h5`: a small RGB model made here (BGR input, scale 1/127.5, bias -1) used by several goldens;
   `rgb_classifier_{fp16,linear8,lut4}` are its weights stored as float16, 8-bit linear and 4-bit lookup-table
   quantized by `quantization_utils.quantize_weights`.
-- `sequential_plain.mlpackage`: an ML Program, which the reader must refuse with a clear error.
+- `sequential_plain.mlpackage`: an ML Program (read by the ML Program reader; more in make_mlpackage_golden.py).
 
 Everything is seeded, so reruns give the same files.
 """
@@ -259,7 +259,7 @@ def main():
     manifest.append({"name": "nd_layers", "source": "coremltools/nd_layers.h5", "input": "tensor (6, 8)",
                      "layers": [l.WhichOneof("layer") for l in spec.neuralNetwork.layers]})
 
-    # An ML Program (.mlpackage): the reader must refuse it with a clear error until ML Programs are supported.
+    # An ML Program (.mlpackage) of the same model; make_mlpackage_golden.py makes the other programs.
     plain = keras.models.load_model(os.path.join(args.fixtures, "tfkeras215", "sequential_plain.h5"), compile=False)
     program = ct.convert(plain, convert_to="mlprogram", source="tensorflow", minimum_deployment_target=ct.target.iOS15,
                          inputs=[ct.TensorType(name=keras_input_name(plain), shape=(1, 7, 7, 1))])

@@ -155,6 +155,17 @@ import Testing
     #expect((report?["classifier"] as? [String: Any])?["top1Agreement"] as? Double == 1)
   }
 
+  /// `verify` takes coremltools' ML Program packages as it takes .mlmodel files, float32 and float16.
+  @Test(arguments: ["digits_cnn_program", "digits_cnn_program_fp16"])
+  func verifyReadsMLPackages(_ name: String) throws {
+    let package = Fixtures.url("coremltools/\(name).mlpackage").path
+    let result = try run(["verify", Self.digitsModel, package, "--reference", Fixtures.url("coremltools/\(name).reference.h5").path, "--json"])
+    #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+    #expect(report?["passed"] as? Bool == true)
+    #expect((report?["classifier"] as? [String: Any])?["top1Agreement"] as? Double == 1)
+  }
+
   @Test func verifyFailsWithExitOneOnSwappedLabels() throws {
     let directory = try Fixtures.temporaryDirectory()
     let (_, output) = try convertDigits(labels: "0,1,2,3,4,5,6,8,7,9", in: directory)
@@ -214,7 +225,7 @@ import Testing
     ExitCase(["verify", digitsModel, "/nonexistent/model.mlmodel"], 66),
     ExitCase(["verify", "/nonexistent/model.h5", Fixtures.url("coremltools/digits_cnn.mlmodel").path], 66),
     ExitCase(["verify", digitsModel, Fixtures.url("bad/not_hdf5.h5").path], 65),
-    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/sequential_plain.mlpackage").path], 65),
+    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier_program.mlpackage").path], 65),
     ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier.mlmodel").path], 65),
     ExitCase(["verify", digitsModel, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", Fixtures.url("bad/not_hdf5.h5").path], 65),
   ]

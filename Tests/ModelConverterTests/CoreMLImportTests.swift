@@ -122,16 +122,34 @@ import Testing
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let package = directory.appendingPathComponent("Digits.mlpackage")
-    let data = package.appendingPathComponent("Data/com.apple.CoreML")
-    try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-    try FileManager.default.copyItem(at: Self.golden.appendingPathComponent("digits_cnn.mlmodel"), to: data.appendingPathComponent("model.mlmodel"))
+    let bytes = [UInt8](try Data(contentsOf: Self.golden.appendingPathComponent("digits_cnn.mlmodel")))
+    try ModelPackage.write(model: bytes, weights: nil, to: package)
     let model = try CoreMLGraphImporter.importModel(contentsOf: package)
     #expect(model.classLabels == (0..<10).map(String.init))
   }
 
-  @Test func mlProgramIsRefusedByName() throws {
-    let url = Self.golden.appendingPathComponent("sequential_plain.mlpackage")
-    #expect(throws: CoreMLReaderError.unsupportedModelType(path: url.path, type: "mlProgram")) { try CoreMLSpecReader.read(contentsOf: url) }
+  /// coremltools' ML Program of the same model (computing in float16, coremltools' default) is read and
+  /// reproduces the saved Keras outputs within the float16 tolerance.
+  @Test func mlProgramIsReadAndReproducesKeras() throws {
+    let model = try CoreMLGraphImporter.importModel(contentsOf: Self.golden.appendingPathComponent("sequential_plain.mlpackage"))
+    #expect(model.spec.modelType == "mlProgram" && model.spec.usesFloat16)
+    let limit = try #require(VerificationTolerance.defaults(for: model.spec).maximumRelativeRMS)
+    let reference = try HDF5File(path: Self.golden.appendingPathComponent("sequential_plain.reference.h5").path)
+    let inputs = try reference.root.floatDataset("inputs/0"), outputs = try reference.root.floatDataset("outputs/0")
+    let (inSize, outSize) = (inputs.shape.dropFirst().reduce(1, *), outputs.shape.dropFirst().reduce(1, *))
+    let interpreter = Interpreter(graph: model.graph)
+    var noise = 0.0, signal = 0.0
+    for sample in 0..<inputs.shape[0] {
+      let input = Tensor(shape: model.inputs[0].shape, values: Array(inputs.values[sample * inSize..<(sample + 1) * inSize]))
+      let actual = interpreter.run([input])[0].values
+      let expected = outputs.values[sample * outSize..<(sample + 1) * outSize]
+      #expect(actual.count == outSize)
+      for (a, e) in zip(actual, expected) {
+        noise += Double(a - e) * Double(a - e)
+        signal += Double(e) * Double(e)
+      }
+    }
+    #expect(noise <= Double(limit * limit) * max(signal, 1))
   }
 
   /// Our own files with recurrent, embedding, deconvolution and normalization layers survive the same.

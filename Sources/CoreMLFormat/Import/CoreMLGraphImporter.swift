@@ -21,7 +21,7 @@ public struct CoreMLGraphImporter {
   var layerName = ""
   var layerKind = ""
 
-  /// Reads the model at `url` (an `.mlmodel`, or an `.mlpackage` holding a neural network) into the IR.
+  /// Reads the model at `url` (an `.mlmodel`, or an `.mlpackage` holding a neural network or an ML Program) into the IR.
   ///
   /// - Parameter sequenceLengths: the number of time steps to give each classic-mapping input that
   ///   carries a sequence (Core ML leaves the sequence length to run time).
@@ -30,7 +30,9 @@ public struct CoreMLGraphImporter {
   }
 
   /// Builds the IR graph of a decoded specification.
+  /// An ML Program goes to `MILProgramImporter`.
   public static func importModel(_ spec: CoreMLModelSpec, path: String, sequenceLengths: [String: Int] = [:]) throws -> CoreMLModel {
+    if spec.modelType == "mlProgram" { return try MILProgramImporter.importModel(spec, path: path) }
     var importer = CoreMLGraphImporter(spec: spec, path: path, sequenceLengths: sequenceLengths)
     return try importer.run()
   }

@@ -1,4 +1,4 @@
-/// A Swift view of a decoded Core ML model: its description and its neural-network layers.
+/// A Swift view of a decoded Core ML model: its description and its neural-network layers or ML Program.
 ///
 /// This is what the reader hands to callers (and tests) instead of protobuf-c structs.
 public struct CoreMLModelSpec: Sendable, Equatable {
@@ -62,7 +62,7 @@ public struct CoreMLModelSpec: Sendable, Equatable {
   }
 
   public var specificationVersion: Int
-  /// `neuralNetwork`, `neuralNetworkClassifier` or `neuralNetworkRegressor`.
+  /// `neuralNetwork`, `neuralNetworkClassifier`, `neuralNetworkRegressor` or `mlProgram`.
   public var modelType: String
   public var inputs: [Feature]
   public var outputs: [Feature]
@@ -82,6 +82,18 @@ public struct CoreMLModelSpec: Sendable, Equatable {
   public var license: String
   public var version: String
   public var userDefined: [String: String]
+  /// For `mlProgram` models: the decoded `main` function (nil for neural networks).
+  public var program: MILProgram? = nil
+
+  /// Whether the model computes or stores weights in float16 (a neural-network layer's float16 weights,
+  /// or an ML Program with float16 tensors).
+  public var usesFloat16: Bool { layers.contains(where: \.usesFloat16) || (program?.usesFloat16 ?? false) }
+
+  /// The smallest bit width of quantized or palettized weights, or 0 when there are none.
+  public var quantizationBits: Int {
+    let bits = layers.map(\.quantizationBits).filter { $0 > 0 } + [program?.quantizationBits ?? 0].filter { $0 > 0 }
+    return bits.min() ?? 0
+  }
 
   /// The layer with this name.
   public func layer(named name: String) -> Layer? { layers.first { $0.name == name } }

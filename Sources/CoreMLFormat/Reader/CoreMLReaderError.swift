@@ -12,17 +12,23 @@ public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
   case unsupportedLayer(path: String, layer: String, kind: String, detail: String)
   /// The network's blobs or shapes do not fit together (an input that no layer produces, ...).
   case invalidNetwork(path: String, detail: String)
+  /// An ML Program whose structure or values are invalid; `operation` names the MIL operation (type and name) or `program`.
+  case invalidProgram(path: String, operation: String, detail: String)
+  /// A MIL operation type or parameter value the importer does not run.
+  case unsupportedOperation(path: String, type: String, name: String, detail: String)
 
   public var description: String {
     switch self {
     case .unreadable(let path): return "\(path): cannot read the file"
     case .malformed(let path): return "\(path): not a valid Core ML model (truncated or corrupt protobuf)"
     case .unsupportedModelType(let path, let type):
-      return "\(path): the model is a \(type); only neuralNetwork, neuralNetworkClassifier and neuralNetworkRegressor models can be read"
+      return "\(path): the model is a \(type); only neuralNetwork, neuralNetworkClassifier, neuralNetworkRegressor and mlProgram models can be read"
     case .invalidWeights(let path, let layer, let detail): return "\(path): layer '\(layer)': \(detail)"
     case .unsupportedLayer(let path, let layer, let kind, let detail):
       return "\(path): layer '\(layer)' (\(kind)): \(detail)"
     case .invalidNetwork(let path, let detail): return "\(path): \(detail)"
+    case .invalidProgram(let path, let operation, let detail): return "\(path): \(operation): \(detail)"
+    case .unsupportedOperation(let path, let type, let name, let detail): return "\(path): \(type) operation '\(name)': \(detail)"
     }
   }
 }

@@ -5,7 +5,10 @@ import Foundation
 /// Decodes `.mlmodel` bytes with protoc-c's generated reader into a `CoreMLModelSpec`.
 public enum CoreMLSpecReader {
   /// Decodes a serialized `Model`.
-  public static func read(_ bytes: [UInt8], path: String = "<memory>") throws -> CoreMLModelSpec {
+  ///
+  /// - Parameter weightsURL: for an ML Program, the package folder holding `weight.bin`; an ML Program read
+  ///   without one (a bare `.mlmodel` file) is an error, since its weights live outside the file.
+  public static func read(_ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil) throws -> CoreMLModelSpec {
     guard let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }) else {
       throw CoreMLReaderError.malformed(path: path)
     }
@@ -72,6 +75,26 @@ public enum CoreMLSpecReader {
       try network(
         n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
         imageMapping: n.imageinputshapemapping.rawValue)
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM:
+      guard let weightsURL else {
+        throw CoreMLReaderError.invalidProgram(
+          path: path, operation: "program", detail: "an ML Program must be read from its .mlpackage folder (its weights live beside the model file)")
+      }
+      guard let program = m.mlprogram?.pointee else { throw CoreMLReaderError.malformed(path: path) }
+      spec.modelType = "mlProgram"
+      // Program tensors keep their declared rank, batch included, like a neural network's exact mapping.
+      spec.exactArrayMapping = true
+      spec.rank4ImageMapping = true
+      var decoder = MILProgramDecoder(path: path, weightsURL: weightsURL)
+      let decoded = try decoder.decode(program)
+      spec.program = decoded
+      if let classify = decoded.operations.first(where: { $0.type == "classify" }), case .value(let classes)? = classify.inputs["classes"]?.first {
+        if classes.type.dataType == .string { spec.stringClassLabels = classes.strings } else { spec.int64ClassLabels = classes.integers }
+      } else if let classify = decoded.operations.first(where: { $0.type == "classify" }), case .name(let name)? = classify.inputs["classes"]?.first,
+        let classes = decoded.producer(of: name)?.value
+      {
+        if classes.type.dataType == .string { spec.stringClassLabels = classes.strings } else { spec.int64ClassLabels = classes.integers }
+      }
     default:
       // Model types our schema leaves out arrive as unknown fields; their field number names them.
       let tags = buffer(m.base.unknown_fields, Int(m.base.n_unknown_fields)).map(\.tag)
@@ -81,13 +104,21 @@ public enum CoreMLSpecReader {
     return spec
   }
 
-  /// Reads and decodes a `.mlmodel` file, or the `model.mlmodel` inside an `.mlpackage` folder.
+  /// Reads and decodes a `.mlmodel` file, or the model inside an `.mlpackage` folder (found through its
+  /// `Manifest.json`; an ML Program's weights are read from the package's weights folder).
   public static func read(contentsOf url: URL) throws -> CoreMLModelSpec {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw CoreMLReaderError.unreadable(path: url.path) }
-    let file = isDirectory.boolValue ? url.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel") : url
-    guard let data = FileManager.default.contents(atPath: file.path) else { throw CoreMLReaderError.unreadable(path: file.path) }
-    return try read([UInt8](data), path: url.path)
+    guard isDirectory.boolValue else {
+      guard let data = FileManager.default.contents(atPath: url.path) else { throw CoreMLReaderError.unreadable(path: url.path) }
+      return try read([UInt8](data), path: url.path)
+    }
+    let contents: ModelPackage.Contents
+    do { contents = try ModelPackage.contents(of: url) } catch let error as ModelPackage.FormatError {
+      throw CoreMLReaderError.invalidProgram(path: url.path, operation: "package", detail: error.description)
+    }
+    guard let data = FileManager.default.contents(atPath: contents.modelURL.path) else { throw CoreMLReaderError.unreadable(path: contents.modelURL.path) }
+    return try read([UInt8](data), path: url.path, weightsURL: contents.weightsURL)
   }
 
   /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.

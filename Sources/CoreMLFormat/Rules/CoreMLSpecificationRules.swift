@@ -14,6 +14,7 @@ public enum CoreMLSpecificationRules {
       found += report.found
     }
     found += modelViolations(spec)
+    found += programViolations(spec)
     return found
   }
 

@@ -43,7 +43,8 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
   /// The default for a model's weight storage: float32, float16 (u = 2^-11), or n-bit quantized
   /// (u = half a quantization step relative to the weight range, 1 / (2 (2^n - 1))).
   public static func defaults(for spec: CoreMLModelSpec) -> VerificationTolerance {
-    let bits = spec.layers.map(\.quantizationBits).filter { $0 > 0 }.min()
+    // Neural-network layers and ML Program constants alike (`CoreMLModelSpec.quantizationBits`, `usesFloat16`).
+    let bits = spec.quantizationBits > 0 ? spec.quantizationBits : nil
     let multiple = Int(roundoffMultiple)
     if let bits {
       let u = 1 / (2 * Float((1 << bits) - 1))
@@ -52,7 +53,7 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
         absolute: limit, relative: limit, basis: "\(bits)-bit quantized weights (relative RMS error <= min(\(multiple) x 1/(2 (2^\(bits) - 1)), 0.25))",
         maximumRelativeRMS: limit)
     }
-    if spec.layers.contains(where: \.usesFloat16) {
+    if spec.usesFloat16 {
       let limit = roundoffMultiple / 2048
       return VerificationTolerance(
         absolute: limit, relative: limit, basis: "float16 weights (relative RMS error <= \(multiple) x 2^-11)", maximumRelativeRMS: limit)
