@@ -44,7 +44,7 @@ let package = Package(
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .testTarget(
       name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations"]),
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "CoreMLSpec", "CProtobufC"]),
   ],
   swiftLanguageModes: [.v5]
 )

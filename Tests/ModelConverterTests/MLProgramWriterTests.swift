@@ -1,0 +1,341 @@
+import CoreMLFormat
+import Foundation
+import KerasFormat
+import ModelConverter
+import ModelIR
+import Testing
+
+/// The ML Program writer's output, decoded with protobuf-c: program structure, names, constants and their
+/// placement in weight.bin, layouts, precision casts, classifiers and image inputs.
+@Suite struct MLProgramWriterTests {
+  struct Written {
+    var graph: Graph
+    var options: CoreMLWriterOptions
+    var encoded: EncodedModel
+    var program: DecodedProgram
+    var blobs: MILBlobStorage.Reader
+  }
+
+  static let digitsURL = Fixtures.digits.appendingPathComponent("digits_cnn.h5")
+
+  /// Every fixture model the ML Program writer takes, plus the digits CNN.
+  static var models: [String] { Fixtures.models + ["digits"] }
+
+  private func url(_ model: String) -> URL { model == "digits" ? Self.digitsURL : Fixtures.url(model + ".h5") }
+
+  private func write(
+    _ model: String, _ conversion: ConversionOptions = ConversionOptions(), precision: WeightPrecision = .float32, target: DeploymentTarget? = nil
+  ) throws -> Written {
+    let converted = try KerasConverter.convert(modelAt: url(model), options: conversion)
+    var options = converted.writerOptions
+    options.precision = precision
+    options.target = target
+    return try write(converted.graph, options)
+  }
+
+  private func write(_ graph: Graph, _ options: CoreMLWriterOptions) throws -> Written {
+    let encoded = try MLProgramWriter().encode(graph, options: options)
+    return Written(
+      graph: graph, options: options, encoded: encoded, program: try DecodedProgram(encoded.specification),
+      blobs: try MILBlobStorage.Reader(bytes: encoded.weights ?? [], path: "weight.bin"))
+  }
+
+  /// Whether the writer takes the model (recurrent layers are not written yet).
+  private func writable(_ model: String) throws -> Bool {
+    let graph = try KerasConverter.convert(modelAt: url(model)).graph
+    return !graph.nodes.contains { if case .recurrent = $0.operation { return true } else { return false } }
+  }
+
+  private static func isIdentifier(_ name: String) -> Bool {
+    name.range(of: "^[A-Za-z_][A-Za-z0-9_@]*$", options: .regularExpression) != nil
+  }
+
+  /// Structural rules every written program must follow.
+  private func checkStructure(_ w: Written, _ label: String) throws {
+    let p = w.program
+    #expect(p.modelType == 502, "\(label)")
+    #expect(p.functionNames == ["main"], "\(label)")
+    #expect(p.blockKeys == [p.opset], "\(label)")
+    var defined = Set(p.functionInputs.map(\.name))
+    #expect(p.functionInputs.map(\.name) == w.graph.inputs.map { w.graph[$0].name }, "\(label)")
+    for op in p.ops {
+      #expect(Self.isIdentifier(op.name), "\(label): op name \(op.name)")
+      for (key, names) in op.inputs {
+        #expect(Self.isIdentifier(key), "\(label): parameter \(key)")
+        for name in names where name != "<value>" {
+          #expect(defined.contains(name), "\(label): \(op.type) \(op.name) reads \(name) before it is defined")
+        }
+      }
+      for output in op.outputs {
+        #expect(Self.isIdentifier(output.name), "\(label): value \(output.name)")
+        #expect(defined.insert(output.name).inserted, "\(label): \(output.name) defined twice")
+      }
+      if op.type == "const", let value = op.value {
+        let count = value.type.shape.reduce(1, *)
+        let isFloat = value.type.dataType == DecodedProgram.fp16 || value.type.dataType == DecodedProgram.fp32
+        if isFloat && count >= 10 {
+          let offset = try #require(value.blobOffset, "\(label): \(op.name) with \(count) elements is inline")
+          #expect(value.fileName == "@model_path/weights/weight.bin")
+          #expect(offset % 64 == 0 && offset >= 64, "\(label): offset \(offset)")
+          let blob = try w.blobs.blob(at: offset)
+          #expect(blob.dataType == (value.type.dataType == DecodedProgram.fp16 ? .float16 : .float32), "\(label): \(op.name)")
+          #expect(blob.bytes.count == count * (value.type.dataType == DecodedProgram.fp16 ? 2 : 4), "\(label): \(op.name) size")
+        } else {
+          #expect(value.blobOffset == nil, "\(label): \(op.name) with \(count) elements is in weight.bin")
+        }
+      }
+    }
+    for output in p.blockOutputs { #expect(defined.contains(output), "\(label): block output \(output)") }
+    // Description outputs are the block's outputs.
+    #expect(Set(p.outputs.map(\.name)) == Set(p.blockOutputs), "\(label)")
+  }
+
+  @Test(arguments: models)
+  func everyFixtureWritesAValidProgramInBothPrecisions(model: String) throws {
+    guard try writable(model) else { return }
+    for precision in [WeightPrecision.float32, .float16] {
+      let w = try write(model, precision: precision)
+      try checkStructure(w, "\(model) \(precision)")
+      #expect(w.program.specificationVersion == 6)
+      #expect(w.program.opset == "CoreML5")
+      let casts = w.program.ops.filter { $0.type == "cast" }
+      let floatTypes = Set(w.program.ops.flatMap { $0.outputs.compactMap { $0.type?.dataType } }.filter { $0 == DecodedProgram.fp16 || $0 == DecodedProgram.fp32 })
+      if precision == .float32 {
+        #expect(casts.isEmpty, "\(model)")
+        #expect(floatTypes == [DecodedProgram.fp32], "\(model)")
+      } else {
+        // One cast per input into float16 and one per output back.
+        #expect(casts.count >= w.graph.inputs.count + w.graph.outputs.count, "\(model)")
+        #expect(floatTypes.contains(DecodedProgram.fp16), "\(model)")
+        for name in w.program.blockOutputs {
+          #expect(w.program.producer(of: name)?.type == "cast", "\(model): \(name)")
+        }
+      }
+      // Outputs are float32 [1] + S.
+      for id in w.graph.outputs {
+        let producer = try #require(w.program.producer(of: w.graph[id].name))
+        #expect(producer.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1] + w.graph[id].type.shape), "\(model)")
+      }
+    }
+  }
+
+  @Test func convolutionWeightsAreStoredAsOutInKhKw() throws {
+    for precision in [WeightPrecision.float32, .float16] {
+      let w = try write("tfkeras215/conv_variants", precision: precision)
+      var checked = 0
+      for node in w.graph.nodes {
+        guard case .convolution2D(let conv) = node.operation else { continue }
+        let name = MILIdentifier.sanitize(w.graph[node.output].name)
+        let op = try #require(w.program.ops.first { $0.type == "conv" && $0.outputs[0].name.hasPrefix(name) })
+        let weight = try #require(w.program.constant(op.inputs["weight"]![0]))
+        let (kh, kw, cin, cout) = (conv.kernelHeight, conv.kernelWidth, conv.inputChannelsPerGroup, conv.outputChannels)
+        #expect(weight.type.shape == [cout, cin, kh, kw])
+        var expected: [Float] = []
+        for o in 0..<cout { for i in 0..<cin { for y in 0..<kh { for x in 0..<kw { expected.append(conv.kernel.values[((y * kw + x) * cin + i) * cout + o]) } } } }
+        let stored: [Float]
+        if let offset = weight.blobOffset {
+          stored = Self.floats(try w.blobs.blob(at: offset))
+        } else if let bytes = weight.bytes {
+          stored = Self.float16s(bytes)
+        } else {
+          stored = weight.floats ?? []
+        }
+        #expect(stored == (precision == .float16 ? expected.map { Float(Float16($0)) } : expected), "\(node.name)")
+        #expect(op.inputs["groups"].flatMap { w.program.constant($0[0])?.ints } == [Int32(conv.groups)])
+        #expect(w.program.constant(op.inputs["pad_type"]![0])?.strings == ["custom"])
+        checked += 1
+      }
+      #expect(checked >= 2)
+    }
+  }
+
+  /// The float values of a float32 or float16 blob.
+  static func floats(_ blob: MILBlobStorage.Blob) -> [Float] {
+    let bytes = blob.bytes
+    if blob.dataType == .float16 { return float16s(bytes) }
+    return stride(from: 0, to: bytes.count, by: 4).map { (i: Int) -> Float in
+      var bits: UInt32 = 0
+      for k in 0..<4 { bits |= UInt32(bytes[i + k]) << (8 * UInt32(k)) }
+      return Float(bitPattern: bits)
+    }
+  }
+
+  /// Little-endian float16 bytes as floats.
+  static func float16s(_ bytes: [UInt8]) -> [Float] {
+    stride(from: 0, to: bytes.count, by: 2).map { (i: Int) -> Float in
+      let bits = UInt16(bytes[i]) | (UInt16(bytes[i + 1]) << 8)
+      return Float(Float16(bitPattern: bits))
+    }
+  }
+
+  @Test func denseWeightsAreOutByIn() throws {
+    let w = try write("tfkeras215/dense_classifier")
+    let node = try #require(w.graph.nodes.first { if case .dense = $0.operation { return true } else { return false } })
+    guard case .dense(let dense) = node.operation else { return }
+    let op = try #require(w.program.producer(of: MILIdentifier.sanitize(w.graph[node.output].name)))
+    #expect(op.type == "linear")
+    let weight = try #require(w.program.constant(op.inputs["weight"]![0]))
+    #expect(weight.type.shape == [dense.outputUnits, dense.inputUnits])
+    let stored = Self.floats(try w.blobs.blob(at: try #require(weight.blobOffset)))
+    #expect(stored.count == dense.kernel.count)
+    // Element [0][1] is the kernel's [1][0].
+    #expect(stored[1] == dense.kernel.values[dense.outputUnits])
+  }
+
+  @Test func targetsPickSpecificationVersionAndOpset() throws {
+    for (target, version, opset) in [(DeploymentTarget.iOS15, 6, "CoreML5"), (.iOS16, 7, "CoreML6"), (.iOS17, 8, "CoreML7"), (.iOS18, 9, "CoreML8")] {
+      let w = try write("tfkeras215/sequential_plain", target: target)
+      #expect(w.program.specificationVersion == version)
+      #expect(w.encoded.specificationVersion == version)
+      #expect(w.program.opset == opset)
+      #expect(w.program.blockKeys == [opset])
+    }
+    #expect(throws: CoreMLWriterError.self) { try write("tfkeras215/sequential_plain", target: .iOS14) }
+    do {
+      _ = try write("tfkeras215/sequential_plain", target: .iOS14)
+    } catch let error as CoreMLWriterError {
+      guard case .targetTooOld(let target, let needs, _) = error else { Issue.record("\(error)"); return }
+      #expect(target == "iOS14" && needs == 6)
+    }
+  }
+
+  @Test func digitsClassifierWithImageInput() throws {
+    let labels = try ClassLabels.load(fromFile: Fixtures.digits.appendingPathComponent("labels.txt").path)
+    for precision in [WeightPrecision.float32, .float16] {
+      let w = try write(
+        "digits", ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255, grayBias: -0.5),
+        precision: precision)
+      try checkStructure(w, "digits")
+      let p = w.program
+      #expect(p.inputs.count == 1 && p.inputs[0].kind == "image" && p.inputs[0].imageSize! == (8, 8))
+      #expect(p.functionInputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1, 1, 8, 8]))
+      // Scale then bias come first, on the function input, then (float16) the cast.
+      #expect(p.ops.first { $0.type != "const" }?.type == "mul")
+      let mul = try #require(p.ops.first { $0.type == "mul" })
+      #expect(mul.inputs["x"] == ["image"])
+      #expect(p.constant(mul.inputs["y"]![0])?.floats == [Float(1.0 / 255)])
+      let add = try #require(p.ops.first { $0.type == "add" })
+      #expect(add.inputs["x"] == [mul.outputs[0].name])
+      #expect(p.constant(add.inputs["y"]![0])?.type.shape == [1, 1, 1, 1])
+      if precision == .float16 {
+        let cast = try #require(p.ops.first { $0.type == "cast" })
+        #expect(cast.inputs["x"] == [add.outputs[0].name])
+      }
+      let classify = try #require(p.ops.last)
+      #expect(classify.type == "classify")
+      #expect(classify.listInts == Array(0...9))
+      #expect(classify.outputs.map(\.name) == ["classLabel", "output1"])
+      #expect(p.producer(of: classify.inputs["probabilities"]![0])?.outputs[0].type?.dataType == DecodedProgram.fp32)
+      #expect(p.outputs.map(\.name) == ["output1", "classLabel"])
+      #expect(p.outputs.map(\.kind) == ["dictionary", "int64"])
+      #expect(p.predictedFeatureName == "classLabel" && p.predictedProbabilitiesName == "output1")
+      #expect(Set(p.blockOutputs) == ["output1", "classLabel"])
+    }
+  }
+
+  @Test func stringLabelsAndBGRBiases() throws {
+    let labels = try ClassLabels.load(fromFile: Fixtures.url("tfkeras215/dense_classifier.labels.txt").path)
+    let w = try write("tfkeras215/dense_classifier", ConversionOptions(inputNames: ["image"], outputNames: ["probs"], classLabels: labels))
+    let classify = try #require(w.program.ops.last)
+    #expect(classify.type == "classify" && classify.listStrings == ["cat", "dog", "bird", "fish"])
+    #expect(w.program.outputs.map(\.kind) == ["dictionary", "string"])
+
+    let color = try write(
+      "tfkeras215/depthwise_separable", ConversionOptions(imageInputNames: ["input1"], redBias: 1, greenBias: 2, blueBias: 3, isBGR: true))
+    #expect(color.program.inputs[0].kind == "image")
+    #expect(color.program.inputs[0].colorSpace == 30)  // BGR
+    let add = try #require(color.program.ops.first { $0.type == "add" })
+    #expect(color.program.constant(add.inputs["y"]![0])?.floats == [3, 2, 1])
+  }
+
+  @Test func featureNamesMustBeIdentifiers() throws {
+    let converted = try KerasConverter.convert(modelAt: Fixtures.url("tfkeras215/sequential_plain.h5"), options: ConversionOptions(inputNames: ["my input"]))
+    do {
+      _ = try MLProgramWriter().encode(converted.graph, options: converted.writerOptions)
+      Issue.record("a feature name with a space was written")
+    } catch let error as CoreMLWriterError {
+      #expect("\(error)".contains("rename the input"))
+      #expect(!"\(error)".contains("--"))
+    }
+  }
+
+  @Test func float16OverflowIsRefused() throws {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([4]))
+    let y = try b.add(.dense(Dense(kernel: Constant(shape: [4, 3], values: [Float](repeating: 1e6, count: 12)), bias: nil)), name: "dense", inputs: [x])
+    let graph = b.build(outputs: [y])
+    #expect(throws: CoreMLWriterError.float16Overflow(layer: "dense", value: 1e6)) {
+      try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: .float16))
+    }
+    #expect(throws: Never.self) { try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: .float32)) }
+  }
+
+  /// conv → batch norm → relu → conv → pool stays channels-first: one transpose in (none for an image
+  /// input) and one out, before the flatten.
+  @Test func spatialChainsHaveNoTransposesInBetween() throws {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([6, 6, 3]))
+    func conv(_ input: ValueID, _ name: String, _ cin: Int) throws -> ValueID {
+      try b.add(
+        .convolution2D(Convolution2D(kernel: .filled(0.1, shape: [3, 3, cin, 4]), bias: .filled(0, shape: [4]), strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)),
+        name: name, inputs: [input])
+    }
+    var v = try conv(x, "conv1", 3)
+    v = try b.add(.batchNormalization(BatchNormalization(gamma: .filled(1, shape: [4]), beta: .filled(0, shape: [4]), mean: .filled(0, shape: [4]), variance: .filled(1, shape: [4]), epsilon: 1e-3)), name: "bn", inputs: [v])
+    v = try b.add(.activation(.relu), name: "relu", inputs: [v])
+    let c2 = try conv(v, "conv2", 4)
+    v = try b.add(.elementwise(.add), name: "residual", inputs: [c2, v])
+    v = try b.add(.pooling2D(Pooling2D(kind: .average, pool: [2, 2], strides: [2, 2], padding: .same)), name: "pool", inputs: [v])
+    v = try b.add(.flatten, name: "flatten", inputs: [v])
+    let graph = b.build(outputs: [v])
+    let w = try write(graph, CoreMLWriterOptions())
+    let types = w.program.ops.map(\.type).filter { $0 != "const" }
+    #expect(types == ["transpose", "conv", "batch_norm", "relu", "conv", "add", "avg_pool", "transpose", "reshape"])
+    // Values are named after the IR values.
+    for node in graph.nodes {
+      #expect(w.program.producer(of: graph[node.output].name) != nil, "\(node.name)")
+    }
+    let pool = try #require(w.program.ops.first { $0.type == "avg_pool" })
+    #expect(w.program.constant(pool.inputs["exclude_padding_from_average"]![0]) != nil)
+
+    let image = try write(graph, CoreMLWriterOptions(imageInputs: ["x": ImagePreprocessing()]))
+    #expect(image.program.ops.map(\.type).filter { $0 == "transpose" }.count == 1)
+  }
+
+  @Test func sameConvolutionPadsLikeTensorFlow() throws {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([7, 8, 1]))
+    let y = try b.add(
+      .convolution2D(Convolution2D(kernel: .filled(1, shape: [4, 3, 1, 1]), bias: nil, strides: [2, 2], dilations: [1, 1], padding: .same, groups: 1)),
+      name: "conv", inputs: [x])
+    let w = try write(b.build(outputs: [y]), CoreMLWriterOptions())
+    let conv = try #require(w.program.ops.first { $0.type == "conv" })
+    // Height: out 4, (4-1)*2+4-7 = 3 → 1 before, 2 after; width: out 4, (4-1)*2+3-8 = 1 → 0 before, 1 after.
+    #expect(w.program.constant(conv.inputs["pad"]![0])?.ints == [1, 2, 0, 1])
+  }
+
+  /// Writes every writable fixture as a package (to `MLPROGRAM_PACKAGES_DIR` when set, for
+  /// Scripts/check_mlpackage.py) and checks the files a package holds.
+  @Test func packagesAreWrittenWithWeights() throws {
+    let keep = ProcessInfo.processInfo.environment["MLPROGRAM_PACKAGES_DIR"].map { URL(fileURLWithPath: $0) }
+    let directory = try keep ?? Fixtures.temporaryDirectory()
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { if keep == nil { try? FileManager.default.removeItem(at: directory) } }
+    let labels = try ClassLabels.load(fromFile: Fixtures.digits.appendingPathComponent("labels.txt").path)
+    var written = 0
+    for model in Self.models where try writable(model) {
+      for precision in [WeightPrecision.float32, .float16] {
+        let options = model == "digits" ? ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255) : ConversionOptions()
+        let w = try write(model, options, precision: precision)
+        let url = directory.appendingPathComponent(model.replacingOccurrences(of: "/", with: "_") + "_\(precision).mlpackage")
+        try w.encoded.write(to: url)
+        let contents = try ModelPackage.contents(of: url)
+        #expect(FileManager.default.contents(atPath: contents.modelURL.path).map { [UInt8]($0) } == w.encoded.specification)
+        let weights = try #require(contents.weightsURL).appendingPathComponent("weight.bin")
+        #expect(FileManager.default.contents(atPath: weights.path).map { [UInt8]($0) } == w.encoded.weights)
+        written += 1
+      }
+    }
+    #expect(written >= 20)
+  }
+}
