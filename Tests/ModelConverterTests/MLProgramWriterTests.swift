@@ -18,8 +18,12 @@ import Testing
 
   static let digitsURL = Fixtures.digits.appendingPathComponent("digits_cnn.h5")
 
-  /// Every fixture model the ML Program writer takes, plus the digits CNN.
-  static var models: [String] { Fixtures.models + ["digits"] }
+  /// Every fixture model (the dialect sets, the layer coverage set but for the models the Keras reader
+  /// refuses, and the digits CNN).
+  static var models: [String] {
+    Fixtures.models + LayerCoverageTests.models.filter { LayerCoverageTests.importErrors[LayerCoverageTests.name(of: $0)] == nil }.map { "layers/" + $0 }
+      + ["digits"]
+  }
 
   private func url(_ model: String) -> URL { model == "digits" ? Self.digitsURL : Fixtures.url(model + ".h5") }
 

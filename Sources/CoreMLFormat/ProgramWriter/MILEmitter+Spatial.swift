@@ -11,10 +11,50 @@ extension MILEmitter {
     return (before, total - before)
   }
 
+  /// The input of a spatial operation as `[N, C, H, W]`: an image's channels-first form, or for a
+  /// TimeDistributed `[T, H, W, C]` value the steps folded into MIL's batch axis.
+  mutating func spatialInput(_ node: Node) throws -> MILTensor {
+    let id = node.inputs[0]
+    let shape = graph[id].type.shape
+    if shape.count == 3 { return try tensor(id, .channelsFirst) }
+    guard shape.count == 4 else {
+      throw CoreMLWriterError.unsupportedOperation(layer: node.origin?.name ?? node.name, detail: "\(node.operation.kindName) on a \(shape) tensor (images [H, W, C] or [T, H, W, C] only)")
+    }
+    let x = try tensor(id, .natural)
+    let folded = try op("reshape", [("x", .tensor(x)), ("shape", .ints(shape))], temporary(node.output, "steps"), x.dataType, shape)
+    return try op(
+      "transpose", [("x", .tensor(folded)), ("perm", .ints([0, 3, 1, 2]))], temporary(node.output, "steps_nchw"), x.dataType,
+      [shape[0], shape[3], shape[1], shape[2]])
+  }
+
+  /// The `[N, C, H, W]` output shape of a spatial operation on `spatialInput`.
+  func spatialOutputShape(_ node: Node) -> [Int] {
+    let s = graph[node.output].type.shape
+    return s.count == 3 ? MILLayout.channelsFirst.shape(s) : [s[0], s[3], s[1], s[2]]
+  }
+
+  /// Appends the spatial operation producing the node's value, unfolding TimeDistributed steps again.
+  mutating func spatialOutput(_ node: Node, _ type: String, _ params: [(String, MILParam)], dataType: MILDataType) throws {
+    let s = graph[node.output].type.shape
+    if s.count == 3 {
+      try produce(node.output, .channelsFirst, type, params, dataType: dataType)
+      return
+    }
+    let result = try op(type, params, temporary(node.output, "steps_out"), dataType, spatialOutputShape(node))
+    let back = try op("transpose", [("x", .tensor(result)), ("perm", .ints([0, 2, 3, 1]))], temporary(node.output, "steps_nhwc"), dataType, s)
+    try produce(node.output, .natural, "reshape", [("x", .tensor(back)), ("shape", .ints([1] + s))], dataType: dataType)
+  }
+
+  /// Fails unless the node's input is an image or TimeDistributed images.
+  func requireImages(_ node: Node) throws {
+    let r = rank(node.inputs[0])
+    guard r == 3 || r == 4 else { try requireImage(node); return }
+  }
+
   mutating func emitConvolution(_ node: Node, _ conv: Convolution2D) throws {
-    try requireImage(node)
-    let x = try tensor(node.inputs[0], .channelsFirst)
-    let input = graph[node.inputs[0]].type.shape, output = graph[node.output].type.shape
+    try requireImages(node)
+    let x = try spatialInput(node)
+    let input = Array(graph[node.inputs[0]].type.shape.suffix(3)), output = Array(graph[node.output].type.shape.suffix(3))
     // Keras [kh, kw, in/groups, out] -> MIL [out, in/groups, kh, kw].
     let kh = conv.kernelHeight, kw = conv.kernelWidth, cin = conv.inputChannelsPerGroup, cout = conv.outputChannels
     var weight = [Float](repeating: 0, count: conv.kernel.count)
@@ -33,7 +73,7 @@ extension MILEmitter {
       ("pad", .ints([top, bottom, left, right])), ("dilations", .ints([conv.dilationHeight, conv.dilationWidth])),
       ("groups", .int(conv.groups)),
     ]
-    try produce(node.output, .channelsFirst, "conv", params, dataType: dt)
+    try spatialOutput(node, "conv", params, dataType: dt)
   }
 
   mutating func emitConvolutionTranspose(_ node: Node, _ conv: ConvolutionTranspose) throws {
@@ -78,9 +118,9 @@ extension MILEmitter {
   }
 
   mutating func emitPooling(_ node: Node, _ pool: Pooling2D) throws {
-    try requireImage(node)
-    let x = try tensor(node.inputs[0], .channelsFirst)
-    let input = graph[node.inputs[0]].type.shape, output = graph[node.output].type.shape
+    try requireImages(node)
+    let x = try spatialInput(node)
+    let input = Array(graph[node.inputs[0]].type.shape.suffix(3)), output = Array(graph[node.output].type.shape.suffix(3))
     let (top, bottom) = Self.pads(pool.padding, input: input[0], output: output[0], kernel: pool.poolHeight, stride: pool.strideHeight)
     let (left, right) = Self.pads(pool.padding, input: input[1], output: output[1], kernel: pool.poolWidth, stride: pool.strideWidth)
     var params: [(String, MILParam)] = [
@@ -89,12 +129,19 @@ extension MILEmitter {
     ]
     // TensorFlow averages over the window's pixels inside the input only.
     if pool.kind == .average { params.append(("exclude_padding_from_average", .bool(true))) }
-    try produce(node.output, .channelsFirst, pool.kind == .max ? "max_pool" : "avg_pool", params, dataType: x.dataType)
+    try spatialOutput(node, pool.kind == .max ? "max_pool" : "avg_pool", params, dataType: x.dataType)
   }
 
   mutating func emitGlobalPooling(_ node: Node, kind: PoolingKind, keepDims: Bool) throws {
-    try requireImage(node)
+    try requireImages(node)
     let id = node.inputs[0]
+    if rank(id) == 4 {
+      let x = try tensor(id, .natural)
+      try produce(
+        node.output, .natural, kind == .max ? "reduce_max" : "reduce_mean", [("x", .tensor(x)), ("axes", .ints([2, 3])), ("keep_dims", .bool(keepDims))],
+        dataType: x.dataType)
+      return
+    }
     let layout: MILLayout = hasChannelsFirst(id) || layout(of: id) == .channelsFirst ? .channelsFirst : .natural
     let x = try tensor(id, layout)
     let axes = layout == .channelsFirst ? [2, 3] : [1, 2]
@@ -106,33 +153,42 @@ extension MILEmitter {
   }
 
   mutating func emitUpsampling(_ node: Node, height: Int, width: Int, bilinear: Bool) throws {
-    try requireImage(node)
-    let x = try tensor(node.inputs[0], .channelsFirst)
+    try requireImages(node)
+    let x = try spatialInput(node)
     if bilinear {
       // align_corners false samples at (i + 0.5) / scale - 0.5: TensorFlow's half-pixel centres.
-      try produce(
-        node.output, .channelsFirst, "upsample_bilinear",
+      try spatialOutput(
+        node, "upsample_bilinear",
         [("x", .tensor(x)), ("scale_factor_height", .int(height)), ("scale_factor_width", .int(width)), ("align_corners", .bool(false))],
         dataType: x.dataType)
     } else {
-      try produce(
-        node.output, .channelsFirst, "upsample_nearest_neighbor",
+      try spatialOutput(
+        node, "upsample_nearest_neighbor",
         [("x", .tensor(x)), ("scale_factor_height", .int(height)), ("scale_factor_width", .int(width))], dataType: x.dataType)
     }
   }
 
   mutating func emitZeroPadding(_ node: Node, _ box: Box2D) throws {
-    try requireImage(node)
-    let x = try tensor(node.inputs[0], .channelsFirst)
-    try produce(
-      node.output, .channelsFirst, "pad",
+    try requireImages(node)
+    let x = try spatialInput(node)
+    try spatialOutput(
+      node, "pad",
       [("x", .tensor(x)), ("pad", .ints([box.top, box.bottom, box.left, box.right])), ("mode", .string("constant")), ("constant_val", .scalar(0, x.dataType))],
       dataType: x.dataType)
   }
 
   mutating func emitCropping(_ node: Node, _ box: Box2D) throws {
-    try requireImage(node)
+    try requireImages(node)
     let id = node.inputs[0]
+    if rank(id) == 4 {
+      let x = try tensor(id, .natural)
+      let s = graph[id].type.shape
+      try produce(
+        node.output, .natural, "slice_by_index",
+        [("x", .tensor(x)), ("begin", .ints([0, 0, box.top, box.left, 0])), ("end", .ints([1, s[0], s[1] - box.bottom, s[2] - box.right, s[3]]))],
+        dataType: x.dataType)
+      return
+    }
     let layout: MILLayout = hasChannelsFirst(id) || self.layout(of: id) == .channelsFirst ? .channelsFirst : .natural
     let x = try tensor(id, layout)
     let s = graph[id].type.shape
