@@ -44,12 +44,6 @@ import Testing
       blobs: try MILBlobStorage.Reader(bytes: encoded.weights ?? [], path: "weight.bin"))
   }
 
-  /// Whether the writer takes the model (recurrent layers are not written yet).
-  private func writable(_ model: String) throws -> Bool {
-    let graph = try KerasConverter.convert(modelAt: url(model)).graph
-    return !graph.nodes.contains { if case .recurrent = $0.operation { return true } else { return false } }
-  }
-
   private static func isIdentifier(_ name: String) -> Bool {
     name.range(of: "^[A-Za-z_][A-Za-z0-9_@]*$", options: .regularExpression) != nil
   }
@@ -96,20 +90,20 @@ import Testing
 
   @Test(arguments: models)
   func everyFixtureWritesAValidProgramInBothPrecisions(model: String) throws {
-    guard try writable(model) else { return }
     for precision in [WeightPrecision.float32, .float16] {
       let w = try write(model, precision: precision)
       try checkStructure(w, "\(model) \(precision)")
       #expect(w.program.specificationVersion == 6)
       #expect(w.program.opset == "CoreML5")
-      let casts = w.program.ops.filter { $0.type == "cast" }
+      // Casts between float types (an embedding's cast of token ids to int32 is not one).
+      let casts = w.program.ops.filter { op in op.type == "cast" && [DecodedProgram.fp16, DecodedProgram.fp32].contains(op.outputs[0].type?.dataType ?? 0) }
       let floatTypes = Set(w.program.ops.flatMap { $0.outputs.compactMap { $0.type?.dataType } }.filter { $0 == DecodedProgram.fp16 || $0 == DecodedProgram.fp32 })
       if precision == .float32 {
         #expect(casts.isEmpty, "\(model)")
         #expect(floatTypes == [DecodedProgram.fp32], "\(model)")
       } else {
-        // One cast per input into float16 and one per output back.
-        #expect(casts.count >= w.graph.inputs.count + w.graph.outputs.count, "\(model)")
+        // One cast per input into float16 (token ids stay float32 for their embedding) and one per output back.
+        #expect(casts.count >= w.graph.inputs.count + w.graph.outputs.count || casts.count >= w.graph.outputs.count && model.contains("text"), "\(model)")
         #expect(floatTypes.contains(DecodedProgram.fp16), "\(model)")
         for name in w.program.blockOutputs {
           #expect(w.program.producer(of: name)?.type == "cast", "\(model): \(name)")
@@ -327,7 +321,7 @@ import Testing
     defer { if keep == nil { try? FileManager.default.removeItem(at: directory) } }
     let labels = try ClassLabels.load(fromFile: Fixtures.digits.appendingPathComponent("labels.txt").path)
     var written = 0
-    for model in Self.models where try writable(model) {
+    for model in Self.models {
       for precision in [WeightPrecision.float32, .float16] {
         let options = model == "digits" ? ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255) : ConversionOptions()
         let w = try write(model, options, precision: precision)
