@@ -322,10 +322,11 @@ import Testing
     let labels = try ClassLabels.load(fromFile: Fixtures.digits.appendingPathComponent("labels.txt").path)
     var written = 0
     for model in Self.models {
-      for precision in [WeightPrecision.float32, .float16] {
+      for (precision, target) in [(WeightPrecision.float32, nil), (.float16, nil), (.float16, DeploymentTarget.iOS18)] {
         let options = model == "digits" ? ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255) : ConversionOptions()
-        let w = try write(model, options, precision: precision)
-        let url = directory.appendingPathComponent(model.replacingOccurrences(of: "/", with: "_") + "_\(precision).mlpackage")
+        let w = try write(model, options, precision: precision, target: target)
+        let suffix = target.map { "_\(precision)_\($0.name)" } ?? "_\(precision)"
+        let url = directory.appendingPathComponent(model.replacingOccurrences(of: "/", with: "_") + suffix + ".mlpackage")
         try w.encoded.write(to: url)
         let contents = try ModelPackage.contents(of: url)
         #expect(FileManager.default.contents(atPath: contents.modelURL.path).map { [UInt8]($0) } == w.encoded.specification)
