@@ -300,6 +300,26 @@ import Testing
     #expect(image.program.ops.map(\.type).filter { $0 == "transpose" }.count == 1)
   }
 
+  /// A channels-first result leaves through one transpose named after the output (float32), or a
+  /// transpose and a cast (float16); internal values keep derived names.
+  @Test func outputsAreNaturalFloat32UnderTheFeatureName() throws {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([4, 4, 1]))
+    let y = try b.add(
+      .convolution2D(Convolution2D(kernel: .filled(1, shape: [3, 3, 1, 2]), bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)),
+      name: "conv", inputs: [x])
+    let graph = b.build(outputs: [y])
+    let name = graph[y].name
+    let w32 = try write(graph, CoreMLWriterOptions())
+    #expect(w32.program.ops.map(\.type).filter { $0 != "const" } == ["transpose", "conv", "transpose"])
+    #expect(w32.program.producer(of: name)?.type == "transpose")
+    #expect(w32.program.blockOutputs == [name])
+    let w16 = try write(graph, CoreMLWriterOptions(precision: .float16))
+    #expect(w16.program.ops.map(\.type).filter { $0 != "const" } == ["cast", "transpose", "conv", "transpose", "cast"])
+    #expect(w16.program.producer(of: name)?.type == "cast")
+    #expect(w16.program.producer(of: name)?.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1, 2, 2, 2]))
+  }
+
   @Test func sameConvolutionPadsLikeTensorFlow() throws {
     var b = GraphBuilder()
     let x = try b.addInput(name: "x", type: TensorType([7, 8, 1]))

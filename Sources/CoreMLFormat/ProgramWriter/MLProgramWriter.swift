@@ -39,7 +39,6 @@ public struct MLProgramWriter: CoreMLModelWriter {
     _ graph: Graph, options: CoreMLWriterOptions, target: DeploymentTarget, opset: String, builder: MILBuilder
   ) throws -> UnsafeMutablePointer<CoreML__Specification__Model> {
     let arena = builder.arena
-    let graph = graph.withoutCancellingReshapes()
     try CoreMLWriter.checkNames(graph)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
@@ -117,11 +116,23 @@ public struct MLProgramWriter: CoreMLModelWriter {
     var blockOutputs: [String] = []
     for (index, id) in graph.outputs.enumerated() {
       let name = graph[id].name
-      var x = try emitter.tensor(id, .natural)
-      let finalName = index == probabilitiesIndex ? (emitter.names[id] ?? name) + "_fp32" : name
+      let isFeature = index != probabilitiesIndex
+      var x: MILTensor
+      if let natural = emitter.values[id]?[.natural] {
+        x = natural
+      } else {
+        // Back to [1] + S; the transpose is the output itself when nothing else follows.
+        let (source, _) = try emitter.tensor(id)
+        let exact = isFeature && source.dataType == .fp32
+        let rank = graph[id].type.shape.count
+        x = try builder.op(
+          "transpose", [("x", .tensor(source)), ("perm", .ints(MILLayout.natural.permutation(rank: rank)))],
+          name: exact ? name : (emitter.names[id] ?? name) + "_nhwc", exactName: exact, dataType: source.dataType, shape: [1] + graph[id].type.shape)
+      }
+      let finalName = isFeature ? name : (emitter.names[id] ?? name) + "_fp32"
       if x.dataType != .fp32 {
-        x = try builder.op("cast", [("x", .tensor(x)), ("dtype", .string("fp32"))], name: finalName, exactName: index != probabilitiesIndex, dataType: .fp32, shape: x.shape)
-      } else if index != probabilitiesIndex && x.name != name {
+        x = try builder.op("cast", [("x", .tensor(x)), ("dtype", .string("fp32"))], name: finalName, exactName: isFeature, dataType: .fp32, shape: x.shape)
+      } else if isFeature && x.name != name {
         x = try builder.op("identity", [("x", .tensor(x))], name: name, exactName: true, dataType: .fp32, shape: x.shape)
       }
       if index == probabilitiesIndex, let classifier = options.classifier {
