@@ -320,6 +320,29 @@ import Testing
     #expect(w16.program.producer(of: name)?.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1, 2, 2, 2]))
   }
 
+  /// Recurrent layers are unrolled: one input projection, one recurrent product per step, the states
+  /// stacked in time order; no MIL lstm/gru/rnn op (their formulas differ from Keras' in places).
+  @Test(arguments: ["layers/tfkeras215/lstm_sequences_out", "layers/tfkeras215/gru_reset_before", "layers/tfkeras215/bidirectional_modes"])
+  func recurrentLayersAreUnrolled(model: String) throws {
+    let w = try write(model)
+    let node = try #require(w.graph.nodes.first { if case .recurrent = $0.operation { return true } else { return false } })
+    guard case .recurrent(let r) = node.operation else { return }
+    let steps = w.graph[node.inputs[0]].type.shape[0]
+    let types = w.program.ops.map(\.type)
+    #expect(!types.contains("lstm") && !types.contains("gru") && !types.contains("rnn"))
+    let directions = r.backward == nil ? 1 : 2
+    let resetBefore = r.cell == .gru(resetAfter: false)
+    // Per direction: the input projection, then per step the recurrent product (and, for the reset-before
+    // GRU, the candidate's own product).
+    let linears = w.program.ops.filter { $0.type == "linear" && $0.outputs[0].name.hasPrefix(MILIdentifier.sanitize(w.graph[node.output].name)) }
+    #expect(linears.count >= directions * (1 + steps * (resetBefore ? 2 : 1)), "\(model)")
+    if r.returnSequences {
+      let stacks = w.program.ops.filter { $0.type == "stack" }
+      #expect(stacks.count >= directions && stacks.allSatisfy { $0.inputs["values"]?.count == steps }, "\(model)")
+    }
+    #expect(w.program.producer(of: w.graph[node.output].name) != nil || w.graph.outputs.contains(node.output))
+  }
+
   @Test func sameConvolutionPadsLikeTensorFlow() throws {
     var b = GraphBuilder()
     let x = try b.addInput(name: "x", type: TensorType([7, 8, 1]))
