@@ -343,6 +343,40 @@ import Testing
     #expect(w.program.producer(of: w.graph[node.output].name) != nil || w.graph.outputs.contains(node.output))
   }
 
+  @Test func identifiersAreSanitizedAndUnique() {
+    #expect(MILIdentifier.isValid("a_b@2") && MILIdentifier.isValid("_x") && !MILIdentifier.isValid("2x") && !MILIdentifier.isValid("a/b"))
+    #expect(!MILIdentifier.isValid("") && !MILIdentifier.isValid("é"))
+    #expect(MILIdentifier.sanitize("1st layer/conv") == "_1st_layer_conv")
+    #expect(MILIdentifier.sanitize("dense") == "dense")
+  }
+
+  /// Internal values whose IR names are not identifiers, or sanitize alike, get distinct identifiers
+  /// derived from their names; the producer of each IR value is findable by its sanitized name.
+  @Test func internalNamesAreSanitizedWithoutClashes() throws {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([3]))
+    let a = try b.add(.activation(.relu), name: "block 1/relu", inputs: [x])
+    let c = try b.add(.activation(.tanh), name: "block_1_relu", inputs: [a])
+    let d = try b.add(.activation(.sigmoid), name: "9lives", inputs: [c])
+    let e = try b.add(.activation(.exponential), name: "out", inputs: [d])
+    let graph = b.build(outputs: [e])
+    let w = try write(graph, CoreMLWriterOptions())
+    try checkStructure(w, "names")
+    let relu = try #require(w.program.producer(of: MILIdentifier.sanitize(graph[a].name)))
+    let tanh = try #require(w.program.ops.first { $0.type == "tanh" })
+    #expect(relu.type == "relu")
+    #expect(tanh.inputs["x"] == [relu.outputs[0].name])
+    #expect(tanh.outputs[0].name != relu.outputs[0].name && tanh.outputs[0].name.hasPrefix("block_1_relu_output"))
+    #expect(w.program.producer(of: "_9lives_output")?.type == "sigmoid")
+    #expect(w.program.producer(of: graph[e].name)?.type == "exp")
+
+    // A feature name that is not an identifier is refused with advice to rename it.
+    var refused = GraphBuilder()
+    let input = try refused.addInput(name: "x", type: TensorType([3]))
+    let output = try refused.add(.activation(.relu), name: "9lives", inputs: [input])
+    #expect(throws: CoreMLWriterError.self) { try MLProgramWriter().encode(refused.build(outputs: [output]), options: CoreMLWriterOptions()) }
+  }
+
   @Test func sameConvolutionPadsLikeTensorFlow() throws {
     var b = GraphBuilder()
     let x = try b.addInput(name: "x", type: TensorType([7, 8, 1]))
