@@ -109,6 +109,11 @@ import Testing
           #expect(w.program.producer(of: name)?.type == "cast", "\(model): \(name)")
         }
       }
+      // Every node's value exists under the published name.
+      let names = try MLProgramWriter.valueNames(w.graph, options: w.options)
+      for node in w.graph.nodes where !w.graph.outputs.contains(node.output) {
+        #expect(names[w.graph[node.output].name].flatMap { w.program.producer(of: $0) } != nil, "\(model): \(node.name)")
+      }
       // Outputs are float32 [1] + S.
       for id in w.graph.outputs {
         let producer = try #require(w.program.producer(of: w.graph[id].name))
@@ -368,6 +373,13 @@ import Testing
     #expect(tanh.inputs["x"] == [relu.outputs[0].name])
     #expect(tanh.outputs[0].name != relu.outputs[0].name && tanh.outputs[0].name.hasPrefix("block_1_relu_output"))
     #expect(w.program.producer(of: "_9lives_output")?.type == "sigmoid")
+    // The published name map matches the program.
+    let names = try MLProgramWriter.valueNames(graph, options: CoreMLWriterOptions())
+    for node in graph.nodes {
+      let name = try #require(names[graph[node.output].name])
+      #expect(w.program.producer(of: name) != nil, "\(node.name) -> \(name)")
+    }
+    #expect(names[graph[c].name] == tanh.outputs[0].name)
     #expect(w.program.producer(of: graph[e].name)?.type == "exp")
 
     // A feature name that is not an identifier is refused with advice to rename it.

@@ -35,6 +35,35 @@ public struct MLProgramWriter: CoreMLModelWriter {
     }
   }
 
+  /// The MIL value name of each IR value (by IR value name), for tools that match the program's values
+  /// with the graph's (layer-by-layer verification): the value that first holds the result, in the layout
+  /// it was computed in (`[1] + S`, or channels-first `[1, C] + S.dropLast()` after spatial operations).
+  /// Inputs and outputs keep their feature names (an output computed channels-first or in float16 is first
+  /// held by a derived value, and the feature is its float32 `[1] + S` copy); a classifier's probability
+  /// tensor (the input of `classify`, whose dictionary output carries the feature name) is listed under a
+  /// derived name ending in `_probabilities`.
+  public static func valueNames(_ graph: Graph, options: CoreMLWriterOptions) throws -> [String: String] {
+    let probabilitiesIndex = try options.classifier.map { try CoreMLWriter.classifierOutputIndex($0, graph: graph) }
+    let names = reserveNames(graph, options: options, probabilitiesIndex: probabilitiesIndex, builder: MILBuilder(arena: MessageArena()))
+    var result: [String: String] = [:]
+    for (id, name) in names { result[graph[id].name] = name }
+    return result
+  }
+
+  /// Claims the feature names, then gives every other value a unique identifier made from its name, in
+  /// graph order, before any operation is written (so derived names never take them).
+  static func reserveNames(_ graph: Graph, options: CoreMLWriterOptions, probabilitiesIndex: Int?, builder: MILBuilder) -> [ValueID: String] {
+    var names: [ValueID: String] = [:]
+    for id in graph.inputs + graph.outputs { builder.claim(graph[id].name) }
+    if let classifier = options.classifier { builder.claim(classifier.predictedFeatureName) }
+    for id in graph.inputs { names[id] = graph[id].name }
+    for (index, id) in graph.outputs.enumerated() {
+      names[id] = index == probabilitiesIndex ? builder.uniqueName(graph[id].name + "_probabilities") : graph[id].name
+    }
+    for node in graph.nodes where names[node.output] == nil { names[node.output] = builder.uniqueName(graph[node.output].name) }
+    return names
+  }
+
   func buildModel(
     _ graph: Graph, options: CoreMLWriterOptions, target: DeploymentTarget, opset: String, builder: MILBuilder
   ) throws -> UnsafeMutablePointer<CoreML__Specification__Model> {
@@ -58,19 +87,8 @@ public struct MLProgramWriter: CoreMLModelWriter {
 
     let computeType: MILDataType = options.precision == .float16 ? .fp16 : .fp32
     var emitter = MILEmitter(builder: builder, graph: graph, computeType: computeType)
-    // Feature names first, so internal names never take them; then every other value's name.
-    for name in inputNames + outputNames { builder.claim(name) }
-    if let classifier = options.classifier { builder.claim(classifier.predictedFeatureName) }
-    for id in graph.inputs { emitter.names[id] = graph[id].name }
-    for (index, id) in graph.outputs.enumerated() {
-      if index == probabilitiesIndex {
-        emitter.names[id] = builder.uniqueName(graph[id].name + "_probabilities")
-      } else {
-        emitter.names[id] = graph[id].name
-        emitter.featureOutputs.insert(id)
-      }
-    }
-    for node in graph.nodes where emitter.names[node.output] == nil { emitter.names[node.output] = builder.uniqueName(graph[node.output].name) }
+    emitter.names = Self.reserveNames(graph, options: options, probabilitiesIndex: probabilitiesIndex, builder: builder)
+    for (index, id) in graph.outputs.enumerated() where index != probabilitiesIndex { emitter.featureOutputs.insert(id) }
 
     // Function inputs, image preprocessing and the casts into the compute precision.
     var functionInputs: [UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType>] = []
