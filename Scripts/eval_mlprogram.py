@@ -248,9 +248,17 @@ def check(package, reference):
     spec = ct.utils.load_spec(package)
     with open(os.path.join(package, "Data", "com.apple.CoreML", "weights", "weight.bin"), "rb") as handle:
         weights = handle.read()
-    ref = h5py.File(reference, "r")
-    inputs = [np.asarray(ref["inputs"][k]) for k in sorted(ref["inputs"].keys(), key=int)]
-    outputs = [np.asarray(ref["outputs"][k]) for k in sorted(ref["outputs"].keys(), key=int)]
+    if reference.endswith(".json"):
+        # {"inputs": [{"shape", "values"}], "outputs": [...]}: one sample without the batch axis.
+        import json
+        with open(reference) as handle:
+            ref = json.load(handle)
+        inputs = [np.array(t["values"], dtype=np.float32).reshape([1] + t["shape"]) for t in ref["inputs"]]
+        outputs = [np.array(t["values"], dtype=np.float32).reshape([1] + t["shape"]) for t in ref["outputs"]]
+    else:
+        ref = h5py.File(reference, "r")
+        inputs = [np.asarray(ref["inputs"][k]) for k in sorted(ref["inputs"].keys(), key=int)]
+        outputs = [np.asarray(ref["outputs"][k]) for k in sorted(ref["outputs"].keys(), key=int)]
     images = [f.type.WhichOneof("Type") == "imageType" for f in spec.description.input]
     if any(images):
         # The program applies the image scale and bias itself: feed the raw pixels when the reference has them.

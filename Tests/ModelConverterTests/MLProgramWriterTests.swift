@@ -3,6 +3,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
+import ReferenceRuntime
 import Testing
 
 /// The ML Program writer's output, decoded with protobuf-c: program structure, names, constants and their
@@ -387,6 +388,86 @@ import Testing
     let input = try refused.addInput(name: "x", type: TensorType([3]))
     let output = try refused.add(.activation(.relu), name: "9lives", inputs: [input])
     #expect(throws: CoreMLWriterError.self) { try MLProgramWriter().encode(refused.build(outputs: [output]), options: CoreMLWriterOptions()) }
+  }
+
+  /// A graph with the operations no Keras fixture exercises (comparisons, select, reductions, padding,
+  /// slices, constants, casts, dot products, unary functions, the general ReLU, PReLU on a vector, ...).
+  static func syntheticGraph() throws -> Graph {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([4, 5, 3]))
+    let v = try b.addInput(name: "v", type: TensorType([6]))
+    let tokens = try b.addInput(name: "tokens", type: TensorType([4]))
+    var outputs: [ValueID] = []
+    let k = try b.add(.constant(Constant(shape: [3], values: [0.5, -1, 2])), name: "k", inputs: [])
+    let scaled = try b.add(.elementwise(.multiply), name: "scaled", inputs: [x, k])
+    let greater = try b.add(.elementwise(.greaterThan), name: "greater", inputs: [scaled, x])
+    let chosen = try b.add(.elementwise(.select), name: "chosen", inputs: [greater, scaled, x])
+    let quotient = try b.add(.elementwise(.divide), name: "quotient", inputs: [chosen, try b.add(.constant(.filled(4, shape: [1])), name: "four", inputs: [])])
+    let averaged = try b.add(.elementwise(.average), name: "averaged", inputs: [quotient, x, scaled])
+    let difference = try b.add(.elementwise(.subtract), name: "difference", inputs: [averaged, x])
+    let lowest = try b.add(.elementwise(.minimum), name: "lowest", inputs: [difference, x])
+    outputs.append(try b.add(.reduce(Reduction(kind: .sum, axes: [0, 2], keepDims: false)), name: "reduced_sum", inputs: [lowest]))
+    outputs.append(try b.add(.reduce(Reduction(kind: .max, axes: [1], keepDims: true)), name: "reduced_max", inputs: [lowest]))
+    let padded = try b.add(.constantPad(ConstantPadding(before: [1, 0, 0], after: [0, 2, 1], value: 0.25)), name: "padded", inputs: [x])
+    outputs.append(try b.add(.slice(StridedSlice(begin: [0, 1, 0], end: [5, 7, 4], strides: [2, 3, 1])), name: "sliced", inputs: [padded]))
+    let general = try b.add(.activation(.clippedReLU(maxValue: 1.5, negativeSlope: 0.1, threshold: 0.2)), name: "general_relu", inputs: [x])
+    let thresholded = try b.add(.activation(.thresholdedReLU(theta: 0.3)), name: "thresholded", inputs: [general])
+    let prelu = try b.add(.activation(.parametricReLU(alpha: Constant(shape: [3], values: [0.1, 0.2, 0.3]))), name: "prelu", inputs: [thresholded])
+    let selu = try b.add(.activation(.selu), name: "selu", inputs: [prelu])
+    let unary = try b.add(.activation(.unary(UnaryFunction(kind: .rsqrt, epsilon: 0.5, scale: 2, shift: 3))), name: "rsqrt", inputs: [try b.add(.activation(.unary(UnaryFunction(kind: .abs))), name: "abs", inputs: [selu])])
+    let half = try b.add(.cast(.float16), name: "to_half", inputs: [unary])
+    outputs.append(try b.add(.cast(.float32), name: "to_full", inputs: [half]))
+    let vectorPrelu = try b.add(.activation(.parametricReLU(alpha: Constant(shape: [6], values: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]))), name: "vector_prelu", inputs: [v])
+    outputs.append(try b.add(.dot(cosine: true), name: "cosine", inputs: [vectorPrelu, v]))
+    outputs.append(try b.add(.dot(cosine: false), name: "dot", inputs: [v, v]))
+    outputs.append(try b.add(.l2Normalize(epsilon: 1e-6), name: "unit", inputs: [v]))
+    outputs.append(try b.add(.activation(.unary(UnaryFunction(kind: .power, alpha: 2))), name: "squared", inputs: [v]))
+    let table = Constant(shape: [5, 2], values: (0..<10).map { Float($0) / 3 })
+    outputs.append(try b.add(.embedding(table: table), name: "embedded", inputs: [tokens]))
+    let image = try b.add(.upsampling2D(height: 2, width: 1, bilinear: true), name: "bilinear", inputs: [x])
+    let pooled = try b.add(.globalPooling2D(kind: .max, keepDims: true), name: "global_max", inputs: [image])
+    outputs.append(try b.add(.elementwise(.power), name: "power", inputs: [pooled, try b.add(.constant(.filled(2, shape: [1, 1, 3])), name: "two", inputs: [])]))
+    outputs.append(try b.add(.softmax(axis: 0), name: "softmax0", inputs: [try b.add(.permute(order: [2, 0, 1]), name: "permuted", inputs: [x])]))
+    return b.build(outputs: outputs)
+  }
+
+  @Test func syntheticOperationsAreWritten() throws {
+    let graph = try Self.syntheticGraph()
+    for precision in [WeightPrecision.float32, .float16] {
+      let w = try write(graph, CoreMLWriterOptions(precision: precision))
+      try checkStructure(w, "synthetic \(precision)")
+      let types = Set(w.program.ops.map(\.type))
+      for type in ["greater", "select", "real_div", "sub", "minimum", "reduce_sum", "reduce_max", "pad", "slice_by_index", "gather", "upsample_bilinear", "prelu", "elu", "rsqrt", "abs", "pow", "softmax", "transpose"] {
+        #expect(types.contains(type), "\(precision): \(type)")
+      }
+      // The embedding's token ids become int32 straight from the float32 input.
+      let indices = try #require(w.program.ops.first { $0.type == "cast" && $0.outputs[0].type?.dataType == DecodedProgram.int32 })
+      #expect(indices.inputs["x"] == ["tokens"])
+    }
+  }
+
+  /// With `MLPROGRAM_PACKAGES_DIR` set, writes the synthetic graph's packages and a JSON reference (the
+  /// reference runtime's outputs for fixed inputs) for Scripts/eval_mlprogram.py.
+  @Test func syntheticPackagesForTheEvaluator() throws {
+    guard let directory = ProcessInfo.processInfo.environment["MLPROGRAM_PACKAGES_DIR"].map({ URL(fileURLWithPath: $0) }) else { return }
+    let graph = try Self.syntheticGraph()
+    var generator = SystemRandomNumberGenerator()
+    let inputs = graph.inputs.map { id -> Tensor in
+      let shape = graph[id].type.shape
+      let count = shape.reduce(1, *)
+      let values = graph[id].name == "tokens" ? [0, 4, 2, 2] : (0..<count).map { _ in Float.random(in: -2...2, using: &generator) }
+      return Tensor(shape: shape, values: values)
+    }
+    let outputs = Interpreter(graph: graph).run(inputs)
+    let reference: [String: Any] = [
+      "inputs": inputs.map { ["shape": $0.shape, "values": $0.values.map(Double.init)] },
+      "outputs": outputs.map { ["shape": $0.shape, "values": $0.values.map(Double.init)] },
+    ]
+    try JSONSerialization.data(withJSONObject: reference).write(to: directory.appendingPathComponent("synthetic.reference.json"))
+    for precision in [WeightPrecision.float32, .float16] {
+      try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: precision))
+        .write(to: directory.appendingPathComponent("synthetic_\(precision).mlpackage"))
+    }
   }
 
   @Test func sameConvolutionPadsLikeTensorFlow() throws {
