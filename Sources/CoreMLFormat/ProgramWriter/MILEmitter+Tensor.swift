@@ -20,7 +20,7 @@ extension MILEmitter {
     func binary(_ type: String) throws {
       try produce(out, layout, type, [("x", .tensor(inputs[0])), ("y", .tensor(inputs[1]))], dataType: dt)
     }
-    /// Folds `type` over two or more inputs; the last step produces the node's value unless `finalName` is false.
+    /// Folds `type` over two or more inputs; the last step produces the node's value when `final`.
     func chain(_ type: String, final: Bool) throws -> MILTensor {
       var accumulated = inputs[0]
       for (index, next) in inputs.dropFirst().enumerated() {
