@@ -50,7 +50,7 @@ let package = Package(
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .testTarget(
       name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat"]),
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC"]),
   ],
   swiftLanguageModes: [.v5]
 )

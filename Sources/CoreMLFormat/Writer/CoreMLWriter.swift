@@ -81,24 +81,8 @@ public enum CoreMLWriter {
     model.pointee.specificationversion = emitter.specificationVersion
 
     if let classifier = options.classifier {
-      let probabilities = classifier.probabilitiesOutput ?? outputNames[0]
-      guard let index = outputNames.firstIndex(of: probabilities) else {
-        throw CoreMLWriterError.unknownFeature(kind: "output", name: probabilities, available: outputNames)
-      }
-      let width = graph[graph.outputs[index]].type.elementCount
-      guard classifier.labels.count == width else {
-        throw CoreMLWriterError.labelCountMismatch(labels: classifier.labels.count, output: probabilities, width: width)
-      }
-      guard !outputNames.contains(classifier.predictedFeatureName), !inputNames.contains(classifier.predictedFeatureName) else {
-        let kind = inputNames.contains(classifier.predictedFeatureName) ? "an input" : "an output"
-        throw CoreMLWriterError.invalidOption("the predicted feature name '\(classifier.predictedFeatureName)' is already \(kind) name")
-      }
-      guard !classifier.predictedFeatureName.isEmpty else { throw CoreMLWriterError.invalidOption("the predicted feature name is empty") }
-      // Labels are the keys of the probability dictionary: each must be there once.
-      var seen = Set<String>()
-      for label in classifier.labels.descriptions where label.isEmpty || !seen.insert(label).inserted {
-        throw CoreMLWriterError.invalidOption(label.isEmpty ? "a class label is empty" : "class label '\(label)' appears twice")
-      }
+      let index = try classifierOutputIndex(classifier, graph: graph)
+      let probabilities = outputNames[index]
       let isInteger: Bool
       if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
       outputs[index] = dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
@@ -144,9 +128,36 @@ public enum CoreMLWriter {
     return model
   }
 
+  /// Checks a classifier's settings against the graph (the probability output exists and is as wide as the
+  /// labels, the predicted feature name is free and not empty, labels are unique and not empty) and returns
+  /// the index of the probability output. Both writers use it.
+  static func classifierOutputIndex(_ classifier: ClassifierSettings, graph: Graph) throws -> Int {
+    let inputNames = graph.inputs.map { graph[$0].name }
+    let outputNames = graph.outputs.map { graph[$0].name }
+    let probabilities = classifier.probabilitiesOutput ?? outputNames[0]
+    guard let index = outputNames.firstIndex(of: probabilities) else {
+      throw CoreMLWriterError.unknownFeature(kind: "output", name: probabilities, available: outputNames)
+    }
+    let width = graph[graph.outputs[index]].type.elementCount
+    guard classifier.labels.count == width else {
+      throw CoreMLWriterError.labelCountMismatch(labels: classifier.labels.count, output: probabilities, width: width)
+    }
+    guard !outputNames.contains(classifier.predictedFeatureName), !inputNames.contains(classifier.predictedFeatureName) else {
+      let kind = inputNames.contains(classifier.predictedFeatureName) ? "an input" : "an output"
+      throw CoreMLWriterError.invalidOption("the predicted feature name '\(classifier.predictedFeatureName)' is already \(kind) name")
+    }
+    guard !classifier.predictedFeatureName.isEmpty else { throw CoreMLWriterError.invalidOption("the predicted feature name is empty") }
+    // Labels are the keys of the probability dictionary: each must be there once.
+    var seen = Set<String>()
+    for label in classifier.labels.descriptions where label.isEmpty || !seen.insert(label).inserted {
+      throw CoreMLWriterError.invalidOption(label.isEmpty ? "a class label is empty" : "class label '\(label)' appears twice")
+    }
+    return index
+  }
+
   // MARK: Features
 
-  private static func feature(_ name: String, arena: MessageArena, _ configure: (UnsafeMutablePointer<CoreML__Specification__FeatureType>) -> Void) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  static func feature(_ name: String, arena: MessageArena, _ configure: (UnsafeMutablePointer<CoreML__Specification__FeatureType>) -> Void) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     let feature = arena.message(core_ml__specification__feature_description__init)
     feature.pointee.name = arena.string(name)
     let type = arena.message(core_ml__specification__feature_type__init)
@@ -163,7 +174,7 @@ public enum CoreMLWriter {
     return arrayFeature(value.name, shape: shape, arena: arena)
   }
 
-  private static func arrayFeature(_ name: String, shape: [Int], arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  static func arrayFeature(_ name: String, shape: [Int], arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     feature(name, arena: arena) { type in
       let array = arena.message(core_ml__specification__array_feature_type__init)
       array.pointee.n_shape = shape.count
@@ -174,7 +185,7 @@ public enum CoreMLWriter {
     }
   }
 
-  private static func inputFeature(_ value: Value, image: ImagePreprocessing?, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  static func inputFeature(_ value: Value, image: ImagePreprocessing?, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     guard let image else { return try arrayFeature(value, arena: arena) }
     let shape = value.type.shape
     guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else { throw CoreMLWriterError.invalidImageInput(name: value.name, shape: shape) }
@@ -190,7 +201,7 @@ public enum CoreMLWriter {
     }
   }
 
-  private static func dictionaryFeature(_ name: String, integerKeys: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  static func dictionaryFeature(_ name: String, integerKeys: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     feature(name, arena: arena) { type in
       let dictionary = arena.message(core_ml__specification__dictionary_feature_type__init)
       if integerKeys {
@@ -205,7 +216,7 @@ public enum CoreMLWriter {
     }
   }
 
-  private static func labelFeature(_ name: String, integer: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  static func labelFeature(_ name: String, integer: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     feature(name, arena: arena) { type in
       if integer {
         type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_INT64_TYPE
@@ -231,7 +242,7 @@ public enum CoreMLWriter {
     return entry
   }
 
-  private static func metadata(_ metadata: ModelMetadata, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__Metadata> {
+  static func metadata(_ metadata: ModelMetadata, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__Metadata> {
     let message = arena.message(core_ml__specification__metadata__init)
     if let text = metadata.shortDescription { message.pointee.shortdescription = arena.string(text) }
     if let text = metadata.version { message.pointee.versionstring = arena.string(text) }

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Opens .mlpackage folders with coremltools and compares their weights byte for byte.
+
+Not part of CI: run it by hand with a Python that has coremltools (for example a virtualenv with
+coremltools 9 and tf.keras 2.15):
+
+    python Scripts/check_mlpackage.py Model.mlpackage [More.mlpackage ...]
+
+For each package:
+  1. coremltools.utils.load_spec reads the specification (Manifest.json and model.mlmodel);
+  2. coremltools.models.MLModel(spec, weights_dir=...) builds the model object (on Linux it cannot be
+     compiled or run; a failure here is reported, not fatal, unless it is a validation error);
+  3. coremltools' MIL proto frontend (converters.mil.frontend.milproto) loads the program into pymil,
+     which checks every operation's parameters against coremltools' op definitions and infers its
+     output type; each inferred type is compared with the type the package declares;
+  4. every blobFileValue in the program is read with coremltools' own blob reader
+     (libmilstoragepython._BlobStorageReader) and compared byte for byte with what weight.bin holds at
+     that offset, read independently here from the storage format (64-byte metadata record with the
+     0xDEADBEEF sentinel, data type, size and data offset).
+Prints one summary line per package and exits non-zero on any mismatch or unreadable package.
+"""
+
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def blob_values(program):
+    """Yields (operation name, value type, blob file value) for every blob in the program."""
+    for function in program.functions.values():
+        for block in function.block_specializations.values():
+            for op in block.operations:
+                for key, value in op.attributes.items():
+                    if value.WhichOneof("value") == "blobFileValue":
+                        yield op.attributes["name"].immediateValue.tensor.strings.values[0], value.type, value.blobFileValue
+                for key, argument in op.inputs.items():
+                    for binding in argument.arguments:
+                        if binding.WhichOneof("binding") == "value" and binding.value.WhichOneof("value") == "blobFileValue":
+                            yield key, binding.value.type, binding.value.blobFileValue
+
+
+def raw_blob(data, offset):
+    """The data type code and bytes of the blob whose metadata record is at offset (format version 2)."""
+    sentinel, dtype, size, data_offset = struct.unpack_from("<IIQQ", data, offset)
+    if sentinel != 0xDEADBEEF:
+        raise ValueError("no blob record at offset %d (sentinel %#x)" % (offset, sentinel))
+    return dtype, data[data_offset:data_offset + size]
+
+
+MIL_FP16, MIL_FP32 = 10, 11
+BLOB_FP16, BLOB_FP32 = 1, 2
+
+
+def check(package):
+    import coremltools as ct
+    from coremltools import libmilstoragepython
+
+    problems = []
+    spec = ct.utils.load_spec(package)
+    kind = spec.WhichOneof("Type")
+    weights_dir = os.path.join(package, "Data", "com.apple.CoreML", "weights")
+    try:
+        ct.models.MLModel(spec, weights_dir=weights_dir, skip_model_load=True)
+        model_note = "MLModel ok"
+    except Exception as error:  # noqa: BLE001 - report any failure
+        model_note = "MLModel failed: %s" % error
+        problems.append(model_note)
+    if kind != "mlProgram":
+        return problems, "%s: %s, %s" % (package, kind, model_note)
+
+    declared = {}
+    for function in spec.mlProgram.functions.values():
+        for block in function.block_specializations.values():
+            for op in block.operations:
+                for output in op.outputs:
+                    if output.type.WhichOneof("type") == "tensorType":
+                        t = output.type.tensorType
+                        declared[output.name] = (t.dataType, tuple(d.constant.size for d in t.dimensions))
+    try:
+        from coremltools.converters.mil.frontend.milproto.load import load as milproto_load
+        from coremltools.converters.mil.mil import types
+        from coremltools.converters.mil.backend.mil.helper import types_to_proto_primitive
+
+        pymil = milproto_load(spec, spec.specificationVersion, weights_dir)
+        checked = 0
+        for function in pymil.functions.values():
+            for op in function.operations:
+                for var in op.outputs:
+                    if var.name not in declared or not types.is_tensor(var.sym_type) and not types.is_scalar(var.sym_type):
+                        continue
+                    dtype = types_to_proto_primitive(var.dtype)
+                    shape = tuple(int(d) for d in var.shape)
+                    if (dtype, shape) != declared[var.name]:
+                        problems.append("%s: declared %s, coremltools infers %s" % (var.name, declared[var.name], (dtype, shape)))
+                    checked += 1
+        model_note += ", pymil load ok (%d types compared)" % checked
+    except Exception as error:  # noqa: BLE001
+        problems.append("pymil load failed: %s" % error)
+        model_note += ", pymil load FAILED"
+
+    weight_file = os.path.join(weights_dir, "weight.bin")
+    with open(weight_file, "rb") as handle:
+        data = handle.read()
+    reader = libmilstoragepython._BlobStorageReader(weight_file)
+    count = 0
+    for name, value_type, blob in blob_values(spec.mlProgram):
+        count += 1
+        if blob.fileName != "@model_path/weights/weight.bin":
+            problems.append("%s: file name %s" % (name, blob.fileName))
+            continue
+        dtype, raw = raw_blob(data, blob.offset)
+        mil_type = value_type.tensorType.dataType
+        elements = int(np.prod([d.constant.size for d in value_type.tensorType.dimensions])) if value_type.tensorType.dimensions else 1
+        if mil_type == MIL_FP16:
+            theirs = np.asarray(reader.read_fp16_data(blob.offset)).astype(np.uint16).tobytes()
+            expected_type, width = BLOB_FP16, 2
+        elif mil_type == MIL_FP32:
+            theirs = np.asarray(reader.read_float_data(blob.offset), dtype=np.float32).tobytes()
+            expected_type, width = BLOB_FP32, 4
+        else:
+            problems.append("%s: unexpected blob type %d" % (name, mil_type))
+            continue
+        if dtype != expected_type:
+            problems.append("%s: record type %d for MIL type %d" % (name, dtype, mil_type))
+        if len(raw) != elements * width:
+            problems.append("%s: %d bytes for %d elements" % (name, len(raw), elements))
+        if theirs != raw:
+            problems.append("%s at %d: coremltools reads different bytes" % (name, blob.offset))
+    ops = sum(len(b.operations) for f in spec.mlProgram.functions.values() for b in f.block_specializations.values())
+    opset = [f.opset for f in spec.mlProgram.functions.values()]
+    summary = "%s: spec %d, %s, opset %s, %d ops, %d blobs compared, %s, %s" % (
+        os.path.basename(package.rstrip("/")), spec.specificationVersion, kind, ",".join(opset), ops, count, model_note,
+        "OK" if not problems else "%d PROBLEMS" % len(problems))
+    return problems, summary
+
+
+def main(paths):
+    if not paths:
+        print(__doc__)
+        return 2
+    failed = 0
+    for path in paths:
+        try:
+            problems, summary = check(path)
+        except Exception as error:  # noqa: BLE001
+            problems, summary = [str(error)], "%s: cannot be read: %s" % (path, error)
+        print(summary)
+        for problem in problems:
+            print("  - " + problem)
+        failed += bool(problems)
+    print("%d packages, %d with problems" % (len(paths), failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
