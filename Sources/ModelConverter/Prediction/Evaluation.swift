@@ -133,6 +133,11 @@ public enum Evaluation {
       imagesPerSecond: Double(items.count) / seconds, threads: threads)
   }
 
+  /// Each image's classification, or why it could not be read, in input order, on `threads` threads.
+  public static func classify(_ urls: [URL], with model: ImageModel, cropAndScale: CropAndScale, threads: Int) -> [Result<Classification, ImageFileError>] {
+    classifyAll(urls, model, nil, EvaluationOptions(cropAndScale: cropAndScale), threads: threads, progress: nil).map { $0.map(\.0) }
+  }
+
   /// Classifies every image on `threads` threads; results in input order.
   static func classifyAll(
     _ urls: [URL], _ model: ImageModel, _ other: ImageModel?, _ options: EvaluationOptions, threads: Int, progress: Progress?

@@ -53,7 +53,7 @@ enum PredictCommand: Subcommand {
     let crop = try cropOption(parsed)
     let threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
     let paths = Array(parsed.positionals.dropFirst())
-    let results = classify(paths, model: model, crop: crop, threads: threads)
+    let results = Evaluation.classify(paths.map { URL(fileURLWithPath: $0) }, with: model, cropAndScale: crop, threads: threads)
 
     if parsed.flag("--json") {
       let images = zip(paths, results).map { path, result -> JSONValue in
@@ -110,30 +110,6 @@ enum PredictCommand: Subcommand {
     guard let text = parsed.value("--crop") else { return .centerCrop }
     guard let option = CropAndScale(rawValue: text) else { throw UsageError(message: "--crop must be center, fit or fill, got '\(text)'") }
     return option
-  }
-
-  /// Each image's classification or why it could not be read, in order, on `threads` threads.
-  static func classify(_ paths: [String], model: ImageModel, crop: CropAndScale, threads: Int) -> [Result<Classification, ImageFileError>] {
-    let box = Results(count: paths.count)
-    DispatchQueue.concurrentPerform(iterations: min(threads, paths.count)) { worker in
-      for index in stride(from: worker, to: paths.count, by: min(threads, paths.count)) {
-        do {
-          let photo = try ImageFile.read(contentsOf: URL(fileURLWithPath: paths[index]))
-          box.set(index, .success(model.classify(photo, cropAndScale: crop)))
-        } catch {
-          box.set(index, .failure((error as? ImageFileError) ?? .unreadable(path: paths[index], reason: "\(error)")))
-        }
-      }
-    }
-    return box.values
-  }
-
-  final class Results: @unchecked Sendable {
-    private var storage: [Result<Classification, ImageFileError>?]
-    private let lock = NSLock()
-    init(count: Int) { storage = Array(repeating: nil, count: count) }
-    func set(_ index: Int, _ value: Result<Classification, ImageFileError>) { lock.withLock { storage[index] = value } }
-    var values: [Result<Classification, ImageFileError>] { lock.withLock { storage.map { $0! } } }
   }
 
   static func modelJSON(_ model: ImageModel) -> JSONValue {
