@@ -21,7 +21,9 @@ enum ModelConvCommand {
   }
 
   /// Every command, in the order `--help` lists them.
-  static let commands = [Entry(ConvertCommand.self), Entry(VerifyCommand.self), Entry(PredictCommand.self), Entry(EvaluateCommand.self)]
+  static let commands = [
+    Entry(ConvertCommand.self), Entry(VerifyCommand.self), Entry(InspectCommand.self), Entry(PredictCommand.self), Entry(EvaluateCommand.self),
+  ]
 
   static var usage: String {
     var lines = ["USAGE: modelconv <command> [options]", "", "COMMANDS:"]

@@ -57,6 +57,14 @@ public struct DeploymentTarget: Sendable, Equatable, Hashable, Codable, CustomSt
     ("watchOS", [("4", 1), ("4.2", 2), ("5", 3), ("6", 4), ("7", 5), ("8", 6), ("9", 7), ("10", 8), ("11", 9)]),
   ]
 
+  /// The first release of each platform that loads a specification version (`["iOS": "15", "macOS": "12",
+  /// "tvOS": "15", "watchOS": "8"]` for 6), or an empty list for a version newer than every release known here.
+  public static func oldestReleases(forSpecificationVersion version: Int) -> [(platform: String, version: String)] {
+    releases.compactMap { release in
+      release.versions.first { $0.1 >= version }.map { (release.platform, $0.0) }
+    }
+  }
+
   /// All accepted names, for help texts and errors.
   public static var allNames: [String] { releases.flatMap { r in r.versions.map { r.platform + $0.0 } } }
 

@@ -30,7 +30,7 @@ public struct KerasCustomLayers: Sendable, Equatable {
 
   /// A custom layer named after the Keras class, with the config's numbers, strings and booleans as
   /// parameters, the layer's weights, and the first input's shape as its output shape.
-  public static func defaultConversion(_ context: KerasCustomLayerContext) -> CustomLayer {
+  @Sendable public static func defaultConversion(_ context: KerasCustomLayerContext) -> CustomLayer {
     var parameters: [String: CustomLayer.Parameter] = [:]
     for (key, value) in context.config.object ?? [:] where !["name", "trainable", "dtype"].contains(key) {
       switch value {

@@ -39,7 +39,7 @@ struct KerasWeightStore: Sendable, Equatable {
       guard let group = root.group(layer) else { continue }
       let names = (try? group.stringArrayAttribute("weight_names")) ?? []
       var stored: [String: KerasStoredWeight] = [:]
-      for name in names ?? [] where stored[name] == nil {
+      for name in names where stored[name] == nil {
         if let link = group.foreignLink(name) { throw KerasReaderError.externalLink(path: path, object: link) }
         guard group.hasDataset(name) else { continue }
         do {
@@ -56,7 +56,7 @@ struct KerasWeightStore: Sendable, Equatable {
           stored[name] = .unreadable(String(describing: error))
         }
       }
-      weightNames[layer] = names ?? []
+      weightNames[layer] = names
       datasets[layer] = stored
     }
     return KerasWeightStore(path: path, weightNames: weightNames, datasets: datasets)

@@ -80,6 +80,11 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
     public var name: String
     public var type: FeatureType
 
+    public init(name: String, type: FeatureType) {
+      self.name = name
+      self.type = type
+    }
+
     public var description: String { "\(name): \(type)" }
   }
 

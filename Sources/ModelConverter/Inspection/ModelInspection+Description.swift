@@ -1,0 +1,128 @@
+import Foundation
+
+extension ModelInspection: CustomStringConvertible {
+  /// The report `modelconv inspect` prints: a header of fields, then the layer table.
+  public var description: String {
+    var fields: [(String, [String])] = []
+    let isKeras = format == .kerasHDF5 || format == .kerasArchive
+    switch format {
+    case .kerasHDF5, .kerasArchive:
+      var line = format == .kerasHDF5 ? "Keras HDF5 (.h5)" : "Keras archive (.keras)"
+      if let kerasVersion { line += ", Keras \(kerasVersion)" }
+      if let kerasBackend { line += ", backend \(kerasBackend)" }
+      fields.append(("Format", [line]))
+      fields.append(("Model", ["\(kind == .kerasSequential ? "Sequential" : "Functional") '\(metadata.name ?? "")'"]))
+    case .mlmodel, .mlpackage:
+      let kindText: String
+      switch kind {
+      case .neuralNetworkClassifier: kindText = "neural network classifier"
+      case .neuralNetworkRegressor: kindText = "neural network regressor"
+      case .mlProgram: kindText = labels.isEmpty ? "ML Program" : "ML Program classifier"
+      default: kindText = "neural network"
+      }
+      var line = "Core ML \(format == .mlpackage ? "package (.mlpackage)" : "model (.mlmodel)"), \(kindText), specification version \(specificationVersion ?? 0)"
+      if let opset { line += ", opset \(opset)" }
+      fields.append(("Format", [line]))
+      if !oldestReleases.isEmpty {
+        fields.append(("Loads on", [oldestReleases.map(\.description).joined(separator: ", ") + " and later"]))
+      }
+    }
+    fields.append(("Inputs", inputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
+    if !imageInputs.isEmpty {
+      fields.append(("Preprocessing", imageInputs.map { image in
+        var biases: [String] = []
+        for (name, value) in [("red", image.redBias), ("green", image.greenBias), ("blue", image.blueBias), ("gray", image.grayBias)] {
+          if let value { biases.append("\(name) bias \(Self.number(value))") }
+        }
+        return "\(image.input): \(image.colorSpace), scale \(Self.scaleText(image.scale)), " + biases.joined(separator: ", ")
+      }))
+    }
+    fields.append(("Outputs", outputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
+    if !labels.isEmpty {
+      let shown = labels.prefix(8).joined(separator: ", ")
+      fields.append(("Labels", ["\(labels.count): " + shown + (labels.count > 8 ? ", ..." : "")]))
+    } else if !isKeras {
+      fields.append(("Labels", ["none (not a classifier)"]))
+    }
+    var metadataLines: [String] = []
+    for (name, value) in [("description", metadata.shortDescription), ("author", metadata.author), ("license", metadata.license), ("version", metadata.version)] {
+      if let value { metadataLines.append("\(name): \(value)") }
+    }
+    metadataLines += metadata.userDefined.map { "\($0.key): \($0.value)" }
+    if !metadataLines.isEmpty { fields.append(("Metadata", metadataLines)) }
+    let storage = weights.map { "\($0.dataType) \(Self.bytesText($0.bytes))" }.joined(separator: ", ")
+    fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(isKeras ? "layers" : format == .mlpackage ? "operations" : "layers")"
+      + (weights.isEmpty ? "" : "; weights \(Self.bytesText(weightBytes)) (\(storage))")]))
+
+    var lines = [path]
+    for (name, values) in fields {
+      for (index, value) in values.enumerated() {
+        lines.append("  " + (index == 0 ? name : "").padding(toLength: 15, withPad: " ", startingAt: 0) + value)
+      }
+    }
+    lines.append("")
+    if let shapesUnavailable { lines.append("Output shapes unknown: \(shapesUnavailable)") }
+    let rows = layers.map { layer -> [String] in
+      let shape = layer.outputShape.map { isKeras ? "(None" + $0.map { ", \($0)" }.joined() + ")" : "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "?"
+      return [String(layer.name.prefix(48)), layer.type, shape, Self.grouped(layer.parameterCount)]
+    }
+    let header = [isKeras ? "Layer" : format == .mlpackage ? "Operation" : "Layer", "Type", "Output shape", "Params"]
+    let widths = (0..<4).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+    for row in [header] + rows {
+      let left = (0..<3).map { row[$0].padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
+      lines.append(left + String(repeating: " ", count: widths[3] - row[3].count) + row[3])
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  /// A feature type as Xcode's model view shows it: `Image (Grayscale 48 × 48)`, `MultiArray (Float32 1 × 7)`.
+  public static func xcodeType(_ type: ConversionSummary.FeatureType) -> String {
+    switch type.kind {
+    case "image":
+      let color = type.colorSpace == "GRAYSCALE" ? "Grayscale" : "Color \(type.colorSpace ?? "")"
+      return "Image (\(color) \(type.width ?? 0) × \(type.height ?? 0))"
+    case "multiArray":
+      let dataType = (type.dataType ?? "").prefix(1).uppercased() + (type.dataType ?? "").dropFirst()
+      return "MultiArray (\(dataType) \((type.shape ?? []).map(String.init).joined(separator: " × ")))"
+    case "dictionary":
+      return "Dictionary (\(type.keyType == "int64" ? "Int64" : "String") → Double)"
+    case "int64": return "Int64"
+    case "string": return "String"
+    case "double": return "Double"
+    default: return type.kind
+    }
+  }
+
+  /// `0.00392157 (1/255)`: the scale, and the fraction of 255 or 127.5 it is when it is one.
+  static func scaleText(_ scale: Float) -> String {
+    for denominator in [255.0, 127.5] {
+      let numerator = Double(scale) * denominator
+      let rounded = numerator.rounded()
+      if rounded >= 1, rounded <= 4, abs(numerator - rounded) < 1e-4 {
+        let d = denominator == denominator.rounded() ? String(Int(denominator)) : String(denominator)
+        return "\(number(scale)) (\(Int(rounded))/\(d))"
+      }
+    }
+    return number(scale)
+  }
+
+  static func number(_ value: Float) -> String {
+    value == value.rounded() && abs(value) < 1e6 ? String(Int(value)) : String(format: "%.6g", Double(value))
+  }
+
+  static func grouped(_ value: Int) -> String {
+    let digits = Array(String(value))
+    var result = ""
+    for (index, digit) in digits.enumerated() {
+      if index > 0 && (digits.count - index) % 3 == 0 { result.append(",") }
+      result.append(digit)
+    }
+    return result
+  }
+
+  static func bytesText(_ bytes: Int) -> String {
+    if bytes < 1024 { return "\(bytes) B" }
+    if bytes < 1024 * 1024 { return String(format: "%.1f KiB", Double(bytes) / 1024) }
+    return String(format: "%.1f MiB", Double(bytes) / 1024 / 1024)
+  }
+}
