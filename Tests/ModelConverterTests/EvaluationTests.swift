@@ -33,7 +33,7 @@ import Testing
     ).write(to: url)
     let folder = try LabelledFolder(url: ImageModelTests.folder)
     #expect(folder.labels == (0...9).map(String.init))
-    let report = Evaluation.run(
+    let report = try Evaluation.run(
       try Self.kerasModel(), on: folder, against: try ImageModel.load(contentsOf: url),
       options: EvaluationOptions(topK: 2, cropAndScale: .scaleFill, threads: 2))
 
@@ -70,11 +70,40 @@ import Testing
     try Data("not a png".utf8).write(to: directory.appendingPathComponent("7/broken.png"))
     try Data().write(to: directory.appendingPathComponent("notes.txt"))
     let folder = try LabelledFolder(url: directory)
-    let report = Evaluation.run(try Self.kerasModel(), on: folder, options: EvaluationOptions(threads: 1))
+    let report = try Evaluation.run(try Self.kerasModel(), on: folder, options: EvaluationOptions(threads: 1))
     #expect(report.folderLabelsNotInModel == ["cats"])
     #expect(report.modelLabelsWithoutImages == ["0", "1", "2", "4", "5", "6", "8", "9"])
     #expect(Array(report.unreadable.keys) == ["7/broken.png"])
     #expect(report.skippedFiles == ["notes.txt"])
     #expect(report.evaluated == 10)
+  }
+
+  /// Folders named `Three` and `Seven` for a model labelled `three` and `seven` (Create ML folders are
+  /// often capitalized); a folder matching no label at all is an error, not an empty report.
+  @Test func foldersMatchLabelsIgnoringCaseAndNoMatchIsAnError() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let manager = FileManager.default
+    for (digit, name) in [("3", "Three"), ("7", "Seven")] {
+      try manager.copyItem(at: ImageModelTests.folder.appendingPathComponent(digit), to: directory.appendingPathComponent(name))
+    }
+    let names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    let words = try ImageModel.load(
+      contentsOf: Fixtures.digits.appendingPathComponent("digits_cnn.h5"),
+      options: ImageModelOptions(preprocessing: ImagePreprocessing(scale: 1 / 255), labels: .strings(names)))
+    let report = try Evaluation.run(words, on: try LabelledFolder(url: directory), against: try Self.kerasModel(), options: EvaluationOptions(threads: 1))
+    #expect(report.evaluated == 10)
+    #expect(report.labelsMatchedIgnoringCase.map { "\($0.folder)→\($0.model)" } == ["Seven→seven", "Three→three"])
+    #expect(report.folderLabelsNotInModel.isEmpty)
+    // The second model's labels are digits, which match no word: every image is a disagreement.
+    #expect(report.agreement == 0 && report.disagreements.count == 10)
+    let expected = try Self.kerasPredictions()
+    let correct = report.misclassified.count
+    #expect(10 - correct == expected.filter { ($0.key.hasPrefix("3/") || $0.key.hasPrefix("7/")) && $0.value.truth == $0.value.predicted }.count)
+
+    let other = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: other) }
+    try manager.copyItem(at: ImageModelTests.folder.appendingPathComponent("3"), to: other.appendingPathComponent("cats"))
+    #expect(throws: PredictionError.self) { try Evaluation.run(words, on: try LabelledFolder(url: other)) }
   }
 }

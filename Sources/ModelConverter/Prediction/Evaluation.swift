@@ -37,6 +37,11 @@ public struct EvaluationReport: Sendable, Equatable, Codable {
     public var otherPredicted: String?
   }
 
+  public struct LabelMatch: Sendable, Equatable, Codable {
+    public var folder: String
+    public var model: String
+  }
+
   public struct ModelResult: Sendable, Equatable, Codable {
     public var path: String
     public var kind: String
@@ -64,6 +69,8 @@ public struct EvaluationReport: Sendable, Equatable, Codable {
   /// Folder labels the model does not have (their images are not evaluated), and model labels without a folder.
   public var folderLabelsNotInModel: [String]
   public var modelLabelsWithoutImages: [String]
+  /// Folders whose name matched a model label only when case is ignored (`Happy` → `happy`).
+  public var labelsMatchedIgnoringCase: [LabelMatch]
   /// Images that could not be read, with why.
   public var unreadable: [String: String]
   public var skippedFiles: [String]
@@ -79,9 +86,23 @@ public enum Evaluation {
   public static func run(
     _ model: ImageModel, on folder: LabelledFolder, against other: ImageModel? = nil, options: EvaluationOptions = EvaluationOptions(),
     progress: Progress? = nil
-  ) -> EvaluationReport {
+  ) throws -> EvaluationReport {
+    // A folder matches its model label exactly, else ignoring case when that picks one label
+    // (`Happy` for `happy`); the second model's labels are matched the same way.
     let known = Set(model.labels)
-    let items = folder.items.filter { known.contains($0.label) }
+    let folded = Dictionary(grouping: model.labels, by: { $0.lowercased() })
+    func modelLabel(_ label: String) -> String? {
+      if known.contains(label) { return label }
+      if let candidates = folded[label.lowercased()], candidates.count == 1 { return candidates[0] }
+      return nil
+    }
+    let matched = Dictionary(uniqueKeysWithValues: folder.labels.map { ($0, modelLabel($0)) })
+    let items = folder.items.compactMap { item -> LabelledFolder.Item? in
+      matched[item.label]?.flatMap { LabelledFolder.Item(path: item.path, label: $0) }
+    }
+    guard !items.isEmpty else {
+      throw PredictionError.noImagesForModelLabels(folder: folder.url.path, folderLabels: folder.labels, modelLabels: model.labels)
+    }
     let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
     let start = ContinuousClock.now
     let results = classifyAll(items.map { folder.url.appendingPathComponent($0.path) }, model, other, options, threads: threads, progress: progress)
@@ -105,9 +126,10 @@ public enum Evaluation {
         if mine.ranked[0].label == item.label { correct += 1 } else { misclassified.append(prediction) }
         if mine.top(options.topK).contains(where: { $0.label == item.label }) { topK += 1 }
         if let theirs {
-          if theirs.ranked[0].label == item.label { otherCorrect += 1 }
-          if theirs.top(options.topK).contains(where: { $0.label == item.label }) { otherTopK += 1 }
-          if theirs.ranked[0].label == mine.ranked[0].label { agree += 1 } else { disagreements.append(prediction) }
+          let theirTop = modelLabel(theirs.ranked[0].label) ?? theirs.ranked[0].label
+          if theirTop == item.label { otherCorrect += 1 }
+          if theirs.top(options.topK).contains(where: { modelLabel($0.label) == item.label }) { otherTopK += 1 }
+          if theirTop == mine.ranked[0].label { agree += 1 } else { disagreements.append(prediction) }
         }
       }
     }
@@ -123,13 +145,18 @@ public enum Evaluation {
       return .init(label: label, support: support, precision: precision, recall: recall, f1: f1)
     }
     let withImages = Set(items.map(\.label))
+    var caseMatches: [EvaluationReport.LabelMatch] = []
+    for label in folder.labels {
+      if let target = matched[label] ?? nil, target != label { caseMatches.append(.init(folder: label, model: target)) }
+    }
+    let notInModel = folder.labels.filter { (matched[$0] ?? nil) == nil }
     return EvaluationReport(
       folder: folder.url.path, topK: options.topK, cropAndScale: options.cropAndScale, evaluated: evaluated,
       model: .init(path: model.path, kind: model.kind, accuracy: Double(correct) / n, topKAccuracy: Double(topK) / n),
       other: other.map { .init(path: $0.path, kind: $0.kind, accuracy: Double(otherCorrect) / n, topKAccuracy: Double(otherTopK) / n) },
       agreement: other == nil ? nil : Double(agree) / n, disagreements: disagreements, labels: model.labels, confusion: confusion,
-      classes: classes, misclassified: misclassified, folderLabelsNotInModel: folder.labels.filter { !known.contains($0) },
-      modelLabelsWithoutImages: model.labels.filter { !withImages.contains($0) }, unreadable: unreadable, skippedFiles: folder.skipped,
+      classes: classes, misclassified: misclassified, folderLabelsNotInModel: notInModel,
+      modelLabelsWithoutImages: model.labels.filter { !withImages.contains($0) }, labelsMatchedIgnoringCase: caseMatches, unreadable: unreadable, skippedFiles: folder.skipped,
       imagesPerSecond: Double(items.count) / seconds, threads: threads)
   }
 

@@ -166,12 +166,19 @@ public enum PredictionError: Error, Equatable, CustomStringConvertible {
   case notAnImageModel(path: String, detail: String)
   case labelCountMismatch(path: String, labels: Int, outputs: Int)
   case notALabelledFolder(path: String, detail: String)
+  /// No subfolder is named after a label of the model (even ignoring case).
+  case noImagesForModelLabels(folder: String, folderLabels: [String], modelLabels: [String])
 
   public var description: String {
     switch self {
     case .notAnImageModel(let path, let detail): return "\(path): cannot classify photos: \(detail)"
     case .labelCountMismatch(let path, let labels, let outputs): return "\(path): \(labels) labels given for \(outputs) outputs"
     case .notALabelledFolder(let path, let detail): return "\(path) \(detail)"
+    case .noImagesForModelLabels(let folder, let folderLabels, let modelLabels):
+      return "\(folder): no subfolder is named after a label of the model, so no image can be scored; folders: "
+        + folderLabels.prefix(10).joined(separator: ", ") + (folderLabels.count > 10 ? ", ..." : "") + "; model labels: "
+        + modelLabels.prefix(10).joined(separator: ", ") + (modelLabels.count > 10 ? ", ..." : "")
+        + " (name the folders after the labels, or give the labels with --labels in the model's output order)"
     }
   }
 }

@@ -40,11 +40,12 @@ enum EvaluateCommand: Subcommand {
     }
     let model = try PredictCommand.loadModel(parsed.positionals[0], parsed)
     let other = try parsed.value("--against").map { try PredictCommand.loadModel($0, parsed) }
+    PredictCommand.warnIfPreprocessingUnused([model] + [other].compactMap { $0 }, parsed)
     let folder = try LabelledFolder(url: URL(fileURLWithPath: parsed.positionals[1]))
     var options = EvaluationOptions(topK: try parsed.integer("--top-k", minimum: 1) ?? 3, cropAndScale: try PredictCommand.cropOption(parsed))
     options.threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? 0
     let progress = ProgressLine(enabled: isatty(STDERR_FILENO) == 1)
-    let report = Evaluation.run(model, on: folder, against: other, options: options) { done, total in progress.update(done, total) }
+    let report = try Evaluation.run(model, on: folder, against: other, options: options) { done, total in progress.update(done, total) }
     progress.finish()
     if let path = parsed.value("--report") {
       let html = EvaluationPage.html(report, folder: folder)
@@ -93,6 +94,9 @@ enum EvaluateCommand: Subcommand {
     if !report.folderLabelsNotInModel.isEmpty {
       lines.append("  folders whose label the model does not have (not evaluated): \(report.folderLabelsNotInModel.joined(separator: ", "))")
     }
+    if !report.labelsMatchedIgnoringCase.isEmpty {
+      lines.append("  folders matched to model labels ignoring case: " + report.labelsMatchedIgnoringCase.map { "\($0.folder) → \($0.model)" }.joined(separator: ", "))
+    }
     if !report.modelLabelsWithoutImages.isEmpty {
       lines.append("  model labels without a folder of images: \(report.modelLabelsWithoutImages.joined(separator: ", "))")
     }
@@ -124,6 +128,7 @@ enum EvaluateCommand: Subcommand {
       ("misclassified", .array(report.misclassified.map(prediction))),
       ("folderLabelsNotInModel", .array(report.folderLabelsNotInModel.map { .string($0) })),
       ("modelLabelsWithoutImages", .array(report.modelLabelsWithoutImages.map { .string($0) })),
+      ("labelsMatchedIgnoringCase", .array(report.labelsMatchedIgnoringCase.map { .object([("folder", .string($0.folder)), ("model", .string($0.model))]) })),
       ("unreadable", .array(report.unreadable.sorted { $0.key < $1.key }.map { .object([("path", .string($0.key)), ("error", .string($0.value))]) })),
       ("skippedFiles", .array(report.skippedFiles.map { .string($0) })),
       ("imagesPerSecond", .number(report.imagesPerSecond)), ("threads", .number(Double(report.threads))),

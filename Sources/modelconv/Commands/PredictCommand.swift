@@ -49,6 +49,7 @@ enum PredictCommand: Subcommand {
       throw UsageError(message: "expected a model and at least one image\n\n" + usage)
     }
     let model = try loadModel(parsed.positionals[0], parsed)
+    warnIfPreprocessingUnused([model], parsed)
     let topK = try parsed.integer("--top-k", minimum: 1) ?? 3
     let crop = try cropOption(parsed)
     let threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
@@ -99,11 +100,14 @@ enum PredictCommand: Subcommand {
     }
     options.labels = try ConvertCommand.classLabels(parsed)
     options.inputShapes = try ConvertCommand.inputShapes(parsed)
-    let model = try ImageModel.load(contentsOf: URL(fileURLWithPath: path), options: options)
-    if model.kind != "keras" && options.preprocessing != nil {
-      Console.warning("\(path) is a Core ML model: its own image scaler applies, --image-scale and the bias options are ignored")
-    }
-    return model
+    return try ImageModel.load(contentsOf: URL(fileURLWithPath: path), options: options)
+  }
+
+  /// Warns when Keras preprocessing options were given but no model of the command is a Keras file.
+  static func warnIfPreprocessingUnused(_ models: [ImageModel], _ parsed: ParsedArguments) {
+    let given = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"].contains { parsed.value($0) != nil } || parsed.flag("--bgr")
+    guard given, !models.contains(where: { $0.kind == "keras" }) else { return }
+    Console.warning("\(models.map(\.path).joined(separator: " and ")): Core ML models apply their own image scaler; --image-scale and the bias options only apply to Keras files and are ignored")
   }
 
   static func cropOption(_ parsed: ParsedArguments) throws -> CropAndScale {
