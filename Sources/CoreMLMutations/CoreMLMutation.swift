@@ -1,3 +1,4 @@
+import Foundation
 /// One deliberate error in a written Core ML file, of the kind a wrong converter could make.
 ///
 /// A mutation is identified by all of its fields: `CoreMLMutator.apply` looks it up again among the
@@ -75,4 +76,9 @@ public enum CoreMLMutationError: Error, Equatable, CustomStringConvertible {
     case .notRunnable(let layers): return "the model has layers the runtime cannot run: \(layers.joined(separator: ", "))"
     }
   }
+}
+
+extension CoreMLMutationError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

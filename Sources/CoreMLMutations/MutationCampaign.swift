@@ -116,3 +116,8 @@ public enum MutationCampaign {
     }
   }
 }
+
+extension MutationCampaign.CampaignError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
+}

@@ -1,3 +1,4 @@
+import Foundation
 /// Why an image file could not be used.
 public enum ImageFileError: Error, Equatable, CustomStringConvertible {
   case unreadable(path: String, reason: String)
@@ -16,4 +17,9 @@ public enum ImageFileError: Error, Equatable, CustomStringConvertible {
     case .tooLarge(let path, let detail): return "\(path): \(detail)"
     }
   }
+}
+
+extension ImageFileError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

@@ -1,3 +1,4 @@
+import Foundation
 /// Why a graph could not be built.
 public enum GraphError: Error, Equatable, CustomStringConvertible {
   /// An operation got inputs whose shapes it cannot take.
@@ -17,4 +18,9 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
     case .duplicateName(let name): return "two tensors are both named '\(name)'"
     }
   }
+}
+
+extension GraphError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

@@ -169,4 +169,22 @@ import Testing
     let help = try cli.run(["help", "inspect"])
     #expect(help.stdout.contains("--json") && help.stdout.contains("EXIT CODES"))
   }
+
+  /// Errors are `LocalizedError`s: `localizedDescription` is the message, not "The operation could not be completed".
+  @Test func errorsSayWhatWentWrong() throws {
+    do {
+      _ = try ModelInspector.inspect(contentsOf: URL(fileURLWithPath: "/nonexistent/model_v6.h5"))
+      Issue.record("no error")
+    } catch {
+      #expect(error.localizedDescription.contains("/nonexistent/model_v6.h5"), "\(error.localizedDescription)")
+    }
+    do {
+      _ = try ImageFile.read(contentsOf: Fixtures.url("images/truncated.png"))
+      Issue.record("no error")
+    } catch {
+      #expect(error.localizedDescription.contains("truncated.png"), "\(error.localizedDescription)")
+    }
+    let error: Error = ConversionError.nameCountMismatch(kind: "input", given: 2, expected: 1)
+    #expect(error.localizedDescription == "\(ConversionError.nameCountMismatch(kind: "input", given: 2, expected: 1))")
+  }
 }

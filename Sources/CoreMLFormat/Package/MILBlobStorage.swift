@@ -136,3 +136,8 @@ public enum MILBlobStorage {
     static func load64(_ b: [UInt8], _ o: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(b[o + $1]) << (8 * UInt64($1)) } }
   }
 }
+
+extension MILBlobStorage.FormatError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
+}

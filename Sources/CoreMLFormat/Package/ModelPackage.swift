@@ -129,3 +129,8 @@ public enum ModelPackage {
     try? FileManager.default.removeItem(at: old)
   }
 }
+
+extension ModelPackage.FormatError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
+}

@@ -1,3 +1,4 @@
+import Foundation
 /// Why a Core ML model could not be read.
 public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
   /// The file could not be opened.
@@ -31,4 +32,9 @@ public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
     case .unsupportedOperation(let path, let type, let name, let detail): return "\(path): \(type) operation '\(name)': \(detail)"
     }
   }
+}
+
+extension CoreMLReaderError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

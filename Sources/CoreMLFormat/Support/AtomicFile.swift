@@ -61,3 +61,8 @@ public enum AtomicFile {
     }
   }
 }
+
+extension AtomicFile.DestinationError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
+}

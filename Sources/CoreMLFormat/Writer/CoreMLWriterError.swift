@@ -1,3 +1,4 @@
+import Foundation
 /// Why an IR graph could not be written as a Core ML model.
 public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   /// An operation has no Core ML neural-network layer mapping with these attributes.
@@ -36,4 +37,9 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
       return "\(reason), which \(target) cannot load (it reads specification versions up to \(DeploymentTarget.parse(target)?.specificationVersion ?? 0); version \(needs) needs a newer release)"
     }
   }
+}
+
+extension CoreMLWriterError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

@@ -1,3 +1,4 @@
+import Foundation
 /// Why an HDF5 file or one of its objects could not be read.
 public enum HDF5Error: Error, Equatable, CustomStringConvertible {
   /// The file is not in HDF5 format.
@@ -17,4 +18,9 @@ public enum HDF5Error: Error, Equatable, CustomStringConvertible {
     case .unreadable(let path, let object, let detail): return "\(path): cannot read '\(object)': \(detail)"
     }
   }
+}
+
+extension HDF5Error: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

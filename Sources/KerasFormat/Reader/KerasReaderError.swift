@@ -1,3 +1,4 @@
+import Foundation
 /// Why a Keras model could not be read or turned into a graph.
 public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
   /// The file does not exist or cannot be read.
@@ -90,4 +91,9 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
     case .readerFailed(let path, let detail): return "\(path): \(detail): the file is corrupt (or too large for the reader's limits)"
     }
   }
+}
+
+extension KerasReaderError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

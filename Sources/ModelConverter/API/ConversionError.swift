@@ -1,3 +1,4 @@
+import Foundation
 /// Why a conversion was refused before or after the readers and writers ran.
 public enum ConversionError: Error, Equatable, CustomStringConvertible {
   /// More or fewer names than the model has inputs or outputs.
@@ -20,4 +21,9 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
       return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (convert anyway with --allow-nonfinite)"
     }
   }
+}
+
+extension ConversionError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }

@@ -182,3 +182,8 @@ public enum PredictionError: Error, Equatable, CustomStringConvertible {
     }
   }
 }
+
+extension PredictionError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
+}

@@ -1,3 +1,4 @@
+import Foundation
 /// Why two models could not be compared at all (as opposed to comparing and differing).
 public enum VerificationError: Error, Equatable, CustomStringConvertible {
   /// The models have different numbers of inputs or outputs.
@@ -22,4 +23,9 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
       return "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
     }
   }
+}
+
+extension VerificationError: LocalizedError {
+  /// The same text as `description`, so `localizedDescription` says what went wrong.
+  public var errorDescription: String? { description }
 }
