@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine, builds modelconv, converts the bundled digits classifier
 # (Samples/Digits, a CNN trained with real Keras) into a Core ML classifier with an image input,
-# and verifies the result against the Keras model and the outputs real Keras saved.
+# verifies the result against the Keras model and the outputs real Keras saved, then inspects it,
+# classifies two photos and evaluates it on the bundled labelled test folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,3 +17,9 @@ mkdir -p out
   -o out/Digits.mlmodel
 .build/release/modelconv verify Samples/Digits/digits_cnn.h5 out/Digits.mlmodel \
   --reference Samples/Digits/digits_cnn.reference.h5 --image-scale 0.00392156862745098 --labels-file Samples/Digits/labels.txt
+# The day after converting: look inside, classify two photos, score the labelled test folder
+# (Samples/Digits/test_images, one folder per label) against the Keras file.
+.build/release/modelconv inspect out/Digits.mlmodel
+.build/release/modelconv predict out/Digits.mlmodel Samples/Digits/test_images/7/test_1395.png Samples/Digits/test_images/3/test_1170.png --top-k 2
+.build/release/modelconv evaluate out/Digits.mlmodel Samples/Digits/test_images \
+  --against Samples/Digits/digits_cnn.h5 --image-scale 1/255 --labels-file Samples/Digits/labels.txt --report out/Digits-evaluation.html

@@ -7,6 +7,7 @@ Scripts/setup.sh
 Scripts/check-proto.sh
 swift build
 swift test
+Scripts/check-example.sh
 # The BLAS kernel tests again under two other OpenBLAS kernel sets, so they hold whichever one a CPU gets.
 for core in Prescott Haswell; do
   OPENBLAS_CORETYPE=$core swift test --skip-build --filter FastKernelTests

@@ -1,0 +1,17 @@
+// swift-tools-version: 6.0
+// The README's library example as a package of its own, depending on ModelConverter as a user's
+// package would (here by path; from a clone, `.package(url: "<your clone's URL>", branch: "main")`).
+// `Scripts/check-example.sh` checks that main.swift is the README's code, builds it and runs it.
+import PackageDescription
+
+let package = Package(
+  name: "LibraryExample",
+  dependencies: [
+    .package(name: "ModelConverter", path: "../.."),
+  ],
+  targets: [
+    .executableTarget(
+      name: "LibraryExample",
+      dependencies: [.product(name: "ModelConverter", package: "ModelConverter")]),
+  ]
+)
