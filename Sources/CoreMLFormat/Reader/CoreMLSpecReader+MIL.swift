@@ -248,11 +248,22 @@ struct MILProgramDecoder {
     func word(_ index: Int, _ size: Int) -> UInt64 {
       (0..<size).reduce(UInt64(0)) { $0 | UInt64(bytes[index * size + $1]) << (8 * UInt64($1)) }
     }
+    // Whole little-endian words, loaded directly (weights are most of a package: keep this loop plain).
+    func floats<Word: FixedWidthInteger>(_: Word.Type, _ convert: (Word) -> Float) -> [Float] {
+      [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+        bytes.withUnsafeBytes { raw in
+          for index in 0..<count {
+            buffer[index] = convert(Word(littleEndian: raw.loadUnaligned(fromByteOffset: index * MemoryLayout<Word>.size, as: Word.self)))
+          }
+        }
+        initialized = count
+      }
+    }
     switch dataType {
-    case .float16: result.floats = (0..<count).map { Float(Float16(bitPattern: UInt16(word($0, 2)))) }
-    case .bfloat16: result.floats = (0..<count).map { Float(bitPattern: UInt32(word($0, 2)) << 16) }
-    case .float32: result.floats = (0..<count).map { Float(bitPattern: UInt32(word($0, 4))) }
-    case .float64: result.floats = (0..<count).map { Float(Double(bitPattern: word($0, 8))) }
+    case .float16: result.floats = floats(UInt16.self) { Float(Float16(bitPattern: $0)) }
+    case .bfloat16: result.floats = floats(UInt16.self) { Float(bitPattern: UInt32($0) << 16) }
+    case .float32: result.floats = floats(UInt32.self) { Float(bitPattern: $0) }
+    case .float64: result.floats = floats(UInt64.self) { Float(Double(bitPattern: $0)) }
     default:
       var integers = [Int64](repeating: 0, count: count)
       for index in 0..<count {
