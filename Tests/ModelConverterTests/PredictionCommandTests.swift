@@ -71,7 +71,7 @@ import Testing
 
   @Test func helpListsEveryCommandAndOption() throws {
     let top = try cli.run(["--help"])
-    for command in ["convert", "verify", "predict", "evaluate"] {
+    for command in ["convert", "verify", "inspect", "predict", "evaluate"] {
       #expect(top.stdout.contains("  \(command) "), "\(command) listed")
       let page = try cli.run(["help", command])
       #expect(page.status == 0)
