@@ -86,7 +86,9 @@ enum ModelConvCommand {
         // Under --json a failure is a JSON document too (on stdout, where the result would have been).
         Console.out(JSONValue.object([
           ("schema", .string("modelconv.error/1")), ("command", .string(command)), ("exitCode", .number(Double(code.rawValue))),
-          ("kind", .string(code.kind)), ("message", .string(String(describing: error))),
+          ("kind", .string(code.kind)),
+          // The message without the help page some usage errors append.
+          ("message", .string(String(describing: error).components(separatedBy: "\n\n")[0])),
         ]).rendered)
       } else {
         Console.error(String(describing: error))

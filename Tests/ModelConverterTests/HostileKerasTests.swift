@@ -390,6 +390,6 @@ import Testing
     try KerasConverter.convert(modelAt: source).write(to: output)
     let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 2, reference: reference))
     #expect(report.passed)
-    #expect(report.outputs.contains { $0.comparedWith.contains("real Keras") && $0.passed && $0.elements > 0 })
+    #expect(report.outputs.contains { $0.comparedWith.description.contains("real Keras") && $0.passed && $0.elements > 0 })
   }
 }

@@ -50,6 +50,8 @@ import Testing
     #expect(inspection.kerasVersion == "2.15.0")
     #expect(inspection.inputs.map(\.type.shape) == [[8, 8, 1]])
     #expect(inspection.outputs.map(\.type.shape) == [[10]])
+    // Outputs are named after the Keras layers that produce them.
+    #expect(inspection.outputs.map(\.name) == ["probabilities"])
     #expect(inspection.specificationVersion == nil && inspection.oldestReleases.isEmpty)
     let archive = try ModelInspector.inspect(contentsOf: Fixtures.url("keras_zip/functional.keras"))
     #expect(archive.format == .kerasArchive)
@@ -137,6 +139,31 @@ import Testing
       #expect(inspection.parameterCount == keras.parameterCount)
       #expect(inspection.inputs == [.init(name: "image", type: .init(kind: "image", width: 8, height: 8, colorSpace: "GRAYSCALE"))])
       #expect(inspection.specificationVersion == model.summary.specificationVersion)
+    }
+  }
+
+  /// What `convert` reports is what the written file declares, for both formats, images and arrays.
+  @Test func conversionSummaryMatchesTheWrittenDescription() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let source = Fixtures.digits.appendingPathComponent("digits_cnn.h5")
+    for format in [ModelFormat.neuralNetwork, .mlProgram] {
+      for image in [true, false] {
+        let model = try KerasConverter.convert(
+          modelAt: source,
+          options: ConversionOptions(
+            inputNames: ["image"], imageInputNames: image ? ["image"] : [], classLabels: image ? .integers(Array(0...9)) : nil,
+            imageScale: image ? 1 / 255 : 1, format: format))
+        let url = directory.appendingPathComponent("m\(image).\(format.fileExtension)")
+        try model.write(to: url)
+        let inspection = try ModelInspector.inspect(contentsOf: url)
+        #expect(inspection.inputs == model.summary.inputs, "\(format) image \(image)")
+        #expect(inspection.outputs == model.summary.outputs, "\(format) image \(image)")
+        if !image {
+          // Core ML's documented layouts: a neural network's [C, H, W]; a program keeps [1, H, W, C].
+          #expect(inspection.inputs.first?.type.shape == (format == .neuralNetwork ? [1, 8, 8] : [1, 8, 8, 1]))
+        }
+      }
     }
   }
 

@@ -60,6 +60,10 @@ public struct NeuralNetworkWriter: CoreMLModelWriter {
   public init() {}
   public var format: ModelFormat { .neuralNetwork }
 
+  /// The multiarray shape a model input or output of this IR shape gets in the description: `[D]`,
+  /// `[D]` for `[T, D]` (time on the sequence axis), `[C, H, W]` for `[H, W, C]` (nil beyond rank 4).
+  public static func featureShape(_ shape: [Int]) -> [Int]? { CoreMLLayerEmitter.coreMLShape(shape) }
+
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
     let (bytes, version) = try CoreMLWriter.serializeWithVersion(graph, options: options)
     if let target = options.target, version > target.specificationVersion {

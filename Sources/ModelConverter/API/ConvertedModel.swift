@@ -48,8 +48,9 @@ public struct ConvertedModel: Sendable {
         let space = value.type.shape.last == 1 ? "GRAYSCALE" : image.isBGR ? "BGR" : "RGB"
         return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space))
       }
-      // An ML Program keeps the batch axis of 1; a neural network's arrays have none.
-      let shape = format == .mlProgram ? [1] + value.type.shape : value.type.shape
+      // As the description declares it: an ML Program keeps the batch axis of 1 and Keras' order; a
+      // neural network's arrays have no batch axis and are channels first.
+      let shape = format == .mlProgram ? [1] + value.type.shape : NeuralNetworkWriter.featureShape(value.type.shape) ?? value.type.shape
       return .init(name: value.name, type: .init(kind: "multiArray", shape: shape, dataType: "float32"))
     }
     var outputs = graph.outputs.map(feature)

@@ -67,9 +67,10 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     public var name: String
     /// The Keras class (`Conv2D`), the neural-network layer type (`convolution`) or the MIL operation (`conv`).
     public var type: String
-    /// The output shape without the batch axis for Keras (as `model.summary()` after `None`); as Core ML
-    /// lays the blob out for a neural network (`[C, H, W]` under the classic rank-5 mapping); as declared
-    /// for an ML Program. Nil when it cannot be worked out (see `ModelInspection.shapesUnavailable`).
+    /// The output shape without the batch axis for Keras (as `model.summary()` after `None`); for a
+    /// neural network, the blob as Core ML lays it out (`[Seq, C, H, W]` under the classic rank-5
+    /// mapping, where Seq is 1 for images: `[1, 32, 46, 46]`; the declared rank with batch under exact
+    /// mapping); as declared for an ML Program. Nil when it cannot be worked out (see `shapesUnavailable`).
     public var outputShape: [Int]?
     public var parameterCount: Int
   }

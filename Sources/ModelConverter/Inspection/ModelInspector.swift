@@ -52,13 +52,22 @@ public enum ModelInspector {
     func feature(_ id: ValueID, in graph: Graph) -> ConversionSummary.Feature {
       .init(name: graph[id].name, type: .init(kind: "multiArray", shape: graph[id].type.shape, dataType: "float32"))
     }
+    // Outputs go by the Keras layers that produce them (the graph's own value names are internal).
+    let outputLayers = keras.config.kind == .functional ? keras.config.outputs.map(\.layer) : [keras.config.layers.last?.name].compactMap { $0 }
+    func outputFeatures(_ graph: Graph) -> [ConversionSummary.Feature] {
+      graph.outputs.enumerated().map { index, id in
+        var feature = feature(id, in: graph)
+        if outputLayers.count == graph.outputs.count { feature.name = outputLayers[index] }
+        return feature
+      }
+    }
     let parameters = keras.storedParameterCount
     return ModelInspection(
       path: url.path, format: format == .kerasArchive ? .kerasArchive : .kerasHDF5,
       kind: keras.config.kind == .sequential ? .kerasSequential : .kerasFunctional, kerasVersion: keras.kerasVersion,
       kerasBackend: keras.backend, specificationVersion: nil, opset: nil, oldestReleases: [],
       inputs: graph.map { g in g.inputs.map { feature($0, in: g) } } ?? [],
-      outputs: graph.map { g in g.outputs.map { feature($0, in: g) } } ?? [], imageInputs: [], labels: [],
+      outputs: graph.map(outputFeatures) ?? [], imageInputs: [], labels: [],
       metadata: .init(name: keras.config.name, userDefined: []), layers: layers, shapesUnavailable: unavailable,
       parameterCount: parameters,
       // The reader holds every weight as float32 (float16 and float64 datasets are converted on reading).

@@ -26,11 +26,7 @@ struct Comparison {
 
   /// What a statistic compares: one output, on random or reference inputs, against what.
   struct StatisticsKey: Hashable, Comparable {
-    enum Against: String {
-      case source = "source model (our runtime)"
-      case reference = "reference outputs (real Keras)"
-      case referenceThroughSource = "reference outputs (real Keras), checking the source model as our runtime reads it"
-    }
+    typealias Against = ParityReport.Reference
     var output: Int
     /// `random` or `reference`.
     var inputs: String
@@ -254,13 +250,13 @@ struct Comparison {
     let kind = expected == nil ? "random" : "reference"
     for index in sourceOutputs.indices {
       let mapped = outputLayouts[index].toKeras(convertedOutputs[index], shape: sourceOutputs[index].shape)
-      accumulate(.init(output: index, inputs: kind, against: .source), actual: mapped.values, expected: sourceOutputs[index].values)
+      accumulate(.init(output: index, inputs: kind, against: .sourceModel), actual: mapped.values, expected: sourceOutputs[index].values)
       if let expected {
         guard expected[index].values.count == mapped.values.count else {
           throw VerificationError.invalidReference(path: options.reference?.path ?? "", detail: "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)")
         }
-        accumulate(.init(output: index, inputs: kind, against: .reference), actual: mapped.values, expected: expected[index].values)
-        accumulate(.init(output: index, inputs: kind, against: .referenceThroughSource), actual: sourceOutputs[index].values, expected: expected[index].values)
+        accumulate(.init(output: index, inputs: kind, against: .referenceOutputs), actual: mapped.values, expected: expected[index].values)
+        accumulate(.init(output: index, inputs: kind, against: .referenceOutputsThroughSource), actual: sourceOutputs[index].values, expected: expected[index].values)
       }
       if let probabilities = converted.probabilitiesOutput, converted.graph[converted.graph.outputs[index]].name == probabilities {
         classifications.append((expected?[index].values ?? sourceOutputs[index].values, mapped.values))
@@ -312,7 +308,7 @@ struct Comparison {
       let stats = statistics[key]!
       let snr = stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise)
       return ParityReport.OutputParity(
-        name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against.rawValue, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
+        name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
         maxRelativeError: stats.maxRelative, mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
         snrDecibels: snr, passed: tolerance.passes(mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
     }

@@ -3,14 +3,32 @@ import CoreMLFormat
 /// What `ParityVerifier` found: per-output and per-layer error statistics, the preprocessing check,
 /// classifier agreement, timing and a verdict.
 public struct ParityReport: Sendable, Equatable, Codable {
+  /// What a converted output is compared with.
+  public enum Reference: String, Sendable, Equatable, Codable, CustomStringConvertible {
+    /// The source model, run by our runtime on the same inputs.
+    case sourceModel
+    /// The outputs real Keras saved in the reference file.
+    case referenceOutputs
+    /// The reference file's outputs, compared with the source model as our runtime reads it (a check of
+    /// the reader and runtime, not of the conversion).
+    case referenceOutputsThroughSource
+
+    public var description: String {
+      switch self {
+      case .sourceModel: return "source model (our runtime)"
+      case .referenceOutputs: return "reference outputs (real Keras)"
+      case .referenceOutputsThroughSource: return "reference outputs (real Keras), checking the source model as our runtime reads it"
+      }
+    }
+  }
+
   /// Error statistics of one output over all samples.
   public struct OutputParity: Sendable, Equatable, Codable {
     public var name: String
     /// Which inputs were compared: `random` or `reference`.
     public var inputs: String
-    /// What the converted model was compared with: the source model run by our runtime, or the
-    /// expected outputs saved in the reference file.
-    public var comparedWith: String
+    /// What the converted model was compared with.
+    public var comparedWith: Reference
     public var elements: Int
     public var maxAbsoluteError: Float
     public var maxRelativeError: Float
@@ -49,8 +67,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var seed: UInt64
   public var absoluteTolerance: Float
   public var relativeTolerance: Float
-  /// Where the tolerances come from (`float32 weights`, `float16 weights (32 x 2^-11)`, `given ...`).
-  public var toleranceBasis: String
+  /// Where the tolerances come from.
+  public var toleranceBasis: VerificationTolerance.Basis
   /// For reduced-precision weights: the largest relative RMS error a tensor may have (see `VerificationTolerance`).
   public var maximumRelativeRMSError: Float?
   public var outputs: [OutputParity]

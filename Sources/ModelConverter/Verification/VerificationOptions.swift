@@ -52,7 +52,7 @@ public struct VerificationOptions: Sendable, Equatable {
     if let relativeTolerance { rule.relative = relativeTolerance }
     if absoluteTolerance != nil || relativeTolerance != nil {
       // Given tolerances mean the element rule, as written.
-      rule.basis = "given (default: \(rule.basis))"
+      rule.basis = .given
       rule.maximumRelativeRMS = nil
     }
     return rule

@@ -7,17 +7,37 @@ import CoreMLFormat
 /// layer sums, so the absolute term follows the tensor's own size (for probabilities and other tensors
 /// of RMS at most 1 it is the plain absolute tolerance).
 public struct VerificationTolerance: Sendable, Equatable, Codable {
+  /// Where the values come from.
+  public enum Basis: String, Sendable, Equatable, Codable, CustomStringConvertible {
+    /// Float32 weights: `float32`.
+    case float32Weights
+    /// Float16 weights or computation: relative RMS error at most 64 x 2^-11.
+    case float16Weights
+    /// n-bit quantized or palettized weights: relative RMS error at most min(64 / (2 (2^n - 1)), 0.25).
+    case quantizedWeights
+    /// Given by the caller (`--atol`, `--rtol`).
+    case given
+
+    public var description: String {
+      switch self {
+      case .float32Weights: return "float32 weights"
+      case .float16Weights: return "float16 weights (relative RMS error <= 64 x 2^-11)"
+      case .quantizedWeights: return "quantized weights (relative RMS error <= min(64 / (2 (2^bits - 1)), 0.25))"
+      case .given: return "given"
+      }
+    }
+  }
+
   public var absolute: Float
   public var relative: Float
-  /// Why these values: `float32 weights`, `float16 weights (64 x 2^-11)`, or `given`.
-  public var basis: String
+  public var basis: Basis
   /// For reduced-precision weights: a tensor passes when `||converted - expected|| <= this * ||expected||`
   /// over all its elements and samples (its signal-to-noise ratio is at least `-20 log10(this)` dB), since
   /// rounded weights move every element a little and the largest single error says little. Nil: every
   /// element must pass the element rule.
   public var maximumRelativeRMS: Float?
 
-  public init(absolute: Float, relative: Float, basis: String, maximumRelativeRMS: Float? = nil) {
+  public init(absolute: Float, relative: Float, basis: Basis, maximumRelativeRMS: Float? = nil) {
     self.absolute = absolute
     self.relative = relative
     self.basis = basis
@@ -26,7 +46,7 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
 
   /// Float32 weights: both models compute in float32 from the same numbers; what differs is summation
   /// order and folding (about 1e-7 relative per operation), far inside these bounds.
-  public static let float32 = VerificationTolerance(absolute: 1e-5, relative: 1e-3, basis: "float32 weights")
+  public static let float32 = VerificationTolerance(absolute: 1e-5, relative: 1e-3, basis: .float32Weights)
 
   /// How many unit roundoffs of the stored weights a tensor may move, relative to its RMS: a dot
   /// product of weights each off by at most `u` relative is off by at most `u * sum|w x|`, which exceeds
@@ -45,18 +65,17 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
   public static func defaults(for spec: CoreMLModelSpec) -> VerificationTolerance {
     // Neural-network layers and ML Program constants alike (`CoreMLModelSpec.quantizationBits`, `usesFloat16`).
     let bits = spec.quantizationBits > 0 ? spec.quantizationBits : nil
-    let multiple = Int(roundoffMultiple)
     if let bits {
       let u = 1 / (2 * Float((1 << bits) - 1))
       let limit = min(roundoffMultiple * u, loosestRelativeRMS)
       return VerificationTolerance(
-        absolute: limit, relative: limit, basis: "\(bits)-bit quantized weights (relative RMS error <= min(\(multiple) x 1/(2 (2^\(bits) - 1)), 0.25))",
+        absolute: limit, relative: limit, basis: .quantizedWeights,
         maximumRelativeRMS: limit)
     }
     if spec.usesFloat16 {
       let limit = roundoffMultiple / 2048
       return VerificationTolerance(
-        absolute: limit, relative: limit, basis: "float16 weights (relative RMS error <= \(multiple) x 2^-11)", maximumRelativeRMS: limit)
+        absolute: limit, relative: limit, basis: .float16Weights, maximumRelativeRMS: limit)
     }
     return .float32
   }

@@ -45,7 +45,7 @@ enum ConvertCommand: Subcommand {
     .flag("--allow-nonfinite", section: "OTHER", help: "Write NaN or infinite weights and negative BatchNormalization variances as they are (refused by default: Core ML computes garbage)."),
     .flag("--custom-layers", section: "OTHER", help: "Make unknown layers Core ML custom layers (class name, config values as parameters, weights) instead of failing; the app implements them."),
     .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the input as weights only, with this model.to_json() architecture."),
-    .flag("--json", section: "OTHER", help: "Print a machine-readable summary (schema modelconv.convert/1; errors as modelconv.error/1)."),
+    .flag("--json", section: "OTHER", help: "Print a machine-readable summary (schema modelconv.convert/2; errors as modelconv.error/1)."),
   ]
 
   static let examples = [
@@ -90,8 +90,8 @@ enum ConvertCommand: Subcommand {
     let json = parsed.flag("--json")
     guard verify else {
       try write(model, to: output)
-      print(model.summary, output: output, json: json)
-      if !json { warn(model.preprocessingWarnings) }
+      print(model.summary, output: output, json: json, warnings: model.preprocessingWarnings)
+      warn(model.preprocessingWarnings)
       return .success
     }
 
@@ -110,12 +110,12 @@ enum ConvertCommand: Subcommand {
     report.converted = output
     try write(model, to: output)
     if json {
-      Console.out(try document(output: output, summary: model.summary, verification: report).rendered)
+      Console.out(try document(output: output, summary: model.summary, warnings: model.preprocessingWarnings, verification: report).rendered)
     } else {
-      print(model.summary, output: output, json: false)
-      warn(model.preprocessingWarnings)
+      print(model.summary, output: output, json: false, warnings: [:])
       VerifyCommand.print(report, json: false)
     }
+    warn(model.preprocessingWarnings)
     return report.passed ? .success : .failure
   }
 
@@ -229,18 +229,22 @@ enum ConvertCommand: Subcommand {
     return shapes
   }
 
-  /// Schema `modelconv.convert/1`: `output`, `summary` (ConversionSummary, typed feature types) and
-  /// `verification` (the `modelconv.verify/1` report without its schema key, or null without --verify).
-  static func document(output: String, summary: ConversionSummary, verification: ParityReport?) throws -> JSONValue {
-    .object([
-      ("schema", .string("modelconv.convert/1")), ("output", .string(output)), ("summary", try JSONValueEncoder.encode(summary)),
-      ("verification", try verification.map(JSONValueEncoder.encode) ?? .null),
+  /// Schema `modelconv.convert/2`: `output`, `summary` (ConversionSummary, typed feature types),
+  /// `warnings` (what looks wrong about each image input's preprocessing, also printed on standard
+  /// error) and `verification` (the `modelconv.verify/2` report without its schema key, or null without --verify).
+  static func document(output: String, summary: ConversionSummary, warnings: [String: [String]], verification: ParityReport?) throws -> JSONValue {
+    let warningList = warnings.sorted { $0.key < $1.key }.flatMap { input, messages in
+      messages.map { JSONValue.object([("input", .string(input)), ("message", .string($0))]) }
+    }
+    return .object([
+      ("schema", .string("modelconv.convert/2")), ("output", .string(output)), ("summary", try JSONValueEncoder.encode(summary)),
+      ("warnings", .array(warningList)), ("verification", try verification.map(JSONValueEncoder.encode) ?? .null),
     ])
   }
 
-  static func print(_ summary: ConversionSummary, output: String, json: Bool) {
+  static func print(_ summary: ConversionSummary, output: String, json: Bool, warnings: [String: [String]]) {
     if json {
-      if let document = try? document(output: output, summary: summary, verification: nil) { Console.out(document.rendered) }
+      if let document = try? document(output: output, summary: summary, warnings: warnings, verification: nil) { Console.out(document.rendered) }
       return
     }
     let kind = summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType

@@ -119,7 +119,7 @@ enum EvaluateCommand: Subcommand {
     return .object([
       ("schema", .string("modelconv.evaluate/1")), ("folder", .string(report.folder)), ("evaluated", .number(Double(report.evaluated))),
       ("topK", .number(Double(report.topK))), ("crop", .string(report.cropAndScale.rawValue)), ("model", model(report.model)),
-      ("against", model(report.other)), ("agreement", .optional(report.agreement)), ("disagreements", .array(report.disagreements.map(prediction))),
+      ("against", model(report.other)), ("agreement", .optional(report.agreement)), ("disagreements", report.other == nil ? .null : .array(report.disagreements.map(prediction))),
       ("labels", .array(report.labels.map { .string($0) })), ("confusion", .array(report.confusion.map { .integers($0) })),
       ("classes", .array(report.classes.map {
         .object([("label", .string($0.label)), ("support", .number(Double($0.support))), ("precision", .optional($0.precision)),

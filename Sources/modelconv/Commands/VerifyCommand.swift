@@ -36,7 +36,7 @@ enum VerifyCommand: Subcommand {
     .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a Keras input with unknown dimensions (repeatable)."),
     .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the source as weights only, with this model.to_json() architecture."),
     .flag("--layers", section: "OTHER", help: "Print every compared layer, not only the first mismatch."),
-    .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/1, with the per-layer table)."),
+    .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/2, with the per-layer table)."),
   ]
 
   static let examples = [
@@ -101,9 +101,9 @@ enum VerifyCommand: Subcommand {
 
   static func print(_ report: ParityReport, json: Bool, allLayers: Bool = false) {
     if json {
-      // Schema modelconv.verify/1: the ParityReport fields in declaration order, nulls included.
+      // Schema modelconv.verify/2: the ParityReport fields in declaration order, nulls included.
       if case .object(let fields)? = try? JSONValueEncoder.encode(report) {
-        Console.out(JSONValue.object([("schema", .string("modelconv.verify/1"))] + fields).rendered)
+        Console.out(JSONValue.object([("schema", .string("modelconv.verify/2"))] + fields).rendered)
       }
       return
     }
@@ -118,7 +118,7 @@ enum VerifyCommand: Subcommand {
     }
     for input in report.preprocessing {
       if input.checked {
-        lines.append("  \(input.passed ? "ok  " : "FAIL") preprocessing of '\(input.input)': \(input.summary)" + (input.passed ? "" : "; expected \(input.expected ?? "")"))
+        lines.append("  \(input.passed ? "ok  " : "FAIL") preprocessing of '\(input.input)': \(input.summary)" + (input.passed ? "" : "; expected \(input.expectedSummary ?? "")"))
       } else {
         lines.append("  --   preprocessing of '\(input.input)': \(input.summary) (not checked: give convert's --image-scale and bias options)")
       }

@@ -24,8 +24,9 @@ indirect enum JSONValue {
     case .null: return "null"
     case .bool(let value): return value ? "true" : "false"
     case .number(let value):
-      guard value.isFinite else { return value.isNaN ? "\"nan\"" : value > 0 ? "\"inf\"" : "\"-inf\"" }
-      if value == value.rounded() && abs(value) < 1e15 { return String(Int64(value)) }
+      // JSON has no NaN or infinity: a number field that is not finite is null (documented in Docs/JSON.md).
+      guard value.isFinite else { return "null" }
+      if value == value.rounded() && abs(value) < 9.2e18 { return String(Int64(value)) }
       return "\(value)"
     case .string(let value): return Self.quoted(value)
     case .array(let values):
