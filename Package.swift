@@ -4,13 +4,13 @@ import PackageDescription
 /// ModelConverter: Keras `.h5` models to Core ML classifiers, on Linux, without Python.
 ///
 /// Layers of the design, one target each:
-/// - C wrappers: `CHDF5` (libhdf5), `CZip` (libzip, for `.keras` archives), `CProtobufC` (libprotobuf-c), `COpenBLAS` (OpenBLAS' CBLAS),
+/// - C wrappers: `CHDF5` (libhdf5), `CZip` (libzip, for `.keras` archives), `CProtobufC` (libprotobuf-c), `CComputeKernels` (oneDNN's convolutions and GEMM, chosen by CPU features),
 ///   `CoreMLSpec` (protoc-c output for `Schemas/`).
 /// - `ModelIR`: the typed graph that readers produce and writers consume.
 /// - `KerasFormat`: the Keras HDF5 reader.
 /// - `CoreMLFormat`: the Core ML `.mlmodel` writer, and the reader back into the IR.
 /// - `ImageFormat`: PNG and JPEG photos as model inputs (`CImageCodecs` wraps libpng and libjpeg-turbo).
-/// - `ReferenceRuntime`: a float32 interpreter of the IR (direct oracle kernels plus BLAS fast paths).
+/// - `ReferenceRuntime`: a float32 interpreter of the IR (direct oracle kernels plus oneDNN fast paths).
 /// - `ModelConverter`: the public API tying them together.
 /// - `modelconv`: the thin command-line front end.
 /// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
@@ -29,9 +29,6 @@ let package = Package(
       name: "CProtobufC", path: "Sources/CProtobufC", pkgConfig: "libprotobuf-c",
       providers: [.apt(["libprotobuf-c-dev"])]),
     .systemLibrary(
-      name: "COpenBLAS", path: "Sources/COpenBLAS", pkgConfig: "openblas",
-      providers: [.apt(["libopenblas-dev"])]),
-    .systemLibrary(
       name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
       providers: [.apt(["libzip-dev"])]),
     .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
@@ -40,14 +37,20 @@ let package = Package(
       name: "CImageCodecs", path: "Sources/CImageCodecs",
       linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
     .target(name: "ImageFormat", dependencies: ["CImageCodecs"]),
+    // oneDNN (libdnnl-dev) behind a small C interface: convolution and GEMM kernels chosen from the CPU's
+    // instruction sets at run time.
+    .target(name: "CComputeKernels", path: "Sources/CComputeKernels", linkerSettings: [.linkedLibrary("dnnl")]),
     .target(name: "ModelIR"),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
-    .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "COpenBLAS"]),
+    .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
     .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
+    .executableTarget(
+      name: "runtime-bench", dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"],
+      path: "Sources/RuntimeBench"),
     .testTarget(
       name: "ModelConverterTests",
       dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC"]),

@@ -3,7 +3,7 @@
 # Skips apt when everything is already there; uses sudo when not root.
 set -euo pipefail
 
-packages=(libhdf5-dev libprotobuf-c-dev protobuf-c-compiler pkgconf libopenblas-dev libzip-dev libpng-dev libjpeg62-turbo-dev)
+packages=(libhdf5-dev libprotobuf-c-dev protobuf-c-compiler pkgconf libdnnl-dev libzip-dev libpng-dev libjpeg62-turbo-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -12,6 +12,9 @@ struct ExecutionPlan: Sendable {
     var output: ValueID
     /// Applied to every element of the result, in order, in one pass.
     var epilogue: [Activation]
+    /// For convolutions on the fast path: the oneDNN kernel, which applies the epilogue's leading
+    /// activations itself (`PreparedConvolution.remainingEpilogue` are left).
+    var prepared: PreparedConvolution? = nil
   }
 
   let steps: [Step]
@@ -31,9 +34,24 @@ struct ExecutionPlan: Sendable {
     for (index, node) in graph.nodes.enumerated() { for input in node.inputs where consumers[input] == 1 { consumerIndex[input] = index } }
 
     var absorbed = Set<Int>()
+    // ZeroPadding2D read only by a `valid` convolution: the convolution pads instead (when oneDNN takes it).
+    var paddingBefore: [Int: Int] = [:]
+    for (index, node) in graph.nodes.enumerated() {
+      guard case .zeroPadding2D = node.operation, consumers[node.output] == 1, !graph.outputs.contains(node.output),
+        let consumer = consumerIndex[node.output], case .convolution2D(let conv) = graph.nodes[consumer].operation, conv.padding == .valid,
+        graph[node.inputs[0]].type.shape.count == 3
+      else { continue }
+      paddingBefore[consumer] = index
+      absorbed.insert(index)
+    }
     var steps: [Step] = []
     for (index, node) in graph.nodes.enumerated() where !absorbed.contains(index) {
       var step = Step(operation: node.operation, inputs: node.inputs, output: node.output, epilogue: [])
+      var padding: (node: Node, box: Box2D)?
+      if let paddingIndex = paddingBefore[index], case .zeroPadding2D(let box) = graph.nodes[paddingIndex].operation {
+        padding = (graph.nodes[paddingIndex], box)
+        step.inputs = graph.nodes[paddingIndex].inputs
+      }
       // The sole consumer of this step's output, when it can be fused.
       func next() -> (Int, Node)? {
         guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output) else { return nil }
@@ -52,6 +70,17 @@ struct ExecutionPlan: Sendable {
         }
       }
       step.epilogue = Self.simplified(step.epilogue)
+      if case .convolution2D(let conv) = step.operation {
+        let input = Array(graph[step.inputs[0]].type.shape.suffix(3))
+        let leading = graph[step.inputs[0]].type.shape.count - 3
+        let output = Array(graph[step.output].type.shape.dropFirst(max(leading, 0)))
+        step.prepared = PreparedConvolution(conv, inputShape: input, outputShape: output, epilogue: step.epilogue, zeroPadding: padding?.box)
+        if let padding, step.prepared == nil {
+          // oneDNN refused it: pad first after all, and convolve the padded value.
+          steps.append(Step(operation: padding.node.operation, inputs: padding.node.inputs, output: padding.node.output, epilogue: []))
+          step.inputs = [padding.node.output]
+        }
+      }
       steps.append(step)
     }
     self.steps = steps

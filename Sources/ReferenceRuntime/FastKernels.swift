@@ -1,15 +1,22 @@
-import COpenBLAS
+import CComputeKernels
+import Foundation
 import ModelIR
 
-/// Convolution and dense layers through im2col and OpenBLAS' single-precision GEMM.
+/// The fast path's kernels besides oneDNN convolutions (`PreparedConvolution`): dense layers and the
+/// im2col fallback through oneDNN's sgemm, and plain vector loops for elementwise and pooling steps.
 ///
-/// `Kernels` holds the direct loops these are tested against; results agree to float32 rounding.
+/// `Kernels` holds the direct loops these are tested against; results agree within float32 error bounds.
 enum FastKernels {
-  /// OpenBLAS runs on one thread so latency is per core and results are deterministic.
-  static let singleThreaded: Void = { openblas_set_num_threads(1) }()
+  /// oneDNN's sgemm on the calling thread alone (row-major, `C = A B + beta C`).
+  static func sgemm(
+    _ m: Int, _ n: Int, _ k: Int, _ a: UnsafePointer<Float>, _ lda: Int, _ b: UnsafePointer<Float>, _ ldb: Int, beta: Float,
+    _ c: UnsafeMutablePointer<Float>, _ ldc: Int
+  ) {
+    let status = mc_sgemm(Int32(m), Int32(n), Int32(k), a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc), 1)
+    precondition(status == 0, "oneDNN sgemm refused \(m)x\(k) by \(k)x\(n)")
+  }
 
   static func dense(_ x: Tensor, _ dense: Dense) -> [Float] {
-    _ = singleThreaded
     let (n, m) = (dense.inputUnits, dense.outputUnits)
     let rows = x.values.count / n
     var result = [Float](repeating: 0, count: rows * m)
@@ -19,9 +26,7 @@ enum FastKernels {
     x.values.withUnsafeBufferPointer { a in
       dense.kernel.values.withUnsafeBufferPointer { b in
         result.withUnsafeMutableBufferPointer { c in
-          cblas_sgemm(
-            CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(rows), Int32(m), Int32(n), 1, a.baseAddress, Int32(n),
-            b.baseAddress, Int32(m), 1, c.baseAddress, Int32(m))
+          sgemm(rows, m, n, a.baseAddress!, n, b.baseAddress!, m, beta: 1, c.baseAddress!, m)
         }
       }
     }
@@ -29,7 +34,6 @@ enum FastKernels {
   }
 
   static func convolution(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int]) -> [Float] {
-    _ = singleThreaded
     let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
     var result = [Float](repeating: 0, count: oh * ow * oc)
     if let bias = conv.bias {
@@ -46,10 +50,9 @@ enum FastKernels {
       patches.withUnsafeBufferPointer { a in
         conv.kernel.values.withUnsafeBufferPointer { b in
           result.withUnsafeMutableBufferPointer { c in
-            cblas_sgemm(
-              CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(oh * ow), Int32(perGroupOut), Int32(depth), 1,
-              a.baseAddress, Int32(depth), b.baseAddress! + group * perGroupOut, Int32(oc), 1,
-              c.baseAddress! + group * perGroupOut, Int32(oc))
+            sgemm(
+              oh * ow, perGroupOut, depth, a.baseAddress!, depth, b.baseAddress! + group * perGroupOut, oc, beta: 1,
+              c.baseAddress! + group * perGroupOut, oc)
           }
         }
       }
@@ -129,5 +132,14 @@ enum FastKernels {
       out[k] += a[k] * b[k]
       k += 1
     }
+  }
+}
+
+extension Interpreter {
+  /// The kernels the fast path runs on this machine (for benchmarks and `modelconv --version --verbose`):
+  /// oneDNN's version and the instruction set its kernels use here, which oneDNN reads from the CPU's
+  /// feature flags (cpuid), capped by `ONEDNN_MAX_CPU_ISA` when set.
+  public static var backendDescription: String {
+    "oneDNN \(String(cString: mc_dnnl_version())) with \(String(cString: mc_cpu_isa())) kernels"
   }
 }

@@ -1,3 +1,4 @@
+import CComputeKernels
 import Foundation
 import ModelIR
 
@@ -25,11 +26,17 @@ public struct Interpreter: Sendable {
   /// - Parameter observed: intermediate values to compute and return from `runObserving(_:)`; fusion
   ///   never skips them, so each holds what its own node computes.
   public init(graph: Graph, kernels: KernelChoice = .fast, observed: Set<ValueID> = []) {
+    _ = Self.reuseFreedMemory
     self.graph = graph
     self.kernels = kernels
     self.observed = observed
     plan = ExecutionPlan(graph: graph, fuse: kernels == .fast, observed: observed)
   }
+
+  /// Activations are allocated and freed layer after layer: glibc returns large blocks to the system
+  /// at once (each then page-faults in again), unless its mmap and trim thresholds are raised (to the
+  /// 32 MiB maximum), so freed activations are reused.
+  static let reuseFreedMemory: Void = { mc_reuse_freed_memory() }()
 
   /// Runs the graph on one batch item per input (in `graph.inputs` order) and returns the outputs.
   public func run(_ inputs: [Tensor]) -> [Tensor] { runObserving(inputs).outputs }
@@ -51,8 +58,14 @@ public struct Interpreter: Sendable {
     for step in plan.steps {
       let arguments = step.inputs.map { values[$0]! }
       let shape = graph[step.output].type.shape
-      var result = evaluate(step.operation, arguments, outputShape: shape)
-      for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+      var result: [Float]
+      if let prepared = step.prepared {
+        result = prepared.run(arguments[0].values, threads: 1)
+        for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }
+      } else {
+        result = evaluate(step.operation, arguments, outputShape: shape)
+        for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+      }
       if graph[step.output].type.dataType == .float16 { Kernels.roundToFloat16(&result) }
       values[step.output] = Tensor(shape: shape, values: result)
       if observed.contains(step.output) { kept[step.output] = values[step.output] }
@@ -112,8 +125,10 @@ public struct Interpreter: Sendable {
       return result
     case .activation(let activation): return Kernels.activation(activation, x)
     case .softmax(let axis): return Kernels.softmax(x, axis: axis)
-    case .pooling2D(let pool): return Kernels.pooling(x, pool, outputShape: outputShape)
+    case .pooling2D(let pool):
+      return kernels == .fast ? FastKernels.pooling(x, pool, outputShape: outputShape) : Kernels.pooling(x, pool, outputShape: outputShape)
     case .globalPooling2D(let kind, _):
+      if kernels == .fast && x.shape.count == 3 && x.shape[0] * x.shape[1] > 0 { return FastKernels.globalPooling(x, kind: kind) }
       return Kernels.reduce(x, Reduction(kind: kind == .max ? .max : .mean, axes: [0, 1], keepDims: false))
     case .flatten, .reshape, .cast: return x.values
     case .permute(let order):
@@ -132,7 +147,9 @@ public struct Interpreter: Sendable {
       return Kernels.window(x, outputShape: outputShape) { y, xx in (y + box.top, xx + box.left) }
     case .upsampling2D(let fh, let fw, let bilinear):
       return bilinear ? Kernels.bilinear(x, outputShape: outputShape) : Kernels.window(x, outputShape: outputShape) { y, xx in (y / fh, xx / fw) }
-    case .elementwise(let kind): return Kernels.elementwise(kind, inputs, outputShape: outputShape)
+    case .elementwise(let kind):
+      if kernels == .fast, let result = FastKernels.elementwise(kind, inputs, outputShape: outputShape) { return result }
+      return Kernels.elementwise(kind, inputs, outputShape: outputShape)
     case .concatenate(let axis):
       let outer = outputShape.prefix(axis).reduce(1, *)
       var result: [Float] = []

@@ -130,4 +130,46 @@ import Testing
     try Self.compare([.convolution2D(conv), .batchNormalization(norm), .activation(.clippedReLU(maxValue: 0.5, negativeSlope: 0, threshold: 0))], input: [6, 6, 4], seed: 18)
     try Self.compare([.convolution2D(conv), .activation(.tanh), .activation(.linear(scale: 2, offset: 1))], input: [5, 7, 4], seed: 19)
   }
+
+  /// A ZeroPadding2D folded into the `valid` convolution after it (MobileNet's strided blocks), pooling,
+  /// global pooling and same-shape elementwise steps agree with node-by-node evaluation.
+  @Test func paddingPoolingAndElementwiseMatchDirectLoops() throws {
+    let depthwise = Convolution2D(
+      kernel: Constant(shape: [3, 3, 1, 6], values: Self.values(54, seed: 21)), bias: Constant(shape: [6], values: Self.values(6, seed: 22)),
+      strides: [2, 2], dilations: [1, 1], padding: .valid, groups: 6)
+    try Self.compare(
+      [.zeroPadding2D(Box2D(top: 0, bottom: 1, left: 0, right: 1)), .convolution2D(depthwise), .activation(.clip(min: 0, max: 6))],
+      input: [9, 9, 6], seed: 23)
+    let full = Convolution2D(
+      kernel: Constant(shape: [3, 3, 6, 4], values: Self.values(216, seed: 24)), bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)
+    try Self.compare([.zeroPadding2D(Box2D(top: 2, bottom: 1, left: 1, right: 3)), .convolution2D(full)], input: [7, 8, 6], seed: 25)
+    for kind in [PoolingKind.max, .average] {
+      for padding in [Padding.same, .valid] {
+        try Self.compare([.pooling2D(Pooling2D(kind: kind, pool: [3, 3], strides: [2, 2], padding: padding))], input: [9, 8, 5], seed: 26)
+      }
+      try Self.compare([.globalPooling2D(kind: kind, keepDims: false)], input: [5, 6, 7], seed: 27)
+    }
+  }
+
+  @Test func sameShapeElementwiseMatchesDirectLoops() throws {
+    for kind in [ElementwiseKind.add, .subtract, .multiply, .maximum, .minimum] {
+      var builder = GraphBuilder()
+      let a = try builder.addInput(name: "a", type: TensorType([5, 4, 3]))
+      let b = try builder.addInput(name: "b", type: TensorType([5, 4, 3]))
+      let y = try builder.add(.elementwise(kind), name: "y", inputs: [a, b])
+      let graph = builder.build(outputs: [y])
+      let inputs = [Tensor(shape: [5, 4, 3], values: Self.values(60, seed: 28)), Tensor(shape: [5, 4, 3], values: Self.values(60, seed: 29))]
+      let fast = Interpreter(graph: graph, kernels: .fast).run(inputs)[0]
+      let direct = Interpreter(graph: graph, kernels: .direct).run(inputs)[0]
+      // Two roundings of values at most 2 in magnitude (products at most 1).
+      let worst = zip(fast.values, direct.values).map { abs($0 - $1) }.max() ?? 0
+      #expect(worst <= 4 * Float(1) / Float(1 << 23), "\(kind): \(worst)")
+    }
+  }
+
+  /// The kernels oneDNN picked are named, so a fallback to generic code is visible.
+  @Test func backendIsNamed() {
+    #expect(Interpreter.backendDescription.hasPrefix("oneDNN "))
+    #expect(Interpreter.backendDescription.contains(" kernels"))
+  }
 }

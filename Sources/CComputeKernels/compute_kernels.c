@@ -1,0 +1,250 @@
+#define _GNU_SOURCE
+#include "compute_kernels.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// libgomp's omp_set_num_threads, which oneDNN's OpenMP build loads; found at run time (libgomp has no
+// development link on Debian and omp.h is not on clang's path).
+static void (*set_num_threads)(int);
+static pthread_once_t omp_once = PTHREAD_ONCE_INIT;
+static void find_omp(void) { set_num_threads = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads"); }
+static void omp_set_num_threads(int n) {
+    pthread_once(&omp_once, find_omp);
+    if (set_num_threads) set_num_threads(n);
+}
+
+struct mc_conv {
+    dnnl_primitive_t primitive;
+    dnnl_memory_desc_t src_md, dst_md, weights_md, bias_md, scratchpad_md;
+    void *weights;  // in the primitive's preferred layout
+    float *bias;
+    size_t scratchpad_size;
+};
+
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status = dnnl_success;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+static void make_engine(void) { engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0); }
+
+static void set_error(char *error, size_t size, const char *what, dnnl_status_t status) {
+    if (error && size) snprintf(error, size, "oneDNN: %s failed (status %d)", what, (int)status);
+}
+
+// One stream and one scratchpad per thread: oneDNN streams are not shared between threads.
+static __thread dnnl_stream_t thread_stream;
+static __thread void *thread_scratchpad;
+static __thread size_t thread_scratchpad_size;
+
+static dnnl_stream_t stream_for_thread(void) {
+    if (!thread_stream && dnnl_stream_create(&thread_stream, engine, dnnl_stream_default_flags) != dnnl_success) thread_stream = NULL;
+    return thread_stream;
+}
+
+static void *scratchpad_for_thread(size_t size) {
+    if (size == 0) return NULL;
+    if (size > thread_scratchpad_size) {
+        free(thread_scratchpad);
+        thread_scratchpad = NULL;
+        thread_scratchpad_size = 0;
+        if (posix_memalign(&thread_scratchpad, 64, size) != 0) return NULL;
+        thread_scratchpad_size = size;
+    }
+    return thread_scratchpad;
+}
+
+#define CHECK(call, what)                     \
+    do {                                      \
+        dnnl_status_t s_ = (call);            \
+        if (s_ != dnnl_success) {             \
+            set_error(error, error_size, what, s_); \
+            goto fail;                        \
+        }                                     \
+    } while (0)
+
+mc_conv *mc_conv_create(const mc_conv_shape *s, const float *weights, const float *bias, int post_count, const int *post_kinds,
+                        const float *post_alpha, const float *post_beta, char *error, size_t error_size) {
+    pthread_once(&engine_once, make_engine);
+    if (engine_status != dnnl_success) {
+        set_error(error, error_size, "engine creation", engine_status);
+        return NULL;
+    }
+    // Everything below runs on the calling thread alone: an OpenMP team left idle spins on a core.
+    omp_set_num_threads(1);
+    mc_conv *conv = calloc(1, sizeof(mc_conv));
+    if (!conv) return NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post_ops = NULL;
+    dnnl_primitive_desc_t pd = NULL, reorder_pd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t user_weights = NULL, weights_memory = NULL;
+    dnnl_stream_t stream = NULL;
+
+    const int g = s->groups, ic_g = s->in_c / g, oc = s->out_c, oc_g = oc / g;
+    dnnl_dims_t src_dims = {1, s->in_c, s->in_h, s->in_w};
+    dnnl_dims_t dst_dims = {1, oc, s->out_h, s->out_w};
+    CHECK(dnnl_memory_desc_init_by_tag(&conv->src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), "source description");
+    CHECK(dnnl_memory_desc_init_by_tag(&conv->dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), "destination description");
+    // Keras' [kh][kw][ic/g][oc] with oc = group * oc_g + o, described by strides (no copy).
+    dnnl_memory_desc_t user_md, any_md;
+    const dnnl_dim_t w_stride = (dnnl_dim_t)ic_g * oc, h_stride = (dnnl_dim_t)s->kernel_w * w_stride;
+    if (g == 1) {
+        dnnl_dims_t dims = {oc, ic_g, s->kernel_h, s->kernel_w};
+        dnnl_dims_t strides = {1, oc, h_stride, w_stride};
+        CHECK(dnnl_memory_desc_init_by_strides(&user_md, 4, dims, dnnl_f32, strides), "weight description");
+        CHECK(dnnl_memory_desc_init_by_tag(&any_md, 4, dims, dnnl_f32, dnnl_format_tag_any), "weight description");
+    } else {
+        dnnl_dims_t dims = {g, oc_g, ic_g, s->kernel_h, s->kernel_w};
+        dnnl_dims_t strides = {oc_g, 1, oc, h_stride, w_stride};
+        CHECK(dnnl_memory_desc_init_by_strides(&user_md, 5, dims, dnnl_f32, strides), "weight description");
+        CHECK(dnnl_memory_desc_init_by_tag(&any_md, 5, dims, dnnl_f32, dnnl_format_tag_any), "weight description");
+    }
+    dnnl_dims_t bias_dims = {oc};
+    CHECK(dnnl_memory_desc_init_by_tag(&conv->bias_md, 1, bias_dims, dnnl_f32, dnnl_x), "bias description");
+
+    dnnl_dims_t strides = {s->stride_h, s->stride_w};
+    dnnl_dims_t dilates = {s->dilation_h - 1, s->dilation_w - 1};
+    dnnl_dims_t pad_l = {s->pad_top, s->pad_left}, pad_r = {s->pad_bottom, s->pad_right};
+    dnnl_convolution_desc_t desc;
+    CHECK(dnnl_dilated_convolution_forward_desc_init(&desc, dnnl_forward_inference, dnnl_convolution_direct, &conv->src_md, &any_md,
+                                                     &conv->bias_md, &conv->dst_md, strides, dilates, pad_l, pad_r),
+          "convolution description");
+
+    CHECK(dnnl_primitive_attr_create(&attr), "attributes");
+    CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratchpad mode");
+    if (post_count > 0) {
+        CHECK(dnnl_post_ops_create(&post_ops), "post-ops");
+        for (int i = 0; i < post_count; i++) {
+            dnnl_alg_kind_t alg = post_kinds[i] == MC_POST_RELU ? dnnl_eltwise_relu : post_kinds[i] == MC_POST_CLIP ? dnnl_eltwise_clip : dnnl_eltwise_linear;
+            CHECK(dnnl_post_ops_append_eltwise(post_ops, 1.0f, alg, post_alpha[i], post_beta[i]), "post-op");
+        }
+        CHECK(dnnl_primitive_attr_set_post_ops(attr, post_ops), "post-ops");
+    }
+    CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "convolution primitive description");
+    conv->weights_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    conv->scratchpad_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    conv->scratchpad_size = dnnl_memory_desc_get_size(&conv->scratchpad_md);
+    CHECK(dnnl_primitive_create(&conv->primitive, pd), "convolution primitive");
+
+    // The weights, once, into the layout the chosen kernel reads.
+    size_t weights_size = dnnl_memory_desc_get_size(&conv->weights_md);
+    if (posix_memalign(&conv->weights, 64, weights_size ? weights_size : 64) != 0) goto fail;
+    CHECK(dnnl_memory_create(&user_weights, &user_md, engine, (void *)weights), "weight memory");
+    CHECK(dnnl_memory_create(&weights_memory, &conv->weights_md, engine, conv->weights), "weight memory");
+    CHECK(dnnl_reorder_primitive_desc_create(&reorder_pd, &user_md, engine, &conv->weights_md, engine, NULL), "weight reorder");
+    CHECK(dnnl_primitive_create(&reorder, reorder_pd), "weight reorder");
+    CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags), "stream");
+    dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights_memory}};
+    omp_set_num_threads(1);
+    CHECK(dnnl_primitive_execute(reorder, stream, 2, reorder_args), "weight reorder");
+    CHECK(dnnl_stream_wait(stream), "weight reorder");
+
+    conv->bias = calloc((size_t)oc, sizeof(float));
+    if (!conv->bias) goto fail;
+    if (bias) memcpy(conv->bias, bias, sizeof(float) * (size_t)oc);
+
+    dnnl_stream_destroy(stream);
+    dnnl_primitive_destroy(reorder);
+    dnnl_primitive_desc_destroy(reorder_pd);
+    dnnl_memory_destroy(user_weights);
+    dnnl_memory_destroy(weights_memory);
+    dnnl_primitive_desc_destroy(pd);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    dnnl_primitive_attr_destroy(attr);
+    return conv;
+
+fail:
+    if (stream) dnnl_stream_destroy(stream);
+    if (reorder) dnnl_primitive_destroy(reorder);
+    if (reorder_pd) dnnl_primitive_desc_destroy(reorder_pd);
+    if (user_weights) dnnl_memory_destroy(user_weights);
+    if (weights_memory) dnnl_memory_destroy(weights_memory);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    mc_conv_destroy(conv);
+    return NULL;
+}
+
+int mc_conv_run(const mc_conv *conv, const float *src, float *dst, int threads, char *error, size_t error_size) {
+    dnnl_memory_t src_m = NULL, dst_m = NULL, w_m = NULL, b_m = NULL, pad_m = NULL;
+    int result = -1;
+    dnnl_stream_t stream = stream_for_thread();
+    if (!stream) {
+        set_error(error, error_size, "stream creation", dnnl_out_of_memory);
+        return -1;
+    }
+    void *scratchpad = scratchpad_for_thread(conv->scratchpad_size);
+    if (conv->scratchpad_size && !scratchpad) {
+        set_error(error, error_size, "scratchpad allocation", dnnl_out_of_memory);
+        return -1;
+    }
+    omp_set_num_threads(threads > 0 ? threads : 1);
+    CHECK(dnnl_memory_create(&src_m, &conv->src_md, engine, (void *)src), "source memory");
+    CHECK(dnnl_memory_create(&dst_m, &conv->dst_md, engine, dst), "destination memory");
+    CHECK(dnnl_memory_create(&w_m, &conv->weights_md, engine, conv->weights), "weight memory");
+    CHECK(dnnl_memory_create(&b_m, &conv->bias_md, engine, conv->bias), "bias memory");
+    CHECK(dnnl_memory_create(&pad_m, &conv->scratchpad_md, engine, scratchpad), "scratchpad memory");
+    dnnl_exec_arg_t args[5] = {
+        {DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_BIAS, b_m}, {DNNL_ARG_DST, dst_m}, {DNNL_ARG_SCRATCHPAD, pad_m}};
+    CHECK(dnnl_primitive_execute(conv->primitive, stream, 5, args), "convolution");
+    CHECK(dnnl_stream_wait(stream), "convolution");
+    result = 0;
+fail:
+    if (src_m) dnnl_memory_destroy(src_m);
+    if (dst_m) dnnl_memory_destroy(dst_m);
+    if (w_m) dnnl_memory_destroy(w_m);
+    if (b_m) dnnl_memory_destroy(b_m);
+    if (pad_m) dnnl_memory_destroy(pad_m);
+    return result;
+}
+
+void mc_conv_destroy(mc_conv *conv) {
+    if (!conv) return;
+    if (conv->primitive) dnnl_primitive_destroy(conv->primitive);
+    free(conv->weights);
+    free(conv->bias);
+    free(conv);
+}
+
+int mc_sgemm(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc, int threads) {
+    omp_set_num_threads(threads > 0 ? threads : 1);
+    return dnnl_sgemm('N', 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) == dnnl_success ? 0 : -1;
+}
+
+const char *mc_cpu_isa(void) {
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_all: return "all";
+    default: return "generic (no JIT kernels)";
+    }
+}
+
+const char *mc_dnnl_version(void) {
+    static char text[32];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(text, sizeof text, "%d.%d.%d", v->major, v->minor, v->patch);
+    return text;
+}
+
+void mc_reuse_freed_memory(void) {
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}

@@ -1,0 +1,49 @@
+// oneDNN (Debian's libdnnl-dev) behind a small C interface for the reference runtime's fast path:
+// convolutions whose kernels oneDNN picks at run time from the CPU's instruction sets (SSE4.1, AVX2,
+// AVX-512, AMX, ...; cpuid features, never the CPU's model name), and its single-precision GEMM.
+#ifndef COMPUTE_KERNELS_H
+#define COMPUTE_KERNELS_H
+
+#include <stddef.h>
+
+/// A 2-D convolution of one `[H, W, C]` image (NHWC with batch 1), created once and run many times.
+typedef struct mc_conv mc_conv;
+
+typedef struct {
+    int in_h, in_w, in_c;
+    int out_h, out_w, out_c;
+    int kernel_h, kernel_w;
+    int stride_h, stride_w;
+    int dilation_h, dilation_w;  // 1 = no dilation
+    int pad_top, pad_left, pad_bottom, pad_right;
+    int groups;
+} mc_conv_shape;
+
+/// Elementwise functions oneDNN applies to the result before it is stored (post-ops), in order.
+enum { MC_POST_RELU = 0, MC_POST_CLIP = 1, MC_POST_LINEAR = 2 };
+
+/// `weights` in Keras' layout `[kernel_h][kernel_w][in_c / groups][out_c]`, `bias` `[out_c]` or NULL.
+/// post kinds: RELU(alpha = negative slope), CLIP(alpha = min, beta = max), LINEAR(alpha * x + beta).
+/// Returns NULL and a message in `error` when oneDNN refuses the shape.
+mc_conv *mc_conv_create(const mc_conv_shape *shape, const float *weights, const float *bias, int post_count, const int *post_kinds,
+                        const float *post_alpha, const float *post_beta, char *error, size_t error_size);
+
+/// Runs the convolution: `src` `[in_h][in_w][in_c]`, `dst` `[out_h][out_w][out_c]`, on `threads` threads
+/// (of the calling thread's OpenMP team). Safe to call from several threads at once. 0 on success.
+int mc_conv_run(const mc_conv *conv, const float *src, float *dst, int threads, char *error, size_t error_size);
+
+void mc_conv_destroy(mc_conv *conv);
+
+/// Row-major C = A (M x K) B (K x N) + beta C, oneDNN's sgemm on `threads` threads. 0 on success.
+int mc_sgemm(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc, int threads);
+
+/// The instruction set oneDNN's kernels use on this CPU (`avx512_core_amx`, `avx2`, ...), after any
+/// `ONEDNN_MAX_CPU_ISA` cap, and oneDNN's version.
+const char *mc_cpu_isa(void);
+const char *mc_dnnl_version(void);
+
+/// Raises glibc's mmap and trim thresholds (to 32 MiB and 256 MiB) so activations freed layer after layer
+/// are reused instead of returned to the system and faulted in again; nothing elsewhere.
+void mc_reuse_freed_memory(void);
+
+#endif

@@ -1,0 +1,85 @@
+import CComputeKernels
+import ModelIR
+
+/// A convolution handed to oneDNN once (its kernel chosen for this CPU, its weights reordered for it),
+/// then run on every image. The activations at the front of the step's epilogue that oneDNN can apply
+/// while storing (ReLU, leaky ReLU, clip, linear) run inside it; the rest stay in `remainingEpilogue`.
+final class PreparedConvolution: @unchecked Sendable {
+  private let handle: OpaquePointer
+  let inputShape: [Int]
+  let outputShape: [Int]
+  let remainingEpilogue: [Activation]
+
+  /// Nil when oneDNN refuses the convolution (the im2col path runs it instead).
+  /// - Parameter zeroPadding: a ZeroPadding2D before a `valid` convolution, folded into it: `inputShape`
+  ///   is then the unpadded input.
+  init?(_ conv: Convolution2D, inputShape: [Int], outputShape: [Int], epilogue: [Activation], zeroPadding: Box2D? = nil) {
+    guard inputShape.count == 3, outputShape.count == 3, conv.groups >= 1 else { return nil }
+    if let zeroPadding, conv.padding != .valid || [zeroPadding.top, zeroPadding.left, zeroPadding.bottom, zeroPadding.right].contains(where: { $0 < 0 }) {
+      return nil
+    }
+    let window = ConvolutionWindow(conv, input: inputShape)
+    let (top, left) = zeroPadding.map { ($0.top, $0.left) } ?? (window.top, window.left)
+    let (kh, kw) = (conv.kernelHeight, conv.kernelWidth)
+    // TensorFlow's padding: what is left after the leading pad, none when the window fits without it.
+    let bottom = max((outputShape[0] - 1) * conv.strideHeight + (kh - 1) * conv.dilationHeight + 1 - inputShape[0] - top, 0)
+    let right = max((outputShape[1] - 1) * conv.strideWidth + (kw - 1) * conv.dilationWidth + 1 - inputShape[1] - left, 0)
+    var shape = mc_conv_shape(
+      in_h: Int32(inputShape[0]), in_w: Int32(inputShape[1]), in_c: Int32(inputShape[2]), out_h: Int32(outputShape[0]),
+      out_w: Int32(outputShape[1]), out_c: Int32(outputShape[2]), kernel_h: Int32(kh), kernel_w: Int32(kw),
+      stride_h: Int32(conv.strideHeight), stride_w: Int32(conv.strideWidth), dilation_h: Int32(conv.dilationHeight),
+      dilation_w: Int32(conv.dilationWidth), pad_top: Int32(top), pad_left: Int32(left), pad_bottom: Int32(bottom),
+      pad_right: Int32(right), groups: Int32(conv.groups))
+    var kinds: [Int32] = [], alphas: [Float] = [], betas: [Float] = []
+    var rest = epilogue[...]
+    while let first = rest.first, let (kind, alpha, beta) = Self.postOp(first) {
+      kinds.append(kind)
+      alphas.append(alpha)
+      betas.append(beta)
+      rest = rest.dropFirst()
+    }
+    var error = [CChar](repeating: 0, count: 256)
+    let created = conv.kernel.values.withUnsafeBufferPointer { weights in
+      (conv.bias?.values ?? []).withUnsafeBufferPointer { bias in
+        mc_conv_create(
+          &shape, weights.baseAddress, conv.bias == nil ? nil : bias.baseAddress, Int32(kinds.count), kinds, alphas, betas, &error, error.count)
+      }
+    }
+    guard let created else { return nil }
+    handle = created
+    self.inputShape = inputShape
+    self.outputShape = outputShape
+    remainingEpilogue = Array(rest)
+  }
+
+  deinit { mc_conv_destroy(handle) }
+
+  /// The oneDNN post-op for an activation, when there is one with the same formula.
+  static func postOp(_ activation: Activation) -> (Int32, Float, Float)? {
+    switch activation {
+    case .relu: return (Int32(MC_POST_RELU), 0, 0)
+    case .leakyReLU(let alpha) where alpha.isFinite: return (Int32(MC_POST_RELU), alpha, 0)
+    case .clippedReLU(nil, 0, 0): return (Int32(MC_POST_RELU), 0, 0)
+    case .clippedReLU(let maxValue?, 0, 0) where maxValue.isFinite && maxValue >= 0: return (Int32(MC_POST_CLIP), 0, maxValue)
+    case .clip(let low, let high) where low.isFinite && high.isFinite && low <= high: return (Int32(MC_POST_CLIP), low, high)
+    case .linear(let scale, let offset) where scale.isFinite && offset.isFinite: return (Int32(MC_POST_LINEAR), scale, offset)
+    default: return nil
+    }
+  }
+
+  /// The convolution of one `[H, W, C]` image (`values` holds one or more, one after another).
+  func run(_ values: [Float], threads: Int) -> [Float] {
+    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    let images = values.count / inSize
+    // Every element is written by the convolution: no zero fill first.
+    return [Float](unsafeUninitializedCapacity: images * outSize) { target, initialized in
+      values.withUnsafeBufferPointer { source in
+        for image in 0..<images {
+          let status = mc_conv_run(handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, Int32(threads), nil, 0)
+          precondition(status == 0, "oneDNN could not run a convolution it accepted")
+        }
+      }
+      initialized = images * outSize
+    }
+  }
+}
