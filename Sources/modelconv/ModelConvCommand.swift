@@ -29,7 +29,7 @@ enum ModelConvCommand {
     var lines = ["USAGE: modelconv <command> [options]", "", "COMMANDS:"]
     for command in commands { lines.append("  " + command.name.padding(toLength: 12, withPad: " ", startingAt: 0) + command.abstract) }
     lines += [
-      "", "OPTIONS:", "  -h, --help  Show this help", "  --version   Show the version", "",
+      "", "OPTIONS:", "  -h, --help  Show this help", "  --version   Show the version (with --verbose: the runtime's kernels and the CPU)", "",
       "Run `modelconv help <command>` (or `modelconv <command> --help`) for a command's options, examples",
       "and exit codes.",
     ]
@@ -72,7 +72,8 @@ enum ModelConvCommand {
         Console.out(subcommand.usage())
         return .success
       case "--version":
-        Console.out(ModelConverterVersion.current)
+        // `--version --verbose` adds the runtime's kernels and the CPU, so a slow fallback is visible.
+        Console.out(rest.contains("--verbose") ? ModelConverterVersion.verboseDescription.joined(separator: "\n") : ModelConverterVersion.current)
         return .success
       default:
         let names = commands.map(\.name)

@@ -233,12 +233,51 @@ struct Comparison {
   /// Runs both models on one sample and accumulates the differences; `expected` replaces the source's
   /// outputs as the reference when given (the outputs saved from real Keras).
   mutating func compare(sourceInputs: [Tensor], convertedInputs: [Tensor], expected: [Tensor]?) throws {
+    try accumulate(run(sourceInputs: sourceInputs, convertedInputs: convertedInputs), expected: expected)
+  }
+
+  /// Both models' outputs and observed values for one sample, and how long each took.
+  struct SampleRun: Sendable {
+    var sourceOutputs: [Tensor]
+    var sourceObserved: [ValueID: Tensor]
+    var convertedOutputs: [Tensor]
+    var convertedObserved: [ValueID: Tensor]
+    var sourceSeconds: Double
+    var convertedSeconds: Double
+  }
+
+  /// Runs both models on one sample; safe to call from several threads at once.
+  func run(sourceInputs: [Tensor], convertedInputs: [Tensor]) -> SampleRun {
     var clock = ContinuousClock.now
     let (sourceOutputs, sourceObserved) = sourceRuntime.runObserving(sourceInputs)
-    sourceSeconds += (ContinuousClock.now - clock).seconds
+    let sourceTime = (ContinuousClock.now - clock).seconds
     clock = ContinuousClock.now
     let (convertedOutputs, convertedObserved) = convertedRuntime.runObserving(convertedInputs)
-    convertedSeconds += (ContinuousClock.now - clock).seconds
+    return SampleRun(
+      sourceOutputs: sourceOutputs, sourceObserved: sourceObserved, convertedOutputs: convertedOutputs, convertedObserved: convertedObserved,
+      sourceSeconds: sourceTime, convertedSeconds: (ContinuousClock.now - clock).seconds)
+  }
+
+  /// Runs random samples `threads` at a time and accumulates them in order.
+  mutating func compareRandom(_ inputs: [(source: [Tensor], converted: [Tensor])], threads: Int) throws {
+    let width = max(1, min(threads, inputs.count))
+    for start in stride(from: 0, to: inputs.count, by: width) {
+      let chunk = Array(inputs[start..<min(start + width, inputs.count)])
+      let box = SampleBox(count: chunk.count)
+      let this = self
+      DispatchQueue.concurrentPerform(iterations: chunk.count) { index in
+        box.set(index, this.run(sourceInputs: chunk[index].source, convertedInputs: chunk[index].converted))
+      }
+      for result in box.values { try accumulate(result!, expected: nil) }
+    }
+  }
+
+  /// Adds one sample's differences; `expected` replaces the source's outputs as the reference when given.
+  mutating func accumulate(_ sample: SampleRun, expected: [Tensor]?) throws {
+    let (sourceOutputs, sourceObserved) = (sample.sourceOutputs, sample.sourceObserved)
+    let (convertedOutputs, convertedObserved) = (sample.convertedOutputs, sample.convertedObserved)
+    sourceSeconds += sample.sourceSeconds
+    convertedSeconds += sample.convertedSeconds
     runs += 1
 
     for (index, pair) in pairs.enumerated() {
@@ -346,4 +385,16 @@ struct Comparison {
 
 extension Duration {
   var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
+
+/// Sample runs written by several threads, each to its own slot.
+final class SampleBox: @unchecked Sendable {
+  private var storage: [Comparison.SampleRun?]
+  private let lock = NSLock()
+
+  init(count: Int) { storage = Array(repeating: nil, count: count) }
+
+  func set(_ index: Int, _ value: Comparison.SampleRun) { lock.withLock { storage[index] = value } }
+
+  var values: [Comparison.SampleRun?] { lock.withLock { storage } }
 }

@@ -45,10 +45,10 @@ public enum ParityVerifier {
     guard notRunnable.isEmpty else { throw VerificationError.notRunnable(notRunnable) }
     var comparison = try Comparison(source: source, converted: converted, options: options)
     var generator = SplitMix64(seed: options.seed)
-    for _ in 0..<options.samples {
-      let (sourceInputs, convertedInputs) = comparison.randomInputs(&generator)
-      try comparison.compare(sourceInputs: sourceInputs, convertedInputs: convertedInputs, expected: nil)
-    }
+    // The inputs are drawn in order first, so the report is the same however many run at once.
+    let inputs = (0..<options.samples).map { _ in comparison.randomInputs(&generator) }
+    let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
+    try comparison.compareRandom(inputs.map { (source: $0.0, converted: $0.1) }, threads: threads)
     var expectedLabels = options.expectedLabels
     if let reference = options.reference {
       let file = try ReferenceFile(url: reference)

@@ -27,6 +27,9 @@ public struct VerificationOptions: Sendable, Equatable {
   public var architecture: URL?
   /// Fixed sizes for unknown input dimensions of the Keras model, as in `ConversionOptions.inputShapes`.
   public var inputShapes: [String: [Int]]
+  /// Random samples run at once, each on its own core (0: every core). The statistics are accumulated
+  /// in sample order, so the report does not depend on it.
+  public var threads: Int = 0
 
   public init(
     samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float? = nil, relativeTolerance: Float? = nil, topK: Int = 3,

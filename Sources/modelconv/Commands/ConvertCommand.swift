@@ -39,6 +39,7 @@ enum ConvertCommand: Subcommand {
     .option("--model-version", value: "TEXT", section: "METADATA", help: "The model's own version string (not modelconv's)."),
     .flag("--verify", section: "VERIFICATION", help: "After writing, run `modelconv verify` on the result with the labels and image preprocessing given here (exit 1 when parity breaks; the file is kept)."),
     .option("--samples", value: "N", section: "VERIFICATION", help: "Random inputs for --verify (default 8)."),
+    .option("--threads", value: "N", section: "VERIFICATION", help: "Samples --verify runs at once (default: every core)."),
     .option("--seed", value: "S", section: "VERIFICATION", help: "Seed for --verify's inputs (default 0)."),
     .option("--atol", value: "A", section: "VERIFICATION", help: "Absolute tolerance for --verify."),
     .option("--rtol", value: "R", section: "VERIFICATION", help: "Relative tolerance for --verify."),
@@ -74,8 +75,8 @@ enum ConvertCommand: Subcommand {
     }
     try checkOutput(output, inputs: [input] + ["--architecture", "--labels-file"].compactMap { parsed.value($0) })
     let verify = parsed.flag("--verify")
-    if !verify && ["--samples", "--seed", "--atol", "--rtol"].contains(where: { parsed.value($0) != nil }) {
-      throw UsageError(message: "--samples, --seed, --atol and --rtol apply to --verify")
+    if !verify && ["--samples", "--seed", "--atol", "--rtol", "--threads"].contains(where: { parsed.value($0) != nil }) {
+      throw UsageError(message: "--samples, --seed, --atol, --rtol and --threads apply to --verify")
     }
     if verify && parsed.value("--architecture") != nil {
       throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")

@@ -25,6 +25,7 @@ enum VerifyCommand: Subcommand {
 
   static let specs: [OptionSpec] = [
     .option("--samples", value: "N", section: "SAMPLING", help: "Random inputs to draw (default 8, at most 10000)."),
+    .option("--threads", value: "N", section: "SAMPLING", help: "Samples run at once, one per core (default: every core); the report is the same."),
     .option("--seed", value: "S", section: "SAMPLING", help: "Seed for the inputs (default 0)."),
     .option("--atol", value: "A", section: "SAMPLING", help: "Absolute tolerance, >= 0 (default 1e-5 for float32); giving --atol or --rtol applies the element rule."),
     .option("--rtol", value: "R", section: "SAMPLING", help: "Relative tolerance, >= 0 (default 1e-3 for float32)."),
@@ -75,6 +76,7 @@ enum VerifyCommand: Subcommand {
     options.seed = UInt64(try parsed.integer("--seed", minimum: 0) ?? 0)
     options.absoluteTolerance = try parsed.float("--atol", minimum: 0)
     options.relativeTolerance = try parsed.float("--rtol", minimum: 0)
+    options.threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? 0
   }
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {

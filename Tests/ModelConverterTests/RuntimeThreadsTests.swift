@@ -1,0 +1,57 @@
+import Dispatch
+import Foundation
+import ModelConverter
+import ModelIR
+import ReferenceRuntime
+import Testing
+
+/// The runtime on several cores: one interpreter shared by threads, and `verify` running samples at once.
+@Suite struct RuntimeThreadsTests {
+  static let source = Fixtures.digits.appendingPathComponent("digits_cnn.h5")
+
+  /// oneDNN keeps a stream and scratchpad per thread: a shared interpreter gives each thread what a
+  /// serial run gives.
+  @Test func oneInterpreterOnManyThreadsMatchesSerialRuns() throws {
+    let model = try ImageModel.load(contentsOf: Fixtures.url("coremltools/rgb_classifier_program.mlpackage"))
+    let photos = (0..<12).map { index in
+      RGBImage(width: 16, height: 16, pixels: (0..<(16 * 16 * 3)).map { UInt8(($0 * 7 + index * 31) % 256) })
+    }
+    let serial = photos.map { model.classify($0) }
+    let box = ClassificationBox(count: photos.count)
+    DispatchQueue.concurrentPerform(iterations: 4) { worker in
+      for index in stride(from: worker, to: photos.count, by: 4) { box.set(index, model.classify(photos[index])) }
+    }
+    #expect(box.values == serial)
+  }
+
+  /// The report does not depend on how many samples run at once (only the timing does).
+  @Test func verifyReportIsTheSameOnOneOrManyThreads() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let converted = directory.appendingPathComponent("Digits.mlpackage")
+    try KerasConverter.convert(modelAt: Self.source, options: ConversionOptions(format: .mlProgram, precision: .float32)).write(to: converted)
+    var options = VerificationOptions(samples: 6)
+    options.threads = 1
+    var one = try ParityVerifier.verify(source: Self.source, converted: converted, options: options)
+    options.threads = 3
+    let three = try ParityVerifier.verify(source: Self.source, converted: converted, options: options)
+    #expect(one.passed && three.passed)
+    one.timing = three.timing
+    #expect(one == three)
+  }
+
+  @Test func versionVerboseNamesTheKernels() throws {
+    let result = try CommandLineTests().run(["--version", "--verbose"])
+    #expect(result.status == 0)
+    #expect(result.stdout.contains("runtime kernels: oneDNN"))
+    #expect(result.stdout.contains("cpu: "))
+  }
+}
+
+final class ClassificationBox: @unchecked Sendable {
+  private var storage: [Classification?]
+  private let lock = NSLock()
+  init(count: Int) { storage = Array(repeating: nil, count: count) }
+  func set(_ index: Int, _ value: Classification) { lock.withLock { storage[index] = value } }
+  var values: [Classification] { lock.withLock { storage.map { $0! } } }
+}
