@@ -5,15 +5,26 @@ extension CoreMLLayerEmitter {
   /// A Keras kernel `[kh, kw, in, out]` as Core ML's `[out, in, kh, kw]`.
   static func coreMLKernel(_ kernel: Constant) -> [Float] {
     let (kh, kw, ci, co) = (kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3])
-    var result = [Float](repeating: 0, count: kernel.count)
-    for y in 0..<kh {
-      for x in 0..<kw {
-        for i in 0..<ci {
-          for o in 0..<co { result[((o * ci + i) * kh + y) * kw + x] = kernel.values[((y * kw + x) * ci + i) * co + o] }
+    let taps = kh * kw
+    // For each tap t = y * kw + x, the contiguous [ci][co] block goes to result[o][i][t]: transposed in
+    // 16 x 16 tiles, so both sides stay in cache however large ci and co are.
+    return [Float](unsafeUninitializedCapacity: kernel.count) { result, initialized in
+      kernel.values.withUnsafeBufferPointer { source in
+        let (src, dst) = (source.baseAddress!, result.baseAddress!)
+        let tile = 16
+        for t in 0..<taps {
+          for i0 in stride(from: 0, to: ci, by: tile) {
+            for o0 in stride(from: 0, to: co, by: tile) {
+              for i in i0..<min(i0 + tile, ci) {
+                let row = src + (t * ci + i) * co
+                for o in o0..<min(o0 + tile, co) { dst[(o * ci + i) * taps + t] = row[o] }
+              }
+            }
+          }
         }
       }
+      initialized = kernel.count
     }
-    return result
   }
 
   /// A Keras shape as the shape of a Core ML feature: `[C, H, W]` for images, `[D]` for vectors, and
