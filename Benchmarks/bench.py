@@ -465,9 +465,9 @@ def ensure_onnx(work, name, h5):
 
 # ---------------------------------------------------------------- part: latency
 
-def bench_latency(models, bench_binary, work, runs, warmup, with_tf):
+def bench_latency(models, bench_binary, work, runs, warmup, with_tf, rounds=3):
     print(f"\n== Latency: batch 1, single thread, median of {runs} runs after {warmup} warm-ups, "
-          f"each runtime in its own process", flush=True)
+          f"each runtime in its own process, {rounds} alternating rounds (median of round medians)", flush=True)
     results = []
     for name, path, note in models:
         r = {"model": name, "path": None if path is None else show(path)}
@@ -479,19 +479,32 @@ def bench_latency(models, bench_binary, work, runs, warmup, with_tf):
         onnx, error = ensure_onnx(work, name, path)
         if onnx is None:
             r["onnxruntime_error"] = error
-        else:
-            print(f"   {name}: onnxruntime ...", flush=True)
-            data, error = json_helper("ort-latency", onnx, "--runs", runs, "--warmup", warmup)
-            if data:
-                r["onnxruntime"] = data
-            else:
-                r["onnxruntime_error"] = error
-        print(f"   {name}: modelconv runtime-bench ...", flush=True)
-        data, error = runtime_bench(bench_binary, path, "--runs", runs, "--warmup", warmup)
-        if data:
-            r["modelconv"] = data
-        else:
-            r["modelconv_error"] = error
+        # Rounds alternate the two runtimes (ort, ours, ours, ort, ...) so that drift in the machine's
+        # speed (a shared VM) hits both alike; each reports the median of its rounds' medians.
+        ort_rounds, ours_rounds = [], []
+        for round_index in range(rounds):
+            order = ["ort", "ours"] if round_index % 2 == 0 else ["ours", "ort"]
+            for which in order:
+                if which == "ort" and onnx is not None and "onnxruntime_error" not in r:
+                    print(f"   {name}: onnxruntime (round {round_index + 1}/{rounds}) ...", flush=True)
+                    data, error = json_helper("ort-latency", onnx, "--runs", runs, "--warmup", warmup)
+                    if data:
+                        ort_rounds.append(data)
+                    else:
+                        r["onnxruntime_error"] = error
+                elif which == "ours" and "modelconv_error" not in r:
+                    print(f"   {name}: modelconv runtime-bench (round {round_index + 1}/{rounds}) ...", flush=True)
+                    data, error = runtime_bench(bench_binary, path, "--runs", runs, "--warmup", warmup)
+                    if data:
+                        ours_rounds.append(data)
+                    else:
+                        r["modelconv_error"] = error
+        if ort_rounds:
+            r["onnxruntime"] = dict(ort_rounds[0], median=statistics.median(d["median"] for d in ort_rounds),
+                                    rounds=[d["median"] for d in ort_rounds])
+        if ours_rounds:
+            r["modelconv"] = dict(ours_rounds[0], latencyMedianMs=statistics.median(d["latencyMedianMs"] for d in ours_rounds),
+                                  rounds=[d["latencyMedianMs"] for d in ours_rounds])
         if with_tf:
             print(f"   {name}: TensorFlow eager ...", flush=True)
             data, error = json_helper("tf-latency", path, "--runs", runs, "--warmup", warmup, env=quiet_env())
@@ -805,7 +818,7 @@ def cmd_run(args):
     models = latency_models(work, shared_dir, mobilenet, resnet)
 
     if "latency" in parts:
-        report["latency"] = bench_latency(models, bench_binary, work, args.runs, args.warmup, not args.no_tensorflow)
+        report["latency"] = bench_latency(models, bench_binary, work, args.runs, args.warmup, not args.no_tensorflow, args.rounds)
     if "throughput" in parts:
         chosen = models if not args.throughput_no_shared else models[:2]
         report["throughput"] = bench_throughput(chosen, bench_binary, work, report.get("latency"),
@@ -839,6 +852,7 @@ def main(argv=None):
                         help="folder with the shared real models, read in place (default ../shared/models "
                              "relative to the repository); skipped with a note when absent")
     parser.add_argument("--runs", type=int, default=20, help="timed latency runs (default 20)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating latency rounds per runtime and model (default 3)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed warm-up runs before them (default 3)")
     parser.add_argument("--no-tensorflow", action="store_true",
                         help="leave out the optional TensorFlow eager column of the latency table")

@@ -19,7 +19,16 @@ static void omp_set_num_threads(int n) {
     if (set_num_threads) set_num_threads(n);
 }
 
+// Memory objects of one convolution for one thread, made on its first run there: a run then only points
+// the source and destination at the caller's buffers (oneDNN memory objects are not shared by threads).
+#define MC_THREAD_SLOTS 64
+typedef struct {
+    dnnl_memory_t src, dst, weights, bias, scratchpad;
+    void *scratchpad_buffer;
+} mc_conv_slot;
+
 struct mc_conv {
+    mc_conv_slot slots[MC_THREAD_SLOTS];
     dnnl_primitive_t primitive;
     dnnl_memory_desc_t src_md, dst_md, weights_md, bias_md, scratchpad_md;
     void *weights;  // in the primitive's preferred layout
@@ -37,26 +46,22 @@ static void set_error(char *error, size_t size, const char *what, dnnl_status_t 
     if (error && size) snprintf(error, size, "oneDNN: %s failed (status %d)", what, (int)status);
 }
 
+// Each thread that runs convolutions gets a slot number, once (threads beyond MC_THREAD_SLOTS make
+// their memory objects on every run).
+static int next_slot;
+static __thread int thread_slot = -1;
+
+static int slot_for_thread(void) {
+    if (thread_slot < 0) thread_slot = __atomic_fetch_add(&next_slot, 1, __ATOMIC_RELAXED);
+    return thread_slot;
+}
+
 // One stream and one scratchpad per thread: oneDNN streams are not shared between threads.
 static __thread dnnl_stream_t thread_stream;
-static __thread void *thread_scratchpad;
-static __thread size_t thread_scratchpad_size;
 
 static dnnl_stream_t stream_for_thread(void) {
     if (!thread_stream && dnnl_stream_create(&thread_stream, engine, dnnl_stream_default_flags) != dnnl_success) thread_stream = NULL;
     return thread_stream;
-}
-
-static void *scratchpad_for_thread(size_t size) {
-    if (size == 0) return NULL;
-    if (size > thread_scratchpad_size) {
-        free(thread_scratchpad);
-        thread_scratchpad = NULL;
-        thread_scratchpad_size = 0;
-        if (posix_memalign(&thread_scratchpad, 64, size) != 0) return NULL;
-        thread_scratchpad_size = size;
-    }
-    return thread_scratchpad;
 }
 
 #define CHECK(call, what)                     \
@@ -121,6 +126,10 @@ mc_conv *mc_conv_create(const mc_conv_shape *s, const float *weights, const floa
     if (post_count > 0) {
         CHECK(dnnl_post_ops_create(&post_ops), "post-ops");
         for (int i = 0; i < post_count; i++) {
+            if (post_kinds[i] == MC_POST_SUM) {
+                CHECK(dnnl_post_ops_append_sum(post_ops, post_alpha[i]), "sum post-op");
+                continue;
+            }
             dnnl_alg_kind_t alg = post_kinds[i] == MC_POST_RELU ? dnnl_eltwise_relu : post_kinds[i] == MC_POST_CLIP ? dnnl_eltwise_clip : dnnl_eltwise_linear;
             CHECK(dnnl_post_ops_append_eltwise(post_ops, 1.0f, alg, post_alpha[i], post_beta[i]), "post-op");
         }
@@ -172,41 +181,62 @@ fail:
     return NULL;
 }
 
+static void release_slot(mc_conv_slot *slot) {
+    if (slot->src) dnnl_memory_destroy(slot->src);
+    if (slot->dst) dnnl_memory_destroy(slot->dst);
+    if (slot->weights) dnnl_memory_destroy(slot->weights);
+    if (slot->bias) dnnl_memory_destroy(slot->bias);
+    if (slot->scratchpad) dnnl_memory_destroy(slot->scratchpad);
+    free(slot->scratchpad_buffer);
+    memset(slot, 0, sizeof *slot);
+}
+
+static dnnl_status_t fill_slot(const mc_conv *conv, mc_conv_slot *slot) {
+    dnnl_status_t status;
+    if (conv->scratchpad_size && posix_memalign(&slot->scratchpad_buffer, 64, conv->scratchpad_size) != 0) return dnnl_out_of_memory;
+    if ((status = dnnl_memory_create(&slot->src, &conv->src_md, engine, DNNL_MEMORY_NONE)) != dnnl_success) return status;
+    if ((status = dnnl_memory_create(&slot->dst, &conv->dst_md, engine, DNNL_MEMORY_NONE)) != dnnl_success) return status;
+    if ((status = dnnl_memory_create(&slot->weights, &conv->weights_md, engine, conv->weights)) != dnnl_success) return status;
+    if ((status = dnnl_memory_create(&slot->bias, &conv->bias_md, engine, conv->bias)) != dnnl_success) return status;
+    return dnnl_memory_create(&slot->scratchpad, &conv->scratchpad_md, engine, slot->scratchpad_buffer);
+}
+
 int mc_conv_run(const mc_conv *conv, const float *src, float *dst, int threads, char *error, size_t error_size) {
-    dnnl_memory_t src_m = NULL, dst_m = NULL, w_m = NULL, b_m = NULL, pad_m = NULL;
-    int result = -1;
     dnnl_stream_t stream = stream_for_thread();
     if (!stream) {
         set_error(error, error_size, "stream creation", dnnl_out_of_memory);
         return -1;
     }
-    void *scratchpad = scratchpad_for_thread(conv->scratchpad_size);
-    if (conv->scratchpad_size && !scratchpad) {
-        set_error(error, error_size, "scratchpad allocation", dnnl_out_of_memory);
-        return -1;
-    }
     omp_set_num_threads(threads > 0 ? threads : 1);
-    CHECK(dnnl_memory_create(&src_m, &conv->src_md, engine, (void *)src), "source memory");
-    CHECK(dnnl_memory_create(&dst_m, &conv->dst_md, engine, dst), "destination memory");
-    CHECK(dnnl_memory_create(&w_m, &conv->weights_md, engine, conv->weights), "weight memory");
-    CHECK(dnnl_memory_create(&b_m, &conv->bias_md, engine, conv->bias), "bias memory");
-    CHECK(dnnl_memory_create(&pad_m, &conv->scratchpad_md, engine, scratchpad), "scratchpad memory");
+    int index = slot_for_thread();
+    mc_conv_slot local = {0};
+    // The slot is this thread's alone; the const is the caller's promise not to destroy the convolution meanwhile.
+    mc_conv_slot *slot = index < MC_THREAD_SLOTS ? (mc_conv_slot *)&conv->slots[index] : &local;
+    int result = -1;
+    if (!slot->src) {
+        dnnl_status_t status = fill_slot(conv, slot);
+        if (status != dnnl_success) {
+            release_slot(slot);
+            set_error(error, error_size, "memory creation", status);
+            return -1;
+        }
+    }
+    CHECK(dnnl_memory_set_data_handle(slot->src, (void *)src), "source memory");
+    CHECK(dnnl_memory_set_data_handle(slot->dst, dst), "destination memory");
     dnnl_exec_arg_t args[5] = {
-        {DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_BIAS, b_m}, {DNNL_ARG_DST, dst_m}, {DNNL_ARG_SCRATCHPAD, pad_m}};
+        {DNNL_ARG_SRC, slot->src}, {DNNL_ARG_WEIGHTS, slot->weights}, {DNNL_ARG_BIAS, slot->bias}, {DNNL_ARG_DST, slot->dst},
+        {DNNL_ARG_SCRATCHPAD, slot->scratchpad}};
     CHECK(dnnl_primitive_execute(conv->primitive, stream, 5, args), "convolution");
     CHECK(dnnl_stream_wait(stream), "convolution");
     result = 0;
 fail:
-    if (src_m) dnnl_memory_destroy(src_m);
-    if (dst_m) dnnl_memory_destroy(dst_m);
-    if (w_m) dnnl_memory_destroy(w_m);
-    if (b_m) dnnl_memory_destroy(b_m);
-    if (pad_m) dnnl_memory_destroy(pad_m);
+    if (slot == &local) release_slot(&local);
     return result;
 }
 
 void mc_conv_destroy(mc_conv *conv) {
     if (!conv) return;
+    for (int i = 0; i < MC_THREAD_SLOTS; i++) release_slot(&conv->slots[i]);
     if (conv->primitive) dnnl_primitive_destroy(conv->primitive);
     free(conv->weights);
     free(conv->bias);

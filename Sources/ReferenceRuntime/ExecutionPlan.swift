@@ -15,6 +15,9 @@ struct ExecutionPlan: Sendable {
     /// For convolutions on the fast path: the oneDNN kernel, which applies the epilogue's leading
     /// activations itself (`PreparedConvolution.remainingEpilogue` are left).
     var prepared: PreparedConvolution? = nil
+    /// For a convolution with a residual `Add` fused in: the other operand, which the result is added to
+    /// (it is also the last of `inputs`).
+    var addend: ValueID? = nil
   }
 
   let steps: [Step]
@@ -81,9 +84,36 @@ struct ExecutionPlan: Sendable {
           step.inputs = [padding.node.output]
         }
       }
+      if let fused = Self.fusingAdd(step, into: &steps, graph: graph, consumers: consumers) { step = fused }
       steps.append(step)
     }
     self.steps = steps
+  }
+
+  /// `conv(x) + y` (then activations) as one oneDNN convolution with a sum post-op writing into `y`'s
+  /// buffer, when the convolution's result is read only by the `Add`: the convolution step moves to the
+  /// `Add`'s place (its inputs are ready earlier; nothing else reads its result). Nil when it does not apply.
+  static func fusingAdd(_ add: Step, into steps: inout [Step], graph: Graph, consumers: [Int]) -> Step? {
+    guard case .elementwise(.add) = add.operation, add.inputs.count == 2, add.inputs[0] != add.inputs[1],
+      graph[add.output].type.dataType == .float32,
+      graph[add.inputs[0]].type.shape == graph[add.output].type.shape, graph[add.inputs[1]].type.shape == graph[add.output].type.shape
+    else { return nil }
+    for (k, operand) in add.inputs.enumerated() {
+      let other = add.inputs[1 - k]
+      guard consumers[operand] == 1, let index = steps.lastIndex(where: { $0.output == operand }), let prepared = steps[index].prepared,
+        !prepared.accumulates, prepared.remainingEpilogue.isEmpty, case .convolution2D(let conv) = steps[index].operation,
+        graph[operand].type.dataType == .float32,
+        let fused = PreparedConvolution(
+          conv, inputShape: prepared.inputShape, outputShape: prepared.outputShape, epilogue: steps[index].epilogue,
+          zeroPadding: prepared.zeroPadding, afterSum: add.epilogue)
+      else { continue }
+      let convolution = steps.remove(at: index)
+      var step = Step(operation: convolution.operation, inputs: convolution.inputs + [other], output: add.output, epilogue: [])
+      step.prepared = fused
+      step.addend = other
+      return step
+    }
+    return nil
   }
 
   /// Rewrites the iOS 11 clip that converters emit for relu6, `-threshold(-x, -max)`, and a ReLU before

@@ -11,8 +11,8 @@ extension FastKernels {
     case .add: (combine, scalar) = ({ $0 + $1 }, { $0 + $1 })
     case .subtract: (combine, scalar) = ({ $0 - $1 }, { $0 - $1 })
     case .multiply: (combine, scalar) = ({ $0 * $1 }, { $0 * $1 })
-    case .maximum: (combine, scalar) = ({ pointwiseMax($0, $1) }, { Swift.max($0, $1) })
-    case .minimum: (combine, scalar) = ({ pointwiseMin($0, $1) }, { Swift.min($0, $1) })
+    case .maximum: (combine, scalar) = ({ $0.replacing(with: $1, where: $1 .> $0) }, { Swift.max($0, $1) })
+    case .minimum: (combine, scalar) = ({ $0.replacing(with: $1, where: $1 .< $0) }, { Swift.min($0, $1) })
     default: return nil
     }
     var result = inputs[0].values
@@ -48,11 +48,7 @@ extension FastKernels {
       result.withUnsafeMutableBufferPointer { out in
         for pixel in 0..<pixels {
           let row = input.baseAddress! + pixel * c
-          if kind == .max {
-            for k in 0..<c { out[k] = Swift.max(out[k], row[k]) }
-          } else {
-            for k in 0..<c { out[k] += row[k] }
-          }
+          if kind == .max { maximumInPlace(out.baseAddress!, row, count: c) } else { addInPlace(out.baseAddress!, row, count: c) }
         }
         if kind != .max {
           let scale = 1 / Float(pixels)
@@ -88,11 +84,7 @@ extension FastKernels {
                 guard ix >= 0, ix < w else { continue }
                 taps += 1
                 let source = input.baseAddress! + (iy * w + ix) * c
-                if isMax {
-                  for k in 0..<c { target[k] = Swift.max(target[k], source[k]) }
-                } else {
-                  for k in 0..<c { target[k] += source[k] }
-                }
+                if isMax { maximumInPlace(target, source, count: c) } else { addInPlace(target, source, count: c) }
               }
             }
             if !isMax && taps > 0 {
@@ -104,5 +96,44 @@ extension FastKernels {
       }
     }
     return result
+  }
+}
+
+extension FastKernels {
+  /// `target[k] = max(target[k], source[k])`, eight lanes at a time.
+  @inline(__always)
+  static func maximumInPlace(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, count: Int) {
+    let t = UnsafeMutableRawPointer(target), s = UnsafeRawPointer(source)
+    var k = 0
+    while k + 8 <= count {
+      let offset = k * MemoryLayout<Float>.stride
+      var value = t.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+      let other = s.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+      // A lane mask and a blend (the generic pointwiseMax is not specialized into vector code).
+      value.replace(with: other, where: other .> value)
+      t.storeBytes(of: value, toByteOffset: offset, as: SIMD8<Float>.self)
+      k += 8
+    }
+    while k < count {
+      target[k] = Swift.max(target[k], source[k])
+      k += 1
+    }
+  }
+
+  /// `target[k] += source[k]`, eight lanes at a time.
+  @inline(__always)
+  static func addInPlace(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, count: Int) {
+    let t = UnsafeMutableRawPointer(target), s = UnsafeRawPointer(source)
+    var k = 0
+    while k + 8 <= count {
+      let offset = k * MemoryLayout<Float>.stride
+      let value = t.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) + s.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+      t.storeBytes(of: value, toByteOffset: offset, as: SIMD8<Float>.self)
+      k += 8
+    }
+    while k < count {
+      target[k] += source[k]
+      k += 1
+    }
   }
 }

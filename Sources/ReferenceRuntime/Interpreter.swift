@@ -56,9 +56,27 @@ public struct Interpreter: Sendable {
     for output in graph.outputs { remainingUses[output] += 1 }
     for id in graph.inputs where observed.contains(id) { kept[id] = values[id] }
     for step in plan.steps {
-      let arguments = step.inputs.map { values[$0]! }
       let shape = graph[step.output].type.shape
       var result: [Float]
+      if let prepared = step.prepared, let addend = step.addend {
+        // The addend's buffer becomes the result: taken over when this is its last use, else copied.
+        if remainingUses[addend] == 1 && !observed.contains(addend) && !graph.outputs.contains(addend) {
+          result = values[addend]!.values
+          values[addend] = nil
+        } else {
+          result = values[addend]!.values
+        }
+        prepared.run(values[step.inputs[0]]!.values, threads: 1, adding: &result)
+        for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }
+        values[step.output] = Tensor(shape: shape, values: result)
+        if observed.contains(step.output) { kept[step.output] = values[step.output] }
+        for input in step.inputs {
+          remainingUses[input] -= 1
+          if remainingUses[input] == 0 { values[input] = nil }
+        }
+        continue
+      }
+      let arguments = step.inputs.map { values[$0]! }
       if let prepared = step.prepared {
         result = prepared.run(arguments[0].values, threads: 1)
         for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }

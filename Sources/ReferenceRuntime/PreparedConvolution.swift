@@ -9,11 +9,19 @@ final class PreparedConvolution: @unchecked Sendable {
   let inputShape: [Int]
   let outputShape: [Int]
   let remainingEpilogue: [Activation]
+  let zeroPadding: Box2D?
+  /// Whether the result is added to what the destination holds (a residual `Add` fused in).
+  let accumulates: Bool
 
   /// Nil when oneDNN refuses the convolution (the im2col path runs it instead).
   /// - Parameter zeroPadding: a ZeroPadding2D before a `valid` convolution, folded into it: `inputShape`
   ///   is then the unpadded input.
-  init?(_ conv: Convolution2D, inputShape: [Int], outputShape: [Int], epilogue: [Activation], zeroPadding: Box2D? = nil) {
+  /// - Parameter afterSum: for a convolution whose result is added to another tensor (`run(_:threads:adding:)`):
+  ///   the activations after that addition. All of `epilogue` must then be post-ops.
+  init?(
+    _ conv: Convolution2D, inputShape: [Int], outputShape: [Int], epilogue: [Activation], zeroPadding: Box2D? = nil,
+    afterSum: [Activation]? = nil
+  ) {
     guard inputShape.count == 3, outputShape.count == 3, conv.groups >= 1 else { return nil }
     if let zeroPadding, conv.padding != .valid || [zeroPadding.top, zeroPadding.left, zeroPadding.bottom, zeroPadding.right].contains(where: { $0 < 0 }) {
       return nil
@@ -38,6 +46,19 @@ final class PreparedConvolution: @unchecked Sendable {
       betas.append(beta)
       rest = rest.dropFirst()
     }
+    if let afterSum {
+      guard rest.isEmpty else { return nil }
+      kinds.append(Int32(MC_POST_SUM))
+      alphas.append(1)
+      betas.append(0)
+      rest = afterSum[...]
+      while let first = rest.first, let (kind, alpha, beta) = Self.postOp(first) {
+        kinds.append(kind)
+        alphas.append(alpha)
+        betas.append(beta)
+        rest = rest.dropFirst()
+      }
+    }
     var error = [CChar](repeating: 0, count: 256)
     let created = conv.kernel.values.withUnsafeBufferPointer { weights in
       (conv.bias?.values ?? []).withUnsafeBufferPointer { bias in
@@ -50,6 +71,8 @@ final class PreparedConvolution: @unchecked Sendable {
     self.inputShape = inputShape
     self.outputShape = outputShape
     remainingEpilogue = Array(rest)
+    self.zeroPadding = zeroPadding
+    accumulates = afterSum != nil
   }
 
   deinit { mc_conv_destroy(handle) }
@@ -64,6 +87,22 @@ final class PreparedConvolution: @unchecked Sendable {
     case .clip(let low, let high) where low.isFinite && high.isFinite && low <= high: return (Int32(MC_POST_CLIP), low, high)
     case .linear(let scale, let offset) where scale.isFinite && offset.isFinite: return (Int32(MC_POST_LINEAR), scale, offset)
     default: return nil
+    }
+  }
+
+  /// The convolution added to `addend` (same shape as the output), into `addend`'s own buffer: pass
+  /// it uniquely referenced and no copy is made.
+  func run(_ values: [Float], threads: Int, adding addend: inout [Float]) {
+    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    let images = values.count / inSize
+    precondition(accumulates && addend.count == images * outSize)
+    values.withUnsafeBufferPointer { source in
+      addend.withUnsafeMutableBufferPointer { target in
+        for image in 0..<images {
+          let status = mc_conv_run(handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, Int32(threads), nil, 0)
+          precondition(status == 0, "oneDNN could not run a convolution it accepted")
+        }
+      }
     }
   }
 

@@ -172,4 +172,35 @@ import Testing
     #expect(Interpreter.backendDescription.hasPrefix("oneDNN "))
     #expect(Interpreter.backendDescription.contains(" kernels"))
   }
+
+  /// A residual `Add` fused into the convolution before it (a sum post-op writing into the other operand's
+  /// buffer), with a ReLU after the sum and with the operand order swapped, agrees with node-by-node
+  /// evaluation; the other operand, still read later, is left unchanged.
+  @Test func residualAddFusedIntoConvolutionMatchesDirectLoops() throws {
+    let conv = Convolution2D(
+      kernel: Constant(shape: [3, 3, 4, 4], values: Self.values(144, seed: 31)), bias: Constant(shape: [4], values: Self.values(4, seed: 32)),
+      strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)
+    // (operands swapped, shortcut read again later (its buffer must be copied, not overwritten), the
+    // convolution reading the shortcut itself)
+    for (swapped, readAgain, convolvesShortcut) in [(false, true, true), (true, true, true), (false, false, false), (true, false, false)] {
+      var builder = GraphBuilder()
+      let x = try builder.addInput(name: "x", type: TensorType([6, 6, 4]))
+      let shortcut = try builder.add(.activation(.tanh), name: "shortcut", inputs: [x])
+      let c = try builder.add(.convolution2D(conv), name: "conv", inputs: [convolvesShortcut ? shortcut : x])
+      let sum = try builder.add(.elementwise(.add), name: "add", inputs: swapped ? [shortcut, c] : [c, shortcut])
+      let y = try builder.add(.activation(.relu), name: "relu", inputs: [sum])
+      let z = readAgain ? try builder.add(.elementwise(.multiply), name: "again", inputs: [y, shortcut]) : y
+      let graph = builder.build(outputs: [z])
+      let input = Tensor(shape: [6, 6, 4], values: Self.values(144, seed: 33))
+      let fast = Interpreter(graph: graph, kernels: .fast).run([input])[0]
+      let direct = Interpreter(graph: graph, kernels: .direct).run([input])[0]
+      let tanhGraph = graph.truncated(at: [shortcut])
+      let shortcutValues = Interpreter(graph: tanhGraph, kernels: .direct).run([input])[0]
+      let (terms, magnitude) = try Self.magnitudes(of: .convolution2D(conv), input: convolvesShortcut ? shortcutValues : input)
+      // The dot-product bound, one more rounding for the sum, times |shortcut| <= 1 in the product.
+      let bound = Float(terms + 6) * Float(1) / Float(1 << 24) * (magnitude + 1) * 2
+      let worst = zip(fast.values, direct.values).map { abs($0 - $1) - (1e-5 * abs($1) + bound) }.max() ?? 0
+      #expect(worst <= 0, "swapped \(swapped), read again \(readAgain): \(worst) beyond \(bound)")
+    }
+  }
 }

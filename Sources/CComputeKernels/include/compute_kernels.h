@@ -20,7 +20,8 @@ typedef struct {
 } mc_conv_shape;
 
 /// Elementwise functions oneDNN applies to the result before it is stored (post-ops), in order.
-enum { MC_POST_RELU = 0, MC_POST_CLIP = 1, MC_POST_LINEAR = 2 };
+/// SUM adds what `dst` holds before the run (a residual connection), scaled by alpha.
+enum { MC_POST_RELU = 0, MC_POST_CLIP = 1, MC_POST_LINEAR = 2, MC_POST_SUM = 3 };
 
 /// `weights` in Keras' layout `[kernel_h][kernel_w][in_c / groups][out_c]`, `bias` `[out_c]` or NULL.
 /// post kinds: RELU(alpha = negative slope), CLIP(alpha = min, beta = max), LINEAR(alpha * x + beta).
