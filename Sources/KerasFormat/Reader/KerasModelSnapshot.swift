@@ -137,6 +137,14 @@ extension KerasModelSnapshot {
   /// The snapshot in the wire format.
   public func encoded() -> [UInt8] {
     var writer = Writer()
+    // Room for the weights at once: growing a 100 MB buffer by doubling would copy it several times.
+    let floatBytes = weights.values.reduce(0) { total, group in
+      group.values.reduce(total) { sum, stored in
+        if case .values(_, let values) = stored { return sum + values.count * 4 }
+        return sum
+      }
+    }
+    writer.bytes.reserveCapacity(floatBytes + configText.utf8.count + 1 << 20)
     writer.bytes += Self.magic
     writer.u8(0)
     writer.string(path)
@@ -289,9 +297,10 @@ extension KerasModelSnapshot {
     mutating func floats(_ count: Int) throws -> [Float] {
       guard count <= remaining / 4 else { throw FormatError(detail: "truncated weights") }
       let slice = try take(count * 4)
-      var values = [Float](repeating: 0, count: count)
-      slice.withUnsafeBytes { raw in
-        values.withUnsafeMutableBytes { $0.copyMemory(from: raw) }
+      // Copied straight into uninitialized storage (no zero fill first: weights are most of the snapshot).
+      var values = [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+        slice.withUnsafeBytes { raw in UnsafeMutableRawBufferPointer(buffer).copyMemory(from: raw) }
+        initialized = count
       }
       #if _endian(big)
         values = values.map { Float(bitPattern: UInt32(littleEndian: $0.bitPattern)) }

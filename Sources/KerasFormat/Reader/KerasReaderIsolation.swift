@@ -108,14 +108,36 @@ public struct KerasReaderIsolation: Sendable, Equatable {
       throw KerasReaderError.readerFailed(path: path, detail: "the reader process failed (exit \(code); out of memory?)")
     case .exited: break
     }
-    guard let data = FileManager.default.contents(atPath: output) else {
+    guard let data = Self.contents(of: output) else {
       throw KerasReaderError.readerFailed(path: path, detail: "the reader process wrote no result")
     }
     let decoded: Result<KerasModelSnapshot, KerasReaderError>
-    do { decoded = try KerasModelSnapshot.decode([UInt8](data)) } catch {
+    do { decoded = try KerasModelSnapshot.decode(data) } catch {
       throw KerasReaderError.readerFailed(path: path, detail: "the reader process wrote a \(error)")
     }
     return try decoded.get()
+  }
+
+  /// The whole file in one buffer, read straight into it (no intermediate `Data` and copy).
+  static func contents(of path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_size >= 0 else { return nil }
+    let size = Int(info.st_size)
+    var failed = false
+    let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+      var done = 0
+      while done < size {
+        let count = Glibc.read(fd, buffer.baseAddress! + done, size - done)
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { failed = true; break }
+        done += count
+      }
+      initialized = done
+    }
+    return failed ? nil : bytes
   }
 
   enum Status: Equatable {
