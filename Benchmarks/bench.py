@@ -465,9 +465,9 @@ def ensure_onnx(work, name, h5):
 
 # ---------------------------------------------------------------- part: latency
 
-def bench_latency(models, bench_binary, work, runs, warmup, with_tf, rounds=3):
-    print(f"\n== Latency: batch 1, single thread, median of {runs} runs after {warmup} warm-ups, "
-          f"each runtime in its own process, {rounds} alternating rounds (median of round medians)", flush=True)
+def bench_latency(models, bench_binary, work, runs, warmup, with_tf, rounds=3, latency_seconds=1.0):
+    print(f"\n== Latency: batch 1, single thread, median of at least {runs} runs (and {latency_seconds:g} s of them) after "
+          f"warm-ups, each runtime in its own process, {rounds} alternating rounds (median of round medians)", flush=True)
     results = []
     for name, path, note in models:
         r = {"model": name, "path": None if path is None else show(path)}
@@ -481,20 +481,28 @@ def bench_latency(models, bench_binary, work, runs, warmup, with_tf, rounds=3):
             r["onnxruntime_error"] = error
         # Rounds alternate the two runtimes (ort, ours, ours, ort, ...) so that drift in the machine's
         # speed (a shared VM) hits both alike; each reports the median of its rounds' medians.
+        # Small models run in well under a millisecond: 20 runs would be over before the CPU settles, so
+        # each measurement gets at least --latency-seconds of runs (same count for both runtimes).
+        model_runs, model_warmup = runs, warmup
+        probe, _ = runtime_bench(bench_binary, path, "--runs", 3, "--warmup", 1)
+        if probe and probe.get("latencyMedianMs"):
+            model_runs = max(runs, min(5000, math.ceil(latency_seconds * 1000 / probe["latencyMedianMs"])))
+            model_warmup = max(warmup, model_runs // 10)
+        r["runs"], r["warmup"] = model_runs, model_warmup
         ort_rounds, ours_rounds = [], []
         for round_index in range(rounds):
             order = ["ort", "ours"] if round_index % 2 == 0 else ["ours", "ort"]
             for which in order:
                 if which == "ort" and onnx is not None and "onnxruntime_error" not in r:
                     print(f"   {name}: onnxruntime (round {round_index + 1}/{rounds}) ...", flush=True)
-                    data, error = json_helper("ort-latency", onnx, "--runs", runs, "--warmup", warmup)
+                    data, error = json_helper("ort-latency", onnx, "--runs", model_runs, "--warmup", model_warmup)
                     if data:
                         ort_rounds.append(data)
                     else:
                         r["onnxruntime_error"] = error
                 elif which == "ours" and "modelconv_error" not in r:
                     print(f"   {name}: modelconv runtime-bench (round {round_index + 1}/{rounds}) ...", flush=True)
-                    data, error = runtime_bench(bench_binary, path, "--runs", runs, "--warmup", warmup)
+                    data, error = runtime_bench(bench_binary, path, "--runs", model_runs, "--warmup", model_warmup)
                     if data:
                         ours_rounds.append(data)
                     else:
@@ -818,7 +826,7 @@ def cmd_run(args):
     models = latency_models(work, shared_dir, mobilenet, resnet)
 
     if "latency" in parts:
-        report["latency"] = bench_latency(models, bench_binary, work, args.runs, args.warmup, not args.no_tensorflow, args.rounds)
+        report["latency"] = bench_latency(models, bench_binary, work, args.runs, args.warmup, not args.no_tensorflow, args.rounds, args.latency_seconds)
     if "throughput" in parts:
         chosen = models if not args.throughput_no_shared else models[:2]
         report["throughput"] = bench_throughput(chosen, bench_binary, work, report.get("latency"),
@@ -853,6 +861,8 @@ def main(argv=None):
                              "relative to the repository); skipped with a note when absent")
     parser.add_argument("--runs", type=int, default=20, help="timed latency runs (default 20)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating latency rounds per runtime and model (default 3)")
+    parser.add_argument("--latency-seconds", type=float, default=1.0,
+                        help="at least this much work per latency measurement: more runs for small models (default 1)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed warm-up runs before them (default 3)")
     parser.add_argument("--no-tensorflow", action="store_true",
                         help="leave out the optional TensorFlow eager column of the latency table")

@@ -278,3 +278,104 @@ void mc_reuse_freed_memory(void) {
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif
 }
+
+// ---------------------------------------------------------------- pooling
+
+typedef struct {
+    dnnl_memory_t src, dst, scratchpad;
+    void *scratchpad_buffer;
+} mc_pool_slot;
+
+struct mc_pool {
+    mc_pool_slot slots[MC_THREAD_SLOTS];
+    dnnl_primitive_t primitive;
+    dnnl_memory_desc_t src_md, dst_md, scratchpad_md;
+    size_t scratchpad_size;
+};
+
+static void release_pool_slot(mc_pool_slot *slot) {
+    if (slot->src) dnnl_memory_destroy(slot->src);
+    if (slot->dst) dnnl_memory_destroy(slot->dst);
+    if (slot->scratchpad) dnnl_memory_destroy(slot->scratchpad);
+    free(slot->scratchpad_buffer);
+    memset(slot, 0, sizeof *slot);
+}
+
+void mc_pool_destroy(mc_pool *pool) {
+    if (!pool) return;
+    for (int i = 0; i < MC_THREAD_SLOTS; i++) release_pool_slot(&pool->slots[i]);
+    if (pool->primitive) dnnl_primitive_destroy(pool->primitive);
+    free(pool);
+}
+
+mc_pool *mc_pool_create(const mc_pool_shape *s, char *error, size_t error_size) {
+    pthread_once(&engine_once, make_engine);
+    if (engine_status != dnnl_success) {
+        set_error(error, error_size, "engine creation", engine_status);
+        return NULL;
+    }
+    omp_set_num_threads(1);
+    mc_pool *pool = calloc(1, sizeof(mc_pool));
+    if (!pool) return NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_dims_t src_dims = {1, s->channels, s->in_h, s->in_w};
+    dnnl_dims_t dst_dims = {1, s->channels, s->out_h, s->out_w};
+    CHECK(dnnl_memory_desc_init_by_tag(&pool->src_md, 4, src_dims, dnnl_f32, dnnl_nhwc), "source description");
+    CHECK(dnnl_memory_desc_init_by_tag(&pool->dst_md, 4, dst_dims, dnnl_f32, dnnl_nhwc), "destination description");
+    dnnl_dims_t strides = {s->stride_h, s->stride_w}, kernel = {s->kernel_h, s->kernel_w};
+    dnnl_dims_t pad_l = {s->pad_top, s->pad_left}, pad_r = {s->pad_bottom, s->pad_right};
+    dnnl_pooling_desc_t desc;
+    // Average over the taps inside the input (TensorFlow's), max ignoring the padding.
+    CHECK(dnnl_pooling_forward_desc_init(&desc, dnnl_forward_inference, s->is_max ? dnnl_pooling_max : dnnl_pooling_avg_exclude_padding,
+                                         &pool->src_md, &pool->dst_md, strides, kernel, pad_l, pad_r),
+          "pooling description");
+    CHECK(dnnl_primitive_attr_create(&attr), "attributes");
+    CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratchpad mode");
+    CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "pooling primitive description");
+    pool->scratchpad_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    pool->scratchpad_size = dnnl_memory_desc_get_size(&pool->scratchpad_md);
+    CHECK(dnnl_primitive_create(&pool->primitive, pd), "pooling primitive");
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return pool;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    mc_pool_destroy(pool);
+    return NULL;
+}
+
+int mc_pool_run(const mc_pool *pool, const float *src, float *dst, char *error, size_t error_size) {
+    dnnl_stream_t stream = stream_for_thread();
+    if (!stream) {
+        set_error(error, error_size, "stream creation", dnnl_out_of_memory);
+        return -1;
+    }
+    omp_set_num_threads(1);
+    int index = slot_for_thread();
+    mc_pool_slot local = {0};
+    mc_pool_slot *slot = index < MC_THREAD_SLOTS ? (mc_pool_slot *)&pool->slots[index] : &local;
+    int result = -1;
+    if (!slot->src) {
+        dnnl_status_t status = dnnl_success;
+        if (pool->scratchpad_size && posix_memalign(&slot->scratchpad_buffer, 64, pool->scratchpad_size) != 0) status = dnnl_out_of_memory;
+        if (status == dnnl_success) status = dnnl_memory_create(&slot->src, &pool->src_md, engine, DNNL_MEMORY_NONE);
+        if (status == dnnl_success) status = dnnl_memory_create(&slot->dst, &pool->dst_md, engine, DNNL_MEMORY_NONE);
+        if (status == dnnl_success) status = dnnl_memory_create(&slot->scratchpad, &pool->scratchpad_md, engine, slot->scratchpad_buffer);
+        if (status != dnnl_success) {
+            release_pool_slot(slot);
+            set_error(error, error_size, "memory creation", status);
+            return -1;
+        }
+    }
+    CHECK(dnnl_memory_set_data_handle(slot->src, (void *)src), "source memory");
+    CHECK(dnnl_memory_set_data_handle(slot->dst, dst), "destination memory");
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, slot->src}, {DNNL_ARG_DST, slot->dst}, {DNNL_ARG_SCRATCHPAD, slot->scratchpad}};
+    CHECK(dnnl_primitive_execute(pool->primitive, stream, 3, args), "pooling");
+    CHECK(dnnl_stream_wait(stream), "pooling");
+    result = 0;
+fail:
+    if (slot == &local) release_pool_slot(&local);
+    return result;
+}

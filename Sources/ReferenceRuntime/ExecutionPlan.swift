@@ -18,6 +18,8 @@ struct ExecutionPlan: Sendable {
     /// For a convolution with a residual `Add` fused in: the other operand, which the result is added to
     /// (it is also the last of `inputs`).
     var addend: ValueID? = nil
+    /// For pooling on the fast path: the oneDNN kernel.
+    var pooling: PreparedPooling? = nil
   }
 
   let steps: [Step]
@@ -83,6 +85,9 @@ struct ExecutionPlan: Sendable {
           steps.append(Step(operation: padding.node.operation, inputs: padding.node.inputs, output: padding.node.output, epilogue: []))
           step.inputs = [padding.node.output]
         }
+      }
+      if case .pooling2D(let pool) = step.operation, graph[step.inputs[0]].type.shape.count == 3 {
+        step.pooling = PreparedPooling(pool, inputShape: graph[step.inputs[0]].type.shape, outputShape: graph[node.output].type.shape)
       }
       if let fused = Self.fusingAdd(step, into: &steps, graph: graph, consumers: consumers) { step = fused }
       steps.append(step)

@@ -80,6 +80,9 @@ public struct Interpreter: Sendable {
       if let prepared = step.prepared {
         result = prepared.run(arguments[0].values, threads: 1)
         for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }
+      } else if let pooling = step.pooling {
+        result = pooling.run(arguments[0].values)
+        for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       } else {
         result = evaluate(step.operation, arguments, outputShape: shape)
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }

@@ -122,3 +122,45 @@ final class PreparedConvolution: @unchecked Sendable {
     }
   }
 }
+
+/// A pooling step handed to oneDNN once (max, or average over the taps inside the input as TensorFlow
+/// does), then run on every image.
+final class PreparedPooling: @unchecked Sendable {
+  private let handle: OpaquePointer
+  let inputShape: [Int]
+  let outputShape: [Int]
+
+  init?(_ pool: Pooling2D, inputShape: [Int], outputShape: [Int]) {
+    guard inputShape.count == 3, outputShape.count == 3, outputShape[0] > 0, outputShape[1] > 0 else { return nil }
+    let top = pool.padding.leadingPad(input: inputShape[0], kernel: pool.poolHeight, stride: pool.strideHeight)
+    let left = pool.padding.leadingPad(input: inputShape[1], kernel: pool.poolWidth, stride: pool.strideWidth)
+    let bottom = max((outputShape[0] - 1) * pool.strideHeight + pool.poolHeight - inputShape[0] - top, 0)
+    let right = max((outputShape[1] - 1) * pool.strideWidth + pool.poolWidth - inputShape[1] - left, 0)
+    var shape = mc_pool_shape(
+      in_h: Int32(inputShape[0]), in_w: Int32(inputShape[1]), channels: Int32(inputShape[2]), out_h: Int32(outputShape[0]),
+      out_w: Int32(outputShape[1]), kernel_h: Int32(pool.poolHeight), kernel_w: Int32(pool.poolWidth), stride_h: Int32(pool.strideHeight),
+      stride_w: Int32(pool.strideWidth), pad_top: Int32(top), pad_left: Int32(left), pad_bottom: Int32(bottom), pad_right: Int32(right),
+      is_max: pool.kind == .max ? 1 : 0)
+    guard let created = mc_pool_create(&shape, nil, 0) else { return nil }
+    handle = created
+    self.inputShape = inputShape
+    self.outputShape = outputShape
+  }
+
+  deinit { mc_pool_destroy(handle) }
+
+  /// The pooling of one or more `[H, W, C]` images stored one after another.
+  func run(_ values: [Float]) -> [Float] {
+    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    let images = values.count / inSize
+    return [Float](unsafeUninitializedCapacity: images * outSize) { target, initialized in
+      values.withUnsafeBufferPointer { source in
+        for image in 0..<images {
+          let status = mc_pool_run(handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, nil, 0)
+          precondition(status == 0, "oneDNN could not run a pooling it accepted")
+        }
+      }
+      initialized = images * outSize
+    }
+  }
+}

@@ -35,6 +35,21 @@ int mc_conv_run(const mc_conv *conv, const float *src, float *dst, int threads, 
 
 void mc_conv_destroy(mc_conv *conv);
 
+/// Max or average pooling of one `[H, W, C]` image (NHWC, batch 1); average excludes the padding.
+typedef struct mc_pool mc_pool;
+
+typedef struct {
+    int in_h, in_w, channels, out_h, out_w;
+    int kernel_h, kernel_w, stride_h, stride_w;
+    int pad_top, pad_left, pad_bottom, pad_right;
+    int is_max;
+} mc_pool_shape;
+
+mc_pool *mc_pool_create(const mc_pool_shape *shape, char *error, size_t error_size);
+/// Runs on the calling thread; safe to call from several threads at once. 0 on success.
+int mc_pool_run(const mc_pool *pool, const float *src, float *dst, char *error, size_t error_size);
+void mc_pool_destroy(mc_pool *pool);
+
 /// Row-major C = A (M x K) B (K x N) + beta C, oneDNN's sgemm on `threads` threads. 0 on success.
 int mc_sgemm(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc, int threads);
 
