@@ -40,6 +40,25 @@ import Testing
     #expect(one == three)
   }
 
+  /// The kernels follow the CPU's features (cpuid flags), whatever model name it reports: on a CPU with
+  /// AVX-512 or AVX2 the runtime must not run SSE or generic code (the OpenBLAS "Prescott" fallback this
+  /// replaced). Skipped where /proc/cpuinfo has no x86 flags or the instruction set is capped on purpose.
+  @Test func kernelsMatchTheCPUFeatures() throws {
+    guard ProcessInfo.processInfo.environment["ONEDNN_MAX_CPU_ISA"] == nil, ProcessInfo.processInfo.environment["DNNL_MAX_CPU_ISA"] == nil,
+      let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+      let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags") })
+    else { return }
+    let flags = Set(line.split(separator: ":").last!.split(separator: " ").map(String.init))
+    let backend = ModelConverterVersion.runtimeBackend
+    if ["avx512f", "avx512bw", "avx512vl", "avx512dq"].allSatisfy(flags.contains) {
+      #expect(backend.contains("avx512_core"), "CPU has AVX-512 but the runtime uses: \(backend)")
+    } else if flags.contains("avx2") {
+      #expect(backend.contains("avx2"), "CPU has AVX2 but the runtime uses: \(backend)")
+    } else if flags.contains("sse4_1") {
+      #expect(!backend.contains("generic"), "CPU has SSE4.1 but the runtime uses: \(backend)")
+    }
+  }
+
   @Test func versionVerboseNamesTheKernels() throws {
     let result = try CommandLineTests().run(["--version", "--verbose"])
     #expect(result.status == 0)
