@@ -209,7 +209,13 @@ public enum ModelInspector {
             elements = value.count
             if !counted.contains(name) { storage.add(value.type.dataType, count: value.count) }
           } else if producer.type.hasPrefix("constexpr_"), let type = producer.outputs.first?.type {
-            elements = type.shape.reduce(1, *)
+            // Declared shapes are checked by the reader; a product that would overflow counts as nothing.
+            var product = 1
+            for dimension in type.shape {
+              let (next, overflow) = product.multipliedReportingOverflow(by: max(dimension, 0))
+              product = overflow ? 0 : next
+            }
+            elements = product
             if !counted.contains(name) {
               for key in producer.inputs.keys.sorted() where key != "shape" {
                 for stored in producer.inputs[key]! {
