@@ -15,8 +15,12 @@ public enum CoreMLWriter {
   static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
     let arena = MessageArena()
     let model = try buildModel(graph, options: options, arena: arena)
-    var bytes = [UInt8](repeating: 0, count: core_ml__specification__model__get_packed_size(model))
-    _ = core_ml__specification__model__pack(model, &bytes)
+    let size = core_ml__specification__model__get_packed_size(model)
+    // Packed straight into uninitialized storage: protobuf-c writes every byte it reports.
+    let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+      initialized = size > 0 ? core_ml__specification__model__pack(model, buffer.baseAddress!) : 0
+    }
+    precondition(bytes.count == size, "protobuf-c packed \(bytes.count) of \(size) bytes")
     return (bytes, Int(model.pointee.specificationversion))
   }
 
