@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build needs (libhdf5, libprotobuf-c, protoc-c, pkg-config, OpenBLAS, libzip, libpng, libjpeg-turbo).
+# Installs the Debian packages the build needs (libhdf5, libprotobuf-c, protoc-c, pkg-config, oneDNN, libzip, libpng, libjpeg-turbo).
 # Skips apt when everything is already there; uses sudo when not root.
 set -euo pipefail
 

@@ -5,13 +5,14 @@ import ModelIR
 /// A float32 reference interpreter of the IR, deterministic, one batch item at a time.
 ///
 /// It follows the IR's semantics (Keras' channels-last layout and TensorFlow padding). By default
-/// convolution and dense layers run through BLAS, with batch normalization folded into the convolution
-/// before it and elementwise activations fused into the step before them (`ExecutionPlan`); `.direct`
-/// runs every node with the plain loops the fast path is tested against.
+/// convolutions and pooling run on oneDNN and dense layers on its sgemm, with batch normalization folded
+/// into the convolution before it, padding and residual additions folded in, and elementwise activations
+/// fused into the step before them (`ExecutionPlan`); `.direct` runs every node with the plain loops the
+/// fast path is tested against.
 public struct Interpreter: Sendable {
   /// Which implementation runs convolution and dense layers.
   public enum KernelChoice: Sendable {
-    /// im2col plus OpenBLAS GEMM on one thread.
+    /// oneDNN convolutions, pooling and GEMM (kernels chosen from the CPU's features) and vector loops, each step on one thread.
     case fast
     /// Direct loops accumulating in Double: the oracle.
     case direct

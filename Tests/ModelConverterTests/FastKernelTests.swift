@@ -2,7 +2,7 @@ import ModelIR
 import ReferenceRuntime
 import Testing
 
-/// The BLAS paths for convolution and dense layers agree with the direct loops (the oracle) within the
+/// The fast paths (oneDNN convolutions, pooling and sgemm, fused steps) agree with the direct loops (the oracle) within the
 /// float32 error bound of their dot products (plus rtol 1e-5).
 @Suite struct FastKernelTests {
   /// Deterministic values in [-1, 1).
@@ -24,7 +24,7 @@ import Testing
   /// (u = 2^-24; the oracle accumulates in Double), with `sum|w x| + |b|` computed by the oracle on the
   /// absolute kernel and input, scaled by the Lipschitz constant of the operations after the first (a
   /// folded batch normalization's largest scale, a linear scale) plus a margin of four roundings for the
-  /// fused steps. The bound holds for any BLAS kernel and summation order.
+  /// fused steps. The bound holds for any kernel and summation order oneDNN picks.
   static func compare(_ operations: [Operation], input shape: [Int], seed: UInt64) throws {
     var builder = GraphBuilder()
     var y = try builder.addInput(name: "x", type: TensorType(shape))
