@@ -60,32 +60,19 @@ public struct Interpreter: Sendable {
       let shape = graph[step.output].type.shape
       var result: [Float]
       if let prepared = step.prepared, let addend = step.addend {
-        // The addend's buffer becomes the result: taken over when this is its last use, else copied.
-        if remainingUses[addend] == 1 && !observed.contains(addend) && !graph.outputs.contains(addend) {
-          result = values[addend]!.values
-          values[addend] = nil
-        } else {
-          result = values[addend]!.values
-        }
+        // The addend's buffer becomes the result: taken over (no copy) when this is its last use.
+        result = values[addend]!.values
+        if remainingUses[addend] == 1 && !observed.contains(addend) && !graph.outputs.contains(addend) { values[addend] = nil }
         prepared.run(values[step.inputs[0]]!.values, threads: 1, adding: &result)
         for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }
-        values[step.output] = Tensor(shape: shape, values: result)
-        if observed.contains(step.output) { kept[step.output] = values[step.output] }
-        for input in step.inputs {
-          remainingUses[input] -= 1
-          if remainingUses[input] == 0 { values[input] = nil }
-        }
-        continue
-      }
-      let arguments = step.inputs.map { values[$0]! }
-      if let prepared = step.prepared {
-        result = prepared.run(arguments[0].values, threads: 1)
+      } else if let prepared = step.prepared {
+        result = prepared.run(values[step.inputs[0]]!.values, threads: 1)
         for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }
       } else if let pooling = step.pooling {
-        result = pooling.run(arguments[0].values)
+        result = pooling.run(values[step.inputs[0]]!.values)
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       } else {
-        result = evaluate(step.operation, arguments, outputShape: shape)
+        result = evaluate(step.operation, step.inputs.map { values[$0]! }, outputShape: shape)
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       }
       if graph[step.output].type.dataType == .float16 { Kernels.roundToFloat16(&result) }

@@ -93,17 +93,9 @@ final class PreparedConvolution: @unchecked Sendable {
   /// The convolution added to `addend` (same shape as the output), into `addend`'s own buffer: pass
   /// it uniquely referenced and no copy is made.
   func run(_ values: [Float], threads: Int, adding addend: inout [Float]) {
-    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
-    let images = values.count / inSize
-    precondition(accumulates && addend.count == images * outSize)
-    values.withUnsafeBufferPointer { source in
-      addend.withUnsafeMutableBufferPointer { target in
-        for image in 0..<images {
-          let status = mc_conv_run(handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, Int32(threads), nil, 0)
-          precondition(status == 0, "oneDNN could not run a convolution it accepted")
-        }
-      }
-    }
+    let images = values.count / inputShape.reduce(1, *)
+    precondition(accumulates && addend.count == images * outputShape.reduce(1, *))
+    addend.withUnsafeMutableBufferPointer { convolve(values, into: $0.baseAddress!, threads: threads) }
   }
 
   /// The convolution of one `[H, W, C]` image (`values` holds one or more, one after another).
@@ -112,13 +104,19 @@ final class PreparedConvolution: @unchecked Sendable {
     let images = values.count / inSize
     // Every element is written by the convolution: no zero fill first.
     return [Float](unsafeUninitializedCapacity: images * outSize) { target, initialized in
-      values.withUnsafeBufferPointer { source in
-        for image in 0..<images {
-          let status = mc_conv_run(handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, Int32(threads), nil, 0)
-          precondition(status == 0, "oneDNN could not run a convolution it accepted")
-        }
-      }
+      convolve(values, into: target.baseAddress!, threads: threads)
       initialized = images * outSize
+    }
+  }
+
+  /// Runs the convolution on each image of `values`, writing (or, when `accumulates`, adding) into `target`.
+  private func convolve(_ values: [Float], into target: UnsafeMutablePointer<Float>, threads: Int) {
+    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    values.withUnsafeBufferPointer { source in
+      for image in 0..<(values.count / inSize) {
+        let status = mc_conv_run(handle, source.baseAddress! + image * inSize, target + image * outSize, Int32(threads), nil, 0)
+        precondition(status == 0, "oneDNN could not run a convolution it accepted")
+      }
     }
   }
 }

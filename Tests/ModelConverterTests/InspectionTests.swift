@@ -70,11 +70,10 @@ import Testing
     #expect(image.redBias == -1 && image.greenBias == -1 && image.blueBias == -1 && image.grayBias == nil)
     #expect(inspection.inputs.first?.type.kind == "image")
     #expect(inspection.outputs.map(\.type.kind).sorted() == ["dictionary", "string"])
-    // Apple's table: specification 4 is iOS 13 / macOS 10.15 (Core ML 3).
-    if inspection.specificationVersion == 4 {
-      #expect(inspection.oldestReleases.map(\.description).contains("iOS 13"))
-      #expect(inspection.oldestReleases.map(\.description).contains("macOS 10.15"))
-    }
+    // coremltools 9 writes tf.keras neural networks for its default target, iOS 13: specification 4,
+    // which Apple's table puts at iOS 13 / macOS 10.15 (Core ML 3).
+    #expect(inspection.specificationVersion == 4)
+    #expect(inspection.oldestReleases.map(\.description) == ["iOS 13", "tvOS 13", "macOS 10.15", "watchOS 6"])
     #expect(inspection.weights.map(\.dataType) == ["float32"])
     #expect(inspection.weightBytes == inspection.parameterCount * 4)
     #expect(inspection.shapesUnavailable == nil)

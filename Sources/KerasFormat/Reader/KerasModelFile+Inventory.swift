@@ -35,22 +35,12 @@ extension KerasModelFile {
   }
 
   /// Every value stored in the file's weight groups.
-  public var storedParameterCount: Int {
-    weights.datasets.values.reduce(0) { total, group in
-      group.values.reduce(total) { sum, stored in
-        if case .values(_, let values) = stored { return sum + values.count }
-        return sum
-      }
-    }
-  }
+  public var storedParameterCount: Int { KerasWeightStore.valueCount(weights.datasets) }
 
   /// The values stored for one layer: the whole group of a top-level layer, or the names under a nested layer.
   func storedParameterCount(layer: String, topLevel: String) -> Int {
     guard let group = weights.datasets[topLevel] else { return 0 }
-    let names = (weights.weightNames[topLevel] ?? []).filter {
-      topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer }
-    }
-    return Set(names).reduce(0) { sum, name in
+    return Set(weights.names(ownedBy: layer, topLevel: topLevel)).reduce(0) { sum, name in
       if case .values(_, let values)? = group[name] { return sum + values.count }
       return sum
     }

@@ -138,13 +138,7 @@ extension KerasModelSnapshot {
   public func encoded() -> [UInt8] {
     var writer = Writer()
     // Room for the weights at once: growing a 100 MB buffer by doubling would copy it several times.
-    let floatBytes = weights.values.reduce(0) { total, group in
-      group.values.reduce(total) { sum, stored in
-        if case .values(_, let values) = stored { return sum + values.count * 4 }
-        return sum
-      }
-    }
-    writer.bytes.reserveCapacity(floatBytes + configText.utf8.count + 1 << 20)
+    writer.bytes.reserveCapacity(KerasWeightStore.valueCount(weights) * 4 + configText.utf8.count + 1 << 20)
     writer.bytes += Self.magic
     writer.u8(0)
     writer.string(path)

@@ -114,9 +114,25 @@ struct KerasWeightStore: Sendable, Equatable {
     return Constant(shape: data.shape, values: data.values)
   }
 
+  /// The stored names of a layer's weights: the whole group of a top-level layer, or the names with a
+  /// path component naming the layer inside a nested model's group.
+  func names(ownedBy layer: String, topLevel: String) -> [String] {
+    (weightNames[topLevel] ?? []).filter { topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer } }
+  }
+
+  /// How many values the readable datasets hold.
+  static func valueCount(_ datasets: [String: [String: KerasStoredWeight]]) -> Int {
+    datasets.values.reduce(0) { total, group in
+      group.values.reduce(total) { sum, stored in
+        if case .values(_, let values) = stored { return sum + values.count }
+        return sum
+      }
+    }
+  }
+
   /// Every weight of a layer, in `weight_names` order (for custom layers, whose weights have no known kinds).
   func allWeights(layer: String, topLevel: String) throws -> [Constant] {
-    let names = (weightNames[topLevel] ?? []).filter { topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer } }
+    let names = names(ownedBy: layer, topLevel: topLevel)
     guard let group = datasets[topLevel] else { return [] }
     return try names.map { name in
       guard let stored = group[name] else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: name) }

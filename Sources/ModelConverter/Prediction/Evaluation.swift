@@ -169,7 +169,7 @@ public enum Evaluation {
   static func classifyAll(
     _ urls: [URL], _ model: ImageModel, _ other: ImageModel?, _ options: EvaluationOptions, threads: Int, progress: Progress?
   ) -> [Result<(Classification, Classification?), ImageFileError>] {
-    let results = ResultBox<(Classification, Classification?)>(count: urls.count)
+    let results = SlotBox<Result<(Classification, Classification?), ImageFileError>>(count: urls.count)
     DispatchQueue.concurrentPerform(iterations: min(threads, max(urls.count, 1))) { worker in
       var index = worker
       while index < urls.count {
@@ -191,17 +191,17 @@ public enum Evaluation {
   }
 }
 
-/// Results written by several threads, each to its own slot.
-final class ResultBox<T>: @unchecked Sendable {
-  private var storage: [Result<T, ImageFileError>?]
+/// Values written by several threads, each to its own slot (images classified, verify's samples).
+final class SlotBox<Element>: @unchecked Sendable {
+  private var storage: [Element?]
   private let lock = NSLock()
   private var finished = 0
 
   init(count: Int) { storage = Array(repeating: nil, count: count) }
 
-  /// Stores a result and returns how many are stored.
+  /// Stores a value and returns how many are stored.
   @discardableResult
-  func set(_ index: Int, _ value: Result<T, ImageFileError>) -> Int {
+  func set(_ index: Int, _ value: Element) -> Int {
     lock.withLock {
       storage[index] = value
       finished += 1
@@ -209,5 +209,5 @@ final class ResultBox<T>: @unchecked Sendable {
     }
   }
 
-  var values: [Result<T, ImageFileError>?] { lock.withLock { storage } }
+  var values: [Element?] { lock.withLock { storage } }
 }

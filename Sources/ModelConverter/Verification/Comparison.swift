@@ -263,7 +263,7 @@ struct Comparison {
     let width = max(1, min(threads, inputs.count))
     for start in stride(from: 0, to: inputs.count, by: width) {
       let chunk = Array(inputs[start..<min(start + width, inputs.count)])
-      let box = SampleBox(count: chunk.count)
+      let box = SlotBox<SampleRun>(count: chunk.count)
       let this = self
       DispatchQueue.concurrentPerform(iterations: chunk.count) { index in
         box.set(index, this.run(sourceInputs: chunk[index].source, convertedInputs: chunk[index].converted))
@@ -385,16 +385,4 @@ struct Comparison {
 
 extension Duration {
   var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
-}
-
-/// Sample runs written by several threads, each to its own slot.
-final class SampleBox: @unchecked Sendable {
-  private var storage: [Comparison.SampleRun?]
-  private let lock = NSLock()
-
-  init(count: Int) { storage = Array(repeating: nil, count: count) }
-
-  func set(_ index: Int, _ value: Comparison.SampleRun) { lock.withLock { storage[index] = value } }
-
-  var values: [Comparison.SampleRun?] { lock.withLock { storage } }
 }

@@ -91,8 +91,7 @@ enum PredictCommand: Subcommand {
   /// The model with the options of `predict` and `evaluate`.
   static func loadModel(_ path: String, _ parsed: ParsedArguments) throws -> ImageModel {
     var options = ImageModelOptions()
-    let kerasOptions = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"]
-    if kerasOptions.contains(where: { parsed.value($0) != nil }) || parsed.flag("--bgr") {
+    if kerasPreprocessingGiven(parsed) {
       options.preprocessing = ImagePreprocessing(
         scale: try parsed.float("--image-scale") ?? 1, redBias: try parsed.float("--red-bias") ?? 0,
         greenBias: try parsed.float("--green-bias") ?? 0, blueBias: try parsed.float("--blue-bias") ?? 0,
@@ -105,9 +104,13 @@ enum PredictCommand: Subcommand {
 
   /// Warns when Keras preprocessing options were given but no model of the command is a Keras file.
   static func warnIfPreprocessingUnused(_ models: [ImageModel], _ parsed: ParsedArguments) {
-    let given = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"].contains { parsed.value($0) != nil } || parsed.flag("--bgr")
-    guard given, !models.contains(where: { $0.kind == "keras" }) else { return }
+    guard kerasPreprocessingGiven(parsed), !models.contains(where: { $0.kind == "keras" }) else { return }
     Console.warning("\(models.map(\.path).joined(separator: " and ")): Core ML models apply their own image scaler; --image-scale and the bias options only apply to Keras files and are ignored")
+  }
+
+  /// Whether any option of `kerasPreprocessingSpecs` was given.
+  static func kerasPreprocessingGiven(_ parsed: ParsedArguments) -> Bool {
+    kerasPreprocessingSpecs.contains { spec in spec.names.contains { parsed.value($0) != nil || parsed.flag($0) } }
   }
 
   static func cropOption(_ parsed: ParsedArguments) throws -> CropAndScale {
