@@ -45,6 +45,21 @@ static inline int chdf5_link_type(hid_t loc, const char *name, hid_t lapl) {
   if (H5Lget_info(loc, name, &info, lapl) < 0) return -1;
   return (int)info.type;
 }
+/// The file offset of a dataset's values when libhdf5 stores them as one contiguous little-endian
+/// float32 run in this file (no filters, no external storage, allocated), else -1: the converter then
+/// reads those bytes itself instead of copying them through libhdf5 (see KerasModelSnapshot).
+static inline long long chdf5_contiguous_float32_offset(hid_t dataset, hid_t type) {
+  if (H5Tequal(type, H5T_IEEE_F32LE) <= 0) return -1;
+  hid_t plist = H5Dget_create_plist(dataset);
+  if (plist < 0) return -1;
+  int plain = H5Pget_layout(plist) == H5D_CONTIGUOUS && H5Pget_nfilters(plist) == 0 && H5Pget_external_count(plist) == 0;
+  H5Pclose(plist);
+  if (!plain) return -1;
+  haddr_t offset = H5Dget_offset(dataset);
+  if (offset == HADDR_UNDEF || offset > (haddr_t)0x7fffffffffffffffLL) return -1;
+  return (long long)offset;
+}
+
 static inline int chdf5_link_type_hard(void) { return H5L_TYPE_HARD; }
 static inline int chdf5_link_type_soft(void) { return H5L_TYPE_SOFT; }
 

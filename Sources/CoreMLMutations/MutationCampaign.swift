@@ -42,17 +42,18 @@ public enum MutationCampaign {
     verification.expectedLabels = conversion.classLabels?.descriptions
     if !conversion.imageInputNames.isEmpty { verification.expectedPreprocessing = conversion.imagePreprocessing }
     let model = try KerasConverter.convert(modelAt: source, options: conversion)
+    let original = model.bytes  // packed once (each `bytes` packs the model again)
     let correct = directory.appendingPathComponent("correct.mlmodel")
-    try Data(model.bytes).write(to: correct)
+    try Data(original).write(to: correct)
     let baseline = try ParityVerifier.verify(source: source, converted: correct, options: verification)
     guard baseline.passed else { throw CampaignError.correctConversionFails(baseline.firstMismatch.map(describe) ?? "\(baseline.violations)") }
 
-    let sequenceLengths = ParityVerifier.sequenceLengths(of: try CoreMLSpecReader.read(model.bytes, path: correct.path), from: model.graph)
+    let sequenceLengths = ParityVerifier.sequenceLengths(of: try CoreMLSpecReader.read(original, path: correct.path), from: model.graph)
 
     var outcomes: [Outcome] = []
-    for (index, mutation) in try CoreMLMutator.mutations(of: model.bytes).enumerated() {
-      let bytes = try CoreMLMutator.apply(mutation, to: model.bytes)
-      let effect = try MutationEffect.measure(original: model.bytes, mutated: bytes, mutation: mutation, sequenceLengths: sequenceLengths)
+    for (index, mutation) in try CoreMLMutator.mutations(of: original).enumerated() {
+      let bytes = try CoreMLMutator.apply(mutation, to: original)
+      let effect = try MutationEffect.measure(original: original, mutated: bytes, mutation: mutation, sequenceLengths: sequenceLengths)
       if effect <= equivalenceThreshold {
         outcomes.append(Outcome(mutation: mutation, effect: effect, verdict: .equivalent, named: ""))
         continue

@@ -2,11 +2,45 @@ import Foundation
 
 /// Writes files so that readers never see a partial file and failures leave nothing behind.
 public enum AtomicFile {
-  /// Writes `bytes` (without copying them into a `Data`) like `write(_:to:)`.
+  /// Writes `bytes` like `write(_:to:)`.
   public static func write(bytes: [UInt8], to url: URL) throws {
-    try bytes.withUnsafeBytes { buffer in
-      let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!), count: buffer.count, deallocator: .none)
-      try write(data, to: url)
+    try write(to: url) { file in try bytes.withUnsafeBytes(file.write) }
+  }
+
+  /// An open temporary file that `write(to:producing:)` fills, buffered.
+  public final class Output {
+    fileprivate let fd: Int32
+    private var buffer: [UInt8] = []
+    private static let bufferSize = 1 << 20
+
+    fileprivate init(fd: Int32) {
+      self.fd = fd
+      buffer.reserveCapacity(Self.bufferSize)
+    }
+
+    /// Appends bytes to the file.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+      if buffer.count + bytes.count > Self.bufferSize { try flush() }
+      if bytes.count >= Self.bufferSize {
+        try Self.writeAll(fd, bytes)
+      } else {
+        buffer.append(contentsOf: bytes)
+      }
+    }
+
+    fileprivate func flush() throws {
+      try buffer.withUnsafeBytes { try Self.writeAll(fd, $0) }
+      buffer.removeAll(keepingCapacity: true)
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
+      var done = 0
+      while done < bytes.count {
+        let count = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)]) }
+        done += count
+      }
     }
   }
 
@@ -45,6 +79,13 @@ public enum AtomicFile {
   /// An existing destination must be a regular file (a device, pipe or folder is refused, never
   /// replaced); a symbolic link is written through, so the link stays and its target is replaced.
   public static func write(_ data: Data, to url: URL) throws {
+    try write(to: url) { file in try data.withUnsafeBytes(file.write) }
+  }
+
+  /// Writes what `produce` sends to a temporary file beside `url`, then renames it over `url`: the bytes
+  /// go to the file as they come (a large model is never in memory at once), and a failure in `produce`
+  /// or in writing leaves the destination untouched and no temporary file. Same rules as `write(_:to:)`.
+  public static func write(to url: URL, producing produce: (Output) throws -> Void) throws {
     var url = url
     if let existing = nodeKind(url.path) {
       guard existing.kind == "a regular file" else { throw DestinationError.notARegularFile(path: url.path, kind: existing.kind) }
@@ -52,8 +93,20 @@ public enum AtomicFile {
     }
     let directory = url.deletingLastPathComponent()
     let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
+    let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+    guard fd >= 0 else {
+      throw CocoaError(errno == ENOENT ? .fileNoSuchFile : errno == EACCES ? .fileWriteNoPermission : .fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
+    }
     do {
-      try data.write(to: temporary)
+      do {
+        let output = Output(fd: fd)
+        try produce(output)
+        try output.flush()
+      } catch {
+        close(fd)
+        throw error
+      }
+      guard close(fd) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
       if rename(temporary.path, url.path) != 0 { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
     } catch {
       try? FileManager.default.removeItem(at: temporary)

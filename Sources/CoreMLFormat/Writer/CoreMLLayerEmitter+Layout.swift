@@ -6,24 +6,31 @@ extension CoreMLLayerEmitter {
   static func coreMLKernel(_ kernel: Constant) -> [Float] {
     let (kh, kw, ci, co) = (kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3])
     let taps = kh * kw
-    // For each tap t = y * kw + x, the contiguous [ci][co] block goes to result[o][i][t]: transposed in
-    // 16 x 16 tiles, so both sides stay in cache however large ci and co are.
-    return [Float](unsafeUninitializedCapacity: kernel.count) { result, initialized in
+    // result[o][i][t] = kernel[t][i][o] for each tap t = y * kw + x. A 1 x 1 kernel is a plain [ci][co]
+    // matrix transpose (`Matrix.transpose`); otherwise in 16 x 16 (o, i) tiles, each result run
+    // [o][i][0..<taps] written whole, so both sides stay in cache however large ci and co are.
+    return Constant.values(count: kernel.count) { result in
       kernel.values.withUnsafeBufferPointer { source in
-        let (src, dst) = (source.baseAddress!, result.baseAddress!)
-        let tile = 16
-        for t in 0..<taps {
-          for i0 in stride(from: 0, to: ci, by: tile) {
-            for o0 in stride(from: 0, to: co, by: tile) {
-              for i in i0..<min(i0 + tile, ci) {
-                let row = src + (t * ci + i) * co
-                for o in o0..<min(o0 + tile, co) { dst[(o * ci + i) * taps + t] = row[o] }
+        guard let src = source.baseAddress, let dst = result.baseAddress else { return }
+        if taps == 1 {
+          Matrix.transpose(src, rows: ci, columns: co, into: dst)
+        } else {
+          // Indices stay below `kernel.count`, an Int: wrapping arithmetic only drops overflow checks.
+          let tile = 16
+          let tapStride = ci &* co
+          for o0 in stride(from: 0, to: co, by: tile) {
+            for i0 in stride(from: 0, to: ci, by: tile) {
+              for o in o0..<min(o0 &+ tile, co) {
+                for i in i0..<min(i0 &+ tile, ci) {
+                  let from = src + (i &* co &+ o)
+                  let to = dst + ((o &* ci &+ i) &* taps)
+                  for t in 0..<taps { to[t] = from[t &* tapStride] }
+                }
               }
             }
           }
         }
       }
-      initialized = kernel.count
     }
   }
 

@@ -16,6 +16,9 @@ struct CoreMLLayerEmitter {
   private(set) var layers: [UnsafeMutablePointer<NNLayer>] = []
   /// The lowest specification version the emitted layers need.
   private(set) var specificationVersion: Int32 = 1
+  /// float32 weights whose values are set only while their layer is packed (`StreamedSpecification`):
+  /// the writer never holds a second copy of a model's weights.
+  private(set) var deferredWeights: [DeferredWeight] = []
 
   init(arena: MessageArena, graph: Graph, precision: WeightPrecision) {
     self.arena = arena
@@ -50,13 +53,21 @@ struct CoreMLLayerEmitter {
     return layer
   }
 
-  func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
+  /// Weights with these values (already in Core ML's layout).
+  mutating func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
+    try weights(count: values.count, layer: layer) { values }
+  }
+
+  /// Weights of `count` values that `values` computes (a transposed kernel, say): for float32, only when
+  /// the layer is packed, so a kernel in Core ML's layout exists one layer at a time.
+  mutating func weights(count: Int, layer: String, _ values: @escaping @Sendable () -> [Float]) throws -> UnsafeMutablePointer<WeightParams> {
     let params = arena.message(core_ml__specification__weight_params__init)
     switch precision {
     case .float32:
-      params.pointee.n_floatvalue = values.count
-      params.pointee.floatvalue = arena.array(values)
+      params.pointee.n_floatvalue = count
+      deferredWeights.append(DeferredWeight(params: params, count: count, values: values))
     case .float16:
+      let values = values()
       var bytes: [UInt8] = []
       bytes.reserveCapacity(values.count * 2)
       for value in values {
@@ -107,7 +118,9 @@ struct CoreMLLayerEmitter {
       params.pointee.inputchannels = UInt64(dense.inputUnits)
       params.pointee.outputchannels = UInt64(dense.outputUnits)
       // Keras stores [in, out]; Core ML wants [out, in].
-      params.pointee.weights = try weights(Matrix.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), layer: node.name)
+      params.pointee.weights = try weights(count: dense.kernel.count, layer: node.name) { [kernel = dense.kernel, rows = dense.inputUnits, columns = dense.outputUnits] in
+        Matrix.transposed(kernel.values, rows: rows, columns: columns)
+      }
       if let bias = dense.bias {
         params.pointee.hasbias = 1
         params.pointee.bias = try weights(bias.values, layer: node.name)
@@ -357,7 +370,7 @@ struct CoreMLLayerEmitter {
     params.pointee.stride = uint64s([conv.strideHeight, conv.strideWidth])
     params.pointee.n_dilationfactor = 2
     params.pointee.dilationfactor = uint64s([conv.dilationHeight, conv.dilationWidth])
-    params.pointee.weights = try weights(Self.coreMLKernel(conv.kernel), layer: name)
+    params.pointee.weights = try weights(count: conv.kernel.count, layer: name) { [kernel = conv.kernel] in Self.coreMLKernel(kernel) }
     if let bias = conv.bias {
       params.pointee.hasbias = 1
       params.pointee.bias = try weights(bias.values, layer: name)
@@ -606,4 +619,11 @@ struct CoreMLLayerEmitter {
       throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(activation) has no classic Core ML layer")
     }
   }
+}
+
+/// A float32 `WeightParams` whose `floatValue` is filled in only while its layer is packed.
+struct DeferredWeight: @unchecked Sendable {
+  let params: UnsafeMutablePointer<WeightParams>
+  let count: Int
+  let values: @Sendable () -> [Float]
 }

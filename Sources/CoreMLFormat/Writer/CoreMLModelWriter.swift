@@ -4,8 +4,19 @@ import ModelIR
 /// A written Core ML model: the specification and, for an ML Program, its weight file.
 public struct EncodedModel: Sendable {
   public var format: ModelFormat
-  /// The serialized `Model` protobuf (`model.mlmodel`).
-  public var specification: [UInt8]
+  /// The serialized `Model` protobuf (`model.mlmodel`), packed when asked for: a neural network is
+  /// kept as messages whose float32 weights are laid out one layer at a time while packing, and
+  /// `write(to:)` streams it to the file without these bytes ever being in memory at once.
+  public var specification: [UInt8] {
+    get {
+      switch source {
+      case .bytes(let bytes): return bytes
+      case .streamed(let streamed): return streamed.bytes()
+      }
+    }
+    set { source = .bytes(newValue) }
+  }
+  private var source: Source
   /// The MIL blob file (`weights/weight.bin`) of an ML Program; nil for a neural network.
   public var weights: [UInt8]?
   /// The specification version written (the oldest release that loads the model).
@@ -13,13 +24,33 @@ public struct EncodedModel: Sendable {
 
   public init(format: ModelFormat, specification: [UInt8], weights: [UInt8]?, specificationVersion: Int) {
     self.format = format
-    self.specification = specification
+    self.source = .bytes(specification)
     self.weights = weights
     self.specificationVersion = specificationVersion
   }
 
+  init(format: ModelFormat, streamed: StreamedSpecification, specificationVersion: Int) {
+    self.format = format
+    self.source = .streamed(streamed)
+    self.weights = nil
+    self.specificationVersion = specificationVersion
+  }
+
+  private enum Source: Sendable {
+    case bytes([UInt8])
+    case streamed(StreamedSpecification)
+  }
+
+  /// The size of `specification` in bytes (known without packing it).
+  public var specificationByteCount: Int {
+    switch source {
+    case .bytes(let bytes): return bytes.count
+    case .streamed(let streamed): return streamed.byteCount
+    }
+  }
+
   /// Bytes on disk.
-  public var byteCount: Int { specification.count + (weights?.count ?? 0) }
+  public var byteCount: Int { specificationByteCount + (weights?.count ?? 0) }
 
   /// Writes the model atomically: an `.mlpackage` folder (built beside `url` and renamed into place)
   /// when `url` ends in `.mlpackage`, else a `.mlmodel` file, which only a neural network can be (an ML
@@ -31,7 +62,10 @@ public struct EncodedModel: Sendable {
     } else if format == .mlProgram {
       throw CoreMLWriterError.invalidOption("an ML Program is saved as an .mlpackage folder (its weights are files in it), not as \(url.lastPathComponent)")
     } else {
-      try AtomicFile.write(bytes: specification, to: url)
+      switch source {
+      case .bytes(let bytes): try AtomicFile.write(bytes: bytes, to: url)
+      case .streamed(let streamed): try AtomicFile.write(to: url) { file in try streamed.write(to: file.write) }
+      }
     }
   }
 }
@@ -65,10 +99,10 @@ public struct NeuralNetworkWriter: CoreMLModelWriter {
   public static func featureShape(_ shape: [Int]) -> [Int]? { CoreMLLayerEmitter.coreMLShape(shape) }
 
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
-    let (bytes, version) = try CoreMLWriter.serializeWithVersion(graph, options: options)
+    let (specification, version) = try CoreMLWriter.streamed(graph, options: options)
     if let target = options.target, version > target.specificationVersion {
       throw CoreMLWriterError.targetTooOld(target: target.name, needs: version, reason: "the layers of this model need specification \(version)")
     }
-    return EncodedModel(format: .neuralNetwork, specification: bytes, weights: nil, specificationVersion: version)
+    return EncodedModel(format: .neuralNetwork, streamed: specification, specificationVersion: version)
   }
 }

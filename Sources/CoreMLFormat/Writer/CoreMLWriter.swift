@@ -13,15 +13,43 @@ public enum CoreMLWriter {
 
   /// The serialized `Model` protobuf and the specification version it declares.
   static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
+    let (specification, version) = try streamed(graph, options: options)
+    return (specification.bytes(), version)
+  }
+
+  /// The model ready to be packed layer by layer as it is written, and its specification version.
+  static func streamed(_ graph: Graph, options: CoreMLWriterOptions) throws -> (StreamedSpecification, Int) {
     let arena = MessageArena()
-    let model = try buildModel(graph, options: options, arena: arena)
-    let size = core_ml__specification__model__get_packed_size(model)
-    // Packed straight into uninitialized storage: protobuf-c writes every byte it reports.
-    let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-      initialized = size > 0 ? core_ml__specification__model__pack(model, buffer.baseAddress!) : 0
+    let built = try buildModel(graph, options: options, arena: arena)
+    let model = built.model
+    let specification: StreamedSpecification
+    if model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER, let network = model.pointee.neuralnetworkclassifier {
+      specification = StreamedSpecification(
+        arena: arena, model: model, groups: built.groups, packNetwork: { pack(network, core_ml__specification__neural_network_classifier__get_packed_size, core_ml__specification__neural_network_classifier__pack) },
+        setLayers: { layers in
+          network.pointee.n_layers = layers.count
+          network.pointee.layers = arena.pointerArray(layers)
+        })
+    } else {
+      let network = model.pointee.neuralnetwork!
+      specification = StreamedSpecification(
+        arena: arena, model: model, groups: built.groups, packNetwork: { pack(network, core_ml__specification__neural_network__get_packed_size, core_ml__specification__neural_network__pack) },
+        setLayers: { layers in
+          network.pointee.n_layers = layers.count
+          network.pointee.layers = arena.pointerArray(layers)
+        })
     }
-    precondition(bytes.count == size, "protobuf-c packed \(bytes.count) of \(size) bytes")
-    return (bytes, Int(model.pointee.specificationversion))
+    return (specification, Int(model.pointee.specificationversion))
+  }
+
+  /// One protobuf-c message packed into fresh bytes.
+  private static func pack<T>(
+    _ message: UnsafeMutablePointer<T>, _ size: (UnsafePointer<T>?) -> Int, _ pack: (UnsafePointer<T>?, UnsafeMutablePointer<UInt8>?) -> Int
+  ) -> [UInt8] {
+    let count = size(message)
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+      initialized = count > 0 ? pack(message, buffer.baseAddress!) : 0
+    }
   }
 
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
@@ -51,7 +79,9 @@ public enum CoreMLWriter {
     }
   }
 
-  static func buildModel(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__Model> {
+  static func buildModel(
+    _ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena
+  ) throws -> (model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup]) {
     try checkNames(graph)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
@@ -60,7 +90,14 @@ public enum CoreMLWriter {
     }
 
     var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
-    for node in graph.nodes { try emitter.emit(node) }
+    // Each node's layers with the weights they are packed with.
+    var groups: [StreamedSpecification.LayerGroup] = []
+    for node in graph.nodes {
+      let (firstLayer, firstWeight) = (emitter.layers.count, emitter.deferredWeights.count)
+      try emitter.emit(node)
+      groups.append(StreamedSpecification.LayerGroup(
+        layers: Array(emitter.layers[firstLayer...]), weights: Array(emitter.deferredWeights[firstWeight...])))
+    }
 
     let description = arena.message(core_ml__specification__model_description__init)
     let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
@@ -129,7 +166,7 @@ public enum CoreMLWriter {
     description.pointee.output = arena.pointerArray(outputs)
     description.pointee.metadata = metadata(options.metadata, arena: arena)
     model.pointee.description = description
-    return model
+    return (model, groups)
   }
 
   /// Checks a classifier's settings against the graph (the probability output exists and is as wide as the

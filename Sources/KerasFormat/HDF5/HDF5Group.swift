@@ -13,6 +13,13 @@ public enum HDF5Limits {
   public static let maximumAttributeBytes = 256 << 20
 }
 
+/// A float dataset as read: its values, or where its float32 values lie in the file.
+public enum HDF5FloatDataset: Sendable, Equatable {
+  case values(shape: [Int], values: [Float])
+  /// `shape`'s element count of little-endian float32 values at byte `offset` of the file.
+  case located(shape: [Int], offset: Int)
+}
+
 /// A group in an open HDF5 file: attributes, subgroups and float datasets.
 public struct HDF5Group: @unchecked Sendable {
   public let file: HDF5File
@@ -66,6 +73,16 @@ public struct HDF5Group: @unchecked Sendable {
 
   /// Reads a numeric dataset as float32, with its shape.
   public func floatDataset(_ relativePath: String) throws -> (shape: [Int], values: [Float]) {
+    guard case .values(let shape, let values) = try floatDataset(relativePath, locatingContiguous: false) else {
+      preconditionFailure("a dataset read without locating has values")
+    }
+    return (shape, values)
+  }
+
+  /// A numeric dataset as float32 values, or, with `locatingContiguous`, where its values lie in the file
+  /// when they are one plain little-endian float32 run there (Keras' usual layout): the caller then reads
+  /// those bytes itself, once, instead of libhdf5 copying them.
+  public func floatDataset(_ relativePath: String, locatingContiguous: Bool) throws -> HDF5FloatDataset {
     try HDF5Lock.run {
       let absolute = childPath(relativePath)
       guard hasDataset(relativePath) else { throw HDF5Error.missing(path: file.path, object: absolute) }
@@ -102,6 +119,10 @@ public struct HDF5Group: @unchecked Sendable {
         count = product
       }
       try checkStorage(dataset, type, absolute, elements: count)
+      if locatingContiguous, count > 0 {
+        let offset = chdf5_contiguous_float32_offset(dataset, type)
+        if offset >= 0 { return .located(shape: shape, offset: Int(offset)) }
+      }
       var values: [Float]
       let status: herr_t
       if typeClass == H5T_FLOAT && H5Tget_size(type) > 4 {
@@ -119,7 +140,7 @@ public struct HDF5Group: @unchecked Sendable {
         }
       }
       guard status >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "read failed") }
-      return (shape, values)
+      return .values(shape: shape, values: values)
     }
   }
 

@@ -49,6 +49,7 @@ public struct KerasModelFile: Sendable {
 
   /// A model from an already read snapshot; parses and checks the architecture.
   public init(snapshot: KerasModelSnapshot) throws {
+    let snapshot = try snapshot.loadingLocatedWeights()
     path = snapshot.path
     let json: JSONValue
     do { json = try JSONValue.parse(snapshot.configText) } catch {

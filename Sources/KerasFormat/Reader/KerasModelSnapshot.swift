@@ -1,8 +1,12 @@
 import Foundation
 
-/// Everything the converter needs from a Keras model file, read once and held in memory: the config
-/// text, the versions, and every weight. `KerasModelFile` is built from one; the isolated reader
-/// (`KerasReaderIsolation`) makes one in a child process and hands it over in `encoded()` form.
+/// Everything the converter needs from a Keras model file: the config text, the versions, and every
+/// weight. `KerasModelFile` is built from one; the isolated reader (`KerasReaderIsolation`) makes one in
+/// a child process and hands it over in `encoded()` form.
+///
+/// A weight stored as one plain float32 run in the `.h5` (Keras' usual layout) is `.located`: libhdf5
+/// only says where its bytes are, and `loadingLocatedWeights()` reads them straight from the file into
+/// their final arrays, once, after checking the file is the one libhdf5 read (`fileIdentity`).
 public struct KerasModelSnapshot: Sendable, Equatable {
   /// At most 2^29 weight values (2 GiB of float32) in one model.
   public static let maximumWeightElements = 1 << 29
@@ -19,11 +23,14 @@ public struct KerasModelSnapshot: Sendable, Equatable {
   public var weightNames: [String: [String]]
   /// Top-level layer name → weight name → values.
   public var weights: [String: [String: KerasStoredWeight]]
+  /// The weights file as the reader found it, when any weight is `.located` in it.
+  public var fileIdentity: FileIdentity?
 
   public init(
     path: String, configText: String, configPath: String, kerasVersion: String?, backend: String?,
-    weightNames: [String: [String]], weights: [String: [String: KerasStoredWeight]]
+    weightNames: [String: [String]], weights: [String: [String: KerasStoredWeight]], fileIdentity: FileIdentity? = nil
   ) {
+    self.fileIdentity = fileIdentity
     self.path = path
     self.configText = configText
     self.configPath = configPath
@@ -74,14 +81,19 @@ extension KerasModelSnapshot {
 
   private static func read(file: HDF5File, configText: String, configPath: String) throws -> KerasModelSnapshot {
     let root = file.root
+    let identity = FileIdentity(path: file.path)
     if let link = root.foreignLink("model_weights") { throw KerasReaderError.externalLink(path: file.path, object: link) }
     let weightsRoot = root.group("model_weights") ?? root
-    let store = try KerasWeightStore.read(root: weightsRoot, path: file.path)
+    let store = try KerasWeightStore.read(root: weightsRoot, path: file.path, locatingContiguous: identity != nil)
+    // The file must not have changed while libhdf5 read it: its offsets are used after it is closed.
+    guard identity == FileIdentity(path: file.path) else {
+      throw KerasReaderError.readerFailed(path: file.path, detail: "the file changed while it was being read")
+    }
     return KerasModelSnapshot(
       path: file.path, configText: configText, configPath: configPath,
       kerasVersion: try string(root, "keras_version") ?? string(weightsRoot, "keras_version"),
       backend: try string(root, "backend") ?? string(weightsRoot, "backend"),
-      weightNames: store.weightNames, weights: store.datasets)
+      weightNames: store.weightNames, weights: store.datasets, fileIdentity: identity)
   }
 
   static func openHDF5(_ path: String) throws -> HDF5File {
@@ -100,14 +112,16 @@ extension KerasModelSnapshot {
 
 /// `encoded()` / `decode(_:)`: a length-prefixed binary form, validated field by field on decoding.
 ///
-/// Layout (little-endian): magic `MCKSNAP1`; a kind byte (0 snapshot, 1 error); for an error, a
+/// Layout (little-endian): magic `MCKSNAP2`; a kind byte (0 snapshot, 1 error); for an error, a
 /// string holding `KerasReaderError` as JSON; for a snapshot: path, config text, config path, optional
-/// keras version, optional backend; the weight-name table (u32 count of (group, u32 count of names));
-/// the weights (u32 count of (group, u32 count of (name, tag 0 = values: u8 rank, rank × u64 dims, the
-/// float32 values; tag 1 = unreadable: a detail string))); and the trailer `END!`.
+/// keras version, optional backend, optional file identity (a 0/1 byte, then 5 × u64: device, inode,
+/// size, modification seconds and nanoseconds); the weight-name table (u32 count of (group, u32 count
+/// of names)); the weights (u32 count of (group, u32 count of (name, tag 0 = values: u8 rank, rank ×
+/// u64 dims, the float32 values; tag 1 = unreadable: a detail string; tag 2 = located: u8 rank, rank ×
+/// u64 dims, u64 file offset))); and the trailer `END!`.
 /// A string is a u32 byte count and UTF-8 bytes; an optional is a 0/1 byte then the value.
 extension KerasModelSnapshot {
-  static let magic = Array("MCKSNAP1".utf8)
+  static let magic = Array("MCKSNAP2".utf8)
   static let trailer = Array("END!".utf8)
 
   /// Writes the snapshot (or an error) in the wire format.
@@ -146,6 +160,8 @@ extension KerasModelSnapshot {
     writer.string(configPath)
     writer.optional(kerasVersion)
     writer.optional(backend)
+    writer.u8(fileIdentity == nil ? 0 : 1)
+    if let fileIdentity { for field in fileIdentity.fields { writer.u64(field) } }
     writer.u32(weightNames.count)
     for (group, names) in weightNames.sorted(by: { $0.key < $1.key }) {
       writer.string(group)
@@ -167,6 +183,11 @@ extension KerasModelSnapshot {
         case .unreadable(let detail):
           writer.u8(1)
           writer.string(detail)
+        case .located(let shape, let offset):
+          writer.u8(2)
+          writer.u8(UInt8(shape.count))
+          for dimension in shape { writer.u64(dimension) }
+          writer.u64(offset)
         }
       }
     }
@@ -207,6 +228,12 @@ extension KerasModelSnapshot {
     case 0:
       let path = try reader.string(), configText = try reader.string(), configPath = try reader.string()
       let kerasVersion = try reader.optionalString(), backend = try reader.optionalString()
+      var identity: FileIdentity?
+      switch try reader.u8() {
+      case 0: break
+      case 1: identity = FileIdentity(fields: try (0..<5).map { _ in try reader.u64() })
+      default: throw FormatError(detail: "bad file identity")
+      }
       var weightNames: [String: [String]] = [:]
       for _ in 0..<(try reader.count(minimumItemBytes: 8)) {
         let group = try reader.string()
@@ -221,8 +248,9 @@ extension KerasModelSnapshot {
         var entries: [String: KerasStoredWeight] = [:]
         for _ in 0..<(try reader.count(minimumItemBytes: 5)) {
           let name = try reader.string()
-          switch try reader.u8() {
-          case 0:
+          let tag = try reader.u8()
+          switch tag {
+          case 0, 2:
             let rank = Int(try reader.u8())
             guard rank <= HDF5Limits.maximumRank else { throw FormatError(detail: "rank \(rank)") }
             var shape: [Int] = []
@@ -236,7 +264,7 @@ extension KerasModelSnapshot {
             }
             total += count
             guard total <= maximumWeightElements else { throw FormatError(detail: "too many weight values") }
-            entries[name] = .values(shape: shape, values: try reader.floats(count))
+            entries[name] = tag == 0 ? .values(shape: shape, values: try reader.floats(count)) : .located(shape: shape, offset: try reader.u64())
           case 1: entries[name] = .unreadable(try reader.string())
           default: throw FormatError(detail: "bad weight tag")
           }
@@ -245,7 +273,7 @@ extension KerasModelSnapshot {
       }
       result = .success(KerasModelSnapshot(
         path: path, configText: configText, configPath: configPath, kerasVersion: kerasVersion, backend: backend,
-        weightNames: weightNames, weights: weights))
+        weightNames: weightNames, weights: weights, fileIdentity: identity))
     default: throw FormatError(detail: "bad kind \(kind)")
     }
     guard Array(try reader.take(trailer.count)) == trailer, reader.atEnd else { throw FormatError(detail: "bad trailer") }

@@ -161,21 +161,25 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     guard spawned == 0 else {
       throw KerasReaderError.readerFailed(path: executable, detail: "cannot start the reader process (\(String(cString: strerror(spawned))))")
     }
-    let deadline = Date().addingTimeInterval(timeout)
-    var status: Int32 = 0
-    var pause: useconds_t = 1_000
-    while true {
-      let result = waitpid(pid, &status, WNOHANG)
-      if result == pid { break }
-      if result < 0 && errno != EINTR { return .exited(-1) }
-      if Date() >= deadline {
-        kill(pid, SIGKILL)
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return .timedOut
-      }
-      usleep(pause)
-      pause = min(pause * 2, 50_000)
+    // A thread waits for the child to end without reaping it (WNOWAIT), so its end is seen at once
+    // (polling with a growing pause saw it up to 50 ms late) and its pid cannot be reused before this
+    // thread has decided whether to kill it; past the deadline it is killed, which ends that wait too.
+    let ended = DispatchSemaphore(value: 0)
+    Thread.detachNewThread { [pid] in
+      var info = siginfo_t()
+      while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+      ended.signal()
     }
+    let timedOut = ended.wait(timeout: .now() + timeout) == .timedOut
+    if timedOut {
+      kill(pid, SIGKILL)
+      ended.wait()
+    }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 {
+      if errno != EINTR { return .exited(-1) }
+    }
+    if timedOut { return .timedOut }
     // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
     if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
     return .signaled(status & 0x7F)

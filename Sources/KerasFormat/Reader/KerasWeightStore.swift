@@ -1,9 +1,22 @@
 import ModelIR
 
-/// One stored weight: its values, or why libhdf5 could not read them (reported only when a layer needs it).
+/// One stored weight: its values, where they lie in the weights file (until
+/// `KerasModelSnapshot.loadingLocatedWeights()` reads them), or why libhdf5 could not read them
+/// (reported only when a layer needs it).
 public enum KerasStoredWeight: Sendable, Equatable {
   case values(shape: [Int], values: [Float])
+  /// Little-endian float32 values at a byte offset of the snapshot's file.
+  case located(shape: [Int], offset: Int)
   case unreadable(String)
+
+  /// The number of values, when known.
+  var count: Int {
+    switch self {
+    case .values(_, let values): return values.count
+    case .located(let shape, _): return shape.reduce(1) { $0.multipliedReportingOverflow(by: $1).partialValue }
+    case .unreadable: return 0
+    }
+  }
 }
 
 /// Finds each layer's weight datasets through the `weight_names` attributes, never by rebuilding paths.
@@ -29,7 +42,8 @@ struct KerasWeightStore: Sendable, Equatable {
   ///
   /// Refuses external links (they would open another file) and more than `KerasModelSnapshot.maximumWeightElements`
   /// values in all; a dataset libhdf5 cannot read is kept as `.unreadable` and reported if a layer uses it.
-  static func read(root: HDF5Group, path: String) throws -> KerasWeightStore {
+  /// With `locatingContiguous`, a dataset stored as one plain float32 run is kept `.located` (not read).
+  static func read(root: HDF5Group, path: String, locatingContiguous: Bool = false) throws -> KerasWeightStore {
     let layerNames = (try? root.stringArrayAttribute("layer_names")) ?? nil
     var weightNames: [String: [String]] = [:]
     var datasets: [String: [String: KerasStoredWeight]] = [:]
@@ -43,13 +57,18 @@ struct KerasWeightStore: Sendable, Equatable {
         if let link = group.foreignLink(name) { throw KerasReaderError.externalLink(path: path, object: link) }
         guard group.hasDataset(name) else { continue }
         do {
-          let data = try group.floatDataset(name)
-          total += data.values.count
+          let data = try group.floatDataset(name, locatingContiguous: locatingContiguous)
+          let weight: KerasStoredWeight
+          switch data {
+          case .values(let shape, let values): weight = .values(shape: shape, values: values)
+          case .located(let shape, let offset): weight = .located(shape: shape, offset: offset)
+          }
+          total += weight.count
           guard total <= KerasModelSnapshot.maximumWeightElements else {
             throw KerasReaderError.limitExceeded(
               path: path, detail: "more than \(KerasModelSnapshot.maximumWeightElements) weight values in all (2 GiB of float32)")
           }
-          stored[name] = .values(shape: data.shape, values: data.values)
+          stored[name] = weight
         } catch let error as KerasReaderError {
           throw error
         } catch {
@@ -72,6 +91,7 @@ struct KerasWeightStore: Sendable, Equatable {
     switch stored {
     case .values(let shape, let values): return (shape, values)
     case .unreadable(let detail): throw KerasReaderError.hdf5(detail)
+    case .located: throw KerasReaderError.readerFailed(path: path, detail: "a weight was not loaded from the file")
     }
   }
 
@@ -124,8 +144,7 @@ struct KerasWeightStore: Sendable, Equatable {
   static func valueCount(_ datasets: [String: [String: KerasStoredWeight]]) -> Int {
     datasets.values.reduce(0) { total, group in
       group.values.reduce(total) { sum, stored in
-        if case .values(_, let values) = stored { return sum + values.count }
-        return sum
+        sum + stored.count
       }
     }
   }

@@ -10,7 +10,8 @@ public struct ConvertedModel: Sendable {
   public let writerOptions: CoreMLWriterOptions
   /// The model's files: the specification and, for an ML Program, its weights.
   public let encoded: EncodedModel
-  /// The serialized `Model` specification (`.mlmodel`, or `model.mlmodel` inside a package).
+  /// The serialized `Model` specification (`.mlmodel`, or `model.mlmodel` inside a package), packed on
+  /// each use (`write(to:)` streams it to the file instead).
   public var bytes: [UInt8] { encoded.specification }
   /// The format written.
   public var format: ModelFormat { encoded.format }

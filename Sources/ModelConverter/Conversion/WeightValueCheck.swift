@@ -10,7 +10,7 @@ enum WeightValueCheck {
     for node in graph.nodes {
       let layer = node.origin?.name ?? node.name
       for (weight, constant) in namedConstants(node.operation) {
-        if let index = constant.values.firstIndex(where: { !$0.isFinite }) {
+        if let index = firstNonFinite(constant.values) {
           let value = constant.values[index]
           throw ConversionError.invalidWeightValue(
             layer: layer, weight: weight,
@@ -20,6 +20,26 @@ enum WeightValueCheck {
       if case .batchNormalization(let norm) = node.operation, let index = norm.variance.values.firstIndex(where: { $0 < 0 }) {
         throw ConversionError.invalidWeightValue(
           layer: layer, weight: "moving_variance", detail: "element \(index) is \(norm.variance.values[index]); a variance cannot be negative")
+      }
+    }
+  }
+
+  /// The index of the first NaN or infinity. Scans whole blocks without branching first (a float is
+  /// not finite when its exponent bits are all ones), so the common all-finite case vectorizes.
+  static func firstNonFinite(_ values: [Float]) -> Int? {
+    values.withUnsafeBufferPointer { buffer in
+      buffer.withMemoryRebound(to: UInt32.self) { bits in
+        let block = 4096
+        var start = 0
+        while start < bits.count {
+          let end = min(start + block, bits.count)
+          // Adding 1 to the exponent field carries into the sign bit exactly when the field is all ones.
+          var carries: UInt32 = 0
+          for index in start..<end { carries |= (bits[index] & 0x7F80_0000) &+ 0x0080_0000 }
+          if carries & 0x8000_0000 != 0 { return (start..<end).first { bits[$0] & 0x7F80_0000 == 0x7F80_0000 } }
+          start = end
+        }
+        return nil
       }
     }
   }

@@ -41,6 +41,7 @@ struct ReferenceFile {
       switch stored {
       case .values(let shape, let values): datasets[name] = (shape, values)
       case .unreadable(let detail): throw VerificationError.invalidReference(path: url.path, detail: "cannot read \(name): \(detail)")
+      case .located: throw VerificationError.invalidReference(path: url.path, detail: "cannot read \(name): not loaded")
       }
     }
     guard datasets["inputs/0"] != nil, datasets["outputs/0"] != nil else {
