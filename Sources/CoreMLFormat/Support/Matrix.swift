@@ -1,3 +1,4 @@
+import Foundation
 import ModelIR
 
 /// Row-major matrix helpers shared by the writer and the reader (Keras stores `[in, out]`, Core ML `[out, in]`).
@@ -12,29 +13,53 @@ enum Matrix {
   }
 
   /// `destination[c * rows + r] = source[r * columns + c]`, in 32 x 32 tiles so both sides stay in cache
-  /// for large matrices. Indices stay below `rows * columns` (an array's count): wrapping arithmetic
-  /// only drops the overflow checks that keep the loop from vectorizing.
+  /// for large matrices, and on every core for a large one (each writes its own destination rows).
   static func transpose(_ source: UnsafePointer<Float>, rows: Int, columns: Int, into destination: UnsafeMutablePointer<Float>) {
+    let tile = 32
+    let columnTiles = (columns + tile - 1) / tile
+    Self.forEachPart(count: columnTiles, elements: rows * columns) { tiles in
+      for c0 in stride(from: tiles.lowerBound * tile, to: Swift.min(tiles.upperBound * tile, columns), by: tile) {
+        transposeTiles(source, rows: rows, columns: columns, columnRange: c0..<Swift.min(c0 + tile, columns), into: destination)
+      }
+    }
+  }
+
+  /// The destination rows `columnRange` of `transpose`. Indices stay below `rows * columns` (an array's
+  /// count): wrapping arithmetic only drops the overflow checks that keep the loop from vectorizing.
+  private static func transposeTiles(
+    _ source: UnsafePointer<Float>, rows: Int, columns: Int, columnRange: Range<Int>, into destination: UnsafeMutablePointer<Float>
+  ) {
     let tile = 32
     var r0 = 0
     while r0 < rows {
       let r1 = Swift.min(r0 &+ tile, rows)
-      var c0 = 0
-      while c0 < columns {
-        let c1 = Swift.min(c0 &+ tile, columns)
-        var c = c0
-        while c < c1 {
-          let to = destination + c &* rows
-          var r = r0
-          while r < r1 {
-            to[r] = source[r &* columns &+ c]
-            r &+= 1
-          }
-          c &+= 1
+      var c = columnRange.lowerBound
+      while c < columnRange.upperBound {
+        let to = destination + c &* rows
+        var r = r0
+        while r < r1 {
+          to[r] = source[r &* columns &+ c]
+          r &+= 1
         }
-        c0 = c1
+        c &+= 1
       }
       r0 = r1
+    }
+  }
+
+  /// Splits `0..<count` into one contiguous part per core when the work (`elements` values moved) is
+  /// large enough to pay for the threads, and runs `body` on each part; else runs it once on the whole.
+  static func forEachPart(count: Int, elements: Int, _ body: (Range<Int>) -> Void) {
+    let parts = elements >= 1 << 18 ? Swift.min(ProcessInfo.processInfo.activeProcessorCount, count) : 1
+    guard parts > 1 else {
+      body(0..<count)
+      return
+    }
+    withoutActuallyEscaping(body) { body in
+      nonisolated(unsafe) let run = body  // each part touches only its own destination
+      DispatchQueue.concurrentPerform(iterations: parts) { part in
+        run((count * part / parts)..<(count * (part + 1) / parts))
+      }
     }
   }
 }

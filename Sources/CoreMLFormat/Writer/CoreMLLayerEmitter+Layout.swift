@@ -16,15 +16,18 @@ extension CoreMLLayerEmitter {
           Matrix.transpose(src, rows: ci, columns: co, into: dst)
         } else {
           // Indices stay below `kernel.count`, an Int: wrapping arithmetic only drops overflow checks.
+          // Each core takes its own output channels.
           let tile = 16
           let tapStride = ci &* co
-          for o0 in stride(from: 0, to: co, by: tile) {
-            for i0 in stride(from: 0, to: ci, by: tile) {
-              for o in o0..<min(o0 &+ tile, co) {
-                for i in i0..<min(i0 &+ tile, ci) {
-                  let from = src + (i &* co &+ o)
-                  let to = dst + ((o &* ci &+ i) &* taps)
-                  for t in 0..<taps { to[t] = from[t &* tapStride] }
+          Matrix.forEachPart(count: (co + tile - 1) / tile, elements: kernel.count) { tiles in
+            for o0 in stride(from: tiles.lowerBound * tile, to: min(tiles.upperBound * tile, co), by: tile) {
+              for i0 in stride(from: 0, to: ci, by: tile) {
+                for o in o0..<min(o0 &+ tile, co) {
+                  for i in i0..<min(i0 &+ tile, ci) {
+                    let from = src + (i &* co &+ o)
+                    let to = dst + ((o &* ci &+ i) &* taps)
+                    for t in 0..<taps { to[t] = from[t &* tapStride] }
+                  }
                 }
               }
             }

@@ -228,7 +228,10 @@ extension HDF5Group {
     let plist = H5Dget_create_plist(dataset)
     let filters = plist >= 0 ? Int(H5Pget_nfilters(plist)) : 0
     if plist >= 0 { H5Pclose(plist) }
-    let fileSize = ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? NSNumber)?.intValue ?? Int.max
+    // stat, not FileManager's attributes: those look up the owner's name (reading /etc/passwd and
+    // /etc/group) for every dataset.
+    var info = stat()
+    let fileSize = stat(file.path, &info) == 0 ? Int(info.st_size) : Int.max
     let available = min(stored, fileSize)
     let (allowed, allowedOverflow) = available.multipliedReportingOverflow(by: filters > 0 ? Self.maxCompressionRatio : 1)
     guard !overflow, allowedOverflow || needed <= allowed else {

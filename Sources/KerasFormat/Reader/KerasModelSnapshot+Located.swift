@@ -61,13 +61,23 @@ extension KerasModelSnapshot {
       throw KerasReaderError.readerFailed(path: path, detail: "the file changed while it was being read; convert it again")
     }
     let fileSize = Int(info.st_size)
-    var loaded = self
-    for (group, entries) in weights {
-      for (name, stored) in entries {
-        guard case .located(let shape, let offset) = stored else { continue }
-        loaded.weights[group]![name] = Self.load(fd: fd, fileSize: fileSize, shape: shape, offset: offset, what: "\(path): \(group)/\(name)")
+    let located = weights.flatMap { group, entries in
+      entries.compactMap { name, stored -> (group: String, name: String, shape: [Int], offset: Int)? in
+        guard case .located(let shape, let offset) = stored else { return nil }
+        return (group, name, shape, offset)
       }
     }
+    // On every core: most of the time goes to the kernel providing fresh pages and copying into them.
+    let results = UnsafeMutableBufferPointer<KerasStoredWeight>.allocate(capacity: located.count)
+    defer { results.deallocate() }
+    nonisolated(unsafe) let slots = results  // each iteration initializes its own slot
+    DispatchQueue.concurrentPerform(iterations: located.count) { index in
+      let item = located[index]
+      (slots.baseAddress! + index).initialize(
+        to: Self.load(fd: fd, fileSize: fileSize, shape: item.shape, offset: item.offset, what: "\(path): \(item.group)/\(item.name)"))
+    }
+    var loaded = self
+    for (index, item) in located.enumerated() { loaded.weights[item.group]![item.name] = (results.baseAddress! + index).move() }
     loaded.fileIdentity = nil
     return loaded
   }

@@ -1,3 +1,4 @@
+import Dispatch
 import ModelIR
 
 /// Refuses weights that Core ML cannot compute with, naming the layer and the weight.
@@ -7,16 +8,22 @@ import ModelIR
 /// where Keras' output may be finite, or hide that the file is corrupt. `allowNonFinite` keeps them.
 enum WeightValueCheck {
   static func check(_ graph: Graph) throws {
+    // Every weight scanned on every core; the first bad one in graph order is reported, as a serial scan would.
+    let weights = graph.nodes.flatMap { node in
+      namedConstants(node.operation).map { (layer: node.origin?.name ?? node.name, weight: $0.0, constant: $0.1) }
+    }
+    let found = SlotBox<Int?>(count: weights.count)
+    DispatchQueue.concurrentPerform(iterations: weights.count) { found.set($0, firstNonFinite(weights[$0].constant.values)) }
+    for (item, index) in zip(weights, found.values) {
+      if let index = index ?? nil {
+        let value = item.constant.values[index]
+        throw ConversionError.invalidWeightValue(
+          layer: item.layer, weight: item.weight,
+          detail: "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")")
+      }
+    }
     for node in graph.nodes {
       let layer = node.origin?.name ?? node.name
-      for (weight, constant) in namedConstants(node.operation) {
-        if let index = firstNonFinite(constant.values) {
-          let value = constant.values[index]
-          throw ConversionError.invalidWeightValue(
-            layer: layer, weight: weight,
-            detail: "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")")
-        }
-      }
       if case .batchNormalization(let norm) = node.operation, let index = norm.variance.values.firstIndex(where: { $0 < 0 }) {
         throw ConversionError.invalidWeightValue(
           layer: layer, weight: "moving_variance", detail: "element \(index) is \(norm.variance.values[index]); a variance cannot be negative")
