@@ -12,20 +12,27 @@ enum Matrix {
     }
   }
 
-  /// `destination[c * rows + r] = source[r * columns + c]`, in 32 x 32 tiles so both sides stay in cache
-  /// for large matrices, and on every core for a large one (each writes its own destination rows).
-  static func transpose(_ source: UnsafePointer<Float>, rows: Int, columns: Int, into destination: UnsafeMutablePointer<Float>) {
+  /// `destination[(c - first) * rows + r] = source[r * columns + c]` for the result rows c in `resultRows`
+  /// (all by default), in 32 x 32 tiles so both sides stay in cache for large matrices, and on every core
+  /// for a large one (each writes its own result rows).
+  static func transpose(
+    _ source: UnsafePointer<Float>, rows: Int, columns: Int, resultRows: Range<Int>? = nil, into destination: UnsafeMutablePointer<Float>
+  ) {
+    let wanted = resultRows ?? 0..<columns
     let tile = 32
-    let columnTiles = (columns + tile - 1) / tile
-    Self.forEachPart(count: columnTiles, elements: rows * columns) { tiles in
-      for c0 in stride(from: tiles.lowerBound * tile, to: Swift.min(tiles.upperBound * tile, columns), by: tile) {
-        transposeTiles(source, rows: rows, columns: columns, columnRange: c0..<Swift.min(c0 + tile, columns), into: destination)
+    let columnTiles = (wanted.count + tile - 1) / tile
+    Self.forEachPart(count: columnTiles, elements: rows * wanted.count) { tiles in
+      let end = Swift.min(wanted.lowerBound + tiles.upperBound * tile, wanted.upperBound)
+      for c0 in stride(from: wanted.lowerBound + tiles.lowerBound * tile, to: end, by: tile) {
+        transposeTiles(source, rows: rows, columns: columns, columnRange: c0..<Swift.min(c0 + tile, end),
+                       into: destination - wanted.lowerBound * rows)
       }
     }
   }
 
-  /// The destination rows `columnRange` of `transpose`. Indices stay below `rows * columns` (an array's
-  /// count): wrapping arithmetic only drops the overflow checks that keep the loop from vectorizing.
+  /// The result rows `columnRange` of `transpose` (`destination` points at result row 0). Indices stay
+  /// below `rows * columns` (an array's count): wrapping arithmetic only drops the overflow checks that
+  /// keep the loop from vectorizing.
   private static func transposeTiles(
     _ source: UnsafePointer<Float>, rows: Int, columns: Int, columnRange: Range<Int>, into destination: UnsafeMutablePointer<Float>
   ) {

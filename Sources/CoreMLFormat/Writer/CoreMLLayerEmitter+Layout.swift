@@ -1,42 +1,7 @@
 import ModelIR
 
-/// Keras-to-Core-ML data rearrangements, the one place where layouts change.
+/// Keras-to-Core-ML shape mapping (the values are rearranged in `CoreMLWeightValues`).
 extension CoreMLLayerEmitter {
-  /// A Keras kernel `[kh, kw, in, out]` as Core ML's `[out, in, kh, kw]`.
-  static func coreMLKernel(_ kernel: Constant) -> [Float] {
-    let (kh, kw, ci, co) = (kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3])
-    let taps = kh * kw
-    // result[o][i][t] = kernel[t][i][o] for each tap t = y * kw + x. A 1 x 1 kernel is a plain [ci][co]
-    // matrix transpose (`Matrix.transpose`); otherwise in 16 x 16 (o, i) tiles, each result run
-    // [o][i][0..<taps] written whole, so both sides stay in cache however large ci and co are.
-    return Constant.values(count: kernel.count) { result in
-      kernel.values.withUnsafeBufferPointer { source in
-        guard let src = source.baseAddress, let dst = result.baseAddress else { return }
-        if taps == 1 {
-          Matrix.transpose(src, rows: ci, columns: co, into: dst)
-        } else {
-          // Indices stay below `kernel.count`, an Int: wrapping arithmetic only drops overflow checks.
-          // Each core takes its own output channels.
-          let tile = 16
-          let tapStride = ci &* co
-          Matrix.forEachPart(count: (co + tile - 1) / tile, elements: kernel.count) { tiles in
-            for o0 in stride(from: tiles.lowerBound * tile, to: min(tiles.upperBound * tile, co), by: tile) {
-              for i0 in stride(from: 0, to: ci, by: tile) {
-                for o in o0..<min(o0 &+ tile, co) {
-                  for i in i0..<min(i0 &+ tile, ci) {
-                    let from = src + (i &* co &+ o)
-                    let to = dst + ((o &* ci &+ i) &* taps)
-                    for t in 0..<taps { to[t] = from[t &* tapStride] }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-
   /// A Keras shape as the shape of a Core ML feature: `[C, H, W]` for images, `[D]` for vectors, and
   /// `[C]` for `[T, C]` sequences (their length is Core ML's sequence axis, not part of the shape).
   static func coreMLShape(_ shape: [Int]) -> [Int]? {

@@ -221,7 +221,7 @@ extension CoreMLLayerEmitter {
     let params = arena.message(core_ml__specification__embedding_layer_params__init)
     params.pointee.inputdim = UInt64(vocabulary)
     params.pointee.outputchannels = UInt64(width)
-    params.pointee.weights = try weights(count: table.count, layer: name) { Matrix.transposed(table.values, rows: vocabulary, columns: width) }
+    params.pointee.weights = try weights(.transposed(table.values, rows: vocabulary, columns: width), layer: name)
     let layer = layer(name, inputs: [input], output: output)
     layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EMBEDDING
     layer.pointee.embedding = params

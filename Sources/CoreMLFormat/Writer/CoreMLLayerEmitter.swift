@@ -55,19 +55,19 @@ struct CoreMLLayerEmitter {
 
   /// Weights with these values (already in Core ML's layout).
   mutating func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
-    try weights(count: values.count, layer: layer) { values }
+    try weights(.values(values), layer: layer)
   }
 
-  /// Weights of `count` values that `values` computes (a transposed kernel, say): for float32, only when
-  /// the layer is packed, so a kernel in Core ML's layout exists one layer at a time.
-  mutating func weights(count: Int, layer: String, _ values: @escaping @Sendable () -> [Float]) throws -> UnsafeMutablePointer<WeightParams> {
+  /// Weights in Core ML's layout: for float32, produced only while the layer is packed, a block at a time
+  /// (`StreamedSpecification`), so a kernel is never held a second time in Core ML's layout.
+  mutating func weights(_ values: CoreMLWeightValues, layer: String) throws -> UnsafeMutablePointer<WeightParams> {
     let params = arena.message(core_ml__specification__weight_params__init)
     switch precision {
     case .float32:
-      params.pointee.n_floatvalue = count
-      deferredWeights.append(DeferredWeight(params: params, count: count, values: values))
+      params.pointee.n_floatvalue = values.count
+      deferredWeights.append(DeferredWeight(params: params, values: values))
     case .float16:
-      let values = values()
+      let values = values.materialized()
       var bytes: [UInt8] = []
       bytes.reserveCapacity(values.count * 2)
       for value in values {
@@ -118,9 +118,7 @@ struct CoreMLLayerEmitter {
       params.pointee.inputchannels = UInt64(dense.inputUnits)
       params.pointee.outputchannels = UInt64(dense.outputUnits)
       // Keras stores [in, out]; Core ML wants [out, in].
-      params.pointee.weights = try weights(count: dense.kernel.count, layer: node.name) { [kernel = dense.kernel, rows = dense.inputUnits, columns = dense.outputUnits] in
-        Matrix.transposed(kernel.values, rows: rows, columns: columns)
-      }
+      params.pointee.weights = try weights(.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), layer: node.name)
       if let bias = dense.bias {
         params.pointee.hasbias = 1
         params.pointee.bias = try weights(bias.values, layer: node.name)
@@ -370,7 +368,7 @@ struct CoreMLLayerEmitter {
     params.pointee.stride = uint64s([conv.strideHeight, conv.strideWidth])
     params.pointee.n_dilationfactor = 2
     params.pointee.dilationfactor = uint64s([conv.dilationHeight, conv.dilationWidth])
-    params.pointee.weights = try weights(count: conv.kernel.count, layer: name) { [kernel = conv.kernel] in Self.coreMLKernel(kernel) }
+    params.pointee.weights = try weights(.convolutionKernel(conv.kernel), layer: name)
     if let bias = conv.bias {
       params.pointee.hasbias = 1
       params.pointee.bias = try weights(bias.values, layer: name)
@@ -621,9 +619,8 @@ struct CoreMLLayerEmitter {
   }
 }
 
-/// A float32 `WeightParams` whose `floatValue` is filled in only while its layer is packed.
+/// A float32 `WeightParams` whose `floatValue` is produced only while its layer is packed.
 struct DeferredWeight: @unchecked Sendable {
   let params: UnsafeMutablePointer<WeightParams>
-  let count: Int
-  let values: @Sendable () -> [Float]
+  let values: CoreMLWeightValues
 }

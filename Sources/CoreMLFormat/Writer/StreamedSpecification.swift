@@ -5,8 +5,9 @@ import Foundation
 /// A neural-network `Model` packed one layer at a time as it is written.
 ///
 /// Packing the whole message at once would hold the weights three times (the IR's, the message's and
-/// the packed bytes). Here each float32 kernel is put in Core ML's layout only while its layer is
-/// packed (`DeferredWeight`), and the bytes go straight to the sink: the result is the same canonical
+/// the packed bytes). Here each float32 weight is put in Core ML's layout only while its layer is
+/// packed, 1 MiB at a time (`DeferredWeight`, `withDeferredWeights`), and the bytes go straight to the
+/// sink: beyond the IR, writing needs about 1 MiB whatever the model. The result is the same canonical
 /// encoding protobuf-c would produce for the whole message (fields in number order; checked against
 /// `get_packed_size` when built), spliced by hand around the layers:
 ///
@@ -68,15 +69,12 @@ final class StreamedSpecification: @unchecked Sendable {
       try Self.varint(networkLength).withUnsafeBytes(sink)
       var index = 0
       for group in groups {
-        try Self.withValues(group.weights.map { $0.values() }) { pointers in
-          for (weight, pointer) in zip(group.weights, pointers) { weight.params.pointee.floatvalue = pointer }
-          defer { for weight in group.weights { weight.params.pointee.floatvalue = nil } }
+        try Self.withDeferredWeights(group.weights, sink: sink) { buffer in
           for layer in group.layers {
             let size = layerSizes[index]
             index += 1
             try ([0x0A] + Self.varint(size)).withUnsafeBytes(sink)
-            // protobuf-c hands the float arrays to the sink as they are (little-endian): no packed copy.
-            let packed = try Self.pack(layer, to: sink)
+            let packed = core_ml__specification__neural_network_layer__pack_to_buffer(layer, buffer)
             precondition(packed == size, "protobuf-c packed \(packed) of \(size) bytes")
           }
         }
@@ -93,42 +91,102 @@ final class StreamedSpecification: @unchecked Sendable {
     return bytes
   }
 
-  /// Runs `body` with pointers to each array's storage (nil for an empty one), valid only inside it.
-  private static func withValues<R>(
-    _ arrays: [[Float]], from index: Int = 0, _ pointers: [UnsafeMutablePointer<Float>?] = [],
-    _ body: ([UnsafeMutablePointer<Float>?]) throws -> R
-  ) rethrows -> R {
-    guard index < arrays.count else { return try body(pointers) }
-    return try arrays[index].withUnsafeBufferPointer { buffer in
-      // protobuf-c's pack only reads through the pointer.
-      try withValues(arrays, from: index + 1, pointers + [UnsafeMutablePointer(mutating: buffer.baseAddress)], body)
-    }
-  }
+  /// Values of one block of deferred weights sent at once (1 MiB).
+  static let blockValues = 1 << 18
 
-  /// Packs one layer through protobuf-c's buffer interface into `sink`; returns the bytes packed.
-  private static func pack(_ layer: UnsafeMutablePointer<NNLayer>, to sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
-    final class Destination {
-      let sink: (UnsafeRawBufferPointer) throws -> Void
-      var error: (any Error)?
-      init(_ sink: @escaping (UnsafeRawBufferPointer) throws -> Void) { self.sink = sink }
+  /// Runs `body` with a protobuf-c buffer that sends what is packed into it to `sink`, while `weights`
+  /// point at stand-ins that the buffer replaces with their values.
+  ///
+  /// protobuf-c hands a packed float32 field to its buffer as one `append` of the array's own memory
+  /// (little-endian). Each deferred weight's `floatValue` therefore points into a reserved, inaccessible
+  /// address range (address space only: no memory behind it, nothing resident); when protobuf-c appends
+  /// exactly that weight's range, its values are produced in Core ML's layout a block at a time and sent
+  /// instead. Every deferred weight must be sent so, whole and once (checked); protobuf-c reading the
+  /// range itself would fault, never write other numbers.
+  private static func withDeferredWeights(
+    _ weights: [DeferredWeight], sink: (UnsafeRawBufferPointer) throws -> Void, _ body: (UnsafeMutablePointer<ProtobufCBuffer>) throws -> Void
+  ) throws {
+    let stride = MemoryLayout<Float>.stride
+    let offsets = weights.reduce(into: [0]) { $0.append($0.last! + $1.values.count * stride) }
+    let total = offsets.last!
+    var region: UnsafeMutableRawPointer?
+    if total > 0 {
+      let mapped = mmap(nil, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+      guard let mapped, mapped != MAP_FAILED else { throw CoreMLWriterError.invalidOption("cannot reserve \(total) bytes of address space for the weights") }
+      region = mapped
     }
-    return try withoutActuallyEscaping(sink) { sink in
-      let destination = Destination(sink)
+    for (weight, offset) in zip(weights, offsets) where weight.values.count > 0 {
+      weight.params.pointee.floatvalue = (region! + offset).assumingMemoryBound(to: Float.self)
+    }
+    defer {
+      for weight in weights { weight.params.pointee.floatvalue = nil }
+      if let region { munmap(region, total) }
+    }
+    try withoutActuallyEscaping(sink) { sink in
+      let destination = WeightDestination(sink: sink, weights: weights, region: region.map { UnsafeRawPointer($0) }, offsets: offsets)
       var buffer = mc_context_buffer(
         base: ProtobufCBuffer(append: { base, length, data in
           let context = UnsafeMutableRawPointer(base!).assumingMemoryBound(to: mc_context_buffer.self).pointee.context!
-          let destination = Unmanaged<Destination>.fromOpaque(context).takeUnretainedValue()
-          guard destination.error == nil, length > 0 else { return }
-          do { try destination.sink(UnsafeRawBufferPointer(start: data, count: length)) } catch { destination.error = error }
+          let destination = Unmanaged<WeightDestination>.fromOpaque(context).takeUnretainedValue()
+          guard destination.error == nil, length > 0, let data else { return }
+          do { try destination.append(data, length) } catch { destination.error = error }
         }),
         context: Unmanaged.passUnretained(destination).toOpaque())
-      let packed = withExtendedLifetime(destination) {
-        withUnsafeMutablePointer(to: &buffer) { pointer in
-          pointer.withMemoryRebound(to: ProtobufCBuffer.self, capacity: 1) { core_ml__specification__neural_network_layer__pack_to_buffer(layer, $0) }
+      try withExtendedLifetime(destination) {
+        try withUnsafeMutablePointer(to: &buffer) { pointer in
+          try pointer.withMemoryRebound(to: ProtobufCBuffer.self, capacity: 1) { try body($0) }
         }
       }
       if let error = destination.error { throw error }
-      return packed
+      for (weight, sent) in zip(weights, destination.sent) where weight.values.count > 0 {
+        precondition(sent, "protobuf-c did not pack a float32 weight")
+      }
+    }
+  }
+
+  /// Where `withDeferredWeights`' buffer sends bytes (a class: protobuf-c's callback reaches it by pointer).
+  private final class WeightDestination {
+    let sink: (UnsafeRawBufferPointer) throws -> Void
+    let weights: [DeferredWeight]
+    let region: UnsafeRawPointer?
+    let offsets: [Int]
+    var sent: [Bool]
+    var block: UnsafeMutablePointer<Float>?
+    var blockCapacity = 0
+    var error: (any Error)?
+
+    deinit { block?.deallocate() }
+
+    init(sink: @escaping (UnsafeRawBufferPointer) throws -> Void, weights: [DeferredWeight], region: UnsafeRawPointer?, offsets: [Int]) {
+      self.sink = sink
+      self.weights = weights
+      self.region = region
+      self.offsets = offsets
+      sent = Array(repeating: false, count: weights.count)
+    }
+
+    func append(_ data: UnsafeRawPointer, _ length: Int) throws {
+      guard let region, data >= region, data < region + offsets.last!,
+        let index = offsets.indices.dropLast().last(where: { region + offsets[$0] <= data })
+      else { return try sink(UnsafeRawBufferPointer(start: data, count: length)) }
+      let values = weights[index].values
+      precondition(data == region + offsets[index] && length == offsets[index + 1] - offsets[index] && !sent[index],
+                   "protobuf-c did not pack a float32 weight as one run of its values")
+      sent[index] = true
+      let rowsPerBlock = max(1, StreamedSpecification.blockValues / max(values.rowLength, 1))
+      var row = 0
+      while row < values.rowCount {
+        let rows = row..<min(row + rowsPerBlock, values.rowCount)
+        let count = rows.count * values.rowLength
+        if count > blockCapacity {
+          block?.deallocate()
+          block = .allocate(capacity: count)
+          blockCapacity = count
+        }
+        values.fill(rows: rows, into: block!)
+        try sink(UnsafeRawBufferPointer(start: block!, count: count * MemoryLayout<Float>.stride))
+        row = rows.upperBound
+      }
     }
   }
 
