@@ -58,26 +58,24 @@ struct CoreMLLayerEmitter {
     try weights(.values(values), layer: layer)
   }
 
-  /// Weights in Core ML's layout: for float32, produced only while the layer is packed, a block at a time
-  /// (`StreamedSpecification`), so a kernel is never held a second time in Core ML's layout.
+  /// Weights in Core ML's layout, produced only while the layer is packed, a block at a time
+  /// (`StreamedSpecification`), so a kernel is never held a second time in Core ML's layout. A float16
+  /// model's values are checked against float16's range now (the first one outside, in Core ML's order,
+  /// is the error, as when they were converted whole).
   mutating func weights(_ values: CoreMLWeightValues, layer: String) throws -> UnsafeMutablePointer<WeightParams> {
     let params = arena.message(core_ml__specification__weight_params__init)
     switch precision {
     case .float32:
       params.pointee.n_floatvalue = values.count
-      deferredWeights.append(DeferredWeight(params: params, values: values))
     case .float16:
-      let values = values.materialized()
-      var bytes: [UInt8] = []
-      bytes.reserveCapacity(values.count * 2)
-      for value in values {
-        guard value.isFinite, abs(value) <= 65504 else { throw CoreMLWriterError.float16Overflow(layer: layer, value: value) }
-        let bits = Float16(value).bitPattern
-        bytes.append(UInt8(bits & 0xFF))
-        bytes.append(UInt8(bits >> 8))
+      if values.source.contains(where: { !$0.isFinite || abs($0) > 65504 }),
+        let value = values.materialized().first(where: { !$0.isFinite || abs($0) > 65504 })
+      {
+        throw CoreMLWriterError.float16Overflow(layer: layer, value: value)
       }
-      params.pointee.float16value = arena.binary(bytes)
+      params.pointee.float16value.len = values.count * 2
     }
+    deferredWeights.append(DeferredWeight(params: params, values: values, precision: precision))
     return params
   }
 
@@ -619,8 +617,21 @@ struct CoreMLLayerEmitter {
   }
 }
 
-/// A float32 `WeightParams` whose `floatValue` is produced only while its layer is packed.
+/// A `WeightParams` whose `floatValue` (float32) or `float16Value` (float16, little-endian) is produced
+/// only while its layer is packed.
 struct DeferredWeight: @unchecked Sendable {
   let params: UnsafeMutablePointer<WeightParams>
   let values: CoreMLWeightValues
+  let precision: WeightPrecision
+
+  /// Bytes of the stored field.
+  var byteCount: Int { values.count * (precision == .float16 ? 2 : 4) }
+
+  /// Points the field at `address` (nil: no values attached).
+  func attach(_ address: UnsafeMutableRawPointer?) {
+    switch precision {
+    case .float32: params.pointee.floatvalue = address?.assumingMemoryBound(to: Float.self)
+    case .float16: params.pointee.float16value.data = address?.assumingMemoryBound(to: UInt8.self)
+    }
+  }
 }

@@ -21,6 +21,14 @@ enum CoreMLWeightValues: Sendable {
     }
   }
 
+  /// The values as stored before rearranging (any order: for range checks).
+  var source: [Float] {
+    switch self {
+    case .values(let values), .transposed(let values, _, _): return values
+    case .convolutionKernel(let kernel): return kernel.values
+    }
+  }
+
   /// Values per row of the result: the unit `fill(rows:into:)` works in.
   var rowLength: Int {
     switch self {

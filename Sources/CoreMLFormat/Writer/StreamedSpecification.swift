@@ -5,7 +5,7 @@ import Foundation
 /// A neural-network `Model` packed one layer at a time as it is written.
 ///
 /// Packing the whole message at once would hold the weights three times (the IR's, the message's and
-/// the packed bytes). Here each float32 weight is put in Core ML's layout only while its layer is
+/// the packed bytes). Here each weight (float32 or float16) is put in Core ML's layout only while its layer is
 /// packed, 1 MiB at a time (`DeferredWeight`, `withDeferredWeights`), and the bytes go straight to the
 /// sink: beyond the IR, writing needs about 1 MiB whatever the model. The result is the same canonical
 /// encoding protobuf-c would produce for the whole message (fields in number order; checked against
@@ -97,17 +97,16 @@ final class StreamedSpecification: @unchecked Sendable {
   /// Runs `body` with a protobuf-c buffer that sends what is packed into it to `sink`, while `weights`
   /// point at stand-ins that the buffer replaces with their values.
   ///
-  /// protobuf-c hands a packed float32 field to its buffer as one `append` of the array's own memory
-  /// (little-endian). Each deferred weight's `floatValue` therefore points into a reserved, inaccessible
-  /// address range (address space only: no memory behind it, nothing resident); when protobuf-c appends
-  /// exactly that weight's range, its values are produced in Core ML's layout a block at a time and sent
-  /// instead. Every deferred weight must be sent so, whole and once (checked); protobuf-c reading the
+  /// protobuf-c hands a packed float32 field (and a `bytes` field) to its buffer as one `append` of the
+  /// array's own memory (little-endian). Each deferred weight's `floatValue` (or `float16Value`)
+  /// therefore points into a reserved, inaccessible address range (address space only: no memory behind
+  /// it, nothing resident); when protobuf-c appends exactly that weight's range, its values are produced
+  /// in Core ML's layout a block at a time and sent instead. Every deferred weight must be sent so, whole and once (checked); protobuf-c reading the
   /// range itself would fault, never write other numbers.
   private static func withDeferredWeights(
     _ weights: [DeferredWeight], sink: (UnsafeRawBufferPointer) throws -> Void, _ body: (UnsafeMutablePointer<ProtobufCBuffer>) throws -> Void
   ) throws {
-    let stride = MemoryLayout<Float>.stride
-    let offsets = weights.reduce(into: [0]) { $0.append($0.last! + $1.values.count * stride) }
+    let offsets = weights.reduce(into: [0]) { $0.append($0.last! + $1.byteCount) }
     let total = offsets.last!
     var region: UnsafeMutableRawPointer?
     if total > 0 {
@@ -115,11 +114,9 @@ final class StreamedSpecification: @unchecked Sendable {
       guard let mapped, mapped != MAP_FAILED else { throw CoreMLWriterError.invalidOption("cannot reserve \(total) bytes of address space for the weights") }
       region = mapped
     }
-    for (weight, offset) in zip(weights, offsets) where weight.values.count > 0 {
-      weight.params.pointee.floatvalue = (region! + offset).assumingMemoryBound(to: Float.self)
-    }
+    for (weight, offset) in zip(weights, offsets) where weight.values.count > 0 { weight.attach(region! + offset) }
     defer {
-      for weight in weights { weight.params.pointee.floatvalue = nil }
+      for weight in weights { weight.attach(nil) }
       if let region { munmap(region, total) }
     }
     try withoutActuallyEscaping(sink) { sink in
@@ -139,7 +136,7 @@ final class StreamedSpecification: @unchecked Sendable {
       }
       if let error = destination.error { throw error }
       for (weight, sent) in zip(weights, destination.sent) where weight.values.count > 0 {
-        precondition(sent, "protobuf-c did not pack a float32 weight")
+        precondition(sent, "protobuf-c did not pack a weight")
       }
     }
   }
@@ -152,10 +149,14 @@ final class StreamedSpecification: @unchecked Sendable {
     let offsets: [Int]
     var sent: [Bool]
     var block: UnsafeMutablePointer<Float>?
+    var halves: UnsafeMutablePointer<UInt16>?
     var blockCapacity = 0
     var error: (any Error)?
 
-    deinit { block?.deallocate() }
+    deinit {
+      block?.deallocate()
+      halves?.deallocate()
+    }
 
     init(sink: @escaping (UnsafeRawBufferPointer) throws -> Void, weights: [DeferredWeight], region: UnsafeRawPointer?, offsets: [Int]) {
       self.sink = sink
@@ -171,7 +172,8 @@ final class StreamedSpecification: @unchecked Sendable {
       else { return try sink(UnsafeRawBufferPointer(start: data, count: length)) }
       let values = weights[index].values
       precondition(data == region + offsets[index] && length == offsets[index + 1] - offsets[index] && !sent[index],
-                   "protobuf-c did not pack a float32 weight as one run of its values")
+                   "protobuf-c did not pack a weight as one run of its values")
+      let half = weights[index].precision == .float16
       sent[index] = true
       let rowsPerBlock = max(1, StreamedSpecification.blockValues / max(values.rowLength, 1))
       var row = 0
@@ -180,11 +182,19 @@ final class StreamedSpecification: @unchecked Sendable {
         let count = rows.count * values.rowLength
         if count > blockCapacity {
           block?.deallocate()
+          halves?.deallocate()
           block = .allocate(capacity: count)
+          halves = .allocate(capacity: count)
           blockCapacity = count
         }
         values.fill(rows: rows, into: block!)
-        try sink(UnsafeRawBufferPointer(start: block!, count: count * MemoryLayout<Float>.stride))
+        if half {
+          // Checked against float16's range when the layer was emitted; stored little-endian.
+          for index in 0..<count { halves![index] = Float16(block![index]).bitPattern.littleEndian }
+          try sink(UnsafeRawBufferPointer(start: halves!, count: count * 2))
+        } else {
+          try sink(UnsafeRawBufferPointer(start: block!, count: count * MemoryLayout<Float>.stride))
+        }
         row = rows.upperBound
       }
     }
