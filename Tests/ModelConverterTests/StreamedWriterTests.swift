@@ -62,7 +62,8 @@ import Testing
   /// Kernels larger than one 1 MiB block (the fixtures' all fit in one) come out in Apple's documented
   /// layouts, computed here index by index: convolution `[outputChannels, kernelChannels, kernelHeight,
   /// kernelWidth]` from Keras' `[kh, kw, in, out]`, inner product `[outputChannels, inputChannels]`
-  /// from Keras' `[in, out]`; a 1 x 1 convolution (a plain transpose) too.
+  /// from Keras' `[in, out]`; a 1 x 1 convolution (a plain transpose) too; in a neural network and in
+  /// an ML Program's `weight.bin` (both written a block at a time).
   @Test func kernelsSpanningSeveralBlocksKeepApplesLayout() throws {
     func values(_ count: Int, seed: Int) -> [Float] { (0..<count).map { Float(($0 &* 7919 &+ seed) % 100_003) / 1000 } }
     let (kh, kw, ci, co) = (3, 3, 96, 400)  // 345,600 values: two blocks
@@ -82,17 +83,35 @@ import Testing
     let layers = try CoreMLSpecReader.read(bytes).layers
     func stored(_ name: String) throws -> [Float] { try #require(layers.first { $0.name == name }?.weights["weights"]) }
 
+    // The same kernels in an ML Program's weight.bin (MIL's conv weight is [out, in, kh, kw], linear's [out, in]).
+    let program = try MLProgramWriter().encode(builder.build(outputs: [y]), options: CoreMLWriterOptions())
+    let weightFile = try #require(program.weights)
+    #expect(program.byteCount == program.specification.count + weightFile.count)
+    let reader = try MILBlobStorage.Reader(bytes: weightFile, path: "weight.bin")
+    var blobs: [[Float]] = []
+    var offset = 64
+    while offset < weightFile.count {
+      let blob = try reader.blob(at: UInt64(offset))
+      #expect(blob.dataType == .float32)
+      blobs.append(blob.bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) })
+      offset = (offset + 64 + blob.bytes.count + 63) / 64 * 64
+    }
+    #expect(blobs.count == 3)
+
     var expected = [Float](repeating: 0, count: conv.count)
     for o in 0..<co { for i in 0..<ci { for y in 0..<kh { for x in 0..<kw {
       expected[((o * ci + i) * kh + y) * kw + x] = conv.values[((y * kw + x) * ci + i) * co + o]
     } } } }
     #expect(try stored("conv") == expected)
+    #expect(blobs.contains(expected))
     expected = [Float](repeating: 0, count: pointwise.count)
     for o in 0..<pco { for i in 0..<pci { expected[o * pci + i] = pointwise.values[i * pco + o] } }
     #expect(try stored("pointwise") == expected)
+    #expect(blobs.contains(expected))
     expected = [Float](repeating: 0, count: dense.count)
     for o in 0..<dout { for i in 0..<din { expected[o * din + i] = dense.values[i * dout + o] } }
     #expect(try stored("dense") == expected)
+    #expect(blobs.contains(expected))
   }
 
   /// The file holds exactly the in-memory bytes; a write that cannot happen leaves nothing behind.

@@ -47,26 +47,39 @@ public enum MILBlobStorage {
     public var description: String { "\(path): weight blob file: \(detail)" }
   }
 
-  /// Builds a blob file in memory; `append` returns the offset a program refers to the blob by.
-  public struct Writer {
-    public private(set) var bytes: [UInt8] = [UInt8](repeating: 0, count: 64)
-    public private(set) var count: UInt32 = 0
+  /// Builds a blob file; `append` returns the offset a program refers to the blob by. A blob's data
+  /// is kept as given (or, for a weight, as the IR holds it) and laid out only when the file is written
+  /// (`write(to:)`, `bytes`), a block at a time: the whole file is never in memory.
+  public struct Writer: Sendable {
+    private enum Payload: Sendable {
+      case bytes([UInt8])
+      case values(CoreMLWeightValues, float16: Bool)
+    }
+    private struct Entry: Sendable {
+      var metadata: Int
+      var dataType: BlobDataType
+      var size: Int
+      var paddingBits: Int
+      var payload: Payload
+    }
+    private var entries: [Entry] = []
+    /// The file's size in bytes.
+    public private(set) var byteCount = 64
+    public var count: UInt32 { UInt32(entries.count) }
 
-    public init() { store32(MILBlobStorage.version, at: 4) }
+    public init() {}
+
+    /// The whole file.
+    public var bytes: [UInt8] {
+      var bytes: [UInt8] = []
+      bytes.reserveCapacity(byteCount)
+      write { bytes.append(contentsOf: $0) }
+      return bytes
+    }
 
     /// Adds a blob at the next aligned offset and returns the offset of its metadata record.
     public mutating func append(_ dataType: BlobDataType, bytes data: [UInt8], paddingBits: Int = 0) -> UInt64 {
-      let metadata = (bytes.count + MILBlobStorage.alignment - 1) / MILBlobStorage.alignment * MILBlobStorage.alignment
-      bytes.append(contentsOf: [UInt8](repeating: 0, count: metadata - bytes.count + 64))
-      store32(MILBlobStorage.sentinel, at: metadata)
-      store32(dataType.rawValue, at: metadata + 4)
-      store64(UInt64(data.count), at: metadata + 8)
-      store64(UInt64(metadata + 64), at: metadata + 16)
-      store64(UInt64(paddingBits), at: metadata + 24)
-      bytes.append(contentsOf: data)
-      count += 1
-      store32(count, at: 0)
-      return UInt64(metadata)
+      append(dataType, size: data.count, paddingBits: paddingBits, .bytes(data))
     }
 
     /// Adds float32 values.
@@ -79,11 +92,49 @@ public enum MILBlobStorage {
       append(.float16, bytes: values.withUnsafeBufferPointer { Array(UnsafeRawBufferPointer($0)) })
     }
 
-    private mutating func store32(_ value: UInt32, at offset: Int) {
+    /// Adds a weight, laid out in Core ML's order as float32 or float16 when the file is written (float16
+    /// values must already be checked against float16's range).
+    mutating func append(_ values: CoreMLWeightValues, float16: Bool) -> UInt64 {
+      append(float16 ? .float16 : .float32, size: values.count * (float16 ? 2 : 4), paddingBits: 0, .values(values, float16: float16))
+    }
+
+    private mutating func append(_ dataType: BlobDataType, size: Int, paddingBits: Int, _ payload: Payload) -> UInt64 {
+      let metadata = (byteCount + MILBlobStorage.alignment - 1) / MILBlobStorage.alignment * MILBlobStorage.alignment
+      entries.append(Entry(metadata: metadata, dataType: dataType, size: size, paddingBits: paddingBits, payload: payload))
+      byteCount = metadata + 64 + size
+      return UInt64(metadata)
+    }
+
+    /// Sends the file's bytes to `sink` in order: the header, then each blob's metadata record (after
+    /// zeros up to its aligned offset) and data.
+    public func write(to sink: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+      var header = [UInt8](repeating: 0, count: 64)
+      Self.store32(count, at: 0, in: &header)
+      Self.store32(MILBlobStorage.version, at: 4, in: &header)
+      try header.withUnsafeBytes(sink)
+      var position = 64
+      for entry in entries {
+        var record = [UInt8](repeating: 0, count: entry.metadata - position + 64)
+        let at = entry.metadata - position
+        Self.store32(MILBlobStorage.sentinel, at: at, in: &record)
+        Self.store32(entry.dataType.rawValue, at: at + 4, in: &record)
+        Self.store64(UInt64(entry.size), at: at + 8, in: &record)
+        Self.store64(UInt64(entry.metadata + 64), at: at + 16, in: &record)
+        Self.store64(UInt64(entry.paddingBits), at: at + 24, in: &record)
+        try record.withUnsafeBytes(sink)
+        switch entry.payload {
+        case .bytes(let data): try data.withUnsafeBytes(sink)
+        case .values(let values, let float16): try values.encodedBlocks(float16: float16, sink)
+        }
+        position = entry.metadata + 64 + entry.size
+      }
+    }
+
+    private static func store32(_ value: UInt32, at offset: Int, in bytes: inout [UInt8]) {
       for i in 0..<4 { bytes[offset + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(i))) }
     }
 
-    private mutating func store64(_ value: UInt64, at offset: Int) {
+    private static func store64(_ value: UInt64, at offset: Int, in bytes: inout [UInt8]) {
       for i in 0..<8 { bytes[offset + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(i))) }
     }
   }

@@ -88,6 +88,14 @@ public enum ModelPackage {
   ///
   /// An existing `url` must be a package folder (it has a `Manifest.json`) or absent; anything else is refused.
   public static func write(model: [UInt8], weights: [UInt8]?, to url: URL) throws {
+    try write(model: { try model.withUnsafeBytes($0.write) }, weights: weights.map { bytes in { try bytes.withUnsafeBytes($0.write) } }, to: url)
+  }
+
+  /// Writes a package like `write(model:weights:to:)`, each file's bytes sent by its producer as they
+  /// are made (`weights` nil: no weight file).
+  public static func write(
+    model: (AtomicFile.Output) throws -> Void, weights: ((AtomicFile.Output) throws -> Void)?, to url: URL
+  ) throws {
     let fileManager = FileManager.default
     if let existing = AtomicFile.nodeKind(url.path) {
       guard existing.kind == "a folder", fileManager.fileExists(atPath: url.appendingPathComponent("Manifest.json").path) else {
@@ -100,11 +108,11 @@ public enum ModelPackage {
       let data = staging.appendingPathComponent("Data").appendingPathComponent("com.apple.CoreML")
       try fileManager.createDirectory(at: data, withIntermediateDirectories: true)
       try manifest(hasWeights: weights != nil).write(to: staging.appendingPathComponent("Manifest.json"))
-      try AtomicFile.write(bytes: model, to: data.appendingPathComponent("model.mlmodel"))
+      try AtomicFile.write(to: data.appendingPathComponent("model.mlmodel"), producing: model)
       if let weights {
         let folder = data.appendingPathComponent("weights")
         try fileManager.createDirectory(at: folder, withIntermediateDirectories: true)
-        try AtomicFile.write(bytes: weights, to: folder.appendingPathComponent(weightFileName))
+        try AtomicFile.write(to: folder.appendingPathComponent(weightFileName), producing: weights)
       }
       try install(staging, at: url)
     } catch {

@@ -57,6 +57,8 @@ enum MILParam {
   case scalar(Float, MILElementType)
   /// A float tensor of the given type, row-major.
   case floats([Float], shape: [Int], MILElementType)
+  /// A weight in Core ML's layout (rearranged from Keras' only when `weight.bin` is written).
+  case weights(CoreMLWeightValues, shape: [Int], MILElementType)
 }
 
 /// Builds the operations of one MIL block: owns the protobuf messages (through the arena), the names,
@@ -177,14 +179,14 @@ final class MILBuilder {
 
   /// A float constant: in `weight.bin` from `blobThreshold` elements on, else inline (float32 as floats,
   /// float16 as raw little-endian bytes). Float16 values beyond ±65504 are refused.
-  func floatValue(_ values: [Float], shape: [Int], _ dataType: MILElementType) throws -> UnsafeMutablePointer<MILValueMessage> {
+  /// A blob's values are laid out (and converted to float16) only when `weight.bin` is written.
+  func floatValue(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType) throws -> UnsafeMutablePointer<MILValueMessage> {
     let type = tensorType(dataType, shape)
-    var halfBits: [UInt16] = []
-    if dataType == .fp16 {
-      halfBits = try Self.float16Bits(values, layer: currentLayer)
+    if dataType == .fp16, let value = weight.firstOutsideFloat16 {
+      throw CoreMLWriterError.float16Overflow(layer: currentLayer, value: value)
     }
-    if values.count >= Self.blobThreshold {
-      let offset = dataType == .fp16 ? blobs.append(float16Bits: halfBits) : blobs.append(float32: values)
+    if weight.count >= Self.blobThreshold {
+      let offset = blobs.append(weight, float16: dataType == .fp16)
       let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
       blob.pointee.filename = arena.string(Self.weightFile)
       blob.pointee.offset = offset
@@ -194,6 +196,8 @@ final class MILBuilder {
       value.pointee.blobfilevalue = blob
       return value
     }
+    let values = weight.materialized()
+    let halfBits = dataType == .fp16 ? try Self.float16Bits(values, layer: currentLayer) : []
     let tensor = tensorValue()
     if dataType == .fp16 {
       let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
@@ -280,7 +284,12 @@ final class MILBuilder {
 
   /// A float constant tensor in `dataType`.
   func const(_ values: [Float], shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
-    const(try floatValue(values, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
+    try const(.values(values), shape: shape, dataType, name: name, exactName: exactName)
+  }
+
+  /// A weight constant tensor in `dataType`.
+  func const(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
+    const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
   }
 
   /// The constant a non-tensor parameter becomes.
@@ -293,6 +302,7 @@ final class MILBuilder {
     case .string(let v): return const(stringValue([v], shape: []), dataType: .string, shape: [], name: name)
     case .scalar(let v, let type): return try const([v], shape: [], type, name: name)
     case .floats(let v, let shape, let type): return try const(v, shape: shape, type, name: name)
+    case .weights(let v, let shape, let type): return try const(v, shape: shape, type, name: name)
     }
   }
 

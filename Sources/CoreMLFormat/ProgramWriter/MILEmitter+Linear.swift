@@ -9,7 +9,7 @@ extension MILEmitter {
       // linear computes x · weightᵀ + bias with weight [out, in]; Keras stores [in, out].
       var params: [(String, MILParam)] = [
         ("x", .tensor(x)),
-        ("weight", .floats(Matrix.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), shape: [dense.outputUnits, dense.inputUnits], dt)),
+        ("weight", .weights(.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), shape: [dense.outputUnits, dense.inputUnits], dt)),
       ]
       if let bias = dense.bias { params.append(("bias", .floats(bias.values, shape: [dense.outputUnits], dt))) }
       try produce(node.output, .natural, "linear", params, dataType: dt)

@@ -55,17 +55,13 @@ extension MILEmitter {
     try requireImages(node)
     let x = try spatialInput(node)
     let input = Array(graph[node.inputs[0]].type.shape.suffix(3)), output = Array(graph[node.output].type.shape.suffix(3))
-    // Keras [kh, kw, in/groups, out] -> MIL [out, in/groups, kh, kw].
+    // Keras [kh, kw, in/groups, out] -> MIL [out, in/groups, kh, kw] (`CoreMLWeightValues`).
     let kh = conv.kernelHeight, kw = conv.kernelWidth, cin = conv.inputChannelsPerGroup, cout = conv.outputChannels
-    var weight = [Float](repeating: 0, count: conv.kernel.count)
-    for o in 0..<cout { for i in 0..<cin { for y in 0..<kh { for xx in 0..<kw {
-      weight[((o * cin + i) * kh + y) * kw + xx] = conv.kernel.values[((y * kw + xx) * cin + i) * cout + o]
-    } } } }
     let (top, bottom) = Self.pads(conv.padding, input: input[0], output: output[0], kernel: kh, stride: conv.strideHeight, dilation: conv.dilationHeight)
     let (left, right) = Self.pads(conv.padding, input: input[1], output: output[1], kernel: kw, stride: conv.strideWidth, dilation: conv.dilationWidth)
     let dt = x.dataType
     var params: [(String, MILParam)] = [
-      ("x", .tensor(x)), ("weight", .floats(weight, shape: [cout, cin, kh, kw], dt)),
+      ("x", .tensor(x)), ("weight", .weights(.convolutionKernel(conv.kernel), shape: [cout, cin, kh, kw], dt)),
     ]
     if let bias = conv.bias { params.append(("bias", .floats(bias.values, shape: [cout], dt))) }
     params += [

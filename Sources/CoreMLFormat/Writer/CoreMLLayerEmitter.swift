@@ -68,11 +68,7 @@ struct CoreMLLayerEmitter {
     case .float32:
       params.pointee.n_floatvalue = values.count
     case .float16:
-      if values.source.contains(where: { !$0.isFinite || abs($0) > 65504 }),
-        let value = values.materialized().first(where: { !$0.isFinite || abs($0) > 65504 })
-      {
-        throw CoreMLWriterError.float16Overflow(layer: layer, value: value)
-      }
+      if let value = values.firstOutsideFloat16 { throw CoreMLWriterError.float16Overflow(layer: layer, value: value) }
       params.pointee.float16value.len = values.count * 2
     }
     deferredWeights.append(DeferredWeight(params: params, values: values, precision: precision))

@@ -48,6 +48,46 @@ enum CoreMLWeightValues: Sendable {
     }
   }
 
+  /// Values of one block of `encodedBlocks` (1 MiB of float32).
+  static let blockValues = 1 << 18
+
+  /// Sends the values in Core ML's layout to `body` as little-endian float32 (or float16) bytes, in
+  /// blocks of whole rows of about 1 MiB: the whole rearranged array never exists. Float16 values must
+  /// already be checked against float16's range.
+  func encodedBlocks(float16: Bool, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+    let rowsPerBlock = max(1, Self.blockValues / max(rowLength, 1))
+    let capacity = min(rowsPerBlock * rowLength, count)
+    guard capacity > 0 else { return }
+    let block = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
+    defer { block.deallocate() }
+    let halves = float16 ? UnsafeMutablePointer<UInt16>.allocate(capacity: capacity) : nil
+    defer { halves?.deallocate() }
+    var row = 0
+    while row < rowCount {
+      let rows = row..<min(row + rowsPerBlock, rowCount)
+      let values = rows.count * rowLength
+      fill(rows: rows, into: block)
+      if let halves {
+        for index in 0..<values { halves[index] = Float16(block[index]).bitPattern.littleEndian }
+        try body(UnsafeRawBufferPointer(start: halves, count: values * 2))
+      } else {
+        #if _endian(big)
+          for index in 0..<values { block[index] = Float(bitPattern: block[index].bitPattern.littleEndian) }
+        #endif
+        try body(UnsafeRawBufferPointer(start: block, count: values * MemoryLayout<Float>.stride))
+      }
+      row = rows.upperBound
+    }
+  }
+
+  /// Whether every value is finite and within float16's range (±65504), so it can be stored as float16.
+  var fitsFloat16: Bool { !source.contains { !$0.isFinite || abs($0) > 65504 } }
+
+  /// The first value, in Core ML's order, that float16 cannot hold.
+  var firstOutsideFloat16: Float? {
+    fitsFloat16 ? nil : materialized().first { !$0.isFinite || abs($0) > 65504 }
+  }
+
   /// Writes the result's rows `rows` (`rows.count * rowLength` values) to `destination`, on every core
   /// when there are many.
   func fill(rows: Range<Int>, into destination: UnsafeMutablePointer<Float>) {

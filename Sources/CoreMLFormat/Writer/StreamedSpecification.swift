@@ -91,9 +91,6 @@ final class StreamedSpecification: @unchecked Sendable {
     return bytes
   }
 
-  /// Values of one block of deferred weights sent at once (1 MiB).
-  static let blockValues = 1 << 18
-
   /// Runs `body` with a protobuf-c buffer that sends what is packed into it to `sink`, while `weights`
   /// point at stand-ins that the buffer replaces with their values.
   ///
@@ -148,15 +145,7 @@ final class StreamedSpecification: @unchecked Sendable {
     let region: UnsafeRawPointer?
     let offsets: [Int]
     var sent: [Bool]
-    var block: UnsafeMutablePointer<Float>?
-    var halves: UnsafeMutablePointer<UInt16>?
-    var blockCapacity = 0
     var error: (any Error)?
-
-    deinit {
-      block?.deallocate()
-      halves?.deallocate()
-    }
 
     init(sink: @escaping (UnsafeRawBufferPointer) throws -> Void, weights: [DeferredWeight], region: UnsafeRawPointer?, offsets: [Int]) {
       self.sink = sink
@@ -170,33 +159,10 @@ final class StreamedSpecification: @unchecked Sendable {
       guard let region, data >= region, data < region + offsets.last!,
         let index = offsets.indices.dropLast().last(where: { region + offsets[$0] <= data })
       else { return try sink(UnsafeRawBufferPointer(start: data, count: length)) }
-      let values = weights[index].values
       precondition(data == region + offsets[index] && length == offsets[index + 1] - offsets[index] && !sent[index],
                    "protobuf-c did not pack a weight as one run of its values")
-      let half = weights[index].precision == .float16
       sent[index] = true
-      let rowsPerBlock = max(1, StreamedSpecification.blockValues / max(values.rowLength, 1))
-      var row = 0
-      while row < values.rowCount {
-        let rows = row..<min(row + rowsPerBlock, values.rowCount)
-        let count = rows.count * values.rowLength
-        if count > blockCapacity {
-          block?.deallocate()
-          halves?.deallocate()
-          block = .allocate(capacity: count)
-          halves = .allocate(capacity: count)
-          blockCapacity = count
-        }
-        values.fill(rows: rows, into: block!)
-        if half {
-          // Checked against float16's range when the layer was emitted; stored little-endian.
-          for index in 0..<count { halves![index] = Float16(block![index]).bitPattern.littleEndian }
-          try sink(UnsafeRawBufferPointer(start: halves!, count: count * 2))
-        } else {
-          try sink(UnsafeRawBufferPointer(start: block!, count: count * MemoryLayout<Float>.stride))
-        }
-        row = rows.upperBound
-      }
+      try weights[index].values.encodedBlocks(float16: weights[index].precision == .float16, sink)
     }
   }
 
