@@ -900,7 +900,7 @@ def main(argv=None):
                         help="folder with the shared real models, read in place (default ../shared/models "
                              "relative to the repository); skipped with a note when absent")
     parser.add_argument("--runs", type=int, default=20, help="timed latency runs (default 20)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating latency rounds per runtime and model (default 3)")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating latency rounds per runtime and model (default 7)")
     parser.add_argument("--latency-seconds", type=float, default=1.0,
                         help="at least this much work per latency measurement: more runs for small models (default 1)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed warm-up runs before them (default 3)")

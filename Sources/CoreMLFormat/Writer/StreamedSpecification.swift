@@ -5,8 +5,8 @@ import Foundation
 /// A neural-network `Model` packed one layer at a time as it is written.
 ///
 /// Packing the whole message at once would hold the weights three times (the IR's, the message's and
-/// the packed bytes). Here each weight (float32 or float16) is put in Core ML's layout only while its layer is
-/// packed, 1 MiB at a time (`DeferredWeight`, `withDeferredWeights`), and the bytes go straight to the
+/// the packed bytes). Here each weight (float32 or float16) is put in Core ML's layout only while its
+/// layer is packed, 1 MiB at a time (`DeferredWeight`, `withDeferredWeights`), and the bytes go to the
 /// sink: beyond the IR, writing needs about 1 MiB whatever the model. The result is the same canonical
 /// encoding protobuf-c would produce for the whole message (fields in number order; checked against
 /// `get_packed_size` when built), spliced by hand around the layers:
@@ -98,8 +98,8 @@ final class StreamedSpecification: @unchecked Sendable {
   /// array's own memory (little-endian). Each deferred weight's `floatValue` (or `float16Value`)
   /// therefore points into a reserved, inaccessible address range (address space only: no memory behind
   /// it, nothing resident); when protobuf-c appends exactly that weight's range, its values are produced
-  /// in Core ML's layout a block at a time and sent instead. Every deferred weight must be sent so, whole and once (checked); protobuf-c reading the
-  /// range itself would fault, never write other numbers.
+  /// in Core ML's layout a block at a time and sent instead. Every deferred weight must be sent so,
+  /// whole and once (checked); protobuf-c reading the range itself would fault, never write other numbers.
   private static func withDeferredWeights(
     _ weights: [DeferredWeight], sink: (UnsafeRawBufferPointer) throws -> Void, _ body: (UnsafeMutablePointer<ProtobufCBuffer>) throws -> Void
   ) throws {
