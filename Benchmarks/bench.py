@@ -872,7 +872,7 @@ def cmd_run(args):
         report["throughput"] = bench_throughput(chosen, bench_binary, work, report.get("latency"),
                                                 args.throughput_seconds)
     if "resnet-conversion" in parts:
-        report["resnet_conversion"] = bench_resnet_conversion(resnet, modelconv, args.repeats, work)
+        report["resnet_conversion"] = bench_resnet_conversion(resnet, modelconv, max(args.repeats, 9), work)
     if "conversion" in parts:
         conv = [Path(m).resolve() for m in args.model] if args.model else conversion_models(mobilenet)
         report["conversion"] = bench_conversion(conv, modelconv, args.repeats, work)

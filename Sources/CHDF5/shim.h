@@ -60,6 +60,14 @@ static inline long long chdf5_contiguous_float32_offset(hid_t dataset, hid_t typ
   return (long long)offset;
 }
 
+/// The type of the object at `name` (H5O_TYPE_GROUP, _DATASET, ...), or -1 when it cannot be read. Asks
+/// only for the basic fields: the full object info also counts attributes and reads header details.
+static inline int chdf5_object_type(hid_t loc, const char *name, hid_t lapl) {
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(loc, name, &info, H5O_INFO_BASIC, lapl) < 0) return -1;
+  return (int)info.type;
+}
+
 static inline int chdf5_link_type_hard(void) { return H5L_TYPE_HARD; }
 static inline int chdf5_link_type_soft(void) { return H5L_TYPE_SOFT; }
 

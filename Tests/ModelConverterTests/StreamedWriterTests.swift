@@ -112,6 +112,14 @@ import Testing
     for o in 0..<dout { for i in 0..<din { expected[o * din + i] = dense.values[i * dout + o] } }
     #expect(try stored("dense") == expected)
     #expect(blobs.contains(expected))
+
+    // float16: the same values rounded to float16 (Swift's IEEE round-to-nearest-even), stored as bit patterns.
+    let halfBytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions(precision: .float16))
+    #expect(try Self.repacked(halfBytes) == halfBytes)
+    let halfLayers = try CoreMLSpecReader.read(halfBytes).layers
+    let halfDense = try #require(halfLayers.first { $0.name == "dense" })
+    #expect(halfDense.usesFloat16)
+    #expect(halfDense.weights["weights"] == expected.map { Float(Float16($0)) })
   }
 
   /// The file holds exactly the in-memory bytes; a write that cannot happen leaves nothing behind.

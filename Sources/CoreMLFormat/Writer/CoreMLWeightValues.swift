@@ -1,3 +1,4 @@
+import Dispatch
 import ModelIR
 
 /// The values of one weight in Core ML's layout, produced a block of rows at a time.
@@ -52,31 +53,49 @@ enum CoreMLWeightValues: Sendable {
   static let blockValues = 1 << 18
 
   /// Sends the values in Core ML's layout to `body` as little-endian float32 (or float16) bytes, in
-  /// blocks of whole rows of about 1 MiB: the whole rearranged array never exists. Float16 values must
-  /// already be checked against float16's range.
+  /// blocks of whole rows of about 1 MiB: the whole rearranged array never exists. While `body` takes
+  /// one block (writing it to a file, say), the next is laid out on another thread, in a second buffer.
+  /// Float16 values must already be checked against float16's range.
   func encodedBlocks(float16: Bool, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
     let rowsPerBlock = max(1, Self.blockValues / max(rowLength, 1))
     let capacity = min(rowsPerBlock * rowLength, count)
     guard capacity > 0 else { return }
-    let block = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
-    defer { block.deallocate() }
-    let halves = float16 ? UnsafeMutablePointer<UInt16>.allocate(capacity: capacity) : nil
-    defer { halves?.deallocate() }
-    var row = 0
-    while row < rowCount {
-      let rows = row..<min(row + rowsPerBlock, rowCount)
-      let values = rows.count * rowLength
-      fill(rows: rows, into: block)
-      if let halves {
-        for index in 0..<values { halves[index] = Float16(block[index]).bitPattern.littleEndian }
-        try body(UnsafeRawBufferPointer(start: halves, count: values * 2))
-      } else {
-        #if _endian(big)
-          for index in 0..<values { block[index] = Float(bitPattern: block[index].bitPattern.littleEndian) }
-        #endif
-        try body(UnsafeRawBufferPointer(start: block, count: values * MemoryLayout<Float>.stride))
+    let blocks = stride(from: 0, to: rowCount, by: rowsPerBlock).map { $0..<min($0 + rowsPerBlock, rowCount) }
+    let buffers = (0..<min(blocks.count, 2)).map { _ in
+      (values: UnsafeMutablePointer<Float>.allocate(capacity: capacity), halves: float16 ? UnsafeMutablePointer<UInt16>.allocate(capacity: capacity) : nil)
+    }
+    let laidOut = DispatchGroup()
+    defer {
+      laidOut.wait()  // the block being laid out, when `body` threw
+      for buffer in buffers {
+        buffer.values.deallocate()
+        buffer.halves?.deallocate()
       }
-      row = rows.upperBound
+    }
+    /// Lays block `index` out in buffer `index % 2` and returns its bytes.
+    func layOut(_ index: Int) -> UnsafeRawBufferPointer {
+      let (rows, buffer) = (blocks[index], buffers[index % 2])
+      let values = rows.count * rowLength
+      fill(rows: rows, into: buffer.values)
+      if let halves = buffer.halves {
+        for index in 0..<values { halves[index] = Float16(buffer.values[index]).bitPattern.littleEndian }
+        return UnsafeRawBufferPointer(start: halves, count: values * 2)
+      }
+      #if _endian(big)
+        for index in 0..<values { buffer.values[index] = Float(bitPattern: buffer.values[index].bitPattern.littleEndian) }
+      #endif
+      return UnsafeRawBufferPointer(start: buffer.values, count: values * MemoryLayout<Float>.stride)
+    }
+    var current = layOut(0)
+    for index in blocks.indices {
+      nonisolated(unsafe) var next: UnsafeRawBufferPointer?
+      if index + 1 < blocks.count {
+        nonisolated(unsafe) let layOutNext = layOut  // touches only the other buffer
+        DispatchQueue.global().async(group: laidOut) { next = layOutNext(index + 1) }
+      }
+      try body(current)
+      laidOut.wait()
+      if let next { current = next }
     }
   }
 

@@ -32,8 +32,7 @@ public final class HDF5File: @unchecked Sendable {
     HDF5Lock.run {
       let absolute = groupPath.hasPrefix("/") ? groupPath : "/" + groupPath
       guard linkExists(absolute) else { return nil }
-      var info = H5O_info_t()
-      guard H5Oget_info_by_name1(id, absolute, &info, HDF5Lock.linkAccess) >= 0, info.type == H5O_TYPE_GROUP else { return nil }
+      guard chdf5_object_type(id, absolute, HDF5Lock.linkAccess) == Int32(H5O_TYPE_GROUP.rawValue) else { return nil }
       return HDF5Group(file: self, path: absolute)
     }
   }

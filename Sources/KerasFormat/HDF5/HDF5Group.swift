@@ -63,8 +63,7 @@ public struct HDF5Group: @unchecked Sendable {
     HDF5Lock.run {
       let absolute = childPath(relativePath)
       guard file.linkExists(absolute) else { return false }
-      var info = H5O_info_t()
-      return H5Oget_info_by_name1(file.id, absolute, &info, HDF5Lock.linkAccess) >= 0 && info.type == H5O_TYPE_DATASET
+      return chdf5_object_type(file.id, absolute, HDF5Lock.linkAccess) == Int32(H5O_TYPE_DATASET.rawValue)
     }
   }
 

@@ -157,7 +157,14 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     var pid: pid_t = 0
     let argv = arguments.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
-    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    // No Swift backtrace when libhdf5 crashes the child: the crash is reported from its signal, and the
+    // backtracer (another process, ptrace-attached, 30 s timeout) would hold back the child's exit status
+    // past the deadline, so a crash on a loaded machine looked like a 30 s hang.
+    var environment = ProcessInfo.processInfo.environment
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for pointer in envp { free(pointer) } }
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
     guard spawned == 0 else {
       throw KerasReaderError.readerFailed(path: executable, detail: "cannot start the reader process (\(String(cString: strerror(spawned))))")
     }
