@@ -29,7 +29,7 @@ extension Constant {
   /// kernel in another layout). A large one is backed by transparent huge pages where the kernel offers
   /// them on request (`madvise`): filling 100 MB of weights then takes ~50 page faults instead of
   /// ~25,000, a third of the time of reading them. The values are the same either way.
-  public static func values(count: Int, _ initialize: (UnsafeMutableBufferPointer<Float>) -> Void) -> [Float] {
+  public static func newValues(count: Int, _ initialize: (UnsafeMutableBufferPointer<Float>) -> Void) -> [Float] {
     [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
       #if os(Linux)
         let hugePage = 2 << 20

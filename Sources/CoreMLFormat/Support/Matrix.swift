@@ -5,7 +5,7 @@ import ModelIR
 enum Matrix {
   /// A row-major `[rows, columns]` matrix transposed to `[columns, rows]`.
   static func transposed(_ values: [Float], rows: Int, columns: Int) -> [Float] {
-    Constant.values(count: values.count) { result in
+    Constant.newValues(count: values.count) { result in
       values.withUnsafeBufferPointer { source in
         if let from = source.baseAddress, let to = result.baseAddress { transpose(from, rows: rows, columns: columns, into: to) }
       }

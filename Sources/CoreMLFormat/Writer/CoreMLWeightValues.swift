@@ -44,7 +44,7 @@ enum CoreMLWeightValues: Sendable {
 
   /// All the values.
   func materialized() -> [Float] {
-    Constant.values(count: count) { buffer in
+    Constant.newValues(count: count) { buffer in
       if let base = buffer.baseAddress { fill(rows: 0..<rowCount, into: base) }
     }
   }

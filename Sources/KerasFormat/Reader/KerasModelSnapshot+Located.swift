@@ -96,7 +96,7 @@ extension KerasModelSnapshot {
       return .unreadable("\(what): its \(bytes) bytes at offset \(offset) lie beyond the end of the file (\(fileSize) bytes)")
     }
     var failed = false
-    let raw = Constant.values(count: count) { buffer in
+    let raw = Constant.newValues(count: count) { buffer in
       let base = UnsafeMutableRawPointer(buffer.baseAddress)
       var done = 0
       while done < bytes, let base {
