@@ -46,6 +46,18 @@ static void set_error(char *error, size_t size, const char *what, dnnl_status_t 
     if (error && size) snprintf(error, size, "oneDNN: %s failed (status %d)", what, (int)status);
 }
 
+// Makes the engine once; every primitive below runs on the calling thread alone (an OpenMP team left
+// idle spins on a core). Returns 0 with `error` set when oneDNN has no engine.
+static int engine_ready(char *error, size_t error_size) {
+    pthread_once(&engine_once, make_engine);
+    if (engine_status != dnnl_success) {
+        set_error(error, error_size, "engine creation", engine_status);
+        return 0;
+    }
+    omp_set_num_threads(1);
+    return 1;
+}
+
 // Each thread that runs convolutions gets a slot number, once (threads beyond MC_THREAD_SLOTS make
 // their memory objects on every run).
 static int next_slot;
@@ -75,13 +87,7 @@ static dnnl_stream_t stream_for_thread(void) {
 
 mc_conv *mc_conv_create(const mc_conv_shape *s, const float *weights, const float *bias, int post_count, const int *post_kinds,
                         const float *post_alpha, const float *post_beta, char *error, size_t error_size) {
-    pthread_once(&engine_once, make_engine);
-    if (engine_status != dnnl_success) {
-        set_error(error, error_size, "engine creation", engine_status);
-        return NULL;
-    }
-    // Everything below runs on the calling thread alone: an OpenMP team left idle spins on a core.
-    omp_set_num_threads(1);
+    if (!engine_ready(error, error_size)) return NULL;
     mc_conv *conv = calloc(1, sizeof(mc_conv));
     if (!conv) return NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -309,12 +315,7 @@ void mc_pool_destroy(mc_pool *pool) {
 }
 
 mc_pool *mc_pool_create(const mc_pool_shape *s, char *error, size_t error_size) {
-    pthread_once(&engine_once, make_engine);
-    if (engine_status != dnnl_success) {
-        set_error(error, error_size, "engine creation", engine_status);
-        return NULL;
-    }
-    omp_set_num_threads(1);
+    if (!engine_ready(error, error_size)) return NULL;
     mc_pool *pool = calloc(1, sizeof(mc_pool));
     if (!pool) return NULL;
     dnnl_primitive_attr_t attr = NULL;

@@ -48,7 +48,7 @@ extension FastKernels {
       result.withUnsafeMutableBufferPointer { out in
         for pixel in 0..<pixels {
           let row = input.baseAddress! + pixel * c
-          if kind == .max { maximumInPlace(out.baseAddress!, row, count: c) } else { addInPlace(out.baseAddress!, row, count: c) }
+          accumulate(out.baseAddress!, row, count: c, max: kind == .max)
         }
         if kind != .max {
           let scale = 1 / Float(pixels)
@@ -84,7 +84,7 @@ extension FastKernels {
                 guard ix >= 0, ix < w else { continue }
                 taps += 1
                 let source = input.baseAddress! + (iy * w + ix) * c
-                if isMax { maximumInPlace(target, source, count: c) } else { addInPlace(target, source, count: c) }
+                accumulate(target, source, count: c, max: isMax)
               }
             }
             if !isMax && taps > 0 {
@@ -100,39 +100,27 @@ extension FastKernels {
 }
 
 extension FastKernels {
-  /// `target[k] = max(target[k], source[k])`, eight lanes at a time.
+  /// `target[k] = max(target[k], source[k])` (with `max`) or `target[k] += source[k]`, eight lanes at a
+  /// time: the accumulation step of max and average pooling.
   @inline(__always)
-  static func maximumInPlace(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, count: Int) {
+  static func accumulate(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, count: Int, max: Bool) {
     let t = UnsafeMutableRawPointer(target), s = UnsafeRawPointer(source)
     var k = 0
     while k + 8 <= count {
       let offset = k * MemoryLayout<Float>.stride
       var value = t.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
       let other = s.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
-      // A lane mask and a blend (the generic pointwiseMax is not specialized into vector code).
-      value.replace(with: other, where: other .> value)
+      if max {
+        // A lane mask and a blend (the generic pointwiseMax is not specialized into vector code).
+        value.replace(with: other, where: other .> value)
+      } else {
+        value += other
+      }
       t.storeBytes(of: value, toByteOffset: offset, as: SIMD8<Float>.self)
       k += 8
     }
     while k < count {
-      target[k] = Swift.max(target[k], source[k])
-      k += 1
-    }
-  }
-
-  /// `target[k] += source[k]`, eight lanes at a time.
-  @inline(__always)
-  static func addInPlace(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, count: Int) {
-    let t = UnsafeMutableRawPointer(target), s = UnsafeRawPointer(source)
-    var k = 0
-    while k + 8 <= count {
-      let offset = k * MemoryLayout<Float>.stride
-      let value = t.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) + s.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
-      t.storeBytes(of: value, toByteOffset: offset, as: SIMD8<Float>.self)
-      k += 8
-    }
-    while k < count {
-      target[k] += source[k]
+      target[k] = max ? Swift.max(target[k], source[k]) : target[k] + source[k]
       k += 1
     }
   }

@@ -197,7 +197,7 @@ final class MILBuilder {
       return value
     }
     let values = weight.materialized()
-    let halfBits = dataType == .fp16 ? try Self.float16Bits(values, layer: currentLayer) : []
+    let halfBits = dataType == .fp16 ? values.map { Float16($0).bitPattern } : []  // range checked above
     let tensor = tensorValue()
     if dataType == .fp16 {
       let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
@@ -213,14 +213,6 @@ final class MILBuilder {
       tensor.pointee.floats = repeated
     }
     return immediate(tensor, type: type)
-  }
-
-  /// Float16 bit patterns (round to nearest even), refusing values outside float16's finite range.
-  static func float16Bits(_ values: [Float], layer: String) throws -> [UInt16] {
-    try values.map { value in
-      guard value.isFinite, abs(value) <= 65504 else { throw CoreMLWriterError.float16Overflow(layer: layer, value: value) }
-      return Float16(value).bitPattern
-    }
   }
 
   // MARK: Operations

@@ -22,34 +22,31 @@ public enum CoreMLWriter {
     let arena = MessageArena()
     let built = try buildModel(graph, options: options, arena: arena)
     let model = built.model
-    let specification: StreamedSpecification
-    if model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER, let network = model.pointee.neuralnetworkclassifier {
-      specification = StreamedSpecification(
-        arena: arena, model: model, groups: built.groups, packNetwork: { pack(network, core_ml__specification__neural_network_classifier__get_packed_size, core_ml__specification__neural_network_classifier__pack) },
-        setLayers: { layers in
-          network.pointee.n_layers = layers.count
-          network.pointee.layers = arena.pointerArray(layers)
-        })
-    } else {
-      let network = model.pointee.neuralnetwork!
-      specification = StreamedSpecification(
-        arena: arena, model: model, groups: built.groups, packNetwork: { pack(network, core_ml__specification__neural_network__get_packed_size, core_ml__specification__neural_network__pack) },
-        setLayers: { layers in
-          network.pointee.n_layers = layers.count
-          network.pointee.layers = arena.pointerArray(layers)
+    // The classifier and the plain network hold their layers in the same two fields.
+    func streamed<Network>(
+      _ network: UnsafeMutablePointer<Network>, count: WritableKeyPath<Network, Int>,
+      layers: WritableKeyPath<Network, UnsafeMutablePointer<UnsafeMutablePointer<NNLayer>?>?>
+    ) -> StreamedSpecification {
+      StreamedSpecification(
+        arena: arena, model: model, groups: built.groups,
+        packNetwork: {
+          // Every protobuf-c message starts with its `ProtobufCMessage` base.
+          let message = UnsafeRawPointer(network).assumingMemoryBound(to: ProtobufCMessage.self)
+          let size = protobuf_c_message_get_packed_size(message)
+          return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = size > 0 ? protobuf_c_message_pack(message, buffer.baseAddress!) : 0
+          }
+        },
+        setLayers: { list in
+          network.pointee[keyPath: count] = list.count
+          network.pointee[keyPath: layers] = arena.pointerArray(list)
         })
     }
+    let specification =
+      model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
+      ? streamed(model.pointee.neuralnetworkclassifier!, count: \.n_layers, layers: \.layers)
+      : streamed(model.pointee.neuralnetwork!, count: \.n_layers, layers: \.layers)
     return (specification, Int(model.pointee.specificationversion))
-  }
-
-  /// One protobuf-c message packed into fresh bytes.
-  private static func pack<T>(
-    _ message: UnsafeMutablePointer<T>, _ size: (UnsafePointer<T>?) -> Int, _ pack: (UnsafePointer<T>?, UnsafeMutablePointer<UInt8>?) -> Int
-  ) -> [UInt8] {
-    let count = size(message)
-    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-      initialized = count > 0 ? pack(message, buffer.baseAddress!) : 0
-    }
   }
 
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
