@@ -41,10 +41,12 @@ let package = Package(
     // instruction sets at run time.
     .target(name: "CComputeKernels", path: "Sources/CComputeKernels", linkerSettings: [.linkedLibrary("dnnl")]),
     .target(name: "ModelIR"),
-    .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR"]),
+    // Which format a file is, from its bytes: the neutral sniffer every frontend is chosen by.
+    .target(name: "ModelFormats"),
+    .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR", "ModelFormats"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
-    .target(name: "ModelConverter", dependencies: ["ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
+    .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
     .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 
 #if canImport(Glibc)
   import Glibc
@@ -8,19 +9,7 @@ import Foundation
 public enum InputFile {
   /// What a path names, following symbolic links: "a regular file", "a folder", "a FIFO (named pipe)",
   /// "a character device", ...; nil when it does not exist or cannot be examined.
-  public static func kind(_ path: String) -> String? {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return nil }
-    switch info.st_mode & S_IFMT {
-    case S_IFREG: return "a regular file"
-    case S_IFDIR: return "a folder"
-    case S_IFIFO: return "a FIFO (named pipe)"
-    case S_IFCHR: return "a character device"
-    case S_IFBLK: return "a block device"
-    case S_IFSOCK: return "a socket"
-    default: return "a special file"
-    }
-  }
+  public static func kind(_ path: String) -> String? { PathNode.kind(path) }
 
   /// Throws `fileNotFound` for a missing or unreadable path and `notRegularFile` for anything that is
   /// not a regular file (reading a FIFO or device could block forever or never end).
