@@ -1,0 +1,48 @@
+/// One rewrite of a graph that keeps what it computes: graph in, graph out.
+///
+/// Passes are small and named; `GraphPipeline` runs them in order. Each pass must leave the graph's
+/// inputs, outputs and their names as they are, and may only remove or merge nodes whose results are
+/// not graph outputs (so every tensor a user can ask for keeps its name).
+public protocol GraphPass: Sendable {
+  /// A short name for listings and errors ("cancel-transposes").
+  var name: String { get }
+  func run(_ graph: inout Graph) throws
+}
+
+/// An ordered list of passes.
+public struct GraphPipeline: Sendable {
+  public var passes: [any GraphPass]
+
+  public init(_ passes: [any GraphPass]) { self.passes = passes }
+
+  /// Runs every pass in order, and the whole list again while a round changes the graph (at most
+  /// `rounds` times: each pass only removes or moves nodes, so a few rounds reach a fixed point).
+  public func run(_ graph: inout Graph, rounds: Int = 8) throws {
+    for _ in 0..<max(rounds, 1) {
+      let before = graph
+      for pass in passes { try pass.run(&graph) }
+      if graph == before { return }
+    }
+  }
+
+  /// The passes every source graph goes through before a writer sees it: unit-axis reshapes move
+  /// down until they meet, transposes that undo each other cancel, chains of reshapes shrink.
+  public static let standard = GraphPipeline([SinkUnitReshapesPass(), CancelTransposesPass(), CancelReshapesPass(), SpatialZeroPaddingPass()])
+}
+
+extension Graph {
+  /// The number of nodes reading value `id`, plus one when it is a graph output.
+  func readerCount(_ id: ValueID) -> Int {
+    nodes.reduce(outputs.contains(id) ? 1 : 0) { $0 + $1.inputs.filter { $0 == id }.count }
+  }
+
+  /// Node `index` reads `replacement` instead of its input `position`.
+  mutating func rewire(nodeAt index: Int, input position: Int, to replacement: ValueID) {
+    nodes[index].inputs[position] = replacement
+  }
+
+  /// Every node reading `old` reads `new` instead (graph outputs are left alone).
+  mutating func replaceUses(of old: ValueID, with new: ValueID) {
+    for index in nodes.indices { nodes[index].inputs = nodes[index].inputs.map { $0 == old ? new : $0 } }
+  }
+}

@@ -1,0 +1,101 @@
+/// Moves a reshape that only adds or drops axes of size 1 past the operation reading it, so that it
+/// meets the next reshape (and merges with it) or leaves a transpose next to its inverse.
+///
+/// Core ML blobs carry unit batch and sequence axes (`[1, C, H, W]`, `[1, C, 1, 1]`) that the IR's
+/// tensors do not; a frontend adds and drops them with reshapes around the operations it imports.
+/// An element-wise operation, a dense layer or a softmax over the last axis computes the same with or
+/// without unit axes, and a transpose of the reshaped tensor is a transpose of the original followed by
+/// the reshape. The reshape's result keeps its value (and name); only the operation's output is new.
+public struct SinkUnitReshapesPass: GraphPass {
+  public let name = "sink-unit-reshapes"
+  public init() {}
+
+  /// The shape without its size-1 axes.
+  static func squeezed(_ shape: [Int]) -> [Int] { shape.filter { $0 != 1 } }
+
+  public func run(_ graph: inout Graph) throws {
+    var changed = true
+    while changed {
+      changed = false
+      for index in graph.nodes.indices {
+        let node = graph.nodes[index]
+        guard node.inputs.count == 1, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
+          case .reshape = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1
+        else { continue }
+        var source = graph.nodes[producer].inputs[0]
+        var before = graph[source].type.shape
+        let after = graph[node.inputs[0]].type.shape
+        let operation: Operation
+        if Self.squeezed(before) == Self.squeezed(after) {
+          guard let moved = Self.moved(node.operation, before: before, after: after) else { continue }
+          operation = moved
+        } else {
+          // A reshape that also adds unit axes (`[2, 2, 128]` to `[1, 1, 512]`) reshapes to the shape
+          // without them (`[512]`), and the unit axes move on as above.
+          let core = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
+          guard core != after, let moved = Self.moved(node.operation, before: core, after: after) else { continue }
+          let middle = graph.nodes[producer].output
+          graph.nodes[producer].operation = .reshape(targetShape: core)
+          graph.values[middle].type = TensorType(core, dataType: graph[middle].type.dataType)
+          (source, before, operation) = (middle, core, moved)
+        }
+        // The operation now reads the reshape's input; a new reshape after it produces its old output.
+        let shape = try operation.outputShape(inputShapes: [before], node: node.name)
+        let newValue = graph.values.count
+        var name = graph[node.output].name + "__unit_axes"
+        while graph.values.contains(where: { $0.name == name }) { name += "_" }
+        graph.values.append(Value(name: name, type: TensorType(shape, dataType: graph[node.output].type.dataType)))
+        graph.nodes[index].operation = operation
+        graph.nodes[index].inputs = [source]
+        graph.nodes[index].output = newValue
+        let reshape = Node(
+          name: node.name + "__unit_axes", operation: .reshape(targetShape: graph[node.output].type.shape), inputs: [newValue],
+          output: node.output, origin: node.origin)
+        graph.nodes.insert(reshape, at: index + 1)
+        graph = graph.pruned()
+        changed = true
+        break
+      }
+    }
+  }
+
+  /// The operation as it applies to the tensor before the reshape, or nil when it cannot move.
+  static func moved(_ operation: Operation, before: [Int], after: [Int]) -> Operation? {
+    // Where each non-unit axis of the reshaped tensor was before the reshape.
+    let kept = before.indices.filter { before[$0] != 1 }
+    var position: [Int: Int] = [:]
+    var next = 0
+    for axis in after.indices where after[axis] != 1 {
+      position[axis] = kept[next]
+      next += 1
+    }
+    // Only unit axes put in front: a spatial operation takes leading axes as they come.
+    let onlyLeading = after.count > before.count && Array(after.suffix(before.count)) == before && before.count >= 3
+    switch operation {
+    case .activation(.parametricReLU): return nil
+    case .activation, .cast: return operation
+    case .dense, .batchNormalization, .layerNormalization:
+      // These read the last axis; it must be the same axis on both sides.
+      return after.last != 1 && before.last == after.last ? operation : nil
+    case .softmax(let axis):
+      return position[axis].map { .softmax(axis: $0) }
+    case .constantPad(let pad):
+      // Padding of the added unit axes must be none; the rest pads the same axes.
+      let added = after.count - before.count
+      guard onlyLeading, pad.before.count == after.count, pad.after.count == after.count,
+        pad.before.prefix(added).allSatisfy({ $0 == 0 }), pad.after.prefix(added).allSatisfy({ $0 == 0 })
+      else { return nil }
+      return .constantPad(ConstantPadding(before: Array(pad.before.dropFirst(added)), after: Array(pad.after.dropFirst(added)), value: pad.value))
+    case .convolution2D, .convolutionTranspose, .pooling2D, .zeroPadding2D, .cropping2D, .upsampling2D, .globalPooling2D(_, keepDims: true):
+      return onlyLeading ? operation : nil
+    case .permute(let order):
+      // The transpose of the original puts its non-unit axes in the order the transpose of the reshaped
+      // tensor has them; its unit axes (dropped by the reshape after it) go last.
+      let ordered = order.compactMap { position[$0] }
+      let unit = before.indices.filter { before[$0] == 1 }
+      return .permute(order: ordered + unit)
+    default:
+      return nil
+    }
+  }
+}

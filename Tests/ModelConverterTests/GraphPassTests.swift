@@ -1,0 +1,151 @@
+import Foundation
+import ModelIR
+import ReferenceRuntime
+import Testing
+
+/// Each graph pass on its own: the rewrite it promises (graph in, graph out), and the same numbers from
+/// the reference runtime before and after (the IR's semantics are the oracle a pass must keep).
+@Suite struct GraphPassTests {
+  /// Deterministic inputs in [-1, 1].
+  static func inputs(for graph: Graph, seed: UInt64 = 7) -> [Tensor] {
+    var state = seed
+    return graph.inputs.map { id in
+      let shape = graph[id].type.shape
+      return Tensor(shape: shape, values: (0..<shape.reduce(1, *)).map { _ in
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return Float(Int(state >> 40) % 2001 - 1000) / 1000
+      })
+    }
+  }
+
+  static func expectSameOutputs(_ before: Graph, _ after: Graph) {
+    let inputs = inputs(for: before)
+    let (a, b) = (Interpreter(graph: before).run(inputs), Interpreter(graph: after).run(inputs))
+    #expect(a.map(\.shape) == b.map(\.shape))
+    // Passes only move data: the values must be bit for bit the same.
+    #expect(a.map(\.values) == b.map(\.values))
+  }
+
+  static func kinds(_ graph: Graph) -> [String] { graph.nodes.map(\.operation.kindName) }
+
+  static func dense(_ inputs: Int, _ units: Int) -> ModelIR.Operation {
+    .dense(Dense(kernel: Constant(shape: [inputs, units], values: (0..<(inputs * units)).map { Float($0 % 7) / 7 - 0.4 }), bias: nil))
+  }
+
+  @Test func inverseTransposesCancel() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4, 5, 3]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
+    let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [chw])
+    let y = try builder.add(.activation(.relu), name: "relu", inputs: [hwc])
+    let graph = builder.build(outputs: [y])
+    var rewritten = graph
+    try CancelTransposesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["activation"])
+    #expect(rewritten.nodes[0].inputs == [rewritten.inputs[0]])
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  @Test func transposeOfTransposeMerges() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+    let a = try builder.add(.permute(order: [1, 0, 2]), name: "a", inputs: [x])
+    let b = try builder.add(.permute(order: [0, 2, 1]), name: "b", inputs: [a])
+    let graph = builder.build(outputs: [b])
+    var rewritten = graph
+    try CancelTransposesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["permute"])
+    // numpy: x.transpose(1, 0, 2).transpose(0, 2, 1) == x.transpose(1, 2, 0).
+    #expect(rewritten.nodes[0].operation == .permute(order: [1, 2, 0]))
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  @Test func outputTransposeStays() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3]))
+    let a = try builder.add(.permute(order: [1, 0]), name: "a", inputs: [x])
+    let b = try builder.add(.permute(order: [1, 0]), name: "b", inputs: [a])
+    var graph = builder.build(outputs: [b])
+    try CancelTransposesPass().run(&graph)
+    // The graph output keeps its value and name: something must still produce it.
+    #expect(graph.outputs.count == 1 && graph.nodes.contains { $0.output == graph.outputs[0] })
+  }
+
+  @Test func reshapeChainsShrink() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+    let same = try builder.add(.reshape(targetShape: [2, 3, 4]), name: "same", inputs: [x])
+    let a = try builder.add(.reshape(targetShape: [6, 4]), name: "a", inputs: [same])
+    let b = try builder.add(.reshape(targetShape: [24]), name: "b", inputs: [a])
+    let y = try builder.add(.activation(.tanh), name: "tanh", inputs: [b])
+    let graph = builder.build(outputs: [y])
+    var rewritten = graph
+    try CancelReshapesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["reshape", "activation"])
+    #expect(rewritten.nodes[0].inputs == [rewritten.inputs[0]] && rewritten.nodes[0].operation == .reshape(targetShape: [24]))
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// Core ML's `[1, C, H, W]` blob between a channels-first transpose and the transpose back: the unit
+  /// axis moves out of the way and the two transposes cancel.
+  @Test func unitAxisReshapeMovesPastTranspose() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4, 5, 3]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
+    let batched = try builder.add(.reshape(targetShape: [1, 3, 4, 5]), name: "batched", inputs: [chw])
+    let nhwc = try builder.add(.permute(order: [0, 2, 3, 1]), name: "to_nhwc", inputs: [batched])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [nhwc])
+    let flat = try builder.add(.reshape(targetShape: [1, 60]), name: "flat", inputs: [relu])
+    let dense = try builder.add(Self.dense(60, 4), name: "dense", inputs: [flat])
+    let softmax = try builder.add(.softmax(axis: 1), name: "softmax", inputs: [dense])
+    let out = try builder.add(.reshape(targetShape: [4]), name: "out", inputs: [softmax])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["activation", "reshape", "dense", "softmax", "reshape"])
+    // No tensor keeps the unit batch axis: every shape is one the classic writer takes.
+    #expect(rewritten.nodes.allSatisfy { rewritten[$0.output].type.shape.first != 1 || rewritten[$0.output].type.shape.count == 1 })
+    #expect(rewritten.nodes.first { $0.operation.kindName == "softmax" }?.operation == .softmax(axis: 0))
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// A permutation that is not undone keeps the order of the non-unit axes.
+  @Test func unitAxisReshapeThroughOtherTranspose() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+    let batched = try builder.add(.reshape(targetShape: [2, 1, 3, 4]), name: "batched", inputs: [x])
+    let turned = try builder.add(.permute(order: [3, 1, 0, 2]), name: "turned", inputs: [batched])
+    let sigmoid = try builder.add(.activation(.sigmoid), name: "s", inputs: [turned])
+    let graph = builder.build(outputs: [sigmoid])
+    var rewritten = graph
+    try SinkUnitReshapesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten).first == "permute")
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// A dense layer needs its input axis unchanged; a parametric ReLU's per-channel slopes keep it from moving.
+  @Test func reshapeStaysBeforeWhatItChanges() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([6]))
+    let column = try builder.add(.reshape(targetShape: [6, 1]), name: "column", inputs: [x])
+    let dense = try builder.add(Self.dense(1, 2), name: "dense", inputs: [column])
+    let graph = builder.build(outputs: [dense])
+    var rewritten = graph
+    try SinkUnitReshapesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["reshape", "dense"])
+  }
+
+  @Test func float16CastsGo() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([8]))
+    let half = try builder.add(.cast(.float16), name: "half", inputs: [x])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [half])
+    let back = try builder.add(.cast(.float32), name: "back", inputs: [relu])
+    var graph = builder.build(outputs: [back])
+    #expect(graph[relu].type.dataType == .float16)
+    try RemoveFloat16CastsPass().run(&graph)
+    #expect(!Self.kinds(graph).contains { $0.hasPrefix("cast") })
+    #expect(graph.values.allSatisfy { $0.type.dataType == .float32 })
+    #expect(graph[graph.outputs[0]].name == "back_output")
+  }
+}
