@@ -52,15 +52,10 @@ let url = URL(fileURLWithPath: positionals[0])
 let graph: Graph
 let kind: String
 do {
-  if (try? ModelFileFormat.check(url.path)) != nil {
-    let keras = try KerasModelFile(path: url.path)
-    graph = try KerasConverter.importGraph(keras, options: ConversionOptions(inputShapes: inputShapes))
-    kind = "keras"
-  } else {
-    let model = try CoreMLGraphImporter.importModel(contentsOf: url)
-    graph = model.graph
-    kind = model.spec.modelType
-  }
+  // A source as the converter reads it: the graph in the IR's conventions, whatever the format.
+  let source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions(inputShapes: inputShapes))
+  graph = source.graph
+  kind = source.format
 } catch {
   fail("\(url.path): \(error)")
 }

@@ -1,4 +1,5 @@
 import CoreMLFormat
+import Foundation
 import KerasFormat
 
 /// Options for converting a Keras model, named after coremltools' Keras converter parameters.
@@ -44,6 +45,8 @@ public struct ConversionOptions: Sendable, Equatable {
   /// BatchNormalization variance (`--allow-nonfinite`). Off by default: such a model computes NaN or
   /// infinity in Core ML, so the conversion is refused with `ConversionError.invalidWeightValue`.
   public var allowNonFinite: Bool
+  /// The architecture file when the source holds weights only (Keras' `model.to_json()` beside a `save_weights` file).
+  public var architecture: URL?
 
   public init(
     inputNames: [String]? = nil, outputNames: [String]? = nil, imageInputNames: [String] = [],
@@ -80,6 +83,11 @@ public struct ConversionOptions: Sendable, Equatable {
 
   /// The precision used: the one given, else the format's default.
   public var resolvedPrecision: WeightPrecision { precision ?? (format == .mlProgram ? .float16 : .float32) }
+
+  /// The part of these options that says how the source is read.
+  public var sourceOptions: SourceOptions {
+    SourceOptions(inputNames: inputNames, outputNames: outputNames, inputShapes: inputShapes, customLayers: customLayers, architecture: architecture)
+  }
 
   /// The image preprocessing shared by every image input.
   public var imagePreprocessing: ImagePreprocessing {

@@ -5,19 +5,14 @@ import ModelIR
 
 /// Looks inside a model file without converting or running it (see `ModelInspection`).
 public enum ModelInspector {
-  /// Inspects a Keras `.h5`/`.keras` file or a Core ML `.mlmodel`/`.mlpackage`, recognised by content.
+  /// Inspects a model of any registered source format (Keras `.h5`/`.keras`, Core ML `.mlmodel`/`.mlpackage`),
+  /// recognised by content.
   ///
   /// Output shapes need the model imported into the IR; when that fails (an unsupported layer, an input
   /// with unknown dimensions), the rest is still reported and `shapesUnavailable` says why.
   /// - Parameter inputShapes: shapes for Keras inputs with unknown dimensions (`[H, W, C]` or `[1, H, W, C]`), by input name.
   public static func inspect(contentsOf url: URL, inputShapes: [String: [Int]] = [:]) throws -> ModelInspection {
-    let format: ModelFileFormat
-    do {
-      format = try ModelFileFormat.check(url.path)
-    } catch KerasReaderError.unsupportedFormat(_, let what, _) where what.hasPrefix("a Core ML") {
-      return try inspectCoreML(url)
-    }
-    return try inspectKeras(url, format: format, inputShapes: inputShapes)
+    try Frontends.frontend(for: url).inspect(at: url, options: SourceOptions(inputShapes: inputShapes))
   }
 
   // MARK: Keras

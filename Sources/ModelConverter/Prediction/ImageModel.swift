@@ -39,12 +39,11 @@ public struct ImageModel: Sendable {
 
   /// Loads a Keras file (`.h5`, `.keras`) or a Core ML model, recognised by content and name.
   public static func load(contentsOf url: URL, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
-    do {
-      _ = try ModelFileFormat.check(url.path)
-    } catch KerasReaderError.unsupportedFormat(_, let what, _) where what.hasPrefix("a Core ML") {
-      return try loadCoreML(url, options: options)
+    // TODO(issue 19): load any ImportedSource (its graph is in the IR's conventions) instead of one loader per format.
+    switch try Frontends.frontend(for: url) {
+    case is CoreMLFrontend: return try loadCoreML(url, options: options)
+    default: return try loadKeras(url, options: options)
     }
-    return try loadKeras(url, options: options)
   }
 
   static func loadKeras(_ url: URL, options: ImageModelOptions) throws -> ImageModel {

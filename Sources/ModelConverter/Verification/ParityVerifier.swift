@@ -10,17 +10,28 @@ import ReferenceRuntime
 /// graph as read back from the `.mlmodel`, so a wrong kernel layout, padding, label order or image
 /// preprocessing in the written file shows up as a difference.
 public enum ParityVerifier {
-  /// Compares the Keras model at `source` with the Core ML model at `converted`.
+  /// Compares the source model at `source` (any registered format) with the Core ML model at `converted`.
   public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws -> ParityReport {
-    let keras = try options.architecture.map { try KerasModelFile(weightsPath: source.path, architectureJSONPath: $0.path) }
-      ?? KerasModelFile(path: source.path)
+    let frontend = try Frontends.frontend(for: source)
     // Unknown layers import as custom layers, so that verify says it cannot run them rather than that it cannot read them.
-    let sourceGraph = try KerasConverter.importGraph(
-      keras, options: ConversionOptions(inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true)))
+    let sourceOptions = SourceOptions(inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true), architecture: options.architecture)
+    return try verify(source: frontend.importSource(at: source, options: sourceOptions), converted: converted, options: options)
+  }
+
+  /// Compares a source already read into the IR with the Core ML model at `converted` (`convert --verify`
+  /// reads its source once for both). What the source declares (its image preprocessing, its labels) is
+  /// what the converted model is expected to keep, unless the options say otherwise.
+  public static func verify(source: ImportedSource, converted: URL, options: VerificationOptions) throws -> ParityReport {
     let spec = try CoreMLSpecReader.read(contentsOf: converted)
-    let lengths = sequenceLengths(of: spec, from: sourceGraph)
+    let lengths = sequenceLengths(of: spec, from: source.graph)
     let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
-    return try verify(source: sourceGraph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
+    var options = options
+    if options.expectedPreprocessing == nil, let first = source.imageInputs.sorted(by: { $0.key < $1.key }).first {
+      options.expectedPreprocessing = first.value
+    }
+    if options.expectedLabels == nil, let classifier = source.classifier { options.expectedLabels = classifier.labels.descriptions }
+    options.sourceTolerance = source.tolerance
+    return try verify(source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
   }
 
   /// The time steps of the Core ML inputs that carry a sequence, by input name: Core ML leaves them to

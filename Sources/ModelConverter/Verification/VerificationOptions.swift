@@ -30,6 +30,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// Random samples run at once, each on its own core (0: every core). The statistics are accumulated
   /// in sample order, so the report does not depend on it.
   public var threads: Int = 0
+  /// The rule the source model's own storage calls for (a Core ML source with float16 or quantized
+  /// weights computes no closer than that); the looser of it and the converted model's rule applies.
+  var sourceTolerance: VerificationTolerance?
 
   public init(
     samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float? = nil, relativeTolerance: Float? = nil, topK: Int = 3,
@@ -51,6 +54,7 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The pass rule for a converted model: the given tolerances, or the defaults for its weights.
   public func tolerance(for spec: CoreMLModelSpec) -> VerificationTolerance {
     var rule = VerificationTolerance.defaults(for: spec)
+    if let source = sourceTolerance, let limit = source.maximumRelativeRMS, limit > (rule.maximumRelativeRMS ?? 0) { rule = source }
     if let absoluteTolerance { rule.absolute = absoluteTolerance }
     if let relativeTolerance { rule.relative = relativeTolerance }
     if absoluteTolerance != nil || relativeTolerance != nil {

@@ -5,13 +5,15 @@ import ModelConverter
 /// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
 enum ConvertCommand: Subcommand {
   static let name = "convert"
-  static let abstract = "Convert a Keras model (.h5, .keras) to a Core ML .mlmodel or .mlpackage"
-  static let synopsis = "modelconv convert <input.h5|input.keras> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
+  static let abstract = "Convert a Keras (.h5, .keras) or Core ML (.mlmodel, .mlpackage) model to a Core ML .mlmodel or .mlpackage"
+  static let synopsis = "modelconv convert <input.h5|input.keras|input.mlmodel|input.mlpackage> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
   static let discussion = """
     Converts a Keras model (.h5 of Keras 1-3 and tf_keras, or a Keras 3 .keras archive) into a Core ML
-    neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given. The
-    options mirror coremltools' convert(): input_names, output_names, image_input_names, class_labels,
-    image_scale, *_bias, is_bgr.
+    neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given. A Core ML
+    model is a source too: a neural network becomes an ML Program (or the other way where classic
+    layers can express every operation), and keeps its image inputs, labels and description unless
+    options replace them. The options mirror coremltools' convert(): input_names, output_names,
+    image_input_names, class_labels, image_scale, *_bias, is_bgr.
     """
 
   static let specs: [OptionSpec] = [
@@ -53,6 +55,7 @@ enum ConvertCommand: Subcommand {
     "modelconv convert model_v6.h5 --input-names image --image-input image --image-scale 1/255 --labels-file emotions.txt -o Emotion.mlmodel",
     "modelconv convert keras_model.h5 --image-input input1 --image-scale 1/127.5 --red-bias -1 --green-bias -1 --blue-bias -1 -o Model.mlpackage",
     "modelconv convert model.keras -o Model.mlpackage --precision float32 --target iOS16 --verify",
+    "modelconv convert Old.mlmodel -o New.mlpackage --verify",
   ]
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
@@ -82,12 +85,11 @@ enum ConvertCommand: Subcommand {
       throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")
     }
 
-    let model: ConvertedModel
-    if let architecture = parsed.value("--architecture") {
-      model = try KerasConverter.convert(architectureAt: URL(fileURLWithPath: architecture), weightsAt: URL(fileURLWithPath: input), options: options)
-    } else {
-      model = try KerasConverter.convert(modelAt: URL(fileURLWithPath: input), options: options)
-    }
+    // The source is read once: the conversion and --verify both use its graph.
+    let sourceURL = URL(fileURLWithPath: input)
+    options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
+    let source = try Frontends.frontend(for: sourceURL).importSource(at: sourceURL, options: options.sourceOptions)
+    let model = try Converter.convert(source, options: options)
     let json = parsed.flag("--json")
     guard verify else {
       try write(model, to: output)
@@ -107,7 +109,7 @@ enum ConvertCommand: Subcommand {
     var verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
     if !options.imageInputNames.isEmpty { verification.expectedPreprocessing = options.imagePreprocessing }
     try VerifyCommand.sampling(parsed, into: &verification)
-    var report = try ParityVerifier.verify(source: URL(fileURLWithPath: input), converted: staged, options: verification)
+    var report = try ParityVerifier.verify(source: source, converted: staged, options: verification)
     report.converted = output
     try write(model, to: output)
     if json {

@@ -6,8 +6,8 @@ import ModelConverter
 /// `modelconv verify`: runs a Keras model and its Core ML conversion on the same inputs and compares them.
 enum VerifyCommand: Subcommand {
   static let name = "verify"
-  static let abstract = "Run a Keras model and its Core ML conversion on the same inputs and compare them"
-  static let synopsis = "modelconv verify <source.h5|source.keras> <converted.mlmodel|converted.mlpackage> [options]"
+  static let abstract = "Run a source model (Keras or Core ML) and its Core ML conversion on the same inputs and compare them"
+  static let synopsis = "modelconv verify <source.h5|source.keras|source.mlmodel|source.mlpackage> <converted.mlmodel|converted.mlpackage> [options]"
   static let discussion = """
     Runs both models in modelconv's reference runtime on the same inputs and compares every tensor both
     compute, layer by layer (Core ML values carry the Keras layers' names), and every output: pixels
@@ -43,6 +43,7 @@ enum VerifyCommand: Subcommand {
   static let examples = [
     "modelconv verify model_v6.h5 Emotion.mlmodel --labels-file emotions.txt --image-scale 1/255",
     "modelconv verify keras_model.h5 Model.mlpackage --samples 32 --layers",
+    "modelconv verify Old.mlmodel New.mlpackage",
   ]
 
   /// The preprocessing options `convert` and `verify` share, as what the Keras model was trained on.
@@ -81,7 +82,7 @@ enum VerifyCommand: Subcommand {
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else {
-      throw UsageError(message: "expected a Keras model and a Core ML model, got \(parsed.positionals.count) paths\n\n" + usage)
+      throw UsageError(message: "expected a source model and a Core ML model, got \(parsed.positionals.count) paths\n\n" + usage)
     }
     var options = VerificationOptions()
     try sampling(parsed, into: &options)

@@ -34,6 +34,8 @@ enum ExitCode: Int32 {
     switch error {
     case is UsageError: self = .usage
     case KerasReaderError.fileNotFound, KerasReaderError.notRegularFile: self = .noInput
+    case SourceFormatError.notFound, SourceFormatError.notRegularFile: self = .noInput
+    case is SourceFormatError: self = .badModel
     case ConversionError.labelsFileUnreadable: self = .noInput
     case CoreMLReaderError.unreadable: self = .noInput
     case VerificationError.referenceNotFound: self = .noInput

@@ -1,0 +1,68 @@
+import CoreMLFormat
+import Foundation
+import ModelIR
+
+/// Converts a model of any registered source format (see `Frontends`) to Core ML, as coremltools'
+/// `convert()` does.
+///
+/// ```swift
+/// let model = try Converter.convert(
+///   modelAt: URL(fileURLWithPath: "model_v6.h5"),
+///   options: ConversionOptions(
+///     inputNames: ["image"], outputNames: ["output"], imageInputNames: ["image"],
+///     classLabels: .strings(["Angry", "Disgust", "Fear", "Happy", "Neutral", "Sad", "Surprise"]),
+///     imageScale: 1 / 255))
+/// try model.write(to: URL(fileURLWithPath: "Emotion.mlmodel"))
+/// ```
+///
+/// The source is found by content. What it already declares (a Core ML model's image inputs, labels,
+/// predicted feature name and description) is kept unless the options say otherwise.
+public enum Converter {
+  /// Converts the model file or package at `url`.
+  public static func convert(modelAt url: URL, options: ConversionOptions = ConversionOptions()) throws -> ConvertedModel {
+    let frontend = try Frontends.frontend(for: url)
+    return try convert(frontend.importSource(at: url, options: options.sourceOptions), options: options)
+  }
+
+  /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
+  /// verifies the result reads the source once.
+  public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
+    var graph = source.graph
+    // A source computing in float16 (an ML Program) written by a writer that computes in float32.
+    if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { try RemoveFloat16CastsPass().run(&graph) }
+    try GraphPipeline.standard.run(&graph)
+    if !options.allowNonFinite { try WeightValueCheck.check(graph) }
+
+    // Image inputs: the ones named in the options with their preprocessing, else the source's own.
+    var imageInputs: [String: ImagePreprocessing] = [:]
+    let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(uniqueKeysWithValues: options.imageInputNames.map { ($0, options.imagePreprocessing) })
+    for (name, given) in named.sorted(by: { $0.key < $1.key }) {
+      var preprocessing = given
+      // A scale-and-offset layer right after the image input (Keras Rescaling or Normalization) becomes part of Core ML's scaler.
+      if let id = graph.inputs.first(where: { graph[$0].name == name }), let fold = InputPreprocessingFold.find(input: id, in: graph) {
+        preprocessing = fold.combined(with: preprocessing, channels: graph[id].type.shape.last ?? 1)
+        graph = graph.bypassing(nodeAt: fold.nodeIndex)
+      }
+      imageInputs[name] = preprocessing
+    }
+
+    // A classifier: the labels given, else the source's own (with its predicted feature name).
+    let classifier =
+      options.classLabels.map {
+        ClassifierSettings(labels: $0, predictedFeatureName: options.predictedFeatureName, probabilitiesOutput: options.predictedProbabilitiesOutput)
+      } ?? source.classifier
+
+    var metadata = source.metadata
+    metadata.shortDescription = options.shortDescription ?? metadata.shortDescription
+    metadata.author = options.author ?? metadata.author
+    metadata.license = options.license ?? metadata.license
+    metadata.version = options.version ?? metadata.version
+    metadata.userDefined.merge(source.provenance) { _, new in new }
+    metadata.userDefined["modelconv.version"] = ModelConverterVersion.current
+
+    let writerOptions = CoreMLWriterOptions(
+      imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target)
+    let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
+    return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.format == "keras" ? source.producerVersion : nil)
+  }
+}

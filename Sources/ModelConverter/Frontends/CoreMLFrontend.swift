@@ -1,0 +1,80 @@
+import CoreMLFormat
+import Foundation
+import ModelFormats
+import ModelIR
+
+/// Core ML models as a source: classic neural networks (`.mlmodel`, or inside an `.mlpackage`) and ML
+/// Programs, read by `CoreMLGraphImporter` and `MILProgramImporter`.
+///
+/// The importers keep Core ML's layout at the model's edges (channels first, batch axes where the
+/// description has them) and apply an image input's scaler inside the graph. As a source, the model
+/// is brought to the IR's conventions by `CoreMLSourceLayout`: each input becomes the tensor after its
+/// image scaler in channels-last form, followed by the transpose back to Core ML's layout (which meets
+/// the importer's own transpose before the first spatial layer and cancels in the pass pipeline), and
+/// the scaler itself becomes the source's image preprocessing, kept by a conversion.
+public struct CoreMLFrontend: ModelFrontend {
+  public let name = "coreml"
+  public let kinds: Set<ModelFileKind> = [.coreMLModel, .coreMLPackage]
+  public init() {}
+
+  public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
+    let spec = try CoreMLSpecReader.read(contentsOf: url)
+    let model = try CoreMLGraphImporter.importModel(spec, path: url.path)
+    return try Self.source(model, path: url.path, options: options)
+  }
+
+  public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {
+    try ModelInspector.inspectCoreML(url)
+  }
+
+  /// An imported Core ML model as a source in the IR's conventions.
+  static func source(_ model: CoreMLModel, path: String, options: SourceOptions) throws -> ImportedSource {
+    var graph = try CoreMLSourceLayout.canonicalGraph(model, path: path)
+    let inputNames = graph.inputs.map { graph[$0].name }
+    let outputNames = graph.outputs.map { graph[$0].name }
+    let newInputs = options.inputNames ?? inputNames
+    let newOutputs = options.outputNames ?? outputNames
+    guard newInputs.count == inputNames.count else {
+      throw ConversionError.nameCountMismatch(kind: "input", given: newInputs.count, expected: inputNames.count)
+    }
+    guard newOutputs.count == outputNames.count else {
+      throw ConversionError.nameCountMismatch(kind: "output", given: newOutputs.count, expected: outputNames.count)
+    }
+    // Renamed in two steps, so that swapping two names does not clash half way.
+    let all = zip(graph.inputs, newInputs).map { ($0, $1) } + zip(graph.outputs, newOutputs).map { ($0, $1) }
+    for (id, _) in all { try graph.rename(id, to: "\(graph[id].name)__renaming\(id)") }
+    for (id, name) in all { try graph.rename(id, to: name) }
+    let renamed = Dictionary(uniqueKeysWithValues: zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) })
+
+    var source = ImportedSource(format: "coreml", path: path, graph: graph)
+    let spec = model.spec
+    for input in model.inputs {
+      guard let image = input.image, let name = renamed[input.name] else { continue }
+      var preprocessing = ImagePreprocessing(scale: image.scale, isBGR: image.colorSpace == "BGR")
+      switch image.colorSpace {
+      case "GRAYSCALE": preprocessing.grayBias = image.biases[0]
+      case "BGR": (preprocessing.blueBias, preprocessing.greenBias, preprocessing.redBias) = (image.biases[0], image.biases[1], image.biases[2])
+      default: (preprocessing.redBias, preprocessing.greenBias, preprocessing.blueBias) = (image.biases[0], image.biases[1], image.biases[2])
+      }
+      source.imageInputs[name] = preprocessing
+    }
+    if !model.classLabels.isEmpty, let probabilities = model.probabilitiesOutput {
+      let labels: ClassLabels = spec.stringClassLabels.isEmpty ? .integers(spec.int64ClassLabels) : .strings(spec.stringClassLabels)
+      source.classifier = ClassifierSettings(
+        labels: labels, predictedFeatureName: spec.predictedFeatureName.isEmpty ? "classLabel" : spec.predictedFeatureName,
+        probabilitiesOutput: renamed[probabilities] ?? probabilities)
+    }
+    func text(_ value: String) -> String? { value.isEmpty ? nil : value }
+    source.metadata = ModelMetadata(
+      shortDescription: text(spec.shortDescription), author: text(spec.author), license: text(spec.license), version: text(spec.version),
+      userDefined: spec.userDefined)
+    let tolerance = VerificationTolerance.defaults(for: spec)
+    if tolerance.maximumRelativeRMS != nil { source.tolerance = tolerance }
+    source.provenance = [
+      "modelconv.source": "coreml",
+      "modelconv.source_model_type": spec.modelType,
+      "modelconv.source_specification_version": String(spec.specificationVersion),
+    ]
+    return source
+  }
+}

@@ -1,0 +1,127 @@
+import CoreMLFormat
+import ModelIR
+
+/// Brings an imported Core ML graph to the IR's conventions at its edges.
+///
+/// The IR's model inputs and outputs have no batch axis and are channels last: `[H, W, C]`, `[T, D]`
+/// or `[D]` (what the writers map back to Core ML's `(C, H, W)` and `(D)` arrays, or `[1, C, H, W]`
+/// and `[1, D]` in an ML Program). Each Core ML input becomes such a tensor followed by the transpose
+/// and reshape back to the importer's layout; each output gets the inverse. The importer's graph sits
+/// unchanged in between, and `GraphPipeline.standard` later cancels the transposes that meet.
+enum CoreMLSourceLayout {
+  /// How a Core ML tensor corresponds to an IR tensor.
+  enum Form: Equatable {
+    /// `[..., C, H, W]` with unit leading axes, as IR `[H, W, C]`.
+    case channelsFirst(c: Int, h: Int, w: Int)
+    /// Any shape holding the IR shape's elements in the same order (unit axes added or dropped).
+    case sameOrder([Int])
+
+    var irShape: [Int] {
+      switch self {
+      case .channelsFirst(let c, let h, let w): return [h, w, c]
+      case .sameOrder(let shape): return shape
+      }
+    }
+  }
+
+  /// The IR form of a Core ML tensor shape, or nil when the writers have no counterpart for it.
+  /// - Parameter rank5: the classic rank-5 mapping, where `[S, C, H, W]` blobs carry vectors as `[S, C, 1, 1]`.
+  static func form(of shape: [Int], image: Bool, rank5: Bool) -> Form? {
+    if image {
+      guard shape.count >= 3, shape.dropLast(3).allSatisfy({ $0 == 1 }) else { return nil }
+      let chw = Array(shape.suffix(3))
+      return .channelsFirst(c: chw[0], h: chw[1], w: chw[2])
+    }
+    if rank5 {
+      guard shape.count == 4 else { return shape.count <= 2 ? .sameOrder(shape.count == 2 && shape[0] == 1 ? [shape[1]] : shape) : nil }
+      let (s, c, h, w) = (shape[0], shape[1], shape[2], shape[3])
+      if h == 1 && w == 1 { return .sameOrder(s == 1 ? [c] : [s, c]) }
+      return s == 1 ? .channelsFirst(c: c, h: h, w: w) : nil
+    }
+    // Exact mapping and ML Programs: the description's shape, batch axis first.
+    switch shape.count {
+    case 1: return .sameOrder(shape)
+    case 2: return shape[0] == 1 ? .sameOrder([shape[1]]) : nil
+    case 3: return shape[0] == 1 ? .sameOrder([shape[1], shape[2]]) : nil
+    case 4: return shape[0] == 1 ? .channelsFirst(c: shape[1], h: shape[2], w: shape[3]) : nil
+    default: return nil
+    }
+  }
+
+  static func canonicalGraph(_ model: CoreMLModel, path: String) throws -> Graph {
+    let source = model.graph
+    let rank5 = model.spec.program == nil && model.usesRank5Mapping
+    var builder = GraphBuilder()
+    var mapped: [ValueID: ValueID] = [:]
+
+    for (input, id) in zip(model.inputs, source.inputs) {
+      // An image input is read after its scaler: the scaler becomes the source's image preprocessing.
+      let target = input.image != nil ? model.blobs[input.name] ?? id : id
+      let shape = source[target].type.shape
+      guard let form = form(of: shape, image: input.image != nil, rank5: rank5) else {
+        throw CoreMLReaderError.invalidNetwork(
+          path: path, detail: "input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
+      }
+      let value = try builder.addInput(name: input.name, type: TensorType(form.irShape, dataType: source[target].type.dataType))
+      builder.origin = LayerOrigin(name: input.name, type: "input")
+      var adapted = value
+      if case .channelsFirst = form {
+        adapted = try builder.add(.permute(order: [2, 0, 1]), name: input.name + "__to_chw", inputs: [adapted])
+      }
+      if builder.type(of: adapted).shape != shape {
+        adapted = try builder.add(.reshape(targetShape: shape), name: input.name + "__to_coreml", inputs: [adapted])
+      }
+      builder.origin = nil
+      mapped[target] = adapted
+    }
+
+    // The importer's nodes, but those computing an image scaler (they read the raw pixels, which are gone).
+    for node in source.nodes where mapped[node.output] == nil {
+      let inputs = node.inputs.compactMap { mapped[$0] }
+      guard inputs.count == node.inputs.count else { continue }
+      builder.origin = node.origin
+      mapped[node.output] = try builder.add(node.operation, name: node.name, inputs: inputs)
+    }
+    builder.origin = nil
+
+    var outputs: [ValueID] = []
+    for id in source.outputs {
+      let name = source[id].name
+      guard let value = mapped[id] else {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(name)' depends on an image input's raw pixels, not only on its scaled values")
+      }
+      let shape = source[id].type.shape
+      guard let form = form(of: shape, image: false, rank5: rank5) else {
+        throw CoreMLReaderError.invalidNetwork(
+          path: path, detail: "output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
+      }
+      var adapted = value
+      builder.origin = LayerOrigin(name: name, type: "output")
+      if case .channelsFirst(let c, let h, let w) = form {
+        if shape.count != 3 { adapted = try builder.add(.reshape(targetShape: [c, h, w]), name: name + "__squeezed", inputs: [adapted]) }
+        adapted = try builder.add(.permute(order: [1, 2, 0]), name: name + "__to_hwc", inputs: [adapted])
+      } else if shape != form.irShape {
+        adapted = try builder.add(.reshape(targetShape: form.irShape), name: name + "__to_ir", inputs: [adapted])
+      }
+      builder.origin = nil
+      // An output read twice (or an input passed through) needs a value of its own.
+      if outputs.contains(adapted) || builder.build(outputs: []).inputs.contains(adapted) {
+        adapted = try builder.add(.reshape(targetShape: builder.type(of: adapted).shape), name: name + "__copy", inputs: [adapted])
+      }
+      outputs.append(adapted)
+    }
+    var graph = builder.build(outputs: outputs).pruned()
+    // Outputs carry the feature names; an internal value with such a name steps aside.
+    for (id, original) in zip(outputs, source.outputs) {
+      let name = source[original].name
+      guard graph[id].name != name else { continue }
+      if let clash = graph.values.indices.first(where: { graph[$0].name == name }), clash != id {
+        var suffix = 2
+        while graph.values.contains(where: { $0.name == "\(name)__internal\(suffix)" }) { suffix += 1 }
+        try graph.rename(clash, to: "\(name)__internal\(suffix)")
+      }
+      try graph.rename(id, to: name)
+    }
+    return graph
+  }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import ModelFormats
+
+/// The registered source formats: one entry per frontend, chosen by what the sniffer finds in a file.
+public enum Frontends {
+  /// Every frontend, in the order they are asked. A new source format is one more entry here.
+  public static let registered: [any ModelFrontend] = [KerasFrontend(), CoreMLFrontend()]
+
+  /// The frontend that reads the file or package at `url`.
+  public static func frontend(for url: URL) throws -> any ModelFrontend {
+    let kind: ModelFileKind
+    do { kind = try FormatSniffer.kind(ofPath: url.path) } catch let failure as FormatSniffer.Failure {
+      switch failure {
+      case .notFound(let path): throw SourceFormatError.notFound(path: path)
+      case .notRegularFile(let path, let kind): throw SourceFormatError.notRegularFile(path: path, kind: kind)
+      }
+    }
+    if let frontend = registered.first(where: { $0.kinds.contains(kind) }) { return frontend }
+    throw SourceFormatError.unsupported(path: url.path, what: kind.description, advice: advice(for: kind))
+  }
+
+  /// The formats the registered frontends read, for messages: "Keras (.h5, .keras), Core ML (.mlmodel, .mlpackage)".
+  public static var supportedFormats: String { "Keras (.h5, .keras) and Core ML (.mlmodel, .mlpackage) models" }
+
+  static func advice(for kind: ModelFileKind) -> String {
+    switch kind {
+    case .onnx: return "ONNX models are not supported yet; modelconv reads \(supportedFormats)"
+    case .tensorFlowSavedModel:
+      return "load it in Keras 3 and save it as a Keras model (model.save(\"model.keras\")), or export the Keras model it came from"
+    case .tensorFlowLite: return "TensorFlow Lite models cannot be converted back; convert the model it was made from"
+    case .tensorFlowProtobuf: return "convert the Keras model instead: load it in Keras and save it with model.save(\"model.keras\")"
+    case .json: return "if it is the architecture from model.to_json(), give it as the architecture with the weights .h5 as the model"
+    case .empty: return "save the model again"
+    case .folder: return "give a model file, or an .mlpackage folder holding a Manifest.json"
+    default: return "modelconv reads \(supportedFormats)"
+    }
+  }
+}
+
+/// Why no frontend can read a path.
+public enum SourceFormatError: Error, Equatable, Sendable, CustomStringConvertible {
+  /// Nothing is there, or it cannot be read.
+  case notFound(path: String)
+  /// A FIFO, device or socket.
+  case notRegularFile(path: String, kind: String)
+  /// A file of a kind no frontend reads (`what`), with what to do instead.
+  case unsupported(path: String, what: String, advice: String)
+
+  public var description: String {
+    switch self {
+    case .notFound(let path): return "\(path): no such file, or it cannot be read"
+    case .notRegularFile(let path, let kind): return "\(path): \(kind), not a model file"
+    case .unsupported(let path, let what, let advice): return "\(path): \(what), not a model modelconv reads; \(advice)"
+    }
+  }
+}
+
+extension SourceFormatError: LocalizedError {
+  public var errorDescription: String? { description }
+}

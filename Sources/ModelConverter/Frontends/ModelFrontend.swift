@@ -1,0 +1,77 @@
+import CoreMLFormat
+import Foundation
+import ModelFormats
+import ModelIR
+
+/// A reader of one source format: it recognises its files (by the sniffer's kind), imports them into
+/// the IR with the source options, and describes them for `inspect`.
+///
+/// A frontend's graph is in the IR's own conventions (channels-last `[H, W, C]` images, `[T, D]`
+/// sequences and `[D]` vectors, no batch axis), whatever its format keeps, so that the converter,
+/// the passes, the writers and the verifier never ask which format a graph came from. Its tensors
+/// carry the source's own names (layer outputs, blobs), which is what layer-by-layer `verify` pairs.
+public protocol ModelFrontend: Sendable {
+  /// The format's name in messages and metadata: "keras", "coreml".
+  var name: String { get }
+  /// The file kinds this frontend reads.
+  var kinds: Set<ModelFileKind> { get }
+  /// Reads the model at `url` into the IR.
+  func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource
+  /// Describes the model without converting it.
+  func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection
+}
+
+/// How a source model is read: names and shapes for its inputs and outputs and what to do with parts
+/// the reader does not know. These options mean the same for every frontend.
+public struct SourceOptions: Sendable, Equatable {
+  /// New names for the inputs, in the source's order; nil keeps the frontend's default.
+  public var inputNames: [String]?
+  /// New names for the outputs, in the source's order.
+  public var outputNames: [String]?
+  /// Shapes for inputs with unknown dimensions, by source or new name.
+  public var inputShapes: [String: [Int]]
+  /// Conversions for layer classes the reader does not know, and whether the rest become custom layers.
+  public var customLayers: KerasCustomLayers
+  /// The architecture file when the model file holds weights only (Keras' `model.to_json()`).
+  public var architecture: URL?
+
+  public init(
+    inputNames: [String]? = nil, outputNames: [String]? = nil, inputShapes: [String: [Int]] = [:],
+    customLayers: KerasCustomLayers = KerasCustomLayers(), architecture: URL? = nil
+  ) {
+    self.inputNames = inputNames
+    self.outputNames = outputNames
+    self.inputShapes = inputShapes
+    self.customLayers = customLayers
+    self.architecture = architecture
+  }
+}
+
+/// A source model read into the IR, with what it declares that a conversion keeps by default.
+public struct ImportedSource: Sendable {
+  /// The frontend that read it ("keras", "coreml").
+  public var format: String
+  public var path: String
+  /// The model in the IR's conventions, with the final input and output names.
+  public var graph: Graph
+  /// Image inputs the source already declares, by (new) input name, with their preprocessing; the
+  /// graph input is the tensor after it.
+  public var imageInputs: [String: ImagePreprocessing] = [:]
+  /// A classifier the source already is: its labels, predicted feature name and probabilities output.
+  public var classifier: ClassifierSettings?
+  /// The source's own description (author, license, ...), kept unless the options replace it.
+  public var metadata = ModelMetadata()
+  /// What to record about the source in the converted model's user-defined metadata.
+  public var provenance: [String: String] = [:]
+  /// The verification rule the source's own storage calls for, when looser than float32's (a Core ML
+  /// source with float16 or quantized weights).
+  public var tolerance: VerificationTolerance?
+  /// The version of the tool that wrote the source, when recorded (Keras' `keras_version`).
+  public var producerVersion: String?
+
+  public init(format: String, path: String, graph: Graph) {
+    self.format = format
+    self.path = path
+    self.graph = graph
+  }
+}
