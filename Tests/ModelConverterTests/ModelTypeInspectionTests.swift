@@ -112,11 +112,8 @@ import Testing
   @Test func otherModelTypesAreStillNotConverted() throws {
     let url = Self.folder.appendingPathComponent("glm_classifier_string.mlmodel")
     #expect(throws: CoreMLReaderError.self) { try CoreMLSpecReader.read(contentsOf: url) }
-    do {
-      _ = try CoreMLSpecReader.read(contentsOf: Self.folder.appendingPathComponent("scaler.mlmodel"))
-    } catch let error as CoreMLReaderError {
-      #expect(error == .unsupportedModelType(path: Self.folder.appendingPathComponent("scaler.mlmodel").path, type: "scaler"))
-    }
+    let scaler = Self.folder.appendingPathComponent("scaler.mlmodel")
+    #expect(throws: CoreMLReaderError.unsupportedModelType(path: scaler.path, type: "scaler")) { try CoreMLSpecReader.read(contentsOf: scaler) }
     let result = try CommandLineTests().run(["convert", url.path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("o.mlmodel").path])
     #expect(result.status == 65, "\(result.stderr)")
   }

@@ -53,7 +53,8 @@ extension ModelInspection: CustomStringConvertible {
     if !metadataLines.isEmpty { fields.append(("Metadata", metadataLines)) }
     if !subModels.isEmpty { fields.append(("Sub-models", Self.subModelLines(subModels, prefix: ""))) }
     guard kind.isNeuralNetwork else {
-      fields.append(("Parameters", ["none: a \(kind.rawValue) is not a neural network (inspect describes it; convert, verify and predict do not run it)"]))
+      let article = "aeiou".contains(kind.rawValue.prefix(1)) ? "an" : "a"
+      fields.append(("Parameters", ["none: \(article) \(kind.rawValue) is not a neural network (inspect describes it; convert, verify and predict do not run it)"]))
       return ([path] + fields.flatMap { name, values in
         values.enumerated().map { "  " + ($0.offset == 0 ? name : "").padding(toLength: 15, withPad: " ", startingAt: 0) + $0.element }
       }).joined(separator: "\n")
