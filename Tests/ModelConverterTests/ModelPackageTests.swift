@@ -56,6 +56,44 @@ import Testing
     #expect(reading(good, at: UInt64.max - 63) != nil)
   }
 
+  /// A blob file laid out by hand from StorageFormat.hpp (header: count u32, version u32, reserved; record:
+  /// sentinel u32, mil_dtype u32, sizeInBytes u64, offset u64, padding_size_in_bits u64, 4 reserved u64),
+  /// whose padding and reserved words hold garbage, as files written before iOS 18 may: coremltools' reader
+  /// ignores padding for byte-sized types, and so does ours; for sub-byte types it still counts.
+  @Test func garbagePaddingOfByteSizedBlobsIsIgnored() throws {
+    func le(_ value: UInt64, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
+    func file(dataType: UInt32, data: [UInt8], padding: UInt64) -> [UInt8] {
+      var bytes = le(1, 4) + le(2, 4) + [UInt8](repeating: 0, count: 56)
+      bytes += le(0xDEAD_BEEF, 4) + le(UInt64(dataType), 4) + le(UInt64(data.count), 8) + le(128, 8) + le(padding, 8)
+      bytes += le(0x0123_4567_89AB_CDEF, 8) + le(UInt64.max, 8) + le(42, 8) + le(7, 8)
+      return bytes + data
+    }
+    // float16 1, 2, -2 (blob code 1); the padding word of the real ECG package's first blob.
+    let half: [UInt8] = [0x00, 0x3C, 0x00, 0x40, 0x00, 0xC0]
+    let blob = try MILBlobStorage.Reader(bytes: file(dataType: 1, data: half, padding: 13_654_009_360), path: "w.bin").blob(at: 64)
+    #expect(blob.dataType == .float16 && blob.bytes == half && blob.paddingBits == 0)
+    let float = try MILBlobStorage.Reader(bytes: file(dataType: 2, data: le(0x3F80_0000, 4), padding: UInt64.max), path: "w.bin").blob(at: 64)
+    #expect(float.dataType == .float32 && float.bytes == [0, 0, 0x80, 0x3F])
+    // uint4 (code 11): 3 values in 2 bytes leave 4 padding bits; 8 or more, or half an element, are errors.
+    let nibbles = try MILBlobStorage.Reader(bytes: file(dataType: 11, data: [0x21, 0x03], padding: 4), path: "w.bin").blob(at: 64)
+    #expect(nibbles.dataType == .uint4 && nibbles.paddingBits == 4)
+    for padding: UInt64 in [8, 13_654_009_360, 2] {
+      #expect(throws: MILBlobStorage.FormatError.self, "\(padding)") {
+        try MILBlobStorage.Reader(bytes: file(dataType: 11, data: [0x21, 0x03], padding: padding), path: "w.bin").blob(at: 64)
+      }
+    }
+    // The other checks stay: data beyond the file, a wrong sentinel, an unknown type.
+    var short = file(dataType: 1, data: half, padding: 0)
+    short.removeLast()
+    #expect(throws: MILBlobStorage.FormatError.self) { try MILBlobStorage.Reader(bytes: short, path: "w.bin").blob(at: 64) }
+    var sentinel = file(dataType: 1, data: half, padding: 0)
+    sentinel[67] = 0
+    #expect(throws: MILBlobStorage.FormatError.self) { try MILBlobStorage.Reader(bytes: sentinel, path: "w.bin").blob(at: 64) }
+    #expect(throws: MILBlobStorage.FormatError.self) {
+      try MILBlobStorage.Reader(bytes: file(dataType: 200, data: half, padding: 0), path: "w.bin").blob(at: 64)
+    }
+  }
+
   // MARK: Package folder
 
   @Test func packageManifestAndContents() throws {

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Layout (little-endian): a 64-byte header (`count` u32, `version` u32 = 2, zeros), then for each blob a
 /// 64-byte metadata record (`sentinel` u32 = 0xDEADBEEF, `dataType` u32, `sizeInBytes` u64, `offset` u64
-/// of the data, `paddingBits` u64, zeros) at a 64-byte aligned offset, its data right after it. A
+/// of the data, `paddingBits` u64 (meaningful for sub-byte types only), reserved) at a 64-byte aligned offset, its data right after it. A
 /// program's `BlobFileValue.offset` is the offset of the metadata record.
 public enum MILBlobStorage {
   /// The blob file's own element codes (not MIL's `DataType` numbers).
@@ -176,11 +176,22 @@ public enum MILBlobStorage {
       guard dataOffset >= offset + 64, dataOffset <= UInt64(bytes.count), size <= UInt64(bytes.count) - dataOffset else {
         throw FormatError(path: path, detail: "blob at \(offset) claims \(size) bytes at \(dataOffset), beyond the \(bytes.count)-byte file")
       }
-      guard padding < 8, type.bits < 8 || padding == 0 else {
-        throw FormatError(path: path, detail: "blob at \(offset) has \(padding) padding bits for \(type)")
+      // As coremltools' MILBlob StorageReader (mlmodel/src/MILBlob/Blob/StorageReader.cpp): the sentinel, the
+      // data type and the data's place in the file are checked; `padding_size_in_bits` only for sub-byte
+      // types (fewer than 8, a multiple of the element width when that divides 8, whole elements left);
+      // for byte-sized types it is ignored, like the reserved words (writers before iOS 18 left both
+      // uninitialised, StorageFormat.hpp), and reported as 0.
+      var paddingBits = 0
+      if type.bits < 8 {
+        let elementBits = UInt64(type.bits)
+        // size is at most the file's length (checked above), so size * 8 cannot overflow.
+        guard padding < 8, padding <= size * 8, 8 % elementBits != 0 || padding % elementBits == 0, (size * 8 - padding) % elementBits == 0 else {
+          throw FormatError(path: path, detail: "blob at \(offset) has \(padding) padding bits for \(size) bytes of \(type)")
+        }
+        paddingBits = Int(padding)
       }
       let from = Int(dataOffset)
-      return Blob(dataType: type, bytes: Array(bytes[from..<from + Int(size)]), paddingBits: Int(padding))
+      return Blob(dataType: type, bytes: Array(bytes[from..<from + Int(size)]), paddingBits: paddingBits)
     }
 
     static func load32(_ b: [UInt8], _ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(b[o + $1]) << (8 * UInt32($1)) } }

@@ -17,6 +17,9 @@ public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
   case invalidProgram(path: String, operation: String, detail: String)
   /// A MIL operation type or parameter value the importer does not run.
   case unsupportedOperation(path: String, type: String, name: String, detail: String)
+  /// A protobuf field read by `CoreMLModelOutline` is cut off or of the wrong kind; `field` is its path
+  /// (`Model.pipelineClassifier.pipeline.models[1].description`).
+  case invalidField(path: String, field: String, detail: String)
 
   public var description: String {
     switch self {
@@ -30,6 +33,7 @@ public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
     case .invalidNetwork(let path, let detail): return "\(path): \(detail)"
     case .invalidProgram(let path, let operation, let detail): return "\(path): \(operation): \(detail)"
     case .unsupportedOperation(let path, let type, let name, let detail): return "\(path): \(type) operation '\(name)': \(detail)"
+    case .invalidField(let path, let field, let detail): return "\(path): \(field): \(detail)"
     }
   }
 }

@@ -122,16 +122,7 @@ public enum CoreMLSpecReader {
   }
 
   /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.
-  static let modelTypeNames: [UInt32: String] = [
-    200: "pipelineClassifier", 201: "pipelineRegressor", 202: "pipeline", 300: "glmRegressor",
-    301: "supportVectorRegressor", 302: "treeEnsembleRegressor", 304: "bayesianProbitRegressor", 400: "glmClassifier",
-    401: "supportVectorClassifier", 402: "treeEnsembleClassifier", 404: "kNearestNeighborsClassifier",
-    501: "itemSimilarityRecommender", 502: "mlProgram", 555: "customModel", 556: "linkedModel",
-    600: "oneHotEncoder", 601: "imputer", 602: "featureVectorizer", 603: "dictVectorizer", 604: "scaler",
-    606: "categoricalMapping", 607: "normalizer", 609: "arrayFeatureExtractor", 610: "nonMaximumSuppression",
-    900: "identity", 2000: "textClassifier", 2001: "wordTagger", 2002: "visionFeaturePrint", 2003: "soundAnalysisPreprocessing",
-    2004: "gazetteer", 2005: "wordEmbedding", 2006: "audioFeaturePrint", 3000: "serializedModel",
-  ]
+  static var modelTypeNames: [UInt32: String] { CoreMLModelOutline.typeNames }
 
   // MARK: Helpers
 

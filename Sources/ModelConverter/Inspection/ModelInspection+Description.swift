@@ -18,7 +18,8 @@ extension ModelInspection: CustomStringConvertible {
       case .neuralNetworkClassifier: kindText = "neural network classifier"
       case .neuralNetworkRegressor: kindText = "neural network regressor"
       case .mlProgram: kindText = labels.isEmpty ? "ML Program" : "ML Program classifier"
-      default: kindText = "neural network"
+      case .neuralNetwork: kindText = "neural network"
+      default: kindText = kind.rawValue
       }
       var line = "Core ML \(format == .mlpackage ? "package (.mlpackage)" : "model (.mlmodel)"), \(kindText), specification version \(specificationVersion ?? 0)"
       if let opset { line += ", opset \(opset)" }
@@ -50,6 +51,14 @@ extension ModelInspection: CustomStringConvertible {
     }
     metadataLines += metadata.userDefined.map { "\($0.key): \($0.value)" }
     if !metadataLines.isEmpty { fields.append(("Metadata", metadataLines)) }
+    if !subModels.isEmpty { fields.append(("Sub-models", Self.subModelLines(subModels, prefix: ""))) }
+    guard kind.isNeuralNetwork else {
+      let article = "aeiou".contains(kind.rawValue.prefix(1)) ? "an" : "a"
+      fields.append(("Parameters", ["none: \(article) \(kind.rawValue) is not a neural network (inspect describes it; convert, verify and predict do not run it)"]))
+      return ([path] + fields.flatMap { name, values in
+        values.enumerated().map { "  " + ($0.offset == 0 ? name : "").padding(toLength: 15, withPad: " ", startingAt: 0) + $0.element }
+      }).joined(separator: "\n")
+    }
     let storage = weights.map { "\($0.dataType) \(Self.bytesText($0.bytes))" }.joined(separator: ", ")
     fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(isKeras ? "layers" : format == .mlpackage ? "operations" : "layers")"
       + (weights.isEmpty ? "" : "; weights \(Self.bytesText(weightBytes)) (\(storage))")]))
@@ -86,10 +95,30 @@ extension ModelInspection: CustomStringConvertible {
       return "MultiArray (\(dataType) \((type.shape ?? []).map(String.init).joined(separator: " × ")))"
     case "dictionary":
       return "Dictionary (\(type.keyType == "int64" ? "Int64" : "String") → Double)"
+    case "sequence": return "Sequence (\(type.valueType == "int64" ? "Int64" : "String"))"
+    case "state":
+      let dataType = (type.dataType ?? "").prefix(1).uppercased() + (type.dataType ?? "").dropFirst()
+      return "State (\(dataType) \((type.shape ?? []).map(String.init).joined(separator: " × ")))"
     case "int64": return "Int64"
     case "string": return "String"
     case "double": return "Double"
     default: return type.kind
+    }
+  }
+
+  /// A pipeline's models, one line each (`2. glmClassifier 'glm': features → label, probabilities`), nested ones
+  /// numbered under their pipeline (`2.1`).
+  static func subModelLines(_ models: [SubModel], prefix: String) -> [String] {
+    models.enumerated().flatMap { index, model -> [String] in
+      let number = prefix + String(index + 1)
+      func names(_ features: [ConversionSummary.Feature]) -> String {
+        features.map { "\($0.name) (\(xcodeType($0.type)))" }.joined(separator: ", ")
+      }
+      var line = String(repeating: "  ", count: prefix.filter { $0 == "." }.count) + "\(number). \(model.kind.rawValue)"
+      if let name = model.name { line += " '\(name)'" }
+      line += ": " + names(model.inputs) + " → " + names(model.outputs)
+      if !model.labels.isEmpty { line += "; \(model.labels.count) labels" }
+      return [line] + subModelLines(model.subModels, prefix: number + ".")
     }
   }
 

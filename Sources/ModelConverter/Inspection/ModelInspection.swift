@@ -18,10 +18,39 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     case mlpackage
   }
 
-  /// The model's own kind.
-  public enum ModelKind: String, Sendable, Equatable, Codable {
+  /// The model's own kind: a Keras model, or the Core ML `Model.Type` case as Apple's Model.proto names it.
+  public enum ModelKind: String, Sendable, Equatable, Codable, CaseIterable {
     case kerasSequential, kerasFunctional
     case neuralNetwork, neuralNetworkClassifier, neuralNetworkRegressor, mlProgram
+    case pipelineClassifier, pipelineRegressor, pipeline
+    case glmRegressor, supportVectorRegressor, treeEnsembleRegressor, bayesianProbitRegressor
+    case glmClassifier, supportVectorClassifier, treeEnsembleClassifier, kNearestNeighborsClassifier
+    case itemSimilarityRecommender, customModel, linkedModel, classConfidenceThresholding
+    case oneHotEncoder, imputer, featureVectorizer, dictVectorizer, scaler, categoricalMapping, normalizer
+    case arrayFeatureExtractor, nonMaximumSuppression, identity
+    case textClassifier, wordTagger, visionFeaturePrint, soundAnalysisPreprocessing, gazetteer, wordEmbedding
+    case audioFeaturePrint, serializedModel
+    /// A Core ML type field that Apple's Model.proto does not list, or no type at all.
+    case unknown
+
+    /// Whether modelconv can import and run models of this kind.
+    public var isNeuralNetwork: Bool {
+      [.kerasSequential, .kerasFunctional, .neuralNetwork, .neuralNetworkClassifier, .neuralNetworkRegressor, .mlProgram].contains(self)
+    }
+  }
+
+  /// A model inside a Core ML pipeline, as the pipeline declares it.
+  public struct SubModel: Sendable, Equatable, Codable {
+    /// The name the pipeline gives it (`Pipeline.names`), when it gives one.
+    public var name: String?
+    public var kind: ModelKind
+    public var specificationVersion: Int
+    public var inputs: [ConversionSummary.Feature]
+    public var outputs: [ConversionSummary.Feature]
+    /// Its class labels, when its type carries them.
+    public var labels: [String]
+    /// Its own sub-models, when it is a pipeline.
+    public var subModels: [SubModel]
   }
 
   /// The first release of a platform that loads the model.
@@ -106,6 +135,8 @@ public struct ModelInspection: Sendable, Equatable, Codable {
   /// Every stored weight value (Keras: trainable and non-trainable, as `count_params()`).
   public var parameterCount: Int
   public var weights: [WeightStorage]
+  /// Core ML pipelines: the models in order, recursively (empty for every other kind).
+  public var subModels: [SubModel] = []
 
   /// All weight bytes.
   public var weightBytes: Int { weights.reduce(0) { $0 + $1.bytes } }

@@ -72,7 +72,12 @@ public enum ModelInspector {
   // MARK: Core ML
 
   static func inspectCoreML(_ url: URL) throws -> ModelInspection {
-    let spec = try CoreMLSpecReader.read(contentsOf: url)
+    let spec: CoreMLModelSpec
+    do {
+      spec = try CoreMLSpecReader.read(contentsOf: url)
+    } catch CoreMLReaderError.unsupportedModelType {
+      return try inspectModelType(url)
+    }
     var model: CoreMLModel?
     var unavailable: String?
     do {

@@ -13,6 +13,8 @@ enum InspectCommand: Subcommand {
     the count), the metadata, a table of layers (ML Program operations) with their output shapes and
     parameter counts, the total parameter count and the weight bytes by storage type. Keras output
     shapes omit the batch axis like model.summary()'s None; Core ML shapes are as Core ML lays them out.
+    Other Core ML model types (pipelines, GLM, tree ensembles, text classifiers, scalers, ...) are
+    described without layers: type, inputs, outputs, metadata, labels and a pipeline's sub-models.
     """
 
   static let specs: [OptionSpec] = [

@@ -1,0 +1,58 @@
+import CoreMLFormat
+import Foundation
+
+extension ModelInspector {
+  /// A Core ML model that is not a neural network or ML Program (a pipeline, GLM, tree ensemble, text
+  /// classifier, scaler, ...): described from its declaration (`CoreMLModelOutline`), with no layers,
+  /// parameters or weights and no import into the IR (modelconv does not run these).
+  static func inspectModelType(_ url: URL) throws -> ModelInspection {
+    let outline = try CoreMLModelOutline.read(contentsOf: url)
+    var isDirectory: ObjCBool = false
+    _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+    func text(_ value: String) -> String? { value.isEmpty ? nil : value }
+    return ModelInspection(
+      path: url.path, format: isDirectory.boolValue ? .mlpackage : .mlmodel, kind: kind(outline.typeName), kerasVersion: nil,
+      kerasBackend: nil, specificationVersion: outline.specificationVersion, opset: nil,
+      oldestReleases: DeploymentTarget.oldestReleases(forSpecificationVersion: outline.specificationVersion).map {
+        .init(platform: $0.platform, version: $0.version)
+      },
+      inputs: outline.inputs.map(feature), outputs: outline.outputs.map(feature), imageInputs: [], labels: labels(outline),
+      metadata: .init(
+        name: nil, shortDescription: text(outline.shortDescription), author: text(outline.author), license: text(outline.license),
+        version: text(outline.version), userDefined: outline.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
+      layers: [], shapesUnavailable: nil, parameterCount: 0, weights: [], subModels: outline.subModels.map(subModel))
+  }
+
+  static func kind(_ typeName: String) -> ModelInspection.ModelKind {
+    guard let kind = ModelInspection.ModelKind(rawValue: typeName), !kind.rawValue.hasPrefix("keras") else { return .unknown }
+    return kind
+  }
+
+  static func labels(_ outline: CoreMLModelOutline) -> [String] {
+    outline.stringClassLabels.isEmpty ? outline.int64ClassLabels.map(String.init) : outline.stringClassLabels
+  }
+
+  static func subModel(_ sub: CoreMLModelOutline.SubModel) -> ModelInspection.SubModel {
+    .init(
+      name: sub.name, kind: kind(sub.model.typeName), specificationVersion: sub.model.specificationVersion,
+      inputs: sub.model.inputs.map(feature), outputs: sub.model.outputs.map(feature), labels: labels(sub.model),
+      subModels: sub.model.subModels.map(subModel))
+  }
+
+  /// A declared feature, in the same terms as `feature(_:)` for neural networks (plus sequences and states).
+  static func feature(_ feature: CoreMLModelOutline.Feature) -> ConversionSummary.Feature {
+    let type: ConversionSummary.FeatureType
+    switch feature.kind {
+    case .multiArray(let shape, let dataType): type = .init(kind: "multiArray", shape: shape, dataType: dataType)
+    case .image(let width, let height, let colorSpace): type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
+    case .dictionary(let keyType): type = .init(kind: "dictionary", keyType: keyType, valueType: "double")
+    case .sequence(let elementType): type = .init(kind: "sequence", valueType: elementType)
+    case .state(let shape, let dataType): type = .init(kind: "state", shape: shape, dataType: dataType)
+    case .string: type = .init(kind: "string")
+    case .int64: type = .init(kind: "int64")
+    case .double: type = .init(kind: "double")
+    case .unknown: type = .init(kind: "unknown")
+    }
+    return .init(name: feature.name, type: type)
+  }
+}
