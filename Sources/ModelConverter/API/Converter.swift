@@ -24,14 +24,21 @@ public enum Converter {
     return try convert(frontend.importSource(at: url, options: options.sourceOptions), options: options)
   }
 
+  /// The passes a conversion runs, in order: float16 casts go when the writer computes in float32 (a
+  /// source ML Program computing in float16), then the standard rewrites, then the weight value check.
+  public static func pipeline(for options: ConversionOptions) -> GraphPipeline {
+    var passes: [any GraphPass] = []
+    if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { passes.append(RemoveFloat16CastsPass()) }
+    passes += GraphPipeline.standard.passes
+    if !options.allowNonFinite { passes.append(WeightValueCheckPass()) }
+    return GraphPipeline(passes)
+  }
+
   /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
   /// verifies the result reads the source once.
   public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
     var graph = source.graph
-    // A source computing in float16 (an ML Program) written by a writer that computes in float32.
-    if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { try RemoveFloat16CastsPass().run(&graph) }
-    try GraphPipeline.standard.run(&graph)
-    if !options.allowNonFinite { try WeightValueCheck.check(graph) }
+    try pipeline(for: options).run(&graph)
 
     // Image inputs: the ones named in the options with their preprocessing, else the source's own.
     var imageInputs: [String: ImagePreprocessing] = [:]

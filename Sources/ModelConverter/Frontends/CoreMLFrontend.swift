@@ -46,8 +46,9 @@ public struct CoreMLFrontend: ModelFrontend {
     for (id, name) in all { try graph.rename(id, to: name) }
     let renamed = Dictionary(uniqueKeysWithValues: zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) })
 
-    var source = ImportedSource(format: "coreml", path: path, graph: graph)
     let spec = model.spec
+    var source = ImportedSource(format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path, graph: graph)
+    source.declaresImageInputs = true
     for input in model.inputs {
       guard let image = input.image, let name = renamed[input.name] else { continue }
       var preprocessing = ImagePreprocessing(scale: image.scale, isBGR: image.colorSpace == "BGR")

@@ -28,7 +28,7 @@ public struct KerasFrontend: ModelFrontend {
   /// An opened Keras model as a source: coremltools' default names (`input1`, `output1`, ...), Keras'
   /// version recorded.
   func importSource(_ keras: KerasModelFile, options: SourceOptions) throws -> ImportedSource {
-    var source = ImportedSource(format: name, path: keras.path, graph: try Self.importGraph(keras, options: options))
+    var source = ImportedSource(format: name, modelKind: "keras", path: keras.path, graph: try Self.importGraph(keras, options: options))
     source.producerVersion = keras.kerasVersion
     source.provenance = ["modelconv.source": "keras", "modelconv.source_keras_version": keras.kerasVersion ?? "unknown"]
     return source

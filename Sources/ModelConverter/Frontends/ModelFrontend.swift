@@ -51,6 +51,11 @@ public struct SourceOptions: Sendable, Equatable {
 public struct ImportedSource: Sendable {
   /// The frontend that read it ("keras", "coreml").
   public var format: String
+  /// What kind of model it is, in the format's terms: "keras", "neuralNetwork", "mlProgram".
+  public var modelKind: String
+  /// Whether the format declares image inputs with their own preprocessing (Core ML); in one that does
+  /// not (Keras), an input takes network values and the preprocessing comes from the user.
+  public var declaresImageInputs = false
   public var path: String
   /// The model in the IR's conventions, with the final input and output names.
   public var graph: Graph
@@ -69,8 +74,9 @@ public struct ImportedSource: Sendable {
   /// The version of the tool that wrote the source, when recorded (Keras' `keras_version`).
   public var producerVersion: String?
 
-  public init(format: String, path: String, graph: Graph) {
+  public init(format: String, modelKind: String, path: String, graph: Graph) {
     self.format = format
+    self.modelKind = modelKind
     self.path = path
     self.graph = graph
   }

@@ -31,59 +31,51 @@ public struct ImageModel: Sendable {
   let interpreter: Interpreter
   /// The graph output holding the class scores.
   let scoresOutput: Int
-  /// The graph input's shape and whether it is channels-first (`[..., C, H, W]`, Core ML) or `[H, W, C]`.
+  /// The graph input's shape, `[H, W, C]`.
   let inputShape: [Int]
-  let channelsFirst: Bool
-  /// Whether the graph applies the scale and biases itself (Core ML image inputs).
-  let graphPreprocesses: Bool
+  /// Whether the preprocessing comes from the options (a source format without image inputs, such as
+  /// Keras) rather than from the model itself.
+  public let takesPreprocessingOptions: Bool
 
-  /// Loads a Keras file (`.h5`, `.keras`) or a Core ML model, recognised by content and name.
+  /// Loads a model of any registered source format, recognised by content.
   public static func load(contentsOf url: URL, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
-    // TODO(issue 19): load any ImportedSource (its graph is in the IR's conventions) instead of one loader per format.
-    switch try Frontends.frontend(for: url) {
-    case is CoreMLFrontend: return try loadCoreML(url, options: options)
-    default: return try loadKeras(url, options: options)
-    }
+    let source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions(inputShapes: options.inputShapes))
+    return try load(source, options: options)
   }
 
-  static func loadKeras(_ url: URL, options: ImageModelOptions) throws -> ImageModel {
-    let keras = try KerasModelFile(path: url.path)
-    let graph = try KerasConverter.importGraph(keras, options: ConversionOptions(inputShapes: options.inputShapes))
-    guard graph.inputs.count == 1 else { throw PredictionError.notAnImageModel(path: url.path, detail: "it has \(graph.inputs.count) inputs; a photo fills one") }
+  /// A source read into the IR as a photo classifier: its one `[H, W, 1]` or `[H, W, 3]` input gets the
+  /// source's own image preprocessing, or for a format without image inputs (Keras) the one given.
+  public static func load(_ source: ImportedSource, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
+    // The passes only remove work (transposes a Core ML source's edges add and its importer undoes).
+    var graph = source.graph
+    try GraphPipeline.standard.run(&graph)
+    let path = source.path
+    guard graph.inputs.count == 1 else { throw PredictionError.notAnImageModel(path: path, detail: "it has \(graph.inputs.count) inputs; a photo fills one") }
+    let name = graph[graph.inputs[0]].name
     let shape = graph[graph.inputs[0]].type.shape
-    guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else {
-      throw PredictionError.notAnImageModel(path: url.path, detail: "its input has shape \(shape); a photo needs [H, W, 1] or [H, W, 3]")
+    let preprocessing: ImagePreprocessing
+    if source.declaresImageInputs {
+      guard let declared = source.imageInputs[name] else {
+        throw PredictionError.notAnImageModel(
+          path: path, detail: "its input '\(name)' is a multiarray, not an image (convert it with an image input to feed photos)")
+      }
+      preprocessing = declared
+    } else {
+      preprocessing = options.preprocessing ?? ImagePreprocessing()
     }
-    let preprocessing = options.preprocessing ?? ImagePreprocessing()
+    guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else {
+      throw PredictionError.notAnImageModel(path: path, detail: "its input has shape \(shape); a photo needs [H, W, 1] or [H, W, 3]")
+    }
     let space = shape[2] == 1 ? "GRAYSCALE" : preprocessing.isBGR ? "BGR" : "RGB"
     let input = Input(
-      name: graph[graph.inputs[0]].name, width: shape[1], height: shape[0], colorSpace: space, scale: preprocessing.scale,
+      name: name, width: shape[1], height: shape[0], colorSpace: space, scale: preprocessing.scale,
       biases: preprocessing.networkBiases(channels: shape[2]))
-    let width = graph[graph.outputs[0]].type.elementCount
-    let labels = try labels(options.labels?.descriptions, count: width, path: url.path)
+    let index = source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } } ?? 0
+    let width = graph[graph.outputs[index]].type.elementCount
+    let labels = try labels(options.labels?.descriptions ?? source.classifier?.labels.descriptions, count: width, path: path)
     return ImageModel(
-      kind: "keras", path: url.path, input: input, labels: labels, graph: graph, interpreter: Interpreter(graph: graph), scoresOutput: 0,
-      inputShape: shape, channelsFirst: false, graphPreprocesses: false)
-  }
-
-  static func loadCoreML(_ url: URL, options: ImageModelOptions) throws -> ImageModel {
-    let model = try CoreMLGraphImporter.importModel(contentsOf: url)
-    guard model.inputs.count == 1, let first = model.inputs.first else {
-      throw PredictionError.notAnImageModel(path: url.path, detail: "it has \(model.inputs.count) inputs; a photo fills one")
-    }
-    guard let image = first.image else {
-      throw PredictionError.notAnImageModel(
-        path: url.path, detail: "its input '\(first.name)' is a multiarray, not an image (convert it with an image input to feed photos)")
-    }
-    let shape = first.shape
-    let input = Input(name: first.name, width: shape[shape.count - 1], height: shape[shape.count - 2], colorSpace: image.colorSpace, scale: image.scale, biases: image.biases)
-    let index = model.probabilitiesOutput.flatMap { name in model.graph.outputs.firstIndex { model.graph[$0].name == name } } ?? 0
-    let width = model.graph[model.graph.outputs[index]].type.elementCount
-    let given = options.labels?.descriptions ?? (model.classLabels.isEmpty ? nil : model.classLabels)
-    return ImageModel(
-      kind: model.spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: url.path, input: input,
-      labels: try labels(given, count: width, path: url.path), graph: model.graph, interpreter: Interpreter(graph: model.graph),
-      scoresOutput: index, inputShape: shape, channelsFirst: true, graphPreprocesses: true)
+      kind: source.modelKind, path: path, input: input, labels: labels, graph: graph, interpreter: Interpreter(graph: graph),
+      scoresOutput: index, inputShape: shape, takesPreprocessingOptions: !source.declaresImageInputs)
   }
 
   static func labels(_ given: [String]?, count: Int, path: String) throws -> [String] {
@@ -92,8 +84,7 @@ public struct ImageModel: Sendable {
     return given
   }
 
-  /// The network input for a photo: fitted to the input size, in its color space, preprocessed unless
-  /// the graph does that itself.
+  /// The network input for a photo: fitted to the input size, in its color space, preprocessed.
   public func tensor(for photo: RGBImage, cropAndScale: CropAndScale) -> Tensor {
     let fitted = ImageScaling.fit(photo, width: input.width, height: input.height, option: cropAndScale)
     let channels = input.colorSpace == "GRAYSCALE" ? 1 : 3
@@ -105,13 +96,8 @@ public struct ImageModel: Sendable {
       let order = input.colorSpace == "BGR" ? [2, 1, 0] : [0, 1, 2]
       for i in 0..<plane { for c in 0..<3 { hwc[i * 3 + c] = Float(fitted.pixels[i * 3 + order[c]]) } }
     }
-    if !graphPreprocesses {
-      for i in hwc.indices { hwc[i] = input.scale * hwc[i] + input.biases[i % channels] }
-    }
-    guard channelsFirst else { return Tensor(shape: inputShape, values: hwc) }
-    var chw = [Float](repeating: 0, count: hwc.count)
-    for i in 0..<plane { for c in 0..<channels { chw[c * plane + i] = hwc[i * channels + c] } }
-    return Tensor(shape: inputShape, values: chw)
+    for i in hwc.indices { hwc[i] = input.scale * hwc[i] + input.biases[i % channels] }
+    return Tensor(shape: inputShape, values: hwc)
   }
 
   /// The class scores for a photo, best first.

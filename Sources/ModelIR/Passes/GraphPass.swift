@@ -7,6 +7,13 @@ public protocol GraphPass: Sendable {
   /// A short name for listings and errors ("cancel-transposes").
   var name: String { get }
   func run(_ graph: inout Graph) throws
+  /// Whether the pass rewrites the graph (run again while any rewrite changes it) or only checks it
+  /// (run once, after the rewrites).
+  var isCheck: Bool { get }
+}
+
+extension GraphPass {
+  public var isCheck: Bool { false }
 }
 
 /// An ordered list of passes.
@@ -15,14 +22,17 @@ public struct GraphPipeline: Sendable {
 
   public init(_ passes: [any GraphPass]) { self.passes = passes }
 
-  /// Runs every pass in order, and the whole list again while a round changes the graph (at most
-  /// `rounds` times: each pass only removes or moves nodes, so a few rounds reach a fixed point).
+  /// Runs every rewriting pass in order, and the list again while a round changes the graph (at most
+  /// `rounds` times: each pass only removes or moves nodes, so a few rounds reach a fixed point), then
+  /// every check once.
   public func run(_ graph: inout Graph, rounds: Int = 8) throws {
-    for _ in 0..<max(rounds, 1) {
-      let before = graph
-      for pass in passes { try pass.run(&graph) }
-      if graph == before { return }
+    let rewrites = passes.filter { !$0.isCheck }
+    for _ in 0..<max(rounds, 1) where !rewrites.isEmpty {
+      let before = graph.structure
+      for pass in rewrites { try pass.run(&graph) }
+      if graph.structure == before { break }
     }
+    for pass in passes where pass.isCheck { try pass.run(&graph) }
   }
 
   /// The passes every source graph goes through before a writer sees it: unit-axis reshapes move
@@ -31,6 +41,12 @@ public struct GraphPipeline: Sendable {
 }
 
 extension Graph {
+  /// What the passes change: which nodes there are, what they read and write, and every value's type
+  /// (weights are not compared; no pass changes them).
+  var structure: [String] {
+    nodes.map { "\($0.operation.kindName) \($0.inputs) \($0.output)" } + values.map { "\($0.type)" }
+  }
+
   /// The number of nodes reading value `id`, plus one when it is a graph output.
   func readerCount(_ id: ValueID) -> Int {
     nodes.reduce(outputs.contains(id) ? 1 : 0) { $0 + $1.inputs.filter { $0 == id }.count }

@@ -104,7 +104,7 @@ enum PredictCommand: Subcommand {
 
   /// Warns when Keras preprocessing options were given but no model of the command is a Keras file.
   static func warnIfPreprocessingUnused(_ models: [ImageModel], _ parsed: ParsedArguments) {
-    guard kerasPreprocessingGiven(parsed), !models.contains(where: { $0.kind == "keras" }) else { return }
+    guard kerasPreprocessingGiven(parsed), !models.contains(where: \.takesPreprocessingOptions) else { return }
     Console.warning("\(models.map(\.path).joined(separator: " and ")): Core ML models apply their own image scaler; --image-scale and the bias options only apply to Keras files and are ignored")
   }
 
