@@ -22,6 +22,13 @@ public enum PathNode {
     }
   }
 
+  /// The size of a regular file in bytes (0 when it cannot be examined).
+  public static func size(_ path: String) -> Int {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return 0 }
+    return Int(info.st_size)
+  }
+
   /// Up to `count` bytes from the start of a regular file, opened non-blocking and checked again after
   /// opening (a path swapped for a FIFO cannot block).
   public static func prefix(_ path: String, count: Int) throws -> [UInt8] {

@@ -30,28 +30,13 @@ public enum InputFile {
   /// after opening, so a path swapped for a FIFO cannot block).
   public static func prefix(_ path: String, count: Int) throws -> [UInt8] {
     try checkRegular(path)
-    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-    guard fd >= 0 else { throw KerasReaderError.fileNotFound(path: path) }
-    defer { close(fd) }
-    var info = stat()
-    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-      throw KerasReaderError.notRegularFile(path: path, kind: "not a regular file")
+    do { return try PathNode.prefix(path, count: count) } catch FormatSniffer.Failure.notRegularFile(_, let kind) {
+      throw KerasReaderError.notRegularFile(path: path, kind: kind)
+    } catch {
+      throw KerasReaderError.fileNotFound(path: path)
     }
-    var bytes = [UInt8](repeating: 0, count: count)
-    var filled = 0
-    while filled < count {
-      let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, count - filled) }
-      if got < 0 && errno == EINTR { continue }
-      guard got > 0 else { break }
-      filled += got
-    }
-    return Array(bytes.prefix(filled))
   }
 
   /// The size of a regular file in bytes.
-  public static func size(_ path: String) -> Int {
-    var info = stat()
-    guard stat(path, &info) == 0 else { return 0 }
-    return Int(info.st_size)
-  }
+  public static func size(_ path: String) -> Int { PathNode.size(path) }
 }

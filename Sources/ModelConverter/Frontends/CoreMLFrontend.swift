@@ -24,7 +24,7 @@ public struct CoreMLFrontend: ModelFrontend {
   }
 
   public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {
-    try ModelInspector.inspectCoreML(url)
+    try Self.inspectCoreML(url)
   }
 
   /// An imported Core ML model as a source in the IR's conventions.

@@ -15,7 +15,7 @@ public struct KerasFrontend: ModelFrontend {
   }
 
   public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {
-    try ModelInspector.inspectKeras(url, format: ModelFileFormat.check(url.path), inputShapes: options.inputShapes)
+    try Self.inspectKeras(url, format: ModelFileFormat.check(url.path), inputShapes: options.inputShapes)
   }
 
   func open(_ url: URL, _ options: SourceOptions) throws -> KerasModelFile {

@@ -1,6 +1,6 @@
 import CoreMLFormat
 import Foundation
-import KerasFormat
+import ModelFormats
 
 extension ClassLabels {
   /// The largest labels file read: 16 MiB.
@@ -22,9 +22,9 @@ extension ClassLabels {
 
   /// Labels from a file with one label per line, or Teachable Machine's `index label` lines.
   public static func load(fromFile path: String) throws -> ClassLabels {
-    guard let kind = InputFile.kind(path) else { throw ConversionError.labelsFileUnreadable(path: path) }
+    guard let kind = PathNode.kind(path) else { throw ConversionError.labelsFileUnreadable(path: path) }
     guard kind == "a regular file" else { throw KerasReaderError.notRegularFile(path: path, kind: kind) }
-    guard InputFile.size(path) <= maximumFileBytes else {
+    guard PathNode.size(path) <= maximumFileBytes else {
       throw ConversionError.invalidLabels("\(path): the labels file is larger than \(maximumFileBytes >> 20) MiB")
     }
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ConversionError.labelsFileUnreadable(path: path) }

@@ -1,7 +1,6 @@
 import CoreMLFormat
 import Foundation
 import ImageFormat
-import KerasFormat
 import ModelIR
 import ReferenceRuntime
 

@@ -1,7 +1,7 @@
 import CoreMLFormat
 import Foundation
 
-extension ModelInspector {
+extension CoreMLFrontend {
   /// A Core ML model that is not a neural network or ML Program (a pipeline, GLM, tree ensemble, text
   /// classifier, scaler, ...): described from its declaration (`CoreMLModelOutline`), with no layers,
   /// parameters or weights and no import into the IR (modelconv does not run these).
