@@ -46,10 +46,14 @@ enum KerasLegacyConfig {
     return (name, .object(fields))
   }
 
+  /// Keras 1 classes whose entries are always rewritten (to `Conv2D`, `Conv2DTranspose`, `Add`, ...).
+  static let legacyClassNames: Set<String> = [
+    "Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge", "Deconvolution2D",
+  ]
+
   /// Whether a config uses Keras 1 names.
   static func isLegacy(className: String, fields: [String: JSONValue]) -> Bool {
-    ["Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge", "Deconvolution2D"]
-      .contains(className)
+    legacyClassNames.contains(className)
       || ["border_mode", "nb_filter", "dim_ordering", "subsample", "inner_activation", "consume_less"].contains { fields[$0] != nil }
       || (["Dense", "LSTM", "GRU", "SimpleRNN"].contains(className) && fields["output_dim"] != nil)
   }
