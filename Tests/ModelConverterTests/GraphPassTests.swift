@@ -149,3 +149,37 @@ import Testing
     #expect(graph[graph.outputs[0]].name == "back_output")
   }
 }
+
+/// Constant folding: what depends only on constants becomes a constant (computed by the runtime's direct loops).
+@Suite struct ConstantFoldingPassTests {
+  @Test func constantSubgraphsFold() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3]))
+    let a = try builder.add(.constant(Constant(shape: [2, 3], values: [1, 2, 3, 4, 5, 6])), name: "a", inputs: [])
+    let b = try builder.add(.constant(Constant(shape: [3], values: [10, 20, 30])), name: "b", inputs: [])
+    let sum = try builder.add(.elementwise(.add), name: "sum", inputs: [a, b])
+    let scaled = try builder.add(.activation(.linear(scale: 2, offset: -1)), name: "scaled", inputs: [sum])
+    let y = try builder.add(.elementwise(.multiply), name: "y", inputs: [x, scaled])
+    let graph = builder.build(outputs: [y])
+    var folded = graph
+    try ConstantFoldingPass().run(&folded)
+    #expect(GraphPassTests.kinds(folded) == ["constant", "multiply"])
+    // (a + b) * 2 - 1, by hand.
+    guard case .constant(let value) = folded.nodes[0].operation else { Issue.record("not folded"); return }
+    #expect(value.shape == [2, 3] && value.values == [21, 43, 65, 27, 49, 71])
+    #expect(folded[folded.nodes[0].output].name == graph[scaled].name)
+    GraphPassTests.expectSameOutputs(graph, folded)
+  }
+
+  @Test func largeResultsAndInputsStay() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4]))
+    let small = try builder.add(.constant(Constant(shape: [1], values: [3])), name: "small", inputs: [])
+    let big = try builder.add(.reshape(targetShape: [1, 1]), name: "big", inputs: [small])
+    let y = try builder.add(.elementwise(.add), name: "y", inputs: [x, small])
+    let graph = builder.build(outputs: [y, big])
+    var folded = graph
+    try ConstantFoldingPass(maximumElements: 0).run(&folded)
+    #expect(GraphPassTests.kinds(folded) == GraphPassTests.kinds(graph))
+  }
+}

@@ -1,6 +1,7 @@
 import CoreMLFormat
 import Foundation
 import ModelIR
+import ReferenceRuntime
 
 /// Converts a model of any registered source format (see `Frontends`) to Core ML, as coremltools'
 /// `convert()` does.
@@ -25,11 +26,12 @@ public enum Converter {
   }
 
   /// The passes a conversion runs, in order: float16 casts go when the writer computes in float32 (a
-  /// source ML Program computing in float16), then the standard rewrites, then the weight value check.
+  /// source ML Program computing in float16), then the standard rewrites and constant folding, then the
+  /// weight value check.
   public static func pipeline(for options: ConversionOptions) -> GraphPipeline {
     var passes: [any GraphPass] = []
     if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { passes.append(RemoveFloat16CastsPass()) }
-    passes += GraphPipeline.standard.passes
+    passes += GraphPipeline.standard.passes + [ConstantFoldingPass()]
     if !options.allowNonFinite { passes.append(WeightValueCheckPass()) }
     return GraphPipeline(passes)
   }

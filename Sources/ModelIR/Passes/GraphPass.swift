@@ -52,6 +52,18 @@ extension Graph {
     nodes.reduce(outputs.contains(id) ? 1 : 0) { $0 + $1.inputs.filter { $0 == id }.count }
   }
 
+  /// Node `index` computes `operation` on `inputs` instead; its result must keep its shape (checked), so
+  /// the value, its name and its readers stay as they are. For passes outside this module.
+  public mutating func replaceOperation(ofNodeAt index: Int, with operation: Operation, inputs: [ValueID]) throws {
+    let node = nodes[index]
+    let shape = try operation.outputShape(inputShapes: inputs.map { self[$0].type.shape }, node: node.name)
+    guard shape == self[node.output].type.shape else {
+      throw GraphError.shapeMismatch(node: node.name, detail: "a replacement computes \(shape), not \(self[node.output].type.shape)")
+    }
+    nodes[index].operation = operation
+    nodes[index].inputs = inputs
+  }
+
   /// Node `index` reads `replacement` instead of its input `position`.
   mutating func rewire(nodeAt index: Int, input position: Int, to replacement: ValueID) {
     nodes[index].inputs[position] = replacement
