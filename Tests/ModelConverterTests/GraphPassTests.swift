@@ -135,6 +135,22 @@ import Testing
     #expect(Self.kinds(rewritten) == ["reshape", "dense"])
   }
 
+  /// A transpose that only moves unit axes is a reshape; one that reorders real axes stays.
+  @Test func unitPermuteBecomesReshape() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([8, 1, 1]))
+    let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [x])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [hwc])
+    let turned = try builder.add(.reshape(targetShape: [2, 4]), name: "grid", inputs: [relu])
+    let swapped = try builder.add(.permute(order: [1, 0]), name: "swap", inputs: [turned])
+    let graph = builder.build(outputs: [swapped])
+    var rewritten = graph
+    try UnitPermutesAsReshapesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["reshape", "activation", "reshape", "permute"])
+    #expect(rewritten.nodes[0].operation == .reshape(targetShape: [1, 1, 8]))
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
   @Test func float16CastsGo() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([8]))

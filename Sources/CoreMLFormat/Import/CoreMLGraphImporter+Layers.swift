@@ -151,6 +151,15 @@ extension CoreMLGraphImporter {
         guard rank == 4, !spec.exactArrayMapping else { throw unsupported("sequence concatenation of rank-\(rank) blobs") }
         return [try add(.concatenate(axis: 0), operands)]
       }
+      if !spec.exactArrayMapping, operands.allSatisfy({ shape($0).count == 4 && shape($0)[0] == 1 }) {
+        // Classic [1, C, H, W] blobs: vectors join as [C], images along the channels of [H, W, C].
+        if operands.allSatisfy({ shape($0)[2] == 1 && shape($0)[3] == 1 }) {
+          let joined = try add(.concatenate(axis: 0), try operands.map { try reshape($0, to: [shape($0)[1]]) })
+          return [try reshape(joined, to: [1, shape(joined)[0], 1, 1])]
+        }
+        let images = try operands.map { try channelsLast($0).value }
+        return [try channelsFirst(try add(.concatenate(axis: 2), images), leading: [1])]
+      }
       return [try add(.concatenate(axis: max(rank - 3, 0)), operands)]
 
     case "split":
@@ -173,7 +182,7 @@ extension CoreMLGraphImporter {
       return [count == 1 ? x : try add(.concatenate(axis: 0), [ValueID](repeating: x, count: count))]
 
     case "embedding", "simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM":
-      return [try sequenceLayer(layer, x)]
+      return try sequenceLayer(layer, x)
     case "concatND":
       guard int("interleave") == 0 else { throw unsupported("interleaved concatenation") }
       let operands = try layer.inputs.indices.map { try input(layer, $0) }

@@ -2,7 +2,9 @@ import ModelIR
 
 extension CoreMLGraphImporter {
   /// Embedding and recurrent layers on `[Seq, C, 1, 1]` blobs, as IR operations on `[T, C]` sequences.
-  mutating func sequenceLayer(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> ValueID {
+  /// A GRU, simple RNN or LSTM returns its output and its final hidden state (`<layer>_h_out`); an LSTM's
+  /// final cell state and a bidirectional LSTM's final states are not computed.
+  mutating func sequenceLayer(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> [ValueID] {
     let ints = layer.integers
     func int(_ key: String, _ fallback: Int = 0) -> Int { ints[key]?.first ?? fallback }
     let s = shape(x)
@@ -20,7 +22,7 @@ extension CoreMLGraphImporter {
       let table = Constant(shape: dims, values: Matrix.transposed(stored, rows: dims[1], columns: dims[0]))
       let tokens = try reshape(x, to: [steps])
       let embedded = try add(.embedding(table: table), [tokens])
-      return try reshape(embedded, to: [steps, dims[1], 1, 1])
+      return [try reshape(embedded, to: [steps, dims[1], 1, 1])]
     }
 
     let (inputs, units) = (int("inputVectorSize"), int("outputVectorSize"))
@@ -45,6 +47,15 @@ extension CoreMLGraphImporter {
       throw unsupported("different activations in the two directions")
     }
     let hasBias = int("hasBiasVectors") == 1
+    // Inputs past the first are the initial states (h, and c for an LSTM). The IR's recurrent layers start
+    // from zeros, which is what Core ML uses when an optional state input is not given.
+    for name in layer.inputs.dropFirst() {
+      guard let feature = spec.inputs.first(where: { $0.name == name }), feature.isOptional else {
+        let what = spec.inputs.contains { $0.name == name } ? "a required model input" : "computed by another layer"
+        throw unsupported("its initial state '\(name)' is \(what); only optional state inputs (read as zeros) are supported")
+      }
+      zeroStateInputs.insert(name)
+    }
 
     /// Core ML's per-gate `[units, inputs]` matrices as the IR's `[inputs, gates * units]` kernel.
     func kernel(_ prefix: String, _ matrix: String, rows: Int) throws -> Constant {
@@ -71,7 +82,13 @@ extension CoreMLGraphImporter {
     let sequence = try reshape(x, to: [steps, channels])
     let result = try add(.recurrent(recurrent), [sequence])
     let out = shape(result)
-    return try reshape(result, to: out.count == 2 ? [out[0], out[1], 1, 1] : [1, out[0], 1, 1])
+    let output = try reshape(result, to: out.count == 2 ? [out[0], out[1], 1, 1] : [1, out[0], 1, 1])
+    if layer.kind == "biDirectionalLSTM" || layer.outputs.count < 2 { return [output] }
+    // The final hidden state: the output itself, or the sequence's last step.
+    guard returnSequences else { return [output, output] }
+    if out[0] == 1 { return [output, try reshape(output, to: [1, out[1], 1, 1])] }
+    let last = try add(.slice(StridedSlice(begin: [out[0] - 1, 0], end: out, strides: [1, 1])), [result], suffix: "__last_step")
+    return [output, try reshape(last, to: [1, out[1], 1, 1])]
   }
 
   /// A recurrent layer's activation from its oneof field number and parameters.

@@ -17,6 +17,11 @@ public struct CoreMLGraphImporter {
   var blobs: [String: ValueID] = [:]
   /// A channels-first value to the channels-last value it was transposed from.
   var channelsLastSource: [ValueID: ValueID] = [:]
+  /// Output blobs a layer declares but the IR does not compute (an LSTM's final cell state), by blob
+  /// name, to the layer's name and kind: reading one is an error naming the layer.
+  var uncomputedBlobs: [String: (layer: String, kind: String)] = [:]
+  /// Optional recurrent state inputs that the recurrent layers read as zeros (`<layer>_h_in`).
+  var zeroStateInputs: Set<String> = []
   /// The layer being imported, for names and errors.
   var layerName = ""
   var layerKind = ""
@@ -54,15 +59,23 @@ public struct CoreMLGraphImporter {
       builder.origin = LayerOrigin(name: layer.name, type: layer.kind)
       do {
         let outputs = try importLayer(layer)
-        // Recurrent layers also output their final states; only the first output is read into the IR.
+        // Recurrent layers also output their final states; those the IR does not compute stay unread.
         guard outputs.count <= layer.outputs.count else { throw unsupported("\(layer.outputs.count) outputs") }
         for (name, value) in zip(layer.outputs, outputs) { blobs[name] = value }
+        for name in layer.outputs.dropFirst(outputs.count) { uncomputedBlobs[name] = (layer.name, layer.kind) }
       } catch let error as GraphError {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' (\(layer.kind)): \(error)")
       }
     }
 
     builder.origin = nil
+    // A state input read as zeros by a recurrent layer must not feed anything else.
+    for layer in spec.layers where !Self.recurrentKinds.contains(layer.kind) {
+      if let name = layer.inputs.first(where: zeroStateInputs.contains) {
+        throw CoreMLReaderError.unsupportedLayer(
+          path: path, layer: layer.name, kind: layer.kind, detail: "reads '\(name)', which a recurrent layer takes as its initial state")
+      }
+    }
     let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.map(String.init) : spec.stringClassLabels
     var outputs: [ValueID] = []
     var probabilities: String?
@@ -74,6 +87,7 @@ public struct CoreMLGraphImporter {
         probabilities = feature.name
       }
       guard var value = blobs[blob] else {
+        if let producer = uncomputedBlobs[blob] { throw uncomputed(blob, producer) }
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(feature.name)' is not produced by any layer (no blob '\(blob)')")
       }
       if outputs.contains(value) || spec.inputs.contains(where: { $0.name == feature.name }) {
@@ -93,7 +107,9 @@ public struct CoreMLGraphImporter {
       }
       try graph.rename(id, to: feature.name)
     }
-    return CoreMLModel(spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs, channelsLastValues: channelsLastSource)
+    return CoreMLModel(
+      spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs,
+      channelsLastValues: channelsLastSource, zeroStateInputs: zeroStateInputs)
   }
 
   mutating func addInput(_ feature: CoreMLModelSpec.Feature) throws -> CoreMLInput {
@@ -154,6 +170,14 @@ public struct CoreMLGraphImporter {
 
   func unsupported(_ detail: String) -> CoreMLReaderError {
     .unsupportedLayer(path: path, layer: layerName, kind: layerKind, detail: detail)
+  }
+
+  static let recurrentKinds: Set<String> = ["simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM"]
+
+  func uncomputed(_ blob: String, _ producer: (layer: String, kind: String)) -> CoreMLReaderError {
+    .unsupportedLayer(
+      path: path, layer: producer.layer, kind: producer.kind,
+      detail: "its state output '\(blob)' (\(producer.kind == "biDirectionalLSTM" ? "a direction's final states" : "the final cell state")) is not computed by the IR's recurrent layers, which output the sequence or the last hidden state only")
   }
 
   func shape(_ value: ValueID) -> [Int] { builder.type(of: value).shape }
@@ -224,6 +248,7 @@ public struct CoreMLGraphImporter {
   func input(_ layer: CoreMLModelSpec.Layer, _ index: Int = 0) throws -> ValueID {
     guard index < layer.inputs.count else { throw unsupported("expects at least \(index + 1) inputs") }
     guard let value = blobs[layer.inputs[index]] else {
+      if let producer = uncomputedBlobs[layer.inputs[index]] { throw uncomputed(layer.inputs[index], producer) }
       throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' reads blob '\(layer.inputs[index])', which nothing produced before it")
     }
     return value

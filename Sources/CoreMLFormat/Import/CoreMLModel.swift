@@ -20,6 +20,9 @@ public struct CoreMLModel: Sendable {
   /// A channels-first blob value to the channels-last `[H, W, C]` (or `[S, H, W, C]`) value it was
   /// transposed from around a spatial layer; the transpose itself is pruned when nothing reads it.
   public var channelsLastValues: [ValueID: ValueID] = [:]
+  /// Optional state inputs (`<layer>_h_in`, `<layer>_c_in`) that the recurrent layers read as zeros, as
+  /// Core ML does when they are not given; the graph keeps them as inputs nothing reads.
+  public var zeroStateInputs: Set<String> = []
 
   /// Whether inputs use the classic rank-5 mapping (rank-3 `[C, H, W]` tensors everywhere).
   public var usesRank5Mapping: Bool { !spec.exactArrayMapping }

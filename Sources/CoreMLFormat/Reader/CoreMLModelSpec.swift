@@ -14,10 +14,14 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     }
     public var name: String
     public var kind: Kind
+    /// Whether the description marks the feature optional (a recurrent layer's state input, as the
+    /// Keras converter declared them: Core ML reads zeros when it is not given).
+    public var isOptional: Bool
 
-    public init(name: String, kind: Kind) {
+    public init(name: String, kind: Kind, isOptional: Bool = false) {
       self.name = name
       self.kind = kind
+      self.isOptional = isOptional
     }
   }
 

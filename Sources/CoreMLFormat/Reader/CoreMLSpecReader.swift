@@ -142,7 +142,9 @@ public enum CoreMLSpecReader {
     switch type.type_case {
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE:
       let array = type.multiarraytype.pointee
-      return .init(name: name, kind: .multiArray(shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)))
+      return .init(
+        name: name, kind: .multiArray(shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)),
+        isOptional: type.isoptional != 0)
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE:
       let image = type.imagetype.pointee
       let spaces: [UInt32: String] = [10: "GRAYSCALE", 20: "RGB", 30: "BGR", 40: "GRAYSCALE_FLOAT16"]

@@ -55,6 +55,8 @@ enum CoreMLSourceLayout {
     var mapped: [ValueID: ValueID] = [:]
 
     for (input, id) in zip(model.inputs, source.inputs) {
+      // A recurrent layer's optional state input, read as zeros: the written model does not declare it.
+      if model.zeroStateInputs.contains(input.name) && !source.nodes.contains(where: { $0.inputs.contains(id) }) { continue }
       // An image input is read after its scaler: the scaler becomes the source's image preprocessing.
       let target = input.image != nil ? model.blobs[input.name] ?? id : id
       let shape = source[target].type.shape

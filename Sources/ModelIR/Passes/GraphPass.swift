@@ -36,8 +36,11 @@ public struct GraphPipeline: Sendable {
   }
 
   /// The passes every source graph goes through before a writer sees it: unit-axis reshapes move
-  /// down until they meet, transposes that undo each other cancel, chains of reshapes shrink.
-  public static let standard = GraphPipeline([SinkUnitReshapesPass(), CancelTransposesPass(), CancelReshapesPass(), SpatialZeroPaddingPass()])
+  /// down until they meet, transposes that undo each other cancel, transposes of unit axes become
+  /// reshapes, chains of reshapes shrink.
+  public static let standard = GraphPipeline([
+    SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
+  ])
 }
 
 extension Graph {

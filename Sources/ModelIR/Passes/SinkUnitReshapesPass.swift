@@ -20,7 +20,9 @@ public struct SinkUnitReshapesPass: GraphPass {
       for index in graph.nodes.indices {
         let node = graph.nodes[index]
         guard node.inputs.count == 1, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
-          case .reshape = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1
+          case .reshape = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1,
+          // A reshape of a reshape merges with it first (`CancelReshapesPass`), even when the first has other readers.
+          !graph.nodes.contains(where: { $0.output == graph.nodes[producer].inputs[0] && CancelReshapesPass.isReshape($0.operation) })
         else { continue }
         var source = graph.nodes[producer].inputs[0]
         var before = graph[source].type.shape
@@ -74,7 +76,11 @@ public struct SinkUnitReshapesPass: GraphPass {
     switch operation {
     case .activation(.parametricReLU): return nil
     case .activation, .cast: return operation
-    case .dense, .batchNormalization, .layerNormalization:
+    case .dense:
+      // It reads the last axis, which must be the same on both sides; it does not take on unit axes
+      // (a dense layer of `[1, 1, C]` is not one every writer has).
+      return after.last != 1 && before.last == after.last && before.count <= after.count ? operation : nil
+    case .batchNormalization, .layerNormalization:
       // These read the last axis; it must be the same axis on both sides.
       return after.last != 1 && before.last == after.last ? operation : nil
     case .softmax(let axis):

@@ -1,0 +1,156 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+import ModelIR
+import ReferenceRuntime
+import Testing
+
+/// Classic Core ML networks as 2017-2019 converters wrote them (rank-5 mapping, specification 1 and 4,
+/// DOUBLE multiarrays, GRU/LSTM with state inputs and outputs, gray/RGB/BGR images, an updatable
+/// model), made with coremltools' old `NeuralNetworkBuilder` by `Samples/make_legacy_coreml.py`, as a
+/// conversion source: each converts to both formats and verifies against itself in our runtime.
+@Suite struct LegacyCoreMLSourceTests {
+  static let folder = Fixtures.url("legacy_coreml")
+
+  static let convertible = [
+    "gray_cnn", "rgb_cnn", "bgr_cnn", "double_arrays", "gru_text", "lstm_text", "recurrent_stack", "regressor", "updatable",
+  ]
+
+  static func url(_ name: String) -> URL { folder.appendingPathComponent(name + ".mlmodel") }
+
+  static func convert(_ source: URL, to format: ModelFormat, precision: WeightPrecision = .float32, name: String = "converted") throws -> URL {
+    let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: format, precision: precision))
+    let output = try Fixtures.temporaryDirectory().appendingPathComponent(name + "." + format.fileExtension)
+    try model.write(to: output)
+    return output
+  }
+
+  static func describe(_ report: ParityReport) -> String {
+    "\(report.firstMismatch.map { "\($0)" } ?? "") \(report.outputs.filter { !$0.passed }) \(report.violations)"
+  }
+
+  @Test func fixturesAreClassicNetworks() throws {
+    for name in Self.convertible + ["lstm_cell_state"] {
+      let spec = try CoreMLSpecReader.read(contentsOf: Self.url(name))
+      #expect(!spec.exactArrayMapping && !spec.rank4ImageMapping, "\(name)")
+      #expect(spec.specificationVersion == (name == "updatable" ? 4 : 1), "\(name)")
+    }
+    let double = try CoreMLSpecReader.read(contentsOf: Self.url("double_arrays"))
+    #expect(double.inputs.map(\.kind) == [.multiArray(shape: [3, 8, 8], dataType: 65600), .multiArray(shape: [5], dataType: 65600)])
+    let gru = try CoreMLSpecReader.read(contentsOf: Self.url("gru_text"))
+    #expect(gru.inputs.map(\.isOptional) == [false, true])
+    #expect(try CoreMLSpecReader.read(contentsOf: Self.url("regressor")).modelType == "neuralNetworkRegressor")
+  }
+
+  @Test(arguments: convertible.flatMap { name in [ModelFormat.neuralNetwork, .mlProgram].map { (name, $0) } })
+  func convertsAndVerifies(_ name: String, _ format: ModelFormat) throws {
+    let source = Self.url(name)
+    let output = try Self.convert(source, to: format)
+    let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 8))
+    #expect(report.passed, "\(name) -> \(format): \(Self.describe(report))")
+    #expect(!report.outputs.isEmpty)
+
+    // The interface stays: image colour space and size, labels, predicted feature name, outputs.
+    let (before, after) = (try CoreMLSpecReader.read(contentsOf: source), try CoreMLSpecReader.read(contentsOf: output))
+    let kept = before.inputs.filter { !$0.isOptional }
+    #expect(after.inputs.map(\.name) == kept.map(\.name), "\(name): optional state inputs are read as zeros and not declared")
+    for (a, b) in zip(kept, after.inputs) {
+      if case .image = a.kind { #expect(a.kind == b.kind, "\(name)") }
+    }
+    #expect(after.stringClassLabels == before.stringClassLabels && after.int64ClassLabels == before.int64ClassLabels)
+    #expect(after.predictedFeatureName == before.predictedFeatureName)
+    #expect(Set(after.outputs.map(\.name)) == Set(before.outputs.map(\.name)))
+    #expect(after.userDefined["modelconv.source_specification_version"] == String(before.specificationVersion))
+    let classifier = !before.stringClassLabels.isEmpty || !before.int64ClassLabels.isEmpty
+    #expect(after.modelType == (format == .mlProgram ? "mlProgram" : classifier ? "neuralNetworkClassifier" : "neuralNetwork"))
+  }
+
+  @Test func imageInterfacesAreKept() throws {
+    for (name, colorSpace, size, labels) in [("gray_cnn", "GRAYSCALE", 28, 10), ("rgb_cnn", "RGB", 16, 5), ("bgr_cnn", "BGR", 12, 3)] {
+      for format in [ModelFormat.neuralNetwork, .mlProgram] {
+        let spec = try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url(name), to: format))
+        #expect(spec.inputs.first?.kind == .image(width: size, height: size, colorSpace: colorSpace), "\(name) -> \(format)")
+        #expect(spec.stringClassLabels.count + spec.int64ClassLabels.count == labels)
+        // A neural network keeps the scaler in its preprocessing (an ML Program computes it in the program).
+        let source = try CoreMLSpecReader.read(contentsOf: Self.url(name))
+        if format == .neuralNetwork { #expect(spec.preprocessing.map(\.channelScale) == source.preprocessing.map(\.channelScale), "\(name)") }
+      }
+    }
+    #expect(try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url("bgr_cnn"), to: .mlProgram)).int64ClassLabels == [7, 11, 42])
+    #expect(try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url("gray_cnn"), to: .neuralNetwork)).predictedFeatureName == "digit")
+  }
+
+  /// An ML Program in float16, and NN -> ML Program -> NN: each verifies against the original.
+  /// (Not yet for the others: what the ML Program importer makes of our own programs' input reshapes,
+  /// pads and zero initial states has no classic layer; the float16 step holds for all of them above.)
+  @Test(arguments: ["gray_cnn", "regressor", "updatable"])
+  func roundTripVerifiesAgainstTheOriginal(_ name: String) throws {
+    let source = Self.url(name)
+    let half = try Self.convert(source, to: .mlProgram, precision: .float16, name: "half")
+    #expect(try CoreMLSpecReader.read(contentsOf: half).usesFloat16)
+    let halfReport = try ParityVerifier.verify(source: source, converted: half, options: VerificationOptions(samples: 8))
+    #expect(halfReport.passed, "\(name) float16: \(Self.describe(halfReport))")
+
+    let program = try Self.convert(source, to: .mlProgram, name: "program")
+    let back = try Self.convert(program, to: .neuralNetwork, name: "back")
+    let report = try ParityVerifier.verify(source: source, converted: back, options: VerificationOptions(samples: 8))
+    #expect(report.passed, "\(name) NN -> ML Program -> NN: \(Self.describe(report))")
+  }
+
+  /// An LSTM whose description declares its final cell state: the IR does not compute it, so both
+  /// writers' conversions are refused with the layer named.
+  @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
+  func cellStateOutputIsRefused(_ format: ModelFormat) throws {
+    #expect {
+      _ = try Converter.convert(modelAt: Self.url("lstm_cell_state"), options: ConversionOptions(format: format))
+    } throws: { error in
+      guard case CoreMLReaderError.unsupportedLayer(_, let layer, let kind, let detail) = error else { return false }
+      return layer == "lstm" && kind == "uniDirectionalLSTM" && detail.contains("lstm_c_out") && "\(error)".contains("layer 'lstm'")
+    }
+  }
+
+  /// A state input that is not optional cannot be read as zeros: refused, naming the recurrent layer.
+  @Test func requiredStateInputIsRefused() throws {
+    var spec = try CoreMLSpecReader.read(contentsOf: Self.url("gru_text"))
+    spec.inputs[1].isOptional = false
+    #expect {
+      _ = try CoreMLGraphImporter.importModel(spec, path: "gru_text.mlmodel")
+    } throws: { error in
+      guard case CoreMLReaderError.unsupportedLayer(_, let layer, _, let detail) = error else { return false }
+      return layer == "gru" && detail.contains("gru_h_in")
+    }
+  }
+
+  /// The source side on its own: our reader and runtime reproduce the outputs numpy computed from the
+  /// same weights in `make_legacy_coreml.py` (float32 error).
+  @Test(arguments: ["gray_cnn", "gru_text"])
+  func sourceMatchesNumpyForwardPass(_ name: String) throws {
+    struct Reference: Decodable {
+      struct Sample: Decodable {
+        var inputs: [String: [Double]]
+        var outputs: [String: [Double]]
+      }
+      var computedBy: String
+      var samples: [Sample]
+    }
+    let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf: Self.folder.appendingPathComponent(name + ".reference.json")))
+    #expect(reference.computedBy == "numpy" && reference.samples.count == 3)
+    let model = try CoreMLGraphImporter.importModel(contentsOf: Self.url(name))
+    let interpreter = Interpreter(graph: model.graph)
+    let outputNames = model.graph.outputs.map { model.graph[$0].name }
+    for sample in reference.samples {
+      // Inputs the sample does not give (the optional state) are zeros, as in Core ML.
+      let inputs = model.inputs.map { input in
+        Tensor(shape: input.shape, values: sample.inputs[input.name].map { $0.map(Float.init) } ?? [Float](repeating: 0, count: input.shape.reduce(1, *)))
+      }
+      let results = interpreter.run(inputs)
+      for (expectedName, expected) in sample.outputs {
+        let index = try #require(outputNames.firstIndex(of: expectedName), "\(name): no output \(expectedName) in \(outputNames)")
+        let actual = results[index].values
+        #expect(actual.count == expected.count)
+        let worst = zip(actual, expected).map { abs(Double($0) - $1) - (1e-6 + 1e-4 * abs($1)) }.max() ?? 0
+        #expect(worst <= 0, "\(name) \(expectedName): beyond atol 1e-6 + rtol 1e-4 by \(worst)")
+      }
+    }
+  }
+}
