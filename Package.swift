@@ -1,17 +1,21 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-/// ModelConverter: Keras `.h5` models to Core ML classifiers, on Linux, without Python.
+/// ModelConverter: Keras and Core ML models to Core ML classifiers, on Linux, without Python.
 ///
-/// Layers of the design, one target each:
+/// Readers (frontends) -> one IR -> passes -> writers / runtime, one target each:
 /// - C wrappers: `CHDF5` (libhdf5), `CZip` (libzip, for `.keras` archives), `CProtobufC` (libprotobuf-c), `CComputeKernels` (oneDNN's convolutions and GEMM, chosen by CPU features),
 ///   `CoreMLSpec` (protoc-c output for `Schemas/`).
-/// - `ModelIR`: the typed graph that readers produce and writers consume.
-/// - `KerasFormat`: the Keras HDF5 reader.
-/// - `CoreMLFormat`: the Core ML `.mlmodel` writer, and the reader back into the IR.
+/// - `ModelIR`: the typed graph that readers produce and writers consume, and the graph passes.
+/// - `ModelFormats`: the format sniffer (what a file is, by content).
+/// - `KerasFormat`: the Keras reader (`.h5` through libhdf5, `.keras` archives; layer handlers in `Import/Layers/`).
+/// - `CoreMLReader`: `.mlmodel`/`.mlpackage` into the IR (classic layers, MIL operations in `Import/MILOperations/`),
+///   Apple's documented rules. `CoreMLNeuralNetworkWriter` and `CoreMLProgramWriter`: the two writers.
+///   `CoreMLCommon`: what they share. `CoreMLFormat`: all four in one import, and the writer for each format.
 /// - `ImageFormat`: PNG and JPEG photos as model inputs (`CImageCodecs` wraps libpng and libjpeg-turbo).
 /// - `ReferenceRuntime`: a float32 interpreter of the IR (direct oracle kernels plus oneDNN fast paths).
-/// - `ModelConverter`: the public API tying them together.
+/// - `ModelConverter`: the public API: the frontend registry (`Frontends/`), `Converter`, verification,
+///   inspection, prediction.
 /// - `modelconv`: the thin command-line front end.
 /// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
 ///   to prove that verification fails wrong conversions; `mutation-check` runs them against a model by hand.
@@ -44,7 +48,14 @@ let package = Package(
     // Which format a file is, from its bytes: the neutral sniffer every frontend is chosen by.
     .target(name: "ModelFormats"),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR", "ModelFormats"]),
-    .target(name: "CoreMLFormat", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
+    // Core ML: what the reader and both writers share (package and weight-file I/O, the model
+    // description, writer options), the reader (into the IR, with Apple's documented rules), the
+    // classic neural-network writer, the ML Program writer, and `CoreMLFormat`, which imports them all.
+    .target(name: "CoreMLCommon", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(name: "CoreMLReader", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(name: "CoreMLNeuralNetworkWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(name: "CoreMLProgramWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(name: "CoreMLFormat", dependencies: ["CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
@@ -55,7 +66,7 @@ let package = Package(
       path: "Sources/RuntimeBench"),
     .testTarget(
       name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC"]),
+      dependencies: ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC"]),
   ],
   swiftLanguageModes: [.v5]
 )

@@ -18,7 +18,7 @@ target="${1:?usage: Scripts/fuzz.sh <keras-config|hdf5|keras-archive|snapshot|co
 seconds="${2:-60}"
 out=.build-fuzz
 mkdir -p "$out"
-flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5)
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 5 -package-name ModelConverter)
 cflags=($(pkg-config --cflags-only-I hdf5-serial libzip libprotobuf-c | sed 's/-I/-Xcc -I/g'))
 libs=($(pkg-config --libs hdf5-serial libzip))
 includes=(-I "$out" -I Sources/CHDF5 -I Sources/CZip -I Sources/CProtobufC -I "$out/CoreMLSpec")
@@ -45,11 +45,12 @@ cmodule() {  # CoreMLSpec: protoc-c output, a static library + a module map over
     ar rcs "$out/libCoreMLSpec.a" "${objects[@]}"
   fi
 }
-module ModelIR Sources/ModelIR/*.swift
+module ModelIR $(find Sources/ModelIR -name '*.swift')
+module ModelFormats Sources/ModelFormats/*.swift
 module KerasFormat $(find Sources/KerasFormat -name '*.swift')
 
 extra=()
-link=(-lKerasFormat -lModelIR "${libs[@]}")
+link=(-lKerasFormat -lModelFormats -lModelIR "${libs[@]}")
 case "$target" in
   keras-config) harness=(Fuzz/KerasConfig.swift) ;;
   hdf5) harness=(Fuzz/HDF5Reader.swift) ;;
@@ -57,8 +58,10 @@ case "$target" in
   snapshot) harness=(Fuzz/Snapshot.swift) ;;
   coreml|labels)
     cmodule
-    module CoreMLFormat $(find Sources/CoreMLFormat -name '*.swift')
-    link=(-lCoreMLFormat -lCoreMLSpec -lKerasFormat -lModelIR "${libs[@]}" $(pkg-config --libs libprotobuf-c))
+    for part in CoreMLCommon CoreMLReader CoreMLNeuralNetworkWriter CoreMLProgramWriter CoreMLFormat; do
+      module "$part" $(find "Sources/$part" -name '*.swift')
+    done
+    link=(-lCoreMLFormat -lCoreMLReader -lCoreMLNeuralNetworkWriter -lCoreMLProgramWriter -lCoreMLCommon -lCoreMLSpec -lKerasFormat -lModelFormats -lModelIR "${libs[@]}" $(pkg-config --libs libprotobuf-c))
     if [ "$target" = coreml ]; then harness=(Fuzz/CoreML.swift)
     else  # the real parsing code, compiled into the harness rather than all of ModelConverter
       harness=(Fuzz/Labels.swift Sources/ModelConverter/Labels/ClassLabels+Parsing.swift Sources/ModelConverter/API/ConversionError.swift)

@@ -1,4 +1,4 @@
-@testable import CoreMLFormat
+@testable import CoreMLReader
 import Foundation
 import Testing
 

@@ -5,6 +5,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case nameCountMismatch(kind: String, given: Int, expected: Int)
   /// A labels file could not be read.
   case labelsFileUnreadable(path: String)
+  /// A labels path names a FIFO, device, socket or folder: reading it could block forever.
+  case labelsFileNotRegular(path: String, kind: String)
   /// A labels file or list has no labels, or mixes forms.
   case invalidLabels(String)
   /// A weight holds a value Core ML cannot compute with (NaN, infinity, beyond float32, a negative variance);
@@ -16,6 +18,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
     case .nameCountMismatch(let kind, let given, let expected):
       return "\(given) \(kind) name\(given == 1 ? "" : "s") given, but the model has \(expected) \(kind)\(expected == 1 ? "" : "s")"
     case .labelsFileUnreadable(let path): return "\(path): cannot read the labels file"
+    case .labelsFileNotRegular(let path, let kind):
+      return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
     case .invalidWeightValue(let layer, let weight, let detail):
       return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (convert anyway with --allow-nonfinite)"

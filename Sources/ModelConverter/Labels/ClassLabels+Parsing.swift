@@ -23,7 +23,7 @@ extension ClassLabels {
   /// Labels from a file with one label per line, or Teachable Machine's `index label` lines.
   public static func load(fromFile path: String) throws -> ClassLabels {
     guard let kind = PathNode.kind(path) else { throw ConversionError.labelsFileUnreadable(path: path) }
-    guard kind == "a regular file" else { throw KerasReaderError.notRegularFile(path: path, kind: kind) }
+    guard kind == "a regular file" else { throw ConversionError.labelsFileNotRegular(path: path, kind: kind) }
     guard PathNode.size(path) <= maximumFileBytes else {
       throw ConversionError.invalidLabels("\(path): the labels file is larger than \(maximumFileBytes >> 20) MiB")
     }

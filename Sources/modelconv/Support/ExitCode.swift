@@ -36,7 +36,7 @@ enum ExitCode: Int32 {
     case KerasReaderError.fileNotFound, KerasReaderError.notRegularFile: self = .noInput
     case SourceFormatError.notFound, SourceFormatError.notRegularFile: self = .noInput
     case is SourceFormatError: self = .badModel
-    case ConversionError.labelsFileUnreadable: self = .noInput
+    case ConversionError.labelsFileUnreadable, ConversionError.labelsFileNotRegular: self = .noInput
     case CoreMLReaderError.unreadable: self = .noInput
     case VerificationError.referenceNotFound: self = .noInput
     case ImageFileError.unreadable: self = .noInput

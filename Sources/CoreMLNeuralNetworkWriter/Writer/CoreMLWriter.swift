@@ -1,0 +1,180 @@
+import CoreMLCommon
+import CProtobufC
+import CoreMLSpec
+import Foundation
+import ModelIR
+
+/// Writes an IR graph as a Core ML `.mlmodel`: a `NeuralNetworkClassifier` when labels are given,
+/// else a `NeuralNetwork`, using classic rank-5 layers.
+public enum CoreMLWriter {
+  /// The serialized `Model` protobuf.
+  public static func serialize(_ graph: Graph, options: CoreMLWriterOptions) throws -> [UInt8] {
+    try serializeWithVersion(graph, options: options).bytes
+  }
+
+  /// The serialized `Model` protobuf and the specification version it declares.
+  static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
+    let (specification, version) = try streamed(graph, options: options)
+    return (specification.bytes(), version)
+  }
+
+  /// The model ready to be packed layer by layer as it is written, and its specification version.
+  static func streamed(_ graph: Graph, options: CoreMLWriterOptions) throws -> (StreamedSpecification, Int) {
+    let arena = MessageArena()
+    let built = try buildModel(graph, options: options, arena: arena)
+    let model = built.model
+    // The classifier and the plain network hold their layers in the same two fields.
+    func streamed<Network>(
+      _ network: UnsafeMutablePointer<Network>, count: WritableKeyPath<Network, Int>,
+      layers: WritableKeyPath<Network, UnsafeMutablePointer<UnsafeMutablePointer<NNLayer>?>?>
+    ) -> StreamedSpecification {
+      StreamedSpecification(
+        arena: arena, model: model, groups: built.groups,
+        packNetwork: {
+          // Every protobuf-c message starts with its `ProtobufCMessage` base.
+          let message = UnsafeRawPointer(network).assumingMemoryBound(to: ProtobufCMessage.self)
+          let size = protobuf_c_message_get_packed_size(message)
+          return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = size > 0 ? protobuf_c_message_pack(message, buffer.baseAddress!) : 0
+          }
+        },
+        setLayers: { list in
+          network.pointee[keyPath: count] = list.count
+          network.pointee[keyPath: layers] = arena.pointerArray(list)
+        })
+    }
+    let specification =
+      model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
+      ? streamed(model.pointee.neuralnetworkclassifier!, count: \.n_layers, layers: \.layers)
+      : streamed(model.pointee.neuralnetwork!, count: \.n_layers, layers: \.layers)
+    return (specification, Int(model.pointee.specificationversion))
+  }
+
+  /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
+  public static func write(_ graph: Graph, options: CoreMLWriterOptions, to url: URL) throws -> Int {
+    let bytes = try serialize(graph, options: options)
+    try AtomicFile.write(bytes: bytes, to: url)
+    return bytes.count
+  }
+
+  static func buildModel(
+    _ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena
+  ) throws -> (model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup]) {
+    try ModelDescription.checkNames(graph)
+    let inputNames = graph.inputs.map { graph[$0].name }
+    let outputNames = graph.outputs.map { graph[$0].name }
+    for name in options.imageInputs.keys.sorted() where !inputNames.contains(name) {
+      throw CoreMLWriterError.unknownFeature(kind: "input", name: name, available: inputNames)
+    }
+
+    var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
+    // Each node's layers with the weights they are packed with.
+    var groups: [StreamedSpecification.LayerGroup] = []
+    for node in graph.nodes {
+      let (firstLayer, firstWeight) = (emitter.layers.count, emitter.deferredWeights.count)
+      try emitter.emit(node)
+      groups.append(StreamedSpecification.LayerGroup(
+        layers: Array(emitter.layers[firstLayer...]), weights: Array(emitter.deferredWeights[firstWeight...])))
+    }
+
+    let description = arena.message(core_ml__specification__model_description__init)
+    let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
+      // Token ids for an Embedding are one value per time step: Core ML's sequence axis, shape [1].
+      let tokens = graph.nodes.contains { node in
+        guard case .embedding = node.operation else { return false }
+        return node.inputs == [id]
+      }
+      if tokens && graph[id].type.shape.count == 1 { return ModelDescription.arrayFeature(graph[id].name, shape: [1], arena: arena) }
+      return try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena)
+    }
+    description.pointee.n_input = inputs.count
+    description.pointee.input = arena.pointerArray(inputs)
+    var outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
+
+    let preprocessing = graph.inputs.compactMap { id -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>? in
+      guard let settings = options.imageInputs[graph[id].name] else { return nil }
+      return scaler(for: graph[id].name, settings, arena: arena)
+    }
+    let layers = emitter.layers
+    let model = arena.message(core_ml__specification__model__init)
+    model.pointee.specificationversion = emitter.specificationVersion
+
+    if let classifier = options.classifier {
+      let index = try ModelDescription.classifierOutputIndex(classifier, graph: graph)
+      let probabilities = outputNames[index]
+      let isInteger: Bool
+      if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
+      outputs[index] = ModelDescription.dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
+      outputs.append(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena))
+      description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
+      description.pointee.predictedprobabilitiesname = arena.string(probabilities)
+
+      let network = arena.message(core_ml__specification__neural_network_classifier__init)
+      network.pointee.n_layers = layers.count
+      network.pointee.layers = arena.pointerArray(layers)
+      network.pointee.n_preprocessing = preprocessing.count
+      network.pointee.preprocessing = arena.pointerArray(preprocessing)
+      network.pointee.labelprobabilitylayername = arena.string(probabilities)
+      switch classifier.labels {
+      case .strings(let labels):
+        let vector = arena.message(core_ml__specification__string_vector__init)
+        vector.pointee.n_vector = labels.count
+        vector.pointee.vector = arena.pointerArray(labels.map(arena.string))
+        network.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS
+        network.pointee.stringclasslabels = vector
+      case .integers(let labels):
+        let vector = arena.message(core_ml__specification__int64_vector__init)
+        vector.pointee.n_vector = labels.count
+        vector.pointee.vector = arena.array(labels)
+        network.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS
+        network.pointee.int64classlabels = vector
+      }
+      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
+      model.pointee.neuralnetworkclassifier = network
+    } else {
+      let network = arena.message(core_ml__specification__neural_network__init)
+      network.pointee.n_layers = layers.count
+      network.pointee.layers = arena.pointerArray(layers)
+      network.pointee.n_preprocessing = preprocessing.count
+      network.pointee.preprocessing = arena.pointerArray(preprocessing)
+      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK
+      model.pointee.neuralnetwork = network
+    }
+    description.pointee.n_output = outputs.count
+    description.pointee.output = arena.pointerArray(outputs)
+    description.pointee.metadata = ModelDescription.metadata(options.metadata, arena: arena)
+    model.pointee.description = description
+    return (model, groups)
+  }
+
+  // MARK: Features
+
+  private static func arrayFeature(_ value: Value, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    guard let shape = CoreMLLayerEmitter.coreMLShape(value.type.shape) else {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: value.name, detail: "a model input or output of rank \(value.type.shape.count + 1); classic Core ML takes (D,), (T, D) and (H, W, C)")
+    }
+    return ModelDescription.arrayFeature(value.name, shape: shape, arena: arena)
+  }
+
+  static func inputFeature(_ value: Value, image: ImagePreprocessing?, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    guard let image else { return try arrayFeature(value, arena: arena) }
+    return try ModelDescription.imageFeature(value, image: image, arena: arena)
+  }
+
+  private static func scaler(for name: String, _ settings: ImagePreprocessing, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing> {
+    let scaler = arena.message(core_ml__specification__neural_network_image_scaler__init)
+    scaler.pointee.channelscale = settings.scale
+    scaler.pointee.redbias = settings.redBias
+    scaler.pointee.greenbias = settings.greenBias
+    scaler.pointee.bluebias = settings.blueBias
+    scaler.pointee.graybias = settings.grayBias
+    let entry = arena.message(core_ml__specification__neural_network_preprocessing__init)
+    entry.pointee.featurename = arena.string(name)
+    entry.pointee.preprocessor_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER
+    entry.pointee.scaler = scaler
+    return entry
+  }
+
+
+}

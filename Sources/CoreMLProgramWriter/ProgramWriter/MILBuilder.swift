@@ -1,0 +1,367 @@
+import CoreMLCommon
+import CProtobufC
+import CoreMLSpec
+import Foundation
+
+typealias MILValueType = CoreML__Specification__MILSpec__ValueType
+
+/// The element types the writer produces.
+enum MILElementType: Equatable {
+  case fp16, fp32, fp64, int32, int64, bool, string
+
+  var proto: CoreML__Specification__MILSpec__DataType {
+    switch self {
+    case .fp16: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__FLOAT16
+    case .fp32: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__FLOAT32
+    case .fp64: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__FLOAT64
+    case .int32: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__INT32
+    case .int64: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__INT64
+    case .bool: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__BOOL
+    case .string: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__STRING
+    }
+  }
+
+  /// The `dtype` string of MIL's `cast`.
+  var castName: String {
+    switch self {
+    case .fp16: return "fp16"
+    case .fp32: return "fp32"
+    case .fp64: return "fp64"
+    case .int32: return "int32"
+    case .bool: return "bool"
+    case .int64: return "int64"
+    case .string: return "string"
+    }
+  }
+
+  var isFloat: Bool { self == .fp16 || self == .fp32 }
+}
+
+/// A value in the program: its SSA name, element type and shape (`[]` for a scalar).
+struct MILTensor: Equatable {
+  var name: String
+  var dataType: MILElementType
+  var shape: [Int]
+}
+
+/// One parameter of an operation. Everything but `.tensor`/`.tensors` becomes a `const` operation of its own.
+enum MILParam {
+  /// A value computed earlier.
+  case tensor(MILTensor)
+  /// A variadic parameter (`values` of `concat`).
+  case tensors([MILTensor])
+  case int(Int)
+  case ints([Int])
+  case bool(Bool)
+  case string(String)
+  /// A float scalar of the given type.
+  case scalar(Float, MILElementType)
+  /// A float tensor of the given type, row-major.
+  case floats([Float], shape: [Int], MILElementType)
+  /// A weight in Core ML's layout (rearranged from Keras' only when `weight.bin` is written).
+  case weights(CoreMLWeightValues, shape: [Int], MILElementType)
+}
+
+/// Builds the operations of one MIL block: owns the protobuf messages (through the arena), the names,
+/// the constants (inline or in the blob file) and the output types. Emitters describe operations through
+/// it and never fill protobuf messages themselves.
+final class MILBuilder {
+  let arena: MessageArena
+  /// Float constants with at least this many elements are stored in `weight.bin`.
+  static let blobThreshold = 10
+  static let weightFile = ModelPackage.programWeightFileName
+
+  private(set) var blobs = MILBlobStorage.Writer()
+  private(set) var operations: [UnsafeMutablePointer<MILOperationMessage>] = []
+  private var used: Set<String> = []
+  /// The layer the next constants belong to, for error messages.
+  var currentLayer = ""
+
+  init(arena: MessageArena) { self.arena = arena }
+
+  // MARK: Names
+
+  /// Marks an exact name as taken (feature names); false when it already is.
+  @discardableResult
+  func claim(_ name: String) -> Bool { used.insert(name).inserted }
+
+  /// A fresh identifier made from `base`: sanitized, suffixed with a number when taken.
+  func uniqueName(_ base: String) -> String {
+    let clean = MILIdentifier.sanitize(base)
+    if used.insert(clean).inserted { return clean }
+    var index = 1
+    while !used.insert("\(clean)_\(index)").inserted { index += 1 }
+    return "\(clean)_\(index)"
+  }
+
+  // MARK: Types and values
+
+  func tensorType(_ dataType: MILElementType, _ shape: [Int]) -> UnsafeMutablePointer<MILValueType> {
+    let tensor = arena.message(core_ml__specification__milspec__tensor_type__init)
+    tensor.pointee.datatype = dataType.proto
+    tensor.pointee.rank = Int64(shape.count)
+    let dimensions = shape.map { size -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Dimension> in
+      let constant = arena.message(core_ml__specification__milspec__dimension__constant_dimension__init)
+      constant.pointee.size = UInt64(size)
+      let dimension = arena.message(core_ml__specification__milspec__dimension__init)
+      dimension.pointee.dimension_case = CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_CONSTANT
+      dimension.pointee.constant = constant
+      return dimension
+    }
+    tensor.pointee.n_dimensions = dimensions.count
+    tensor.pointee.dimensions = arena.pointerArray(dimensions)
+    let type = arena.message(core_ml__specification__milspec__value_type__init)
+    type.pointee.type_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_TENSOR_TYPE
+    type.pointee.tensortype = tensor
+    return type
+  }
+
+  func namedType(_ name: String, _ type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType> {
+    let named = arena.message(core_ml__specification__milspec__named_value_type__init)
+    named.pointee.name = arena.string(name)
+    named.pointee.type = type
+    return named
+  }
+
+  private func immediate(_ tensorValue: UnsafeMutablePointer<CoreML__Specification__MILSpec__TensorValue>, type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<MILValueMessage> {
+    let immediate = arena.message(core_ml__specification__milspec__value__immediate_value__init)
+    immediate.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__IMMEDIATE_VALUE__VALUE_TENSOR
+    immediate.pointee.tensor = tensorValue
+    let value = arena.message(core_ml__specification__milspec__value__init)
+    value.pointee.type = type
+    value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_IMMEDIATE_VALUE
+    value.pointee.immediatevalue = immediate
+    return value
+  }
+
+  private func tensorValue() -> UnsafeMutablePointer<CoreML__Specification__MILSpec__TensorValue> {
+    arena.message(core_ml__specification__milspec__tensor_value__init)
+  }
+
+  func stringValue(_ strings: [String], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_strings__init)
+    repeated.pointee.n_values = strings.count
+    repeated.pointee.values = arena.pointerArray(strings.map(arena.string))
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_STRINGS
+    tensor.pointee.strings = repeated
+    return immediate(tensor, type: tensorType(.string, shape))
+  }
+
+  func int32Value(_ values: [Int32], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_ints__init)
+    repeated.pointee.n_values = values.count
+    repeated.pointee.values = arena.array(values)
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_INTS
+    tensor.pointee.ints = repeated
+    return immediate(tensor, type: tensorType(.int32, shape))
+  }
+
+  func int64Value(_ values: [Int64], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_long_ints__init)
+    repeated.pointee.n_values = values.count
+    repeated.pointee.values = arena.array(values)
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_LONG_INTS
+    tensor.pointee.longints = repeated
+    return immediate(tensor, type: tensorType(.int64, shape))
+  }
+
+  func boolValue(_ values: [Bool], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bools__init)
+    repeated.pointee.n_values = values.count
+    repeated.pointee.values = arena.array(values.map { $0 ? 1 : 0 })
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BOOLS
+    tensor.pointee.bools = repeated
+    return immediate(tensor, type: tensorType(.bool, shape))
+  }
+
+  /// A float constant: in `weight.bin` from `blobThreshold` elements on, else inline (float32 as floats,
+  /// float16 as raw little-endian bytes). Float16 values beyond ±65504 are refused.
+  /// A blob's values are laid out (and converted to float16) only when `weight.bin` is written.
+  func floatValue(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType) throws -> UnsafeMutablePointer<MILValueMessage> {
+    let type = tensorType(dataType, shape)
+    if dataType == .fp16, let value = weight.firstOutsideFloat16 {
+      throw CoreMLWriterError.float16Overflow(layer: currentLayer, value: value)
+    }
+    if weight.count >= Self.blobThreshold {
+      let offset = blobs.append(weight, float16: dataType == .fp16)
+      let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
+      blob.pointee.filename = arena.string(Self.weightFile)
+      blob.pointee.offset = offset
+      let value = arena.message(core_ml__specification__milspec__value__init)
+      value.pointee.type = type
+      value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
+      value.pointee.blobfilevalue = blob
+      return value
+    }
+    let values = weight.materialized()
+    let halfBits = dataType == .fp16 ? values.map { Float16($0).bitPattern } : []  // range checked above
+    let tensor = tensorValue()
+    if dataType == .fp16 {
+      let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
+      let bytes = halfBits.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+      repeated.pointee.values = arena.binary(bytes)
+      tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES
+      tensor.pointee.bytes = repeated
+    } else {
+      let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_floats__init)
+      repeated.pointee.n_values = values.count
+      repeated.pointee.values = arena.array(values)
+      tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_FLOATS
+      tensor.pointee.floats = repeated
+    }
+    return immediate(tensor, type: type)
+  }
+
+  // MARK: Operations
+
+  private func attribute(_ key: String, _ value: UnsafeMutablePointer<MILValueMessage>) -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Operation__AttributesEntry> {
+    let entry = arena.message(core_ml__specification__milspec__operation__attributes_entry__init)
+    entry.pointee.key = arena.string(key)
+    entry.pointee.value = value
+    return entry
+  }
+
+  /// Appends an operation with its inputs already resolved to bindings.
+  private func append(
+    _ type: String, name: String, inputs: [(String, [CoreML__Specification__MILSpec__Argument__Binding])],
+    outputs: [UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType>], attributes extra: [(String, UnsafeMutablePointer<MILValueMessage>)] = []
+  ) {
+    let operation = arena.message(core_ml__specification__milspec__operation__init)
+    operation.pointee.type = arena.string(type)
+    let entries = inputs.map { key, bindings -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Operation__InputsEntry> in
+      let argument = arena.message(core_ml__specification__milspec__argument__init)
+      let pointers = bindings.map { binding -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Argument__Binding> in
+        let message = arena.message(core_ml__specification__milspec__argument__binding__init)
+        message.pointee.binding_case = binding.binding_case
+        if binding.binding_case == CORE_ML__SPECIFICATION__MILSPEC__ARGUMENT__BINDING__BINDING_NAME {
+          message.pointee.name = binding.name
+        } else {
+          message.pointee.value = binding.value
+        }
+        return message
+      }
+      argument.pointee.n_arguments = pointers.count
+      argument.pointee.arguments = arena.pointerArray(pointers)
+      let entry = arena.message(core_ml__specification__milspec__operation__inputs_entry__init)
+      entry.pointee.key = arena.string(key)
+      entry.pointee.value = argument
+      return entry
+    }
+    operation.pointee.n_inputs = entries.count
+    operation.pointee.inputs = arena.pointerArray(entries)
+    operation.pointee.n_outputs = outputs.count
+    operation.pointee.outputs = arena.pointerArray(outputs)
+    let attributes = [attribute("name", stringValue([name], shape: []))] + extra.map { attribute($0.0, $0.1) }
+    operation.pointee.n_attributes = attributes.count
+    operation.pointee.attributes = arena.pointerArray(attributes)
+    operations.append(operation)
+  }
+
+  private func nameBinding(_ name: String) -> CoreML__Specification__MILSpec__Argument__Binding {
+    var binding = CoreML__Specification__MILSpec__Argument__Binding()
+    binding.binding_case = CORE_ML__SPECIFICATION__MILSPEC__ARGUMENT__BINDING__BINDING_NAME
+    binding.name = arena.string(name)
+    return binding
+  }
+
+  /// A `const` operation holding `value`, named uniquely after `name`.
+  func const(_ value: UnsafeMutablePointer<MILValueMessage>, dataType: MILElementType, shape: [Int], name: String, exactName: Bool = false) -> MILTensor {
+    let output = exactName ? name : uniqueName(name)
+    append("const", name: output, inputs: [], outputs: [namedType(output, tensorType(dataType, shape))], attributes: [("val", value)])
+    return MILTensor(name: output, dataType: dataType, shape: shape)
+  }
+
+  /// A float constant tensor in `dataType`.
+  func const(_ values: [Float], shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
+    try const(.values(values), shape: shape, dataType, name: name, exactName: exactName)
+  }
+
+  /// A weight constant tensor in `dataType`.
+  func const(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
+    const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
+  }
+
+  /// The constant a non-tensor parameter becomes.
+  private func constant(for param: MILParam, name: String) throws -> MILTensor? {
+    switch param {
+    case .tensor, .tensors: return nil
+    case .int(let v): return const(int32Value([Int32(v)], shape: []), dataType: .int32, shape: [], name: name)
+    case .ints(let v): return const(int32Value(v.map { Int32($0) }, shape: [v.count]), dataType: .int32, shape: [v.count], name: name)
+    case .bool(let v): return const(boolValue([v], shape: []), dataType: .bool, shape: [], name: name)
+    case .string(let v): return const(stringValue([v], shape: []), dataType: .string, shape: [], name: name)
+    case .scalar(let v, let type): return try const([v], shape: [], type, name: name)
+    case .floats(let v, let shape, let type): return try const(v, shape: shape, type, name: name)
+    case .weights(let v, let shape, let type): return try const(v, shape: shape, type, name: name)
+    }
+  }
+
+  /// Appends operation `type` producing one tensor named `name` (made unique unless `exactName`).
+  /// Parameters that are not tensors become `const` operations named `<name>_<key>`.
+  @discardableResult
+  func op(_ type: String, _ params: [(String, MILParam)], name: String, exactName: Bool = false, dataType: MILElementType, shape: [Int]) throws -> MILTensor {
+    let output = exactName ? name : uniqueName(name)
+    if exactName { claim(name) }
+    var bindings: [(String, [CoreML__Specification__MILSpec__Argument__Binding])] = []
+    for (key, param) in params {
+      switch param {
+      case .tensor(let t): bindings.append((key, [nameBinding(t.name)]))
+      case .tensors(let ts): bindings.append((key, ts.map { nameBinding($0.name) }))
+      default:
+        let constant = try constant(for: param, name: "\(output)_\(key)")!
+        bindings.append((key, [nameBinding(constant.name)]))
+      }
+    }
+    append(type, name: output, inputs: bindings, outputs: [namedType(output, tensorType(dataType, shape))])
+    return MILTensor(name: output, dataType: dataType, shape: shape)
+  }
+
+  /// MIL's `classify`: `probabilities` (float32) with the class labels as a list constant given in place;
+  /// outputs the top label (named `labelName`) and the label-to-probability dictionary (`probabilitiesName`).
+  func classify(probabilities: MILTensor, labels: [String]?, integerLabels: [Int64]?, labelName: String, probabilitiesName: String) {
+    let elementType: MILElementType = integerLabels != nil ? .int64 : .string
+    let elements: [UnsafeMutablePointer<MILValueMessage>] =
+      integerLabels.map { $0.map { int64Value([$0], shape: []) } } ?? (labels ?? []).map { stringValue([$0], shape: []) }
+    let list = arena.message(core_ml__specification__milspec__list_value__init)
+    list.pointee.n_values = elements.count
+    list.pointee.values = arena.pointerArray(elements)
+    let immediateList = arena.message(core_ml__specification__milspec__value__immediate_value__init)
+    immediateList.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__IMMEDIATE_VALUE__VALUE_LIST
+    immediateList.pointee.list = list
+    let listType = arena.message(core_ml__specification__milspec__list_type__init)
+    listType.pointee.type = tensorType(elementType, [])
+    let length = arena.message(core_ml__specification__milspec__dimension__init)
+    let lengthConstant = arena.message(core_ml__specification__milspec__dimension__constant_dimension__init)
+    lengthConstant.pointee.size = UInt64(elements.count)
+    length.pointee.dimension_case = CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_CONSTANT
+    length.pointee.constant = lengthConstant
+    listType.pointee.length = length
+    let type = arena.message(core_ml__specification__milspec__value_type__init)
+    type.pointee.type_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_LIST_TYPE
+    type.pointee.listtype = listType
+    let classes = arena.message(core_ml__specification__milspec__value__init)
+    classes.pointee.type = type
+    classes.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_IMMEDIATE_VALUE
+    classes.pointee.immediatevalue = immediateList
+    var classesBinding = CoreML__Specification__MILSpec__Argument__Binding()
+    classesBinding.binding_case = CORE_ML__SPECIFICATION__MILSPEC__ARGUMENT__BINDING__BINDING_VALUE
+    classesBinding.value = classes
+
+    let dictionary = arena.message(core_ml__specification__milspec__dictionary_type__init)
+    dictionary.pointee.keytype = tensorType(elementType, [])
+    // Core ML's classifier dictionary holds doubles.
+    dictionary.pointee.valuetype = tensorType(.fp64, [])
+    let dictionaryType = arena.message(core_ml__specification__milspec__value_type__init)
+    dictionaryType.pointee.type_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_DICTIONARY_TYPE
+    dictionaryType.pointee.dictionarytype = dictionary
+    claim(labelName)
+    claim(probabilitiesName)
+    append(
+      "classify", name: uniqueName("classify"),
+      inputs: [("probabilities", [nameBinding(probabilities.name)]), ("classes", [classesBinding])],
+      outputs: [namedType(labelName, tensorType(elementType, [])), namedType(probabilitiesName, dictionaryType)])
+  }
+}

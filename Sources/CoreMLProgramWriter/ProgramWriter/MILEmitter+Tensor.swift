@@ -1,0 +1,138 @@
+import CoreMLCommon
+import ModelIR
+
+/// Elementwise, reduction and shape operations.
+extension MILEmitter {
+  /// Channels-first when every input has that layout already and they all have one shape of rank 2 or more.
+  func sharedLayout(_ ids: [ValueID]) -> MILLayout {
+    let shapes = Set(ids.map { graph[$0].type.shape })
+    guard shapes.count == 1, rank(ids[0]) >= 2,
+      ids.allSatisfy({ hasChannelsFirst($0) || layout(of: $0) == .channelsFirst })
+    else { return .natural }
+    return .channelsFirst
+  }
+
+  mutating func emitElementwise(_ node: Node, _ kind: ElementwiseKind) throws {
+    let layout = sharedLayout(node.inputs)
+    let inputs = try node.inputs.map { try tensor($0, layout) }
+    let dt = inputs[0].dataType
+    let shape = layout.shape(graph[node.output].type.shape)
+    let out = node.output
+    func binary(_ type: String) throws {
+      try produce(out, layout, type, [("x", .tensor(inputs[0])), ("y", .tensor(inputs[1]))], dataType: dt)
+    }
+    /// Folds `type` over two or more inputs; the last step produces the node's value when `final`.
+    func chain(_ type: String, final: Bool) throws -> MILTensor {
+      var accumulated = inputs[0]
+      for (index, next) in inputs.dropFirst().enumerated() {
+        let last = index == inputs.count - 2
+        if last && final {
+          return try produce(out, layout, type, [("x", .tensor(accumulated)), ("y", .tensor(next))], dataType: dt)
+        }
+        accumulated = try op(type, [("x", .tensor(accumulated)), ("y", .tensor(next))], temporary(out, "\(type)\(index)"), dt, shape)
+      }
+      return accumulated
+    }
+    func comparison(_ type: String) throws {
+      let flags = try op(type, [("x", .tensor(inputs[0])), ("y", .tensor(inputs[1]))], temporary(out, type), .bool, shape)
+      try produce(out, layout, "cast", [("x", .tensor(flags)), ("dtype", .string(dt.castName))], dataType: dt)
+    }
+    switch kind {
+    case .add: _ = try chain("add", final: true)
+    case .multiply: _ = try chain("mul", final: true)
+    case .maximum: _ = try chain("maximum", final: true)
+    case .minimum: _ = try chain("minimum", final: true)
+    case .average:
+      let sum = inputs.count == 1 ? inputs[0] : try chain("add", final: false)
+      try produce(out, layout, "mul", [("x", .tensor(sum)), ("y", .scalar(1 / Float(inputs.count), dt))], dataType: dt)
+    case .subtract: try binary("sub")
+    case .divide: try binary("real_div")
+    case .power: try binary("pow")
+    case .greaterThan: try comparison("greater")
+    case .greaterEqual: try comparison("greater_equal")
+    case .lessThan: try comparison("less")
+    case .lessEqual: try comparison("less_equal")
+    case .equal: try comparison("equal")
+    case .notEqual: try comparison("not_equal")
+    case .select:
+      let condition = try op(
+        "not_equal", [("x", .tensor(inputs[0])), ("y", .scalar(0, inputs[0].dataType))], temporary(out, "condition"), .bool, inputs[0].shape)
+      try produce(out, layout, "select", [("cond", .tensor(condition)), ("a", .tensor(inputs[1])), ("b", .tensor(inputs[2]))], dataType: inputs[1].dataType)
+    }
+  }
+
+  mutating func emitConcatenate(_ node: Node, axis: Int) throws {
+    let r = rank(node.inputs[0])
+    let layout: MILLayout =
+      r >= 2 && node.inputs.allSatisfy({ hasChannelsFirst($0) || self.layout(of: $0) == .channelsFirst }) ? .channelsFirst : .natural
+    let inputs = try node.inputs.map { try tensor($0, layout) }
+    try produce(
+      node.output, layout, "concat",
+      [("values", .tensors(inputs)), ("axis", .int(layout.axis(axis, rank: r))), ("interleave", .bool(false))], dataType: inputs[0].dataType)
+  }
+
+  mutating func emitConstant(_ node: Node, _ constant: Constant) throws {
+    let name = resultName(node.output, layout: .natural, dataType: computeType)
+    let result = try builder.const(constant.values, shape: [1] + constant.shape, computeType, name: name.name, exactName: name.exact)
+    if name.exact { builder.claim(name.name) }
+    define(node.output, .natural, result)
+  }
+
+  mutating func emitReduce(_ node: Node, _ reduction: Reduction) throws {
+    let x = try tensor(node.inputs[0], .natural)
+    let type: String
+    switch reduction.kind {
+    case .mean: type = "reduce_mean"
+    case .max: type = "reduce_max"
+    case .min: type = "reduce_min"
+    case .sum: type = "reduce_sum"
+    }
+    try produce(
+      node.output, .natural, type, [("x", .tensor(x)), ("axes", .ints(reduction.axes.map { $0 + 1 })), ("keep_dims", .bool(reduction.keepDims))],
+      dataType: x.dataType)
+  }
+
+  mutating func emitSoftmax(_ node: Node, axis: Int) throws {
+    let id = node.inputs[0]
+    let layout = rank(id) >= 2 && layout(of: id) == .channelsFirst ? MILLayout.channelsFirst : .natural
+    let x = try tensor(id, layout)
+    try produce(node.output, layout, "softmax", [("x", .tensor(x)), ("axis", .int(layout.axis(axis, rank: rank(id))))], dataType: x.dataType)
+  }
+
+  mutating func emitCast(_ node: Node, _ type: DataType) throws {
+    let (x, layout) = try tensor(node.inputs[0])
+    let target: MILElementType = type == .float16 ? .fp16 : .fp32
+    if x.dataType == target {
+      try alias(node.output, x, layout)
+    } else {
+      try produce(node.output, layout, "cast", [("x", .tensor(x)), ("dtype", .string(target.castName))], dataType: target)
+    }
+  }
+
+  /// Flatten and reshape: row-major over the channels-last (natural) layout, as Keras does.
+  mutating func emitReshape(_ node: Node, target: [Int]) throws {
+    let x = try tensor(node.inputs[0], .natural)
+    try produce(node.output, .natural, "reshape", [("x", .tensor(x)), ("shape", .ints([1] + target))], dataType: x.dataType)
+  }
+
+  mutating func emitPermute(_ node: Node, order: [Int]) throws {
+    let x = try tensor(node.inputs[0], .natural)
+    try produce(node.output, .natural, "transpose", [("x", .tensor(x)), ("perm", .ints([0] + order.map { $0 + 1 }))], dataType: x.dataType)
+  }
+
+  mutating func emitConstantPad(_ node: Node, _ padding: ConstantPadding) throws {
+    let x = try tensor(node.inputs[0], .natural)
+    let pads = zip(padding.before, padding.after).flatMap { [$0, $1] }
+    try produce(
+      node.output, .natural, "pad",
+      [("x", .tensor(x)), ("pad", .ints(pads)), ("mode", .string("constant")), ("constant_val", .scalar(padding.value, x.dataType))], dataType: x.dataType)
+  }
+
+  mutating func emitSlice(_ node: Node, _ slice: StridedSlice) throws {
+    let x = try tensor(node.inputs[0], .natural)
+    try produce(
+      node.output, .natural, "slice_by_index",
+      [("x", .tensor(x)), ("begin", .ints([0] + slice.begin)), ("end", .ints([1] + slice.end)), ("stride", .ints([1] + slice.strides))],
+      dataType: x.dataType)
+  }
+}

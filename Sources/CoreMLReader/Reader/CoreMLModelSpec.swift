@@ -1,0 +1,105 @@
+import CoreMLCommon
+/// A Swift view of a decoded Core ML model: its description and its neural-network layers or ML Program.
+///
+/// This is what the reader hands to callers (and tests) instead of protobuf-c structs.
+public struct CoreMLModelSpec: Sendable, Equatable {
+  /// A model input or output.
+  public struct Feature: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+      case multiArray(shape: [Int], dataType: Int)
+      case image(width: Int, height: Int, colorSpace: String)
+      case dictionary(keyType: String)
+      case string
+      case int64
+      case double
+    }
+    public var name: String
+    public var kind: Kind
+    /// Whether the description marks the feature optional (a recurrent layer's state input, as the
+    /// Keras converter declared them: Core ML reads zeros when it is not given).
+    public var isOptional: Bool
+
+    public init(name: String, kind: Kind, isOptional: Bool = false) {
+      self.name = name
+      self.kind = kind
+      self.isOptional = isOptional
+    }
+  }
+
+  /// One neural-network layer, with its parameters flattened into named values.
+  public struct Layer: Sendable, Equatable {
+    public var name: String
+    /// The oneof case, named as in the proto (`convolution`, `innerProduct`, ...).
+    public var kind: String
+    public var inputs: [String]
+    public var outputs: [String]
+    /// Weight blobs by field name (`weights`, `bias`, `gamma`, ...): float16 widened, quantized values dequantized.
+    public var weights: [String: [Float]]
+    /// Integer, enum and bool parameters by field name (`kernelSize`, `stride`, `nGroups`, `mode`, `axes`, ...).
+    public var integers: [String: [Int]]
+    /// Float parameters by field name (`alpha`, `beta`, `epsilon`, ...).
+    public var floats: [String: Float]
+    /// Whether a weight field was stored as float16.
+    public var usesFloat16: Bool
+    /// Text parameters by field name (a custom layer's `className`).
+    public var texts: [String: String] = [:]
+    /// The bit width of quantized weights (`rawValue`), or 0 when none are quantized.
+    public var quantizationBits: Int = 0
+  }
+
+  /// An image input's scaler: `y = channelScale * x + bias`.
+  public struct ImageScaler: Sendable, Equatable {
+    public var featureName: String
+    public var channelScale: Float
+    public var redBias: Float
+    public var greenBias: Float
+    public var blueBias: Float
+    public var grayBias: Float
+
+    public init(featureName: String, channelScale: Float, redBias: Float, greenBias: Float, blueBias: Float, grayBias: Float) {
+      self.featureName = featureName
+      self.channelScale = channelScale
+      self.redBias = redBias
+      self.greenBias = greenBias
+      self.blueBias = blueBias
+      self.grayBias = grayBias
+    }
+  }
+
+  public var specificationVersion: Int
+  /// `neuralNetwork`, `neuralNetworkClassifier`, `neuralNetworkRegressor` or `mlProgram`.
+  public var modelType: String
+  public var inputs: [Feature]
+  public var outputs: [Feature]
+  public var predictedFeatureName: String
+  public var predictedProbabilitiesName: String
+  public var layers: [Layer]
+  public var preprocessing: [ImageScaler]
+  public var stringClassLabels: [String]
+  public var int64ClassLabels: [Int64]
+  public var labelProbabilityLayerName: String
+  /// `EXACT_ARRAY_MAPPING`: multiarray inputs keep their declared rank (else rank-5 `[S, B, C, H, W]`).
+  public var exactArrayMapping: Bool
+  /// `RANK4_IMAGE_MAPPING`: image inputs are `[B, C, H, W]` (else rank-5).
+  public var rank4ImageMapping: Bool
+  public var shortDescription: String
+  public var author: String
+  public var license: String
+  public var version: String
+  public var userDefined: [String: String]
+  /// For `mlProgram` models: the decoded `main` function (nil for neural networks).
+  public var program: MILProgram? = nil
+
+  /// Whether the model computes or stores weights in float16 (a neural-network layer's float16 weights,
+  /// or an ML Program with float16 tensors).
+  public var usesFloat16: Bool { layers.contains(where: \.usesFloat16) || (program?.usesFloat16 ?? false) }
+
+  /// The smallest bit width of quantized or palettized weights, or 0 when there are none.
+  public var quantizationBits: Int {
+    let bits = layers.map(\.quantizationBits).filter { $0 > 0 } + [program?.quantizationBits ?? 0].filter { $0 > 0 }
+    return bits.min() ?? 0
+  }
+
+  /// The layer with this name.
+  public func layer(named name: String) -> Layer? { layers.first { $0.name == name } }
+}

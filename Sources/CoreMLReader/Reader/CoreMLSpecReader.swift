@@ -1,0 +1,169 @@
+import CoreMLCommon
+import CProtobufC
+import CoreMLSpec
+import Foundation
+
+/// Decodes `.mlmodel` bytes with protoc-c's generated reader into a `CoreMLModelSpec`.
+public enum CoreMLSpecReader {
+  /// Decodes a serialized `Model`.
+  ///
+  /// - Parameter weightsURL: for an ML Program, the package folder holding `weight.bin`; an ML Program read
+  ///   without one (a bare `.mlmodel` file) is an error, since its weights live outside the file.
+  public static func read(_ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil) throws -> CoreMLModelSpec {
+    guard let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }) else {
+      throw CoreMLReaderError.malformed(path: path)
+    }
+    defer { core_ml__specification__model__free_unpacked(model, nil) }
+    let m = model.pointee
+
+    var spec = CoreMLModelSpec(
+      specificationVersion: Int(m.specificationversion), modelType: "", inputs: [], outputs: [],
+      predictedFeatureName: "", predictedProbabilitiesName: "", layers: [], preprocessing: [],
+      stringClassLabels: [], int64ClassLabels: [], labelProbabilityLayerName: "", exactArrayMapping: false, rank4ImageMapping: false,
+      shortDescription: "", author: "", license: "", version: "", userDefined: [:])
+    if let description = m.description?.pointee {
+      spec.inputs = buffer(description.input, description.n_input).compactMap { $0.map(feature) }
+      spec.outputs = buffer(description.output, description.n_output).compactMap { $0.map(feature) }
+      spec.predictedFeatureName = text(description.predictedfeaturename)
+      spec.predictedProbabilitiesName = text(description.predictedprobabilitiesname)
+      if let metadata = description.metadata?.pointee {
+        spec.shortDescription = text(metadata.shortdescription)
+        spec.author = text(metadata.author)
+        spec.license = text(metadata.license)
+        spec.version = text(metadata.versionstring)
+        for entry in buffer(metadata.userdefined, metadata.n_userdefined) {
+          if let entry { spec.userDefined[text(entry.pointee.key)] = text(entry.pointee.value) }
+        }
+      }
+    }
+
+    func network(
+      _ layers: UnsafeMutablePointer<UnsafeMutablePointer<NNLayer>?>?, _ layerCount: Int,
+      _ preprocessing: UnsafeMutablePointer<UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>?>?,
+      _ preprocessingCount: Int, arrayMapping: UInt32, imageMapping: UInt32
+    ) throws {
+      spec.layers = try buffer(layers, layerCount).compactMap { try $0.map { try layer($0, path: path) } }
+      spec.preprocessing = buffer(preprocessing, preprocessingCount).compactMap { $0.flatMap(scaler) }
+      spec.exactArrayMapping = arrayMapping == 1
+      spec.rank4ImageMapping = imageMapping == 1
+    }
+    switch m.type_case {
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER:
+      let n = m.neuralnetworkclassifier.pointee
+      spec.modelType = "neuralNetworkClassifier"
+      try network(
+        n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
+        imageMapping: n.imageinputshapemapping.rawValue)
+      spec.labelProbabilityLayerName = text(n.labelprobabilitylayername)
+      switch n.class_labels_case {
+      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS:
+        let vector = n.stringclasslabels.pointee
+        spec.stringClassLabels = buffer(vector.vector, vector.n_vector).map { text($0) }
+      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS:
+        let vector = n.int64classlabels.pointee
+        spec.int64ClassLabels = buffer(vector.vector, vector.n_vector)
+      default: break
+      }
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK:
+      let n = m.neuralnetwork.pointee
+      spec.modelType = "neuralNetwork"
+      try network(
+        n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
+        imageMapping: n.imageinputshapemapping.rawValue)
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_REGRESSOR:
+      let n = m.neuralnetworkregressor.pointee
+      spec.modelType = "neuralNetworkRegressor"
+      try network(
+        n.layers, n.n_layers, n.preprocessing, n.n_preprocessing, arrayMapping: n.arrayinputshapemapping.rawValue,
+        imageMapping: n.imageinputshapemapping.rawValue)
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM:
+      guard let weightsURL else {
+        throw CoreMLReaderError.invalidProgram(
+          path: path, operation: "program", detail: "an ML Program must be read from its .mlpackage folder (its weights live beside the model file)")
+      }
+      guard let program = m.mlprogram?.pointee else { throw CoreMLReaderError.malformed(path: path) }
+      spec.modelType = "mlProgram"
+      // Program tensors keep their declared rank, batch included, like a neural network's exact mapping.
+      spec.exactArrayMapping = true
+      spec.rank4ImageMapping = true
+      var decoder = MILProgramDecoder(path: path, weightsURL: weightsURL)
+      let decoded = try decoder.decode(program)
+      spec.program = decoded
+      if let classify = decoded.operations.first(where: { $0.type == "classify" }), case .value(let classes)? = classify.inputs["classes"]?.first {
+        if classes.type.dataType == .string { spec.stringClassLabels = classes.strings } else { spec.int64ClassLabels = classes.integers }
+      } else if let classify = decoded.operations.first(where: { $0.type == "classify" }), case .name(let name)? = classify.inputs["classes"]?.first,
+        let classes = decoded.producer(of: name)?.value
+      {
+        if classes.type.dataType == .string { spec.stringClassLabels = classes.strings } else { spec.int64ClassLabels = classes.integers }
+      }
+    default:
+      // Model types our schema leaves out arrive as unknown fields; their field number names them.
+      let tags = buffer(m.base.unknown_fields, Int(m.base.n_unknown_fields)).map(\.tag)
+      let type = tags.lazy.compactMap { modelTypeNames[$0] }.first ?? "model without a neural network"
+      throw CoreMLReaderError.unsupportedModelType(path: path, type: type)
+    }
+    return spec
+  }
+
+  /// Reads and decodes a `.mlmodel` file, or the model inside an `.mlpackage` folder (found through its
+  /// `Manifest.json`; an ML Program's weights are read from the package's weights folder).
+  public static func read(contentsOf url: URL) throws -> CoreMLModelSpec {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw CoreMLReaderError.unreadable(path: url.path) }
+    guard isDirectory.boolValue else {
+      guard let data = FileManager.default.contents(atPath: url.path) else { throw CoreMLReaderError.unreadable(path: url.path) }
+      return try read([UInt8](data), path: url.path)
+    }
+    let contents: ModelPackage.Contents
+    do { contents = try ModelPackage.contents(of: url) } catch let error as ModelPackage.FormatError {
+      throw CoreMLReaderError.invalidProgram(path: url.path, operation: "package", detail: error.description)
+    }
+    guard let data = FileManager.default.contents(atPath: contents.modelURL.path) else { throw CoreMLReaderError.unreadable(path: contents.modelURL.path) }
+    return try read([UInt8](data), path: url.path, weightsURL: contents.weightsURL)
+  }
+
+  /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.
+  static var modelTypeNames: [UInt32: String] { CoreMLModelOutline.typeNames }
+
+  // MARK: Helpers
+
+  static func buffer<T>(_ pointer: UnsafeMutablePointer<T>?, _ count: Int) -> [T] {
+    guard let pointer, count > 0 else { return [] }
+    return Array(UnsafeBufferPointer(start: pointer, count: count))
+  }
+
+  static func text(_ pointer: UnsafeMutablePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
+
+  static func ints(_ pointer: UnsafeMutablePointer<UInt64>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int(clamping: $0) } }
+
+  private static func feature(_ pointer: UnsafeMutablePointer<CoreML__Specification__FeatureDescription>) -> CoreMLModelSpec.Feature {
+    let description = pointer.pointee
+    let name = text(description.name)
+    guard let type = description.type?.pointee else { return .init(name: name, kind: .double) }
+    switch type.type_case {
+    case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE:
+      let array = type.multiarraytype.pointee
+      return .init(
+        name: name, kind: .multiArray(shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)),
+        isOptional: type.isoptional != 0)
+    case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE:
+      let image = type.imagetype.pointee
+      let spaces: [UInt32: String] = [10: "GRAYSCALE", 20: "RGB", 30: "BGR", 40: "GRAYSCALE_FLOAT16"]
+      return .init(name: name, kind: .image(width: Int(image.width), height: Int(image.height), colorSpace: spaces[image.colorspace.rawValue] ?? "INVALID"))
+    case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_DICTIONARY_TYPE:
+      let keyType = type.dictionarytype.pointee.key_type_case == CORE_ML__SPECIFICATION__DICTIONARY_FEATURE_TYPE__KEY_TYPE_INT64_KEY_TYPE ? "int64" : "string"
+      return .init(name: name, kind: .dictionary(keyType: keyType))
+    case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_STRING_TYPE: return .init(name: name, kind: .string)
+    case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_INT64_TYPE: return .init(name: name, kind: .int64)
+    default: return .init(name: name, kind: .double)
+    }
+  }
+
+  private static func scaler(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>) -> CoreMLModelSpec.ImageScaler? {
+    guard pointer.pointee.preprocessor_case == CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER else { return nil }
+    let scaler = pointer.pointee.scaler.pointee
+    return .init(
+      featureName: text(pointer.pointee.featurename), channelScale: scaler.channelscale, redBias: scaler.redbias,
+      greenBias: scaler.greenbias, blueBias: scaler.bluebias, grayBias: scaler.graybias)
+  }
+}
