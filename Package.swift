@@ -19,6 +19,9 @@ import PackageDescription
 /// - `modelconv`: the thin command-line front end.
 /// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
 ///   to prove that verification fails wrong conversions; `mutation-check` runs them against a model by hand.
+/// What every test target may import.
+let testDependencies: [Target.Dependency] = ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC", "TestSupport"]
+
 let package = Package(
   name: "ModelConverter",
   products: [
@@ -64,9 +67,17 @@ let package = Package(
     .executableTarget(
       name: "runtime-bench", dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"],
       path: "Sources/RuntimeBench"),
-    .testTarget(
-      name: "ModelConverterTests",
-      dependencies: ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC"]),
+    // Tests: one target per module (`swift test --filter KerasFormatTests` runs one), the end-to-end CLI
+    // tests in modelconvTests, and what they share (fixture paths, reference files, running modelconv).
+    .target(name: "TestSupport", dependencies: ["KerasFormat"], path: "Tests/TestSupport"),
+    .testTarget(name: "ModelIRTests", dependencies: testDependencies),
+    .testTarget(name: "KerasFormatTests", dependencies: testDependencies),
+    .testTarget(name: "CoreMLReaderTests", dependencies: testDependencies),
+    .testTarget(name: "CoreMLWriterTests", dependencies: testDependencies),
+    .testTarget(name: "ReferenceRuntimeTests", dependencies: testDependencies),
+    .testTarget(name: "ImageFormatTests", dependencies: testDependencies),
+    .testTarget(name: "ModelConverterTests", dependencies: testDependencies),
+    .testTarget(name: "modelconvTests", dependencies: testDependencies),
   ],
   swiftLanguageModes: [.v5]
 )

@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import ModelConverter
 @testable import ModelIR
+import TestSupport
 import Testing
 
 /// Deliberately broken conversions make `ParityVerifier` fail, each for the reason it should; the

@@ -3,6 +3,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelFormats
+import TestSupport
 import Testing
 
 /// Core ML files as a conversion source: models coremltools wrote from real Keras models, converted to
@@ -140,15 +141,15 @@ import Testing
   @Test func commandLineConvertsCoreML() throws {
     let directory = try Fixtures.temporaryDirectory()
     let output = directory.appendingPathComponent("Digits.mlpackage").path
-    let result = try HardeningTests.modelconv(
-      ["convert", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, "-o", output, "--verify"], timeout: "60")
+    let result = try Modelconv.run(
+      ["convert", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, "-o", output, "--verify"], readTimeout: "60")
     #expect(result.status == 0, "\(result.stderr)")
     #expect(FileManager.default.fileExists(atPath: output + "/Manifest.json"))
-    let verify = try HardeningTests.modelconv(["verify", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, output], timeout: "60")
+    let verify = try Modelconv.run(["verify", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, output], readTimeout: "60")
     #expect(verify.status == 0, "\(verify.stderr)")
     // The classic writer's refusal is a bad-input exit, and leaves nothing behind.
     let refused = directory.appendingPathComponent("norm.mlmodel").path
-    let failure = try HardeningTests.modelconv(["convert", Self.golden.appendingPathComponent("unit_norm_program.mlpackage").path, "-o", refused], timeout: "60")
+    let failure = try Modelconv.run(["convert", Self.golden.appendingPathComponent("unit_norm_program.mlpackage").path, "-o", refused], readTimeout: "60")
     #expect(failure.status == 65, "\(failure.stderr)")
     #expect(!FileManager.default.fileExists(atPath: refused))
   }

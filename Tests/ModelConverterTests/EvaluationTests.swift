@@ -1,5 +1,6 @@
 import Foundation
 import ModelConverter
+import TestSupport
 import Testing
 
 /// `Evaluation` on the Digits sample's labelled folder: accuracy, confusion and agreement as real Keras'

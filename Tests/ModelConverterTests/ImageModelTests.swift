@@ -2,6 +2,7 @@ import Foundation
 import ImageFormat
 import KerasFormat
 import ModelConverter
+import TestSupport
 import Testing
 
 /// Photos through a model: the Digits sample's labelled folder, classified from the Keras file and from

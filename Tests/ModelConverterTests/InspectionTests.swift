@@ -1,5 +1,6 @@
 import Foundation
 import ModelConverter
+import TestSupport
 import Testing
 
 /// `ModelInspector` and `modelconv inspect`, against what real Keras and coremltools wrote.
@@ -167,7 +168,7 @@ import Testing
   }
 
   @Test func commandLine() throws {
-    let cli = CommandLineTests()
+    let cli = PredictionCommandTests.Runner()
     let model = Fixtures.url("coremltools/digits_cnn_program_fp16.mlpackage").path
     let text = try cli.run(["inspect", model])
     #expect(text.status == 0, "\(text.stderr)")

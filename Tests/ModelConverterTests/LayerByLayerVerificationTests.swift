@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import ModelConverter
 @testable import ModelIR
+import TestSupport
 import Testing
 
 /// `verify` compares every tensor both models compute, names the first layer where they part, checks the

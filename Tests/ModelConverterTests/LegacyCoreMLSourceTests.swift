@@ -3,6 +3,7 @@ import Foundation
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// Classic Core ML networks as 2017-2019 converters wrote them (rank-5 mapping, specification 1 and 4,

@@ -3,6 +3,7 @@ import CoreMLMutations
 import Foundation
 import ModelConverter
 import ModelIR
+import TestSupport
 import Testing
 
 /// The mutation engine breaks written Core ML files where it says it does, files stay readable, and

@@ -2,6 +2,7 @@ import CoreMLFormat
 import CoreMLMutations
 import Foundation
 import ModelConverter
+import TestSupport
 import Testing
 
 /// Correct conversions of the samples and of fixtures covering every layer family, broken in the written

@@ -1,9 +1,14 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `modelconv predict`, `evaluate`, help pages and JSON documents, end to end.
 @Suite struct PredictionCommandTests {
-  let cli = CommandLineTests()
+  /// The built `modelconv`.
+  struct Runner {
+    func run(_ arguments: [String]) throws -> Modelconv.Result { try Modelconv.run(arguments) }
+  }
+  let cli = Runner()
   static let model = Fixtures.digits.appendingPathComponent("digits_cnn.h5").path
   static let labels = Fixtures.digits.appendingPathComponent("labels.txt").path
   static let folder = Fixtures.digits.appendingPathComponent("test_images").path

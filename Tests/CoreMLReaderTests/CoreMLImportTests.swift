@@ -3,6 +3,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// The Core ML reader, checked against files written by coremltools and by our own writer: both, run by

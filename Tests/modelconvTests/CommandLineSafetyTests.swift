@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import TestSupport
 import Testing
 
 /// `modelconv` never destroys a user's file and refuses options and labels that cannot be right, with
@@ -134,18 +135,5 @@ import Testing
     #expect(try Data(contentsOf: output) == Data("previous".utf8))
     let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != "Custom.mlmodel" }
     #expect(leftovers.isEmpty, "\(leftovers)")
-  }
-
-  @Test func nonFiniteWeightsNeedAllowNonFinite() throws {
-    let url = try HostileKerasTests.copy("tfkeras215/sequential_plain.h5")
-    var kernel = [Float](repeating: 0.1, count: 36)
-    kernel[3] = .nan
-    try HostileKerasTests.overwrite(url, dataset: "/model_weights/conv2d/conv2d/kernel:0", with: kernel)
-    let output = url.deletingLastPathComponent().appendingPathComponent("nan.mlmodel")
-    let refused = try cli.run(["convert", url.path, "-o", output.path])
-    #expect(refused.status == 65)
-    #expect(refused.stderr.contains("conv2d") && refused.stderr.contains("kernel"), "\(refused.stderr)")
-    #expect(!FileManager.default.fileExists(atPath: output.path))
-    #expect(try cli.run(["convert", url.path, "-o", output.path, "--allow-nonfinite"]).status == 0)
   }
 }

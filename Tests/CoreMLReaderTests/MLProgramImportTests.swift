@@ -4,6 +4,7 @@ import KerasFormat
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// The ML Program reader and importer, checked against `.mlpackage` files coremltools 9 wrote

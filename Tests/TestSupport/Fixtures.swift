@@ -1,20 +1,20 @@
 import Foundation
 import KerasFormat
 
-/// Paths of the fixtures that `Samples/` scripts made with real Keras.
-enum Fixtures {
-  static let packageRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-  static let root = packageRoot.appendingPathComponent("Samples/Fixtures")
-  static let digits = packageRoot.appendingPathComponent("Samples/Digits")
+/// Paths of the fixtures that `Samples/` scripts made with real Keras (shared by every test target).
+public enum Fixtures {
+  public static let packageRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+  public static let root = packageRoot.appendingPathComponent("Samples/Fixtures")
+  public static let digits = packageRoot.appendingPathComponent("Samples/Digits")
 
   /// Keras dialects with a full fixture set.
-  static let dialects = ["tfkeras215", "tfkeras2", "keras3", "legacy224"]
+  public static let dialects = ["tfkeras215", "tfkeras2", "keras3", "legacy224"]
 
-  static func url(_ relative: String) -> URL { root.appendingPathComponent(relative) }
+  public static func url(_ relative: String) -> URL { root.appendingPathComponent(relative) }
 
   /// Every `(dialect, model)` pair that has a reference file.
-  static var models: [String] {
+  public static var models: [String] {
     dialects.flatMap { dialect -> [String] in
       let folder = root.appendingPathComponent(dialect)
       let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
@@ -24,7 +24,7 @@ enum Fixtures {
   }
 
   /// A fresh temporary directory.
-  static func temporaryDirectory() throws -> URL {
+  public static func temporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("modelconv-tests-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
@@ -32,25 +32,25 @@ enum Fixtures {
 }
 
 /// The reference outputs and Core ML-layout weights that a `Samples/` script saved from real Keras.
-struct ReferenceFile {
-  let file: HDF5File
+public struct ReferenceFile {
+  public let file: HDF5File
 
-  init(model: String) throws {
+  public init(model: String) throws {
     file = try HDF5File(path: Fixtures.url(model + ".reference.h5").path)
   }
 
-  init(url: URL) throws {
+  public init(url: URL) throws {
     file = try HDF5File(path: url.path)
   }
 
   /// Output shapes without the batch dimension, in model output order.
-  func outputShapes() throws -> [[Int]] {
+  public func outputShapes() throws -> [[Int]] {
     let outputs = try require(file.group("outputs"))
     return try outputs.childNames().sorted { Int($0)! < Int($1)! }.map { Array(try outputs.floatDataset($0).shape.dropFirst()) }
   }
 
   /// Keras layer name → weight name → values in Core ML layout.
-  func coreMLWeights() throws -> [String: [String: [Float]]] {
+  public func coreMLWeights() throws -> [String: [String: [Float]]] {
     guard let group = file.group("coreml_weights") else { return [:] }
     var result: [String: [String: [Float]]] = [:]
     for layer in group.childNames() {
@@ -60,7 +60,7 @@ struct ReferenceFile {
     return result
   }
 
-  func dataset(_ path: String) throws -> (shape: [Int], values: [Float]) { try file.root.floatDataset(path) }
+  public func dataset(_ path: String) throws -> (shape: [Int], values: [Float]) { try file.root.floatDataset(path) }
 }
 
 private func `require`<T>(_ value: T?) throws -> T {
@@ -68,4 +68,4 @@ private func `require`<T>(_ value: T?) throws -> T {
   return value
 }
 
-enum FixtureError: Error { case missing }
+public enum FixtureError: Error { case missing }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import KerasFormat
 import ModelConverter
+import TestSupport
 import Testing
 
 /// The Keras layer registry is the one list of converted classes: the supported set, the README's

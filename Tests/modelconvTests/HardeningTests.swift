@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import KerasFormat
 import ModelConverter
+import TestSupport
 import Testing
 
 /// Untrusted input files: corrupt HDF5, blocking paths, other formats, `.keras` archives, threads.

@@ -2,6 +2,7 @@ import Foundation
 import KerasFormat
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// The IR of each Keras fixture, run by the reference interpreter, reproduces the outputs real Keras saved.
@@ -34,6 +35,11 @@ import Testing
     try Self.check(graph: graph, reference: ReferenceFile(model: model), label: model)
   }
 
+  /// Dense on a `[T, C]` tensor (once refused) acts on the last axis and matches Keras.
+  @Test func denseOnRank3MatchesKeras() throws {
+    let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.url("bad/dense_rank3.h5").path))
+    try Self.check(graph: graph, reference: ReferenceFile(model: "bad/dense_rank3"), label: "dense_rank3")
+  }
   @Test func digitsClassifierMatchesKeras() throws {
     let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.digits.appendingPathComponent("digits_cnn.h5").path))
     try Self.check(graph: graph, reference: ReferenceFile(url: Fixtures.digits.appendingPathComponent("digits_cnn.reference.h5")), label: "digits")

@@ -4,6 +4,7 @@ import KerasFormat
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// `CoreMLSpecificationRules` against the restrictions Apple's NeuralNetwork.proto states: correct conversions of

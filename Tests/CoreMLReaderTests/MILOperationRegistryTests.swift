@@ -1,5 +1,6 @@
 @testable import CoreMLReader
 import Foundation
+import TestSupport
 import Testing
 
 /// The MIL operations the importer reads are the registry's keys, and the README's list is that list.

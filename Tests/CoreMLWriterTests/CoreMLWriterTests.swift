@@ -3,6 +3,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
+import TestSupport
 import Testing
 
 /// The written bytes decode (through protoc-c) into the expected description, layers and weights.

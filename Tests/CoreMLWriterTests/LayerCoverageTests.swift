@@ -3,6 +3,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
+import TestSupport
 import Testing
 
 /// Every model of `Samples/Fixtures/layers` (made by `make_layer_fixtures.py` with real Keras, as

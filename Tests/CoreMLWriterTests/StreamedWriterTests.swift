@@ -5,6 +5,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
+import TestSupport
 import Testing
 
 /// The neural-network writer packs one layer at a time, splicing the messages around the layers by hand

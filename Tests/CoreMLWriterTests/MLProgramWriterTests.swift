@@ -4,6 +4,7 @@ import KerasFormat
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// The ML Program writer's output, decoded with protobuf-c: program structure, names, constants and their

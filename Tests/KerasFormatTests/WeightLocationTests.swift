@@ -1,5 +1,6 @@
 import Foundation
 import KerasFormat
+import TestSupport
 import Testing
 
 /// Weights stored as plain float32 runs are located by libhdf5 and read by offset by the converter:

@@ -3,6 +3,7 @@ import Foundation
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// The `.mlpackage` container, the MIL blob file, deployment targets and emulated float16.

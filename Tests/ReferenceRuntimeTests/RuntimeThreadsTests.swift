@@ -3,6 +3,7 @@ import Foundation
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// The runtime on several cores: one interpreter shared by threads, and `verify` running samples at once.
@@ -60,7 +61,7 @@ import Testing
   }
 
   @Test func versionVerboseNamesTheKernels() throws {
-    let result = try CommandLineTests().run(["--version", "--verbose"])
+    let result = try Modelconv.run(["--version", "--verbose"])
     #expect(result.status == 0)
     #expect(result.stdout.contains("runtime kernels: oneDNN"))
     #expect(result.stdout.contains("cpu: "))

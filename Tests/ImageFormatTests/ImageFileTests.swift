@@ -1,6 +1,7 @@
 import Foundation
 import ImageFormat
 import KerasFormat
+import TestSupport
 import Testing
 
 /// PNG and JPEG decoding, EXIF orientation, Vision's crop-and-scale options and grayscale conversion,

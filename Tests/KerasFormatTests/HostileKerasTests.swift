@@ -4,6 +4,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
+import TestSupport
 import Testing
 
 /// Hostile or corrupt Keras files made from the real fixtures: numbers out of range in the config,
@@ -391,5 +392,19 @@ import Testing
     let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 2, reference: reference))
     #expect(report.passed)
     #expect(report.outputs.contains { $0.comparedWith.description.contains("real Keras") && $0.passed && $0.elements > 0 })
+  }
+
+  /// Through the command line: refused by default (exit 65 naming the layer and weight), written with --allow-nonfinite.
+  @Test func nonFiniteWeightsNeedAllowNonFinite() throws {
+    let url = try Self.copy("tfkeras215/sequential_plain.h5")
+    var kernel = [Float](repeating: 0.1, count: 36)
+    kernel[3] = .nan
+    try Self.overwrite(url, dataset: "/model_weights/conv2d/conv2d/kernel:0", with: kernel)
+    let output = url.deletingLastPathComponent().appendingPathComponent("nan.mlmodel")
+    let refused = try Modelconv.run(["convert", url.path, "-o", output.path])
+    #expect(refused.status == 65)
+    #expect(refused.stderr.contains("conv2d") && refused.stderr.contains("kernel"), "\(refused.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: output.path))
+    #expect(try Modelconv.run(["convert", url.path, "-o", output.path, "--allow-nonfinite"]).status == 0)
   }
 }

@@ -1,18 +1,12 @@
 import CoreMLFormat
 import Foundation
+import TestSupport
 import Testing
 
 /// `modelconv` end to end: exit codes, printed summaries and no partial output on failure.
 @Suite struct CommandLineTests {
   /// The built `modelconv`, beside the test bundle.
-  static let executable: URL = {
-    let candidates = [
-      URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("modelconv"),
-      Bundle.main.bundleURL.appendingPathComponent("modelconv"),
-      Fixtures.packageRoot.appendingPathComponent(".build/debug/modelconv"),
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[2]
-  }()
+  static var executable: URL { Modelconv.executable }
 
   struct Result {
     var status: Int32

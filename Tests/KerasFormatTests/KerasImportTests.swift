@@ -3,6 +3,7 @@ import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
+import TestSupport
 import Testing
 
 /// Every dialect's fixtures import, and shapes match what real Keras computed.
@@ -113,9 +114,4 @@ import Testing
     }
   }
 
-  /// Dense on a `[T, C]` tensor (once refused) acts on the last axis and matches Keras.
-  @Test func denseOnRank3MatchesKeras() throws {
-    let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.url("bad/dense_rank3.h5").path))
-    try ReferenceRuntimeTests.check(graph: graph, reference: ReferenceFile(model: "bad/dense_rank3"), label: "dense_rank3")
-  }
 }

@@ -1,6 +1,7 @@
 import CoreMLFormat
 import Foundation
 import ModelConverter
+import TestSupport
 import Testing
 
 /// `inspect` on Core ML model types other than neural networks, against what coremltools reads back from
@@ -114,13 +115,13 @@ import Testing
     #expect(throws: CoreMLReaderError.self) { try CoreMLSpecReader.read(contentsOf: url) }
     let scaler = Self.folder.appendingPathComponent("scaler.mlmodel")
     #expect(throws: CoreMLReaderError.unsupportedModelType(path: scaler.path, type: "scaler")) { try CoreMLSpecReader.read(contentsOf: scaler) }
-    let result = try CommandLineTests().run(["convert", url.path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("o.mlmodel").path])
+    let result = try Modelconv.run(["convert", url.path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("o.mlmodel").path])
     #expect(result.status == 65, "\(result.stderr)")
   }
 
   @Test func commandLineInspectsAPipeline() throws {
     let url = Self.folder.appendingPathComponent("vision_feature_print_pipeline.mlmodel")
-    let text = try CommandLineTests().run(["inspect", url.path])
+    let text = try Modelconv.run(["inspect", url.path])
     #expect(text.status == 0, "\(text.stderr)")
     #expect(text.stdout.contains("pipelineClassifier, specification version 4"))
     #expect(text.stdout.contains("image: Image (Color BGR 299 × 299)"))
@@ -129,7 +130,7 @@ import Testing
     #expect(text.stdout.contains("Labels         2: corgi, husky"))
     #expect(!text.stdout.contains("Output shapes unknown"))
 
-    let json = try CommandLineTests().run(["inspect", url.path, "--json"])
+    let json = try Modelconv.run(["inspect", url.path, "--json"])
     #expect(json.status == 0, "\(json.stderr)")
     let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
     #expect(object["schema"] as? String == "modelconv.inspect/1")
@@ -186,7 +187,7 @@ import Testing
     for (index, candidate) in candidates.enumerated() {
       let url = folder.appendingPathComponent("hostile\(index).mlmodel")
       try Data(candidate).write(to: url)
-      let result = try CommandLineTests().run(["inspect", url.path])
+      let result = try Modelconv.run(["inspect", url.path])
       #expect(result.status == 0 || result.status == 65, "\(index): \(result.status) \(result.stderr)")
       if result.status == 65 { #expect(result.stderr.contains(url.path), "\(index): \(result.stderr)") }
     }
