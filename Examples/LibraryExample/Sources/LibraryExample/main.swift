@@ -3,7 +3,7 @@ import ModelConverter
 
 // Convert the bundled digits classifier (8x8 grayscale, trained on pixels / 255).
 let source = URL(fileURLWithPath: "Samples/Digits/digits_cnn.h5")
-let model = try KerasConverter.convert(
+let model = try Converter.convert(
   modelAt: source,
   options: ConversionOptions(
     inputNames: ["image"], outputNames: ["probabilities"], imageInputNames: ["image"],
@@ -32,5 +32,5 @@ print("accuracy", evaluation.model.accuracy, "on", evaluation.evaluated, "images
 do {
   _ = try ImageModel.load(contentsOf: URL(fileURLWithPath: "missing.h5"))
 } catch {
-  print(error.localizedDescription)  // missing.h5: no such file
+  print(error.localizedDescription)  // <current folder>/missing.h5: no such file, or it cannot be read
 }
