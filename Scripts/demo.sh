@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine, builds modelconv, converts the bundled digits classifier
 # (Samples/Digits, a CNN trained with real Keras) into a Core ML classifier with an image input,
-# verifies the result against the Keras model and the outputs real Keras saved, then inspects it,
+# verifies the result against the Keras model and the outputs real Keras saved, converts it on to an ML
+# Program (verified against the .mlmodel), then inspects it,
 # classifies two photos and evaluates it on the bundled labelled test folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,8 @@ mkdir -p out
   -o out/Digits.mlmodel
 .build/release/modelconv verify Samples/Digits/digits_cnn.h5 out/Digits.mlmodel \
   --reference Samples/Digits/digits_cnn.reference.h5 --image-scale 0.00392156862745098 --labels-file Samples/Digits/labels.txt
+# A Core ML file is a source too: the neural network becomes an ML Program, verified against it.
+.build/release/modelconv convert out/Digits.mlmodel -o out/Digits.mlpackage --verify
 # The day after converting: look inside, classify two photos, score the labelled test folder
 # (Samples/Digits/test_images, one folder per label) against the Keras file.
 .build/release/modelconv inspect out/Digits.mlmodel
