@@ -151,6 +151,41 @@ import Testing
     Self.expectSameOutputs(graph, rewritten)
   }
 
+  /// Transposes separated by an element-wise activation meet and cancel.
+  @Test func transposeMovesPastActivation() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4, 5, 3]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [chw])
+    let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [relu])
+    let out = try builder.add(.activation(.tanh), name: "out", inputs: [hwc])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try CancelTransposesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["activation", "activation"])
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// A batch axis put in front of a 1-D signal before spatial layers (MIL's `[1, C, 1, L]`): the layers
+  /// run on the `[1, L, C]` image, a slice of it keeps its cut, and a reshape read by two branches moves
+  /// along both.
+  @Test func batchAxisLeavesSpatialLayers() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([1, 8]))
+    let image = try builder.add(.reshape(targetShape: [1, 1, 8, 1]), name: "image", inputs: [x])
+    let pooled = try builder.add(.pooling2D(Pooling2D(kind: .max, pool: [1, 2], strides: [1, 2], padding: .valid)), name: "pool", inputs: [image])
+    let cut = try builder.add(.slice(StridedSlice(begin: [0, 0, 1, 0], end: [1, 1, 4, 1], strides: [1, 1, 1, 1])), name: "cut", inputs: [pooled])
+    let branch = try builder.add(.activation(.sigmoid), name: "branch", inputs: [image])
+    let flatCut = try builder.add(.reshape(targetShape: [3]), name: "flat_cut", inputs: [cut])
+    let flatBranch = try builder.add(.reshape(targetShape: [8]), name: "flat_branch", inputs: [branch])
+    let graph = builder.build(outputs: [flatCut, flatBranch])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    // No rank-4 tensor is left: the pooling and the slice work on the [1, 8, 1] image.
+    #expect(rewritten.nodes.allSatisfy { rewritten[$0.output].type.shape.count <= 3 }, "\(rewritten.nodes.map { rewritten[$0.output].type.shape })")
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
   @Test func float16CastsGo() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([8]))

@@ -171,16 +171,27 @@ extension MILProgramImporter {
   }
 
   mutating func convolutionTranspose() throws -> ValueID {
-    let x = try tensor("x")
-    let s = shape(x)
+    let input = try tensor("x")
     let weight = try requiredConstant("weight")
-    let w = weight.type.shape
-    guard s.count == 4, w.count == 4, w[0] == s[1] else { throw unsupported("2-D transposed convolutions of [N, C, H, W] are supported; input \(s), weight \(w)") }
+    let (inputShape, weightShape) = (shape(input), weight.type.shape)
+    guard inputShape.count == 3 || inputShape.count == 4, weightShape.count == inputShape.count, weightShape[0] == inputShape[1] else {
+      throw unsupported("1-D and 2-D transposed convolutions of [N, C, L] and [N, C, H, W] are supported; input \(inputShape), weight \(weightShape)")
+    }
+    // A 1-D transposed convolution is the 2-D one over a height of 1: [N, C, L] as [N, C, 1, L], its
+    // parameters with a unit first axis, and the result back to [N, C', L'].
+    let oneD = inputShape.count == 3
+    let spatialAxes = oneD ? 1 : 2
+    func lifted(_ values: [Int], unit: Int) -> [Int] { oneD ? [unit] + values : values }
+    let x = oneD ? try reshape(input, to: [inputShape[0], inputShape[1], 1, inputShape[2]]) : input
+    let s = shape(x)
+    let w = oneD ? [weightShape[0], weightShape[1], 1, weightShape[2]] : weightShape
     guard try int("groups", 1) == 1 else { throw unsupported("groups other than 1") }
-    guard try perAxis("dilations", count: 2) == [1, 1] else { throw unsupported("dilations other than 1") }
-    let strides = try perAxis("strides", count: 2)
+    guard try perAxis("dilations", count: spatialAxes).allSatisfy({ $0 == 1 }) else { throw unsupported("dilations other than 1") }
+    let strides = lifted(try perAxis("strides", count: spatialAxes), unit: 1)
     let type = try string("pad_type", "valid")
-    let pads = try ints("pad") ?? [0, 0, 0, 0]
+    let givenPads = try ints("pad") ?? [Int](repeating: 0, count: 2 * spatialAxes)
+    guard givenPads.count == 2 * spatialAxes else { throw invalid("pad \(givenPads) needs \(2 * spatialAxes) values") }
+    let pads = oneD ? [0, 0] + givenPads : givenPads
     let (inputs, outputs, kh, kw) = (w[0], w[1], w[2], w[3])
     var padding: Padding
     var size: [Int]
@@ -202,8 +213,10 @@ extension MILProgramImporter {
       size = [s[2] * strides[0], s[3] * strides[1]]
     default: throw unsupported("pad_type '\(type)' with pad \(pads)")
     }
-    if let given = try ints("output_shape") {
+    if let shape = try ints("output_shape") {
       // A larger output (Keras' output_padding) adds up to stride - 1 rows and columns at the end.
+      guard shape.count == 2 + spatialAxes else { throw invalid("output_shape \(shape) needs rank \(2 + spatialAxes)") }
+      let given = oneD ? [shape[0], shape[1], 1, shape[2]] : shape
       let natural = [size[0] - crop[0] - crop[1], size[1] - crop[2] - crop[3]]
       guard given.count == 4, given[0] == s[0], given[1] == outputs,
         (0..<2).allSatisfy({ given[2 + $0] >= natural[$0] && given[2 + $0] < natural[$0] + strides[$0] }),
@@ -220,13 +233,20 @@ extension MILProgramImporter {
     let op = ConvolutionTranspose(
       kernel: Constant(shape: [kh, kw, outputs, inputs], values: kernel), bias: try vector("bias", count: outputs), strides: strides, padding: padding,
       outputSize: size)
-    if crop.allSatisfy({ $0 == 0 }) { return try spatial(x) { _ in .convolutionTranspose(op) } }
-    let full = try add(.convolutionTranspose(op), [try channelsLast(x)], suffix: "__full")
-    let f = shape(full)
-    let cropped = try add(
-      .slice(StridedSlice(begin: [0, crop[0], crop[2], 0], end: [f[0], f[1] - crop[1], f[2] - crop[3], f[3]], strides: [1, 1, 1, 1])), [full],
-      suffix: "__nhwc")
-    return try channelsFirst(cropped)
+    let result: ValueID
+    if crop.allSatisfy({ $0 == 0 }) {
+      result = try spatial(x) { _ in .convolutionTranspose(op) }
+    } else {
+      let full = try add(.convolutionTranspose(op), [try channelsLast(x)], suffix: "__full")
+      let f = shape(full)
+      let cropped = try add(
+        .slice(StridedSlice(begin: [0, crop[0], crop[2], 0], end: [f[0], f[1] - crop[1], f[2] - crop[3], f[3]], strides: [1, 1, 1, 1])), [full],
+        suffix: "__nhwc")
+      result = try channelsFirst(cropped)
+    }
+    guard oneD else { return result }
+    let r = shape(result)
+    return try reshape(result, to: [r[0], r[1], r[3]])
   }
 
   mutating func pooling() throws -> ValueID {

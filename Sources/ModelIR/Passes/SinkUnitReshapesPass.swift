@@ -14,6 +14,7 @@ public struct SinkUnitReshapesPass: GraphPass {
   static func squeezed(_ shape: [Int]) -> [Int] { shape.filter { $0 != 1 } }
 
   public func run(_ graph: inout Graph) throws {
+    Self.splitSharedReshapes(&graph)
     var changed = true
     while changed {
       changed = false
@@ -28,14 +29,17 @@ public struct SinkUnitReshapesPass: GraphPass {
         var before = graph[source].type.shape
         let after = graph[node.inputs[0]].type.shape
         let operation: Operation
-        if Self.squeezed(before) == Self.squeezed(after) {
-          guard let moved = Self.moved(node.operation, before: before, after: after) else { continue }
+        if Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) {
           operation = moved
         } else {
           // A reshape that also adds unit axes (`[2, 2, 128]` to `[1, 1, 512]`) reshapes to the shape
-          // without them (`[512]`), and the unit axes move on as above.
-          let core = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
-          guard core != after, let moved = Self.moved(node.operation, before: core, after: after) else { continue }
+          // without them (`[512]`), and the unit axes move on as above. Before a spatial operation the
+          // reshape keeps the image and drops only the batch axis (`[1, 2000]` to `[1, 1, 2000, 1]`
+          // becomes `[1, 2000, 1]`, an image of height 1, and the batch axis moves on).
+          let squeezed = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
+          let image = Array(after.dropFirst())
+          let core = after.count == 4 && after[0] == 1 && Self.moved(node.operation, before: image, after: after) != nil ? image : squeezed
+          guard core != after, core != before, let moved = Self.moved(node.operation, before: core, after: after) else { continue }
           let middle = graph.nodes[producer].output
           graph.nodes[producer].operation = .reshape(targetShape: core)
           graph.values[middle].type = TensorType(core, dataType: graph[middle].type.dataType)
@@ -85,6 +89,14 @@ public struct SinkUnitReshapesPass: GraphPass {
       return after.last != 1 && before.last == after.last ? operation : nil
     case .softmax(let axis):
       return position[axis].map { .softmax(axis: $0) }
+    case .slice(let slice):
+      // Each added unit axis must be taken whole (begin 0, end 1, stride 1); the rest slices the same axes.
+      let added = after.count - before.count
+      guard after.count > before.count, Array(after.suffix(before.count)) == before, slice.begin.count == after.count,
+        slice.end.count == after.count, slice.strides.count == after.count,
+        (0..<added).allSatisfy({ slice.begin[$0] == 0 && slice.end[$0] == 1 && slice.strides[$0] == 1 })
+      else { return nil }
+      return .slice(StridedSlice(begin: Array(slice.begin.dropFirst(added)), end: Array(slice.end.dropFirst(added)), strides: Array(slice.strides.dropFirst(added))))
     case .constantPad(let pad):
       // Padding of the added unit axes must be none; the rest pads the same axes.
       let added = after.count - before.count
@@ -102,6 +114,30 @@ public struct SinkUnitReshapesPass: GraphPass {
       return .permute(order: ordered + unit)
     default:
       return nil
+    }
+  }
+
+  /// A unit-axis reshape read by several nodes gets a copy per reader, so that each can move on its
+  /// own branch (a skip connection reads the same tensor as the next layer).
+  static func splitSharedReshapes(_ graph: inout Graph) {
+    var index = 0
+    while index < graph.nodes.count {
+      let node = graph.nodes[index]
+      index += 1
+      guard case .reshape = node.operation, !graph.outputs.contains(node.output),
+        squeezed(graph[node.inputs[0]].type.shape) == squeezed(graph[node.output].type.shape)
+      else { continue }
+      let readers = graph.nodes.indices.filter { graph.nodes[$0].inputs.contains(node.output) }
+      guard readers.count > 1 else { continue }
+      for reader in readers.dropFirst().reversed() {
+        let copy = graph.values.count
+        var name = graph[node.output].name + "__copy"
+        while graph.values.contains(where: { $0.name == name }) { name += "_" }
+        graph.values.append(Value(name: name, type: graph[node.output].type))
+        graph.nodes[reader].inputs = graph.nodes[reader].inputs.map { $0 == node.output ? copy : $0 }
+        graph.nodes.insert(Node(name: node.name + "__copy", operation: node.operation, inputs: node.inputs, output: copy, origin: node.origin), at: reader)
+      }
+      index = 0
     }
   }
 }
