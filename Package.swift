@@ -20,7 +20,7 @@ import PackageDescription
 /// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
 ///   to prove that verification fails wrong conversions; `mutation-check` runs them against a model by hand.
 /// What every test target may import.
-let testDependencies: [Target.Dependency] = ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC", "TestSupport"]
+let testDependencies: [Target.Dependency] = ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC", "TestSupport"]
 
 let package = Package(
   name: "ModelConverter",

@@ -1,6 +1,4 @@
 import CoreMLCommon
-import CProtobufC
-import CoreMLSpec
 import ModelIR
 
 /// GELU from classic layers.
@@ -22,29 +20,15 @@ extension CoreMLLayerEmitter {
       step += 1
       return "\(name)__gelu\(step)_\(label)"
     }
-    func unary(_ kind: CoreML__Specification__UnaryFunctionLayerParams__Operation, _ x: String, scale: Float = 1, shift: Float = 0, label: String) -> String {
+    func unary(_ kind: NeuralNetworkUnaryOperation, _ x: String, scale: Float = 1, shift: Float = 0, label: String) -> String {
       let out = blob(label)
-      let params = arena.message(core_ml__specification__unary_function_layer_params__init)
-      params.pointee.type = kind
-      params.pointee.scale = scale
-      params.pointee.shift = shift
       // Apple reads an epsilon of 0 as 1e-6 ([rule UNARY-DEFAULTS]); 1e-12 keeps 1 / (1 + p|x|) exact to float precision.
-      params.pointee.epsilon = 1e-12
-      let layer = layer(out, inputs: [x], output: out)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
-      layer.pointee.unary = params
+      builder.unary(kind, out, input: x, output: out, shift: shift, scale: scale, epsilon: 1e-12)
       return out
     }
-    func linear(_ x: String, _ alpha: Float, _ beta: Float, label: String, output: String? = nil) -> String {
+    func linear(_ x: String, _ alpha: Float, _ beta: Float, label: String, output: String? = nil) throws -> String {
       let out = output ?? blob(label)
-      let arena = self.arena
-      emitSimpleActivation(name: output == nil ? out : name, input: x, output: out) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
-        let params = arena.message(core_ml__specification__activation_linear__init)
-        params.pointee.alpha = alpha
-        params.pointee.beta = beta
-        p.pointee.linear = params
-      }
+      try builder.activation(.linear(alpha: alpha, beta: beta), output == nil ? out : name, input: x, output: out)
       return out
     }
     func multiply(_ a: String, _ b: String, label: String, output: String? = nil) throws -> String {
@@ -59,36 +43,32 @@ extension CoreMLLayerEmitter {
     if approximate {
       let square = try multiply(input, input, label: "square")
       let cube = try multiply(square, input, label: "cube")
-      let cubic = linear(cube, 0.044_715, 0, label: "cubic")
+      let cubic = try linear(cube, 0.044_715, 0, label: "cubic")
       let inner = blob("inner")
       try emitElementwise(.add, name: inner, inputs: [input, cubic], output: inner)
-      let scaled = linear(inner, (2 / Float.pi).squareRoot(), 0, label: "scaled")
+      let scaled = try linear(inner, (2 / Float.pi).squareRoot(), 0, label: "scaled")
       let tanh = blob("tanh")
-      let arena = self.arena
-      emitSimpleActivation(name: tanh, input: scaled, output: tanh) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH
-        p.pointee.tanh = arena.message(core_ml__specification__activation_tanh__init)
-      }
-      let gate = linear(tanh, 0.5, 0.5, label: "gate")
+      try builder.activation(.tanh, tanh, input: scaled, output: tanh)
+      let gate = try linear(tanh, 0.5, 0.5, label: "gate")
       _ = try multiply(input, gate, label: "", output: output)
       return
     }
     let (p, b) = Self.normalTail
-    let magnitude = unary(CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__ABS, input, label: "abs")
-    let t = unary(CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__INVERSE, magnitude, scale: p, shift: 1, label: "t")
+    let magnitude = unary(.abs, input, label: "abs")
+    let t = unary(.inverse, magnitude, scale: p, shift: 1, label: "t")
     // Horner: P(t) = t (b1 + t (b2 + t (b3 + t (b4 + t b5)))).
-    var polynomial = linear(t, b[4], b[3], label: "horner")
+    var polynomial = try linear(t, b[4], b[3], label: "horner")
     for coefficient in [b[2], b[1], b[0]] {
-      polynomial = linear(try multiply(polynomial, t, label: "horner"), 1, coefficient, label: "horner")
+      polynomial = try linear(try multiply(polynomial, t, label: "horner"), 1, coefficient, label: "horner")
     }
     polynomial = try multiply(polynomial, t, label: "polynomial")
     let square = try multiply(magnitude, magnitude, label: "square")
-    let density = unary(CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__EXP, square, scale: -0.5, label: "exp")
+    let density = unary(.exp, square, scale: -0.5, label: "exp")
     let tail = try multiply(density, polynomial, label: "tail")
     // 0.5 - phi(|x|) P(t), with phi's 1 / sqrt(2 pi) folded in.
-    let centred = linear(tail, -1 / (2 * Float.pi).squareRoot(), 0.5, label: "centred")
+    let centred = try linear(tail, -1 / (2 * Float.pi).squareRoot(), 0.5, label: "centred")
     let odd = try multiply(magnitude, centred, label: "odd")
-    let half = linear(input, 0.5, 0, label: "half")
+    let half = try linear(input, 0.5, 0, label: "half")
     try add(half, odd, output: output)
   }
 }

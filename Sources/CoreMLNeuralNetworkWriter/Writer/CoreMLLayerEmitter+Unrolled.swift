@@ -1,6 +1,4 @@
 import CoreMLCommon
-import CProtobufC
-import CoreMLSpec
 import ModelIR
 
 /// Recurrent layers unrolled over their fixed number of steps, from classic layers.
@@ -65,10 +63,7 @@ extension CoreMLLayerEmitter {
       try emitActivation(.identity, name: name, input: states[0], output: output, shape: [])
       return
     }
-    let joined = layer(name, inputs: states, output: output)
-    joined.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
-    joined.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
-    joined.pointee.concat.pointee.sequenceconcat = 1
+    builder.concat(name, inputs: states, output: output, sequence: true)
   }
 
   /// Core ML `[columns.count, rows]` weights for some columns of a Keras `[rows, width]` matrix.
@@ -176,41 +171,17 @@ extension CoreMLLayerEmitter {
     return states
   }
 
-  enum SliceAxis { case channel, width }
-
-  mutating func emitSlice(name: String, input: String, output: String, axis: SliceAxis, range: Range<Int>) {
-    let params = arena.message(core_ml__specification__slice_layer_params__init)
-    params.pointee.startindex = Int64(range.lowerBound)
-    params.pointee.endindex = Int64(range.upperBound)
-    params.pointee.stride = 1
-    params.pointee.axis =
-      axis == .channel ? CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__CHANNEL_AXIS : CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__WIDTH_AXIS
-    let added = layer(name, inputs: [input], output: output)
-    added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE
-    added.pointee.slice = params
+  mutating func emitSlice(name: String, input: String, output: String, axis: NeuralNetworkSliceAxis, range: Range<Int>) {
+    builder.slice(name, input: input, output: output, axis: axis, range: range)
   }
 
   /// A `[values.count, 1, 1]` constant blob.
   mutating func emitConstant(name: String, output: String, values: [Float]) throws {
-    let params = arena.message(core_ml__specification__load_constant_layer_params__init)
-    params.pointee.n_shape = 3
-    params.pointee.shape = uint64s([values.count, 1, 1])
-    params.pointee.data = try weights(values, layer: name)
-    let added = layer(name, inputs: [], output: output)
-    added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT
-    added.pointee.loadconstant = params
+    try builder.loadConstant(name, output: output, shape: [values.count, 1, 1], values: .values(values))
   }
 
   /// `weights` is Core ML's `[outputs, inputs]`.
   mutating func emitInnerProduct(name: String, input: String, output: String, weights values: [Float], bias: [Float], inputs: Int, outputs: Int) throws {
-    let params = arena.message(core_ml__specification__inner_product_layer_params__init)
-    params.pointee.inputchannels = UInt64(inputs)
-    params.pointee.outputchannels = UInt64(outputs)
-    params.pointee.weights = try weights(values, layer: name)
-    params.pointee.hasbias = 1
-    params.pointee.bias = try weights(bias, layer: name)
-    let added = layer(name, inputs: [input], output: output)
-    added.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT
-    added.pointee.innerproduct = params
+    try builder.innerProduct(name, input: input, output: output, inputChannels: inputs, outputChannels: outputs, weights: .values(values), bias: .values(bias))
   }
 }

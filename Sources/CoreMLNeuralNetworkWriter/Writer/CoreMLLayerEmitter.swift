@@ -1,6 +1,4 @@
 import CoreMLCommon
-import CProtobufC
-import CoreMLSpec
 import ModelIR
 
 /// Turns IR nodes into classic (rank-5) Core ML neural-network layers.
@@ -8,84 +6,19 @@ import ModelIR
 /// This is where Keras' channels-last data meets Core ML's `[C, H, W]` blobs: kernels are
 /// transposed here and axes are mapped here, nowhere else.
 struct CoreMLLayerEmitter {
-  let arena: MessageArena
   let graph: Graph
-  let precision: WeightPrecision
-  private(set) var layers: [UnsafeMutablePointer<NNLayer>] = []
+  /// Builds the layers and registers their weights (`NeuralNetworkBuilder`).
+  var builder: NeuralNetworkBuilder
+  var layers: [UnsafeMutablePointer<NNLayer>] { builder.layers }
   /// The lowest specification version the emitted layers need.
-  private(set) var specificationVersion: Int32 = 1
+  var specificationVersion: Int32 { builder.specificationVersion }
   /// float32 weights whose values are set only while their layer is packed (`StreamedSpecification`):
   /// the writer never holds a second copy of a model's weights.
-  private(set) var deferredWeights: [DeferredWeight] = []
+  var deferredWeights: [DeferredWeight] { builder.deferredWeights }
 
   init(arena: MessageArena, graph: Graph, precision: WeightPrecision) {
-    self.arena = arena
     self.graph = graph
-    self.precision = precision
-    if precision == .float16 { specificationVersion = 2 }
-  }
-
-  // MARK: Layer plumbing
-
-  /// Notes that an emitted layer needs at least this specification version.
-  mutating func raiseSpecificationVersion(to version: Int32) {
-    specificationVersion = max(specificationVersion, version)
-  }
-
-  /// Appends a layer and returns it so the caller can set its parameters.
-  @discardableResult
-  mutating func layer(_ name: String, inputs: [String], output: String) -> UnsafeMutablePointer<NNLayer> {
-    layer(name, inputs: inputs, outputs: [output])
-  }
-
-  /// Appends a layer with several output blobs (recurrent layers also output their final states).
-  @discardableResult
-  mutating func layer(_ name: String, inputs: [String], outputs: [String]) -> UnsafeMutablePointer<NNLayer> {
-    let layer = arena.message(core_ml__specification__neural_network_layer__init)
-    layer.pointee.name = arena.string(name)
-    layer.pointee.n_input = inputs.count
-    layer.pointee.input = arena.pointerArray(inputs.map(arena.string))
-    layer.pointee.n_output = outputs.count
-    layer.pointee.output = arena.pointerArray(outputs.map(arena.string))
-    layers.append(layer)
-    return layer
-  }
-
-  /// Weights with these values (already in Core ML's layout).
-  mutating func weights(_ values: [Float], layer: String) throws -> UnsafeMutablePointer<WeightParams> {
-    try weights(.values(values), layer: layer)
-  }
-
-  /// Weights in Core ML's layout, produced only while the layer is packed, a block at a time
-  /// (`StreamedSpecification`), so a kernel is never held a second time in Core ML's layout. A float16
-  /// model's values are checked against float16's range now (the first one outside, in Core ML's order,
-  /// is the error, as when they were converted whole).
-  mutating func weights(_ values: CoreMLWeightValues, layer: String) throws -> UnsafeMutablePointer<WeightParams> {
-    let params = arena.message(core_ml__specification__weight_params__init)
-    switch precision {
-    case .float32:
-      params.pointee.n_floatvalue = values.count
-    case .float16:
-      if let value = values.firstOutsideFloat16 { throw CoreMLWriterError.float16Overflow(layer: layer, value: value) }
-      params.pointee.float16value.len = values.count * 2
-    }
-    deferredWeights.append(DeferredWeight(params: params, values: values, precision: precision))
-    return params
-  }
-
-  func uint64s(_ values: [Int]) -> UnsafeMutablePointer<UInt64>? { arena.array(values.map { UInt64($0) }) }
-
-  private func border(_ amounts: [(Int, Int)]) -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts> {
-    let border = arena.message(core_ml__specification__border_amounts__init)
-    let edges = amounts.map { start, end -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts__EdgeSizes> in
-      let edge = arena.message(core_ml__specification__border_amounts__edge_sizes__init)
-      edge.pointee.startedgesize = UInt64(start)
-      edge.pointee.endedgesize = UInt64(end)
-      return edge
-    }
-    border.pointee.n_borderamounts = edges.count
-    border.pointee.borderamounts = arena.pointerArray(edges)
-    return border
+    builder = NeuralNetworkBuilder(arena: arena, precision: precision)
   }
 
   // MARK: Nodes
@@ -106,32 +39,17 @@ struct CoreMLLayerEmitter {
       guard inputShape.count <= 2 else {
         throw unsupported("Dense on a rank-\(inputShape.count + 1) tensor \(inputShape) (rank 2 and 3 only, or an image's channels)")
       }
-      let params = arena.message(core_ml__specification__inner_product_layer_params__init)
-      params.pointee.inputchannels = UInt64(dense.inputUnits)
-      params.pointee.outputchannels = UInt64(dense.outputUnits)
       // Keras stores [in, out]; Core ML wants [out, in].
-      params.pointee.weights = try weights(.transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), layer: node.name)
-      if let bias = dense.bias {
-        params.pointee.hasbias = 1
-        params.pointee.bias = try weights(bias.values, layer: node.name)
-      }
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT
-      layer.pointee.innerproduct = params
+      try builder.innerProduct(
+        node.name, input: inputs[0], output: output, inputChannels: dense.inputUnits, outputChannels: dense.outputUnits,
+        weights: .transposed(dense.kernel.values, rows: dense.inputUnits, columns: dense.outputUnits), bias: dense.bias.map { .values($0.values) })
 
     case .batchNormalization(let norm):
-      let params = arena.message(core_ml__specification__batchnorm_layer_params__init)
-      params.pointee.channels = UInt64(norm.channels)
       // Core ML reads an epsilon of 0 as 1e-5 ([rule BATCHNORM-EPSILON]): a Keras epsilon of 0 is written as the
       // smallest normal float, which adds nothing a variance can notice.
-      params.pointee.epsilon = norm.epsilon == 0 ? Float.leastNormalMagnitude : norm.epsilon
-      params.pointee.gamma = try weights(norm.gamma.values, layer: node.name)
-      params.pointee.beta = try weights(norm.beta.values, layer: node.name)
-      params.pointee.mean = try weights(norm.mean.values, layer: node.name)
-      params.pointee.variance = try weights(norm.variance.values, layer: node.name)
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM
-      layer.pointee.batchnorm = params
+      try builder.batchnorm(
+        node.name, input: inputs[0], output: output, channels: norm.channels, epsilon: norm.epsilon == 0 ? Float.leastNormalMagnitude : norm.epsilon,
+        gamma: .values(norm.gamma.values), beta: .values(norm.beta.values), mean: .values(norm.mean.values), variance: .values(norm.variance.values))
 
     case .activation(let activation):
       try emitActivation(activation, name: node.name, input: inputs[0], output: output, shape: inputShape)
@@ -139,9 +57,7 @@ struct CoreMLLayerEmitter {
     case .softmax(let axis):
       // Core ML's classic softmax runs over C, which is Keras' last axis.
       guard axis == inputShape.count - 1 else { throw unsupported("softmax on axis \(axis) of \(inputShape) (only the last axis)") }
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX
-      layer.pointee.softmax = arena.message(core_ml__specification__softmax_layer_params__init)
+      builder.softmax(node.name, input: inputs[0], output: output)
 
     case .pooling2D(let pool):
       emitPooling(
@@ -195,35 +111,15 @@ struct CoreMLLayerEmitter {
       emitPermute(Self.coreMLPermutation(order), name: node.name, input: inputs[0], output: output)
 
     case .zeroPadding2D(let box):
-      let params = arena.message(core_ml__specification__padding_layer_params__init)
-      params.pointee.padding_type_case = CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT
-      params.pointee.constant = arena.message(core_ml__specification__padding_layer_params__padding_constant__init)
-      params.pointee.paddingamounts = border([(box.top, box.bottom), (box.left, box.right)])
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PADDING
-      layer.pointee.padding = params
+      builder.zeroPadding(node.name, input: inputs[0], output: output, amounts: [(box.top, box.bottom), (box.left, box.right)])
 
     case .cropping2D(let box):
-      let params = arena.message(core_ml__specification__crop_layer_params__init)
-      params.pointee.cropamounts = border([(box.top, box.bottom), (box.left, box.right)])
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CROP
-      layer.pointee.crop = params
+      builder.crop(node.name, input: inputs[0], output: output, amounts: [(box.top, box.bottom), (box.left, box.right)])
 
     case .upsampling2D(let height, let width, let bilinear):
-      let params = arena.message(core_ml__specification__upsample_layer_params__init)
-      params.pointee.n_scalingfactor = 2
-      params.pointee.scalingfactor = uint64s([height, width])
-      if bilinear {
-        // Keras resizes with half-pixel centres, which is Core ML's ALIGN_CORNERS_FALSE: a linearUpsampleMode
-        // other than DEFAULT is an iOS 14 feature, specification 5 ([rule UPSAMPLE-VERSION]).
-        params.pointee.mode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR
-        params.pointee.linearupsamplemode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE
-        specificationVersion = max(specificationVersion, 5)
-      }
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE
-      layer.pointee.upsample = params
+      // Keras resizes with half-pixel centres, which is Core ML's ALIGN_CORNERS_FALSE (specification 5).
+      builder.upsample(
+        node.name, input: inputs[0], output: output, scalingFactor: [height, width], mode: bilinear ? .bilinearAlignCornersFalse : .nearestNeighbor)
 
     case .elementwise(let kind):
       try emitElementwise(kind, name: node.name, inputs: inputs, output: output)
@@ -256,18 +152,10 @@ struct CoreMLLayerEmitter {
         try emitChannelL2Normalize(epsilon: epsilon, name: node.name, input: inputs[0], output: output)
         return
       }
-      let params = arena.message(core_ml__specification__l2_normalize_layer_params__init)
-      params.pointee.epsilon = epsilon
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE
-      layer.pointee.l2normalize = params
+      builder.l2Normalize(node.name, input: inputs[0], output: output, epsilon: epsilon)
 
     case .dot(let cosine):
-      let params = arena.message(core_ml__specification__dot_product_layer_params__init)
-      params.pointee.cosinesimilarity = cosine ? 1 : 0
-      let layer = layer(node.name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT
-      layer.pointee.dot = params
+      builder.dot(node.name, inputs: inputs, output: output, cosineSimilarity: cosine)
 
     case .constant, .reduce, .constantPad, .slice:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
@@ -284,13 +172,7 @@ struct CoreMLLayerEmitter {
   /// sequences H = W = 1 on both sides, where the sequence-major and H-W-C orders agree.
   mutating func emitReshape(from inputShape: [Int], to target: [Int], name: String, input: String, output: String) throws {
     func reshape(_ shape4: [Int], name: String, input: String, output: String) {
-      let params = arena.message(core_ml__specification__reshape_layer_params__init)
-      params.pointee.n_targetshape = 4
-      params.pointee.targetshape = arena.array(shape4.map { Int64($0) })
-      params.pointee.mode = CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_LAST
-      let layer = layer(name, inputs: [input], output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE
-      layer.pointee.reshape = params
+      builder.reshape(name, input: input, output: output, targetShape: shape4)
     }
     switch (inputShape.count, target.count) {
     case (2, 3):
@@ -308,11 +190,7 @@ struct CoreMLLayerEmitter {
 
   /// CHANNEL_LAST flattening keeps Keras' H-W-C element order, so a Dense after it needs no permutation.
   private mutating func emitFlatten(name: String, input: String, output: String) {
-    let params = arena.message(core_ml__specification__flatten_layer_params__init)
-    params.pointee.mode = CORE_ML__SPECIFICATION__FLATTEN_LAYER_PARAMS__FLATTEN_ORDER__CHANNEL_LAST
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN
-    layer.pointee.flatten = params
+    builder.flatten(name, input: input, output: output)
   }
 
   /// A deconvolution: weights `[in, out, kh, kw]` (as coremltools writes them) and the output size
@@ -325,144 +203,65 @@ struct CoreMLLayerEmitter {
         for o in 0..<co { for i in 0..<ci { values[((i * co + o) * kh + y) * kw + x] = conv.kernel.values[((y * kw + x) * co + o) * ci + i] } }
       }
     }
-    let params = arena.message(core_ml__specification__convolution_layer_params__init)
-    params.pointee.outputchannels = UInt64(co)
-    params.pointee.kernelchannels = UInt64(ci)
-    params.pointee.ngroups = 1
-    params.pointee.n_kernelsize = 2
-    params.pointee.kernelsize = uint64s([kh, kw])
-    params.pointee.n_stride = 2
-    params.pointee.stride = uint64s(conv.strides)
-    params.pointee.n_dilationfactor = 2
-    params.pointee.dilationfactor = uint64s([1, 1])
-    params.pointee.isdeconvolution = 1
-    params.pointee.n_outputshape = 2
-    params.pointee.outputshape = uint64s(conv.outputSize)
-    setPadding(conv.padding, on: params)
-    params.pointee.weights = try weights(values, layer: name)
-    if let bias = conv.bias {
-      params.pointee.hasbias = 1
-      params.pointee.bias = try weights(bias.values, layer: name)
-    }
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION
-    layer.pointee.convolution = params
+    try builder.convolution(
+      name, input: input, output: output, outputChannels: co, kernelChannels: ci, groups: 1, kernelSize: [kh, kw], stride: conv.strides,
+      dilation: [1, 1], padding: Self.padding(conv.padding), weights: .values(values), bias: conv.bias.map { .values($0.values) },
+      deconvolutionOutputShape: conv.outputSize)
   }
 
   private mutating func emitConvolution(_ conv: Convolution2D, name: String, input: String, output: String) throws {
-    let params = arena.message(core_ml__specification__convolution_layer_params__init)
-    params.pointee.outputchannels = UInt64(conv.outputChannels)
-    params.pointee.kernelchannels = UInt64(conv.inputChannelsPerGroup)
-    params.pointee.ngroups = UInt64(conv.groups)
-    params.pointee.n_kernelsize = 2
-    params.pointee.kernelsize = uint64s([conv.kernelHeight, conv.kernelWidth])
-    params.pointee.n_stride = 2
-    params.pointee.stride = uint64s([conv.strideHeight, conv.strideWidth])
-    params.pointee.n_dilationfactor = 2
-    params.pointee.dilationfactor = uint64s([conv.dilationHeight, conv.dilationWidth])
-    params.pointee.weights = try weights(.convolutionKernel(conv.kernel), layer: name)
-    if let bias = conv.bias {
-      params.pointee.hasbias = 1
-      params.pointee.bias = try weights(bias.values, layer: name)
-    }
-    setPadding(conv.padding, on: params)
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION
-    layer.pointee.convolution = params
+    try builder.convolution(
+      name, input: input, output: output, outputChannels: conv.outputChannels, kernelChannels: conv.inputChannelsPerGroup, groups: conv.groups,
+      kernelSize: [conv.kernelHeight, conv.kernelWidth], stride: [conv.strideHeight, conv.strideWidth],
+      dilation: [conv.dilationHeight, conv.dilationWidth], padding: Self.padding(conv.padding),
+      weights: .convolutionKernel(conv.kernel), bias: conv.bias.map { .values($0.values) })
   }
 
-  /// Same (bottom/right heavy, as TensorFlow) or valid padding on convolution parameters.
-  private func setPadding(_ padding: Padding, on params: UnsafeMutablePointer<CoreML__Specification__ConvolutionLayerParams>) {
+  /// Same (bottom/right heavy, as TensorFlow) or valid padding.
+  static func padding(_ padding: Padding) -> NeuralNetworkPadding {
     switch padding {
-    case .same:
-      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
-      params.pointee.same = arena.message(core_ml__specification__same_padding__init)
-    case .valid:
-      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
-      params.pointee.valid = validPadding()
+    case .same: return .same
+    case .valid: return .valid
     }
-  }
-
-  private func validPadding() -> UnsafeMutablePointer<CoreML__Specification__ValidPadding> {
-    let valid = arena.message(core_ml__specification__valid_padding__init)
-    valid.pointee.paddingamounts = border([(0, 0), (0, 0)])
-    return valid
   }
 
   /// A pooling layer; average pooling always excludes the padding, as TensorFlow does.
   private mutating func emitPooling(
     _ kind: PoolingKind, kernel: [Int], stride: [Int], padding: Padding, global: Bool, name: String, input: String, output: String
   ) {
-    let params = arena.message(core_ml__specification__pooling_layer_params__init)
-    params.pointee.type = kind == .max ? CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__MAX : CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE
-    params.pointee.n_kernelsize = 2
-    params.pointee.kernelsize = uint64s(kernel)
-    params.pointee.n_stride = 2
-    params.pointee.stride = uint64s(stride)
-    params.pointee.avgpoolexcludepadding = 1
-    params.pointee.globalpooling = global ? 1 : 0
-    switch padding {
-    case .same:
-      params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME
-      params.pointee.same = arena.message(core_ml__specification__same_padding__init)
-    case .valid:
-      params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
-      params.pointee.valid = validPadding()
-    }
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING
-    layer.pointee.pooling = params
+    builder.pooling(
+      kind == .max ? .max : .average, name, input: input, output: output, kernelSize: kernel, stride: stride, padding: Self.padding(padding),
+      global: global, averageExcludesPadding: true)
   }
 
   mutating func emitPermute(_ axes: [Int], name: String, input: String, output: String) {
-    let params = arena.message(core_ml__specification__permute_layer_params__init)
-    params.pointee.n_axis = 4
-    params.pointee.axis = uint64s(axes)
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PERMUTE
-    layer.pointee.permute = params
+    builder.permute(name, input: input, output: output, axes: axes)
   }
 
   /// add, subtract (as `add` of the negated second input), multiply, average, max or min of blobs.
   mutating func emitElementwise(_ kind: ElementwiseKind, name: String, inputs: [String], output: String) throws {
     var inputs = inputs
-    var layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD
+    let operation: NeuralNetworkElementwise
     switch kind {
-    case .add: break
+    case .add: operation = .add
     case .subtract:
       // Core ML's classic layers have no subtraction: a - b = a + (-1 * b).
       let negated = name + "__negated__"
-      let arena = self.arena
-      emitSimpleActivation(name: negated, input: inputs[1], output: negated + "_output") { params in
-        params.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
-        let linear = arena.message(core_ml__specification__activation_linear__init)
-        linear.pointee.alpha = -1
-        params.pointee.linear = linear
-      }
+      try builder.activation(.linear(alpha: -1, beta: 0), negated, input: inputs[1], output: negated + "_output")
       inputs[1] = negated + "_output"
-    case .multiply: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY
-    case .average: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE
-    case .maximum: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX
-    case .minimum: layerCase = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN
+      operation = .add
+    case .multiply: operation = .multiply
+    case .average: operation = .average
+    case .maximum: operation = .max
+    case .minimum: operation = .min
     default: throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(kind.rawValue) has no classic Core ML layer")
     }
-    let layer = layer(name, inputs: inputs, output: output)
-    layer.pointee.layer_case = layerCase
-    switch layerCase {
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD: layer.pointee.add = arena.message(core_ml__specification__add_layer_params__init)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY: layer.pointee.multiply = arena.message(core_ml__specification__multiply_layer_params__init)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE: layer.pointee.average = arena.message(core_ml__specification__average_layer_params__init)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX: layer.pointee.max = arena.message(core_ml__specification__max_layer_params__init)
-    default: layer.pointee.min = arena.message(core_ml__specification__min_layer_params__init)
-    }
+    builder.elementwise(operation, name, inputs: inputs, output: output)
   }
 
   private mutating func emitConcatenate(axis: Int, rank: Int, name: String, inputs: [String], output: String) throws {
     func concat(_ inputs: [String], output: String, name: String, sequence: Bool = false) {
-      let layer = layer(name, inputs: inputs, output: output)
-      layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT
-      layer.pointee.concat = arena.message(core_ml__specification__concat_layer_params__init)
-      layer.pointee.concat.pointee.sequenceconcat = sequence ? 1 : 0
+      builder.concat(name, inputs: inputs, output: output, sequence: sequence)
     }
     if rank == 2 && axis == 0 {
       // Time axis of [T, C] sequences: Core ML's sequence axis.
@@ -489,60 +288,25 @@ struct CoreMLLayerEmitter {
 
   // MARK: Activations
 
-  mutating func emitSimpleActivation(name: String, input: String, output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
-    let params = arena.message(core_ml__specification__activation_params__init)
-    configure(params)
-    let layer = layer(name, inputs: [input], output: output)
-    layer.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION
-    layer.pointee.activation = params
-  }
-
   mutating func emitActivation(_ activation: Activation, name: String, input: String, output: String, shape: [Int]) throws {
-    let a = arena
-    func simple(_ name: String, _ input: String, _ output: String, _ configure: (UnsafeMutablePointer<CoreML__Specification__ActivationParams>) -> Void) {
-      emitSimpleActivation(name: name, input: input, output: output, configure)
+    func simple(_ kind: NeuralNetworkActivation) throws {
+      try builder.activation(kind, name, input: input, output: output)
     }
-    func linear(_ name: String, _ input: String, _ output: String, alpha: Float, beta: Float) {
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR
-        let params = a.message(core_ml__specification__activation_linear__init)
-        params.pointee.alpha = alpha
-        params.pointee.beta = beta
-        p.pointee.linear = params
-      }
-    }
-    /// An activation layer selecting one nonlinearity, whose message `configure` fills in.
-    func nonlinearity<T>(
-      _ kind: CoreML__Specification__ActivationParams__NonlinearityTypeCase,
-      _ field: WritableKeyPath<CoreML__Specification__ActivationParams, UnsafeMutablePointer<T>?>,
-      _ initialize: (UnsafeMutablePointer<T>?) -> Void,
-      configure: (UnsafeMutablePointer<T>) -> Void = { _ in }
-    ) {
-      simple(name, input, output) { p in
-        p.pointee.nonlinearity_type_case = kind
-        let message = a.message(initialize)
-        configure(message)
-        p.pointee[keyPath: field] = message
-      }
+    func linear(_ name: String, _ input: String, _ output: String, alpha: Float, beta: Float) throws {
+      try builder.activation(.linear(alpha: alpha, beta: beta), name, input: input, output: output)
     }
     /// min(x, maxValue) as -max(-x, -maxValue): Core ML's classic layers have max-threshold only.
-    func clipAbove(_ input: String, maxValue: Float) {
-      linear(name + "__neg__", input, name + "__neg___output", alpha: -1, beta: 0)
-      let unary = a.message(core_ml__specification__unary_function_layer_params__init)
-      unary.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__THRESHOLD
-      unary.pointee.alpha = -maxValue
-      unary.pointee.scale = 1
-      let clip = layer(name + "__clip__", inputs: [name + "__neg___output"], output: name + "__clip___output")
-      clip.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
-      clip.pointee.unary = unary
-      linear(name + "__neg2__", name + "__clip___output", output, alpha: -1, beta: 0)
+    func clipAbove(_ input: String, maxValue: Float) throws {
+      try linear(name + "__neg__", input, name + "__neg___output", alpha: -1, beta: 0)
+      builder.unary(.threshold, name + "__clip__", input: name + "__neg___output", output: name + "__clip___output", alpha: -maxValue, scale: 1)
+      try linear(name + "__neg2__", name + "__clip___output", output, alpha: -1, beta: 0)
     }
 
     switch activation {
     case .linear(let scale, let offset):
-      linear(name, input, output, alpha: scale, beta: offset)
+      try linear(name, input, output, alpha: scale, beta: offset)
     case .relu:
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU, \.relu, core_ml__specification__activation_re_lu__init)
+      try simple(.relu)
     case .clippedReLU(let maxValue, let slope, let threshold):
       guard slope == 0 || threshold == 0 else {
         throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "ReLU with both negative_slope and threshold has no Core ML mapping")
@@ -556,55 +320,38 @@ struct CoreMLLayerEmitter {
       } else {
         try emitActivation(.relu, name: name + "__relu__", input: input, output: stage, shape: shape)
       }
-      if let maxValue { clipAbove(stage, maxValue: maxValue) }
+      if let maxValue { try clipAbove(stage, maxValue: maxValue) }
     case .leakyReLU(let alpha):
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU, \.leakyrelu, core_ml__specification__activation_leaky_re_lu__init) {
-        $0.pointee.alpha = alpha
-      }
+      try simple(.leakyReLU(alpha: alpha))
     case .parametricReLU(let alpha):
       guard alpha.shape.count == 1 else {
         throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "PReLU needs shared_axes over H and W (one slope per channel) for Core ML")
       }
-      let weights = try weights(alpha.values, layer: name)
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU, \.prelu, core_ml__specification__activation_pre_lu__init) {
-        $0.pointee.alpha = weights
-      }
+      try simple(.preLU(alpha: .values(alpha.values)))
     case .elu(let alpha):
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU, \.elu, core_ml__specification__activation_elu__init) {
-        $0.pointee.alpha = alpha
-      }
+      try simple(.elu(alpha: alpha))
     case .selu:
       try emitActivation(.elu(alpha: Activation.seluAlpha), name: name + "__elu__", input: input, output: name + "__elu___output", shape: shape)
-      linear(name, name + "__elu___output", output, alpha: Activation.seluScale, beta: 0)
+      try linear(name, name + "__elu___output", output, alpha: Activation.seluScale, beta: 0)
     case .thresholdedReLU(let theta):
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU, \.thresholdedrelu, core_ml__specification__activation_thresholded_re_lu__init) {
-        $0.pointee.alpha = theta
-      }
+      try simple(.thresholdedReLU(alpha: theta))
     case .sigmoid:
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID, \.sigmoid, core_ml__specification__activation_sigmoid__init)
+      try simple(.sigmoid)
     case .hardSigmoid(let slope, let offset):
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD, \.sigmoidhard, core_ml__specification__activation_sigmoid_hard__init) {
-        $0.pointee.alpha = slope
-        $0.pointee.beta = offset
-      }
+      try simple(.sigmoidHard(alpha: slope, beta: offset))
     case .tanh:
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH, \.tanh, core_ml__specification__activation_tanh__init)
+      try simple(.tanh)
     case .softplus:
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS, \.softplus, core_ml__specification__activation_softplus__init)
+      try simple(.softplus)
     case .softsign:
-      nonlinearity(CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN, \.softsign, core_ml__specification__activation_softsign__init)
+      try simple(.softsign)
     case .swish:
       try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
       try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output)
     case .gelu(let approximate):
       try emitGelu(approximate: approximate, name: name, input: input, output: output)
     case .exponential:
-      let unary = a.message(core_ml__specification__unary_function_layer_params__init)
-      unary.pointee.type = CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__EXP
-      unary.pointee.scale = 1
-      let exp = layer(name, inputs: [input], output: output)
-      exp.pointee.layer_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY
-      exp.pointee.unary = unary
+      builder.unary(.exp, name, input: input, output: output, scale: 1)
     case .clip, .unary:
       throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(activation) has no classic Core ML layer")
     }
