@@ -69,7 +69,7 @@ let package = Package(
       path: "Sources/RuntimeBench"),
     // Tests: one target per module (`swift test --filter KerasFormatTests` runs one), the end-to-end CLI
     // tests in modelconvTests, and what they share (fixture paths, reference files, running modelconv).
-    .target(name: "TestSupport", dependencies: ["KerasFormat"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["KerasFormat", "CoreMLFormat"], path: "Tests/TestSupport"),
     .testTarget(name: "ModelIRTests", dependencies: testDependencies),
     .testTarget(name: "KerasFormatTests", dependencies: testDependencies),
     .testTarget(name: "CoreMLReaderTests", dependencies: testDependencies),

@@ -83,7 +83,7 @@ import Testing
       #expect(layer.quantizationBits == bits)
       for field in group.childNames() {
         let expected = try group.floatDataset(field).values
-        let actual = try #require(layer.weights[field])
+        let actual = try #require(layer.namedWeights[field])
         #expect(actual.count >= expected.count)
         let worst = zip(actual, expected).map { abs($0 - $1) }.max() ?? 0
         #expect(worst <= 1e-6 * (expected.map(abs).max() ?? 1), "\(name) \(layerName).\(field): differs from coremltools by \(worst)")

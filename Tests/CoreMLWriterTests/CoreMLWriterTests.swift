@@ -25,11 +25,11 @@ import Testing
       for (weightName, values) in weights {
         switch weightName {
         case "depthwise_weights":
-          #expect(spec.layer(named: layerName + "_depthwise")?.weights["weights"] == values, "\(model) \(layerName)")
+          #expect(spec.layer(named: layerName + "_depthwise")?.namedWeights["weights"] == values, "\(model) \(layerName)")
         case "pointwise_weights":
-          #expect(spec.layer(named: layerName)?.weights["weights"] == values, "\(model) \(layerName)")
+          #expect(spec.layer(named: layerName)?.namedWeights["weights"] == values, "\(model) \(layerName)")
         default:
-          #expect(spec.layer(named: layerName)?.weights[weightName] == values, "\(model) \(layerName).\(weightName)")
+          #expect(spec.layer(named: layerName)?.namedWeights[weightName] == values, "\(model) \(layerName).\(weightName)")
         }
       }
     }
@@ -95,13 +95,13 @@ import Testing
     let spec = try convert("tfkeras215/conv_variants")
     let convolutions = spec.layers.filter { $0.kind == "convolution" }
     #expect(convolutions.count == 5)
-    #expect(convolutions.map { $0.integers["same"]! } == [[1], [0], [1], [0], [1]])
-    #expect(convolutions[1].integers["stride"] == [2, 2])
-    #expect(convolutions[1].integers["hasBias"] == [0])
-    #expect(convolutions[2].integers["dilationFactor"] == [2, 2])
-    #expect(convolutions[2].integers["kernelSize"] == [3, 2])
-    #expect(convolutions[3].integers["nGroups"] == [2])
-    #expect(convolutions[3].integers["kernelChannels"] == [2])
+    #expect(convolutions.map { if case .same? = $0.convolution?.padding { 1 } else { 0 } } == [1, 0, 1, 0, 1])
+    #expect(convolutions[1].convolution?.stride == [2, 2])
+    #expect(convolutions[1].convolution?.hasBias == false)
+    #expect(convolutions[2].convolution?.dilationFactor == [2, 2])
+    #expect(convolutions[2].convolution?.kernelSize == [3, 2])
+    #expect(convolutions[3].convolution?.nGroups == 2)
+    #expect(convolutions[3].convolution?.kernelChannels == 2)
     #expect(spec.layers.contains { $0.kind == "activation.ReLU" })
     #expect(spec.layers.contains { $0.kind == "activation.tanh" })
   }
@@ -113,24 +113,24 @@ import Testing
     for kind in ["activation.ReLU", "activation.sigmoid", "activation.tanh", "activation.softplus", "activation.softsign", "activation.ELU", "softmax", "unary", "multiply"] {
       #expect(kinds.contains(kind), "\(kind)")
     }
-    #expect(spec.layers.contains { $0.kind == "activation.leakyReLU" && $0.floats["alpha"] == 0.3 })
-    #expect(spec.layers.contains { $0.kind == "activation.ELU" && $0.floats["alpha"] == 0.7 })
-    #expect(spec.layers.contains { $0.kind == "activation.thresholdedReLU" && $0.floats["alpha"] == 0.4 })
-    #expect(spec.layers.contains { $0.kind == "unary" && $0.floats["alpha"] == -6 })
-    #expect(spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.floats["alpha"] == 0.2 })
+    #expect(spec.layers.contains { $0.kind == "activation.leakyReLU" && $0.activation == .leakyReLU(alpha: 0.3) })
+    #expect(spec.layers.contains { $0.kind == "activation.ELU" && $0.activation == .elu(alpha: 0.7) })
+    #expect(spec.layers.contains { $0.kind == "activation.thresholdedReLU" && $0.activation == .thresholdedReLU(alpha: 0.4) })
+    #expect(spec.layers.contains { $0.kind == "unary" && $0.unary?.alpha == -6 })
+    #expect(spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation?.recurrentAlphaBeta?.alpha == 0.2 })
     // GELU from classic layers (abs, inverse, exp, multiply, linear, add): no specification-4 gelu layer,
     // which Core ML refuses in a rank-5 network.
     #expect(!kinds.contains("gelu"))
-    #expect(spec.layers.contains { $0.kind == "unary" && $0.integers["type"] == [6] && $0.name.contains("__gelu") })
+    #expect(spec.layers.contains { $0.kind == "unary" && $0.unary?.type.rawValue == 6 && $0.name.contains("__gelu") })
     #expect(spec.specificationVersion == 1)
     // Keras 3's hard_sigmoid is relu6(x + 3) / 6.
     let keras3 = try convert("keras3/activations")
-    #expect(keras3.layers.contains { $0.kind == "activation.sigmoidHard" && $0.floats["alpha"] == Float(1.0 / 6) })
+    #expect(keras3.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation?.recurrentAlphaBeta?.alpha == Float(1.0 / 6) })
   }
 
   @Test func flattenKeepsKerasElementOrder() throws {
     let spec = try convert("tfkeras215/dense_classifier")
-    #expect(spec.layers.first { $0.kind == "flatten" }?.integers["mode"] == [1])
+    #expect(spec.layers.first { $0.kind == "flatten" }?.flatten?.mode.rawValue == 1)
   }
 
   @Test func float16WeightsAreHalfPrecisionKerasWeights() throws {
@@ -140,7 +140,7 @@ import Testing
     for (layer, weights) in expected {
       let written = try #require(spec.layer(named: layer))
       #expect(written.usesFloat16)
-      #expect(written.weights["weights"] == weights["weights"]!.map { Float(Float16($0)) })
+      #expect(written.namedWeights["weights"] == weights["weights"]!.map { Float(Float16($0)) })
     }
   }
 
@@ -169,20 +169,20 @@ import Testing
   @Test func shapingLayers() throws {
     let spec = try convert("tfkeras215/reshape_ops")
     // ZeroPadding2D(((1, 2), (0, 1))) and Cropping2D(((1, 0), (2, 1))) in Samples/make_fixtures.py.
-    #expect(spec.layers.first { $0.kind == "padding" }?.integers["paddingAmounts"] == [1, 2, 0, 1])
-    #expect(spec.layers.first { $0.kind == "crop" }?.integers["cropAmounts"] == [1, 0, 2, 1])
+    #expect(spec.layers.first { $0.kind == "padding" }?.padding?.paddingAmounts == [1, 2, 0, 1])
+    #expect(spec.layers.first { $0.kind == "crop" }?.crop?.cropAmounts == [1, 0, 2, 1])
     let upsamples = spec.layers.filter { $0.kind == "upsample" }
-    #expect(upsamples.map { $0.integers["mode"]! } == [[0], [1]])
-    #expect(upsamples[1].integers["linearUpsampleMode"] == [2])
+    #expect(upsamples.map { $0.upsample?.mode.rawValue } == [0, 1])
+    #expect(upsamples[1].upsample?.linearUpsampleMode.rawValue == 2)
     // Permute((2, 1, 3)) swaps H and W: Core ML axes [Seq, C, W, H].
-    #expect(spec.layers.first { $0.kind == "permute" }?.integers["axis"] == [0, 1, 3, 2])
+    #expect(spec.layers.first { $0.kind == "permute" }?.permute?.axis == [0, 1, 3, 2])
   }
 
   @Test func poolingExcludesPaddingAndGlobalPoolingIsGlobal() throws {
     let spec = try convert("tfkeras215/pooling")
     let pools = spec.layers.filter { $0.kind == "pooling" }
-    #expect(pools.allSatisfy { $0.integers["avgPoolExcludePadding"] == [1] })
-    #expect(pools.contains { $0.integers["globalPooling"] == [1] })
-    #expect(pools.contains { $0.integers["same"] == [1] && $0.integers["type"] == [0] })
+    #expect(pools.allSatisfy { $0.pooling?.avgPoolExcludePadding == true })
+    #expect(pools.contains { $0.pooling?.globalPooling == true })
+    #expect(pools.contains { $0.pooling?.padding == .same && $0.pooling?.type.rawValue == 0 })
   }
 }

@@ -62,7 +62,7 @@ import Testing
     let model = try KerasConverter.convert(modelAt: source, options: ConversionOptions(customLayers: KerasCustomLayers(convertUnknown: true)))
     let spec = try CoreMLSpecReader.read(model.bytes)
     let layer = try #require(spec.layers.first { $0.kind == "custom" })
-    #expect(layer.texts["className"] == "ScaleShift")
+    #expect(layer.custom?.className == "ScaleShift")
     #expect(spec.specificationVersion >= 2)
   }
 
@@ -78,7 +78,7 @@ import Testing
     }
     let spec = try CoreMLSpecReader.read(try KerasConverter.convert(modelAt: source, options: options).bytes)
     let layer = try #require(spec.layers.first { $0.kind == "custom" })
-    #expect(layer.texts["className"] == "ScaleShiftLayer")
+    #expect(layer.custom?.className == "ScaleShiftLayer")
   }
 
   /// Keras 1 architecture JSON (Convolution2D, AtrousConvolution2D, Merge, Embedding, per-gate LSTM/GRU and

@@ -4,6 +4,7 @@ import CoreMLFormat
 @testable import CoreMLNeuralNetworkWriter
 import CoreMLSpec
 import Foundation
+import TestSupport
 import Testing
 
 /// The neural-network writer's typed builder: layers built through it, packed as the writer streams them
@@ -54,20 +55,23 @@ import Testing
     let conv = try #require(spec.layer(named: "conv"))
     #expect(conv.kind == "convolution")
     #expect(conv.inputs == ["image"] && conv.outputs == ["features"])
-    #expect(conv.integers["outputChannels"] == [4] && conv.integers["kernelChannels"] == [3] && conv.integers["nGroups"] == [1])
-    #expect(conv.integers["kernelSize"] == [3, 5] && conv.integers["stride"] == [2, 1] && conv.integers["dilationFactor"] == [1, 2])
-    #expect(conv.integers["same"] == [1] && conv.integers["hasBias"] == [1] && conv.integers["isDeconvolution"] == [0])
-    #expect(conv.weights["weights"] == Self.ramp(180) && conv.weights["bias"] == [1, 2, 3, 4])
+    let c = try #require(conv.convolution)
+    #expect(c.outputChannels == 4 && c.kernelChannels == 3 && c.nGroups == 1)
+    #expect(c.kernelSize == [3, 5] && c.stride == [2, 1] && c.dilationFactor == [1, 2])
+    #expect(c.padding == .same(asymmetryMode: .known(.bottomRightHeavy)) && c.hasBias && !c.isDeconvolution)
+    #expect(c.weights == Self.ramp(180) && c.bias == [1, 2, 3, 4])
     #expect(!conv.usesFloat16)
 
     let valid = try #require(spec.layer(named: "valid"))
-    #expect(valid.integers["same"] == [0] && valid.integers["validPadding"] == [0, 0, 0, 0])
-    #expect(valid.integers["nGroups"] == [4] && valid.integers["hasBias"] == [0] && valid.weights["bias"] == nil)
+    let v = try #require(valid.convolution)
+    #expect(v.padding == .valid(paddingAmounts: [0, 0, 0, 0]))
+    #expect(v.nGroups == 4 && !v.hasBias && v.bias == nil)
 
     let dense = try #require(spec.layer(named: "dense"))
     #expect(dense.kind == "innerProduct")
-    #expect(dense.integers["inputChannels"] == [3] && dense.integers["outputChannels"] == [2] && dense.integers["hasBias"] == [0])
-    #expect(dense.weights["weights"] == Self.ramp(6))
+    let d = try #require(dense.innerProduct)
+    #expect(d.inputChannels == 3 && d.outputChannels == 2 && !d.hasBias)
+    #expect(d.weights == Self.ramp(6))
   }
 
   @Test func deconvolutionPoolingAndBatchnorm() throws {
@@ -82,17 +86,20 @@ import Testing
 
     let spec = try Self.decoded(builder)
     let deconv = try #require(spec.layer(named: "deconv"))
-    #expect(deconv.integers["isDeconvolution"] == [1] && deconv.integers["outputShape"] == [8, 10])
-    #expect(deconv.weights["weights"] == Self.ramp(24) && deconv.weights["bias"] == [5, 6])
+    let t = try #require(deconv.convolution)
+    #expect(t.isDeconvolution && t.outputShape == [8, 10])
+    #expect(t.weights == Self.ramp(24) && t.bias == [5, 6])
     let pool = try #require(spec.layer(named: "pool"))
     #expect(pool.kind == "pooling")
-    #expect(pool.integers["type"] == [Int(CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE.rawValue)])
-    #expect(pool.integers["kernelSize"] == [2, 2] && pool.integers["same"] == [1])
-    #expect(pool.integers["avgPoolExcludePadding"] == [1] && pool.integers["globalPooling"] == [0])
+    let p = try #require(pool.pooling)
+    #expect(p.type.rawValue == Int(CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_TYPE__AVERAGE.rawValue))
+    #expect(p.kernelSize == [2, 2] && p.padding == .same)
+    #expect(p.avgPoolExcludePadding && !p.globalPooling)
     let norm = try #require(spec.layer(named: "norm"))
-    #expect(norm.integers["channels"] == [2] && norm.floats["epsilon"] == 1e-3)
+    let n = try #require(norm.batchnorm)
+    #expect(n.channels == 2 && n.epsilon == 1e-3)
     // Weights are registered (and so checked and streamed) in the proto's order.
-    #expect(norm.weights == ["gamma": [1, 2], "beta": [3, 4], "mean": [5, 6], "variance": [7, 8]])
+    #expect(norm.namedWeights == ["gamma": [1, 2], "beta": [3, 4], "mean": [5, 6], "variance": [7, 8]])
   }
 
   @Test func activationsElementwiseAndLayout() throws {
@@ -111,14 +118,18 @@ import Testing
     #expect(spec.layers.map(\.kind) == [
       "activation.leakyReLU", "activation.sigmoidHard", "activation.PReLU", "max", "concat", "reshape", "slice", "unary",
     ])
-    #expect(spec.layer(named: "leaky")?.floats["alpha"] == 0.3)
-    #expect(spec.layer(named: "hard")?.floats == ["alpha": 0.2, "beta": 0.5])
-    #expect(spec.layer(named: "prelu")?.weights["alpha"] == [0.1, 0.2])
+    #expect(spec.layer(named: "leaky")?.activation == .leakyReLU(alpha: 0.3))
+    #expect(spec.layer(named: "hard")?.activation == .sigmoidHard(alpha: 0.2, beta: 0.5))
+    #expect(spec.layer(named: "prelu")?.activation == .preLU(alpha: [0.1, 0.2]))
     #expect(spec.layer(named: "max")?.inputs == ["a", "c"])
-    #expect(spec.layer(named: "reshape")?.integers["targetShape"] == [1, 4, 2, 3])
+    #expect(spec.layer(named: "reshape").flatMap { layer -> [Int]? in
+      guard case .reshape(let r) = layer.parameters else { return nil }
+      return r.targetShape
+    } == [1, 4, 2, 3])
     let unary = try #require(spec.layer(named: "rsqrt"))
-    #expect(unary.integers["type"] == [Int(CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT.rawValue)])
-    #expect(unary.floats["scale"] == 1 && unary.floats["epsilon"] == 1e-4)
+    let u = try #require(unary.unary)
+    #expect(u.type.rawValue == Int(CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT.rawValue))
+    #expect(u.scale == 1 && u.epsilon == 1e-4)
   }
 
   @Test func recurrentLayers() throws {
@@ -139,13 +150,15 @@ import Testing
     let spec = try Self.decoded(builder)
     let g = try #require(spec.layer(named: "gru"))
     #expect(g.kind == "gru" && g.outputs == ["y", "gru__h_out"])
-    #expect(g.integers["inputVectorSize"] == [3] && g.integers["outputVectorSize"] == [2])
-    #expect(g.integers["sequenceOutput"] == [1] && g.integers["hasBiasVectors"] == [1] && g.integers["reverseInput"] == [0])
-    #expect(g.weights["W_r"] == (0..<6).map { 10 + Float($0) } && g.weights["R_o"] == (0..<4).map { 50 + Float($0) })
-    #expect(g.weights["b_o"] == [3, 3])
+    let gruParameters = try #require(g.gru)
+    #expect(gruParameters.inputVectorSize == 3 && gruParameters.outputVectorSize == 2)
+    #expect(gruParameters.sequenceOutput && gruParameters.hasBiasVectors && !gruParameters.reverseInput)
+    #expect(gruParameters.resetGate.weightMatrix == (0..<6).map { 10 + Float($0) } && gruParameters.outputGate.recursionMatrix == (0..<4).map { 50 + Float($0) })
+    #expect(gruParameters.outputGate.biasVector == [3, 3])
     let r = try #require(spec.layer(named: "rnn"))
-    #expect(r.integers["hasBiasVectors"] == [0] && r.integers["reverseInput"] == [1] && r.integers["sequenceOutput"] == [0])
-    #expect(r.weights["R_x"] == (0..<4).map { 70 + Float($0) } && r.weights["b_x"] == nil)
+    guard case .simpleRecurrent(let rnn) = r.parameters else { Issue.record("not a simple recurrent layer"); return }
+    #expect(!rnn.hasBiasVector && rnn.reverseInput && !rnn.sequenceOutput)
+    #expect(rnn.gate.recursionMatrix == (0..<4).map { 70 + Float($0) } && rnn.gate.biasVector == nil)
   }
 
   /// Each method raises the specification version its layer needs.
@@ -160,13 +173,12 @@ import Testing
 
     let spec = try Self.decoded(builder)
     #expect(spec.specificationVersion == 5)
-    #expect(spec.layer(named: "custom")?.texts["className"] == "MyLayer")
+    #expect(spec.layer(named: "custom")?.custom?.className == "MyLayer")
     let bilinear = try #require(spec.layer(named: "bilinear"))
-    #expect(bilinear.integers["scalingFactor"] == [2, 3])
-    #expect(bilinear.integers["mode"] == [Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR.rawValue)])
-    #expect(
-      bilinear.integers["linearUpsampleMode"]
-        == [Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE.rawValue)])
+    let up = try #require(bilinear.upsample)
+    #expect(up.scalingFactor == [2, 3])
+    #expect(up.mode.rawValue == Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR.rawValue))
+    #expect(up.linearUpsampleMode.rawValue == Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE.rawValue))
   }
 
   /// float16 weights need specification 2, are stored as half floats, and a value beyond float16's range
@@ -177,7 +189,7 @@ import Testing
     try builder.innerProduct("dense", input: "x", output: "y", inputChannels: 2, outputChannels: 1, weights: .values([0.5, -2]), bias: .values([1]))
     let spec = try Self.decoded(builder)
     let dense = try #require(spec.layer(named: "dense"))
-    #expect(dense.usesFloat16 && dense.weights["weights"] == [0.5, -2] && dense.weights["bias"] == [1])
+    #expect(dense.usesFloat16 && dense.innerProduct?.weights == [0.5, -2] && dense.innerProduct?.bias == [1])
 
     #expect(throws: CoreMLWriterError.self) {
       try builder.innerProduct("huge", input: "y", output: "z", inputChannels: 1, outputChannels: 1, weights: .values([70000]), bias: nil)

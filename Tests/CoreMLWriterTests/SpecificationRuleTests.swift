@@ -33,10 +33,10 @@ import Testing
   @Test func recurrentSigmoidHardOtherThanPointTwoIsAViolation() throws {
     var lstm = try spec("layers/tfkeras215/lstm_sequences_out")
     let index = try #require(lstm.layers.firstIndex { $0.kind == "uniDirectionalLSTM" })
-    #expect(lstm.layers[index].integers["activations"] == [41, 30, 30])
-    #expect(lstm.layers[index].floats["activation0.alpha"] == 0.2 && lstm.layers[index].floats["activation0.beta"] == 0.5)
+    #expect(lstm.layers[index].uniDirectionalLSTM?.activations.map(\.fieldNumber) == [41, 30, 30])
+    #expect(lstm.layers[index].uniDirectionalLSTM?.activations.first == .sigmoidHard(alpha: 0.2, beta: 0.5))
     #expect(rules(lstm) == [])
-    lstm.layers[index].floats["activation0.alpha"] = Float(1.0 / 6)
+    lstm.layers[index].uniDirectionalLSTM?.activations[0] = .sigmoidHard(alpha: Float(1.0 / 6), beta: 0.5)
     let violations = CoreMLSpecificationRules.violations(in: lstm)
     #expect(violations.map(\.rule) == ["RNN-SIGMOID-HARD"])
     #expect(violations.first?.layer == lstm.layers[index].name)
@@ -46,13 +46,11 @@ import Testing
     var gru = try spec("layers/tfkeras215/gru_reset_before")
     let g = try #require(gru.layers.firstIndex { $0.kind == "gru" })
     #expect(rules(gru) == [])
-    gru.layers[g].integers["activations"] = [41, 30]
-    gru.layers[g].floats["activation0.alpha"] = Float(1.0 / 6)
-    gru.layers[g].floats["activation0.beta"] = 0.5
+    gru.layers[g].gru?.activations = [.sigmoidHard(alpha: Float(1.0 / 6), beta: 0.5), .tanh]
     #expect(rules(gru) == ["RNN-SIGMOID-HARD"])
-    gru.layers[g].integers["activations"] = [40, 50]
+    gru.layers[g].gru?.activations = [.sigmoid, .elu(alpha: 0)]
     #expect(rules(gru) == ["RNN-ACTIVATIONS"])
-    gru.layers[g].integers["activations"] = [40]
+    gru.layers[g].gru?.activations = [.sigmoid]
     #expect(rules(gru) == ["RNN-ACTIVATION-COUNT"])
   }
 
@@ -64,7 +62,7 @@ import Testing
     let converted = try KerasConverter.convert(modelAt: source)
     let spec = try CoreMLSpecReader.read(converted.bytes)
     #expect(!spec.layers.contains { ["simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM"].contains($0.kind) })
-    #expect(spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.floats["alpha"] == Float(1.0 / 6) && $0.floats["beta"] == 0.5 })
+    #expect(spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation == .sigmoidHard(alpha: Float(1.0 / 6), beta: 0.5) })
     #expect(CoreMLSpecificationRules.violations(in: spec) == [])
 
     let directory = try Fixtures.temporaryDirectory()
@@ -80,27 +78,27 @@ import Testing
     var spec = try spec("layers/tfkeras215/text_bilstm")
     let index = try #require(spec.layers.firstIndex { $0.kind == "biDirectionalLSTM" })
     #expect(rules(spec) == [])
-    spec.layers[index].integers["backwardActivations"] = [40, 30, 10]
+    spec.layers[index].biDirectionalLSTM?.activationsBackwardLSTM = [.sigmoid, .tanh, .relu]
     #expect(rules(spec) == ["BILSTM-BACKWARD-ACTIVATIONS"])
   }
 
   @Test func weightCountsMustMatchDeclaredSizes() throws {
     var gru = try spec("layers/tfkeras215/gru_reset_before")
     let g = try #require(gru.layers.firstIndex { $0.kind == "gru" })
-    gru.layers[g].weights["W_z"]?.removeLast()
+    gru.layers[g].gru?.updateGate.weightMatrix?.removeLast()
     #expect(rules(gru) == ["RNN-WEIGHT-SIZES"])
 
     var dense = try spec("tfkeras215/dense_classifier")
     let d = try #require(dense.layers.firstIndex { $0.kind == "innerProduct" })
-    dense.layers[d].integers["outputChannels"] = [(dense.layers[d].integers["outputChannels"]?.first ?? 0) + 1]
+    dense.layers[d].innerProduct?.outputChannels += 1
     #expect(rules(dense) == ["INNER-PRODUCT-WEIGHTS", "INNER-PRODUCT-WEIGHTS"])  // weights and bias
   }
 
   @Test func convolutionGroupsMustDivideOutputChannels() throws {
     var spec = try spec("tfkeras215/conv_variants")
     let index = try #require(spec.layers.firstIndex { $0.kind == "convolution" })
-    let outputs = try #require(spec.layers[index].integers["outputChannels"]?.first)
-    spec.layers[index].integers["nGroups"] = [outputs + 1]
+    let outputs = try #require(spec.layers[index].convolution?.outputChannels)
+    spec.layers[index].convolution?.nGroups = outputs + 1
     #expect(rules(spec).contains("CONV-GROUPS"))
   }
 
@@ -109,13 +107,13 @@ import Testing
     #expect(rules(spec) == [])
     let pad = try #require(spec.layers.firstIndex { $0.kind == "padding" })
     let upsample = try #require(spec.layers.firstIndex { $0.kind == "upsample" })
-    spec.layers[pad].integers["paddingAmounts"] = [1, 2]
+    spec.layers[pad].padding?.paddingAmounts = [1, 2]
     #expect(rules(spec) == ["BORDER-AMOUNTS"])
-    spec.layers[pad].integers["paddingAmounts"] = [0, 0, 1, 2]
+    spec.layers[pad].padding?.paddingAmounts = [0, 0, 1, 2]
     // ALIGN_CORNERS_FALSE without BILINEAR, and in a file that does not declare specification 5.
-    spec.layers[upsample].integers["linearUpsampleMode"] = [2]
+    spec.layers[upsample].upsample?.linearUpsampleMode = .known(.alignCornersFalse)
     #expect(Set(rules(spec)) == ["UPSAMPLE-LINEAR-MODE", "UPSAMPLE-VERSION"])
-    spec.layers[upsample].integers["mode"] = [1]
+    spec.layers[upsample].upsample?.mode = .known(.bilinear)
     spec.specificationVersion = 5
     #expect(rules(spec) == [])
   }
@@ -123,7 +121,7 @@ import Testing
   /// The bilinear UpSampling2D fixture (ALIGN_CORNERS_FALSE) declares specification 5.
   @Test func bilinearUpsampleDeclaresSpecification5() throws {
     let spec = try spec("tfkeras215/reshape_ops")
-    #expect(spec.layers.contains { $0.kind == "upsample" && $0.integers["linearUpsampleMode"] == [2] })
+    #expect(spec.layers.contains { $0.kind == "upsample" && $0.upsample?.linearUpsampleMode == .known(.alignCornersFalse) })
     #expect(spec.specificationVersion >= 5)
     #expect(!rules(spec).contains("UPSAMPLE-VERSION"))
   }
@@ -136,7 +134,7 @@ import Testing
     #expect(rules(spec) == [])
     let index = try #require(spec.layers.firstIndex { $0.kind == "activation.tanh" })
     spec.layers[index].kind = "gelu"
-    spec.layers[index].integers = ["mode": [0]]
+    spec.layers[index].parameters = .gelu(GeluParameters(mode: .known(.exact)))
     spec.specificationVersion = 3
     #expect(rules(spec).contains("SPEC-VERSION-LAYERS"))
     spec.specificationVersion = 4
@@ -172,7 +170,7 @@ import Testing
   let y = try builder.add(.batchNormalization(BatchNormalization(gamma: ones, beta: zeros, mean: zeros, variance: variance, epsilon: 0)), name: "bn", inputs: [x])
   let bytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions())
   let spec = try CoreMLSpecReader.read(bytes, path: "bn")
-  let epsilon = try #require(spec.layers.first { $0.kind == "batchnorm" }?.floats["epsilon"])
+  let epsilon = try #require(spec.layers.first { $0.kind == "batchnorm" }?.batchnorm?.epsilon)
   #expect(epsilon > 0 && epsilon < 1e-30)
   let model = try CoreMLGraphImporter.importModel(spec, path: "bn")
   let output = Interpreter(graph: model.graph).run([Tensor(shape: model.graph[model.graph.inputs[0]].type.shape, values: [Float](repeating: 1e-3, count: 12))])[0]

@@ -41,7 +41,7 @@ import Testing
       #expect(bytes.count == model.encoded.specificationByteCount, "\(name)")
       #expect(try Self.repacked(bytes) == bytes, "\(name): the streamed bytes are not protobuf-c's encoding of the same message")
       // And the weights in them are the IR's, in Core ML's layout (read back by the Core ML reader).
-      weightValues += try CoreMLSpecReader.read(bytes).layers.reduce(0) { $0 + $1.weights.values.reduce(0) { $0 + $1.count } }
+      weightValues += try CoreMLSpecReader.read(bytes).layers.reduce(0) { $0 + $1.namedWeights.values.reduce(0) { $0 + $1.count } }
       checked += 1
     }
     #expect(checked >= 45, "only \(checked) fixtures converted")
@@ -82,7 +82,7 @@ import Testing
     let bytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions())
     #expect(try Self.repacked(bytes) == bytes)
     let layers = try CoreMLSpecReader.read(bytes).layers
-    func stored(_ name: String) throws -> [Float] { try #require(layers.first { $0.name == name }?.weights["weights"]) }
+    func stored(_ name: String) throws -> [Float] { try #require(layers.first { $0.name == name }?.namedWeights["weights"]) }
 
     // The same kernels in an ML Program's weight.bin (MIL's conv weight is [out, in, kh, kw], linear's [out, in]).
     let program = try MLProgramWriter().encode(builder.build(outputs: [y]), options: CoreMLWriterOptions())
@@ -120,7 +120,7 @@ import Testing
     let halfLayers = try CoreMLSpecReader.read(halfBytes).layers
     let halfDense = try #require(halfLayers.first { $0.name == "dense" })
     #expect(halfDense.usesFloat16)
-    #expect(halfDense.weights["weights"] == expected.map { Float(Float16($0)) })
+    #expect(halfDense.namedWeights["weights"] == expected.map { Float(Float16($0)) })
   }
 
   /// The file holds exactly the in-memory bytes; a write that cannot happen leaves nothing behind.

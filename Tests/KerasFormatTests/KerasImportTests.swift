@@ -60,7 +60,7 @@ import Testing
     let spec = try CoreMLSpecReader.read(pair.bytes)
     let expected = try ReferenceFile(model: "tfkeras215/dense_classifier").coreMLWeights()
     #expect(!expected.isEmpty)
-    for (layer, weights) in expected { #expect(spec.layer(named: layer)?.weights["weights"] == weights["weights"]) }
+    for (layer, weights) in expected { #expect(spec.layer(named: layer)?.namedWeights["weights"] == weights["weights"]) }
   }
 
   @Test func notHDF5() throws {

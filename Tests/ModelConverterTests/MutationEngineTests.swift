@@ -101,7 +101,7 @@ import Testing
         let mutated = try CoreMLMutator.apply(mutation, to: bytes)
         #expect(mutated != bytes, "\(mutation) changed nothing")
         let spec = try CoreMLSpecReader.read(mutated)
-        #expect(spec.layers.allSatisfy { $0.usesFloat16 == (precision == .float16) || $0.weights.isEmpty })
+        #expect(spec.layers.allSatisfy { $0.usesFloat16 == (precision == .float16) || $0.namedWeights.isEmpty })
       }
     }
   }
@@ -113,12 +113,12 @@ import Testing
       let bytes = try Self.digits(precision)
       let (before, after) = try Self.applied(try Self.mutation(.transposedKernel, layer: "conv2", in: bytes), to: bytes)
       let (a, b) = (try #require(before.layer(named: "conv2")), try #require(after.layer(named: "conv2")))
-      let k = try #require(a.integers["kernelSize"]?.first)
-      let slabs = try #require(a.weights["weights"]).count / (k * k)
-      let original = try #require(a.weights["weights"]), mutated = try #require(b.weights["weights"])
+      let k = try #require(a.convolution?.kernelSize.first)
+      let slabs = try #require(a.namedWeights["weights"]).count / (k * k)
+      let original = try #require(a.namedWeights["weights"]), mutated = try #require(b.namedWeights["weights"])
       #expect(original != mutated)
       for s in 0..<slabs { for y in 0..<k { for x in 0..<k { #expect(mutated[s * k * k + y * k + x] == original[s * k * k + x * k + y]) } } }
-      #expect(a.weights["bias"] == b.weights["bias"])
+      #expect(a.namedWeights["bias"] == b.namedWeights["bias"])
       #expect(b.usesFloat16 == (precision == .float16))
       Self.othersUnchanged(before, after, except: "conv2")
     }
@@ -127,8 +127,8 @@ import Testing
   @Test func flippedKernelIsReversed() throws {
     let bytes = try Self.digits()
     let (before, after) = try Self.applied(try Self.mutation(.flippedKernel, layer: "conv1", in: bytes), to: bytes)
-    let original = try #require(before.layer(named: "conv1")?.weights["weights"])
-    let mutated = try #require(after.layer(named: "conv1")?.weights["weights"])
+    let original = try #require(before.layer(named: "conv1")?.namedWeights["weights"])
+    let mutated = try #require(after.layer(named: "conv1")?.namedWeights["weights"])
     for s in 0..<(original.count / 9) { #expect(Array(mutated[(s * 9)..<(s * 9 + 9)]) == original[(s * 9)..<(s * 9 + 9)].reversed()) }
     Self.othersUnchanged(before, after, except: "conv1")
   }
@@ -138,56 +138,55 @@ import Testing
     // Dense [out, in]: rows 0 and out-1 trade places with their biases.
     let (before, after) = try Self.applied(try Self.mutation(.swappedOutputChannels, layer: "dense", in: bytes), to: bytes)
     let a = try #require(before.layer(named: "dense")), b = try #require(after.layer(named: "dense"))
-    let (inputs, outputs) = (try #require(a.integers["inputChannels"]?.first), try #require(a.integers["outputChannels"]?.first))
-    let (w, v) = (try #require(a.weights["weights"]), try #require(b.weights["weights"]))
+    let (inputs, outputs) = (try #require(a.innerProduct?.inputChannels), try #require(a.innerProduct?.outputChannels))
+    let (w, v) = (try #require(a.namedWeights["weights"]), try #require(b.namedWeights["weights"]))
     #expect(Array(v[0..<inputs]) == Array(w[((outputs - 1) * inputs)...]))
     #expect(Array(v[((outputs - 1) * inputs)...]) == Array(w[0..<inputs]))
     #expect(v[inputs..<((outputs - 1) * inputs)] == w[inputs..<((outputs - 1) * inputs)])
-    let (bias, swapped) = (try #require(a.weights["bias"]), try #require(b.weights["bias"]))
+    let (bias, swapped) = (try #require(a.namedWeights["bias"]), try #require(b.namedWeights["bias"]))
     #expect(swapped.first == bias.last && swapped.last == bias.first && swapped.dropFirst().dropLast() == bias.dropFirst().dropLast())
 
     // Convolution [out, in, kh, kw]: input channel slices 0 and in-1 trade places in every output channel.
     let (before2, after2) = try Self.applied(try Self.mutation(.swappedInputChannels, layer: "conv2", in: bytes), to: bytes)
     let c = try #require(before2.layer(named: "conv2")), d = try #require(after2.layer(named: "conv2"))
-    let kc = try #require(c.integers["kernelChannels"]?.first), area = 9
-    let (x, y) = (try #require(c.weights["weights"]), try #require(d.weights["weights"]))
+    let kc = try #require(c.convolution?.kernelChannels), area = 9
+    let (x, y) = (try #require(c.namedWeights["weights"]), try #require(d.namedWeights["weights"]))
     for o in 0..<(x.count / (kc * area)) {
       let first = (o * kc) * area, last = (o * kc + kc - 1) * area
       #expect(Array(y[first..<(first + area)]) == Array(x[last..<(last + area)]))
       #expect(Array(y[last..<(last + area)]) == Array(x[first..<(first + area)]))
     }
-    #expect(c.weights["bias"] == d.weights["bias"])
+    #expect(c.namedWeights["bias"] == d.namedWeights["bias"])
   }
 
   @Test func changedBiasMovesOneElementVisibly() throws {
     let bytes = try Self.digits()
     let (before, after) = try Self.applied(try Self.mutation(.changedBias, layer: "conv1", in: bytes), to: bytes)
-    let original = try #require(before.layer(named: "conv1")?.weights["bias"])
-    let mutated = try #require(after.layer(named: "conv1")?.weights["bias"])
+    let original = try #require(before.layer(named: "conv1")?.namedWeights["bias"])
+    let mutated = try #require(after.layer(named: "conv1")?.namedWeights["bias"])
     let changed = zip(original, mutated).enumerated().filter { $0.element.0 != $0.element.1 }
     #expect(changed.count == 1)
-    let weights = try #require(before.layer(named: "conv1")?.weights["weights"])
+    let weights = try #require(before.layer(named: "conv1")?.namedWeights["weights"])
     let expected = 0.5 * (original.map(abs).max()! + weights.map(abs).max()!)
     #expect(abs(mutated[0] - original[0] - expected) < 1e-5)
-    #expect(before.layer(named: "conv1")?.weights["weights"] == after.layer(named: "conv1")?.weights["weights"])
+    #expect(before.layer(named: "conv1")?.namedWeights["weights"] == after.layer(named: "conv1")?.namedWeights["weights"])
   }
 
   @Test func paddingPoolingAndAxisSettingsChange() throws {
     let bytes = try Self.digits()
     let (before, after) = try Self.applied(try Self.mutation(.paddingMode, layer: "conv1", in: bytes), to: bytes)
-    #expect(before.layer(named: "conv1")?.integers["same"] == [1])
-    #expect(after.layer(named: "conv1")?.integers["same"] == [0])
-    #expect(after.layer(named: "conv1")?.integers["validPadding"] == [2, 0, 2, 0])
+    #expect(before.layer(named: "conv1")?.convolution?.padding == .same(asymmetryMode: .known(.bottomRightHeavy)))
+    #expect(after.layer(named: "conv1")?.convolution?.padding == .valid(paddingAmounts: [2, 0, 2, 0]))
 
     let pool = try Self.mutation(.poolingMode, layer: "pool1", in: bytes)
     let (p0, p1) = try Self.applied(pool, to: bytes)
-    #expect(p0.layer(named: "pool1")?.integers["type"] == [0])
-    #expect(p1.layer(named: "pool1")?.integers["type"] == [1])
+    #expect(p0.layer(named: "pool1")?.pooling?.type == .known(.max))
+    #expect(p1.layer(named: "pool1")?.pooling?.type == .known(.average))
     Self.othersUnchanged(p0, p1, except: "pool1")
 
     let (f0, f1) = try Self.applied(try Self.mutation(.axis, layer: "flatten", in: bytes), to: bytes)
-    let mode = try #require(f0.layer(named: "flatten")?.integers["mode"]?.first)
-    #expect(f1.layer(named: "flatten")?.integers["mode"] == [1 - mode])
+    let mode = try #require(f0.layer(named: "flatten")?.flatten?.mode.rawValue)
+    #expect(f1.layer(named: "flatten")?.flatten?.mode.rawValue == 1 - mode)
   }
 
   @Test func modelLevelMutations() throws {
@@ -220,18 +219,18 @@ import Testing
     let (before, after) = try Self.applied(mutation, to: bytes)
     let a = try #require(before.layer(named: name)), b = try #require(after.layer(named: name))
     for prefix in ["W_", "R_", "b_"] {
-      #expect(b.weights[prefix + "i"] == a.weights[prefix + "f"])
-      #expect(b.weights[prefix + "f"] == a.weights[prefix + "i"])
-      #expect(b.weights[prefix + "z"] == a.weights[prefix + "z"])
-      #expect(b.weights[prefix + "o"] == a.weights[prefix + "o"])
+      #expect(b.namedWeights[prefix + "i"] == a.namedWeights[prefix + "f"])
+      #expect(b.namedWeights[prefix + "f"] == a.namedWeights[prefix + "i"])
+      #expect(b.namedWeights[prefix + "z"] == a.namedWeights[prefix + "z"])
+      #expect(b.namedWeights[prefix + "o"] == a.namedWeights[prefix + "o"])
     }
-    #expect(a.weights["W_i"] != a.weights["W_f"])
+    #expect(a.namedWeights["W_i"] != a.namedWeights["W_f"])
 
     let gru = try Self.fixture("layers/keras3/gru_reset_before")
     let gates = try Self.mutation(.swappedGates, in: gru)
     let (g0, g1) = try Self.applied(gates, to: gru)
     let x = try #require(g0.layer(named: gates.layer!)), y = try #require(g1.layer(named: gates.layer!))
-    #expect(y.weights["W_z"] == x.weights["W_r"] && y.weights["W_r"] == x.weights["W_z"] && y.weights["W_o"] == x.weights["W_o"])
+    #expect(y.namedWeights["W_z"] == x.namedWeights["W_r"] && y.namedWeights["W_r"] == x.namedWeights["W_z"] && y.namedWeights["W_o"] == x.namedWeights["W_o"])
   }
 
   // MARK: Effect

@@ -276,9 +276,10 @@ public struct CoreMLGraphImporter {
     return count
   }
 
-  func weights(_ layer: CoreMLModelSpec.Layer, _ field: String, count: Int) throws -> [Float] {
-    guard let values = layer.weights[field], values.count >= count else {
-      throw CoreMLReaderError.invalidWeights(path: path, layer: layer.name, detail: "\(field) has \(layer.weights[field]?.count ?? 0) values, needs \(count)")
+  /// A weight blob of the current layer with at least `count` values (`field` names it in errors).
+  func weights(_ values: [Float]?, _ field: String, count: Int) throws -> [Float] {
+    guard let values, values.count >= count else {
+      throw CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(field) has \(values?.count ?? 0) values, needs \(count)")
     }
     // Only padding past the needed count (float16 or packed codes) is dropped; most blobs pass as they are.
     return values.count == count ? values : Array(values.prefix(count))

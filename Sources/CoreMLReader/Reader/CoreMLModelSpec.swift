@@ -26,25 +26,33 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     }
   }
 
-  /// One neural-network layer, with its parameters flattened into named values.
+  /// One neural-network layer: its names, and its parameters decoded into typed fields.
   public struct Layer: Sendable, Equatable {
     public var name: String
-    /// The oneof case, named as in the proto (`convolution`, `innerProduct`, ...).
+    /// The oneof case, named as in the proto (`convolution`, `innerProduct`, ...; `activation.<kind>` for an
+    /// activation layer), for messages and inspection.
     public var kind: String
     public var inputs: [String]
     public var outputs: [String]
-    /// Weight blobs by field name (`weights`, `bias`, `gamma`, ...): float16 widened, quantized values dequantized.
-    public var weights: [String: [Float]]
-    /// Integer, enum and bool parameters by field name (`kernelSize`, `stride`, `nGroups`, `mode`, `axes`, ...).
-    public var integers: [String: [Int]]
-    /// Float parameters by field name (`alpha`, `beta`, `epsilon`, ...).
-    public var floats: [String: Float]
+    /// The layer's parameters, typed as in NeuralNetwork.proto: float16 weights widened, quantized values dequantized.
+    public var parameters: CoreMLLayerParameters
     /// Whether a weight field was stored as float16.
-    public var usesFloat16: Bool
-    /// Text parameters by field name (a custom layer's `className`).
-    public var texts: [String: String] = [:]
+    public var usesFloat16: Bool = false
     /// The bit width of quantized weights (`rawValue`), or 0 when none are quantized.
     public var quantizationBits: Int = 0
+
+    public init(
+      name: String, kind: String, inputs: [String], outputs: [String], parameters: CoreMLLayerParameters, usesFloat16: Bool = false,
+      quantizationBits: Int = 0
+    ) {
+      (self.name, self.kind, self.inputs, self.outputs) = (name, kind, inputs, outputs)
+      self.parameters = parameters
+      self.usesFloat16 = usesFloat16
+      self.quantizationBits = quantizationBits
+    }
+
+    /// The weight blobs by proto field name, for listings (see `CoreMLLayerParameters.namedWeights`).
+    public var namedWeights: [String: [Float]] { parameters.namedWeights }
   }
 
   /// An image input's scaler: `y = channelScale * x + bias`.

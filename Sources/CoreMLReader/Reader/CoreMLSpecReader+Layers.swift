@@ -106,120 +106,179 @@ extension CoreMLSpecReader {
 
   static func layer(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>, path: String) throws -> CoreMLModelSpec.Layer {
     let l = pointer.pointee
-    var result = CoreMLModelSpec.Layer(
-      name: text(l.name), kind: layerKinds[l.layer_case.rawValue] ?? "layer\(l.layer_case.rawValue)",
-      inputs: buffer(l.input, l.n_input).map { text($0) }, outputs: buffer(l.output, l.n_output).map { text($0) },
-      weights: [:], integers: [:], floats: [:], usesFloat16: false)
-    let layerName = result.name
-    func weight(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, count: Int? = nil) throws {
+    let layerName = text(l.name)
+    var half = false, bits = 0
+    let decode: WeightDecoder = { name, params, count in
       let fail = { (detail: String) -> Error in CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \(detail)") }
-      guard let decoded = try decodeWeights(params, count: count, fail: fail) else { return }
-      result.weights[name] = decoded.values
-      result.usesFloat16 = result.usesFloat16 || decoded.half
-      result.quantizationBits = max(result.quantizationBits, decoded.bits)
+      guard let decoded = try decodeWeights(params, count: count, fail: fail) else { return nil }
+      half = half || decoded.half
+      bits = max(bits, decoded.bits)
+      return decoded.values
     }
+    var kind = layerKinds[l.layer_case.rawValue] ?? "layer\(l.layer_case.rawValue)"
+    let parameters: CoreMLLayerParameters
+    if l.layer_case == CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION, let a = l.activation?.pointee {
+      kind = "activation." + (activationKinds[a.nonlinearity_type_case.rawValue] ?? "unknown")
+      parameters = .activation(try activation(a, decode: decode))
+    } else if let classic = try classicParameters(l, decode: decode) {
+      parameters = classic
+    } else if let nd = try ndParameters(l, decode: decode) {
+      parameters = nd
+    } else {
+      parameters = try recurrentParameters(l, decode: decode) ?? .notDecoded
+    }
+    return CoreMLModelSpec.Layer(
+      name: layerName, kind: kind, inputs: buffer(l.input, l.n_input).map { text($0) }, outputs: buffer(l.output, l.n_output).map { text($0) },
+      parameters: parameters, usesFloat16: half, quantizationBits: bits)
+  }
 
+  /// An `ActivationParams` message; `decode` is nil for a recurrent layer's activations, whose PReLU slopes are not read.
+  static func activation(_ a: CoreML__Specification__ActivationParams, decode: WeightDecoder?) throws -> ActivationParameters {
+    switch a.nonlinearity_type_case {
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
+      guard let p = a.linear?.pointee else { return .linear(alpha: 0, beta: 0) }
+      return .linear(alpha: p.alpha, beta: p.beta)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU: return .relu
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU: return .leakyReLU(alpha: a.leakyrelu?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU: return .thresholdedReLU(alpha: a.thresholdedrelu?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU:
+      return .preLU(alpha: try decode?("alpha", a.prelu?.pointee.alpha, nil) ?? nil)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH: return .tanh
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SCALED_TANH:
+      guard let p = a.scaledtanh?.pointee else { return .scaledTanh(alpha: 0, beta: 0) }
+      return .scaledTanh(alpha: p.alpha, beta: p.beta)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID: return .sigmoid
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD:
+      guard let p = a.sigmoidhard?.pointee else { return .sigmoidHard(alpha: 0, beta: 0) }
+      return .sigmoidHard(alpha: p.alpha, beta: p.beta)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU: return .elu(alpha: a.elu?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTSIGN: return .softsign
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SOFTPLUS: return .softplus
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PARAMETRIC_SOFTPLUS: return .parametricSoftplus
+    default: return .unknown(fieldNumber: Int(a.nonlinearity_type_case.rawValue))
+    }
+  }
+
+  static func flag(_ value: protobuf_c_boolean) -> Bool { value != 0 }
+
+  /// The classic (Core ML 1 and 2) layers other than activations and the recurrent family; nil for other layers.
+  static func classicParameters(_ l: CoreML__Specification__NeuralNetworkLayer, decode: WeightDecoder) throws -> CoreMLLayerParameters? {
     switch l.layer_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION:
-      let c = l.convolution.pointee
-      result.integers = [
-        "outputChannels": [Int(clamping: c.outputchannels)], "kernelChannels": [Int(clamping: c.kernelchannels)], "nGroups": [Int(clamping: c.ngroups)],
-        "kernelSize": ints(c.kernelsize, c.n_kernelsize), "stride": ints(c.stride, c.n_stride),
-        "dilationFactor": ints(c.dilationfactor, c.n_dilationfactor), "hasBias": [Int(c.hasbias)],
-        "isDeconvolution": [Int(c.isdeconvolution)], "outputShape": ints(c.outputshape, c.n_outputshape),
-        "same": [c.convolution_padding_type_case == CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME ? 1 : 0],
-      ]
-      if c.convolution_padding_type_case == CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID {
-        result.integers["validPadding"] = borders(c.valid.pointee.paddingamounts)
-      } else if let same = c.same {
-        result.integers["asymmetryMode"] = [Int(same.pointee.asymmetrymode.rawValue)]
+      guard let c = l.convolution?.pointee else { return .convolution(ConvolutionParameters()) }
+      var p = ConvolutionParameters()
+      (p.outputChannels, p.kernelChannels, p.nGroups) = (Int(clamping: c.outputchannels), Int(clamping: c.kernelchannels), Int(clamping: c.ngroups))
+      (p.kernelSize, p.stride, p.dilationFactor) = (ints(c.kernelsize, c.n_kernelsize), ints(c.stride, c.n_stride), ints(c.dilationfactor, c.n_dilationfactor))
+      (p.hasBias, p.isDeconvolution, p.outputShape) = (flag(c.hasbias), flag(c.isdeconvolution), ints(c.outputshape, c.n_outputshape))
+      switch c.convolution_padding_type_case {
+      case CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID:
+        p.padding = .valid(paddingAmounts: borders(c.valid?.pointee.paddingamounts))
+      case CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME:
+        p.padding = .same(asymmetryMode: .init(rawValue: Int(c.same?.pointee.asymmetrymode.rawValue ?? 0)))
+      default: p.padding = .unset
       }
       let kernel = buffer(c.kernelsize, c.n_kernelsize)
       let groups = max(c.ngroups, 1)
       // A deconvolution stores [kernelChannels, outputChannels / groups, kh, kw].
       let perGroupOut = c.isdeconvolution != 0 ? c.outputchannels / groups : c.outputchannels
-      try weight("weights", c.weights, count: product([perGroupOut, c.kernelchannels] + kernel))
-      try weight("bias", c.bias, count: product([c.outputchannels]))
+      p.weights = try decode("weights", c.weights, product([perGroupOut, c.kernelchannels] + kernel))
+      p.bias = try decode("bias", c.bias, product([c.outputchannels]))
+      return .convolution(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_INNER_PRODUCT:
-      let p = l.innerproduct.pointee
-      result.integers = [
-        "inputChannels": [Int(clamping: p.inputchannels)], "outputChannels": [Int(clamping: p.outputchannels)], "hasBias": [Int(p.hasbias)],
-        "int8DynamicQuantize": [Int(p.int8dynamicquantize)],
-      ]
-      try weight("weights", p.weights, count: product([p.inputchannels, p.outputchannels]))
-      try weight("bias", p.bias, count: product([p.outputchannels]))
+      guard let c = l.innerproduct?.pointee else { return .innerProduct(InnerProductParameters()) }
+      var p = InnerProductParameters()
+      (p.inputChannels, p.outputChannels) = (Int(clamping: c.inputchannels), Int(clamping: c.outputchannels))
+      (p.hasBias, p.int8DynamicQuantize) = (flag(c.hasbias), flag(c.int8dynamicquantize))
+      p.weights = try decode("weights", c.weights, product([c.inputchannels, c.outputchannels]))
+      p.bias = try decode("bias", c.bias, product([c.outputchannels]))
+      return .innerProduct(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
-      let b = l.batchnorm.pointee
-      result.integers = ["channels": [Int(clamping: b.channels)], "computeMeanVar": [Int(b.computemeanvar)], "instanceNormalization": [Int(b.instancenormalization)]]
-      result.floats["epsilon"] = b.epsilon
-      try weight("gamma", b.gamma)
-      try weight("beta", b.beta)
-      try weight("mean", b.mean)
-      try weight("variance", b.variance)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION:
-      let a = l.activation.pointee
-      let kind = activationKinds[a.nonlinearity_type_case.rawValue] ?? "unknown"
-      result.kind = "activation." + kind
-      switch a.nonlinearity_type_case {
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
-        result.floats = ["alpha": a.linear.pointee.alpha, "beta": a.linear.pointee.beta]
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU: result.floats = ["alpha": a.leakyrelu.pointee.alpha]
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU: result.floats = ["alpha": a.thresholdedrelu.pointee.alpha]
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_ELU: result.floats = ["alpha": a.elu.pointee.alpha]
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD:
-        result.floats = ["alpha": a.sigmoidhard.pointee.alpha, "beta": a.sigmoidhard.pointee.beta]
-      case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU: try weight("alpha", a.prelu.pointee.alpha)
-      default: break
-      }
+      guard let c = l.batchnorm?.pointee else { return .batchnorm(BatchnormParameters()) }
+      var p = BatchnormParameters()
+      (p.channels, p.computeMeanVar, p.instanceNormalization, p.epsilon) =
+        (Int(clamping: c.channels), flag(c.computemeanvar), flag(c.instancenormalization), c.epsilon)
+      p.gamma = try decode("gamma", c.gamma, nil)
+      p.beta = try decode("beta", c.beta, nil)
+      p.mean = try decode("mean", c.mean, nil)
+      p.variance = try decode("variance", c.variance, nil)
+      return .batchnorm(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING:
-      let p = l.pooling.pointee
-      result.integers = [
-        "type": [Int(p.type.rawValue)], "kernelSize": ints(p.kernelsize, p.n_kernelsize), "stride": ints(p.stride, p.n_stride),
-        "avgPoolExcludePadding": [Int(p.avgpoolexcludepadding)], "globalPooling": [Int(p.globalpooling)],
-        "same": [p.pooling_padding_type_case == CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME ? 1 : 0],
-      ]
+      guard let c = l.pooling?.pointee else { return .pooling(PoolingParameters()) }
+      var p = PoolingParameters()
+      p.type = .init(rawValue: Int(c.type.rawValue))
+      (p.kernelSize, p.stride) = (ints(c.kernelsize, c.n_kernelsize), ints(c.stride, c.n_stride))
+      (p.avgPoolExcludePadding, p.globalPooling) = (flag(c.avgpoolexcludepadding), flag(c.globalpooling))
+      switch c.pooling_padding_type_case {
+      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID: p.padding = .valid
+      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME: p.padding = .same
+      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_INCLUDE_LAST_PIXEL: p.padding = .includeLastPixel
+      default: p.padding = .unset
+      }
+      return .pooling(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN:
-      result.integers = ["mode": [Int(l.flatten.pointee.mode.rawValue)]]
+      return .flatten(FlattenParameters(mode: .init(rawValue: Int(l.flatten?.pointee.mode.rawValue ?? 0))))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE:
-      let r = l.reshape.pointee
-      result.integers = ["targetShape": buffer(r.targetshape, r.n_targetshape).map { Int($0) }, "mode": [Int(r.mode.rawValue)]]
+      var p = ReshapeParameters()
+      if let c = l.reshape?.pointee {
+        (p.targetShape, p.mode) = (buffer(c.targetshape, c.n_targetshape).map { Int($0) }, .init(rawValue: Int(c.mode.rawValue)))
+      }
+      return .reshape(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PERMUTE:
-      result.integers = ["axis": ints(l.permute.pointee.axis, l.permute.pointee.n_axis)]
+      return .permute(PermuteParameters(axis: l.permute.map { ints($0.pointee.axis, $0.pointee.n_axis) } ?? []))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PADDING:
-      result.integers = ["paddingAmounts": borders(l.padding.pointee.paddingamounts)]
-      if l.padding.pointee.padding_type_case == CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT {
-        result.floats["value"] = l.padding.pointee.constant.pointee.value
+      var p = PaddingParameters()
+      guard let c = l.padding?.pointee else { return .padding(p) }
+      p.paddingAmounts = borders(c.paddingamounts)
+      switch c.padding_type_case {
+      case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT: p.type = .constant(value: c.constant?.pointee.value ?? 0)
+      case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_REFLECTION: p.type = .reflection
+      case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_REPLICATION: p.type = .replication
+      default: p.type = .unset
       }
+      return .padding(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CROP:
-      result.integers = ["cropAmounts": borders(l.crop.pointee.cropamounts), "offset": ints(l.crop.pointee.offset, l.crop.pointee.n_offset)]
+      var p = CropParameters()
+      if let c = l.crop?.pointee { (p.cropAmounts, p.offset) = (borders(c.cropamounts), ints(c.offset, c.n_offset)) }
+      return .crop(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REORGANIZE_DATA:
-      result.integers = ["mode": [Int(l.reorganizedata.pointee.mode.rawValue)], "blockSize": [Int(clamping: l.reorganizedata.pointee.blocksize)]]
+      var p = ReorganizeDataParameters()
+      if let c = l.reorganizedata?.pointee { (p.mode, p.blockSize) = (.init(rawValue: Int(c.mode.rawValue)), Int(clamping: c.blocksize)) }
+      return .reorganizeData(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LRN:
-      let n = l.lrn.pointee
-      result.integers = ["localSize": [Int(clamping: n.localsize)]]
-      result.floats = ["alpha": n.alpha, "beta": n.beta, "k": n.k]
+      var p = LRNParameters()
+      if let c = l.lrn?.pointee { (p.alpha, p.beta, p.localSize, p.k) = (c.alpha, c.beta, Int(clamping: c.localsize), c.k) }
+      return .lrn(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE:
-      let u = l.upsample.pointee
-      result.integers = [
-        "scalingFactor": ints(u.scalingfactor, u.n_scalingfactor), "mode": [Int(u.mode.rawValue)],
-        "linearUpsampleMode": [Int(u.linearupsamplemode.rawValue)], "fractionalScalingFactorCount": [u.n_fractionalscalingfactor],
-      ]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY:
-      let u = l.unary.pointee
-      result.integers = ["type": [Int(u.type.rawValue)]]
-      result.floats = ["alpha": u.alpha, "epsilon": u.epsilon, "shift": u.shift, "scale": u.scale]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU:
-      result.integers = ["mode": [Int(l.gelu.pointee.mode.rawValue)]]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT:
-      result.integers = ["sequenceConcat": [Int(l.concat.pointee.sequenceconcat)]]
-    default:
-      let decode: WeightDecoder = { name, params, count in
-        try decodeWeights(params, count: count) { CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \($0)") }
+      var p = UpsampleParameters()
+      if let c = l.upsample?.pointee {
+        (p.scalingFactor, p.fractionalScalingFactor) = (ints(c.scalingfactor, c.n_scalingfactor), buffer(c.fractionalscalingfactor, c.n_fractionalscalingfactor))
+        (p.mode, p.linearUpsampleMode) = (.init(rawValue: Int(c.mode.rawValue)), .init(rawValue: Int(c.linearupsamplemode.rawValue)))
       }
-      try decodeNDLayer(l, into: &result, decode: decode)
-      try decodeRecurrentLayer(l, into: &result, decode: decode)
+      return .upsample(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY:
+      var p = UnaryParameters()
+      if let c = l.unary?.pointee {
+        p.type = .init(rawValue: Int(c.type.rawValue))
+        (p.alpha, p.epsilon, p.shift, p.scale) = (c.alpha, c.epsilon, c.shift, c.scale)
+      }
+      return .unary(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU:
+      return .gelu(GeluParameters(mode: .init(rawValue: Int(l.gelu?.pointee.mode.rawValue ?? 0))))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT:
+      return .concat(ConcatParameters(sequenceConcat: flag(l.concat?.pointee.sequenceconcat ?? 0)))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX: return .softmax
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COPY: return .copy
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD: return .elementwise(.add(alpha: l.add?.pointee.alpha ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY: return .elementwise(.multiply(alpha: l.multiply?.pointee.alpha ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE: return .elementwise(.average)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX: return .elementwise(.max)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN: return .elementwise(.min)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT:
+      var p = LoadConstantParameters()
+      if let c = l.loadconstant?.pointee { (p.shape, p.data) = (ints(c.shape, c.n_shape), try decode("data", c.data, nil)) }
+      return .loadConstant(p)
+    default: return nil
     }
-    return result
   }
 }
 

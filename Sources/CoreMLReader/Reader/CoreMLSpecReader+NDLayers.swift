@@ -3,87 +3,97 @@ import CProtobufC
 import CoreMLSpec
 
 extension CoreMLSpecReader {
-  typealias WeightDecoder = (String, UnsafeMutablePointer<CoreML__Specification__WeightParams>?, Int?) throws -> DecodedWeights?
+  /// Decodes one weight blob: the field's name (for errors), its message, and the number of values the layer needs when known.
+  typealias WeightDecoder = (String, UnsafeMutablePointer<CoreML__Specification__WeightParams>?, Int?) throws -> [Float]?
 
-  /// Decodes the parameters of the layers added with Core ML 3 (spec 4+) and the few classic ones
-  /// `layer(_:path:)` leaves out. Layers with no parameters of interest keep empty dictionaries.
-  static func decodeNDLayer(_ l: CoreML__Specification__NeuralNetworkLayer, into result: inout CoreMLModelSpec.Layer, decode: WeightDecoder) throws {
-    func weight(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, _ count: Int?) throws {
-      guard let decoded = try decode(name, params, count) else { return }
-      result.weights[name] = decoded.values
-      result.usesFloat16 = result.usesFloat16 || decoded.half
-      result.quantizationBits = max(result.quantizationBits, decoded.bits)
-    }
-    func flags(_ pointer: UnsafeMutablePointer<protobuf_c_boolean>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int($0) } }
+  /// The parameters of the layers added with Core ML 3 (spec 4+) that the reader decodes; nil for other layers.
+  static func ndParameters(_ l: CoreML__Specification__NeuralNetworkLayer, decode: WeightDecoder) throws -> CoreMLLayerParameters? {
+    func flags(_ pointer: UnsafeMutablePointer<protobuf_c_boolean>?, _ count: Int) -> [Bool] { buffer(pointer, count).map { $0 != 0 } }
     func signed(_ pointer: UnsafeMutablePointer<Int64>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int($0) } }
 
     switch l.layer_case {
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD: result.floats["alpha"] = l.add.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY: result.floats["alpha"] = l.multiply.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT:
-      let c = l.loadconstant.pointee
-      result.integers["shape"] = ints(c.shape, c.n_shape)
-      try weight("data", c.data, nil)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP:
-      result.floats = ["minVal": l.clip.pointee.minval, "maxVal": l.clip.pointee.maxval]
+      return .clip(ClipParameters(minVal: l.clip?.pointee.minval ?? 0, maxVal: l.clip?.pointee.maxval ?? 0))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLAMPED_RE_LU:
-      result.floats = ["alpha": l.clampedrelu.pointee.alpha, "beta": l.clampedrelu.pointee.beta]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EQUAL: result.floats["alpha"] = l.equal.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_NOT_EQUAL: result.floats["alpha"] = l.notequal.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_THAN: result.floats["alpha"] = l.lessthan.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_EQUAL: result.floats["alpha"] = l.lessequal.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_THAN: result.floats["alpha"] = l.greaterthan.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_EQUAL: result.floats["alpha"] = l.greaterequal.pointee.alpha
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TILE: result.integers["reps"] = ints(l.tile.pointee.reps, l.tile.pointee.n_reps)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX_ND: result.integers["axis"] = [Int(l.softmaxnd.pointee.axis)]
+      return .clampedReLU(ClampedReLUParameters(alpha: l.clampedrelu?.pointee.alpha ?? 0, beta: l.clampedrelu?.pointee.beta ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EQUAL: return .comparison(.equal, alpha: l.equal?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_NOT_EQUAL: return .comparison(.notEqual, alpha: l.notequal?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_THAN: return .comparison(.lessThan, alpha: l.lessthan?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LESS_EQUAL: return .comparison(.lessEqual, alpha: l.lessequal?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_THAN: return .comparison(.greaterThan, alpha: l.greaterthan?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GREATER_EQUAL: return .comparison(.greaterEqual, alpha: l.greaterequal?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD_BROADCASTABLE: return .broadcastable(.add)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SUBTRACT_BROADCASTABLE: return .broadcastable(.subtract)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY_BROADCASTABLE: return .broadcastable(.multiply)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DIVIDE_BROADCASTABLE: return .broadcastable(.divide)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX_BROADCASTABLE: return .broadcastable(.max)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN_BROADCASTABLE: return .broadcastable(.min)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POW_BROADCASTABLE: return .broadcastable(.pow)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_WHERE_BROADCASTABLE: return .broadcastable(.where)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TILE:
+      return .tile(TileParameters(reps: l.tile.map { ints($0.pointee.reps, $0.pointee.n_reps) } ?? []))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX_ND: return .softmaxND(SoftmaxNDParameters(axis: Int(l.softmaxnd?.pointee.axis ?? 0)))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONCAT_ND:
-      result.integers = ["axis": [Int(l.concatnd.pointee.axis)], "interleave": [Int(l.concatnd.pointee.interleave)]]
+      return .concatND(ConcatNDParameters(axis: Int(l.concatnd?.pointee.axis ?? 0), interleave: (l.concatnd?.pointee.interleave ?? 0) != 0))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_TRANSPOSE:
-      result.integers["axes"] = ints(l.transpose.pointee.axes, l.transpose.pointee.n_axes)
+      return .transpose(TransposeParameters(axes: l.transpose.map { ints($0.pointee.axes, $0.pointee.n_axes) } ?? []))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE_STATIC:
-      result.integers["targetShape"] = signed(l.reshapestatic.pointee.targetshape, l.reshapestatic.pointee.n_targetshape)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN_TO2_D: result.integers["axis"] = [Int(l.flattento2d.pointee.axis)]
+      return .reshapeStatic(ReshapeStaticParameters(targetShape: l.reshapestatic.map { signed($0.pointee.targetshape, $0.pointee.n_targetshape) } ?? []))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN_TO2_D: return .flattenTo2D(FlattenTo2DParameters(axis: Int(l.flattento2d?.pointee.axis ?? 0)))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SQUEEZE:
-      let q = l.squeeze.pointee
-      result.integers = ["axes": signed(q.axes, q.n_axes), "squeezeAll": [Int(q.squeezeall)]]
+      guard let q = l.squeeze?.pointee else { return .squeeze(SqueezeParameters()) }
+      return .squeeze(SqueezeParameters(axes: signed(q.axes, q.n_axes), squeezeAll: q.squeezeall != 0))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EXPAND_DIMS:
-      result.integers["axes"] = signed(l.expanddims.pointee.axes, l.expanddims.pointee.n_axes)
+      return .expandDims(ExpandDimsParameters(axes: l.expanddims.map { signed($0.pointee.axes, $0.pointee.n_axes) } ?? []))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHED_MATMUL:
-      let b = l.batchedmatmul.pointee
-      let (rows, columns) = (Int(clamping: b.weightmatrixfirstdimension), Int(clamping: b.weightmatrixseconddimension))
-      result.integers = [
-        "transposeA": [Int(b.transposea)], "transposeB": [Int(b.transposeb)], "weightMatrixFirstDimension": [rows],
-        "weightMatrixSecondDimension": [columns], "hasBias": [Int(b.hasbias)], "int8DynamicQuantize": [Int(b.int8dynamicquantize)],
-      ]
-      try weight("weights", b.weights, product([b.weightmatrixfirstdimension, b.weightmatrixseconddimension]))
-      try weight("bias", b.bias, product([b.weightmatrixseconddimension]))
+      var p = BatchedMatMulParameters()
+      guard let b = l.batchedmatmul?.pointee else { return .batchedMatmul(p) }
+      (p.transposeA, p.transposeB, p.hasBias, p.int8DynamicQuantize) = (b.transposea != 0, b.transposeb != 0, b.hasbias != 0, b.int8dynamicquantize != 0)
+      (p.weightMatrixFirstDimension, p.weightMatrixSecondDimension) =
+        (Int(clamping: b.weightmatrixfirstdimension), Int(clamping: b.weightmatrixseconddimension))
+      p.weights = try decode("weights", b.weights, product([b.weightmatrixfirstdimension, b.weightmatrixseconddimension]))
+      p.bias = try decode("bias", b.bias, product([b.weightmatrixseconddimension]))
+      return .batchedMatmul(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT_ND:
-      let c = l.loadconstantnd.pointee
-      result.integers["shape"] = ints(c.shape, c.n_shape)
-      try weight("data", c.data, product(buffer(c.shape, c.n_shape)))
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE_STATIC:
-      let c = l.slicestatic.pointee
-      result.integers = [
-        "beginIds": signed(c.beginids, c.n_beginids), "beginMasks": flags(c.beginmasks, c.n_beginmasks),
-        "endIds": signed(c.endids, c.n_endids), "endMasks": flags(c.endmasks, c.n_endmasks),
-        "strides": signed(c.strides, c.n_strides), "squeezeMasks": flags(c.squeezemasks, c.n_squeezemasks),
-      ]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONSTANT_PAD:
-      let c = l.constantpad.pointee
-      result.integers = ["padAmounts": ints(c.padamounts, c.n_padamounts), "padToGivenOutputSizeMode": [Int(c.padtogivenoutputsizemode)]]
-      result.floats["value"] = c.value
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX,
-      CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_SUM:
-      // Four messages with the same fields: axes, keepDims, reduceAll.
-      let r: (axes: UnsafeMutablePointer<Int64>?, count: Int, keepDims: protobuf_c_boolean, reduceAll: protobuf_c_boolean)
-      switch l.layer_case {
-      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN: r = (l.reducemean.pointee.axes, l.reducemean.pointee.n_axes, l.reducemean.pointee.keepdims, l.reducemean.pointee.reduceall)
-      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX: r = (l.reducemax.pointee.axes, l.reducemax.pointee.n_axes, l.reducemax.pointee.keepdims, l.reducemax.pointee.reduceall)
-      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN: r = (l.reducemin.pointee.axes, l.reducemin.pointee.n_axes, l.reducemin.pointee.keepdims, l.reducemin.pointee.reduceall)
-      default: r = (l.reducesum.pointee.axes, l.reducesum.pointee.n_axes, l.reducesum.pointee.keepdims, l.reducesum.pointee.reduceall)
+      var p = LoadConstantParameters()
+      if let c = l.loadconstantnd?.pointee {
+        p.shape = ints(c.shape, c.n_shape)
+        p.data = try decode("data", c.data, product(buffer(c.shape, c.n_shape)))
       }
-      result.integers = ["axes": signed(r.axes, r.count), "keepDims": [Int(r.keepDims)], "reduceAll": [Int(r.reduceAll)]]
-    default: break
+      return .loadConstantND(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE_STATIC:
+      var p = SliceStaticParameters()
+      guard let c = l.slicestatic?.pointee else { return .sliceStatic(p) }
+      (p.beginIds, p.beginMasks) = (signed(c.beginids, c.n_beginids), flags(c.beginmasks, c.n_beginmasks))
+      (p.endIds, p.endMasks) = (signed(c.endids, c.n_endids), flags(c.endmasks, c.n_endmasks))
+      (p.strides, p.squeezeMasks) = (signed(c.strides, c.n_strides), flags(c.squeezemasks, c.n_squeezemasks))
+      return .sliceStatic(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONSTANT_PAD:
+      var p = ConstantPadParameters()
+      if let c = l.constantpad?.pointee {
+        (p.padAmounts, p.padToGivenOutputSizeMode, p.value) = (ints(c.padamounts, c.n_padamounts), c.padtogivenoutputsizemode != 0, c.value)
+      }
+      return .constantPad(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MEAN:
+      return .reduceND(.mean, reduction(l.reducemean.map { ($0.pointee.axes, $0.pointee.n_axes, $0.pointee.keepdims, $0.pointee.reduceall) }))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MAX:
+      return .reduceND(.max, reduction(l.reducemax.map { ($0.pointee.axes, $0.pointee.n_axes, $0.pointee.keepdims, $0.pointee.reduceall) }))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_MIN:
+      return .reduceND(.min, reduction(l.reducemin.map { ($0.pointee.axes, $0.pointee.n_axes, $0.pointee.keepdims, $0.pointee.reduceall) }))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE_SUM:
+      return .reduceND(.sum, reduction(l.reducesum.map { ($0.pointee.axes, $0.pointee.n_axes, $0.pointee.keepdims, $0.pointee.reduceall) }))
+    default: return nil
     }
+  }
+
+  /// The four ND reduction messages have the same fields: axes, keepDims, reduceAll.
+  private static func reduction(
+    _ fields: (axes: UnsafeMutablePointer<Int64>?, count: Int, keepDims: protobuf_c_boolean, reduceAll: protobuf_c_boolean)?
+  ) -> ReduceNDParameters {
+    var p = ReduceNDParameters()
+    guard let fields else { return p }
+    p.axes = buffer(fields.axes, fields.count).map { Int($0) }
+    (p.keepDims, p.reduceAll) = (fields.keepDims != 0, fields.reduceAll != 0)
+    return p
   }
 }

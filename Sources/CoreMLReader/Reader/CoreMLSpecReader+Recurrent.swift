@@ -3,144 +3,112 @@ import CProtobufC
 import CoreMLSpec
 
 extension CoreMLSpecReader {
-  /// Decodes embedding, sequence-repeat and recurrent layers into the layer view.
+  /// The parameters of embedding, sequence-repeat, recurrent and the remaining classic layers; nil for other layers.
   ///
-  /// Gate matrices keep Core ML's names: `W_<gate>`, `R_<gate>`, `b_<gate>` with gates `i f z o` (LSTM),
-  /// `z r o` (GRU, update/reset/output) or `x` (simple RNN); the backward half of a bidirectional LSTM
-  /// adds a `backward.` prefix. Activations are listed by their oneof field number in `activations`,
-  /// with `activation<k>.alpha` / `.beta` parameters.
-  static func decodeRecurrentLayer(_ l: CoreML__Specification__NeuralNetworkLayer, into result: inout CoreMLModelSpec.Layer, decode: WeightDecoder) throws {
-    func weight(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?) throws {
-      guard let decoded = try decode(name, params, nil) else { return }
-      result.weights[name] = decoded.values
-      result.usesFloat16 = result.usesFloat16 || decoded.half
-      result.quantizationBits = max(result.quantizationBits, decoded.bits)
+  /// Gate weights keep Core ML's layout: per gate an input matrix `W`, a recursion matrix `R` and a bias `b`
+  /// (gates `i f z o` for an LSTM, `z r o` for a GRU, one for a simple RNN).
+  static func recurrentParameters(_ l: CoreML__Specification__NeuralNetworkLayer, decode: WeightDecoder) throws -> CoreMLLayerParameters? {
+    func activations(_ list: [UnsafeMutablePointer<CoreML__Specification__ActivationParams>?]) throws -> [ActivationParameters] {
+      try list.compactMap { pointer in try pointer.map { try activation($0.pointee, decode: nil) } }
     }
-    /// `prefix` is `activation` (forward) or `backwardActivation` (a bidirectional LSTM's backward half, whose kinds
-    /// go to `backwardActivations`).
-    func activations(_ list: [UnsafeMutablePointer<CoreML__Specification__ActivationParams>?], offset: Int = 0, prefix: String = "activation") {
-      for (index, pointer) in list.enumerated() {
-        guard let a = pointer?.pointee else { continue }
-        let k = offset + index
-        if prefix == "activation" { result.integers["activations", default: []].append(Int(a.nonlinearity_type_case.rawValue)) }
-        switch a.nonlinearity_type_case {
-        case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SIGMOID_HARD:
-          result.floats["\(prefix)\(k).alpha"] = a.sigmoidhard.pointee.alpha
-          result.floats["\(prefix)\(k).beta"] = a.sigmoidhard.pointee.beta
-        case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
-          result.floats["\(prefix)\(k).alpha"] = a.linear.pointee.alpha
-          result.floats["\(prefix)\(k).beta"] = a.linear.pointee.beta
-        case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_SCALED_TANH:
-          result.floats["\(prefix)\(k).alpha"] = a.scaledtanh.pointee.alpha
-          result.floats["\(prefix)\(k).beta"] = a.scaledtanh.pointee.beta
-        default: break
-        }
-      }
+    func gate(_ letter: String, prefix: String, _ w: UnsafeMutablePointer<CoreML__Specification__WeightParams>?,
+      _ r: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, _ b: UnsafeMutablePointer<CoreML__Specification__WeightParams>?
+    ) throws -> RecurrentGateWeights {
+      RecurrentGateWeights(
+        weightMatrix: try decode(prefix + "W_" + letter, w, nil), recursionMatrix: try decode(prefix + "R_" + letter, r, nil),
+        biasVector: try decode(prefix + "b_" + letter, b, nil))
     }
-    func lstmWeights(_ pointer: UnsafeMutablePointer<CoreML__Specification__LSTMWeightParams>?, prefix: String) throws {
-      guard let w = pointer?.pointee else { return }
-      try weight(prefix + "W_i", w.inputgateweightmatrix)
-      try weight(prefix + "W_f", w.forgetgateweightmatrix)
-      try weight(prefix + "W_z", w.blockinputweightmatrix)
-      try weight(prefix + "W_o", w.outputgateweightmatrix)
-      try weight(prefix + "R_i", w.inputgaterecursionmatrix)
-      try weight(prefix + "R_f", w.forgetgaterecursionmatrix)
-      try weight(prefix + "R_z", w.blockinputrecursionmatrix)
-      try weight(prefix + "R_o", w.outputgaterecursionmatrix)
-      try weight(prefix + "b_i", w.inputgatebiasvector)
-      try weight(prefix + "b_f", w.forgetgatebiasvector)
-      try weight(prefix + "b_z", w.blockinputbiasvector)
-      try weight(prefix + "b_o", w.outputgatebiasvector)
-      if w.inputgatepeepholevector != nil { result.integers["peephole"] = [1] }
+    func lstmWeights(_ pointer: UnsafeMutablePointer<CoreML__Specification__LSTMWeightParams>?, prefix: String) throws -> LSTMWeights {
+      var result = LSTMWeights()
+      guard let w = pointer?.pointee else { return result }
+      result.inputGate = try gate("i", prefix: prefix, w.inputgateweightmatrix, w.inputgaterecursionmatrix, w.inputgatebiasvector)
+      result.forgetGate = try gate("f", prefix: prefix, w.forgetgateweightmatrix, w.forgetgaterecursionmatrix, w.forgetgatebiasvector)
+      result.blockInput = try gate("z", prefix: prefix, w.blockinputweightmatrix, w.blockinputrecursionmatrix, w.blockinputbiasvector)
+      result.outputGate = try gate("o", prefix: prefix, w.outputgateweightmatrix, w.outputgaterecursionmatrix, w.outputgatebiasvector)
+      result.hasPeepholeVector = w.inputgatepeepholevector != nil
+      return result
     }
-    func lstmSettings(_ pointer: UnsafeMutablePointer<CoreML__Specification__LSTMParams>?) {
-      guard let p = pointer?.pointee else { return }
-      result.integers["sequenceOutput"] = [Int(p.sequenceoutput)]
-      result.integers["hasBiasVectors"] = [Int(p.hasbiasvectors)]
-      result.integers["forgetBias"] = [Int(p.forgetbias)]
-      result.integers["peephole"] = [Int(p.haspeepholevectors)]
-      result.integers["coupledInputAndForgetGate"] = [Int(p.coupledinputandforgetgate)]
-      result.floats["cellClipThreshold"] = p.cellclipthreshold
-    }
-
-    /// The fields every simple recurrent and GRU layer has.
-    func sizes(_ inputs: UInt64, _ outputs: UInt64, sequenceOutput: protobuf_c_boolean, bias: protobuf_c_boolean, reverse: protobuf_c_boolean) {
-      result.integers = [
-        "inputVectorSize": [Int(clamping: inputs)], "outputVectorSize": [Int(clamping: outputs)],
-        "sequenceOutput": [Int(sequenceOutput)], "hasBiasVectors": [Int(bias)], "reverseInput": [Int(reverse)],
-      ]
+    func lstmSettings(_ pointer: UnsafeMutablePointer<CoreML__Specification__LSTMParams>?) -> LSTMSettings {
+      var s = LSTMSettings()
+      guard let p = pointer?.pointee else { return s }
+      (s.sequenceOutput, s.hasBiasVectors, s.forgetBias) = (p.sequenceoutput != 0, p.hasbiasvectors != 0, p.forgetbias != 0)
+      (s.hasPeepholeVectors, s.coupledInputAndForgetGate, s.cellClipThreshold) = (p.haspeepholevectors != 0, p.coupledinputandforgetgate != 0, p.cellclipthreshold)
+      return s
     }
 
     switch l.layer_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EMBEDDING:
-      let e = l.embedding.pointee
-      result.integers = ["inputDim": [Int(clamping: e.inputdim)], "outputChannels": [Int(clamping: e.outputchannels)], "hasBias": [Int(e.hasbias)]]
-      try weight("weights", e.weights)
-      try weight("bias", e.bias)
+      var p = EmbeddingParameters()
+      guard let e = l.embedding?.pointee else { return .embedding(p) }
+      (p.inputDim, p.outputChannels, p.hasBias) = (Int(clamping: e.inputdim), Int(clamping: e.outputchannels), e.hasbias != 0)
+      p.weights = try decode("weights", e.weights, nil)
+      p.bias = try decode("bias", e.bias, nil)
+      return .embedding(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE:
-      let c = l.slice.pointee
-      result.integers = ["startIndex": [Int(c.startindex)], "endIndex": [Int(c.endindex)], "stride": [Int(clamping: c.stride)], "axis": [Int(c.axis.rawValue)]]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE:
-      let r = l.reduce.pointee
-      result.integers = ["mode": [Int(r.mode.rawValue)], "axis": [Int(r.axis.rawValue)]]
-      result.floats["epsilon"] = r.epsilon
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE:
-      let c = l.scale.pointee
-      result.integers = ["shapeScale": ints(c.shapescale, c.n_shapescale), "hasBias": [Int(c.hasbias)], "shapeBias": ints(c.shapebias, c.n_shapebias)]
-      try weight("scale", c.scale)
-      try weight("bias", c.bias)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE:
-      result.floats["epsilon"] = l.l2normalize.pointee.epsilon
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT:
-      result.integers["cosineSimilarity"] = [Int(l.dot.pointee.cosinesimilarity)]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM:
-      result.texts["className"] = text(l.custom.pointee.classname)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT:
-      result.integers["nOutputs"] = [Int(clamping: l.split.pointee.noutputs)]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SEQUENCE_REPEAT:
-      result.integers["nRepetitions"] = [Int(clamping: l.sequencerepeat.pointee.nrepetitions)]
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT:
-      let r = l.simplerecurrent.pointee
-      sizes(r.inputvectorsize, r.outputvectorsize, sequenceOutput: r.sequenceoutput, bias: r.hasbiasvector, reverse: r.reverseinput)
-      activations([r.activation])
-      try weight("W_x", r.weightmatrix)
-      try weight("R_x", r.recursionmatrix)
-      try weight("b_x", r.biasvector)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU:
-      let g = l.gru.pointee
-      sizes(g.inputvectorsize, g.outputvectorsize, sequenceOutput: g.sequenceoutput, bias: g.hasbiasvectors, reverse: g.reverseinput)
-      activations(buffer(g.activations, g.n_activations))
-      try weight("W_z", g.updategateweightmatrix)
-      try weight("W_r", g.resetgateweightmatrix)
-      try weight("W_o", g.outputgateweightmatrix)
-      try weight("R_z", g.updategaterecursionmatrix)
-      try weight("R_r", g.resetgaterecursionmatrix)
-      try weight("R_o", g.outputgaterecursionmatrix)
-      try weight("b_z", g.updategatebiasvector)
-      try weight("b_r", g.resetgatebiasvector)
-      try weight("b_o", g.outputgatebiasvector)
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM:
-      let u = l.unidirectionallstm.pointee
-      result.integers = [
-        "inputVectorSize": [Int(clamping: u.inputvectorsize)], "outputVectorSize": [Int(clamping: u.outputvectorsize)],
-        "reverseInput": [Int(u.reverseinput)],
-      ]
-      lstmSettings(u.params)
-      activations(buffer(u.activations, u.n_activations))
-      try lstmWeights(u.weightparams, prefix: "")
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM:
-      let b = l.bidirectionallstm.pointee
-      result.integers = ["inputVectorSize": [Int(clamping: b.inputvectorsize)], "outputVectorSize": [Int(clamping: b.outputvectorsize)]]
-      lstmSettings(b.params)
-      activations(buffer(b.activationsforwardlstm, b.n_activationsforwardlstm))
-      result.integers["backwardActivations"] = buffer(b.activationsbackwardlstm, b.n_activationsbackwardlstm).map {
-        Int($0?.pointee.nonlinearity_type_case.rawValue ?? 0)
+      var p = SliceParameters()
+      if let c = l.slice?.pointee {
+        (p.startIndex, p.endIndex, p.stride, p.axis) = (Int(c.startindex), Int(c.endindex), Int(clamping: c.stride), .init(rawValue: Int(c.axis.rawValue)))
       }
-      activations(buffer(b.activationsbackwardlstm, b.n_activationsbackwardlstm), prefix: "backwardActivation")
+      return .slice(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE:
+      var p = ReduceParameters()
+      if let r = l.reduce?.pointee { (p.mode, p.axis, p.epsilon) = (.init(rawValue: Int(r.mode.rawValue)), .init(rawValue: Int(r.axis.rawValue)), r.epsilon) }
+      return .reduce(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE:
+      var p = ScaleParameters()
+      guard let c = l.scale?.pointee else { return .scale(p) }
+      (p.shapeScale, p.hasBias, p.shapeBias) = (ints(c.shapescale, c.n_shapescale), c.hasbias != 0, ints(c.shapebias, c.n_shapebias))
+      p.scale = try decode("scale", c.scale, nil)
+      p.bias = try decode("bias", c.bias, nil)
+      return .scale(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE:
+      return .l2normalize(L2NormalizeParameters(epsilon: l.l2normalize?.pointee.epsilon ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT:
+      return .dot(DotParameters(cosineSimilarity: (l.dot?.pointee.cosinesimilarity ?? 0) != 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM:
+      return .custom(CustomParameters(className: text(l.custom?.pointee.classname)))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SPLIT:
+      return .split(SplitParameters(nOutputs: Int(clamping: l.split?.pointee.noutputs ?? 0)))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SEQUENCE_REPEAT:
+      return .sequenceRepeat(SequenceRepeatParameters(nRepetitions: Int(clamping: l.sequencerepeat?.pointee.nrepetitions ?? 0)))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT:
+      var p = SimpleRecurrentParameters()
+      guard let r = l.simplerecurrent?.pointee else { return .simpleRecurrent(p) }
+      (p.inputVectorSize, p.outputVectorSize) = (Int(clamping: r.inputvectorsize), Int(clamping: r.outputvectorsize))
+      (p.sequenceOutput, p.hasBiasVector, p.reverseInput) = (r.sequenceoutput != 0, r.hasbiasvector != 0, r.reverseinput != 0)
+      p.activations = try activations([r.activation])
+      p.gate = try gate("x", prefix: "", r.weightmatrix, r.recursionmatrix, r.biasvector)
+      return .simpleRecurrent(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU:
+      var p = GRUParameters()
+      guard let g = l.gru?.pointee else { return .gru(p) }
+      (p.inputVectorSize, p.outputVectorSize) = (Int(clamping: g.inputvectorsize), Int(clamping: g.outputvectorsize))
+      (p.sequenceOutput, p.hasBiasVectors, p.reverseInput) = (g.sequenceoutput != 0, g.hasbiasvectors != 0, g.reverseinput != 0)
+      p.activations = try activations(buffer(g.activations, g.n_activations))
+      p.updateGate = try gate("z", prefix: "", g.updategateweightmatrix, g.updategaterecursionmatrix, g.updategatebiasvector)
+      p.resetGate = try gate("r", prefix: "", g.resetgateweightmatrix, g.resetgaterecursionmatrix, g.resetgatebiasvector)
+      p.outputGate = try gate("o", prefix: "", g.outputgateweightmatrix, g.outputgaterecursionmatrix, g.outputgatebiasvector)
+      return .gru(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM:
+      var p = UniDirectionalLSTMParameters()
+      guard let u = l.unidirectionallstm?.pointee else { return .uniDirectionalLSTM(p) }
+      (p.inputVectorSize, p.outputVectorSize, p.reverseInput) = (Int(clamping: u.inputvectorsize), Int(clamping: u.outputvectorsize), u.reverseinput != 0)
+      p.params = lstmSettings(u.params)
+      p.activations = try activations(buffer(u.activations, u.n_activations))
+      p.weightParams = try lstmWeights(u.weightparams, prefix: "")
+      return .uniDirectionalLSTM(p)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM:
+      var p = BiDirectionalLSTMParameters()
+      guard let b = l.bidirectionallstm?.pointee else { return .biDirectionalLSTM(p) }
+      (p.inputVectorSize, p.outputVectorSize) = (Int(clamping: b.inputvectorsize), Int(clamping: b.outputvectorsize))
+      p.params = lstmSettings(b.params)
+      p.activationsForwardLSTM = try activations(buffer(b.activationsforwardlstm, b.n_activationsforwardlstm))
+      p.activationsBackwardLSTM = try activations(buffer(b.activationsbackwardlstm, b.n_activationsbackwardlstm))
       let halves = buffer(b.weightparams, b.n_weightparams)
-      try lstmWeights(halves.first ?? nil, prefix: "")
-      try lstmWeights(halves.count > 1 ? halves[1] : nil, prefix: "backward.")
-    default: break
+      p.forwardWeights = try lstmWeights(halves.first ?? nil, prefix: "")
+      p.backwardWeights = try lstmWeights(halves.count > 1 ? halves[1] : nil, prefix: "backward.")
+      return .biDirectionalLSTM(p)
+    default: return nil
     }
   }
 }

@@ -11,17 +11,15 @@ extension CoreMLSpecificationRules {
 
   /// The specification version a layer needs, and the rule that says so.
   static func requiredVersion(_ layer: CoreMLModelSpec.Layer) -> (version: Int, rule: String, why: String) {
-    let integers = layer.integers
-    func on(_ key: String) -> Bool { (integers[key]?.first ?? 0) != 0 }
     // [rule UPSAMPLE-VERSION], [rule REORGANIZE-VERSION], [rule INT8-VERSION], [rule CONCAT-ND-VERSION], [rule SPEC-VERSION-LAYERS]
-    switch layer.kind {
-    case "clampedReLU": return (5, "SPEC-VERSION-LAYERS", "clampedReLU is a specification 5 (iOS 14) layer")
-    case "upsample" where on("linearUpsampleMode") || on("fractionalScalingFactorCount"):
+    switch layer.parameters {
+    case .clampedReLU: return (5, "SPEC-VERSION-LAYERS", "clampedReLU is a specification 5 (iOS 14) layer")
+    case .upsample(let p) where p.linearUpsampleMode.rawValue != 0 || !p.fractionalScalingFactor.isEmpty:
       return (5, "UPSAMPLE-VERSION", "linearUpsampleMode other than DEFAULT or fractionalScalingFactor is a specification 5 (iOS 14) feature")
-    case "reorganizeData" where integers["mode"]?.first == 2: return (5, "REORGANIZE-VERSION", "PIXEL_SHUFFLE is a specification 5 (iOS 14) mode")
-    case "innerProduct" where on("int8DynamicQuantize"), "batchedMatmul" where on("int8DynamicQuantize"):
-      return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
-    case "concatND" where on("interleave"): return (5, "CONCAT-ND-VERSION", "interleave is a specification 5 (iOS 14) option")
+    case .reorganizeData(let p) where p.mode == .known(.pixelShuffle): return (5, "REORGANIZE-VERSION", "PIXEL_SHUFFLE is a specification 5 (iOS 14) mode")
+    case .innerProduct(let p) where p.int8DynamicQuantize: return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
+    case .batchedMatmul(let p) where p.int8DynamicQuantize: return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
+    case .concatND(let p) where p.interleave: return (5, "CONCAT-ND-VERSION", "interleave is a specification 5 (iOS 14) option")
     default: break
     }
     if layer.kind.hasPrefix("activation.") || iOS12Kinds.contains(layer.kind) {
@@ -79,7 +77,7 @@ extension CoreMLSpecificationRules {
     // Width of the vector when decidable: through softmax / activation layers back to an innerProduct.
     var width: Int?
     for _ in 0..<spec.layers.count {
-      if producer.kind == "innerProduct" { width = producer.integers["outputChannels"]?.first; break }
+      if case .innerProduct(let p) = producer.parameters { width = p.outputChannels; break }
       guard producer.kind == "softmax" || producer.kind.hasPrefix("activation."), producer.inputs.count == 1,
         let previous = spec.layers.last(where: { $0.outputs.contains(producer.inputs[0]) })
       else { break }

@@ -4,38 +4,66 @@ extension CoreMLSpecificationRules {
   /// linear 5, ReLU 10, tanh 30, scaledTanh 31, sigmoid 40, sigmoidHard 41.
   static let recurrentActivationKinds: Set<Int> = [5, 10, 30, 31, 40, 41]
 
-  /// How many activations each recurrent layer lists ([rule RNN-ACTIVATION-COUNT]).
-  static let recurrentActivationCounts: [String: Int] = ["simpleRecurrent": 1, "gru": 2, "uniDirectionalLSTM": 3, "biDirectionalLSTM": 3]
+  /// A recurrent layer's activations, sizes and gate weights by name (`W_<g>`, `R_<g>`, `b_<g>`, the backward half of a
+  /// bidirectional LSTM prefixed `backward.`).
+  struct RecurrentView {
+    var activationCount: Int
+    var activations: [ActivationParameters]
+    var backwardActivations: [ActivationParameters]?
+    var inputs: Int
+    var outputs: Int
+    var gates: [(prefix: String, letter: String, weights: RecurrentGateWeights)]
 
-  /// Gate letters per layer, as the reader names the weight blobs (`W_<g>`, `R_<g>`, `b_<g>`).
-  static let recurrentGates: [String: [String]] = ["simpleRecurrent": ["x"], "gru": ["z", "r", "o"], "uniDirectionalLSTM": ["i", "f", "z", "o"], "biDirectionalLSTM": ["i", "f", "z", "o"]]
+    init?(_ parameters: CoreMLLayerParameters) {
+      func named(_ prefix: String, _ letters: [String], _ gates: [RecurrentGateWeights]) -> [(prefix: String, letter: String, weights: RecurrentGateWeights)] {
+        zip(letters, gates).map { (prefix, $0, $1) }
+      }
+      let lstm = ["i", "f", "z", "o"]
+      switch parameters {
+      case .simpleRecurrent(let p):
+        (activationCount, activations, inputs, outputs) = (1, p.activations, p.inputVectorSize, p.outputVectorSize)
+        gates = named("", ["x"], [p.gate])
+      case .gru(let p):
+        (activationCount, activations, inputs, outputs) = (2, p.activations, p.inputVectorSize, p.outputVectorSize)
+        gates = named("", ["z", "r", "o"], p.gates)
+      case .uniDirectionalLSTM(let p):
+        (activationCount, activations, inputs, outputs) = (3, p.activations, p.inputVectorSize, p.outputVectorSize)
+        gates = named("", lstm, p.weightParams.gates)
+      case .biDirectionalLSTM(let p):
+        (activationCount, activations, inputs, outputs) = (3, p.activationsForwardLSTM, p.inputVectorSize, p.outputVectorSize)
+        backwardActivations = p.activationsBackwardLSTM
+        gates = named("", lstm, p.forwardWeights.gates) + named("backward.", lstm, p.backwardWeights.gates)
+      default: return nil
+      }
+    }
+  }
 
   static func checkRecurrent(_ layer: CoreMLModelSpec.Layer, _ r: inout Reporter) {
-    guard let count = recurrentActivationCounts[layer.kind], let gates = recurrentGates[layer.kind] else { return }
-    let kinds = r.ints("activations")
+    guard let view = RecurrentView(layer.parameters) else { return }
+    let kinds = view.activations.map(\.fieldNumber)
     // [rule RNN-ACTIVATION-COUNT]
-    if kinds.count != count { r.add("RNN-ACTIVATION-COUNT", "\(kinds.count) activations (\(layer.kind) takes \(count))") }
-    checkActivations(kinds, prefix: "activation", &r)
-    if layer.kind == "biDirectionalLSTM" {
+    if kinds.count != view.activationCount { r.add("RNN-ACTIVATION-COUNT", "\(kinds.count) activations (\(layer.kind) takes \(view.activationCount))") }
+    checkActivations(view.activations, &r)
+    if let backwardActivations = view.backwardActivations {
       // [rule BILSTM-BACKWARD-ACTIVATIONS]: the backward LSTM must use the forward LSTM's activations.
-      let backward = r.ints("backwardActivations")
+      let backward = backwardActivations.map(\.fieldNumber)
       let sameParameters = (0..<max(kinds.count, backward.count)).allSatisfy { k in
-        layer.floats["activation\(k).alpha"] == layer.floats["backwardActivation\(k).alpha"]
-          && layer.floats["activation\(k).beta"] == layer.floats["backwardActivation\(k).beta"]
+        let forward = k < view.activations.count ? view.activations[k].recurrentAlphaBeta : nil
+        let other = k < backwardActivations.count ? backwardActivations[k].recurrentAlphaBeta : nil
+        return forward?.alpha == other?.alpha && forward?.beta == other?.beta
       }
       if backward != kinds || !sameParameters {
         r.add("BILSTM-BACKWARD-ACTIVATIONS", "backward activations \(backward.map(activationName)) differ from the forward ones \(kinds.map(activationName))")
       }
     }
     // [rule RNN-WEIGHT-SIZES]: W [out, in], R [out, out], b [out] per gate.
-    let inputs = r.int("inputVectorSize") ?? 0, outputs = r.int("outputVectorSize") ?? 0
-    let prefixes = layer.kind == "biDirectionalLSTM" ? ["", "backward."] : [""]
-    for prefix in prefixes {
-      for gate in gates {
-        r.expectCount("RNN-WEIGHT-SIZES", prefix + "W_" + gate, product([outputs, inputs]), "[outputVectorSize, inputVectorSize] = [\(outputs), \(inputs)]")
-        r.expectCount("RNN-WEIGHT-SIZES", prefix + "R_" + gate, product([outputs, outputs]), "[outputVectorSize, outputVectorSize]")
-        r.expectCount("RNN-WEIGHT-SIZES", prefix + "b_" + gate, outputs, "[outputVectorSize]")
-      }
+    let (inputs, outputs) = (view.inputs, view.outputs)
+    for (prefix, gate, weights) in view.gates {
+      r.expectCount(
+        "RNN-WEIGHT-SIZES", prefix + "W_" + gate, weights.weightMatrix, product([outputs, inputs]),
+        "[outputVectorSize, inputVectorSize] = [\(outputs), \(inputs)]")
+      r.expectCount("RNN-WEIGHT-SIZES", prefix + "R_" + gate, weights.recursionMatrix, product([outputs, outputs]), "[outputVectorSize, outputVectorSize]")
+      r.expectCount("RNN-WEIGHT-SIZES", prefix + "b_" + gate, weights.biasVector, outputs, "[outputVectorSize]")
     }
   }
 
@@ -44,13 +72,14 @@ extension CoreMLSpecificationRules {
   }
 
   /// [rule RNN-ACTIVATIONS], [rule RNN-SIGMOID-HARD], [rule RNN-SCALED-TANH].
-  static func checkActivations(_ kinds: [Int], prefix: String, _ r: inout Reporter) {
-    for (k, kind) in kinds.enumerated() {
+  static func checkActivations(_ activations: [ActivationParameters], _ r: inout Reporter) {
+    for (k, activation) in activations.enumerated() {
+      let kind = activation.fieldNumber
       guard recurrentActivationKinds.contains(kind) else {
         r.add("RNN-ACTIVATIONS", "activation \(k) is \(activationName(kind)); recurrent layers take only linear, sigmoid, tanh, ReLU, scaled tanh and hard sigmoid")
         continue
       }
-      let alpha = r.layer.floats["\(prefix)\(k).alpha"], beta = r.layer.floats["\(prefix)\(k).beta"]
+      let alpha = activation.recurrentAlphaBeta?.alpha, beta = activation.recurrentAlphaBeta?.beta
       if kind == 41 && !(alpha == 0.2 && beta == 0.5) {
         r.add("RNN-SIGMOID-HARD", "activation \(k) is hard sigmoid with alpha \(alpha.map { "\($0)" } ?? "?") and beta \(beta.map { "\($0)" } ?? "?"); recurrent layers support only alpha 0.2, beta 0.5")
       }

@@ -96,7 +96,7 @@ extension CoreMLFrontend {
     var total = 0
     let layers = spec.layers.map { layer -> ModelInspection.Layer in
       var count = 0
-      for (field, values) in layer.weights.sorted(by: { $0.key < $1.key }) {
+      for (field, values) in layer.namedWeights.sorted(by: { $0.key < $1.key }) {
         count += values.count
         if layer.quantizationBits > 0 && field == "weights" {
           storage.add("uint\(layer.quantizationBits)", count: values.count, bits: layer.quantizationBits)
