@@ -61,7 +61,7 @@ let package = Package(
     .target(name: "CoreMLFormat", dependencies: ["CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
-    .executableTarget(name: "modelconv", dependencies: ["ModelConverter"]),
+    .executableTarget(name: "modelconv", dependencies: ["ModelConverter", "ModelFormats"]),
     .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .executableTarget(
@@ -71,6 +71,7 @@ let package = Package(
     // tests in modelconvTests, and what they share (fixture paths, reference files, running modelconv).
     .target(name: "TestSupport", dependencies: ["KerasFormat", "CoreMLFormat"], path: "Tests/TestSupport"),
     .testTarget(name: "ModelIRTests", dependencies: testDependencies),
+    .testTarget(name: "ModelFormatsTests", dependencies: testDependencies),
     .testTarget(name: "KerasFormatTests", dependencies: testDependencies),
     .testTarget(name: "CoreMLReaderTests", dependencies: testDependencies),
     .testTarget(name: "CoreMLWriterTests", dependencies: testDependencies),

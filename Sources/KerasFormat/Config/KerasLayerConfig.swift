@@ -1,3 +1,4 @@
+import ModelFormats
 /// One layer entry of a Keras model config, with its calls.
 public struct KerasLayerConfig: Sendable {
   public var className: String

@@ -1,3 +1,4 @@
+import ModelFormats
 /// Keras 1 layer configs in Keras 2 terms, as far as coremltools' Keras 1 converter went.
 ///
 /// Keras 1.x architecture JSON names layers and options differently (`Convolution2D(nb_filter,
@@ -43,7 +44,7 @@ enum KerasLegacyConfig {
     }
     // Keras 1's Dropout rate is `p`.
     rename("p", "rate")
-    return (name, .object(fields))
+    return (name, .dictionary(fields))
   }
 
   /// Keras 1 classes whose entries are always rewritten (to `Conv2D`, `Conv2DTranspose`, `Add`, ...).

@@ -1,3 +1,4 @@
+import ModelFormats
 /// The architecture of a Keras model: its layers and, for functional models, its wiring.
 public struct KerasModelConfig: Sendable {
   /// Class names that denote a model rather than a layer.

@@ -1,3 +1,4 @@
+import ModelFormats
 import ModelIR
 
 /// What a custom-layer conversion gets to know about one Keras layer call.

@@ -1,3 +1,4 @@
+import ModelFormats
 import ModelIR
 
 /// Turns a Keras model into an IR graph: expands nested models and shared layers, drops

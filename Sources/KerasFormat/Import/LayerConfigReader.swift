@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 import ModelIR
 
 /// Typed access to one layer's config values, with errors that name the file, the layer and the field.

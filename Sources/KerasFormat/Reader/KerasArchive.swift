@@ -1,5 +1,6 @@
 import CZip
 import Foundation
+import ModelFormats
 
 #if canImport(Glibc)
   import Glibc

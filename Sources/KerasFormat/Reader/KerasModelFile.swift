@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 import ModelIR
 
 /// A Keras model read from a legacy `.h5` file, a Keras 3 `.keras` archive, or a weights `.h5` plus

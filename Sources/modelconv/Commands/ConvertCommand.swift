@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import ModelFormats
 import ModelConverter
 
 /// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.

@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import ModelFormats
 import ModelConverter
 
 /// `modelconv evaluate`: accuracy on a labelled folder, and agreement with a second model.

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 import ModelConverter
 
 /// `modelconv inspect`: what a Keras file or a Core ML model holds, without converting or running it.

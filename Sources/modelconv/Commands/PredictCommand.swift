@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 import ModelConverter
 
 /// `modelconv predict`: classifies photos with a Keras file or a converted model.

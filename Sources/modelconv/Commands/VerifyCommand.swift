@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import ModelFormats
 import KerasFormat
 import ModelConverter
 

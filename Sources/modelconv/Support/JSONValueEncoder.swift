@@ -1,3 +1,4 @@
+import ModelFormats
 /// Turns any `Encodable` into a `JSONValue`: keys in declaration order, and `nil` optionals written as
 /// `null` (Swift's synthesized coding skips them through `encodeIfPresent`, which this encoder overrides),
 /// so JSON readers always find every documented key.
