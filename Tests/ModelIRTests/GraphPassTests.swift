@@ -186,6 +186,21 @@ import Testing
     Self.expectSameOutputs(graph, rewritten)
   }
 
+  /// Zero padding of an image's height and width is a ZeroPadding2D; padding channels, or by another value, stays.
+  @Test func spatialZeroPadding() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([3, 4, 2]))
+    let spatial = try builder.add(.constantPad(ConstantPadding(before: [1, 0, 0], after: [2, 3, 0], value: 0)), name: "spatial", inputs: [x])
+    let channels = try builder.add(.constantPad(ConstantPadding(before: [0, 0, 1], after: [0, 0, 0], value: 0)), name: "channels", inputs: [spatial])
+    let ones = try builder.add(.constantPad(ConstantPadding(before: [1, 1, 0], after: [1, 1, 0], value: 1)), name: "ones", inputs: [channels])
+    let graph = builder.build(outputs: [ones])
+    var rewritten = graph
+    try SpatialZeroPaddingPass().run(&rewritten)
+    #expect(rewritten.nodes[0].operation == .zeroPadding2D(Box2D(top: 1, bottom: 2, left: 0, right: 3)))
+    #expect(Self.kinds(rewritten) == ["zeroPadding2D", "constantPad", "constantPad"])
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
   @Test func float16CastsGo() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([8]))

@@ -26,12 +26,13 @@ public enum Converter {
   }
 
   /// The passes a conversion runs, in order: float16 casts go when the writer computes in float32 (a
-  /// source ML Program computing in float16), then the standard rewrites and constant folding, then the
-  /// weight value check.
-  public static func pipeline(for options: ConversionOptions) -> GraphPipeline {
+  /// source ML Program computing in float16), then the standard rewrites, constant folding and, for
+  /// each image input in `imageInputs`, the fold of a scale-and-offset first layer into its scaler; then
+  /// the weight value check.
+  static func pipeline(for options: ConversionOptions, imageInputs: ImageInputLedger) -> GraphPipeline {
     var passes: [any GraphPass] = []
     if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { passes.append(RemoveFloat16CastsPass()) }
-    passes += GraphPipeline.standard.passes + [ConstantFoldingPass()]
+    passes += GraphPipeline.standard.passes + [ConstantFoldingPass(), InputPreprocessingFoldPass(ledger: imageInputs)]
     if !options.allowNonFinite { passes.append(WeightValueCheckPass()) }
     return GraphPipeline(passes)
   }
@@ -39,21 +40,12 @@ public enum Converter {
   /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
   /// verifies the result reads the source once.
   public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
-    var graph = source.graph
-    try pipeline(for: options).run(&graph)
-
     // Image inputs: the ones named in the options with their preprocessing, else the source's own.
-    var imageInputs: [String: ImagePreprocessing] = [:]
     let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(uniqueKeysWithValues: options.imageInputNames.map { ($0, options.imagePreprocessing) })
-    for (name, given) in named.sorted(by: { $0.key < $1.key }) {
-      var preprocessing = given
-      // A scale-and-offset layer right after the image input (Keras Rescaling or Normalization) becomes part of Core ML's scaler.
-      if let id = graph.inputs.first(where: { graph[$0].name == name }), let fold = InputPreprocessingFold.find(input: id, in: graph) {
-        preprocessing = fold.combined(with: preprocessing, channels: graph[id].type.shape.last ?? 1)
-        graph = graph.bypassing(nodeAt: fold.nodeIndex)
-      }
-      imageInputs[name] = preprocessing
-    }
+    let ledger = ImageInputLedger(named)
+    var graph = source.graph
+    try pipeline(for: options, imageInputs: ledger).run(&graph)
+    let imageInputs = ledger.current
 
     // A classifier: the labels given, else the source's own (with its predicted feature name).
     let classifier =
@@ -72,6 +64,6 @@ public enum Converter {
     let writerOptions = CoreMLWriterOptions(
       imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target)
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
-    return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.format == "keras" ? source.producerVersion : nil)
+    return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
   }
 }

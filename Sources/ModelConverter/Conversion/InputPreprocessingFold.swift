@@ -1,3 +1,4 @@
+import Foundation
 import CoreMLFormat
 import ModelIR
 
@@ -55,5 +56,45 @@ struct InputPreprocessingFold {
       (bias - (offsets.count == 1 ? offsets[0] : offsets[min(channel, offsets.count - 1)])) / scale
     }
     return (convertedScale / scale, biases)
+  }
+}
+
+/// The image inputs of a conversion and their preprocessing, which `InputPreprocessingFoldPass` updates
+/// as it folds a first layer into an input's scaler.
+final class ImageInputLedger: @unchecked Sendable {
+  private let lock = NSLock()
+  private var preprocessing: [String: ImagePreprocessing]
+  private var folded: Set<String> = []
+
+  init(_ preprocessing: [String: ImagePreprocessing]) { self.preprocessing = preprocessing }
+
+  /// Every image input's preprocessing, with what was folded into it.
+  var current: [String: ImagePreprocessing] { lock.withLock { preprocessing } }
+
+  /// The inputs not folded yet, by name.
+  var unfolded: [(String, ImagePreprocessing)] {
+    lock.withLock { preprocessing.filter { !folded.contains($0.key) }.sorted { $0.key < $1.key } }
+  }
+
+  func record(_ name: String, _ combined: ImagePreprocessing) {
+    lock.withLock {
+      preprocessing[name] = combined
+      folded.insert(name)
+    }
+  }
+}
+
+/// Folds a scale-and-offset first layer (Keras Rescaling or Normalization, a Core ML scale) of each image
+/// input into Core ML's image scaler, once per input (`verify` undoes one such layer on the source side).
+struct InputPreprocessingFoldPass: GraphPass {
+  let name = "fold-input-preprocessing"
+  let ledger: ImageInputLedger
+
+  func run(_ graph: inout Graph) throws {
+    for (name, given) in ledger.unfolded {
+      guard let id = graph.inputs.first(where: { graph[$0].name == name }), let fold = InputPreprocessingFold.find(input: id, in: graph) else { continue }
+      ledger.record(name, fold.combined(with: given, channels: graph[id].type.shape.last ?? 1))
+      graph = graph.bypassing(nodeAt: fold.nodeIndex)
+    }
   }
 }
