@@ -3,6 +3,8 @@ import Foundation
 public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   /// An operation has no Core ML neural-network layer mapping with these attributes.
   case unsupportedOperation(layer: String, detail: String)
+  /// Several layers the format cannot express, all named at once (each as `unsupportedOperation`).
+  case unsupportedOperations([CoreMLWriterError])
   /// A name given in the options is not an input or output of the graph.
   case unknownFeature(kind: String, name: String, available: [String])
   /// An image input must be `[H, W, 1]` or `[H, W, 3]`.
@@ -21,6 +23,8 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .unsupportedOperation(let layer, let detail): return "layer '\(layer)': \(detail)"
+    case .unsupportedOperations(let errors):
+      return "\(errors.count) layers cannot be written in this format: " + errors.map(\.description).joined(separator: "; ")
     case .unknownFeature(let kind, let name, let available):
       return "no \(kind) named '\(name)' (the model has: \(available.joined(separator: ", ")))"
     case .invalidImageInput(let name, let shape):

@@ -70,12 +70,24 @@ public enum CoreMLWriter {
     var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
     // Each node's layers with the weights they are packed with.
     var groups: [StreamedSpecification.LayerGroup] = []
+    // Every layer the classic format cannot express is named at once, not only the first.
+    var unsupported: [CoreMLWriterError] = []
     for node in graph.nodes {
       let (firstLayer, firstWeight) = (emitter.layers.count, emitter.deferredWeights.count)
-      try emitter.emit(node)
+      do { try emitter.emit(node) } catch {
+        if case CoreMLWriterError.unsupportedOperation = error {
+          unsupported.append(error as! CoreMLWriterError)
+          continue
+        }
+        // After a layer that could not be written, a later error may only follow from it.
+        if !unsupported.isEmpty { break }
+        throw error
+      }
       groups.append(StreamedSpecification.LayerGroup(
         layers: Array(emitter.layers[firstLayer...]), weights: Array(emitter.deferredWeights[firstWeight...])))
     }
+    if unsupported.count == 1 { throw unsupported[0] }
+    if unsupported.count > 1 { throw CoreMLWriterError.unsupportedOperations(unsupported) }
 
     let description = arena.message(core_ml__specification__model_description__init)
     let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
