@@ -112,7 +112,7 @@ public enum MutationEffect {
 
   /// The RGB pixels as the model's network receives them: reversed along the channel axis for BGR.
   static func channelOrder(_ tensor: Tensor, _ input: CoreMLInput) -> Tensor {
-    guard input.image?.colorSpace == "BGR", tensor.shape.count >= 3 else { return tensor }
+    guard input.colorSpace == .bgr, tensor.shape.count >= 3 else { return tensor }
     let axis = tensor.shape.count - 3
     let channels = tensor.shape[axis]
     let inner = tensor.shape[(axis + 1)...].reduce(1, *)

@@ -70,6 +70,29 @@ import Testing
     #expect(fp16.layers.contains { $0.usesFloat16 })
   }
 
+  /// The importer's image input: its colour space and the scaler as one `ImagePreprocessing`, whose biases
+  /// come back in the network's channel order.
+  @Test func imageInputIsOnePreprocessing() throws {
+    let model = try CoreMLGraphImporter.importModel(contentsOf: Self.golden.appendingPathComponent("rgb_classifier.mlmodel"))
+    let input = try #require(model.inputs.first)
+    let image = try #require(input.image)
+    #expect(input.colorSpace == .bgr && image.isBGR && image.colorSpace(channels: 3) == .bgr)
+    #expect(input.networkBiases == [image.blueBias, image.greenBias, image.redBias])
+    #expect(image == ImagePreprocessing(colorSpace: .bgr, scale: image.scale, networkBiases: image.networkBiases(channels: 3)))
+  }
+
+  /// A scaler given by colour space and network-order biases is the same type users give by name.
+  @Test func imagePreprocessingFromNetworkOrderBiases() {
+    let bgr = ImagePreprocessing(colorSpace: .bgr, scale: 0.5, networkBiases: [1, 2, 3])
+    #expect(bgr == ImagePreprocessing(scale: 0.5, redBias: 3, greenBias: 2, blueBias: 1, isBGR: true))
+    #expect(bgr.colorSpace(channels: 3) == .bgr && bgr.networkBiases(channels: 3) == [1, 2, 3])
+    let rgb = ImagePreprocessing(colorSpace: .rgb, scale: 1, networkBiases: [1, 2, 3])
+    #expect(rgb == ImagePreprocessing(redBias: 1, greenBias: 2, blueBias: 3) && rgb.colorSpace(channels: 3) == .rgb)
+    let gray = ImagePreprocessing(colorSpace: .grayscale, scale: 1 / 255, networkBiases: [4])
+    #expect(gray == ImagePreprocessing(scale: 1 / 255, grayBias: 4) && gray.networkBiases(channels: 1) == [4])
+    #expect(bgr.colorSpace(channels: 1) == .grayscale && ImageColorSpace.grayscale.channels == 1 && ImageColorSpace.rgb.channels == 3)
+  }
+
   @Test(arguments: [("rgb_classifier_linear8", 8), ("rgb_classifier_lut4", 4)])
   func quantizedWeightsDequantizeAsCoremltoolsDoes(_ name: String, bits: Int) throws {
     let spec = try CoreMLSpecReader.read(contentsOf: Self.golden.appendingPathComponent(name + ".mlmodel"))

@@ -45,12 +45,12 @@ import Testing
   /// in the model's channel order, channels first.
   static func input(_ reference: HDF5File, _ model: CoreMLModel, sample: Int) throws -> Tensor {
     let input = model.inputs[0]
-    if let image = input.image {
+    if input.image != nil {
       let pixels = try reference.root.floatDataset("pixels/0")
       let (h, w, c) = (pixels.shape[1], pixels.shape[2], pixels.shape[3])
       var values = [Float](repeating: 0, count: h * w * c)
       for y in 0..<h { for x in 0..<w { for k in 0..<c {
-        let source = image.colorSpace == "BGR" ? c - 1 - k : k
+        let source = input.colorSpace == .bgr ? c - 1 - k : k
         values[(k * h + y) * w + x] = pixels.values[((sample * h + y) * w + x) * c + source]
       } } }
       return Tensor(shape: input.shape, values: values)
@@ -174,10 +174,11 @@ import Testing
     #expect(rgb.classLabels == ["cat", "dog", "bird", "fish", "frog"])
     #expect(rgb.spec.stringClassLabels == rgb.classLabels)
     #expect(rgb.spec.predictedFeatureName == "classLabel" && rgb.probabilitiesOutput == "classLabel_probs")
-    let image = try #require(rgb.inputs.first?.image)
-    #expect(image.colorSpace == "BGR")
+    let photo = try #require(rgb.inputs.first)
+    let image = try #require(photo.image)
+    #expect(photo.colorSpace == .bgr && image.isBGR)
     #expect(abs(image.scale - 1 / 127.5) < 1e-7)
-    #expect(image.biases == [-1, -1, -1])
+    #expect(photo.networkBiases == [-1, -1, -1])
     #expect(rgb.inputs.first?.shape == [1, 3, 16, 16])
     // The input blob is the value after the scale and bias operations, which run in the graph.
     let preprocessed = try #require(rgb.blobs["photo"])
@@ -185,7 +186,8 @@ import Testing
 
     let digits = try CoreMLGraphImporter.importModel(contentsOf: Self.package("digits_cnn_program"))
     #expect(digits.classLabels == (0..<10).map(String.init) && digits.spec.int64ClassLabels == Array(0..<10))
-    #expect(digits.inputs.first?.image == .init(colorSpace: "GRAYSCALE", scale: 1 / 255.0, biases: [0]))
+    #expect(digits.inputs.first?.colorSpace == .grayscale)
+    #expect(digits.inputs.first?.image == .init(colorSpace: .grayscale, scale: 1 / 255.0, networkBiases: [0]))
     // Every node knows the MIL operation it came from.
     #expect(digits.graph.nodes.allSatisfy { $0.origin != nil })
     let types = Set(digits.graph.nodes.compactMap { node -> String? in node.origin?.type })

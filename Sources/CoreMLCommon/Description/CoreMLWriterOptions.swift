@@ -3,6 +3,9 @@ public enum ImageColorSpace: String, Sendable, Equatable {
   case grayscale = "GRAYSCALE"
   case rgb = "RGB"
   case bgr = "BGR"
+
+  /// The channels the network receives: 1 for grayscale, else 3.
+  public var channels: Int { self == .grayscale ? 1 : 3 }
 }
 
 /// How one input becomes a Core ML image: `y = scale * pixel + bias[channel]`.
@@ -22,6 +25,28 @@ public struct ImagePreprocessing: Sendable, Equatable {
     self.blueBias = blueBias
     self.grayBias = grayBias
     self.isBGR = isBGR
+  }
+
+  /// The preprocessing of an image in `colorSpace` whose biases are given in the network's channel order
+  /// (gray; B, G, R for BGR; else R, G, B), as a reader finds it in a model.
+  public init(colorSpace: ImageColorSpace, scale: Float, networkBiases biases: [Float]) {
+    precondition(biases.count == colorSpace.channels, "\(colorSpace.rawValue) takes \(colorSpace.channels) biases, not \(biases.count)")
+    self.init(scale: scale, isBGR: colorSpace == .bgr)
+    switch colorSpace {
+    case .grayscale: grayBias = biases[0]
+    case .bgr: (blueBias, greenBias, redBias) = (biases[0], biases[1], biases[2])
+    case .rgb: (redBias, greenBias, blueBias) = (biases[0], biases[1], biases[2])
+    }
+  }
+
+  /// The channel order the network receives for an input of `channels` channels.
+  public func colorSpace(channels: Int) -> ImageColorSpace {
+    channels == 1 ? .grayscale : isBGR ? .bgr : .rgb
+  }
+
+  /// The biases in the network's channel order: gray for one channel, B, G, R for BGR, else R, G, B.
+  public func networkBiases(channels: Int) -> [Float] {
+    channels == 1 ? [grayBias] : isBGR ? [blueBias, greenBias, redBias] : [redBias, greenBias, blueBias]
   }
 }
 

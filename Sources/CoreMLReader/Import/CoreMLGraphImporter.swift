@@ -131,13 +131,13 @@ public struct CoreMLGraphImporter {
       }
       _ = try elementCount(shape, "input '\(feature.name)' shape")
       blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape))
-      return CoreMLInput(name: feature.name, shape: shape, image: nil)
+      return CoreMLInput(name: feature.name, shape: shape)
 
     case .image(let width, let height, let colorSpace):
-      let channels = colorSpace == "GRAYSCALE" ? 1 : 3
-      guard colorSpace != "INVALID", colorSpace != "GRAYSCALE_FLOAT16", width > 0, height > 0 else {
+      guard let space = ImageColorSpace(rawValue: colorSpace), width > 0, height > 0 else {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "image input '\(feature.name)' has color space \(colorSpace), \(width)x\(height)")
       }
+      let channels = space.channels
       let leading: [Int] = spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : [1]
       let shape = leading + [channels, height, width]
       _ = try elementCount(shape, "image input '\(feature.name)' size")
@@ -145,10 +145,10 @@ public struct CoreMLGraphImporter {
       let scaler = spec.preprocessing.first { $0.featureName == feature.name || $0.featureName.isEmpty }
       let scale = scaler?.channelScale ?? 1
       let biases: [Float]
-      switch colorSpace {
-      case "GRAYSCALE": biases = [scaler?.grayBias ?? 0]
-      case "BGR": biases = [scaler?.blueBias ?? 0, scaler?.greenBias ?? 0, scaler?.redBias ?? 0]
-      default: biases = [scaler?.redBias ?? 0, scaler?.greenBias ?? 0, scaler?.blueBias ?? 0]
+      switch space {
+      case .grayscale: biases = [scaler?.grayBias ?? 0]
+      case .bgr: biases = [scaler?.blueBias ?? 0, scaler?.greenBias ?? 0, scaler?.redBias ?? 0]
+      case .rgb: biases = [scaler?.redBias ?? 0, scaler?.greenBias ?? 0, scaler?.blueBias ?? 0]
       }
       var value = pixels
       if scale != 1 || biases.contains(where: { $0 != 0 }) {
@@ -160,7 +160,7 @@ public struct CoreMLGraphImporter {
         value = try builder.add(.elementwise(.add), name: feature.name + "__preprocessed", inputs: [value, bias])
       }
       blobs[feature.name] = value
-      return CoreMLInput(name: feature.name, shape: shape, image: .init(colorSpace: colorSpace, scale: scale, biases: biases))
+      return CoreMLInput(name: feature.name, shape: shape, colorSpace: space, scale: scale, networkBiases: biases)
 
     default:
       throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' is not a multiarray or an image")

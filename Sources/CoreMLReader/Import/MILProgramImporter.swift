@@ -133,12 +133,12 @@ public struct MILProgramImporter {
     // A float16 input (iOS 16 and later) is rounded to float16 like every float16 value.
     let value = try builder.addInput(name: input.name, type: TensorType(shape, dataType: input.type.dataType == .float16 ? .float16 : .float32))
     values[input.name] = value
-    guard case .image(let width, let height, let colorSpace) = feature.kind else { return (CoreMLInput(name: input.name, shape: shape, image: nil), nil) }
-    let channels = colorSpace == "GRAYSCALE" ? 1 : 3
-    guard colorSpace == "GRAYSCALE" || colorSpace == "RGB" || colorSpace == "BGR", shape == [1, channels, height, width] else {
+    guard case .image(let width, let height, let colorSpace) = feature.kind else { return (CoreMLInput(name: input.name, shape: shape), nil) }
+    guard let space = ImageColorSpace(rawValue: colorSpace), shape == [1, space.channels, height, width] else {
       throw CoreMLReaderError.invalidProgram(
         path: path, operation: "program", detail: "image input '\(input.name)' (\(colorSpace), \(width)x\(height)) has MIL shape \(shape)")
     }
+    let channels = space.channels
     var scale: Float = 1
     var biases = [Float](repeating: 0, count: channels)
     var last = input.name
@@ -166,7 +166,7 @@ public struct MILProgramImporter {
       biases = bias.count == 1 ? [Float](repeating: sign * bias.asFloats[0], count: channels) : bias.asFloats.map { sign * $0 }
       last = output.name
     }
-    return (CoreMLInput(name: input.name, shape: shape, image: .init(colorSpace: colorSpace, scale: scale, biases: biases)), last)
+    return (CoreMLInput(name: input.name, shape: shape, colorSpace: space, scale: scale, networkBiases: biases), last)
   }
 
   // MARK: Helpers

@@ -26,10 +26,7 @@ public struct ConvertedModel: Sendable {
     for id in graph.inputs {
       let shape = graph[id].type.shape
       guard let image = writerOptions.imageInputs[graph[id].name], shape.count == 3 else { continue }
-      let channels = shape[2]
-      let space = channels == 1 ? "GRAYSCALE" : image.isBGR ? "BGR" : "RGB"
-      let warnings = PreprocessingAdvisor.warnings(
-        graph: graph, input: id, preprocessing: .init(colorSpace: space, scale: image.scale, biases: image.networkBiases(channels: channels)))
+      let warnings = PreprocessingAdvisor.warnings(graph: graph, input: id, preprocessing: image, colorSpace: image.colorSpace(channels: shape[2]))
       if !warnings.isEmpty { result[graph[id].name] = warnings }
     }
     return result
@@ -46,8 +43,8 @@ public struct ConvertedModel: Sendable {
     func feature(_ id: ValueID) -> ConversionSummary.Feature {
       let value = graph[id]
       if let image = writerOptions.imageInputs[value.name] {
-        let space = value.type.shape.last == 1 ? "GRAYSCALE" : image.isBGR ? "BGR" : "RGB"
-        return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space))
+        let space = image.colorSpace(channels: value.type.shape.last == 1 ? 1 : 3)
+        return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
       }
       // As the description declares it: an ML Program keeps the batch axis of 1 and Keras' order; a
       // neural network's arrays have no batch axis and are channels first.

@@ -71,9 +71,9 @@ extension CoreMLFrontend {
       guard case .image(let width, let height, let colorSpace) = feature.kind else { return nil }
       var scale: Float = 1
       var biases: [Float] = colorSpace == "GRAYSCALE" ? [0] : [0, 0, 0]
-      if let image = model?.inputs.first(where: { $0.name == feature.name })?.image {
+      if let input = model?.inputs.first(where: { $0.name == feature.name }), let image = input.image, let found = input.networkBiases {
         scale = image.scale
-        biases = image.biases
+        biases = found
       } else if let scaler = spec.preprocessing.first(where: { $0.featureName == feature.name || $0.featureName.isEmpty }) {
         scale = scaler.channelScale
         biases = colorSpace == "GRAYSCALE" ? [scaler.grayBias]

@@ -51,13 +51,7 @@ public struct CoreMLFrontend: ModelFrontend {
     source.declaresImageInputs = true
     for input in model.inputs {
       guard let image = input.image, let name = renamed[input.name] else { continue }
-      var preprocessing = ImagePreprocessing(scale: image.scale, isBGR: image.colorSpace == "BGR")
-      switch image.colorSpace {
-      case "GRAYSCALE": preprocessing.grayBias = image.biases[0]
-      case "BGR": (preprocessing.blueBias, preprocessing.greenBias, preprocessing.redBias) = (image.biases[0], image.biases[1], image.biases[2])
-      default: (preprocessing.redBias, preprocessing.greenBias, preprocessing.blueBias) = (image.biases[0], image.biases[1], image.biases[2])
-      }
-      source.imageInputs[name] = preprocessing
+      source.imageInputs[name] = image
     }
     if !model.classLabels.isEmpty, let probabilities = model.probabilitiesOutput {
       let labels: ClassLabels = spec.stringClassLabels.isEmpty ? .integers(spec.int64ClassLabels) : .strings(spec.stringClassLabels)

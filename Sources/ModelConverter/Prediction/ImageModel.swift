@@ -65,9 +65,8 @@ public struct ImageModel: Sendable {
     guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else {
       throw PredictionError.notAnImageModel(path: path, detail: "its input has shape \(shape); a photo needs [H, W, 1] or [H, W, 3]")
     }
-    let space = shape[2] == 1 ? "GRAYSCALE" : preprocessing.isBGR ? "BGR" : "RGB"
     let input = Input(
-      name: name, width: shape[1], height: shape[0], colorSpace: space, scale: preprocessing.scale,
+      name: name, width: shape[1], height: shape[0], colorSpace: preprocessing.colorSpace(channels: shape[2]).rawValue, scale: preprocessing.scale,
       biases: preprocessing.networkBiases(channels: shape[2]))
     let index = source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } } ?? 0
     let width = graph[graph.outputs[index]].type.elementCount

@@ -11,7 +11,7 @@ struct Comparison {
     var layout: TensorLayout
     /// For image inputs: what the Keras model expects before its first layer, which is the converted
     /// model's scaler unless that scaler absorbed a Rescaling or Normalization layer.
-    var sourcePreprocessing: CoreMLInput.ImagePreprocessing?
+    var sourcePreprocessing: ImagePreprocessing?
     /// For token-id inputs of an Embedding: the vocabulary size, ids are drawn below it.
     var vocabulary: Int?
   }
@@ -98,16 +98,16 @@ struct Comparison {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
       var sourcePreprocessing = input.image
-      if let image = input.image {
+      if let image = input.image, let space = input.colorSpace {
         let fold = InputPreprocessingFold.find(input: id, in: source)
-        let check = PreprocessingParity(input: input.name, converted: image, expected: options.expectedPreprocessing, fold: fold)
+        let check = PreprocessingParity(input: input.name, converted: image, colorSpace: space, expected: options.expectedPreprocessing, fold: fold)
         preprocessing.append(check)
         if let expected = options.expectedPreprocessing {
           // The Keras model gets the pixels as the user says it was trained on them.
-          sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: expected.scale, biases: expected.networkBiases(channels: image.biases.count))
+          sourcePreprocessing = .init(colorSpace: space, scale: expected.scale, networkBiases: expected.networkBiases(channels: space.channels))
         } else if let fold {
-          let undone = fold.undone(scale: image.scale, biases: image.biases)
-          sourcePreprocessing = .init(colorSpace: image.colorSpace, scale: undone.scale, biases: undone.biases)
+          let undone = fold.undone(scale: image.scale, biases: image.networkBiases(channels: space.channels))
+          sourcePreprocessing = .init(colorSpace: space, scale: undone.scale, networkBiases: undone.biases)
         }
       }
       return InputPlan(
@@ -178,9 +178,9 @@ struct Comparison {
     var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
     for plan in plans {
       let count = plan.sourceShape.reduce(1, *)
-      if let image = plan.sourcePreprocessing {
+      if let image = plan.sourcePreprocessing, let space = plan.input.colorSpace {
         let pixels = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % 256) })
-        sourceInputs.append(preprocessed(pixels, image))
+        sourceInputs.append(preprocessed(pixels, image, space))
         convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
       } else if let vocabulary = plan.vocabulary {
         let tokens = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % UInt64(vocabulary)) })
@@ -202,27 +202,29 @@ struct Comparison {
     for (index, plan) in plans.enumerated() {
       let input = try file.input(index, sample: sample, shape: plan.sourceShape)
       sourceInputs.append(input)
-      guard let image = plan.input.image else {
+      guard let image = plan.input.image, let space = plan.input.colorSpace else {
         convertedInputs.append(plan.layout.toCoreML(input, shape: plan.input.shape))
         continue
       }
       var pixels: Tensor
       if let saved = try file.pixels(index, sample: sample, shape: plan.sourceShape) {
         pixels = saved
-        if image.colorSpace == "BGR" { pixels = reversedChannels(pixels) }
+        if space == .bgr { pixels = reversedChannels(pixels) }
       } else {
         let expected = plan.sourcePreprocessing ?? image
-        let c = expected.biases.count
-        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 - expected.biases[$0 % c]) / expected.scale })
+        let biases = expected.networkBiases(channels: space.channels)
+        let c = biases.count
+        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 - biases[$0 % c]) / expected.scale })
       }
       convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
     }
     return (sourceInputs, convertedInputs)
   }
 
-  func preprocessed(_ pixels: Tensor, _ image: CoreMLInput.ImagePreprocessing) -> Tensor {
-    let c = image.biases.count
-    return Tensor(shape: pixels.shape, values: pixels.values.enumerated().map { image.scale * $1 + image.biases[$0 % c] })
+  func preprocessed(_ pixels: Tensor, _ image: ImagePreprocessing, _ space: ImageColorSpace) -> Tensor {
+    let biases = image.networkBiases(channels: space.channels)
+    let c = biases.count
+    return Tensor(shape: pixels.shape, values: pixels.values.enumerated().map { image.scale * $1 + biases[$0 % c] })
   }
 
   func reversedChannels(_ x: Tensor) -> Tensor {

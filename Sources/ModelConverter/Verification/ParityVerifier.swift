@@ -80,8 +80,10 @@ public enum ParityVerifier {
     let classifier = comparison.classifierReport(expectedLabels: expectedLabels, k: options.topK)
     var preprocessing = comparison.preprocessing
     for (index, plan) in comparison.plans.enumerated() where plan.input.image != nil {
-      guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }), let image = plan.sourcePreprocessing else { continue }
-      preprocessing[row].warnings = PreprocessingAdvisor.warnings(graph: source, input: source.inputs[index], preprocessing: image)
+      guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }), let image = plan.sourcePreprocessing,
+        let space = plan.input.colorSpace
+      else { continue }
+      preprocessing[row].warnings = PreprocessingAdvisor.warnings(graph: source, input: source.inputs[index], preprocessing: image, colorSpace: space)
     }
     // What Core ML would refuse or compute differently from our reading (Apple's documented limits,
     // `Schemas/NeuralNetwork.proto` [rule ...] notes) fails the check, whatever the numbers say.

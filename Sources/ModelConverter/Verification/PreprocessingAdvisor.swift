@@ -14,25 +14,27 @@ enum PreprocessingAdvisor {
   /// first BatchNormalization's input may be from its training statistics before a warning.
   static let factor: Float = 10
 
-  /// Warnings for image input `input` of `graph` (Keras layout) given the preprocessing in network order.
-  static func warnings(graph: Graph, input: ValueID, preprocessing image: CoreMLInput.ImagePreprocessing) -> [String] {
+  /// Warnings for image input `input` of `graph` (Keras layout) given its preprocessing and the channel
+  /// order the network receives.
+  static func warnings(graph: Graph, input: ValueID, preprocessing image: ImagePreprocessing, colorSpace: ImageColorSpace) -> [String] {
     var warnings: [String] = []
-    let description = PreprocessingParity.describe(colorSpace: image.colorSpace, scale: image.scale, biases: image.biases)
-    if image.scale == 1 && image.biases.allSatisfy({ $0 == 0 }) {
+    let biases = image.networkBiases(channels: colorSpace.channels)
+    let description = PreprocessingParity.describe(colorSpace: colorSpace.rawValue, scale: image.scale, biases: biases)
+    if image.scale == 1 && biases.allSatisfy({ $0 == 0 }) {
       warnings.append("no image scale or bias: the network sees raw pixels 0-255 (\(description)); Keras models are usually trained on x / 255 or x / 127.5 - 1")
     } else {
-      let ends = image.biases.flatMap { [$0, 255 * image.scale + $0] }
+      let ends = biases.flatMap { [$0, 255 * image.scale + $0] }
       if let largest = ends.map(abs).max(), largest > 300 {
         warnings.append("the network input reaches \(PreprocessingParity.format(largest)), beyond the pixel range (\(description)); is the image scale inverted?")
       }
     }
-    if let statistics = firstBatchNormalization(graph: graph, input: input, image: image) { warnings += statistics }
+    if let statistics = firstBatchNormalization(graph: graph, input: input, image: image, colorSpace: colorSpace) { warnings += statistics }
     return warnings
   }
 
   /// Compares what the first BatchNormalization after `input` sees on smooth synthetic images with its
   /// moving statistics.
-  static func firstBatchNormalization(graph: Graph, input: ValueID, image: CoreMLInput.ImagePreprocessing) -> [String]? {
+  static func firstBatchNormalization(graph: Graph, input: ValueID, image: ImagePreprocessing, colorSpace: ImageColorSpace) -> [String]? {
     guard let node = graph.nodes.first(where: { node in
       if case .batchNormalization = node.operation { return depends(node.inputs[0], on: input, in: graph) }
       return false
@@ -45,10 +47,10 @@ enum PreprocessingAdvisor {
     let runtime = Interpreter(graph: part)
     var generator = SplitMix64(seed: 0x5EED)
     let c = norm.channels
+    let biases = image.networkBiases(channels: colorSpace.channels)
     var sum = [Double](repeating: 0, count: c), squares = [Double](repeating: 0, count: c), count = 0.0
     for _ in 0..<4 {
       let pixels = smoothImage(shape: shape, &generator)
-      let biases = image.biases
       let x = Tensor(shape: shape, values: pixels.enumerated().map { image.scale * $1 + biases[$0 % biases.count] })
       let y = runtime.run([x])[0]
       guard y.shape.last == c else { return nil }
@@ -69,7 +71,7 @@ enum PreprocessingAdvisor {
     guard !spreadRatios.isEmpty else { return nil }
     let spread = median(spreadRatios), offset = median(offsets)
     let layer = node.origin?.name ?? node.name
-    let description = PreprocessingParity.describe(colorSpace: image.colorSpace, scale: image.scale, biases: image.biases)
+    let description = PreprocessingParity.describe(colorSpace: colorSpace.rawValue, scale: image.scale, biases: biases)
     var warnings: [String] = []
     if spread >= factor || spread <= 1 / factor {
       warnings.append(

@@ -39,19 +39,19 @@ public struct PreprocessingParity: Sendable, Equatable, Codable {
 
   static func format(_ value: Float) -> String { String(format: "%.6g", value) }
 
-  init(input: String, converted image: CoreMLInput.ImagePreprocessing, expected: ImagePreprocessing?, fold: InputPreprocessingFold?) {
+  init(input: String, converted image: ImagePreprocessing, colorSpace space: ImageColorSpace, expected: ImagePreprocessing?, fold: InputPreprocessingFold?) {
     self.input = input
-    colorSpace = image.colorSpace
+    let channels = space.channels
+    colorSpace = space.rawValue
     scale = image.scale
-    biases = image.biases
+    biases = image.networkBiases(channels: channels)
     guard var expected else {
       checked = false
       passed = true
       return
     }
     checked = true
-    let channels = image.biases.count
-    let expectedSpace = channels == 1 ? "GRAYSCALE" : expected.isBGR ? "BGR" : "RGB"
+    let expectedSpace = expected.colorSpace(channels: channels).rawValue
     if let fold { expected = fold.combined(with: expected, channels: channels) }
     let expectedBiases = expected.networkBiases(channels: channels)
     self.expected = Scaler(colorSpace: expectedSpace, scale: expected.scale, biases: expectedBiases)

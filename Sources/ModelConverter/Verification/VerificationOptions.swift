@@ -65,10 +65,3 @@ public struct VerificationOptions: Sendable, Equatable {
     return rule
   }
 }
-
-extension ImagePreprocessing {
-  /// The biases in the network's channel order: gray for one channel, B, G, R for BGR, else R, G, B.
-  public func networkBiases(channels: Int) -> [Float] {
-    channels == 1 ? [grayBias] : isBGR ? [blueBias, greenBias, redBias] : [redBias, greenBias, blueBias]
-  }
-}
