@@ -2,6 +2,7 @@
 
 @_exported import enum CoreMLFormat.ClassLabels
 @_exported import struct CoreMLFormat.ImagePreprocessing
+@_exported import enum CoreMLFormat.ImageColorSpace
 @_exported import enum CoreMLFormat.WeightPrecision
 @_exported import enum CoreMLFormat.ModelFormat
 @_exported import struct CoreMLFormat.DeploymentTarget
