@@ -160,4 +160,16 @@ import Testing
     #expect(failure.status == 65, "\(failure.stderr)")
     #expect(!FileManager.default.fileExists(atPath: refused))
   }
+
+  /// Options that only mean something for Keras files are refused for a Core ML source, naming the file.
+  @Test func kerasOnlyOptionsAreRefused() throws {
+    let source = Self.golden.appendingPathComponent("digits_cnn.mlmodel")
+    var options = ConversionOptions(inputShapes: ["image": [1, 8, 8, 1]])
+    #expect(throws: ConversionError.notApplicable(path: source.path, option: "an input shape", format: "a Core ML model, which declares its own")) {
+      try Converter.convert(modelAt: source, options: options)
+    }
+    options = ConversionOptions()
+    options.architecture = URL(fileURLWithPath: "model.json")
+    #expect(throws: ConversionError.self) { try Converter.convert(modelAt: source, options: options) }
+  }
 }

@@ -5,6 +5,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case nameCountMismatch(kind: String, given: Int, expected: Int)
   /// A labels file could not be read.
   case labelsFileUnreadable(path: String)
+  /// An option that only means something for another source format (`option` in the library's terms).
+  case notApplicable(path: String, option: String, format: String)
   /// A labels path names a FIFO, device, socket or folder: reading it could block forever.
   case labelsFileNotRegular(path: String, kind: String)
   /// A labels file or list has no labels, or mixes forms.
@@ -18,6 +20,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
     case .nameCountMismatch(let kind, let given, let expected):
       return "\(given) \(kind) name\(given == 1 ? "" : "s") given, but the model has \(expected) \(kind)\(expected == 1 ? "" : "s")"
     case .labelsFileUnreadable(let path): return "\(path): cannot read the labels file"
+    case .notApplicable(let path, let option, let format): return "\(path): \(option) does not apply to \(format)"
     case .labelsFileNotRegular(let path, let kind):
       return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail

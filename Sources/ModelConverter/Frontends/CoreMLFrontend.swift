@@ -18,6 +18,14 @@ public struct CoreMLFrontend: ModelFrontend {
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
+    // A Core ML model declares its shapes and holds its own weights and layers.
+    if options.architecture != nil { throw ConversionError.notApplicable(path: url.path, option: "a separate architecture file", format: "a Core ML model") }
+    if !options.inputShapes.isEmpty { throw ConversionError.notApplicable(path: url.path, option: "an input shape", format: "a Core ML model, which declares its own") }
+    // (Turning unknown layers into custom layers does not apply either: a Core ML model's custom layers
+    // are read as they are. `verify` asks for it for every source, so it is not refused.)
+    if !options.customLayers.conversions.isEmpty {
+      throw ConversionError.notApplicable(path: url.path, option: "a custom layer conversion", format: "a Core ML model")
+    }
     let spec = try CoreMLSpecReader.read(contentsOf: url)
     let model = try CoreMLGraphImporter.importModel(spec, path: url.path)
     return try Self.source(model, path: url.path, options: options)
