@@ -201,6 +201,34 @@ import Testing
     Self.expectSameOutputs(graph, rewritten)
   }
 
+  /// A Core ML global average pooling read back from an ML Program: a mean over H and W of `[1, C, H, W]`
+  /// after the transpose out of channels-last becomes a global pooling of the `[H, W, C]` image; a zero
+  /// padding between a transpose and its inverse pads the image directly.
+  @Test func reductionsAndPaddingLeaveTheirTransposes() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([6, 6, 4]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
+    let padded = try builder.add(.constantPad(ConstantPadding(before: [0, 1, 2], after: [0, 1, 0], value: 0)), name: "pad", inputs: [chw])
+    let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [padded])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [hwc])
+    let back = try builder.add(.permute(order: [2, 0, 1]), name: "back", inputs: [relu])
+    let batched = try builder.add(.reshape(targetShape: [1, 4, 8, 8]), name: "batched", inputs: [back])
+    let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [2, 3], keepDims: true)), name: "gap", inputs: [batched])
+    let flat = try builder.add(.reshape(targetShape: [4]), name: "flat", inputs: [mean])
+    let graph = builder.build(outputs: [flat])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["zeroPadding2D", "activation", "globalPooling2D", "reshape"])
+    // Padding 1 row at the top and bottom, 2 columns at the left, as the [C, H, W] pad said.
+    #expect(rewritten.nodes[0].operation == .zeroPadding2D(Box2D(top: 1, bottom: 1, left: 2, right: 0)))
+    // The global pooling sums the 64 values in another order than the reduction: float32 sums of n
+    // non-negative terms differ by at most n * 2^-24 relative.
+    let inputs = Self.inputs(for: graph)
+    let (a, b) = (Interpreter(graph: graph).run(inputs)[0].values, Interpreter(graph: rewritten).run(inputs)[0].values)
+    #expect(a.count == b.count)
+    for (x, y) in zip(a, b) { #expect(abs(x - y) <= 64 * 0x1p-24 * abs(x), "\(x) vs \(y)") }
+  }
+
   @Test func float16CastsGo() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([8]))

@@ -37,26 +37,31 @@ public struct CancelTransposesPass: GraphPass {
     }
   }
 
-  /// A transpose read only by an element-wise activation (or cast) whose result only another transpose
-  /// reads moves after it: `f(x.T) = f(x).T`, so the two transposes meet. Returns whether it moved one.
+  /// A transpose read only by an element-wise activation (or cast), a constant padding or a reduction that
+  /// keeps its axes moves after it: `f(x.T) = f'(x).T`, where `f'` pads or reduces the axes `f` did, as
+  /// they are before the transpose. It moves towards another transpose (which it then meets), or when
+  /// after the move it only moves axes of size 1 (and becomes a reshape). Returns whether it moved one.
   func sinkPastElementwise(_ graph: inout Graph) -> Bool {
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
-      guard node.inputs.count == 1, Self.isElementwise(node.operation), let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
+      guard node.inputs.count == 1, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
         case .permute(let order) = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
-        // Only towards another transpose, which it can then meet.
-        graph.readerCount(node.output) == 1, graph.nodes.contains(where: { reader in
-          guard reader.inputs == [node.output], case .permute = reader.operation else { return false }
-          return true
-        })
+        let operation = Self.beforeTranspose(node.operation, order: order)
       else { continue }
-      // The activation reads the transpose's input and writes a new value; the transpose, moved after
-      // it, writes the activation's old output (its name and readers stay).
       let source = graph.nodes[producer].inputs[0]
+      guard let movedShape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
+      let towardsTranspose = graph.readerCount(node.output) == 1 && graph.nodes.contains(where: { reader in
+        guard reader.inputs == [node.output], case .permute = reader.operation else { return false }
+        return true
+      })
+      guard towardsTranspose || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
+      // The operation reads the transpose's input and writes a new value; the transpose, moved after
+      // it, writes the operation's old output (its name and readers stay).
       let moved = graph.values.count
       var name = graph[node.output].name + "__before_transpose"
       while graph.values.contains(where: { $0.name == name }) { name += "_" }
-      graph.values.append(Value(name: name, type: TensorType(graph[source].type.shape, dataType: graph[node.output].type.dataType)))
+      graph.values.append(Value(name: name, type: TensorType(movedShape, dataType: graph[node.output].type.dataType)))
+      graph.nodes[index].operation = operation
       graph.nodes[index].inputs = [source]
       graph.nodes[index].output = moved
       let transpose = Node(name: graph.nodes[producer].name, operation: .permute(order: order), inputs: [moved], output: node.output, origin: graph.nodes[producer].origin)
@@ -67,11 +72,22 @@ public struct CancelTransposesPass: GraphPass {
     return false
   }
 
-  static func isElementwise(_ operation: Operation) -> Bool {
+  /// `operation` as it applies before a transpose by `order` (`y = x.transpose(order)`: y's axis i is
+  /// x's axis order[i]), or nil when it cannot move.
+  static func beforeTranspose(_ operation: Operation, order: [Int]) -> Operation? {
     switch operation {
-    case .activation(.parametricReLU): return false
-    case .activation, .cast: return true
-    default: return false
+    case .activation(.parametricReLU): return nil
+    case .activation, .cast: return operation
+    case .constantPad(let pad):
+      guard pad.before.count == order.count, pad.after.count == order.count else { return nil }
+      var before = [Int](repeating: 0, count: order.count), after = before
+      for (axis, source) in order.enumerated() { (before[source], after[source]) = (pad.before[axis], pad.after[axis]) }
+      return .constantPad(ConstantPadding(before: before, after: after, value: pad.value))
+    case .reduce(let reduction) where reduction.keepDims:
+      guard reduction.axes.allSatisfy({ order.indices.contains($0) }) else { return nil }
+      return .reduce(Reduction(kind: reduction.kind, axes: reduction.axes.map { order[$0] }.sorted(), keepDims: true))
+    default:
+      return nil
     }
   }
 }

@@ -89,6 +89,11 @@ public struct SinkUnitReshapesPass: GraphPass {
       return after.last != 1 && before.last == after.last ? operation : nil
     case .softmax(let axis):
       return position[axis].map { .softmax(axis: $0) }
+    case .reduce(let reduction):
+      // Every reduced axis must be one the reshape keeps; without keepDims the unit axes go anyway.
+      let axes = reduction.axes.compactMap { position[$0] }
+      guard axes.count == reduction.axes.count else { return nil }
+      return .reduce(Reduction(kind: reduction.kind, axes: axes.sorted(), keepDims: reduction.keepDims))
     case .slice(let slice):
       // Each added unit axis must be taken whole (begin 0, end 1, stride 1); the rest slices the same axes.
       let added = after.count - before.count
