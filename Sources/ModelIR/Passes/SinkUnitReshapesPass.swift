@@ -39,14 +39,16 @@ public struct SinkUnitReshapesPass: GraphPass {
           let squeezed = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
           let image = Array(after.dropFirst())
           let core = after.count == 4 && after[0] == 1 && Self.moved(node.operation, before: image, after: after) != nil ? image : squeezed
-          guard core != after, core != before, let moved = Self.moved(node.operation, before: core, after: after) else { continue }
+          guard core != after, core != before, let moved = Self.moved(node.operation, before: core, after: after),
+            (try? moved.outputShape(inputShapes: [core], node: node.name)) != nil
+          else { continue }
           let middle = graph.nodes[producer].output
           graph.nodes[producer].operation = .reshape(targetShape: core)
           graph.values[middle].type = TensorType(core, dataType: graph[middle].type.dataType)
           (source, before, operation) = (middle, core, moved)
         }
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
-        let shape = try operation.outputShape(inputShapes: [before], node: node.name)
+        guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name) else { continue }
         let newValue = graph.values.count
         var name = graph[node.output].name + "__unit_axes"
         while graph.values.contains(where: { $0.name == name }) { name += "_" }
