@@ -157,8 +157,44 @@ struct CoreMLLayerEmitter {
     case .dot(let cosine):
       builder.dot(node.name, inputs: inputs, output: output, cosineSimilarity: cosine)
 
-    case .constant, .reduce, .constantPad, .slice:
+    case .slice(let slice):
+      try emitSlice(slice, name: node.name, input: inputs[0], output: output, shape: inputShape)
+
+    case .constant, .reduce, .constantPad:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
+    }
+  }
+
+  /// A strided slice as classic slice layers, one per axis it cuts (start, exclusive end, stride along
+  /// C, H or W of the `[C, H, W]` blob: the IR's `[H, W, C]`, the `D` of `[T, D]` and `[D]`).
+  mutating func emitSlice(_ slice: StridedSlice, name: String, input: String, output: String, shape: [Int]) throws {
+    let axes: [NeuralNetworkSliceAxis?]
+    switch shape.count {
+    case 1: axes = [.channel]
+    case 2: axes = [nil, .channel]
+    case 3: axes = [.height, .width, .channel]
+    default: throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "a slice of a rank-\(shape.count + 1) tensor \(shape)")
+    }
+    var cuts: [(axis: NeuralNetworkSliceAxis, range: Range<Int>, stride: Int)] = []
+    for axis in shape.indices where slice.begin[axis] != 0 || slice.end[axis] != shape[axis] || slice.strides[axis] != 1 {
+      let (begin, end, stride) = (slice.begin[axis], slice.end[axis], slice.strides[axis])
+      guard let coreMLAxis = axes[axis] else {
+        throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "a slice of the sequence axis of \(shape) (classic slices cut C, H or W)")
+      }
+      guard stride >= 1, begin >= 0, begin < end, end <= shape[axis] else {
+        throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "slice \(begin)..<\(end) by \(stride) of an axis of \(shape[axis])")
+      }
+      cuts.append((coreMLAxis, begin..<end, stride))
+    }
+    // A slice that cuts nothing is the whole channel range.
+    if cuts.isEmpty { cuts = [(.channel, 0..<shape[shape.count - 1], 1)] }
+    var current = input
+    for (index, cut) in cuts.enumerated() {
+      let last = index == cuts.count - 1
+      let layer = index == 0 ? name : "\(name)__\(index + 1)"
+      let blob = last ? output : "\(output)__slice\(index + 1)"
+      builder.slice(layer, input: current, output: blob, axis: cut.axis, range: cut.range, stride: cut.stride)
+      current = blob
     }
   }
 

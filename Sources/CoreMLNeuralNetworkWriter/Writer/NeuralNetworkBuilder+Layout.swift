@@ -4,7 +4,7 @@ import CoreMLSpec
 
 /// `SliceLayerParams.SliceAxis` (the axes the emitters slice).
 enum NeuralNetworkSliceAxis {
-  case channel, width
+  case channel, height, width
 }
 
 /// `UpsampleLayerParams` interpolation.
@@ -55,13 +55,16 @@ extension NeuralNetworkBuilder {
   }
 
   /// The `range` of one axis, stride 1. Specification 1.
-  mutating func slice(_ name: String, input: String, output: String, axis: NeuralNetworkSliceAxis, range: Range<Int>) {
+  mutating func slice(_ name: String, input: String, output: String, axis: NeuralNetworkSliceAxis, range: Range<Int>, stride: Int = 1) {
     let params = arena.message(core_ml__specification__slice_layer_params__init)
     params.pointee.startindex = Int64(range.lowerBound)
     params.pointee.endindex = Int64(range.upperBound)
-    params.pointee.stride = 1
-    params.pointee.axis =
-      axis == .channel ? CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__CHANNEL_AXIS : CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__WIDTH_AXIS
+    params.pointee.stride = UInt64(stride)
+    switch axis {
+    case .channel: params.pointee.axis = CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__CHANNEL_AXIS
+    case .height: params.pointee.axis = CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__HEIGHT_AXIS
+    case .width: params.pointee.axis = CORE_ML__SPECIFICATION__SLICE_LAYER_PARAMS__SLICE_AXIS__WIDTH_AXIS
+    }
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE, \.slice, params)
   }
 
