@@ -27,12 +27,15 @@ import Testing
     return try #require(try file.root.stringAttribute("model_config"))
   }
 
-  /// Opens a copied file for writing (H5F_ACC_RDWR is 1; the macro does not import into Swift).
+  /// Opens a copied file for writing (H5F_ACC_RDWR is 1; the macro does not import into Swift). Inside
+  /// `HDF5Lock`, like every other use of libhdf5: Debian's build is not thread-safe and tests run in parallel.
   static func withWritableFile<T>(_ url: URL, _ body: (hid_t) throws -> T) throws -> T {
-    let file = H5Fopen(url.path, 1, chdf5_p_default())
-    try #require(file >= 0)
-    defer { H5Fclose(file) }
-    return try body(file)
+    try HDF5Lock.run {
+      let file = H5Fopen(url.path, 1, chdf5_p_default())
+      try #require(file >= 0)
+      defer { H5Fclose(file) }
+      return try body(file)
+    }
   }
 
   /// Replaces the root `model_config` attribute with this text (a fixed-length string, as h5py writes it).
