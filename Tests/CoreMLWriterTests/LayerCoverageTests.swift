@@ -58,7 +58,6 @@ import Testing
   @Test(arguments: dialects)
   func customLayerBecomesCoreMLCustomLayer(_ dialect: String) throws {
     let source = Fixtures.url("layers/\(dialect)/custom_layer.h5")
-    guard FileManager.default.fileExists(atPath: source.path) else { return }
     let model = try KerasConverter.convert(modelAt: source, options: ConversionOptions(customLayers: KerasCustomLayers(convertUnknown: true)))
     let spec = try CoreMLSpecReader.read(model.bytes)
     let layer = try #require(spec.layers.first { $0.kind == "custom" })

@@ -176,7 +176,7 @@ import Testing
   @Test func denseWeightsAreOutByIn() throws {
     let w = try write("tfkeras215/dense_classifier")
     let node = try #require(w.graph.nodes.first { if case .dense = $0.operation { return true } else { return false } })
-    guard case .dense(let dense) = node.operation else { return }
+    guard case .dense(let dense) = node.operation else { Issue.record("not a dense node"); return }
     let op = try #require(w.program.producer(of: MILIdentifier.sanitize(w.graph[node.output].name)))
     #expect(op.type == "linear")
     let weight = try #require(w.program.constant(op.inputs["weight"]![0]))
@@ -333,7 +333,7 @@ import Testing
   func recurrentLayersAreUnrolled(model: String) throws {
     let w = try write(model)
     let node = try #require(w.graph.nodes.first { if case .recurrent = $0.operation { return true } else { return false } })
-    guard case .recurrent(let r) = node.operation else { return }
+    guard case .recurrent(let r) = node.operation else { Issue.record("not a recurrent node"); return }
     let steps = w.graph[node.inputs[0]].type.shape[0]
     let types = w.program.ops.map(\.type)
     #expect(!types.contains("lstm") && !types.contains("gru") && !types.contains("rnn"))
@@ -447,10 +447,11 @@ import Testing
     }
   }
 
-  /// With `MLPROGRAM_PACKAGES_DIR` set, writes the synthetic graph's packages and a JSON reference (the
-  /// reference runtime's outputs for fixed inputs) for Scripts/eval_mlprogram.py.
+  /// Writes the synthetic graph's packages and a JSON reference (the reference runtime's outputs for
+  /// fixed inputs) for Scripts/eval_mlprogram.py: into `MLPROGRAM_PACKAGES_DIR` when it is set, else into a
+  /// temporary folder; either way the files must be there and read back as ML Programs.
   @Test func syntheticPackagesForTheEvaluator() throws {
-    guard let directory = ProcessInfo.processInfo.environment["MLPROGRAM_PACKAGES_DIR"].map({ URL(fileURLWithPath: $0) }) else { return }
+    let directory = try ProcessInfo.processInfo.environment["MLPROGRAM_PACKAGES_DIR"].map { URL(fileURLWithPath: $0) } ?? Fixtures.temporaryDirectory()
     let graph = try Self.syntheticGraph()
     var generator = SystemRandomNumberGenerator()
     let inputs = graph.inputs.map { id -> Tensor in
@@ -466,9 +467,13 @@ import Testing
     ]
     try JSONSerialization.data(withJSONObject: reference).write(to: directory.appendingPathComponent("synthetic.reference.json"))
     for precision in [WeightPrecision.float32, .float16] {
-      try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: precision))
-        .write(to: directory.appendingPathComponent("synthetic_\(precision).mlpackage"))
+      let package = directory.appendingPathComponent("synthetic_\(precision).mlpackage")
+      try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: precision)).write(to: package)
+      let spec = try CoreMLSpecReader.read(contentsOf: package)
+      #expect(spec.modelType == "mlProgram" && spec.inputs.count == graph.inputs.count && spec.outputs.count == graph.outputs.count)
     }
+    let saved = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("synthetic.reference.json"))) as? [String: Any]
+    #expect((saved?["outputs"] as? [Any])?.count == graph.outputs.count)
   }
 
   @Test func sameConvolutionPadsLikeTensorFlow() throws {
