@@ -31,6 +31,18 @@ public struct Graph: Sendable, Equatable {
     values[id].name = newName
   }
 
+  /// Names value `id` `name`; a different value already called so steps aside as `name__internal2`
+  /// (then 3, ...). Importers use it to give an output its feature name when an internal value has it.
+  public mutating func claimName(_ name: String, for id: ValueID) throws {
+    guard values[id].name != name else { return }
+    if let clash = values.indices.first(where: { values[$0].name == name }), clash != id {
+      var suffix = 2
+      while values.contains(where: { $0.name == "\(name)__internal\(suffix)" }) { suffix += 1 }
+      try rename(clash, to: "\(name)__internal\(suffix)")
+    }
+    try rename(id, to: name)
+  }
+
   /// The graph without the nodes that no output depends on.
   public func pruned() -> Graph {
     var needed = Set(outputs)

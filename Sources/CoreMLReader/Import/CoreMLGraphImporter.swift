@@ -101,12 +101,7 @@ public struct CoreMLGraphImporter {
     where graph[id].name != feature.name {
       // The importer names its own values `<layer>_output`; a feature may carry such a name (a layer
       // `bn` writing the output blob `bn_output`): the internal value steps aside.
-      if let clash = graph.values.indices.first(where: { graph[$0].name == feature.name }), clash != id {
-        var suffix = 2
-        while graph.values.contains(where: { $0.name == "\(feature.name)__internal\(suffix)" }) { suffix += 1 }
-        try graph.rename(clash, to: "\(feature.name)__internal\(suffix)")
-      }
-      try graph.rename(id, to: feature.name)
+      try graph.claimName(feature.name, for: id)
     }
     return CoreMLModel(
       spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs,

@@ -106,12 +106,7 @@ public struct MILProgramImporter {
     guard !outputs.isEmpty else { throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "the model has no tensor outputs") }
     var graph = builder.build(outputs: outputs).pruned()
     for (name, id) in zip(names, outputs) where graph[id].name != name {
-      if let clash = graph.values.indices.first(where: { graph[$0].name == name }), clash != id {
-        var suffix = 2
-        while graph.values.contains(where: { $0.name == "\(name)__internal\(suffix)" }) { suffix += 1 }
-        try graph.rename(clash, to: "\(name)__internal\(suffix)")
-      }
-      try graph.rename(id, to: name)
+      try graph.claimName(name, for: id)
     }
     return CoreMLModel(
       spec: spec, graph: graph, inputs: inputs, classLabels: labels, probabilitiesOutput: probabilities, blobs: blobs,

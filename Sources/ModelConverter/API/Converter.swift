@@ -41,7 +41,8 @@ public enum Converter {
   /// verifies the result reads the source once.
   public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
     // Image inputs: the ones named in the options with their preprocessing, else the source's own.
-    let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(uniqueKeysWithValues: options.imageInputNames.map { ($0, options.imagePreprocessing) })
+    // (A name given twice is one image input.)
+    let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
     let ledger = ImageInputLedger(named)
     var graph = source.graph
     try pipeline(for: options, imageInputs: ledger).run(&graph)

@@ -14,6 +14,7 @@ import ModelIR
 /// the scaler itself becomes the source's image preprocessing, kept by a conversion.
 public struct CoreMLFrontend: ModelFrontend {
   public let name = "coreml"
+  public let formatDescription = "Core ML (.mlmodel, .mlpackage)"
   public let kinds: Set<ModelFileKind> = [.coreMLModel, .coreMLPackage]
   public init() {}
 
@@ -52,7 +53,7 @@ public struct CoreMLFrontend: ModelFrontend {
     let all = zip(graph.inputs, newInputs).map { ($0, $1) } + zip(graph.outputs, newOutputs).map { ($0, $1) }
     for (id, _) in all { try graph.rename(id, to: "\(graph[id].name)__renaming\(id)") }
     for (id, name) in all { try graph.rename(id, to: name) }
-    let renamed = Dictionary(uniqueKeysWithValues: zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) })
+    let renamed = Dictionary(zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
 
     let spec = model.spec
     var source = ImportedSource(format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path, graph: graph)

@@ -114,16 +114,7 @@ enum CoreMLSourceLayout {
     }
     var graph = builder.build(outputs: outputs).pruned()
     // Outputs carry the feature names; an internal value with such a name steps aside.
-    for (id, original) in zip(outputs, source.outputs) {
-      let name = source[original].name
-      guard graph[id].name != name else { continue }
-      if let clash = graph.values.indices.first(where: { graph[$0].name == name }), clash != id {
-        var suffix = 2
-        while graph.values.contains(where: { $0.name == "\(name)__internal\(suffix)" }) { suffix += 1 }
-        try graph.rename(clash, to: "\(name)__internal\(suffix)")
-      }
-      try graph.rename(id, to: name)
-    }
+    for (id, original) in zip(outputs, source.outputs) { try graph.claimName(source[original].name, for: id) }
     return graph
   }
 }

@@ -19,8 +19,8 @@ public enum Frontends {
     throw SourceFormatError.unsupported(path: url.path, what: kind.description, advice: advice(for: kind))
   }
 
-  /// The formats the registered frontends read, for messages: "Keras (.h5, .keras), Core ML (.mlmodel, .mlpackage)".
-  public static var supportedFormats: String { "Keras (.h5, .keras) and Core ML (.mlmodel, .mlpackage) models" }
+  /// The formats the registered frontends read, for messages: "Keras (.h5, .keras) and Core ML (.mlmodel, .mlpackage) models".
+  public static var supportedFormats: String { registered.map(\.formatDescription).joined(separator: " and ") + " models" }
 
   static func advice(for kind: ModelFileKind) -> String {
     switch kind {

@@ -13,6 +13,8 @@ import ModelIR
 public protocol ModelFrontend: Sendable {
   /// The format's name in messages and metadata: "keras", "coreml".
   var name: String { get }
+  /// The format as users name it, for messages: "Keras (.h5, .keras)".
+  var formatDescription: String { get }
   /// The file kinds this frontend reads.
   var kinds: Set<ModelFileKind> { get }
   /// Reads the model at `url` into the IR.

@@ -55,18 +55,11 @@ public struct CancelTransposesPass: GraphPass {
         return true
       })
       guard towardsTranspose || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
-      // The operation reads the transpose's input and writes a new value; the transpose, moved after
-      // it, writes the operation's old output (its name and readers stay).
-      let moved = graph.values.count
-      var name = graph[node.output].name + "__before_transpose"
-      while graph.values.contains(where: { $0.name == name }) { name += "_" }
-      graph.values.append(Value(name: name, type: TensorType(movedShape, dataType: graph[node.output].type.dataType)))
-      graph.nodes[index].operation = operation
-      graph.nodes[index].inputs = [source]
-      graph.nodes[index].output = moved
-      let transpose = Node(name: graph.nodes[producer].name, operation: .permute(order: order), inputs: [moved], output: node.output, origin: graph.nodes[producer].origin)
-      graph.nodes.insert(transpose, at: index + 1)
-      graph = graph.pruned()
+      // The operation reads the transpose's input; the transpose, moved after it, writes the operation's
+      // old output (its name and readers stay).
+      graph.moveBefore(
+        nodeAt: index, operation: operation, source: source, shape: movedShape, suffix: "__before_transpose",
+        follower: .permute(order: order), followerName: graph.nodes[producer].name, origin: graph.nodes[producer].origin)
       return true
     }
     return false

@@ -73,6 +73,31 @@ extension Graph {
     nodes[index].inputs[position] = replacement
   }
 
+  /// A value name not taken yet: `base`, else `base_`, `base__`, ...
+  func unusedName(_ base: String) -> String {
+    var name = base
+    while values.contains(where: { $0.name == name }) { name += "_" }
+    return name
+  }
+
+  /// Moves node `index` before the single-input node that feeds it: node `index` computes `operation`
+  /// (of shape `shape`) on `source` into a new value named after its output plus `suffix`, and a new
+  /// node `follower` (named `followerName`, from `origin`) reads that value and writes node `index`'s old
+  /// output, so its name and readers stay. Prunes what nothing reads any more.
+  mutating func moveBefore(
+    nodeAt index: Int, operation: Operation, source: ValueID, shape: [Int], suffix: String,
+    follower: Operation, followerName: String, origin: LayerOrigin?
+  ) {
+    let node = nodes[index]
+    let moved = values.count
+    values.append(Value(name: unusedName(self[node.output].name + suffix), type: TensorType(shape, dataType: self[node.output].type.dataType)))
+    nodes[index].operation = operation
+    nodes[index].inputs = [source]
+    nodes[index].output = moved
+    nodes.insert(Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin), at: index + 1)
+    self = pruned()
+  }
+
   /// Every node reading `old` reads `new` instead (graph outputs are left alone).
   mutating func replaceUses(of old: ValueID, with new: ValueID) {
     for index in nodes.indices { nodes[index].inputs = nodes[index].inputs.map { $0 == old ? new : $0 } }

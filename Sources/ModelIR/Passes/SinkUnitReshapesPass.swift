@@ -49,18 +49,9 @@ public struct SinkUnitReshapesPass: GraphPass {
         }
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
         guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name) else { continue }
-        let newValue = graph.values.count
-        var name = graph[node.output].name + "__unit_axes"
-        while graph.values.contains(where: { $0.name == name }) { name += "_" }
-        graph.values.append(Value(name: name, type: TensorType(shape, dataType: graph[node.output].type.dataType)))
-        graph.nodes[index].operation = operation
-        graph.nodes[index].inputs = [source]
-        graph.nodes[index].output = newValue
-        let reshape = Node(
-          name: node.name + "__unit_axes", operation: .reshape(targetShape: graph[node.output].type.shape), inputs: [newValue],
-          output: node.output, origin: node.origin)
-        graph.nodes.insert(reshape, at: index + 1)
-        graph = graph.pruned()
+        graph.moveBefore(
+          nodeAt: index, operation: operation, source: source, shape: shape, suffix: "__unit_axes",
+          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
         changed = true
         break
       }
@@ -138,9 +129,7 @@ public struct SinkUnitReshapesPass: GraphPass {
       guard readers.count > 1 else { continue }
       for reader in readers.dropFirst().reversed() {
         let copy = graph.values.count
-        var name = graph[node.output].name + "__copy"
-        while graph.values.contains(where: { $0.name == name }) { name += "_" }
-        graph.values.append(Value(name: name, type: graph[node.output].type))
+        graph.values.append(Value(name: graph.unusedName(graph[node.output].name + "__copy"), type: graph[node.output].type))
         graph.nodes[reader].inputs = graph.nodes[reader].inputs.map { $0 == node.output ? copy : $0 }
         graph.nodes.insert(Node(name: node.name + "__copy", operation: node.operation, inputs: node.inputs, output: copy, origin: node.origin), at: reader)
       }
