@@ -162,7 +162,7 @@ import Testing
       }
     }
     for length in 0..<bytes.count { attempt(Array(bytes.prefix(length))) }
-    var seeded = HostileByteGenerator(seed: 19)
+    var seeded = SplitMix64(seed: 19)
     for index in 0..<bytes.count * 8 {
       var flipped = bytes
       flipped[index / 8] ^= 1 << UInt8(index % 8)
@@ -224,18 +224,5 @@ import Testing
     // Unknown type fields are named as such; a model without a type is "none".
     #expect(try CoreMLModelOutline.read([0x08, 0x01] + field(4321, []), path: "u.mlmodel").typeName == "unknown")
     #expect(try CoreMLModelOutline.read([0x08, 0x01], path: "n.mlmodel").typeName == "none")
-  }
-}
-
-/// A small seeded generator (SplitMix64), so hostile inputs are the same on every run.
-struct HostileByteGenerator: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }

@@ -41,7 +41,7 @@ import Testing
     let source = try [UInt8](Data(contentsOf: Fixtures.url("tfkeras215/sequential_plain.h5")))
     let directory = try Fixtures.temporaryDirectory()
     var cases: [(String, [UInt8])] = []
-    var random = SplitMix(seed: 9)
+    var random = SplitMix64(seed: 9)
     for index in 0..<160 {
       var bytes = source
       // Half the flips land in the first 4 KiB (superblock, object headers, heaps), half anywhere.
@@ -131,7 +131,7 @@ import Testing
     for length in stride(from: 0, to: bytes.count, by: max(1, bytes.count / 400)) {
       #expect(throws: (any Error).self) { try KerasModelSnapshot.decodeForTesting(Array(bytes.prefix(length))) }
     }
-    var random = SplitMix(seed: 3)
+    var random = SplitMix64(seed: 3)
     for _ in 0..<300 {
       var corrupt = bytes
       corrupt[Int(random.next() % UInt64(corrupt.count))] ^= UInt8(1 << (random.next() % 8))
@@ -255,18 +255,5 @@ import Testing
     #expect(throws: ConversionError.self) { try ClassLabels.parse([]) }
     #expect(throws: ConversionError.self) { try ClassLabels.parse(["a", " "]) }
     #expect(try ClassLabels.parse(["99999999999999999999", "1"]) == .strings(["99999999999999999999", "1"]))
-  }
-}
-
-/// A small deterministic generator for test positions.
-struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
