@@ -53,6 +53,7 @@ enum CoreMLSourceLayout {
     let rank5 = model.spec.program == nil && model.usesRank5Mapping
     var builder = GraphBuilder()
     var mapped: [ValueID: ValueID] = [:]
+    var newInputs = Set<ValueID>()
 
     for (input, id) in zip(model.inputs, source.inputs) {
       // A recurrent layer's optional state input, read as zeros: the written model does not declare it.
@@ -65,6 +66,7 @@ enum CoreMLSourceLayout {
           path: path, detail: "input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
       let value = try builder.addInput(name: input.name, type: TensorType(form.irShape, dataType: source[target].type.dataType))
+      newInputs.insert(value)
       builder.origin = LayerOrigin(name: input.name, type: "input")
       var adapted = value
       if case .channelsFirst = form {
@@ -107,7 +109,7 @@ enum CoreMLSourceLayout {
       }
       builder.origin = nil
       // An output read twice (or an input passed through) needs a value of its own.
-      if outputs.contains(adapted) || builder.build(outputs: []).inputs.contains(adapted) {
+      if outputs.contains(adapted) || newInputs.contains(adapted) {
         adapted = try builder.add(.reshape(targetShape: builder.type(of: adapted).shape), name: name + "__copy", inputs: [adapted])
       }
       outputs.append(adapted)
