@@ -67,8 +67,9 @@ import Testing
     let b = try builder.add(.permute(order: [1, 0]), name: "b", inputs: [a])
     var graph = builder.build(outputs: [b])
     try CancelTransposesPass().run(&graph)
-    // The graph output keeps its value and name: something must still produce it.
+    // The graph output keeps its value and name: something must still produce it, a copy of x.
     #expect(graph.outputs.count == 1 && graph.nodes.contains { $0.output == graph.outputs[0] })
+    #expect(Self.kinds(graph) == ["reshape"])
   }
 
   @Test func reshapeChainsShrink() throws {
@@ -184,6 +185,47 @@ import Testing
     // No rank-4 tensor is left: the pooling and the slice work on the [1, 8, 1] image.
     #expect(rewritten.nodes.allSatisfy { rewritten[$0.output].type.shape.count <= 3 }, "\(rewritten.nodes.map { rewritten[$0.output].type.shape })")
     Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// Two channels-first branches joined by an add and a concatenation (a residual block as a Core ML or
+  /// ONNX graph has it): the transposes of the inputs become one after each join, then meet their
+  /// inverse; the batch axes the branches carry leave the joins the same way.
+  @Test func transposesAndBatchAxesLeaveJoins() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4, 5, 3]))
+    func branch(_ name: String) throws -> ValueID {
+      let relu = try builder.add(.activation(name == "a" ? .relu : .tanh), name: name, inputs: [x])
+      let chw = try builder.add(.permute(order: [2, 0, 1]), name: name + "_chw", inputs: [relu])
+      return try builder.add(.reshape(targetShape: [1, 3, 4, 5]), name: name + "_batch", inputs: [chw])
+    }
+    let (a, b) = (try branch("a"), try branch("b"))
+    let sum = try builder.add(.elementwise(.add), name: "sum", inputs: [a, b])
+    let sigmoid = try builder.add(.activation(.sigmoid), name: "sigmoid", inputs: [sum])
+    let joined = try builder.add(.concatenate(axis: 1), name: "joined", inputs: [sigmoid, b])
+    let unbatched = try builder.add(.reshape(targetShape: [6, 4, 5]), name: "unbatched", inputs: [joined])
+    let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "hwc", inputs: [unbatched])
+    let graph = builder.build(outputs: [hwc])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    // The graph output keeps a value of its own: a copy of the concatenation.
+    #expect(Self.kinds(rewritten) == ["activation", "activation", "add", "activation", "concatenate", "reshape"], "\(Self.kinds(rewritten))")
+    #expect(rewritten.nodes.contains { $0.operation == .concatenate(axis: 2) })
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// A join whose inputs are transposed differently (or only one of them) keeps its transposes.
+  @Test func mixedTransposesStayBeforeAJoin() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4, 4, 4]))
+    let p = try builder.add(.permute(order: [2, 0, 1]), name: "p", inputs: [x])
+    let q = try builder.add(.permute(order: [1, 2, 0]), name: "q", inputs: [x])
+    let sum = try builder.add(.elementwise(.add), name: "sum", inputs: [p, q])
+    let graph = builder.build(outputs: [sum])
+    var rewritten = graph
+    try CancelTransposesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["permute", "permute", "add"])
+    try SinkUnitReshapesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["permute", "permute", "add"])
   }
 
   /// Zero padding of an image's height and width is a ZeroPadding2D; padding channels, or by another value, stays.

@@ -80,22 +80,42 @@ extension Graph {
     return name
   }
 
-  /// Moves node `index` before the single-input node that feeds it: node `index` computes `operation`
-  /// (of shape `shape`) on `source` into a new value named after its output plus `suffix`, and a new
+  /// Moves node `index` before the node (or nodes, one per input) that feed it: node `index` computes
+  /// `operation` (of shape `shape`) on `sources` into a new value named after its output plus `suffix`, and a new
   /// node `follower` (named `followerName`, from `origin`) reads that value and writes node `index`'s old
   /// output, so its name and readers stay. Prunes what nothing reads any more.
   mutating func moveBefore(
-    nodeAt index: Int, operation: Operation, source: ValueID, shape: [Int], suffix: String,
+    nodeAt index: Int, operation: Operation, sources: [ValueID], shape: [Int], suffix: String,
     follower: Operation, followerName: String, origin: LayerOrigin?
   ) {
     let node = nodes[index]
     let moved = values.count
     values.append(Value(name: unusedName(self[node.output].name + suffix), type: TensorType(shape, dataType: self[node.output].type.dataType)))
     nodes[index].operation = operation
-    nodes[index].inputs = [source]
+    nodes[index].inputs = sources
     nodes[index].output = moved
     nodes.insert(Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin), at: index + 1)
     self = pruned()
+  }
+
+  /// For a node joining several tensors (an element-wise operation on equal shapes, or a concatenation):
+  /// when every input is produced by a node that `match` accepts (read only there when `exclusive`), the
+  /// matched nodes' indices and what each returned. Nil when any input is not such a node.
+  func joinProducers<T>(of index: Int, exclusive: Bool = true, _ match: (Node) -> T?) -> [(producer: Int, match: T)]? {
+    let node = nodes[index]
+    guard node.inputs.count >= 2, Set(node.inputs).count == node.inputs.count else { return nil }
+    switch node.operation {
+    case .elementwise:
+      guard Set(node.inputs.map { self[$0].type.shape }).count == 1 else { return nil }
+    case .concatenate: break
+    default: return nil
+    }
+    var result: [(producer: Int, match: T)] = []
+    for input in node.inputs {
+      guard let producer = nodes.firstIndex(where: { $0.output == input }), !exclusive || readerCount(input) == 1, let matched = match(nodes[producer]) else { return nil }
+      result.append((producer, matched))
+    }
+    return result
   }
 
   /// Every node reading `old` reads `new` instead (graph outputs are left alone).

@@ -18,6 +18,10 @@ public struct SinkUnitReshapesPass: GraphPass {
     var changed = true
     while changed {
       changed = false
+      if Self.sinkPastJoins(&graph) {
+        changed = true
+        continue
+      }
       for index in graph.nodes.indices {
         let node = graph.nodes[index]
         guard node.inputs.count == 1, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
@@ -50,12 +54,40 @@ public struct SinkUnitReshapesPass: GraphPass {
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
         guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name) else { continue }
         graph.moveBefore(
-          nodeAt: index, operation: operation, source: source, shape: shape, suffix: "__unit_axes",
+          nodeAt: index, operation: operation, sources: [source], shape: shape, suffix: "__unit_axes",
           follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
         changed = true
         break
       }
     }
+  }
+
+  /// An element-wise operation or a concatenation whose every input is a reshape adding the same number
+  /// of unit axes in front (each read only there) computes on the inputs before them, and one reshape
+  /// follows: two branches that each carry a batch axis join without it. Returns whether it moved one.
+  static func sinkPastJoins(_ graph: inout Graph) -> Bool {
+    for index in graph.nodes.indices {
+      guard let producers = graph.joinProducers(of: index, { node -> Int? in
+          guard case .reshape = node.operation else { return nil }
+          let (before, after) = (graph[node.inputs[0]].type.shape, graph[node.output].type.shape)
+          let added = after.count - before.count
+          return added > 0 && Array(after.suffix(before.count)) == before && after.prefix(added).allSatisfy({ $0 == 1 }) ? added : nil
+        }), let added = producers.first?.match, producers.allSatisfy({ $0.match == added })
+      else { continue }
+      let node = graph.nodes[index]
+      var operation = node.operation
+      if case .concatenate(let axis) = operation {
+        guard axis >= added else { continue }
+        operation = .concatenate(axis: axis - added)
+      }
+      let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
+      guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name) else { continue }
+      graph.moveBefore(
+        nodeAt: index, operation: operation, sources: sources, shape: shape, suffix: "__unit_axes",
+        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
+      return true
+    }
+    return false
   }
 
   /// The operation as it applies to the tensor before the reshape, or nil when it cannot move.
