@@ -28,6 +28,10 @@ struct CoreMLLayerEmitter {
     let inputs = node.inputs.map { graph[$0].name }
     let output = graph[node.output].name
     func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: node.name, detail: detail) }
+    if case .constant(let value) = node.operation {
+      try emitConstant(value, name: node.name, output: output)
+      return
+    }
     guard let first = node.inputs.first else { throw unsupported("\(node.operation.kindName) has no classic Core ML layer") }
     let inputShape = graph[first].type.shape
     switch node.operation {
@@ -160,8 +164,28 @@ struct CoreMLLayerEmitter {
     case .slice(let slice):
       try emitSlice(slice, name: node.name, input: inputs[0], output: output, shape: inputShape)
 
-    case .constant, .reduce, .constantPad:
+    case .constant:
+      return  // emitted before the inputs are looked at (it has none)
+
+    case .reduce, .constantPad:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
+    }
+  }
+
+  /// A constant as a `loadConstant` blob `[C, H, W]`: a vector `[D]` (or a one-step sequence `[1, D]`)
+  /// on C, an image `[H, W, C]` with its values moved to channels first.
+  mutating func emitConstant(_ value: Constant, name: String, output: String) throws {
+    let shape = value.shape
+    switch shape.count {
+    case 1: try builder.loadConstant(name, output: output, shape: [shape[0], 1, 1], values: .values(value.values))
+    case 2 where shape[0] == 1: try builder.loadConstant(name, output: output, shape: [shape[1], 1, 1], values: .values(value.values))
+    case 3:
+      let (h, w, c) = (shape[0], shape[1], shape[2])
+      var values = [Float](repeating: 0, count: value.count)
+      for y in 0..<h { for x in 0..<w { for k in 0..<c { values[(k * h + y) * w + x] = value.values[(y * w + x) * c + k] } } }
+      try builder.loadConstant(name, output: output, shape: [c, h, w], values: .values(values))
+    default:
+      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "a constant of shape \(shape) (classic constants are [D] vectors and [H, W, C] images)")
     }
   }
 
