@@ -1,4 +1,5 @@
 import CoreMLFormat
+@testable import CoreMLProgramWriter
 import Foundation
 import KerasFormat
 import ModelConverter
@@ -327,16 +328,28 @@ import Testing
     #expect(w16.program.producer(of: name)?.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1, 2, 2, 2]))
   }
 
-  /// Recurrent layers are unrolled: one input projection, one recurrent product per step, the states
-  /// stacked in time order; no MIL lstm/gru/rnn op (their formulas differ from Keras' in places).
-  @Test(arguments: ["layers/tfkeras215/lstm_sequences_out", "layers/tfkeras215/gru_reset_before", "layers/tfkeras215/bidirectional_modes"])
+  /// Recurrent layers MIL's own operations compute exactly are those operations: an LSTM with sigmoid
+  /// gates and tanh, returning its sequence, is one `lstm` (no unrolled products).
+  @Test func lstmIsMILOperation() throws {
+    let w = try write("layers/tfkeras215/lstm_sequences_out")
+    let types = w.program.ops.map(\.type)
+    #expect(types.filter { $0 == "lstm" }.count == 1 && !types.contains("linear") && !types.contains("stack"), "\(types)")
+  }
+
+  /// The others are unrolled: one input projection, one recurrent product per step, the states stacked
+  /// in time order; no MIL lstm/gru/rnn op (MIL's GRU is reset-after with no recurrent candidate bias,
+  /// and a bidirectional layer merged other than by concatenation is two directions).
+  @Test(arguments: ["layers/tfkeras215/gru_reset_before", "layers/tfkeras215/bidirectional_modes"])
   func recurrentLayersAreUnrolled(model: String) throws {
     let w = try write(model)
-    let node = try #require(w.graph.nodes.first { if case .recurrent = $0.operation { return true } else { return false } })
+    let node = try #require(w.graph.nodes.first { node in
+      guard case .recurrent(let r) = node.operation else { return false }
+      return FusedRecurrentPlan(r) == nil
+    })
     guard case .recurrent(let r) = node.operation else { Issue.record("not a recurrent node"); return }
     let steps = w.graph[node.inputs[0]].type.shape[0]
     let types = w.program.ops.map(\.type)
-    #expect(!types.contains("lstm") && !types.contains("gru") && !types.contains("rnn"))
+    #expect(!types.contains("gru") && !types.contains("rnn"))
     let directions = r.backward == nil ? 1 : 2
     let resetBefore = r.cell == .gru(resetAfter: false)
     // Per direction: the input projection, then per step the recurrent product (and, for the reset-before

@@ -299,24 +299,35 @@ final class MILBuilder {
     }
   }
 
+  /// Each parameter as bindings; those that are not tensors become `const` operations named `<prefix>_<key>`.
+  private func bindings(_ params: [(String, MILParam)], constantPrefix: String) throws -> [(String, [CoreML__Specification__MILSpec__Argument__Binding])] {
+    try params.map { key, param in
+      switch param {
+      case .tensor(let t): return (key, [nameBinding(t.name)])
+      case .tensors(let ts): return (key, ts.map { nameBinding($0.name) })
+      default: return (key, [nameBinding(try constant(for: param, name: "\(constantPrefix)_\(key)")!.name)])
+      }
+    }
+  }
+
   /// Appends operation `type` producing one tensor named `name` (made unique unless `exactName`).
   /// Parameters that are not tensors become `const` operations named `<name>_<key>`.
   @discardableResult
   func op(_ type: String, _ params: [(String, MILParam)], name: String, exactName: Bool = false, dataType: MILElementType, shape: [Int]) throws -> MILTensor {
     let output = exactName ? name : uniqueName(name)
     if exactName { claim(name) }
-    var bindings: [(String, [CoreML__Specification__MILSpec__Argument__Binding])] = []
-    for (key, param) in params {
-      switch param {
-      case .tensor(let t): bindings.append((key, [nameBinding(t.name)]))
-      case .tensors(let ts): bindings.append((key, ts.map { nameBinding($0.name) }))
-      default:
-        let constant = try constant(for: param, name: "\(output)_\(key)")!
-        bindings.append((key, [nameBinding(constant.name)]))
-      }
-    }
+    let bindings = try bindings(params, constantPrefix: output)
     append(type, name: output, inputs: bindings, outputs: [namedType(output, tensorType(dataType, shape))])
     return MILTensor(name: output, dataType: dataType, shape: shape)
+  }
+
+  /// Appends operation `type` with several outputs (`lstm`'s sequence, state and cell), named
+  /// `<name>`, `<name>_1`, ... and made unique.
+  func op(_ type: String, _ params: [(String, MILParam)], name: String, outputs: [(dataType: MILElementType, shape: [Int])]) throws -> [MILTensor] {
+    let names = outputs.indices.map { uniqueName($0 == 0 ? name : "\(name)_\($0)") }
+    let bindings = try bindings(params, constantPrefix: names[0])
+    append(type, name: names[0], inputs: bindings, outputs: zip(names, outputs).map { namedType($0, tensorType($1.dataType, $1.shape)) })
+    return zip(names, outputs).map { MILTensor(name: $0, dataType: $1.dataType, shape: $1.shape) }
   }
 
   /// MIL's `classify`: `probabilities` (float32) with the class labels as a list constant given in place;

@@ -7,6 +7,7 @@ import ModelIR
 /// formula only, and they fix the choice of activations.
 extension MILEmitter {
   mutating func emitRecurrent(_ node: Node, _ recurrent: Recurrent) throws {
+    if try emitFusedRecurrent(node, recurrent) { return }
     let x = try tensor(node.inputs[0], .natural)
     let steps = graph[node.inputs[0]].type.shape[0]
     let directions: [(weights: Recurrent.Weights, reversed: Bool, tag: String)] =

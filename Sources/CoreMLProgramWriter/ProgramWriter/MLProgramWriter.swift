@@ -59,10 +59,23 @@ public struct MLProgramWriter: CoreMLModelWriter {
     if let classifier = options.classifier { builder.claim(classifier.predictedFeatureName) }
     for id in graph.inputs { names[id] = graph[id].name }
     for (index, id) in graph.outputs.enumerated() {
-      names[id] = index == probabilitiesIndex ? builder.uniqueName(graph[id].name + "_probabilities") : graph[id].name
+      // A feature declared in another shape is computed under a name of its own, then reshaped to the feature.
+      let declared = options.declaredArrays[graph[id].name]
+      let reshaped = declared.map { $0.channelsFirst || $0.shape != [1] + graph[id].type.shape } ?? false
+      names[id] = index == probabilitiesIndex || reshaped ? builder.uniqueName(graph[id].name + (reshaped ? "_value" : "_probabilities")) : graph[id].name
     }
     for node in graph.nodes where names[node.output] == nil { names[node.output] = builder.uniqueName(graph[node.output].name) }
     return names
+  }
+
+  /// The declaration asked for feature `name` (an IR value of `shape`), checked to carry that value.
+  static func declaredArray(_ name: String, shape: [Int], options: CoreMLWriterOptions) throws -> DeclaredArray? {
+    guard let declared = options.declaredArrays[name] else { return nil }
+    guard declared.fits(shape) else {
+      throw CoreMLWriterError.invalidOption(
+        "'\(name)' cannot be declared as \(declared.shape)\(declared.channelsFirst ? " (channels first)" : ""): the graph computes it as \(shape)")
+    }
+    return declared
   }
 
   func buildModel(
@@ -114,7 +127,8 @@ public struct MLProgramWriter: CoreMLModelWriter {
         }
         emitter.define(id, .channelsFirst, x)
       } else {
-        let milShape = [1] + shape
+        let declared = try Self.declaredArray(value.name, shape: shape, options: options)
+        let milShape = declared?.shape ?? [1] + shape
         functionInputs.append(builder.namedType(value.name, builder.tensorType(.fp32, milShape)))
         var x = MILTensor(name: value.name, dataType: .fp32, shape: milShape)
         // Token ids stay float32 until their embedding casts them to integers (float16 holds ids up to 2048 only).
@@ -124,7 +138,13 @@ public struct MLProgramWriter: CoreMLModelWriter {
         if computeType == .fp16 && !onlyEmbeddings {
           x = try builder.op("cast", [("x", .tensor(x)), ("dtype", .string("fp16"))], name: value.name + "_to_fp16", dataType: .fp16, shape: milShape)
         }
-        emitter.define(id, .natural, x)
+        // A declared array: its elements in the layout it holds them in, reshaped to that layout's shape.
+        let layout: MILLayout = declared?.channelsFirst == true ? .channelsFirst : .natural
+        if layout.shape(shape) != milShape {
+          x = try builder.op(
+            "reshape", [("x", .tensor(x)), ("shape", .ints(layout.shape(shape)))], name: value.name + "__declared", dataType: x.dataType, shape: layout.shape(shape))
+        }
+        emitter.define(id, layout, x)
       }
     }
 
@@ -137,7 +157,13 @@ public struct MLProgramWriter: CoreMLModelWriter {
       let name = graph[id].name
       let isFeature = index != probabilitiesIndex
       var x: MILTensor
-      if let natural = emitter.values[id]?[.natural] {
+      if isFeature, let declared = try Self.declaredArray(name, shape: graph[id].type.shape, options: options) {
+        let source = try emitter.tensor(id, declared.channelsFirst ? .channelsFirst : .natural)
+        let exact = source.dataType == .fp32
+        x = source.shape == declared.shape ? source : try builder.op(
+          "reshape", [("x", .tensor(source)), ("shape", .ints(declared.shape))], name: exact ? name : (emitter.names[id] ?? name) + "_declared",
+          exactName: exact, dataType: source.dataType, shape: declared.shape)
+      } else if let natural = emitter.values[id]?[.natural] {
         x = natural
       } else {
         // Back to [1] + S; the transpose is the output itself when nothing else follows.
@@ -195,11 +221,15 @@ public struct MLProgramWriter: CoreMLModelWriter {
     let description = arena.message(core_ml__specification__model_description__init)
     let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
       if let image = options.imageInputs[graph[id].name] { return try ModelDescription.imageFeature(graph[id], image: image, arena: arena) }
-      return ModelDescription.arrayFeature(graph[id].name, shape: [1] + graph[id].type.shape, arena: arena)
+      let declared = try Self.declaredArray(graph[id].name, shape: graph[id].type.shape, options: options)
+      return ModelDescription.arrayFeature(graph[id].name, shape: declared?.shape ?? [1] + graph[id].type.shape, arena: arena)
     }
     description.pointee.n_input = inputs.count
     description.pointee.input = arena.pointerArray(inputs)
-    var outputs = graph.outputs.map { ModelDescription.arrayFeature(graph[$0].name, shape: [1] + graph[$0].type.shape, arena: arena) }
+    var outputs = try graph.outputs.map { id in
+      let declared = try Self.declaredArray(graph[id].name, shape: graph[id].type.shape, options: options)
+      return ModelDescription.arrayFeature(graph[id].name, shape: declared?.shape ?? [1] + graph[id].type.shape, arena: arena)
+    }
     if let classifier = options.classifier, let index = probabilitiesIndex {
       let isInteger: Bool
       if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
