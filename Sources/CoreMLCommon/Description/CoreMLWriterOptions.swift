@@ -123,11 +123,15 @@ public struct CoreMLWriterOptions: Sendable, Equatable {
   /// an ML Program). The writer uses the lowest specification version (and opset) the target allows and
   /// refuses what the target cannot load.
   public var target: DeploymentTarget?
+  /// Multiarray inputs and outputs declared as a source declared them, by feature name (ML Programs;
+  /// a classic network always declares `(C, H, W)` and `(D)`).
+  public var declaredArrays: [String: DeclaredArray]
 
   public init(
     imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil, precision: WeightPrecision = .float32,
-    metadata: ModelMetadata = ModelMetadata(), target: DeploymentTarget? = nil
+    metadata: ModelMetadata = ModelMetadata(), target: DeploymentTarget? = nil, declaredArrays: [String: DeclaredArray] = [:]
   ) {
+    self.declaredArrays = declaredArrays
     self.imageInputs = imageInputs
     self.classifier = classifier
     self.precision = precision

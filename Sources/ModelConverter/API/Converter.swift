@@ -62,8 +62,11 @@ public enum Converter {
     metadata.userDefined.merge(source.provenance) { _, new in new }
     metadata.userDefined["modelconv.version"] = ModelConverterVersion.current
 
+    // The source's multiarray declarations, but for inputs that became images.
+    let declaredArrays = source.declaredArrays.filter { imageInputs[$0.key] == nil }
     let writerOptions = CoreMLWriterOptions(
-      imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target)
+      imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target,
+      declaredArrays: declaredArrays)
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
     return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
   }

@@ -38,7 +38,7 @@ public struct CoreMLFrontend: ModelFrontend {
 
   /// An imported Core ML model as a source in the IR's conventions.
   static func source(_ model: CoreMLModel, path: String, options: SourceOptions) throws -> ImportedSource {
-    var graph = try CoreMLSourceLayout.canonicalGraph(model, path: path)
+    var (graph, forms) = try CoreMLSourceLayout.canonicalGraph(model, path: path)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
     let newInputs = options.inputNames ?? inputNames
@@ -58,6 +58,16 @@ public struct CoreMLFrontend: ModelFrontend {
     let spec = model.spec
     var source = ImportedSource(format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path, graph: graph)
     source.declaresImageInputs = true
+    // Multiarrays keep the shapes the source declared (a classic network's (C, H, W) and (D)).
+    for feature in spec.inputs + spec.outputs {
+      guard case .multiArray(let shape, _) = feature.kind, let form = forms[feature.name], let name = renamed[feature.name],
+        let id = (graph.inputs + graph.outputs).first(where: { graph[$0].name == name })
+      else { continue }
+      var channelsFirst = false
+      if case .channelsFirst = form { channelsFirst = true }
+      let declared = DeclaredArray(shape: shape, channelsFirst: channelsFirst)
+      if declared.fits(graph[id].type.shape) { source.declaredArrays[name] = declared }
+    }
     for input in model.inputs {
       guard let image = input.image, let name = renamed[input.name] else { continue }
       source.imageInputs[name] = image

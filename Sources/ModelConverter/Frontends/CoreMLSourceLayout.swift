@@ -42,18 +42,23 @@ enum CoreMLSourceLayout {
     switch shape.count {
     case 1: return .sameOrder(shape)
     case 2: return shape[0] == 1 ? .sameOrder([shape[1]]) : nil
-    case 3: return shape[0] == 1 ? .sameOrder([shape[1], shape[2]]) : nil
+    // [1, T, D] is a sequence; any other rank-3 array is read as (C, H, W), which holds its elements
+    // exactly either way (the transposes are the IR's bookkeeping).
+    case 3: return shape[0] == 1 ? .sameOrder([shape[1], shape[2]]) : .channelsFirst(c: shape[0], h: shape[1], w: shape[2])
     case 4: return shape[0] == 1 ? .channelsFirst(c: shape[1], h: shape[2], w: shape[3]) : nil
     default: return nil
     }
   }
 
-  static func canonicalGraph(_ model: CoreMLModel, path: String) throws -> Graph {
+  /// The graph in the IR's conventions, and the form each multiarray input and output had in the source
+  /// (by feature name), from which the writers can declare them as the source did.
+  static func canonicalGraph(_ model: CoreMLModel, path: String) throws -> (graph: Graph, forms: [String: Form]) {
     let source = model.graph
     let rank5 = model.spec.program == nil && model.usesRank5Mapping
     var builder = GraphBuilder()
     var mapped: [ValueID: ValueID] = [:]
     var newInputs = Set<ValueID>()
+    var forms: [String: Form] = [:]
 
     for (input, id) in zip(model.inputs, source.inputs) {
       // A recurrent layer's optional state input, read as zeros: the written model does not declare it.
@@ -65,6 +70,7 @@ enum CoreMLSourceLayout {
         throw CoreMLReaderError.invalidNetwork(
           path: path, detail: "input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
+      if input.image == nil { forms[input.name] = form }
       let value = try builder.addInput(name: input.name, type: TensorType(form.irShape, dataType: source[target].type.dataType))
       newInputs.insert(value)
       builder.origin = LayerOrigin(name: input.name, type: "input")
@@ -99,6 +105,7 @@ enum CoreMLSourceLayout {
         throw CoreMLReaderError.invalidNetwork(
           path: path, detail: "output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
+      forms[name] = form
       var adapted = value
       builder.origin = LayerOrigin(name: name, type: "output")
       if case .channelsFirst(let c, let h, let w) = form {
@@ -117,6 +124,6 @@ enum CoreMLSourceLayout {
     var graph = builder.build(outputs: outputs).pruned()
     // Outputs carry the feature names; an internal value with such a name steps aside.
     for (id, original) in zip(outputs, source.outputs) { try graph.claimName(source[original].name, for: id) }
-    return graph
+    return (graph, forms)
   }
 }

@@ -64,6 +64,8 @@ public struct ImportedSource: Sendable {
   /// Image inputs the source already declares, by (new) input name, with their preprocessing; the
   /// graph input is the tensor after it.
   public var imageInputs: [String: ImagePreprocessing] = [:]
+  /// Multiarray inputs and outputs to declare as the source declared them, by feature name.
+  public var declaredArrays: [String: DeclaredArray] = [:]
   /// A classifier the source already is: its labels, predicted feature name and probabilities output.
   public var classifier: ClassifierSettings?
   /// The source's own description (author, license, ...), kept unless the options replace it.

@@ -17,6 +17,12 @@ struct Comparison {
   }
 
   /// The vocabulary of the Embedding that reads graph input `id`, if one does.
+  /// The layout of a converted feature declared exactly as the source declared it (the same bytes), if it is.
+  static func declaredLayout(_ name: String, shape: [Int], options: VerificationOptions) -> TensorLayout? {
+    guard let declared = options.sourceDeclarations[name], declared.shape == shape else { return nil }
+    return declared.channelsFirst ? .channelsFirst : .sameOrder
+  }
+
   static func vocabulary(of id: ValueID, in graph: Graph) -> Int? {
     for node in graph.nodes where node.inputs == [id] {
       if case .embedding(let table) = node.operation { return table.shape[0] }
@@ -94,7 +100,9 @@ struct Comparison {
     var preprocessing: [PreprocessingParity] = []
     plans = try zip(source.inputs, converted.inputs).map { id, input in
       let sourceShape = source[id].type.shape
-      guard let layout = TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil) else {
+      guard let layout = Self.declaredLayout(input.name, shape: input.shape, options: options)
+        ?? TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil)
+      else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
       var sourcePreprocessing = input.image
@@ -117,7 +125,8 @@ struct Comparison {
     self.preprocessing = preprocessing
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
       let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
-      guard let layout = TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
+      let name = converted.graph[convertedID].name
+      guard let layout = Self.declaredLayout(name, shape: coreML, options: options) ?? TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
         throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: keras, converted: coreML)
       }
       return layout

@@ -33,6 +33,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The rule the source model's own storage calls for (a Core ML source with float16 or quantized
   /// weights computes no closer than that); the looser of it and the converted model's rule applies.
   var sourceTolerance: VerificationTolerance?
+  /// The source's own multiarray declarations (a Core ML source's features), by name: a converted feature
+  /// declared with the same shape holds the same bytes, whatever unit axes make its layout ambiguous.
+  var sourceDeclarations: [String: DeclaredArray] = [:]
 
   public init(
     samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float? = nil, relativeTolerance: Float? = nil, topK: Int = 3,
