@@ -5,7 +5,7 @@ import PackageDescription
 ///
 /// Readers (frontends) -> one IR -> passes -> writers / runtime, one target each:
 /// - C wrappers: `CHDF5` (libhdf5), `CZip` (libzip, for `.keras` archives), `CProtobufC` (libprotobuf-c), `CComputeKernels` (oneDNN's convolutions and GEMM, chosen by CPU features),
-///   `CoreMLSpec` (protoc-c output for `Schemas/`).
+///   `CoreMLSpec` (protoc-c output for `Schemas/`), `ONNXSpec` (protoc-c output for `Schemas/ONNX/`).
 /// - `ModelIR`: the typed graph that readers produce and writers consume, and the graph passes.
 /// - `ModelFormats`: the format sniffer (what a file is, by content).
 /// - `KerasFormat`: the Keras reader (`.h5` through libhdf5, `.keras` archives; layer handlers in `Import/Layers/`).
@@ -39,6 +39,7 @@ let package = Package(
       name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
       providers: [.apt(["libzip-dev"])]),
     .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
+    .target(name: "ONNXSpec", dependencies: ["CProtobufC"], path: "Sources/ONNXSpec"),
     // libpng and libjpeg-turbo (Debian libpng-dev, libjpeg62-turbo-dev), decoded in C because libjpeg reports errors by longjmp.
     .target(
       name: "CImageCodecs", path: "Sources/CImageCodecs",
