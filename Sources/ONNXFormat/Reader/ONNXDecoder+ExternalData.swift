@@ -9,7 +9,8 @@ import ONNXSpec
 extension ONNXDecoder {
   /// The `byteCount` bytes an EXTERNAL tensor keeps in a file beside the model: `location` relative
   /// to the model's folder (no absolute paths, no `..`, no symbolic link out of the folder), `offset`
-  /// and `length` decimal and inside the file, `length` (when given) equal to the tensor's size.
+  /// and `length` decimal and inside the file, `length` (or, when not given, the rest of the file)
+  /// equal to the tensor's size.
   /// The `checksum` entry is not verified.
   func externalData(_ t: Onnx__TensorProto, byteCount: Int) throws -> [UInt8] {
     var entries: [String: String] = [:]
@@ -35,6 +36,15 @@ extension ONNXDecoder {
       throw unsupported("external data ('\(location)') needs the model's folder: read the model from its file")
     }
     let file = try resolve(location, in: directory)
+    if length == nil {
+      // No length: the data runs from offset to the end of the file.
+      var info = stat()
+      guard stat(file, &info) == 0 else { throw invalid("external data file '\(location)' cannot be examined") }
+      let rest = Int(info.st_size) - offset
+      guard rest < 0 || rest == byteCount else {
+        throw invalid("external data file '\(location)' holds \(rest) bytes after offset \(offset) and gives no length; the tensor's values take \(byteCount)")
+      }
+    }
     do {
       return try ONNXFile.bytes(file, offset: offset, length: byteCount, limit: Int.max)
     } catch let failure as ONNXFile.Failure {

@@ -10,6 +10,19 @@ public struct ONNXGraph: Equatable, Sendable {
   public var valueInfo: [ONNXValueInfo]
   public var docString: String
 
+  public init(
+    name: String, nodes: [ONNXNode], initializers: [ONNXTensor] = [], inputs: [ONNXValueInfo], outputs: [ONNXValueInfo],
+    valueInfo: [ONNXValueInfo] = [], docString: String = ""
+  ) {
+    self.name = name
+    self.nodes = nodes
+    self.initializers = initializers
+    self.inputs = inputs
+    self.outputs = outputs
+    self.valueInfo = valueInfo
+    self.docString = docString
+  }
+
   /// The initializer named `name`.
   public func initializer(named name: String) -> ONNXTensor? { initializers.first { $0.name == name } }
 }

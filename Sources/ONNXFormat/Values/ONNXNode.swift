@@ -12,9 +12,16 @@ public struct ONNXNode: Equatable, Sendable {
   public var attributes: [ONNXAttribute]
   public var docString: String
 
+  public init(name: String, opType: String, domain: String = "", inputs: [String], outputs: [String], attributes: [ONNXAttribute] = [], docString: String = "") {
+    self.name = name
+    self.opType = opType
+    self.domain = domain
+    self.inputs = inputs
+    self.outputs = outputs
+    self.attributes = attributes
+    self.docString = docString
+  }
+
   /// The attribute named `name`.
   public func attribute(_ name: String) -> ONNXAttribute.Value? { attributes.first { $0.name == name }?.value }
-
-  /// "node 'conv1' (Conv)", or "node #3 (Conv)" for an unnamed node, for messages.
-  func label(index: Int) -> String { name.isEmpty ? "node #\(index) (\(opType))" : "node '\(name)' (\(opType))" }
 }

@@ -4,6 +4,12 @@ public struct ONNXValueInfo: Equatable, Sendable {
   public var type: ONNXType
   public var docString: String
 
+  public init(name: String, type: ONNXType, docString: String = "") {
+    self.name = name
+    self.type = type
+    self.docString = docString
+  }
+
   /// The element type when the value is a dense tensor.
   public var elementType: ONNXDataType? {
     if case .tensor(let type, _) = type { return type }
