@@ -5,9 +5,10 @@ import PackageDescription
 ///
 /// Readers (frontends) -> one IR -> passes -> writers / runtime, one target each:
 /// - C wrappers: `CHDF5` (libhdf5), `CZip` (libzip, for `.keras` archives), `CProtobufC` (libprotobuf-c), `CComputeKernels` (oneDNN's convolutions and GEMM, chosen by CPU features),
-///   `CoreMLSpec` (protoc-c output for `Schemas/`).
+///   `CoreMLSpec` (protoc-c output for `Schemas/`), `ONNXSpec` (protoc-c output for `Schemas/ONNX/`).
 /// - `ModelIR`: the typed graph that readers produce and writers consume, and the graph passes.
 /// - `ModelFormats`: the format sniffer (what a file is, by content).
+/// - `ONNXFormat`: the ONNX file reader (`ModelProto` and `TensorProto` files into typed Swift values; no IR import yet).
 /// - `KerasFormat`: the Keras reader (`.h5` through libhdf5, `.keras` archives; layer handlers in `Import/Layers/`).
 /// - `CoreMLReader`: `.mlmodel`/`.mlpackage` into the IR (classic layers, MIL operations in `Import/MILOperations/`),
 ///   Apple's documented rules. `CoreMLNeuralNetworkWriter` and `CoreMLProgramWriter`: the two writers.
@@ -20,7 +21,7 @@ import PackageDescription
 /// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
 ///   to prove that verification fails wrong conversions; `mutation-check` runs them against a model by hand.
 /// What every test target may import.
-let testDependencies: [Target.Dependency] = ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC", "TestSupport"]
+let testDependencies: [Target.Dependency] = ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC", "ONNXFormat", "TestSupport"]
 
 let package = Package(
   name: "ModelConverter",
@@ -39,6 +40,7 @@ let package = Package(
       name: "CZip", path: "Sources/CZip", pkgConfig: "libzip",
       providers: [.apt(["libzip-dev"])]),
     .target(name: "CoreMLSpec", dependencies: ["CProtobufC"], path: "Sources/CoreMLSpec"),
+    .target(name: "ONNXSpec", dependencies: ["CProtobufC"], path: "Sources/ONNXSpec"),
     // libpng and libjpeg-turbo (Debian libpng-dev, libjpeg62-turbo-dev), decoded in C because libjpeg reports errors by longjmp.
     .target(
       name: "CImageCodecs", path: "Sources/CImageCodecs",
@@ -50,6 +52,8 @@ let package = Package(
     .target(name: "ModelIR"),
     // Which format a file is, from its bytes: the neutral sniffer every frontend is chosen by.
     .target(name: "ModelFormats"),
+    // ONNX: model and tensor files read through libprotobuf-c into plain Swift values, every number checked.
+    .target(name: "ONNXFormat", dependencies: ["ONNXSpec", "CProtobufC", "ModelIR", "ModelFormats"], exclude: ["README.md"]),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR", "ModelFormats"]),
     // Core ML: what the reader and both writers share (package and weight-file I/O, the model
     // description, writer options), the reader (into the IR, with Apple's documented rules), the
@@ -73,6 +77,7 @@ let package = Package(
     .testTarget(name: "ModelIRTests", dependencies: testDependencies),
     .testTarget(name: "ModelFormatsTests", dependencies: testDependencies),
     .testTarget(name: "KerasFormatTests", dependencies: testDependencies),
+    .testTarget(name: "ONNXFormatTests", dependencies: testDependencies),
     .testTarget(name: "CoreMLReaderTests", dependencies: testDependencies),
     .testTarget(name: "CoreMLWriterTests", dependencies: testDependencies),
     .testTarget(name: "ReferenceRuntimeTests", dependencies: testDependencies),

@@ -58,9 +58,17 @@ public enum FormatSniffer {
     // Text: no NUL and no control characters but tabs and line breaks (UTF-8 beyond ASCII allowed).
     if !head.contains(where: { $0 < 0x09 || (0x0E..<0x20).contains($0) || $0 == 0x7F }) {
       let trimmed = head.drop { [0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
-      return trimmed.first == UInt8(ascii: "{") || trimmed.first == UInt8(ascii: "[") ? .json : .text
+      if trimmed.first == UInt8(ascii: "{") || trimmed.first == UInt8(ascii: "[") { return .json }
+      return isHTML(trimmed) ? .html : .text
     }
     return .unknown
+  }
+
+  /// Whether text starts like an HTML page: a doctype, an `<html` or `<head` tag, or a comment before one.
+  static func isHTML(_ text: ArraySlice<UInt8>) -> Bool {
+    let start = String(decoding: text.prefix(512), as: UTF8.self).lowercased()
+    if start.hasPrefix("<!doctype html") || start.hasPrefix("<html") || start.hasPrefix("<head") { return true }
+    return start.hasPrefix("<!--") && (start.contains("<html") || start.contains("<!doctype html"))
   }
 
   /// A protobuf format when the bytes look like a message of that kind.

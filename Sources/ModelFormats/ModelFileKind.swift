@@ -21,6 +21,8 @@ public enum ModelFileKind: Equatable, Hashable, Sendable {
   case tensorFlowProtobuf
   /// Text starting with `{` or `[`.
   case json
+  /// An HTML page (a web page saved in place of the model it links to, say).
+  case html
   /// Other text.
   case text
   /// A regular file of zero bytes.
@@ -42,6 +44,7 @@ public enum ModelFileKind: Equatable, Hashable, Sendable {
     case .tensorFlowLite: return "a TensorFlow Lite model"
     case .tensorFlowProtobuf: return "a TensorFlow protobuf (SavedModel or GraphDef)"
     case .json: return "a JSON file"
+    case .html: return "an HTML page"
     case .text: return "a text file"
     case .empty: return "an empty file"
     case .folder: return "a folder"

@@ -21,6 +21,11 @@ import Testing
     #expect(FormatSniffer.kind(ofHeader: [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8), name: "model.bin") == .onnx)
     #expect(FormatSniffer.kind(ofHeader: Array("  {\"class_name\": 1}".utf8), name: "m.json") == .json)
     #expect(FormatSniffer.kind(ofHeader: Array("some notes\n".utf8), name: "m.h5") == .text)
+    // A web page saved under the model's name is HTML, whatever its extension.
+    #expect(FormatSniffer.kind(ofHeader: Array("\n<!DOCTYPE html>\n<html lang=\"en\">".utf8), name: "model.onnx") == .html)
+    #expect(FormatSniffer.kind(ofHeader: Array("<HTML><HEAD><TITLE>404".utf8), name: "model.h5") == .html)
+    #expect(FormatSniffer.kind(ofHeader: Array("<!-- saved page -->\n<html>".utf8), name: "m.onnx") == .html)
+    #expect(FormatSniffer.kind(ofHeader: Array("<svg>not a page".utf8), name: "m.onnx") == .text)
     #expect(FormatSniffer.kind(ofHeader: [], name: "m.h5") == .empty)
     #expect(FormatSniffer.kind(ofHeader: [0x00, 0xFF, 0x13], name: "m.h5") == .unknown)
   }

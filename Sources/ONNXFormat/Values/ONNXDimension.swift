@@ -1,0 +1,9 @@
+/// One dimension of a value's declared shape.
+public enum ONNXDimension: Equatable, Hashable, Sendable {
+  /// A fixed size (never negative).
+  case value(Int)
+  /// A named size ("batch", "N"), equal wherever the same name appears.
+  case symbol(String)
+  /// Neither size nor name given.
+  case unknown
+}
