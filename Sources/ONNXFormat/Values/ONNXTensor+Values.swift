@@ -32,6 +32,18 @@ extension ONNXTensor {
     }
   }
 
+  /// The values as the IR's float32: doubles rounded to the nearest float (what any float32 model
+  /// computes with; one beyond float32's range throws `notRepresentable`), everything else as
+  /// `floatValues()`.
+  public func roundedFloatValues() throws -> [Float] {
+    guard case .double(let v) = storage else { return try floatValues() }
+    return try v.enumerated().map { index, value in
+      let float = Float(value)
+      guard float.isFinite || !value.isFinite else { throw inexact(index, "\(value)", "Float") }
+      return float
+    }
+  }
+
   /// The values of an integer (or boolean, as 0 and 1) tensor as `Int`; a UINT64 value beyond
   /// `Int.max` throws `notRepresentable`, and so does a floating-point or string tensor.
   public func intValues() throws -> [Int] {

@@ -1,0 +1,114 @@
+import ModelIR
+
+/// An ONNX graph imported into the IR in ONNX's own layout: every tensor keeps its ONNX shape (batch
+/// axis included, channels first), each operator computed with ONNX's semantics by IR operations
+/// (channels-last spatial operations sit between transposes, which the passes cancel).
+public struct ONNXImportedGraph: Sendable {
+  public var graph: Graph
+  /// The graph inputs' ONNX names, in graph order (initializers excluded).
+  public var inputNames: [String]
+  public var outputNames: [String]
+  /// Operator histogram (`op type: count`) of the main graph.
+  public var operatorCounts: [String: Int]
+}
+
+public enum ONNXGraphImporter {
+  /// The unsupported operators of a model at its opset (`op type` or `domain::op type`), with counts;
+  /// empty when every node has a handler.
+  public static func unsupportedOperators(in model: ONNXModel) -> [String] {
+    let opset = model.opsetVersion(domain: "") ?? 1
+    var counts: [String: Int] = [:]
+    for node in model.graph.nodes where ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) == nil {
+      counts[node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain)::\(node.opType)", default: 0] += 1
+    }
+    return counts.keys.sorted().map { counts[$0]! > 1 ? "\($0) (\(counts[$0]!) nodes)" : $0 }
+  }
+
+  /// Imports `model`; `inputShapes` fixes named (symbolic) dimensions by input name, and every other
+  /// symbolic or unknown dimension must be a leading batch axis (read as 1). `constants` binds graph
+  /// inputs to known values (as initializers would).
+  public static func importGraph(
+    _ model: ONNXModel, path: String, inputShapes: [String: [Int]] = [:], constants: [String: ONNXConstant] = [:]
+  ) throws -> ONNXImportedGraph {
+    let unsupported = unsupportedOperators(in: model)
+    guard unsupported.isEmpty else {
+      throw ONNXImportError.unsupportedOperators(path: path, operators: unsupported + ["(opset \(model.opsetVersion(domain: "") ?? 1))"])
+    }
+    let graph = model.graph
+    var values: [String: ONNXValue] = [:]
+    for initializer in graph.initializers { values[initializer.name] = .constant(try ONNXConstant(initializer)) }
+    for (name, value) in constants { values[name] = .constant(value) }
+    var builder = GraphBuilder()
+    var inputNames: [String] = []
+    var inputIDs = Set<ValueID>()
+    var integerValues = Set<ValueID>()
+    for input in graph.inputs where values[input.name] == nil {
+      guard case .tensor(let elementType, let declared) = input.type else {
+        throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' is not a tensor")
+      }
+      guard let dims = declared ?? inputShapes[input.name].map({ $0.map { ONNXDimension.value($0) } }) else {
+        throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' declares no shape; give its shape")
+      }
+      var shape: [Int] = []
+      if let given = inputShapes[input.name] {
+        guard given.count == dims.count else {
+          throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' has rank \(dims.count); the shape given has \(given.count) axes")
+        }
+        shape = given
+      } else {
+        for (axis, dim) in dims.enumerated() {
+          switch dim {
+          case .value(let v): shape.append(v)
+          case .symbol, .unknown:
+            guard axis == 0 else {
+              throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' axis \(axis) has no fixed size (\(dim)); give its shape")
+            }
+            shape.append(1)
+          }
+        }
+      }
+      do {
+        let id = try builder.addInput(name: input.name, type: TensorType(shape))
+        values[input.name] = ONNXValue.tensor(id)
+        inputIDs.insert(id)
+        if elementType.isInteger { integerValues.insert(id) }
+      } catch {
+        throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)': \(error)")
+      }
+      inputNames.append(input.name)
+    }
+    let opset = model.opsetVersion(domain: "") ?? 1
+    var counts: [String: Int] = [:]
+    for node in graph.nodes {
+      counts[node.opType, default: 0] += 1
+      guard let entry = ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) else { continue }
+      var context = ONNXNodeContext(node: node, opset: opset, path: path, builder: builder, values: values, integerValues: integerValues)
+      builder = GraphBuilder()
+      values = [:]
+      defer { (builder, values, integerValues) = (context.builder, context.values, context.integerValues) }
+      try entry.handler(&context)
+    }
+    var outputs: [ValueID] = []
+    var outputNames: [String] = []
+    for output in graph.outputs {
+      guard let value = values[output.name] else { throw ONNXImportError.invalidGraph(path: path, detail: "output '\(output.name)' is not computed") }
+      var id: ValueID
+      switch value {
+      case .tensor(let t): id = t
+      case .constant(let c):
+        builder.origin = LayerOrigin(name: output.name, type: "Constant")
+        id = try builder.add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), name: output.name, inputs: [])
+      }
+      // An output read twice, or an input passed through, needs a value of its own.
+      if outputs.contains(id) || inputIDs.contains(id) {
+        builder.origin = LayerOrigin(name: output.name, type: "Identity")
+        id = try builder.add(.reshape(targetShape: builder.type(of: id).shape), name: output.name + "__copy", inputs: [id])
+      }
+      outputs.append(id)
+      outputNames.append(output.name)
+    }
+    var result = builder.build(outputs: outputs).pruned()
+    for (id, name) in zip(result.outputs, outputNames) { try result.claimName(name, for: id) }
+    return ONNXImportedGraph(graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts)
+  }
+}
