@@ -44,3 +44,29 @@ extension Constant {
     }
   }
 }
+
+extension Constant {
+  /// The constant with its axes reordered: the result's axis `i` is this constant's axis `order[i]`.
+  public func permuted(_ order: [Int]) -> Constant {
+    precondition(order.sorted() == Array(shape.indices), "permutation \(order) of shape \(shape)")
+    let newShape = order.map { shape[$0] }
+    var strides = [Int](repeating: 1, count: shape.count)
+    for axis in shape.indices.dropLast().reversed() { strides[axis] = strides[axis + 1] * shape[axis + 1] }
+    var result = [Float]()
+    result.reserveCapacity(count)
+    var coordinate = [Int](repeating: 0, count: newShape.count)
+    for _ in 0..<count {
+      var source = 0
+      for (axis, position) in zip(order, coordinate) { source += strides[axis] * position }
+      result.append(values[source])
+      var axis = newShape.count - 1
+      while axis >= 0 {
+        coordinate[axis] += 1
+        if coordinate[axis] < newShape[axis] { break }
+        coordinate[axis] = 0
+        axis -= 1
+      }
+    }
+    return Constant(shape: newShape, values: result)
+  }
+}

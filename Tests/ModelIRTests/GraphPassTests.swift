@@ -228,6 +228,77 @@ import Testing
     #expect(Self.kinds(rewritten) == ["permute", "permute", "add"])
   }
 
+  /// A channels-first bias (`[C, 1, 1]` constant) and a squeeze-and-excitation scale (a `[C]` vector
+  /// reshaped to `[1, C, 1, 1]`) meet transposed tensors: they are rewritten as the same transpose, so the
+  /// joins move and the transposes meet their inverse; a reduction that drops H and W takes the
+  /// channels-last tensor directly.
+  @Test func biasesScalesAndReductionsLeaveTheirTransposes() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([1, 4, 5, 3]))
+    let nchw = try builder.add(.permute(order: [0, 3, 1, 2]), name: "nchw", inputs: [x])
+    let bias = try builder.add(.constant(Constant(shape: [3, 1, 1], values: [0.5, -1, 2])), name: "bias", inputs: [])
+    let biased = try builder.add(.elementwise(.add), name: "biased", inputs: [nchw, bias])
+    let pooled = try builder.add(.reduce(Reduction(kind: .mean, axes: [2, 3], keepDims: false)), name: "pooled", inputs: [biased])
+    let gate = try builder.add(.activation(.sigmoid), name: "gate", inputs: [pooled])
+    let scale = try builder.add(.reshape(targetShape: [1, 3, 1, 1]), name: "scale", inputs: [gate])
+    let scaled = try builder.add(.elementwise(.multiply), name: "scaled", inputs: [biased, scale])
+    let back = try builder.add(.permute(order: [0, 2, 3, 1]), name: "back", inputs: [scaled])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [back])
+    let graph = builder.build(outputs: [relu])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    #expect(!Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten))")
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// A transpose read by an activation and by the join it feeds (`x.T * sigmoid(x.T)`) is split, each
+  /// copy moves on, and they meet again at the join.
+  @Test func forkedTransposesMeetAgain() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4, 5, 3]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "chw", inputs: [x])
+    let gate = try builder.add(.activation(.sigmoid), name: "gate", inputs: [chw])
+    let swish = try builder.add(.elementwise(.multiply), name: "swish", inputs: [chw, gate])
+    let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "hwc", inputs: [swish])
+    let out = try builder.add(.activation(.tanh), name: "out", inputs: [hwc])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try CancelTransposesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["activation", "multiply", "activation"], "\(Self.kinds(rewritten))")
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
+  /// Per-channel factors in front of a convolution (through a zero padding) go into its kernel: the
+  /// multiply is gone and the outputs agree within float32 rounding of the products.
+  @Test func channelScalesFoldIntoTheConvolution() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([5, 5, 2]))
+    let factors = try builder.add(.constant(Constant(shape: [2], values: [1 / 0.229, 1 / 0.224])), name: "factors", inputs: [])
+    let scaled = try builder.add(.elementwise(.multiply), name: "scaled", inputs: [x, factors])
+    let padded = try builder.add(.zeroPadding2D(Box2D(top: 1, bottom: 1, left: 1, right: 1)), name: "pad", inputs: [scaled])
+    let kernel = Constant(shape: [3, 3, 1, 4], values: (0..<36).map { Float($0 % 5) / 5 - 0.3 })
+    let conv = try builder.add(
+      .convolution2D(Convolution2D(kernel: kernel, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 2)), name: "conv", inputs: [padded])
+    let graph = builder.build(outputs: [conv])
+    var rewritten = graph
+    try ChannelScaleFoldPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["zeroPadding2D", "convolution2D"])
+    let inputs = Self.inputs(for: graph)
+    let (a, b) = (Interpreter(graph: graph).run(inputs)[0].values, Interpreter(graph: rewritten).run(inputs)[0].values)
+    // Each output sums 9 products; folding rounds each weight once more: within 9 float32 roundings of the sum of |terms|.
+    let bound = Float(18) * Float.ulpOfOne * 9 * 4.5
+    #expect(zip(a, b).allSatisfy { abs($0 - $1) <= bound }, "\(zip(a, b).map { abs($0 - $1) }.max() ?? 0)")
+    // A multiply read by something else stays.
+    var other = GraphBuilder()
+    let y = try other.addInput(name: "y", type: TensorType([5, 5, 2]))
+    let f = try other.add(.constant(Constant(shape: [2], values: [2, 3])), name: "f", inputs: [])
+    let m = try other.add(.elementwise(.multiply), name: "m", inputs: [y, f])
+    let r = try other.add(.activation(.relu), name: "r", inputs: [m])
+    var kept = other.build(outputs: [r])
+    try ChannelScaleFoldPass().run(&kept)
+    #expect(Self.kinds(kept) == ["constant", "multiply", "activation"])
+  }
+
   /// Zero padding of an image's height and width is a ZeroPadding2D; padding channels, or by another value, stays.
   @Test func spatialZeroPadding() throws {
     var builder = GraphBuilder()

@@ -11,7 +11,7 @@ public struct CancelTransposesPass: GraphPass {
     var changed = true
     while changed {
       changed = false
-      if sinkPastElementwise(&graph) || sinkPastJoins(&graph) {
+      if sinkPastElementwise(&graph) || sinkPastJoins(&graph) || alignJoinInputs(&graph) || sinkPastReductions(&graph) || splitForks(&graph) {
         changed = true
         continue
       }
@@ -56,14 +56,15 @@ public struct CancelTransposesPass: GraphPass {
       else { continue }
       let source = graph.nodes[producer].inputs[0]
       guard let movedShape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
-      // Towards another transpose, or a join where it can meet the same transpose of the other inputs.
-      let towardsTranspose = graph.readerCount(node.output) == 1 && graph.nodes.contains(where: { reader in
+      // Towards other transposes, or joins where it can meet the same transpose of the other inputs: every
+      // reader is one of those.
+      let readers = graph.nodes.filter { $0.inputs.contains(node.output) }
+      let towardsTranspose = !graph.outputs.contains(node.output) && !readers.isEmpty && readers.allSatisfy { reader in
         switch reader.operation {
-        case .permute: return reader.inputs == [node.output]
-        case .elementwise, .concatenate: return reader.inputs.contains(node.output)
+        case .permute, .elementwise, .concatenate: return true
         default: return false
         }
-      })
+      }
       guard towardsTranspose || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
       // The operation reads the transpose's input; the transpose, moved after it, writes the operation's
       // old output (its name and readers stay).
@@ -95,6 +96,138 @@ public struct CancelTransposesPass: GraphPass {
       graph.moveBefore(
         nodeAt: index, operation: operation, sources: sources, shape: shape, suffix: "__before_transpose",
         follower: .permute(order: order), followerName: first.name, origin: first.origin)
+      return true
+    }
+    return false
+  }
+
+  /// A join some of whose inputs are the same transpose `P` and the others constants, or reshapes that
+  /// only move unit axes relative to `P`: those others become `P` of a constant with its values moved
+  /// (broadcast to the join's rank first), or of a reshape to the shape before `P`. Then the join's
+  /// inputs are all `P` and `sinkPastJoins` moves it (the bias or the squeeze-and-excitation scale of
+  /// a channels-first network meets the transposes of the convolutions). Returns whether it rewrote one.
+  func alignJoinInputs(_ graph: inout Graph) -> Bool {
+    for index in graph.nodes.indices {
+      let node = graph.nodes[index]
+      let isElementwise: Bool
+      switch node.operation {
+      case .elementwise: isElementwise = true
+      case .concatenate: isElementwise = false
+      default: continue
+      }
+      guard node.inputs.count >= 2, Set(node.inputs).count == node.inputs.count else { continue }
+      let producers = node.inputs.map { input in graph.nodes.firstIndex { $0.output == input } }
+      var order: [Int]?
+      for producer in producers.compactMap({ $0 }) {
+        guard case .permute(let o) = graph.nodes[producer].operation else { continue }
+        if order == nil { order = o } else if order != o { order = nil; break }
+      }
+      guard let order, producers.allSatisfy({ $0 != nil }) else { continue }
+      let rank = order.count
+      // Shape before P of a tensor of shape `after`: before[order[i]] = after[i].
+      func before(_ after: [Int]) -> [Int] {
+        var result = [Int](repeating: 1, count: rank)
+        for i in 0..<rank { result[order[i]] = after[i] }
+        return result
+      }
+      var plans: [(position: Int, producer: Int)] = []
+      var fits = true
+      for (position, producer) in producers.enumerated() {
+        let p = producer!
+        let value = node.inputs[position]
+        switch graph.nodes[p].operation {
+        case .permute(let o) where o == order: continue
+        case .constant(let c) where graph.readerCount(value) == 1 && (c.shape.count == rank || (isElementwise && c.shape.count < rank)):
+          plans.append((position, p))
+        case .reshape where graph.readerCount(value) == 1 && graph[value].type.shape.count == rank
+          && UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: before(graph[value].type.shape)):
+          plans.append((position, p))
+        default: fits = false
+        }
+      }
+      guard fits, !plans.isEmpty, plans.count < node.inputs.count else { continue }
+      let inverse = (0..<rank).map { axis in order.firstIndex(of: axis)! }
+      // Latest producer first, so that inserting a node leaves the other indices as they are.
+      for (position, p) in plans.sorted(by: { $0.producer > $1.producer }) {
+        let value = node.inputs[position]
+        let shape = graph[value].type.shape
+        let full = [Int](repeating: 1, count: rank - shape.count) + shape
+        let moved = graph.values.count
+        graph.values.append(Value(name: graph.unusedName(graph[value].name + "__before_transpose"), type: TensorType(before(full), dataType: graph[value].type.dataType)))
+        switch graph.nodes[p].operation {
+        case .constant(let c):
+          graph.nodes[p].operation = .constant(Constant(shape: full, values: c.values).permuted(inverse))
+        default:
+          graph.nodes[p].operation = .reshape(targetShape: before(full))
+        }
+        graph.nodes[p].output = moved
+        graph.nodes.insert(
+          Node(name: graph.nodes[p].name + "__to_join", operation: .permute(order: order), inputs: [moved], output: value, origin: graph.nodes[p].origin),
+          at: p + 1)
+        graph.values[value].type = TensorType(full, dataType: graph[value].type.dataType)
+      }
+      return true
+    }
+    return false
+  }
+
+  /// A transpose read only by a reduction that drops its axes moves after it: the reduction runs over
+  /// the same axes before the transpose, and what is left of the transpose follows (none at all when
+  /// the kept axes stay in order: `[N, C, H, W]` averaged over H and W from `[N, H, W, C]`).
+  func sinkPastReductions(_ graph: inout Graph) -> Bool {
+    for index in graph.nodes.indices {
+      let node = graph.nodes[index]
+      guard case .reduce(let reduction) = node.operation, !reduction.keepDims, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
+        case .permute(let order) = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
+        reduction.axes.allSatisfy({ order.indices.contains($0) })
+      else { continue }
+      let axes = reduction.axes.map { order[$0] }.sorted()
+      let keptSource = order.indices.filter { !axes.contains($0) }
+      let remaining = order.indices.filter { !reduction.axes.contains($0) }.map { keptSource.firstIndex(of: order[$0])! }
+      let source = graph.nodes[producer].inputs[0]
+      let operation = Operation.reduce(Reduction(kind: reduction.kind, axes: axes, keepDims: false))
+      guard let shape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
+      let follower: Operation = remaining == Array(remaining.indices) ? .reshape(targetShape: graph[node.output].type.shape) : .permute(order: remaining)
+      graph.moveBefore(
+        nodeAt: index, operation: operation, sources: [source], shape: shape, suffix: "__before_transpose",
+        follower: follower, followerName: graph.nodes[producer].name, origin: graph.nodes[producer].origin)
+      return true
+    }
+    return false
+  }
+
+  /// A transpose read by several nodes that each let it move on (element-wise activations, joins) gets a
+  /// copy per reader: each copy moves along its own path, and they meet again at the join that brings
+  /// the paths together (`x.T * sigmoid(x.T)`, a hard swish after a channels-first convolution).
+  /// Returns whether it split one.
+  func splitForks(_ graph: inout Graph) -> Bool {
+    for index in graph.nodes.indices {
+      guard case .permute(let order) = graph.nodes[index].operation, !graph.outputs.contains(graph.nodes[index].output) else { continue }
+      let value = graph.nodes[index].output
+      let readers = graph.nodes.indices.filter { graph.nodes[$0].inputs.contains(value) }
+      guard readers.count > 1 else { continue }
+      // Every reader moves the transpose on, and at least one is a join whose other inputs it can meet.
+      let movable = readers.allSatisfy { reader in
+        let node = graph.nodes[reader]
+        switch node.operation {
+        case .elementwise, .concatenate: return true
+        default: return node.inputs.count == 1 && Self.beforeTranspose(node.operation, order: order) != nil
+        }
+      }
+      let joined = readers.contains { reader in
+        switch graph.nodes[reader].operation {
+        case .elementwise, .concatenate: return true
+        default: return false
+        }
+      }
+      guard movable, joined else { continue }
+      for reader in readers.dropFirst().reversed() {
+        let copy = graph.values.count
+        graph.values.append(Value(name: graph.unusedName(graph[value].name + "__copy"), type: graph[value].type))
+        graph.nodes[reader].inputs = graph.nodes[reader].inputs.map { $0 == value ? copy : $0 }
+        let original = graph.nodes[index]
+        graph.nodes.insert(Node(name: original.name + "__copy", operation: original.operation, inputs: original.inputs, output: copy, origin: original.origin), at: index + 1)
+      }
       return true
     }
     return false

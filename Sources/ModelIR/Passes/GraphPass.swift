@@ -98,15 +98,17 @@ extension Graph {
     self = pruned()
   }
 
-  /// For a node joining several tensors (an element-wise operation on equal shapes, or a concatenation):
-  /// when every input is produced by a node that `match` accepts (read only there when `exclusive`), the
+  /// For a node joining several tensors (an element-wise operation on inputs of one rank, or a concatenation):
+  /// (inputs of one rank unless not `sameRank`) when every input is produced by a node that `match`
+  /// accepts (read only there when `exclusive`), the
   /// matched nodes' indices and what each returned. Nil when any input is not such a node.
-  func joinProducers<T>(of index: Int, exclusive: Bool = true, _ match: (Node) -> T?) -> [(producer: Int, match: T)]? {
+  func joinProducers<T>(of index: Int, exclusive: Bool = true, sameRank: Bool = true, _ match: (Node) -> T?) -> [(producer: Int, match: T)]? {
     let node = nodes[index]
     guard node.inputs.count >= 2, Set(node.inputs).count == node.inputs.count else { return nil }
     switch node.operation {
     case .elementwise:
-      guard Set(node.inputs.map { self[$0].type.shape }).count == 1 else { return nil }
+      // Broadcasting commutes with moving axes when every input has the same rank.
+      guard !sameRank || Set(node.inputs.map { self[$0].type.shape.count }).count == 1 else { return nil }
     case .concatenate: break
     default: return nil
     }

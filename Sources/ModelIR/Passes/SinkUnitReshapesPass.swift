@@ -59,25 +59,30 @@ public struct SinkUnitReshapesPass: GraphPass {
         changed = true
         break
       }
+      // Last, when nothing else moves: the other inputs of a join will not bring their own reshape.
+      if !changed && Self.bypassBroadcastReshapes(&graph) { changed = true }
     }
   }
 
-  /// An element-wise operation or a concatenation whose every input is a reshape adding the same number
-  /// of unit axes in front (each read only there) computes on the inputs before them, and one reshape
-  /// follows: two branches that each carry a batch axis join without it. Returns whether it moved one.
+  /// An element-wise operation or a concatenation whose every input is a reshape adding unit axes in
+  /// front (the same number for a concatenation; each read only there) computes on the inputs before
+  /// them, and one reshape follows: two branches that each carry a batch axis join without it (an
+  /// element-wise operation broadcasts from the right, so the added axes change nothing). Returns
+  /// whether it moved one.
   static func sinkPastJoins(_ graph: inout Graph) -> Bool {
     for index in graph.nodes.indices {
-      guard let producers = graph.joinProducers(of: index, { node -> Int? in
+      guard let producers = graph.joinProducers(of: index, sameRank: false, { node -> Int? in
           guard case .reshape = node.operation else { return nil }
           let (before, after) = (graph[node.inputs[0]].type.shape, graph[node.output].type.shape)
           let added = after.count - before.count
           return added > 0 && Array(after.suffix(before.count)) == before && after.prefix(added).allSatisfy({ $0 == 1 }) ? added : nil
-        }), let added = producers.first?.match, producers.allSatisfy({ $0.match == added })
+        }), let added = producers.map(\.match).min()
       else { continue }
       let node = graph.nodes[index]
       var operation = node.operation
       if case .concatenate(let axis) = operation {
-        guard axis >= added else { continue }
+        // A concatenation needs one rank; an element-wise operation broadcasts inputs of any rank from the right.
+        guard axis >= added, producers.allSatisfy({ $0.match == added }) else { continue }
         operation = .concatenate(axis: axis - added)
       }
       let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
@@ -86,6 +91,41 @@ public struct SinkUnitReshapesPass: GraphPass {
         nodeAt: index, operation: operation, sources: sources, shape: shape, suffix: "__unit_axes",
         follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
       return true
+    }
+    return false
+  }
+
+  /// An element-wise operation broadcasts from the right, so an input reshaped only to add unit axes in
+  /// front (read only there) can be read before the reshape whenever the result keeps its shape
+  /// (`x * s.reshape([1, C])` with `x` of shape `[H, W, C]` is `x * s`). Returns whether it bypassed one.
+  static func bypassBroadcastReshapes(_ graph: inout Graph) -> Bool {
+    for index in graph.nodes.indices {
+      let node = graph.nodes[index]
+      guard case .elementwise = node.operation, node.inputs.count >= 2 else { continue }
+      // Where the other inputs are reshapes or transposes too, the join moves as a whole instead (`sinkPastJoins`).
+      let producers = node.inputs.map { input in graph.nodes.first { $0.output == input }?.operation }
+      let layoutInputs = producers.filter { operation in
+        switch operation {
+        case .reshape?, .permute?: return true
+        default: return false
+        }
+      }
+      guard layoutInputs.count == 1 else { continue }
+      for (position, input) in node.inputs.enumerated() {
+        guard let producer = graph.nodes.firstIndex(where: { $0.output == input }), case .reshape = graph.nodes[producer].operation,
+          graph.readerCount(input) == 1
+        else { continue }
+        let source = graph.nodes[producer].inputs[0]
+        let (before, after) = (graph[source].type.shape, graph[input].type.shape)
+        let added = after.count - before.count
+        guard added > 0, Array(after.suffix(before.count)) == before, after.prefix(added).allSatisfy({ $0 == 1 }) else { continue }
+        var shapes = node.inputs.map { graph[$0].type.shape }
+        shapes[position] = before
+        guard Broadcasting.shape(shapes) == graph[node.output].type.shape else { continue }
+        graph.rewire(nodeAt: index, input: position, to: source)
+        graph = graph.pruned()
+        return true
+      }
     }
     return false
   }
