@@ -412,8 +412,34 @@ struct CoreMLLayerEmitter {
       try emitGelu(approximate: approximate, name: name, input: input, output: output)
     case .exponential:
       builder.unary(.exp, name, input: input, output: output, scale: 1)
-    case .clip, .unary:
-      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(activation) has no classic Core ML layer")
+    case .clip(let low, let high):
+      // max(x, low) by a threshold, then min(x, high) as above; an unbounded side is left out.
+      let bounded = high < Float.greatestFiniteMagnitude
+      let stage = bounded ? name + "__low___output" : output
+      if low > -Float.greatestFiniteMagnitude {
+        builder.unary(.threshold, bounded ? name + "__low__" : name, input: input, output: stage, alpha: low, scale: 1)
+      } else {
+        try linear(bounded ? name + "__low__" : name, input, stage, alpha: 1, beta: 0)
+      }
+      if bounded { try clipAbove(stage, maxValue: high) }
+    case .unary(let function):
+      // Core ML reads an epsilon of 0 as 1e-6 and a scale of 0 as 1 ([rule UNARY-DEFAULTS]): an IR epsilon of
+      // 0 is written as the smallest normal float (which changes no normal value), and a scale of 0 refused.
+      guard function.scale != 0 else { throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "\(activation) with scale 0 is a constant") }
+      let operation: NeuralNetworkUnaryOperation
+      switch function.kind {
+      case .sqrt: operation = .sqrt
+      case .rsqrt: operation = .rsqrt
+      case .inverse: operation = .inverse
+      case .power: operation = .power
+      case .exp: operation = .exp
+      case .log: operation = .log
+      case .abs: operation = .abs
+      case .threshold: operation = .threshold
+      }
+      builder.unary(
+        operation, name, input: input, output: output, alpha: function.alpha, shift: function.shift, scale: function.scale,
+        epsilon: function.epsilon == 0 ? Float.leastNormalMagnitude : function.epsilon)
     }
   }
 }

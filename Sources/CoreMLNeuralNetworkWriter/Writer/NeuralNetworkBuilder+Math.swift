@@ -4,7 +4,7 @@ import CoreMLSpec
 
 /// `UnaryFunctionLayerParams.Operation` (the ones the emitters use).
 enum NeuralNetworkUnaryOperation {
-  case abs, inverse, exp, rsqrt, threshold
+  case abs, inverse, exp, rsqrt, threshold, sqrt, log, power
 
   var proto: CoreML__Specification__UnaryFunctionLayerParams__Operation {
     switch self {
@@ -13,6 +13,9 @@ enum NeuralNetworkUnaryOperation {
     case .exp: return CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__EXP
     case .rsqrt: return CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT
     case .threshold: return CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__THRESHOLD
+    case .sqrt: return CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__SQRT
+    case .log: return CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__LOG
+    case .power: return CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__POWER
     }
   }
 }

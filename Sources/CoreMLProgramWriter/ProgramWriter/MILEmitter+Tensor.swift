@@ -12,9 +12,42 @@ extension MILEmitter {
     return .channelsFirst
   }
 
+  /// For a broadcasting element-wise operation whose full-size inputs are channels first: the inputs
+  /// that only vary along the channel axis (`[C]`, `[1, 1, C]`, a scalar), which can be broadcast in
+  /// channels-first layout as `[1, C, 1, 1]` without moving the others. Nil when the operation is not
+  /// of that form.
+  func channelBroadcast(_ node: Node) -> Set<ValueID>? {
+    let output = graph[node.output].type.shape
+    guard output.count >= 2 else { return nil }
+    var vectors = Set<ValueID>()
+    for id in node.inputs {
+      let shape = graph[id].type.shape
+      if shape == output {
+        guard hasChannelsFirst(id) || layout(of: id) == .channelsFirst else { return nil }
+      } else {
+        guard shape.dropLast().allSatisfy({ $0 == 1 }), shape.count <= output.count, shape.last == 1 || shape.last == output.last else { return nil }
+        vectors.insert(id)
+      }
+    }
+    return vectors.isEmpty || vectors.count == node.inputs.count ? nil : vectors
+  }
+
   mutating func emitElementwise(_ node: Node, _ kind: ElementwiseKind) throws {
-    let layout = sharedLayout(node.inputs)
-    let inputs = try node.inputs.map { try tensor($0, layout) }
+    var layout = sharedLayout(node.inputs)
+    var inputs: [MILTensor]
+    if layout == .natural, let vectors = channelBroadcast(node) {
+      // [C] broadcast against channels-first tensors as [1, C, 1, ...].
+      layout = .channelsFirst
+      let rank = graph[node.output].type.shape.count
+      inputs = try node.inputs.map { id in
+        guard vectors.contains(id) else { return try tensor(id, .channelsFirst) }
+        let vector = try tensor(id, .natural)
+        let shape = [1, graph[id].type.shape.last ?? 1] + [Int](repeating: 1, count: rank - 1)
+        return try op("reshape", [("x", .tensor(vector)), ("shape", .ints(shape))], temporary(id, "channels"), vector.dataType, shape)
+      }
+    } else {
+      inputs = try node.inputs.map { try tensor($0, layout) }
+    }
     let dt = inputs[0].dataType
     let shape = layout.shape(graph[node.output].type.shape)
     let out = node.output

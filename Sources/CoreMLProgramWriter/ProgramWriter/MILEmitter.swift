@@ -89,9 +89,15 @@ struct MILEmitter {
       throw CoreMLWriterError.unsupportedOperation(layer: graph[id].name, detail: "value is used before it is computed")
     }
     let r = rank(id)
-    let result = try builder.op(
-      "transpose", [("x", .tensor(source)), ("perm", .ints(wanted.permutation(rank: r)))],
-      name: "\(names[id] ?? graph[id].name)_\(wanted.suffix)", dataType: source.dataType, shape: wanted.shape(graph[id].type.shape))
+    let permutation = wanted.permutation(rank: r)
+    let shape = wanted.shape(graph[id].type.shape)
+    // Moving only axes of size 1 keeps the element order: a reshape.
+    let kept = permutation.filter { source.shape[$0] != 1 }
+    let result = kept == kept.sorted()
+      ? try builder.op("reshape", [("x", .tensor(source)), ("shape", .ints(shape))], name: "\(names[id] ?? graph[id].name)_\(wanted.suffix)", dataType: source.dataType, shape: shape)
+      : try builder.op(
+        "transpose", [("x", .tensor(source)), ("perm", .ints(permutation))],
+        name: "\(names[id] ?? graph[id].name)_\(wanted.suffix)", dataType: source.dataType, shape: shape)
     values[id, default: [:]][wanted] = result
     return result
   }
