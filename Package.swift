@@ -8,7 +8,8 @@ import PackageDescription
 ///   `CoreMLSpec` (protoc-c output for `Schemas/`), `ONNXSpec` (protoc-c output for `Schemas/ONNX/`).
 /// - `ModelIR`: the typed graph that readers produce and writers consume, and the graph passes.
 /// - `ModelFormats`: the format sniffer (what a file is, by content).
-/// - `ONNXFormat`: the ONNX file reader (`ModelProto` and `TensorProto` files into typed Swift values; no IR import yet).
+/// - `ONNXFormat`: the ONNX reader (`ModelProto` and `TensorProto` files into typed Swift values) and importer into the
+///   IR (operator handlers in `Import/Operators/`, registered by op type and since-version).
 /// - `KerasFormat`: the Keras reader (`.h5` through libhdf5, `.keras` archives; layer handlers in `Import/Layers/`).
 /// - `CoreMLReader`: `.mlmodel`/`.mlpackage` into the IR (classic layers, MIL operations in `Import/MILOperations/`),
 ///   Apple's documented rules. `CoreMLNeuralNetworkWriter` and `CoreMLProgramWriter`: the two writers.
@@ -64,7 +65,7 @@ let package = Package(
     .target(name: "CoreMLProgramWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
-    .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ReferenceRuntime", "ImageFormat"]),
+    .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "ReferenceRuntime", "ImageFormat"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter", "ModelFormats"]),
     .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),

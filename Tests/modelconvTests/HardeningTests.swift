@@ -218,8 +218,10 @@ import Testing
       (try file("notes.h5", Array("just some notes\n".utf8)), "a text file"),
       (try file("model.json", Array("{\"class_name\": \"Sequential\"}".utf8)), "architecture from model.to_json()"),
       (savedModel.path, "SavedModel"),
-      (try file("model.onnx", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8) + [0x1A, 0x03, 0x31, 0x2E, 0x30]), "ONNX"),
-      (try file("model.bin", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8)), "ONNX"),
+      // An ONNX header with no graph or operator set: read by the ONNX frontend, which says what is missing.
+      (try file("model.onnx", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8) + [0x1A, 0x03, 0x31, 0x2E, 0x30]), "imports no operator set"),
+      (try file("model.bin", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8)), "imports no operator set"),
+      (try file("model_page.onnx", Array("<!DOCTYPE html><html><head><title>Download</title></head><body>sign in</body></html>\n".utf8)), "an HTML page"),
       (try file("model.tflite", [0x1C, 0, 0, 0] + Array("TFL3".utf8) + [0, 0, 0x12, 0]), "TensorFlow Lite"),
       (try file("archive.keras", zip), "not a Keras .keras file"),
       (try file("garbage.keras", Array("PK\u{3}\u{4}garbage".utf8)), "not a readable .keras archive"),

@@ -8,7 +8,9 @@ public enum ImageColorSpace: String, Sendable, Equatable {
   public var channels: Int { self == .grayscale ? 1 : 3 }
 }
 
-/// How one input becomes a Core ML image: `y = scale * pixel + bias[channel]`.
+/// How one input becomes a Core ML image: `y = scale * pixel + bias[channel]`, then times
+/// `channelScales[channel]` when given (PyTorch's `(pixel / 255 - mean) / std` with a different std per
+/// channel, which Core ML's one-number scale cannot hold: the converter computes it in the graph).
 public struct ImagePreprocessing: Sendable, Equatable {
   public var scale: Float
   public var redBias: Float
@@ -17,6 +19,8 @@ public struct ImagePreprocessing: Sendable, Equatable {
   public var grayBias: Float
   /// Whether the model expects BGR channel order (a 3-channel input only).
   public var isBGR: Bool
+  /// Per-channel factors applied after the bias, in the network's channel order; nil for none.
+  public var channelScales: [Float]?
 
   public init(scale: Float = 1, redBias: Float = 0, greenBias: Float = 0, blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false) {
     self.scale = scale
@@ -47,6 +51,41 @@ public struct ImagePreprocessing: Sendable, Equatable {
   /// The biases in the network's channel order: gray for one channel, B, G, R for BGR, else R, G, B.
   public func networkBiases(channels: Int) -> [Float] {
     channels == 1 ? [grayBias] : isBGR ? [blueBias, greenBias, redBias] : [redBias, greenBias, blueBias]
+  }
+
+  /// PyTorch's normalization `(pixel / 255 - mean) / std`, `mean` and `std` in R, G, B order (one value
+  /// for grayscale): Core ML's scaler alone when every std is the same, else the scaler's
+  /// `pixel / 255 - mean` and per-channel factors `1 / std`.
+  public init(mean: [Float], std: [Float], isBGR: Bool = false) {
+    precondition(mean.count == std.count && (mean.count == 1 || mean.count == 3), "one or three means and stds")
+    let gray = mean.count == 1
+    func biases(_ values: [Float]) -> (Float, Float, Float, Float) {
+      gray ? (0, 0, 0, values[0]) : (values[0], values[1], values[2], 0)
+    }
+    if Set(std).count == 1 {
+      let (r, g, b, y) = biases(zip(mean, std).map { -$0 / $1 })
+      self.init(scale: 1 / (255 * std[0]), redBias: r, greenBias: g, blueBias: b, grayBias: y, isBGR: isBGR)
+    } else {
+      let (r, g, b, y) = biases(mean.map { -$0 })
+      self.init(scale: 1 / 255, redBias: r, greenBias: g, blueBias: b, grayBias: y, isBGR: isBGR)
+      let factors = std.map { 1 / $0 }
+      channelScales = gray ? factors : isBGR ? factors.reversed() : factors
+    }
+  }
+
+  /// `scale * pixel + bias`, times the channel scales, for pixels of `channels` channels in the
+  /// network's order (channels last).
+  public func apply(_ pixels: [Float], channels: Int) -> [Float] {
+    let biases = networkBiases(channels: channels)
+    let factors = channelScales ?? [Float](repeating: 1, count: channels)
+    return pixels.enumerated().map { (scale * $1 + biases[$0 % channels]) * factors[$0 % channels] }
+  }
+
+  /// The part Core ML's image scaler holds (no channel scales).
+  public var scaler: ImagePreprocessing {
+    var copy = self
+    copy.channelScales = nil
+    return copy
   }
 }
 

@@ -11,6 +11,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case labelsFileNotRegular(path: String, kind: String)
   /// A labels file or list has no labels, or mixes forms.
   case invalidLabels(String)
+  /// An image input's preprocessing does not fit the input (per-channel factors for another channel count).
+  case invalidImagePreprocessing(input: String, detail: String)
   /// A weight holds a value Core ML cannot compute with (NaN, infinity, beyond float32, a negative variance);
   /// `ConversionOptions.allowNonFinite` lets it through.
   case invalidWeightValue(layer: String, weight: String, detail: String)
@@ -24,6 +26,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
     case .labelsFileNotRegular(let path, let kind):
       return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
+    case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
     case .invalidWeightValue(let layer, let weight, let detail):
       return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (convert anyway with --allow-nonfinite)"
     }

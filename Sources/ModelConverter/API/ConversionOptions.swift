@@ -20,6 +20,10 @@ public struct ConversionOptions: Sendable, Equatable {
   public var grayBias: Float
   /// `is_bgr`: the model expects BGR channel order.
   public var isBGR: Bool
+  /// PyTorch-style normalization `(pixel / 255 - mean) / std` per channel (R, G, B, or one value for
+  /// grayscale), instead of the scale and biases; `imageStd` defaults to ones.
+  public var imageMean: [Float]?
+  public var imageStd: [Float]?
   /// `predicted_feature_name`: the output holding the top label.
   public var predictedFeatureName: String
   /// `predicted_probabilities_output`: the output (new name) holding the probabilities; default the first.
@@ -91,6 +95,9 @@ public struct ConversionOptions: Sendable, Equatable {
 
   /// The image preprocessing shared by every image input.
   public var imagePreprocessing: ImagePreprocessing {
-    ImagePreprocessing(scale: imageScale, redBias: redBias, greenBias: greenBias, blueBias: blueBias, grayBias: grayBias, isBGR: isBGR)
+    if let imageMean {
+      return ImagePreprocessing(mean: imageMean, std: imageStd ?? [Float](repeating: 1, count: imageMean.count), isBGR: isBGR)
+    }
+    return ImagePreprocessing(scale: imageScale, redBias: redBias, greenBias: greenBias, blueBias: blueBias, grayBias: grayBias, isBGR: isBGR)
   }
 }

@@ -32,7 +32,7 @@ public enum Converter {
   static func pipeline(for options: ConversionOptions, imageInputs: ImageInputLedger) -> GraphPipeline {
     var passes: [any GraphPass] = []
     if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { passes.append(RemoveFloat16CastsPass()) }
-    passes += GraphPipeline.standard.passes + [ConstantFoldingPass(), InputPreprocessingFoldPass(ledger: imageInputs)]
+    passes += GraphPipeline.standard.passes + [ConstantFoldingPass(), InputPreprocessingFoldPass(ledger: imageInputs), ChannelScaleFoldPass()]
     if !options.allowNonFinite { passes.append(WeightValueCheckPass()) }
     return GraphPipeline(passes)
   }
@@ -43,8 +43,17 @@ public enum Converter {
     // Image inputs: the ones named in the options with their preprocessing, else the source's own.
     // (A name given twice is one image input.)
     let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
-    let ledger = ImageInputLedger(named)
     var graph = source.graph
+    // Per-channel factors Core ML's scaler cannot hold are computed in the graph (folded into the first
+    // convolution when it takes the input alone); the scaler keeps the rest.
+    for (name, image) in named {
+      guard let factors = image.channelScales, let id = graph.inputs.first(where: { graph[$0].name == name }) else { continue }
+      guard graph[id].type.shape.count == 3, graph[id].type.shape.last == factors.count else {
+        throw ConversionError.invalidImagePreprocessing(input: name, detail: "\(factors.count) per-channel factors (standard deviations) for a tensor of shape \(graph[id].type.shape)")
+      }
+      graph.scaleChannels(of: id, by: factors)
+    }
+    let ledger = ImageInputLedger(named.mapValues(\.scaler))
     try pipeline(for: options, imageInputs: ledger).run(&graph)
     let imageInputs = ledger.current
 

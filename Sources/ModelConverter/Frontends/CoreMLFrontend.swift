@@ -8,7 +8,7 @@ import ModelIR
 ///
 /// The importers keep Core ML's layout at the model's edges (channels first, batch axes where the
 /// description has them) and apply an image input's scaler inside the graph. As a source, the model
-/// is brought to the IR's conventions by `CoreMLSourceLayout`: each input becomes the tensor after its
+/// is brought to the IR's conventions by `SourceLayout`: each input becomes the tensor after its
 /// image scaler in channels-last form, followed by the transpose back to Core ML's layout (which meets
 /// the importer's own transpose before the first spatial layer and cancels in the pass pipeline), and
 /// the scaler itself becomes the source's image preprocessing, kept by a conversion.
@@ -38,7 +38,7 @@ public struct CoreMLFrontend: ModelFrontend {
 
   /// An imported Core ML model as a source in the IR's conventions.
   static func source(_ model: CoreMLModel, path: String, options: SourceOptions) throws -> ImportedSource {
-    var (graph, forms) = try CoreMLSourceLayout.canonicalGraph(model, path: path)
+    var (graph, forms) = try SourceLayout.canonicalGraph(model, path: path)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
     let newInputs = options.inputNames ?? inputNames

@@ -4,7 +4,7 @@ import ModelFormats
 /// The registered source formats: one entry per frontend, chosen by what the sniffer finds in a file.
 public enum Frontends {
   /// Every frontend, in the order they are asked. A new source format is one more entry here.
-  public static let registered: [any ModelFrontend] = [KerasFrontend(), CoreMLFrontend()]
+  public static let registered: [any ModelFrontend] = [KerasFrontend(), CoreMLFrontend(), ONNXFrontend()]
 
   /// The frontend that reads the file or package at `url`.
   public static func frontend(for url: URL) throws -> any ModelFrontend {
@@ -24,7 +24,6 @@ public enum Frontends {
 
   static func advice(for kind: ModelFileKind) -> String {
     switch kind {
-    case .onnx: return "ONNX models are not supported yet; modelconv reads \(supportedFormats)"
     case .tensorFlowSavedModel:
       return "load it in Keras 3 and save it as a Keras model (model.save(\"model.keras\")), or export the Keras model it came from"
     case .tensorFlowLite: return "TensorFlow Lite models cannot be converted back; convert the model it was made from"

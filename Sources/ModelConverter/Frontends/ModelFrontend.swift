@@ -66,6 +66,9 @@ public struct ImportedSource: Sendable {
   public var imageInputs: [String: ImagePreprocessing] = [:]
   /// Multiarray inputs and outputs to declare as the source declared them, by feature name.
   public var declaredArrays: [String: DeclaredArray] = [:]
+  /// Whether reference files (`verify --reference`) hold inputs as the source declares them (saved from
+  /// the source's own runtime: onnxruntime's `[N, C, H, W]`) rather than in the graph's layout (Keras').
+  public var referenceInputsAsDeclared = false
   /// A classifier the source already is: its labels, predicted feature name and probabilities output.
   public var classifier: ClassifierSettings?
   /// The source's own description (author, license, ...), kept unless the options replace it.

@@ -1,14 +1,14 @@
 import CoreMLFormat
 import ModelIR
 
-/// Brings an imported Core ML graph to the IR's conventions at its edges.
+/// Brings an imported Core ML (or ONNX) graph to the IR's conventions at its edges.
 ///
 /// The IR's model inputs and outputs have no batch axis and are channels last: `[H, W, C]`, `[T, D]`
 /// or `[D]` (what the writers map back to Core ML's `(C, H, W)` and `(D)` arrays, or `[1, C, H, W]`
 /// and `[1, D]` in an ML Program). Each Core ML input becomes such a tensor followed by the transpose
 /// and reshape back to the importer's layout; each output gets the inverse. The importer's graph sits
 /// unchanged in between, and `GraphPipeline.standard` later cancels the transposes that meet.
-enum CoreMLSourceLayout {
+enum SourceLayout {
   /// How a Core ML tensor corresponds to an IR tensor.
   enum Form: Equatable {
     /// `[..., C, H, W]` with unit leading axes, as IR `[H, W, C]`.
@@ -55,23 +55,42 @@ enum CoreMLSourceLayout {
   static func canonicalGraph(_ model: CoreMLModel, path: String) throws -> (graph: Graph, forms: [String: Form]) {
     let source = model.graph
     let rank5 = model.spec.program == nil && model.usesRank5Mapping
+    var inputs: [SourceInput] = []
+    for (input, id) in zip(model.inputs, source.inputs) {
+      // A recurrent layer's optional state input, read as zeros: the written model does not declare it.
+      if model.zeroStateInputs.contains(input.name) && !source.nodes.contains(where: { $0.inputs.contains(id) }) { continue }
+      // An image input is read after its scaler: the scaler becomes the source's image preprocessing.
+      inputs.append(SourceInput(name: input.name, value: input.image != nil ? model.blobs[input.name] ?? id : id, image: input.image != nil))
+    }
+    return try canonicalGraph(source, inputs: inputs, rank5: rank5) { CoreMLReaderError.invalidNetwork(path: path, detail: $0) }
+  }
+
+  /// A graph input as the source declares it: the value the converted graph starts from (an image
+  /// input's scaled pixels), and whether it is an image (always channels first).
+  struct SourceInput {
+    var name: String
+    var value: ValueID
+    var image: Bool
+  }
+
+  /// `source` with its edges in the IR's conventions: each of `inputs` becomes a new graph input of its
+  /// IR form, transposed and reshaped back to the source's shape; each output gets the inverse. Nodes
+  /// that only compute what an input replaces (an image scaler) go. `fail` makes the format's error.
+  static func canonicalGraph(
+    _ source: Graph, inputs: [SourceInput], rank5: Bool, fail: (String) -> Error
+  ) throws -> (graph: Graph, forms: [String: Form]) {
     var builder = GraphBuilder()
     var mapped: [ValueID: ValueID] = [:]
     var newInputs = Set<ValueID>()
     var forms: [String: Form] = [:]
 
-    for (input, id) in zip(model.inputs, source.inputs) {
-      // A recurrent layer's optional state input, read as zeros: the written model does not declare it.
-      if model.zeroStateInputs.contains(input.name) && !source.nodes.contains(where: { $0.inputs.contains(id) }) { continue }
-      // An image input is read after its scaler: the scaler becomes the source's image preprocessing.
-      let target = input.image != nil ? model.blobs[input.name] ?? id : id
-      let shape = source[target].type.shape
-      guard let form = form(of: shape, image: input.image != nil, rank5: rank5) else {
-        throw CoreMLReaderError.invalidNetwork(
-          path: path, detail: "input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
+    for input in inputs {
+      let shape = source[input.value].type.shape
+      guard let form = form(of: shape, image: input.image, rank5: rank5) else {
+        throw fail("input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
-      if input.image == nil { forms[input.name] = form }
-      let value = try builder.addInput(name: input.name, type: TensorType(form.irShape, dataType: source[target].type.dataType))
+      if !input.image { forms[input.name] = form }
+      let value = try builder.addInput(name: input.name, type: TensorType(form.irShape, dataType: source[input.value].type.dataType))
       newInputs.insert(value)
       builder.origin = LayerOrigin(name: input.name, type: "input")
       var adapted = value
@@ -79,18 +98,18 @@ enum CoreMLSourceLayout {
         adapted = try builder.add(.permute(order: [2, 0, 1]), name: input.name + "__to_chw", inputs: [adapted])
       }
       if builder.type(of: adapted).shape != shape {
-        adapted = try builder.add(.reshape(targetShape: shape), name: input.name + "__to_coreml", inputs: [adapted])
+        adapted = try builder.add(.reshape(targetShape: shape), name: input.name + "__to_source", inputs: [adapted])
       }
       builder.origin = nil
-      mapped[target] = adapted
+      mapped[input.value] = adapted
     }
 
-    // The importer's nodes, but those computing an image scaler (they read the raw pixels, which are gone).
+    // The source's nodes, but those computing what an input replaces (they read values that are gone).
     for node in source.nodes where mapped[node.output] == nil {
-      let inputs = node.inputs.compactMap { mapped[$0] }
-      guard inputs.count == node.inputs.count else { continue }
+      let nodeInputs = node.inputs.compactMap { mapped[$0] }
+      guard nodeInputs.count == node.inputs.count else { continue }
       builder.origin = node.origin
-      mapped[node.output] = try builder.add(node.operation, name: node.name, inputs: inputs)
+      mapped[node.output] = try builder.add(node.operation, name: node.name, inputs: nodeInputs)
     }
     builder.origin = nil
 
@@ -98,12 +117,11 @@ enum CoreMLSourceLayout {
     for id in source.outputs {
       let name = source[id].name
       guard let value = mapped[id] else {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(name)' depends on an image input's raw pixels, not only on its scaled values")
+        throw fail("output '\(name)' depends on an image input's raw pixels, not only on its scaled values")
       }
       let shape = source[id].type.shape
       guard let form = form(of: shape, image: false, rank5: rank5) else {
-        throw CoreMLReaderError.invalidNetwork(
-          path: path, detail: "output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
+        throw fail("output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
       forms[name] = form
       var adapted = value

@@ -27,8 +27,24 @@ extension ModelInspection: CustomStringConvertible {
       if !oldestReleases.isEmpty {
         fields.append(("Loads on", [oldestReleases.map(\.description).joined(separator: ", ") + " and later"]))
       }
+    case .onnx:
+      let details = onnx
+      fields.append(("Format", ["ONNX, IR version \(details?.irVersion ?? 0)" + (details.map { $0.producer.isEmpty ? "" : ", made by \($0.producer)" } ?? "")]))
+      if let details {
+        fields.append(("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
+        let unsupported = details.operators.filter { !$0.supported }
+        fields.append(("Operators", [details.operators.map { "\($0.opType) \($0.count)" }.joined(separator: ", ")]))
+        fields.append(("Unsupported", [unsupported.isEmpty ? "none" : unsupported.map(\.opType).joined(separator: ", ")]))
+      }
     }
-    fields.append(("Inputs", inputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
+    if let onnx {
+      // ONNX declares dimensions that may be symbolic (a batch axis `N`): as declared.
+      fields.append(("Inputs", onnx.declaredInputs.map { declared in
+        "\(declared.name): \(inputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
+      }))
+    } else {
+      fields.append(("Inputs", inputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
+    }
     if !imageInputs.isEmpty {
       fields.append(("Preprocessing", imageInputs.map { image in
         var biases: [String] = []
@@ -38,7 +54,13 @@ extension ModelInspection: CustomStringConvertible {
         return "\(image.input): \(image.colorSpace), scale \(Self.scaleText(image.scale)), " + biases.joined(separator: ", ")
       }))
     }
-    fields.append(("Outputs", outputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
+    if let onnx {
+      fields.append(("Outputs", onnx.declaredOutputs.map { declared in
+        "\(declared.name): \(outputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
+      }))
+    } else {
+      fields.append(("Outputs", outputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
+    }
     if !labels.isEmpty {
       let shown = labels.prefix(8).joined(separator: ", ")
       fields.append(("Labels", ["\(labels.count): " + shown + (labels.count > 8 ? ", ..." : "")]))
@@ -60,7 +82,7 @@ extension ModelInspection: CustomStringConvertible {
       }).joined(separator: "\n")
     }
     let storage = weights.map { "\($0.dataType) \(Self.bytesText($0.bytes))" }.joined(separator: ", ")
-    fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(isKeras ? "layers" : format == .mlpackage ? "operations" : "layers")"
+    fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(isKeras ? "layers" : format == .mlpackage ? "operations" : format == .onnx ? "nodes" : "layers")"
       + (weights.isEmpty ? "" : "; weights \(Self.bytesText(weightBytes)) (\(storage))")]))
 
     var lines = [path]
@@ -75,7 +97,7 @@ extension ModelInspection: CustomStringConvertible {
       let shape = layer.outputShape.map { isKeras ? "(None" + $0.map { ", \($0)" }.joined() + ")" : "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "?"
       return [String(layer.name.prefix(48)), layer.type, shape, Self.grouped(layer.parameterCount)]
     }
-    let header = [isKeras ? "Layer" : format == .mlpackage ? "Operation" : "Layer", "Type", "Output shape", "Params"]
+    let header = [isKeras ? "Layer" : format == .mlpackage || format == .onnx ? "Operation" : "Layer", "Type", "Output shape", "Params"]
     let widths = (0..<4).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     for row in [header] + rows {
       let left = (0..<3).map { row[$0].padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()

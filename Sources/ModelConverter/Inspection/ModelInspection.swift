@@ -16,11 +16,15 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     case mlmodel
     /// A Core ML package folder.
     case mlpackage
+    /// An ONNX model file.
+    case onnx
   }
 
   /// The model's own kind: a Keras model, or the Core ML `Model.Type` case as Apple's Model.proto names it.
   public enum ModelKind: String, Sendable, Equatable, Codable, CaseIterable {
     case kerasSequential, kerasFunctional
+    /// An ONNX graph.
+    case onnx
     case neuralNetwork, neuralNetworkClassifier, neuralNetworkRegressor, mlProgram
     case pipelineClassifier, pipelineRegressor, pipeline
     case glmRegressor, supportVectorRegressor, treeEnsembleRegressor, bayesianProbitRegressor
@@ -35,7 +39,7 @@ public struct ModelInspection: Sendable, Equatable, Codable {
 
     /// Whether modelconv can import and run models of this kind.
     public var isNeuralNetwork: Bool {
-      [.kerasSequential, .kerasFunctional, .neuralNetwork, .neuralNetworkClassifier, .neuralNetworkRegressor, .mlProgram].contains(self)
+      [.kerasSequential, .kerasFunctional, .onnx, .neuralNetwork, .neuralNetworkClassifier, .neuralNetworkRegressor, .mlProgram].contains(self)
     }
   }
 
@@ -137,6 +141,34 @@ public struct ModelInspection: Sendable, Equatable, Codable {
   public var weights: [WeightStorage]
   /// Core ML pipelines: the models in order, recursively (empty for every other kind).
   public var subModels: [SubModel] = []
+  /// ONNX: IR version, producer, operator sets, the operators used and which are not supported.
+  public var onnx: ONNXDetails?
+
+  /// What an ONNX file declares beyond the common fields.
+  public struct ONNXDetails: Sendable, Equatable, Codable {
+    public struct OperatorSet: Sendable, Equatable, Codable {
+      /// `ai.onnx` for the default domain.
+      public var domain: String
+      public var version: Int
+    }
+    public struct OperatorUse: Sendable, Equatable, Codable {
+      public var opType: String
+      public var count: Int
+      /// Whether the importer has a handler for it at the model's opset.
+      public var supported: Bool
+    }
+    /// A graph input or output with its dimensions as declared: sizes, or symbolic names (`batch`, `N`).
+    public struct DeclaredShape: Sendable, Equatable, Codable {
+      public var name: String
+      public var dimensions: [String]
+    }
+    public var irVersion: Int
+    public var producer: String
+    public var operatorSets: [OperatorSet]
+    public var operators: [OperatorUse]
+    public var declaredInputs: [DeclaredShape]
+    public var declaredOutputs: [DeclaredShape]
+  }
 
   /// All weight bytes.
   public var weightBytes: Int { weights.reduce(0) { $0 + $1.bytes } }

@@ -18,6 +18,8 @@ public struct ImageModel: Sendable {
     /// `network input = scale * pixel + bias[channel]`, biases in the network's channel order.
     public var scale: Float
     public var biases: [Float]
+    /// Per-channel factors after the bias (a std per channel), in the network's channel order; nil for none.
+    public var channelScales: [Float]?
   }
 
   /// `keras`, `neuralNetwork` or `mlProgram`.
@@ -67,7 +69,7 @@ public struct ImageModel: Sendable {
     }
     let input = Input(
       name: name, width: shape[1], height: shape[0], colorSpace: preprocessing.colorSpace(channels: shape[2]).rawValue, scale: preprocessing.scale,
-      biases: preprocessing.networkBiases(channels: shape[2]))
+      biases: preprocessing.networkBiases(channels: shape[2]), channelScales: preprocessing.channelScales)
     let index = source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } } ?? 0
     let width = graph[graph.outputs[index]].type.elementCount
     let labels = try labels(options.labels?.descriptions ?? source.classifier?.labels.descriptions, count: width, path: path)
@@ -94,7 +96,8 @@ public struct ImageModel: Sendable {
       let order = input.colorSpace == "BGR" ? [2, 1, 0] : [0, 1, 2]
       for i in 0..<plane { for c in 0..<3 { hwc[i * 3 + c] = Float(fitted.pixels[i * 3 + order[c]]) } }
     }
-    for i in hwc.indices { hwc[i] = input.scale * hwc[i] + input.biases[i % channels] }
+    let factors = input.channelScales ?? [Float](repeating: 1, count: channels)
+    for i in hwc.indices { hwc[i] = (input.scale * hwc[i] + input.biases[i % channels]) * factors[i % channels] }
     return Tensor(shape: inputShape, values: hwc)
   }
 

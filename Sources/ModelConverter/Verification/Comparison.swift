@@ -113,6 +113,7 @@ struct Comparison {
         if let expected = options.expectedPreprocessing {
           // The Keras model gets the pixels as the user says it was trained on them.
           sourcePreprocessing = .init(colorSpace: space, scale: expected.scale, networkBiases: expected.networkBiases(channels: space.channels))
+          sourcePreprocessing?.channelScales = expected.channelScales
         } else if let fold {
           let undone = fold.undone(scale: image.scale, biases: image.networkBiases(channels: space.channels))
           sourcePreprocessing = .init(colorSpace: space, scale: undone.scale, networkBiases: undone.biases)
@@ -163,7 +164,9 @@ struct Comparison {
       paired.insert(sourceID)
       result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
     }
-    for (id, plan) in zip(source.inputs, plans) where plan.input.image != nil {
+    // An image input's scaled pixels pair with the source's input, unless per-channel factors (a std per
+    // channel) come after the scaler: then only what follows them compares.
+    for (id, plan) in zip(source.inputs, plans) where plan.input.image != nil && plan.sourcePreprocessing?.channelScales == nil {
       guard let blob = converted.blobs[plan.input.name] else { continue }
       if let fold = InputPreprocessingFold.find(input: id, in: source) {
         let node = source.nodes[fold.nodeIndex]
@@ -208,8 +211,15 @@ struct Comparison {
   /// reordered for BGR models), or the Keras input with the converted model's preprocessing undone.
   func referenceInputs(_ file: ReferenceFile, sample: Int) throws -> ([Tensor], [Tensor]) {
     var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
+    /// A reference tensor as the source graph takes it: saved in the source's declared layout (an ONNX
+    /// model's `[C, H, W]` per sample) when the source says so, else already in the graph's.
+    func sourceLayout(_ tensor: Tensor, _ plan: InputPlan) -> Tensor {
+      guard options.referenceInputsAsDeclared, options.sourceDeclarations[plan.input.name]?.channelsFirst == true, plan.sourceShape.count == 3 else { return tensor }
+      let (h, w, c) = (plan.sourceShape[0], plan.sourceShape[1], plan.sourceShape[2])
+      return TensorLayout.channelsFirst.toKeras(Tensor(shape: [c, h, w], values: tensor.values), shape: plan.sourceShape)
+    }
     for (index, plan) in plans.enumerated() {
-      let input = try file.input(index, sample: sample, shape: plan.sourceShape)
+      let input = sourceLayout(try file.input(index, sample: sample, shape: plan.sourceShape), plan)
       sourceInputs.append(input)
       guard let image = plan.input.image, let space = plan.input.colorSpace else {
         convertedInputs.append(plan.layout.toCoreML(input, shape: plan.input.shape))
@@ -217,13 +227,14 @@ struct Comparison {
       }
       var pixels: Tensor
       if let saved = try file.pixels(index, sample: sample, shape: plan.sourceShape) {
-        pixels = saved
+        pixels = sourceLayout(saved, plan)
         if space == .bgr { pixels = reversedChannels(pixels) }
       } else {
         let expected = plan.sourcePreprocessing ?? image
         let biases = expected.networkBiases(channels: space.channels)
         let c = biases.count
-        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 - biases[$0 % c]) / expected.scale })
+        let factors = expected.channelScales ?? [Float](repeating: 1, count: c)
+        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 / factors[$0 % c] - biases[$0 % c]) / expected.scale })
       }
       convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
     }
@@ -231,9 +242,7 @@ struct Comparison {
   }
 
   func preprocessed(_ pixels: Tensor, _ image: ImagePreprocessing, _ space: ImageColorSpace) -> Tensor {
-    let biases = image.networkBiases(channels: space.channels)
-    let c = biases.count
-    return Tensor(shape: pixels.shape, values: pixels.values.enumerated().map { image.scale * $1 + biases[$0 % c] })
+    Tensor(shape: pixels.shape, values: image.apply(pixels.values, channels: space.channels))
   }
 
   func reversedChannels(_ x: Tensor) -> Tensor {

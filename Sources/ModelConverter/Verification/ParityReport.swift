@@ -7,7 +7,7 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public enum Reference: String, Sendable, Equatable, Codable, CustomStringConvertible {
     /// The source model, run by our runtime on the same inputs.
     case sourceModel
-    /// The outputs real Keras saved in the reference file.
+    /// The outputs the source framework (Keras, onnxruntime) saved in the reference file.
     case referenceOutputs
     /// The reference file's outputs, compared with the source model as our runtime reads it (a check of
     /// the reader and runtime, not of the conversion).
@@ -16,8 +16,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
     public var description: String {
       switch self {
       case .sourceModel: return "source model (our runtime)"
-      case .referenceOutputs: return "reference outputs (real Keras)"
-      case .referenceOutputsThroughSource: return "reference outputs (real Keras), checking the source model as our runtime reads it"
+      case .referenceOutputs: return "reference outputs (the source framework)"
+      case .referenceOutputsThroughSource: return "reference outputs (the source framework), checking the source model as our runtime reads it"
       }
     }
   }

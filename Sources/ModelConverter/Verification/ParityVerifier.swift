@@ -32,6 +32,7 @@ public enum ParityVerifier {
     if options.expectedLabels == nil, let classifier = source.classifier { options.expectedLabels = classifier.labels.descriptions }
     options.sourceTolerance = source.tolerance
     options.sourceDeclarations = source.declaredArrays
+    options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
     return try verify(source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
   }
 

@@ -36,6 +36,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The source's own multiarray declarations (a Core ML source's features), by name: a converted feature
   /// declared with the same shape holds the same bytes, whatever unit axes make its layout ambiguous.
   var sourceDeclarations: [String: DeclaredArray] = [:]
+  /// Whether a reference file holds the inputs as the source declares them (saved from the source's own
+  /// runtime, such as onnxruntime's `[N, C, H, W]`), not in the graph's channels-last layout.
+  var referenceInputsAsDeclared = false
 
   public init(
     samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float? = nil, relativeTolerance: Float? = nil, topK: Int = 3,

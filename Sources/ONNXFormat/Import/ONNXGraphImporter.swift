@@ -10,6 +10,8 @@ public struct ONNXImportedGraph: Sendable {
   public var outputNames: [String]
   /// Operator histogram (`op type: count`) of the main graph.
   public var operatorCounts: [String: Int]
+  /// The shape of every ONNX value the import computed or folded, by ONNX name.
+  public var valueShapes: [String: [Int]]
 }
 
 public enum ONNXGraphImporter {
@@ -109,6 +111,13 @@ public enum ONNXGraphImporter {
     }
     var result = builder.build(outputs: outputs).pruned()
     for (id, name) in zip(result.outputs, outputNames) { try result.claimName(name, for: id) }
-    return ONNXImportedGraph(graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts)
+    var shapes: [String: [Int]] = [:]
+    for (name, value) in values {
+      switch value {
+      case .tensor(let id): shapes[name] = builder.type(of: id).shape
+      case .constant(let c): shapes[name] = c.shape
+      }
+    }
+    return ONNXImportedGraph(graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts, valueShapes: shapes)
   }
 }

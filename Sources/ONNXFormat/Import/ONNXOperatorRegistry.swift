@@ -24,7 +24,7 @@ public enum ONNXOperatorRegistry {
   }
 
   /// The handler for `opType` at `opset`: the entry with the highest `since` not above it.
-  static func entry(domain: String, opType: String, opset: Int) -> ONNXOperatorEntry? {
+  public static func entry(domain: String, opType: String, opset: Int) -> ONNXOperatorEntry? {
     guard domain == "" || domain == "ai.onnx" else { return nil }
     return operators[opType]?.last { $0.since <= opset }
   }

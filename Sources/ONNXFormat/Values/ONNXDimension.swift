@@ -7,3 +7,14 @@ public enum ONNXDimension: Equatable, Hashable, Sendable {
   /// Neither size nor name given.
   case unknown
 }
+
+extension ONNXDimension: CustomStringConvertible {
+  /// The size, the name, or `?`.
+  public var description: String {
+    switch self {
+    case .value(let size): return String(size)
+    case .symbol(let name): return name
+    case .unknown: return "?"
+    }
+  }
+}

@@ -32,6 +32,7 @@ enum ConvertCommand: Subcommand {
     .option("--blue-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the blue channel (default 0)."),
     .option("--gray-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to a one-channel (grayscale) image (default 0)."),
     .flag("--bgr", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "The model was trained on BGR channel order."),
+  ] + ImageNormalizationOptions.specs(section: "IMAGE INPUTS (network input = scale * pixel + bias)", verb: "network input =") + [
     .option("--labels", value: "L1,L2,...", section: "CLASSIFIER", help: "Class labels in output order; all integers give int64 labels."),
     .option("--labels-file", value: "FILE", section: "CLASSIFIER", help: "One label per line, or Teachable Machine's \"index label\" lines."),
     .option("--predicted-feature-name", value: "NAME", section: "CLASSIFIER", help: "Output holding the top label (default classLabel)."),
@@ -203,6 +204,10 @@ enum ConvertCommand: Subcommand {
     options.inputShapes = try inputShapes(parsed)
     options.customLayers.convertUnknown = parsed.flag("--custom-layers")
     options.allowNonFinite = parsed.flag("--allow-nonfinite")
+    if let normalization = try ImageNormalizationOptions.values(parsed) {
+      guard !options.imageInputNames.isEmpty else { throw UsageError(message: "--image-mean and --image-std apply to image inputs; name them with --image-input") }
+      (options.imageMean, options.imageStd) = (normalization.mean, normalization.std)
+    }
     if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
       throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
     }

@@ -12,7 +12,8 @@ enum PredictCommand: Subcommand {
     the EXIF orientation is applied, the photo is fitted to the model's input size (--crop, Vision's
     imageCropAndScaleOption; an antialiased bilinear filter resamples it), converted to the input's
     grayscale (BT.601 luma), RGB or BGR, and preprocessed: a Core ML model by its own image scaler, a
-    Keras file by --image-scale and the bias options (what it was trained on). Prints the top K labels
+    Keras or ONNX file by --image-scale and the bias options, or --image-mean and --image-std (what it
+    was trained on). Prints the top K labels
     with their probabilities per image. An image that cannot be read is reported and the others still
     run (exit 1 when any failed).
     """
@@ -29,7 +30,7 @@ enum PredictCommand: Subcommand {
 
   /// How a Keras file's input was preprocessed in training (a Core ML model carries its own).
   static let kerasPreprocessingSpecs: [OptionSpec] = {
-    let section = "KERAS PREPROCESSING (what the Keras model was trained on; ignored for Core ML models)"
+    let section = "SOURCE PREPROCESSING (what a Keras or ONNX model was trained on; ignored for Core ML models)"
     return [
       .option("--image-scale", value: "S", section: section, help: "network input = scale * pixel + bias: a number or a fraction such as 1/255 (default 1)."),
       .option("--red-bias", value: "B", section: section, help: "Red bias (default 0)."),
@@ -37,7 +38,7 @@ enum PredictCommand: Subcommand {
       .option("--blue-bias", value: "B", section: section, help: "Blue bias."),
       .option("--gray-bias", value: "B", section: section, help: "Gray bias."),
       .flag("--bgr", section: section, help: "The model was trained on BGR channel order."),
-    ]
+    ] + ImageNormalizationOptions.specs(section: section, verb: "network input =")
   }()
 
   static let examples = [
@@ -92,7 +93,9 @@ enum PredictCommand: Subcommand {
   /// The model with the options of `predict` and `evaluate`.
   static func loadModel(_ path: String, _ parsed: ParsedArguments) throws -> ImageModel {
     var options = ImageModelOptions()
-    if kerasPreprocessingGiven(parsed) {
+    if let normalization = try ImageNormalizationOptions.preprocessing(parsed) {
+      options.preprocessing = normalization
+    } else if kerasPreprocessingGiven(parsed) {
       options.preprocessing = ImagePreprocessing(
         scale: try parsed.float("--image-scale") ?? 1, redBias: try parsed.float("--red-bias") ?? 0,
         greenBias: try parsed.float("--green-bias") ?? 0, blueBias: try parsed.float("--blue-bias") ?? 0,

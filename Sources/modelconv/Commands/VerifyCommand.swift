@@ -32,7 +32,7 @@ enum VerifyCommand: Subcommand {
     .option("--rtol", value: "R", section: "SAMPLING", help: "Relative tolerance, >= 0 (default 1e-3 for float32)."),
     .option("--top-k", value: "K", section: "SAMPLING", help: "K for the top-K label agreement (default 3)."),
   ] + preprocessingSpecs + [
-    .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from real Keras in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute)."),
+    .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute): real Keras (inputs channels last), or onnxruntime for an ONNX model (inputs as the model declares them, NCHW)."),
     .option("--labels", value: "L1,L2,...", section: "OTHER", help: "The labels the classifier should have, in output order."),
     .option("--labels-file", value: "FILE", section: "OTHER", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
     .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a Keras input with unknown dimensions (repeatable)."),
@@ -57,11 +57,12 @@ enum VerifyCommand: Subcommand {
       .option("--blue-bias", value: "B", section: section, help: "Expected blue bias."),
       .option("--gray-bias", value: "B", section: section, help: "Expected gray bias."),
       .flag("--bgr", section: section, help: "The Keras model was trained on BGR channel order."),
-    ]
+    ] + ImageNormalizationOptions.specs(section: section, verb: "Expected:")
   }()
 
   /// The expected preprocessing, when any of its options is given.
   static func expectedPreprocessing(_ parsed: ParsedArguments) throws -> ImagePreprocessing? {
+    if let normalization = try ImageNormalizationOptions.preprocessing(parsed) { return normalization }
     let given = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"].contains { parsed.value($0) != nil } || parsed.flag("--bgr")
     guard given else { return nil }
     return ImagePreprocessing(

@@ -38,6 +38,8 @@ enum ExitCode: Int32 {
     case is SourceFormatError: self = .badModel
     case ConversionError.labelsFileUnreadable, ConversionError.labelsFileNotRegular: self = .noInput
     case CoreMLReaderError.unreadable: self = .noInput
+    case ONNXFormatError.unreadable: self = .noInput
+    case is ONNXFormatError, is ONNXImportError: self = .badModel
     case VerificationError.referenceNotFound: self = .noInput
     case ImageFileError.unreadable: self = .noInput
     case is ImageFileError, is PredictionError: self = .badModel

@@ -1,0 +1,79 @@
+import CoreMLFormat
+import Foundation
+import ModelFormats
+import ModelIR
+import ONNXFormat
+
+/// ONNX models (`.onnx`, external data beside them), read through `ONNXFormat` and imported operator by
+/// operator (`ONNXOperatorRegistry`); the graph's edges are then brought to the IR's conventions as a
+/// Core ML source's are (`SourceLayout`): an `[N, C, H, W]` input (N = 1) is an `[H, W, C]` IR tensor
+/// followed by the transpose back, and the passes cancel it against the transposes around the first
+/// convolution, so that no transpose is left around the convolutions of a channels-first network.
+/// Multiarray inputs and outputs keep the shapes the model declares (`[1, 3, 224, 224]`).
+public struct ONNXFrontend: ModelFrontend {
+  public let name = "onnx"
+  public let formatDescription = "ONNX (.onnx)"
+  public let kinds: Set<ModelFileKind> = [.onnx]
+  public init() {}
+
+  public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
+    let model = try ONNXModelReader.read(contentsOf: url)
+    return try Self.source(model, path: url.path, options: options)
+  }
+
+  public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {
+    try Self.inspect(ONNXModelReader.read(contentsOf: url), path: url.path, options: options)
+  }
+
+  static func source(_ model: ONNXModel, path: String, options: SourceOptions) throws -> ImportedSource {
+    let imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options))
+    let inputs = zip(imported.inputNames, imported.graph.inputs).map { SourceLayout.SourceInput(name: $0, value: $1, image: false) }
+    var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false) {
+      ONNXImportError.invalidGraph(path: path, detail: $0)
+    }
+    // New names, in two steps so that swapping two does not clash half way.
+    let inputNames = graph.inputs.map { graph[$0].name }, outputNames = graph.outputs.map { graph[$0].name }
+    let newInputs = options.inputNames ?? inputNames, newOutputs = options.outputNames ?? outputNames
+    guard newInputs.count == inputNames.count else { throw ConversionError.nameCountMismatch(kind: "input", given: newInputs.count, expected: inputNames.count) }
+    guard newOutputs.count == outputNames.count else { throw ConversionError.nameCountMismatch(kind: "output", given: newOutputs.count, expected: outputNames.count) }
+    let all = zip(graph.inputs, newInputs).map { ($0, $1) } + zip(graph.outputs, newOutputs).map { ($0, $1) }
+    for (id, _) in all { try graph.rename(id, to: "\(graph[id].name)__renaming\(id)") }
+    for (id, name) in all { try graph.rename(id, to: name) }
+    let renamed = Dictionary(zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
+
+    var source = ImportedSource(format: "onnx", modelKind: "onnx", path: path, graph: graph)
+    // Reference outputs come from onnxruntime, which takes the inputs as the model declares them.
+    source.referenceInputsAsDeclared = true
+    // The arrays keep the shapes the model declares (batch axis included).
+    for (name, form) in forms {
+      guard let newName = renamed[name], let id = (graph.inputs + graph.outputs).first(where: { graph[$0].name == newName }) else { continue }
+      let shape = imported.graph[(imported.graph.inputs + imported.graph.outputs).first { imported.graph[$0].name == name }!].type.shape
+      var channelsFirst = false
+      if case .channelsFirst = form { channelsFirst = true }
+      let declared = DeclaredArray(shape: shape, channelsFirst: channelsFirst)
+      if declared.fits(graph[id].type.shape) { source.declaredArrays[newName] = declared }
+    }
+    func text(_ value: String) -> String? { value.isEmpty ? nil : value }
+    source.metadata = ModelMetadata(
+      shortDescription: text(model.docString), version: model.modelVersion > 0 ? String(model.modelVersion) : nil,
+      userDefined: model.metadataProps)
+    source.producerVersion = text(model.producerVersion)
+    source.provenance = [
+      "modelconv.source": "onnx",
+      "modelconv.source_onnx_producer": [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(separator: " "),
+      "modelconv.source_onnx_opset": String(model.opsetVersion(domain: "") ?? 1),
+    ]
+    return source
+  }
+
+  /// `--input-shape` sizes by ONNX input name (the new names given map to the model's in order).
+  static func inputShapes(_ model: ONNXModel, options: SourceOptions) throws -> [String: [Int]] {
+    let names = model.graph.inputs.map(\.name).filter { name in !model.graph.initializers.contains { $0.name == name } }
+    var shapes: [String: [Int]] = [:]
+    for (index, name) in names.enumerated() {
+      let renamed = options.inputNames.flatMap { index < $0.count ? $0[index] : nil }
+      if let shape = options.inputShapes[name] ?? renamed.flatMap({ options.inputShapes[$0] }) { shapes[name] = shape }
+    }
+    return shapes
+  }
+}

@@ -1,0 +1,130 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+import ONNXFormat
+import TestSupport
+import Testing
+
+/// ONNX models as a conversion source: small PyTorch (and one tf2onnx) exports made by
+/// `Samples/make_onnx_fixtures.py` with onnxruntime's outputs saved beside them. Each converts, and
+/// `verify` checks the conversion against the source and both against onnxruntime's outputs (the
+/// reference file holds the inputs as the model declares them, NCHW).
+@Suite struct ONNXSourceTests {
+  static func url(_ name: String) -> URL { Fixtures.url("onnx/\(name).onnx") }
+  static func reference(_ name: String) -> URL { Fixtures.url("onnx/\(name).reference.h5") }
+
+  static func convert(_ name: String, to format: ModelFormat, options: ConversionOptions = ConversionOptions()) throws -> URL {
+    var options = options
+    options.format = format
+    let model = try Converter.convert(modelAt: url(name), options: options)
+    let output = try Fixtures.temporaryDirectory().appendingPathComponent((name as NSString).lastPathComponent + "." + format.fileExtension)
+    try model.write(to: output)
+    return output
+  }
+
+  /// Every fixture and format that Core ML can express, verified against the source and onnxruntime.
+  static let conversions: [(String, ModelFormat)] = [
+    ("tiny_cnn", .mlProgram), ("tiny_cnn", .neuralNetwork), ("tiny_cnn_opset18", .mlProgram), ("tiny_cnn_opset18", .neuralNetwork),
+    ("mobile_block", .mlProgram), ("mobile_block_opset18", .mlProgram), ("mlp", .mlProgram), ("mlp", .neuralNetwork),
+    ("tf2onnx/dense_classifier", .mlProgram), ("tf2onnx/dense_classifier", .neuralNetwork),
+  ]
+
+  @Test(arguments: conversions)
+  func convertsAndMatchesOnnxruntime(_ name: String, _ format: ModelFormat) throws {
+    let output = try Self.convert(name, to: format, options: ConversionOptions(precision: .float32))
+    let report = try ParityVerifier.verify(
+      source: Self.url(name), converted: output, options: VerificationOptions(samples: 4, reference: Self.reference(name)))
+    #expect(report.passed, "\(name) -> \(format): \(report.firstMismatch.map { "\($0)" } ?? "") \(report.outputs.filter { !$0.passed })")
+    // onnxruntime's outputs were compared, through the source as our runtime reads it and through the conversion.
+    #expect(report.outputs.contains { $0.comparedWith == .referenceOutputsThroughSource && $0.passed })
+    #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.passed })
+  }
+
+  /// The converted model keeps the interface the ONNX model declares: `[1, 3, 32, 32]` in an ML Program,
+  /// Core ML's `(3, 32, 32)` in a neural network; the source is recorded.
+  @Test func interfaceAndProvenanceAreKept() throws {
+    let program = try CoreMLSpecReader.read(contentsOf: try Self.convert("tiny_cnn", to: .mlProgram))
+    #expect(program.inputs.map(\.kind) == [.multiArray(shape: [1, 3, 32, 32], dataType: 65568)])
+    #expect(program.outputs.map(\.name) == ["logits"])
+    #expect(program.userDefined["modelconv.source"] == "onnx" && program.userDefined["modelconv.source_onnx_opset"] == "13")
+    #expect(program.userDefined["modelconv.source_onnx_producer"] == "pytorch 2.13.0")
+    let network = try CoreMLSpecReader.read(contentsOf: try Self.convert("tiny_cnn", to: .neuralNetwork))
+    #expect(network.inputs.map(\.kind) == [.multiArray(shape: [3, 32, 32], dataType: 65568)])
+  }
+
+  /// A channels-first network keeps no transpose around its convolutions in either format (the
+  /// transposes the importer puts around each spatial operator cancel).
+  @Test func noTransposesAroundConvolutions() throws {
+    for name in ["tiny_cnn", "mobile_block"] {
+      let program = try CoreMLSpecReader.read(contentsOf: try Self.convert(name, to: .mlProgram))
+      let types = program.program?.operations.map(\.type) ?? []
+      #expect(types.contains("conv") && !types.contains("transpose"), "\(name): \(types)")
+    }
+    let network = try CoreMLSpecReader.read(contentsOf: try Self.convert("tiny_cnn", to: .neuralNetwork))
+    #expect(!network.layers.contains { $0.kind == "permute" || $0.kind == "transpose" }, "\(network.layers.map(\.kind))")
+  }
+
+  /// Classifier labels and an image input with PyTorch's normalization, verified with the same
+  /// preprocessing applied on the source side.
+  @Test func classifierWithImageInput() throws {
+    var options = ConversionOptions(precision: .float32)
+    options.classLabels = .strings(try String(contentsOf: Fixtures.url("onnx/labels_tiny_cnn.txt"), encoding: .utf8).split(separator: "\n").map(String.init))
+    options.imageInputNames = ["input"]
+    (options.imageScale, options.redBias, options.greenBias, options.blueBias) = (1 / 127.5, -1, -1, -1)
+    for format in [ModelFormat.mlProgram, .neuralNetwork] {
+      let output = try Self.convert("tiny_cnn", to: format, options: options)
+      let spec = try CoreMLSpecReader.read(contentsOf: output)
+      #expect(spec.stringClassLabels == ["cat", "dog", "bird", "fish", "frog"])
+      #expect(spec.inputs.first?.kind == .image(width: 32, height: 32, colorSpace: "RGB"))
+      let report = try ParityVerifier.verify(
+        source: Self.url("tiny_cnn"), converted: output,
+        options: VerificationOptions(samples: 4, reference: Self.reference("tiny_cnn"), expectedPreprocessing: options.imagePreprocessing))
+      #expect(report.passed, "\(format): \(report.firstMismatch.map { "\($0)" } ?? "") \(report.outputs.filter { !$0.passed }) \(report.preprocessing)")
+    }
+  }
+
+  @Test func inspectDescribesTheGraph() throws {
+    let inspection = try ModelInspector.inspect(contentsOf: Self.url("tiny_cnn"))
+    let onnx = try #require(inspection.onnx)
+    #expect(inspection.format == .onnx && onnx.irVersion == 7 && onnx.producer == "pytorch 2.13.0")
+    #expect(onnx.operatorSets.map { "\($0.domain) \($0.version)" } == ["ai.onnx 13"])
+    #expect(onnx.operators.first { $0.opType == "Conv" }?.count == 5 && onnx.operators.allSatisfy(\.supported))
+    #expect(onnx.declaredInputs.map(\.dimensions) == [["1", "3", "32", "32"]])
+    #expect(onnx.declaredOutputs.map(\.dimensions) == [["Gemmlogits_dim_0", "5"]])
+    #expect(inspection.layers.first { $0.type == "Conv" }?.outputShape == [1, 8, 32, 32])
+    #expect(inspection.parameterCount == 5205 && inspection.shapesUnavailable == nil)
+  }
+
+  /// Every operator the importer has no handler for is named at once, with the opset; nothing is written.
+  @Test func unsupportedOperatorsAreListed() throws {
+    let model = try ONNXModelReader.read(contentsOf: URL(fileURLWithPath: "/usr/share/libonnx-testdata/data/node/test_argmax_default_axis_example/model.onnx"))
+    #expect(ONNXGraphImporter.unsupportedOperators(in: model) == ["ArgMax"])
+    #expect {
+      _ = try ONNXGraphImporter.importGraph(model, path: "argmax.onnx")
+    } throws: { error in
+      guard case ONNXImportError.unsupportedOperators(_, let operators) = error else { return false }
+      return operators.first == "ArgMax" && "\(error)".contains("argmax.onnx") && "\(error)".contains("opset")
+    }
+  }
+
+  /// Files that are not ONNX models, or broken ones, get a clear error (exit 65) and no output.
+  @Test func badFilesAreRefused() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    for (name, expected) in [("not_really", "an HTML page"), ("truncated", "not a valid ONNX file")] {
+      let output = directory.appendingPathComponent("out.mlpackage").path
+      let result = try Modelconv.run(["convert", Self.url(name).path, "-o", output])
+      #expect(result.status == 65 && result.stderr.contains(expected), "\(name): \(result.status) \(result.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: output))
+    }
+  }
+
+  /// External data beside the model is read (offsets and lengths checked by the reader).
+  @Test func externalDataConverts() throws {
+    let output = try Self.convert("external_data/mlp_external", to: .mlProgram, options: ConversionOptions(precision: .float32))
+    let report = try ParityVerifier.verify(source: Self.url("external_data/mlp_external"), converted: output, options: VerificationOptions(samples: 4))
+    #expect(report.passed)
+    let inline = try ONNXModelReader.read(contentsOf: Self.url("mlp"))
+    let external = try ONNXModelReader.read(contentsOf: Self.url("external_data/mlp_external"))
+    #expect(inline.graph.initializers.map(\.storage) == external.graph.initializers.map(\.storage))
+  }
+}
