@@ -30,6 +30,8 @@ public enum Activation: Sendable, Equatable {
   case gelu(approximate: Bool)
   /// `exp(x)`.
   case exponential
+  /// The error function `erf(x)` (what exporters write GELU with before ONNX's opset 20).
+  case erf
   /// `min(max(x, min), max)`.
   case clip(min: Float, max: Float)
   /// One of Core ML's unary functions.

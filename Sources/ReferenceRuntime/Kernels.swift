@@ -158,6 +158,7 @@ enum Kernels {
       }
       return v.map { Float(0.5 * Double($0) * (1 + erf(Double($0) / 2.0.squareRoot()))) }
     case .exponential: return v.map { exp($0) }
+    case .erf: return v.map { Float(Foundation.erf(Double($0))) }
     case .clip(let low, let high): return v.map { min(max($0, low), high) }
     case .unary(let function): return v.map { unary(function, $0) }
     }

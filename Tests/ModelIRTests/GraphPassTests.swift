@@ -299,6 +299,33 @@ import Testing
     #expect(Self.kinds(kept) == ["constant", "multiply", "activation"])
   }
 
+  /// GELU written out as PyTorch exports it (`x / sqrt(2)`, erf, `+ 1`, `* x`, `* 0.5`) is one GELU;
+  /// the same chain with another constant stays.
+  @Test func geluChainsFuse() throws {
+    func chain(root: Float) throws -> Graph {
+      var builder = GraphBuilder()
+      let x = try builder.addInput(name: "x", type: TensorType([2, 6]))
+      let c = { (value: Float, name: String) in try builder.add(.constant(Constant(shape: [1], values: [value])), name: name, inputs: []) }
+      let divided = try builder.add(.elementwise(.divide), name: "div", inputs: [x, try c(root, "root")])
+      let erf = try builder.add(.activation(.erf), name: "erf", inputs: [divided])
+      let plus = try builder.add(.elementwise(.add), name: "plus", inputs: [erf, try c(1, "one")])
+      let times = try builder.add(.elementwise(.multiply), name: "times", inputs: [x, plus])
+      let half = try builder.add(.elementwise(.multiply), name: "half", inputs: [times, try c(0.5, "half_c")])
+      return builder.build(outputs: [half])
+    }
+    let graph = try chain(root: Float(2).squareRoot())
+    var rewritten = graph
+    try GeluFusionPass().run(&rewritten)
+    #expect(rewritten.nodes.map(\.operation) == [.activation(.gelu(approximate: false))])
+    let inputs = Self.inputs(for: graph)
+    let (a, b) = (Interpreter(graph: graph).run(inputs)[0].values, Interpreter(graph: rewritten).run(inputs)[0].values)
+    // Five float32 roundings in the chain against one: within a few units in the last place of |x|.
+    #expect(zip(a, b).allSatisfy { abs($0 - $1) <= 8 * Float.ulpOfOne }, "\(zip(a, b).map { abs($0 - $1) }.max() ?? 0)")
+    var other = try chain(root: 1.5)
+    try GeluFusionPass().run(&other)
+    #expect(other.nodes.contains { $0.operation == .activation(.erf) })
+  }
+
   /// Zero padding of an image's height and width is a ZeroPadding2D; padding channels, or by another value, stays.
   @Test func spatialZeroPadding() throws {
     var builder = GraphBuilder()

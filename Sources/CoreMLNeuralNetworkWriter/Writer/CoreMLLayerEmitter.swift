@@ -412,6 +412,8 @@ struct CoreMLLayerEmitter {
       try emitGelu(approximate: approximate, name: name, input: input, output: output)
     case .exponential:
       builder.unary(.exp, name, input: input, output: output, scale: 1)
+    case .erf:
+      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "erf has no classic Core ML layer (a GELU written with it is one when the whole formula is there)")
     case .clip(let low, let high):
       // max(x, low) by a threshold, then min(x, high) as above; an unbounded side is left out.
       let bounded = high < Float.greatestFiniteMagnitude

@@ -78,6 +78,7 @@ extension MILEmitter {
     case .swish: return try unary("silu")
     case .gelu(let approximate): return try unary("gelu", [("mode", .string(approximate ? "TANH_APPROXIMATION" : "EXACT"))])
     case .exponential: return try unary("exp")
+    case .erf: return try unary("erf")
     case .clip(let low, let high): return try unary("clip", [("alpha", .scalar(low, dt)), ("beta", .scalar(high, dt))])
     case .unary(let function): return try unaryFunction(function, x, final: final, temp: temp)
     }

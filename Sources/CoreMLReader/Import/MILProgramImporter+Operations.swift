@@ -72,6 +72,7 @@ extension MILProgramImporter {
     case "rsqrt": return .unary(UnaryFunction(kind: .rsqrt, epsilon: try float("epsilon", 1e-12)))
     case "inverse": return .unary(UnaryFunction(kind: .inverse, epsilon: try float("epsilon", 1e-4)))
     case "exp": return .unary(UnaryFunction(kind: .exp))
+    case "erf": return .erf
     case "log": return .unary(UnaryFunction(kind: .log, epsilon: try float("epsilon", .leastNonzeroMagnitude)))
     case "abs": return .unary(UnaryFunction(kind: .abs))
     default: throw unsupported("the activation is not supported")

@@ -40,7 +40,7 @@ public struct GraphPipeline: Sendable {
   /// reshapes, chains of reshapes shrink.
   public static let standard = GraphPipeline([
     SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
-    GlobalPoolingPass(),
+    GlobalPoolingPass(), GeluFusionPass(),
   ])
 }
 

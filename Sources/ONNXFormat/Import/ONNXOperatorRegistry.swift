@@ -12,7 +12,7 @@ public enum ONNXOperatorRegistry {
   static let operators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
     for family in [convolutionOperators, poolingOperators, normalizationOperators, elementwiseOperators, activationOperators,
-                   linearOperators, shapeOperators, reductionOperators] {
+                   linearOperators, shapeOperators, reductionOperators, recurrentOperators] {
       all.merge(family) { $0 + $1 }
     }
     return all.mapValues { $0.sorted { $0.since < $1.since } }

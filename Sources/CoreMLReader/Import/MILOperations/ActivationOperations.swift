@@ -5,7 +5,7 @@ extension MILOperationRegistry {
   /// Element-wise activations (`MILProgramImporter.activation(_:)` gives each its IR function), PReLU and softmax.
   static let activationOperations: [String: MILOperationEntry] = all([
     "relu", "relu6", "sigmoid", "tanh", "softplus", "softsign", "silu", "clip", "sigmoid_hard", "leaky_relu", "elu", "thresholded_relu",
-    "gelu", "sqrt", "rsqrt", "exp", "log", "abs", "inverse", "linear_activation", "threshold",
+    "gelu", "sqrt", "rsqrt", "exp", "log", "abs", "inverse", "linear_activation", "threshold", "erf",
   ]) { importer in
     try importer.define(try importer.layoutPreserving(.activation(try importer.activation(importer.operation.type)), [try importer.tensor("x")]))
   }.merging([

@@ -21,6 +21,7 @@ extension ONNXOperatorRegistry {
       try c.activation(.gelu(approximate: approximate == "tanh"))
     }) { $0 + $1 }
     all.merge(entries(["Clip": [1, 6, 11, 12, 13]]) { try $0.clip() }) { $0 + $1 }
+    all.merge(entries(["Erf": [9, 13]]) { try $0.activation(.erf) }) { $0 + $1 }
     all.merge(entries(["PRelu": [1, 6, 7, 9, 16]]) { try $0.parametricReLU() }) { $0 + $1 }
     all.merge(entries(["Softmax": [1, 11, 13]]) { try $0.softmax(log: false) }) { $0 + $1 }
     all.merge(entries(["LogSoftmax": [1, 11, 13]]) { try $0.softmax(log: true) }) { $0 + $1 }
