@@ -1,4 +1,5 @@
 import Foundation
+import CoreMLFormat
 import ONNXFormat
 import Testing
 
@@ -49,5 +50,41 @@ import Testing
     let passing = outcomes.filter { $0.outcome == .passed }.map(\.test)
     try (passing.joined(separator: "\n") + "\n").write(to: Self.buildFolder.appendingPathComponent("onnx-backend-passing.txt"), atomically: true, encoding: .utf8)
     print("ONNX backend tests: \(totals)")
+  }
+
+  static let conversionListURL = here.appendingPathComponent("BackendConversionPassList.txt")
+
+  /// Every test on the pass list converted to both Core ML formats: the conversions on the conversion
+  /// pass list (`BackendConversionPassList.txt`, lines `suite/test format`) must write a model that
+  /// verifies against the graph; the rest must be refused by name, never written wrong. The outcomes
+  /// are written to `.build/onnx-backend-conversions.txt` (and the passing ones to
+  /// `.build/onnx-backend-conversions-passing.txt`).
+  @Test func passingTestsConvert() throws {
+    let directory = try FileManager.default.url(for: .itemReplacementDirectory, in: .userDomainMask, appropriateFor: Self.buildFolder, create: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var lines: [String] = [], passing: [String] = [], failures: [String] = []
+    var counts: [String: Int] = [:]
+    for entry in try Self.passList() {
+      let parts = entry.split(separator: "/").map(String.init)
+      for format in [ModelFormat.mlProgram, .neuralNetwork] {
+        let key = "\(entry) \(format == .mlProgram ? "mlprogram" : "neuralnetwork")"
+        let outcome = BackendConversion.run(suite: parts[0], name: parts[1], format: format, directory: directory)
+        switch outcome {
+        case .verified: passing.append(key); counts["verified", default: 0] += 1
+        case .notExpressible: counts["not expressible", default: 0] += 1
+        case .failed(let detail): failures.append("\(key): \(detail)"); counts["failed", default: 0] += 1
+        }
+        lines.append("\(key): \(outcome)")
+      }
+    }
+    try lines.joined(separator: "\n").write(to: Self.buildFolder.appendingPathComponent("onnx-backend-conversions.txt"), atomically: true, encoding: .utf8)
+    try (passing.joined(separator: "\n") + "\n").write(to: Self.buildFolder.appendingPathComponent("onnx-backend-conversions-passing.txt"), atomically: true, encoding: .utf8)
+    print("ONNX backend tests converted: \(counts)")
+    // A converted model that does not verify is a wrong conversion: none may be written.
+    #expect(failures.isEmpty, "\(failures.count) conversions wrote a model that does not verify:\n\(failures.prefix(20).joined(separator: "\n"))")
+    let expected = try String(contentsOf: Self.conversionListURL, encoding: .utf8).split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && !$0.isEmpty }
+    let missing = expected.filter { !passing.contains($0) }
+    #expect(missing.isEmpty, "\(missing.count) conversions on the conversion pass list no longer verify:\n\(missing.prefix(20).joined(separator: "\n"))")
+    #expect(expected.count >= 50)
   }
 }

@@ -126,6 +126,7 @@ struct CoreMLLayerEmitter {
         node.name, input: inputs[0], output: output, scalingFactor: [height, width], mode: bilinear ? .bilinearAlignCornersFalse : .nearestNeighbor)
 
     case .elementwise(let kind):
+      try requireClassicBroadcast(node)
       try emitElementwise(kind, name: node.name, inputs: inputs, output: output)
 
     case .concatenate(let axis):
@@ -135,6 +136,8 @@ struct CoreMLLayerEmitter {
       try emitRecurrent(recurrent, name: node.name, input: inputs[0], output: output, inputShape: inputShape)
 
     case .embedding(let table):
+      // Core ML's classic embedding looks up one token id per sequence step: a [T] input.
+      guard inputShape.count == 1 else { throw unsupported("an embedding of token ids of shape \(inputShape) (one id per step, a [T] sequence, only)") }
       try emitEmbedding(table, name: node.name, input: inputs[0], output: output)
 
     case .custom(let custom):
@@ -169,6 +172,40 @@ struct CoreMLLayerEmitter {
 
     case .reduce, .constantPad:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
+    }
+  }
+
+  /// The classic element-wise layers broadcast a `[Seq, C, H, W]` blob against another of the same
+  /// sequence length only as a scalar `(1, 1, 1)`, per channel `(C, 1, 1)` or per position `(1, H, W)`;
+  /// where the IR's numpy broadcasting needs anything else, the layer is refused.
+  func requireClassicBroadcast(_ node: Node) throws {
+    func blob(_ shape: [Int]) -> [Int]? {
+      switch shape.count {
+      case 1: return [1, shape[0], 1, 1]
+      case 2: return [shape[0], shape[1], 1, 1]
+      case 3: return [1, shape[2], shape[0], shape[1]]
+      default: return nil
+      }
+    }
+    let outputShape = graph[node.output].type.shape
+    let shapes = node.inputs.map { graph[$0].type.shape }
+    guard shapes.contains(where: { $0 != outputShape }) else { return }
+    guard let out = blob(outputShape) else {
+      throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "a broadcasting \(node.operation.kindName) of shapes \(shapes) (rank 1 to 3 only)")
+    }
+    for shape in shapes where shape != outputShape {
+      // Numpy aligns from the right: the IR shape padded with leading 1s to the output's rank.
+      let padded = [Int](repeating: 1, count: outputShape.count - shape.count) + shape
+      guard shape.count <= outputShape.count, let b = blob(padded), b[0] == out[0] else {
+        throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "a broadcasting \(node.operation.kindName) of shapes \(shapes) across the sequence axis")
+      }
+      let (c, h, w) = (b[1], b[2], b[3])
+      let allowed = (c == 1 && h == 1 && w == 1) || (c == out[1] && h == 1 && w == 1) || (c == 1 && h == out[2] && w == out[3]) || (c == out[1] && h == out[2] && w == out[3])
+      // A lower-rank input must also mean the same blob in Core ML's reading of its own rank.
+      guard allowed, shape.count == outputShape.count || blob(shape) == b else {
+        throw CoreMLWriterError.unsupportedOperation(
+          layer: node.name, detail: "a broadcasting \(node.operation.kindName) of shapes \(shapes) (classic layers broadcast a scalar, a channel vector or one plane)")
+      }
     }
   }
 

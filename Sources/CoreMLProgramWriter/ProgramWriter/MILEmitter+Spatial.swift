@@ -120,10 +120,13 @@ extension MILEmitter {
     let input = Array(graph[node.inputs[0]].type.shape.suffix(3)), output = Array(graph[node.output].type.shape.suffix(3))
     let (top, bottom) = Self.pads(pool.padding, input: input[0], output: output[0], kernel: pool.poolHeight, stride: pool.strideHeight)
     let (left, right) = Self.pads(pool.padding, input: input[1], output: output[1], kernel: pool.poolWidth, stride: pool.strideWidth)
+    // An average that leaves out the padding cannot take custom pads ([rule] in MIL's pooling docs): same
+    // padding (extra at the end, as TensorFlow) is `pad_type` same; explicit pads are only ever zero then.
+    let padding: [(String, MILParam)] = pool.kind == .average && pool.padding == .same && [top, bottom, left, right] != [0, 0, 0, 0]
+      ? [("pad_type", .string("same"))] : [("pad_type", .string("custom")), ("pad", .ints([top, bottom, left, right]))]
     var params: [(String, MILParam)] = [
       ("x", .tensor(x)), ("kernel_sizes", .ints([pool.poolHeight, pool.poolWidth])), ("strides", .ints([pool.strideHeight, pool.strideWidth])),
-      ("pad_type", .string("custom")), ("pad", .ints([top, bottom, left, right])), ("ceil_mode", .bool(false)),
-    ]
+    ] + padding + [("ceil_mode", .bool(false))]
     // TensorFlow averages over the window's pixels inside the input only.
     if pool.kind == .average { params.append(("exclude_padding_from_average", .bool(true))) }
     try spatialOutput(node, pool.kind == .max ? "max_pool" : "avg_pool", params, dataType: x.dataType)

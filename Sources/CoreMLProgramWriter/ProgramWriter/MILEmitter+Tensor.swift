@@ -153,12 +153,21 @@ extension MILEmitter {
     try produce(node.output, .natural, "transpose", [("x", .tensor(x)), ("perm", .ints([0] + order.map { $0 + 1 }))], dataType: x.dataType)
   }
 
+  /// A constant pad, channels first when its input is (an image's `[H, W, C]` padded as `[C, H, W]`). The
+  /// lowest float (a max pooling's padding) is float16's lowest in a float16 program: no finite float16
+  /// value is below it, so a maximum is the same.
   mutating func emitConstantPad(_ node: Node, _ padding: ConstantPadding) throws {
-    let x = try tensor(node.inputs[0], .natural)
-    let pads = zip(padding.before, padding.after).flatMap { [$0, $1] }
+    let id = node.inputs[0]
+    let layout: MILLayout = rank(id) == 3 && (hasChannelsFirst(id) || self.layout(of: id) == .channelsFirst) ? .channelsFirst : .natural
+    let x = try tensor(id, layout)
+    var pairs = Array(zip(padding.before, padding.after))
+    if layout == .channelsFirst { pairs = [pairs[2], pairs[0], pairs[1]] }
+    var value = padding.value
+    if x.dataType == .fp16, abs(value) == Float.greatestFiniteMagnitude { value = value < 0 ? -65504 : 65504 }
     try produce(
-      node.output, .natural, "pad",
-      [("x", .tensor(x)), ("pad", .ints(pads)), ("mode", .string("constant")), ("constant_val", .scalar(padding.value, x.dataType))], dataType: x.dataType)
+      node.output, layout, "pad",
+      [("x", .tensor(x)), ("pad", .ints(pairs.flatMap { [$0.0, $0.1] })), ("mode", .string("constant")), ("constant_val", .scalar(value, x.dataType))],
+      dataType: x.dataType)
   }
 
   mutating func emitSlice(_ node: Node, _ slice: StridedSlice) throws {

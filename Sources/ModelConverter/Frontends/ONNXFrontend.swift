@@ -25,8 +25,12 @@ public struct ONNXFrontend: ModelFrontend {
     try Self.inspect(ONNXModelReader.read(contentsOf: url), path: url.path, options: options)
   }
 
-  static func source(_ model: ONNXModel, path: String, options: SourceOptions) throws -> ImportedSource {
-    let imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options))
+  /// `model` as a source; `constants` binds graph inputs to known values (as initializers would be),
+  /// for frozen inputs and for ONNX's backend tests, whose weights are inputs.
+  public static func source(
+    _ model: ONNXModel, path: String, options: SourceOptions, constants: [String: ONNXConstant] = [:]
+  ) throws -> ImportedSource {
+    let imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants)
     let inputs = zip(imported.inputNames, imported.graph.inputs).map { SourceLayout.SourceInput(name: $0, value: $1, image: false) }
     var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false) {
       ONNXImportError.invalidGraph(path: path, detail: $0)

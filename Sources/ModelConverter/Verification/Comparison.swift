@@ -132,7 +132,7 @@ struct Comparison {
       }
       return layout
     }
-    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic)
+    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic, options: options)
     layerStatistics = Array(repeating: Statistics(), count: pairs.count)
     sourceRuntime = Interpreter(graph: source, observed: Set(pairs.map(\.source)))
     convertedRuntime = Interpreter(graph: converted.graph, observed: Set(pairs.map(\.converted)))
@@ -141,7 +141,7 @@ struct Comparison {
   /// The tensors both graphs compute. Core ML blobs carry the names of the IR values they were written
   /// from, so a Keras value and a blob of the same name hold the same tensor; graph inputs are matched
   /// after preprocessing (after a Rescaling folded into the scaler), outputs by position.
-  static func pairs(source: Graph, converted: CoreMLModel, plans: [InputPlan], classic: Bool) -> [TensorPair] {
+  static func pairs(source: Graph, converted: CoreMLModel, plans: [InputPlan], classic: Bool, options: VerificationOptions) -> [TensorPair] {
     let graph = converted.graph
     var producers: [ValueID: Node] = [:]
     for node in graph.nodes { producers[node.output] = node }
@@ -154,11 +154,18 @@ struct Comparison {
     func add(_ sourceID: ValueID, _ blob: ValueID, keras: LayerOrigin) {
       guard !paired.contains(sourceID) else { return }
       var convertedID = blob
-      var layout = TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
+      // A feature declared as the source declared it maps as the source's own (outputs, inputs).
+      let declared = graph.outputs.contains(blob) || graph.inputs.contains(blob) ? declaredLayout(graph[blob].name, shape: graph[blob].type.shape, options: options) : nil
+      var layout = declared ?? TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
       if !computed.contains(blob) {
         // A blob between two spatial layers exists only in its channels-last form, already in Keras order.
         guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast) else { return }
         let fits = source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })
+        // Only another transposition of the same elements exists (a channels-first source tensor the
+        // writer keeps channels last): not compared, what is computed from it is. A different size fails.
+        if !fits && source[sourceID].type.shape.filter({ $0 != 1 }).sorted() == graph[channelsLast].type.shape.filter({ $0 != 1 }).sorted() {
+          return
+        }
         (convertedID, layout) = (channelsLast, fits ? .sameOrder : nil)
       }
       paired.insert(sourceID)
@@ -333,8 +340,10 @@ struct Comparison {
   static func accumulate(_ stats: inout Statistics, actual: [Float], expected: [Float], tolerance: VerificationTolerance) {
     let scale = VerificationTolerance.scale(of: expected)
     for (a, b) in zip(actual, expected) {
-      let error = abs(a - b)
       stats.elements += 1
+      // The source's own NaN or infinity, reproduced, is agreement (and no signal or noise).
+      if VerificationTolerance.sameNonFinite(a, b) { continue }
+      let error = abs(a - b)
       if !tolerance.allows(actual: a, expected: b, scale: scale) { stats.mismatches += 1 }
       stats.maxAbsolute = max(stats.maxAbsolute, error.isNaN ? .infinity : error)
       if b != 0 { stats.maxRelative = max(stats.maxRelative, error / abs(b)) }

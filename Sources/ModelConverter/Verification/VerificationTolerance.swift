@@ -89,14 +89,23 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
   }
 
   /// Whether one element passes, given its tensor's scale (`max(1, RMS)` of the expected values).
+  /// Within the rule; a NaN (or an infinity of the same sign) where the source has one agrees with it.
   func allows(actual: Float, expected: Float, scale: Float) -> Bool {
-    abs(actual - expected) <= absolute * scale + relative * abs(expected)
+    if Self.sameNonFinite(actual, expected) { return true }
+    return abs(actual - expected) <= absolute * scale + relative * abs(expected)
   }
 
-  /// `max(1, RMS)` of a tensor.
+  /// Both NaN, or the same infinity: what the source computes for an input outside its domain (`log` of
+  /// a negative number), reproduced.
+  static func sameNonFinite(_ a: Float, _ b: Float) -> Bool {
+    (a.isNaN && b.isNaN) || (a.isInfinite && a == b)
+  }
+
+  /// `max(1, RMS)` of a tensor's finite values.
   static func scale(of values: [Float]) -> Float {
-    guard !values.isEmpty else { return 1 }
-    let meanSquare = values.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(values.count)
+    let finite = values.filter(\.isFinite)
+    guard !finite.isEmpty else { return 1 }
+    let meanSquare = finite.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(finite.count)
     return max(1, Float(meanSquare.squareRoot()))
   }
 }
