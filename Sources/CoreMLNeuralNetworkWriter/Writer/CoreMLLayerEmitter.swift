@@ -170,6 +170,10 @@ struct CoreMLLayerEmitter {
     case .constant:
       return  // emitted before the inputs are looked at (it has none)
 
+    case .constantPad(let pad) where inputShape.count == 3 && pad.before[2] == 0 && pad.after[2] == 0:
+      // An image padded in H and W by a constant: the padding layer's constant mode.
+      builder.zeroPadding(node.name, input: inputs[0], output: output, amounts: [(pad.before[0], pad.after[0]), (pad.before[1], pad.after[1])], value: pad.value)
+
     case .reduce, .constantPad:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
     }

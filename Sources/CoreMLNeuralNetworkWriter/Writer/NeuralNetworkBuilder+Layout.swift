@@ -68,11 +68,12 @@ extension NeuralNetworkBuilder {
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SLICE, \.slice, params)
   }
 
-  /// Zero padding of H and W by `amounts` (`[(top, bottom), (left, right)]`). Specification 1.
-  mutating func zeroPadding(_ name: String, input: String, output: String, amounts: [(start: Int, end: Int)]) {
+  /// Constant padding (zero by default) of H and W by `amounts` (`[(top, bottom), (left, right)]`). Specification 1.
+  mutating func zeroPadding(_ name: String, input: String, output: String, amounts: [(start: Int, end: Int)], value: Float = 0) {
     let params = arena.message(core_ml__specification__padding_layer_params__init)
     params.pointee.padding_type_case = CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT
     params.pointee.constant = arena.message(core_ml__specification__padding_layer_params__padding_constant__init)
+    params.pointee.constant.pointee.value = value
     params.pointee.paddingamounts = border(amounts)
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PADDING, \.padding, params)
   }

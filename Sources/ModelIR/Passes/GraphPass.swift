@@ -23,9 +23,9 @@ public struct GraphPipeline: Sendable {
   public init(_ passes: [any GraphPass]) { self.passes = passes }
 
   /// Runs every rewriting pass in order, and the list again while a round changes the graph (at most
-  /// `rounds` times: each pass only removes or moves nodes, so a few rounds reach a fixed point), then
-  /// every check once.
-  public func run(_ graph: inout Graph, rounds: Int = 8) throws {
+  /// `rounds` times: each pass only removes or moves nodes forward, so rounds reach a fixed point; a deep
+  /// residual network moves its batch axis past one block or so per round), then every check once.
+  public func run(_ graph: inout Graph, rounds: Int = 1_000) throws {
     let rewrites = passes.filter { !$0.isCheck }
     for _ in 0..<max(rounds, 1) where !rewrites.isEmpty {
       let before = graph.structure

@@ -96,8 +96,9 @@ public struct SinkUnitReshapesPass: GraphPass {
   }
 
   /// An element-wise operation broadcasts from the right, so an input reshaped only to add unit axes in
-  /// front (read only there) can be read before the reshape whenever the result keeps its shape
-  /// (`x * s.reshape([1, C])` with `x` of shape `[H, W, C]` is `x * s`). Returns whether it bypassed one.
+  /// front (read only there) can be read before the reshape (`x * s.reshape([1, C])` with `x` of shape
+  /// `[H, W, C]` is `x * s`); when the result then loses unit axes in front, a reshape after it adds them
+  /// back and moves on. Returns whether it bypassed one.
   static func bypassBroadcastReshapes(_ graph: inout Graph) -> Bool {
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
@@ -121,9 +122,20 @@ public struct SinkUnitReshapesPass: GraphPass {
         guard added > 0, Array(after.suffix(before.count)) == before, after.prefix(added).allSatisfy({ $0 == 1 }) else { continue }
         var shapes = node.inputs.map { graph[$0].type.shape }
         shapes[position] = before
-        guard Broadcasting.shape(shapes) == graph[node.output].type.shape else { continue }
-        graph.rewire(nodeAt: index, input: position, to: source)
-        graph = graph.pruned()
+        let output = graph[node.output].type.shape
+        guard let shape = Broadcasting.shape(shapes) else { continue }
+        if shape == output {
+          graph.rewire(nodeAt: index, input: position, to: source)
+          graph = graph.pruned()
+          return true
+        }
+        // The result loses the unit axes in front: they move on after it, as a reshape.
+        guard output.count > shape.count, Array(output.suffix(shape.count)) == shape, output.prefix(output.count - shape.count).allSatisfy({ $0 == 1 }) else { continue }
+        var inputs = node.inputs
+        inputs[position] = source
+        graph.moveBefore(
+          nodeAt: index, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
+          follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
         return true
       }
     }
