@@ -326,6 +326,36 @@ import Testing
     #expect(other.nodes.contains { $0.operation == .activation(.erf) })
   }
 
+  /// Twelve residual blocks as an ONNX import has them (a batch axis, each convolution between
+  /// transposes to and from channels first): the pipeline reaches its fixed point with no transpose and
+  /// no batch axis left, however deep the network.
+  @Test func deepResidualStacksLoseEveryTranspose() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([6, 6, 4]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "chw", inputs: [x])
+    var value = try builder.add(.reshape(targetShape: [1, 4, 6, 6]), name: "batch", inputs: [chw])
+    let kernel = Constant(shape: [1, 1, 4, 4], values: (0..<16).map { Float($0 % 5) / 10 - 0.2 })
+    for block in 0..<12 {
+      func conv(_ input: ValueID, _ name: String) throws -> ValueID {
+        let nhwc = try builder.add(.permute(order: [0, 2, 3, 1]), name: name + "_to_nhwc", inputs: [input])
+        let y = try builder.add(
+          .convolution2D(Convolution2D(kernel: kernel, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)), name: name, inputs: [nhwc])
+        return try builder.add(.permute(order: [0, 3, 1, 2]), name: name + "_to_nchw", inputs: [y])
+      }
+      let a = try builder.add(.activation(.relu), name: "relu\(block)", inputs: [try conv(value, "conv\(block)a")])
+      let b = try conv(a, "conv\(block)b")
+      value = try builder.add(.activation(.tanh), name: "out\(block)", inputs: [try builder.add(.elementwise(.add), name: "add\(block)", inputs: [b, value])])
+    }
+    let hwc = try builder.add(.permute(order: [0, 2, 3, 1]), name: "hwc", inputs: [value])
+    let out = try builder.add(.reshape(targetShape: [6, 6, 4]), name: "out", inputs: [hwc])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    #expect(!Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten).filter { $0 == "permute" }.count) transposes left")
+    #expect(rewritten.nodes.dropLast().allSatisfy { rewritten[$0.output].type.shape.count == 3 }, "a batch axis is left")
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
   /// Zero padding of an image's height and width is a ZeroPadding2D; padding channels, or by another value, stays.
   @Test func spatialZeroPadding() throws {
     var builder = GraphBuilder()
