@@ -5,6 +5,7 @@ extension ONNXOperatorRegistry {
   static let normalizationOperators: [String: [ONNXOperatorEntry]] =
     entries(["BatchNormalization": [1, 6, 7, 9, 14, 15]]) { try $0.batchNormalization() }
     .merging(entries(["LayerNormalization": [17]]) { try $0.layerNormalization() }) { $0 + $1 }
+    .merging(entries(["InstanceNormalization": [1, 6]]) { try $0.instanceNormalization() }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {
@@ -54,5 +55,31 @@ extension ONNXNodeContext {
     let norm = LayerNormalization(gamma: try parameter(1, "Scale"), beta: try parameter(2, "B"), epsilon: try float("epsilon", 1e-5))
     let y = try add(.layerNormalization(norm), [x], suffix: first != shape.count - 1 ? "__normalized" : "")
     define(first != shape.count - 1 ? try add(.reshape(targetShape: shape), [y]) : y)
+  }
+
+  /// `scale * (x - mean) / sqrt(variance + epsilon) + B`, the statistics over the spatial axes of each
+  /// sample and channel: reductions and element-wise operations.
+  mutating func instanceNormalization() throws {
+    let x = try tensor(0)
+    let shape = builder.type(of: x).shape
+    guard shape.count >= 3 else { throw invalid("input of shape \(shape) has no spatial axes") }
+    let channels = shape[1]
+    let epsilon = try float("epsilon", 1e-5)
+    guard epsilon >= 0 else { throw invalid("epsilon \(epsilon) is negative") }
+    let spatial = Array(2..<shape.count)
+    let perChannel = [channels] + [Int](repeating: 1, count: shape.count - 2)
+    func parameter(_ index: Int, _ what: String) throws -> ValueID {
+      let c = try requiredConstant(index, what)
+      guard c.count == channels else { throw invalid("\(what) has \(c.count) values for \(channels) channels") }
+      return try add(.constant(Constant(shape: perChannel, values: c.floats)), [], suffix: "__\(what)")
+    }
+    let mean = try add(.reduce(Reduction(kind: .mean, axes: spatial, keepDims: true)), [x], suffix: "__mean")
+    let centered = try add(.elementwise(.subtract), [x, mean], suffix: "__centered")
+    let squared = try add(.elementwise(.multiply), [centered, centered], suffix: "__squared")
+    let variance = try add(.reduce(Reduction(kind: .mean, axes: spatial, keepDims: true)), [squared], suffix: "__variance")
+    let inverse = try add(.activation(.unary(UnaryFunction(kind: .rsqrt, epsilon: epsilon))), [variance], suffix: "__inverse_std")
+    let normalized = try add(.elementwise(.multiply), [centered, inverse], suffix: "__normalized")
+    let scaled = try add(.elementwise(.multiply), [normalized, try parameter(1, "scale")], suffix: "__scaled")
+    define(try add(.elementwise(.add), [scaled, try parameter(2, "B")]))
   }
 }
