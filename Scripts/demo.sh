@@ -26,3 +26,11 @@ mkdir -p out
 .build/release/modelconv predict out/Digits.mlmodel Samples/Digits/test_images/7/test_1395.png Samples/Digits/test_images/3/test_1170.png --top-k 2
 .build/release/modelconv evaluate out/Digits.mlmodel Samples/Digits/test_images \
   --against Samples/Digits/digits_cnn.h5 --image-scale 1/255 --labels-file Samples/Digits/labels.txt --report out/Digits-evaluation.html
+# An ONNX model exported from PyTorch (Samples/make_onnx_fixtures.py): with torchvision-style
+# normalization and labels, to an ML Program, verified against the ONNX graph and onnxruntime's outputs.
+.build/release/modelconv inspect Samples/Fixtures/onnx/tiny_cnn.onnx
+.build/release/modelconv convert Samples/Fixtures/onnx/tiny_cnn.onnx --image-input input \
+  --image-mean 0.485,0.456,0.406 --image-std 0.229,0.224,0.225 --labels-file Samples/Fixtures/onnx/labels_tiny_cnn.txt \
+  -o out/TinyCNN.mlpackage --verify
+.build/release/modelconv verify Samples/Fixtures/onnx/tiny_cnn.onnx out/TinyCNN.mlpackage \
+  --image-mean 0.485,0.456,0.406 --image-std 0.229,0.224,0.225 --labels-file Samples/Fixtures/onnx/labels_tiny_cnn.txt

@@ -127,4 +127,31 @@ import Testing
     let external = try ONNXModelReader.read(contentsOf: Self.url("external_data/mlp_external"))
     #expect(inline.graph.initializers.map(\.storage) == external.graph.initializers.map(\.storage))
   }
+
+  /// torchvision's normalization from the command line: a std per channel goes into the first
+  /// convolution (no layer of its own), `verify` with the same options passes and with another std fails;
+  /// `predict` runs the ONNX file itself with the same preprocessing and agrees with the conversion.
+  @Test func imageMeanAndStdFromTheCommandLine() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    let labels = Fixtures.url("onnx/labels_tiny_cnn.txt").path
+    let normalization = ["--image-mean", "0.485,0.456,0.406", "--image-std", "0.229,0.224,0.225"]
+    for ext in ["mlpackage", "mlmodel"] {
+      let output = directory.appendingPathComponent("TinyCNN." + ext).path
+      let converted = try Modelconv.run(["convert", Self.url("tiny_cnn").path, "--image-input", "input"] + normalization + ["--labels-file", labels, "-o", output, "--verify"])
+      #expect(converted.status == 0, "\(ext): \(converted.stderr)")
+      let spec = try CoreMLSpecReader.read(contentsOf: URL(fileURLWithPath: output))
+      #expect(spec.preprocessing.first.map { abs($0.channelScale - 1 / 255) < 1e-7 } ?? (ext == "mlpackage"), "\(ext): the scaler takes pixel / 255")
+      if ext == "mlmodel" { #expect(spec.layers.first?.kind == "convolution", "the std is in the first convolution: \(spec.layers.prefix(2).map(\.kind))") }
+      let verified = try Modelconv.run(["verify", Self.url("tiny_cnn").path, output] + normalization + ["--labels-file", labels])
+      #expect(verified.status == 0, "\(ext): \(verified.stderr)")
+      let wrong = try Modelconv.run(["verify", Self.url("tiny_cnn").path, output, "--image-mean", "0.485,0.456,0.406", "--image-std", "0.229,0.224,0.2", "--labels-file", labels])
+      #expect(wrong.status == 1, "\(ext): a wrong std must fail: \(wrong.status)")
+    }
+    let photo = Fixtures.digits.appendingPathComponent("test_images/7/test_1395.png").path
+    let direct = try Modelconv.run(["predict", Self.url("tiny_cnn").path, photo] + normalization + ["--labels-file", labels, "--json"])
+    let viaConversion = try Modelconv.run(["predict", directory.appendingPathComponent("TinyCNN.mlmodel").path, photo, "--json"])
+    #expect(direct.status == 0 && viaConversion.status == 0, "\(direct.stderr) \(viaConversion.stderr)")
+    func top(_ json: String) -> String? { json.range(of: "\"label\" *: *\"[a-z]+\"", options: .regularExpression).map { String(json[$0]) } }
+    #expect(top(direct.stdout) != nil && top(direct.stdout) == top(viaConversion.stdout), "\(direct.stdout.prefix(300)) vs \(viaConversion.stdout.prefix(300))")
+  }
 }

@@ -79,8 +79,11 @@ enum PredictCommand: Subcommand {
         switch result {
         case .success(let classification):
           lines.append(path)
+          // Scores that are not probabilities (a model ending in logits) are printed as they are.
+          let probabilities = classification.ranked.allSatisfy { $0.probability >= 0 && $0.probability <= 1 }
           for entry in classification.top(topK) {
-            lines.append("  " + entry.label + " " + String(format: "%.1f%%", Double(entry.probability) * 100))
+            let value = probabilities ? String(format: "%.1f%%", Double(entry.probability) * 100) : String(format: "%.4g (score; the model outputs no probabilities)", Double(entry.probability))
+            lines.append("  " + entry.label + " " + value)
           }
         case .failure(let error): Console.error(String(describing: error))
         }
