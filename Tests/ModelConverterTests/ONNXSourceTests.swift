@@ -154,4 +154,13 @@ import Testing
     func top(_ json: String) -> String? { json.range(of: "\"label\" *: *\"[a-z]+\"", options: .regularExpression).map { String(json[$0]) } }
     #expect(top(direct.stdout) != nil && top(direct.stdout) == top(viaConversion.stdout), "\(direct.stdout.prefix(300)) vs \(viaConversion.stdout.prefix(300))")
   }
+
+  /// A model newer than the operator sets the handlers know is refused, naming the opset.
+  @Test func newerOpsetsAreRefused() throws {
+    var model = try ONNXModelReader.read(contentsOf: Self.url("mlp"))
+    model.opsetImports[""] = ONNXOperatorRegistry.newestOpset + 1
+    #expect {
+      _ = try ONNXGraphImporter.importGraph(model, path: "mlp.onnx")
+    } throws: { error in "\(error)".contains("opset \(ONNXOperatorRegistry.newestOpset + 1)") && "\(error)".contains("mlp.onnx") }
+  }
 }

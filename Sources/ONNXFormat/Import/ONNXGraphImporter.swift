@@ -32,6 +32,11 @@ public enum ONNXGraphImporter {
   public static func importGraph(
     _ model: ONNXModel, path: String, inputShapes: [String: [Int]] = [:], constants: [String: ONNXConstant] = [:]
   ) throws -> ONNXImportedGraph {
+    let opsetVersion = model.opsetVersion(domain: "") ?? 1
+    guard opsetVersion <= ONNXOperatorRegistry.newestOpset else {
+      throw ONNXImportError.invalidGraph(
+        path: path, detail: "the model imports opset \(opsetVersion) of the default domain; operators are known up to opset \(ONNXOperatorRegistry.newestOpset) (export with opset_version=\(ONNXOperatorRegistry.newestOpset) or lower)")
+    }
     let unsupported = unsupportedOperators(in: model)
     guard unsupported.isEmpty else {
       throw ONNXImportError.unsupportedOperators(path: path, operators: unsupported + ["(opset \(model.opsetVersion(domain: "") ?? 1))"])

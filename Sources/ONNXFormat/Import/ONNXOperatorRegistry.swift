@@ -8,6 +8,10 @@ public struct ONNXOperatorEntry: Sendable {
 }
 
 public enum ONNXOperatorRegistry {
+  /// The newest default-domain opset whose operator changes the handlers were checked against (ONNX
+  /// 1.17). A newer model is refused: an operator it changes would be read with older semantics.
+  public static let newestOpset = 22
+
   /// Default-domain (`ai.onnx`) operators, by op type, their entries sorted by `since`.
   static let operators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
