@@ -17,7 +17,8 @@ committed), for each model and opset N:
 * `<model>_opset<N>.onnx`: `torch.onnx.export(..., dynamo=False)` (the TorchScript exporter), fixed shapes
   (batch 1), `do_constant_folding=True`, input `input` [1, 3, 224, 224] ([1, 3, 299, 299] for inception_v3),
   output `logits` [1, 1000]. Weights: torchvision's own random initialisation (`weights=None`) after
-  `torch.manual_seed(0)`, module in eval mode (BatchNorm uses its initial running statistics, mean 0 and
+  `torch.manual_seed(0)`, except the constants `redraw_constants` redraws (vit's zero head, ConvNeXt's 1e-6
+  layer scales), module in eval mode (BatchNorm uses its initial running statistics, mean 0 and
   variance 1; dropout off; inception_v3's and googlenet's auxiliary heads are not in the eval graph).
 * `<model>_opset<N>.reference.h5`: onnxruntime's outputs (CPU, one thread, default graph optimisations) for 2
   seeded samples, in the layout `modelconv verify --reference` reads, written by make_onnx_fixtures.py's
@@ -83,6 +84,20 @@ def import_torchvision():
     return torchvision
 
 
+def redraw_constants(model):
+    """Parameters torchvision initialises to a constant that hides what they feed are redrawn from torch's seeded
+    generator: all-zero tensors of 2 or more dims (vit_*'s classification head and class token: zero logits
+    whatever the input) from normal(0, 0.02), and ConvNeXt's `layer_scale` (1e-6: every block's residual branch
+    a millionth of the skip, below verify's tolerance) from uniform(0.5, 1)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2 and not bool(p.any()):
+                p.normal_(0, 0.02)
+            elif name.endswith("layer_scale"):
+                p.uniform_(0.5, 1.0)
+    return model
+
+
 def dims(value_info):
     return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in value_info.type.tensor_type.shape.dim]
 
@@ -99,7 +114,7 @@ def samples(size):
 def export(torchvision, name, opsets, out, write_json):
     size = 299 if name == "inception_v3" else 224
     torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None).eval()
+    model = redraw_constants(torchvision.models.get_model(name, weights=None).eval())
     params = sum(p.numel() for p in model.parameters())
     pixels, inputs = samples(size)
     with torch.no_grad():
@@ -111,9 +126,10 @@ def export(torchvision, name, opsets, out, write_json):
         entry = {"model": name, "opset": opset, "input": [1, 3, size, size], "parameters": params}
         start = time.time()
         try:
-            with torch.no_grad():
-                torch.onnx.export(model, (torch.zeros(1, 3, size, size),), path, dynamo=False, opset_version=opset,
-                                  input_names=["input"], output_names=["logits"], do_constant_folding=True)
+            # Not under torch.no_grad(): there nn.MultiheadAttention takes its fused fast path
+            # (aten::_native_multi_head_attention), which the TorchScript exporter cannot export (vit_*).
+            torch.onnx.export(model, (torch.zeros(1, 3, size, size),), path, dynamo=False, opset_version=opset,
+                              input_names=["input"], output_names=["logits"], do_constant_folding=True)
             entry["export_seconds"] = round(time.time() - start, 1)
             m = onnx.load(path, load_external_data=False)
             entry["bytes"] = os.path.getsize(path)
