@@ -141,11 +141,23 @@ render() {
     echo "| nproc | $(nproc) |"
     echo "| CPU flags | $(cpu_flags) |"
     echo "| OS | $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}"), kernel $(uname -r) |"
-    echo "| modelconv | $("$MODELCONV" --version 2>/dev/null | head -n1) ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)) |"
-    echo "| $(swift --version 2>/dev/null | head -n1 | sed 's/|/ /g') | |"
+    echo "| modelconv | $("$MODELCONV" --version 2>/dev/null | head -n1), sources of commit $(git -C "$ROOT" log -1 --format=%h -- Sources Package.swift 2>/dev/null) |"
+    echo "| Swift | $(swift --version 2>/dev/null | head -n1 | sed 's/|/ /g') |"
     echo "| export | ${versions:-?} |"
     echo
-    echo "$pass of $total (model, opset, format) rows pass."
+    echo "$pass of $total (model, opset, format) rows pass. By model (PASS; FAIL: verify failed, with its exit code;"
+    echo "exit N: convert failed; timeout; not exported), the details and first errors below:"
+    echo
+    echo "| model | opset 13 .mlpackage | opset 13 .mlmodel | opset 18 .mlpackage | opset 18 .mlmodel |"
+    echo "| --- | --- | --- | --- | --- |"
+    tail -n +2 "$RESULTS" | awk -F'\t' '
+      { if ($6 == "PASS") v = "PASS"; else if ($6 == "FAIL") v = "FAIL (" $7 ")"; else if ($6 == "not exported") v = "not exported";
+        else if ($4 == "124") v = "convert timeout"; else v = "convert exit " $4
+        cell[$1 "/" $2 "/" $3] = v; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+      END { for (i = 0; i < n; i++) { m = order[i]; printf "| %s", m
+              split("13/mlpackage 13/mlmodel 18/mlpackage 18/mlmodel", keys, " ")
+              for (k = 1; k <= 4; k++) { c = cell[m "/" keys[k]]; printf " | %s", (c == "" ? "-" : c) }
+              print " |" } }' | sort
     echo
     echo "| model | opset | format | convert exit | convert s | verify | verify s | first error |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
