@@ -119,6 +119,24 @@ cpu_flags() {
   done
 }
 
+# Every distinct reason in the current failures' logs, one per line as "model<TAB>key<TAB>reason": the layers the
+# writer refuses and the operators the importer lacks each become one reason (shapes and counts dropped).
+reasons() {
+  local model opset format file
+  while IFS=$'\t' read -r model opset format _ _ verdict _; do
+    [[ "$verdict" == PASS || "$verdict" == "not exported" ]] && continue
+    file="$WORK/logs/${model}_opset$opset.$format.convert.err"
+    [[ "$verdict" == FAIL ]] && file="$WORK/logs/${model}_opset$opset.$format.verify.all"
+    [[ -s "$file" ]] || continue
+    grep -m1 -E '^(error|FAIL)|: error:' "$file" | sed 's/; layer /\nlayer /g' |
+      sed -E "s/^modelconv: error: [0-9]+ layers cannot be written in this format: //; s/^modelconv: error: //" |
+      sed -E "s/^layer '[^']*': //; s/^[^ ]*\.(onnx|mlpackage|mlmodel): //" |
+      sed -E 's/^[0-9]+ operators? (is|are) not supported: //; t ops; b done; :ops s/, \(opset [0-9]+\)$//; s/ \([0-9]+ nodes?\)//g; s/, /\n/g; s/^/ONNX operator without a handler: /; s/\n/\nONNX operator without a handler: /g; :done' |
+      sed -E "s/\[[0-9, ]+\]/[...]/g; s/operation '[^']*'/operation/; s/'[^']*'/'...'/g" |
+      sort -u | sed "s/^/$model\t$model $opset $format\t/"
+  done < <(tail -n +2 "$RESULTS")
+}
+
 render() {
   local cpu versions total pass
   cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
@@ -158,6 +176,14 @@ render() {
               split("13/mlpackage 13/mlmodel 18/mlpackage 18/mlmodel", keys, " ")
               for (k = 1; k <= 4; k++) { c = cell[m "/" keys[k]]; printf " | %s", (c == "" ? "-" : c) }
               print " |" } }' | sort
+    echo
+    echo "Why they fail: each distinct reason in the failing rows' messages (logs in \`$WORK/logs\`), with the rows"
+    echo "(model, opset, format) that give it:"
+    echo
+    echo "| reason | rows | models |"
+    echo "| --- | ---: | --- |"
+    reasons | awk -F'\t' '{ rows[$3]++; if (!((($3) SUBSEP ($1)) in seen)) { seen[$3, $1] = 1; models[$3] = models[$3] (models[$3] == "" ? "" : ", ") $1 } }
+      END { for (r in rows) printf "| %s | %d | %s |\n", r, rows[r], models[r] }' | sort -t'|' -k3,3nr
     echo
     echo "| model | opset | format | convert exit | convert s | verify | verify s | first error |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
