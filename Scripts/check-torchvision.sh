@@ -177,6 +177,18 @@ render() {
               for (k = 1; k <= 4; k++) { c = cell[m "/" keys[k]]; printf " | %s", (c == "" ? "-" : c) }
               print " |" } }' | sort
     echo
+    local unchecked
+    unchecked="$("$PYTHON" - "$MODELS_DIR/manifest.json" "$RESULTS" <<'EOF' 2>/dev/null
+import json, sys
+models = sorted({e["model"] for e in json.load(open(sys.argv[1]))["models"].values()})
+checked = {line.split("\t")[0] for line in open(sys.argv[2])}
+print(", ".join(m for m in models if m not in checked))
+EOF
+)"
+    if [[ -n "$unchecked" ]]; then
+      echo "In the manifest but not checked yet (no rows): $unchecked."
+      echo
+    fi
     echo "Why they fail: each distinct reason in the failing rows' messages (logs in \`$WORK/logs\`), with the rows"
     echo "(model, opset, format) that give it:"
     echo
