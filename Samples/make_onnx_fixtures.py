@@ -241,7 +241,11 @@ def run_onnxruntime(path, inputs):
     return names, [session.run(names, {in_name: x}) for x in inputs]
 
 
-def write_references(folder, name, model_path, inputs, pixels=None, labels=None, torch_model=None, root=None):
+def write_references(folder, name, model_path, inputs, pixels=None, labels=None, torch_model=None, root=None,
+                     preprocessing=None, write_json=True):
+    """Runs onnxruntime on `inputs` and writes `<name>.reference.json` (unless `write_json` is false) and
+    `<name>.reference.h5` into `folder`. `preprocessing` is the JSON's description of how `pixels` became
+    `inputs` (default: this script's {"scale": 1/127.5, "bias": -1}). Also used by export_torchvision.py."""
     model = onnx.load(model_path)
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     producer = f"{model.producer_name} {model.producer_version}"
@@ -263,13 +267,14 @@ def write_references(folder, name, model_path, inputs, pixels=None, labels=None,
     doc = {"computedBy": f"onnxruntime {ort.__version__}", "producer": producer, "opset": opset, "layout": "NCHW",
            "inputs": in_info, "outputs": out_info}
     if pixels is not None:
-        doc["preprocessing"] = {"scale": PIXEL_SCALE, "bias": PIXEL_BIAS}
+        doc["preprocessing"] = preprocessing or {"scale": PIXEL_SCALE, "bias": PIXEL_BIAS}
     if labels is not None:
         doc["labels"] = labels
     doc["samples"] = samples
-    with open(os.path.join(folder, name + ".reference.json"), "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
-        f.write("\n")
+    if write_json:
+        with open(os.path.join(folder, name + ".reference.json"), "w") as f:
+            json.dump(doc, f, separators=(",", ":"))
+            f.write("\n")
 
     # The verifier's HDF5 layout: [N, ...] with the samples in place of the batch axis of 1.
     def stacked(arrays):
