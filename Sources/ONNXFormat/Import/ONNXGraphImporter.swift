@@ -39,7 +39,7 @@ public enum ONNXGraphImporter {
     }
     let unsupported = unsupportedOperators(in: model)
     guard unsupported.isEmpty else {
-      throw ONNXImportError.unsupportedOperators(path: path, operators: unsupported + ["(opset \(model.opsetVersion(domain: "") ?? 1))"])
+      throw ONNXImportError.unsupportedOperators(path: path, operators: unsupported, opset: opsetVersion)
     }
     let graph = model.graph
     var values: [String: ONNXValue] = [:]

@@ -1,7 +1,7 @@
 /// Why an ONNX graph cannot be imported into the IR.
 public enum ONNXImportError: Error, Equatable, CustomStringConvertible {
-  /// Operators with no handler (at the model's opset), every one at once: `domain::op` names with counts.
-  case unsupportedOperators(path: String, operators: [String])
+  /// Operators with no handler at the model's opset, every one at once: `domain::op` names with counts.
+  case unsupportedOperators(path: String, operators: [String], opset: Int)
   /// A node whose attributes or inputs its operator's specification does not allow, or that this
   /// importer does not compute (the node and the field named).
   case invalidNode(path: String, node: String, opType: String, detail: String)
@@ -10,8 +10,8 @@ public enum ONNXImportError: Error, Equatable, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .unsupportedOperators(let path, let operators):
-      return "\(path): \(operators.count) operator\(operators.count == 1 ? " is" : "s are") not supported: \(operators.joined(separator: ", "))"
+    case .unsupportedOperators(let path, let operators, let opset):
+      return "\(path): \(operators.count) operator\(operators.count == 1 ? " is" : "s are") not supported at opset \(opset): \(operators.joined(separator: ", "))"
     case .invalidNode(let path, let node, let opType, let detail):
       return "\(path): node '\(node)' (\(opType)): \(detail)"
     case .invalidGraph(let path, let detail):
