@@ -54,7 +54,11 @@ let kind: String
 do {
   // A source as the converter reads it: the graph in the IR's conventions, whatever the format.
   let source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions(inputShapes: inputShapes))
-  graph = source.graph
+  // As `predict` runs it: the standard passes first (they only remove work, such as the transposes
+  // around an ONNX or Core ML graph's spatial operators).
+  var passed = source.graph
+  try GraphPipeline.standard.run(&passed)
+  graph = passed
   kind = source.format
 } catch {
   fail("\(url.path): \(error)")
