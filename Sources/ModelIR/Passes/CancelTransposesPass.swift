@@ -15,8 +15,9 @@ public struct CancelTransposesPass: GraphPass {
         changed = true
         continue
       }
+      let lookup = graph.lookup
       for index in graph.nodes.indices {
-        guard case .permute(let second) = graph.nodes[index].operation, let producer = graph.nodes.firstIndex(where: { $0.output == graph.nodes[index].inputs[0] }),
+        guard case .permute(let second) = graph.nodes[index].operation, let producer = lookup.producer[graph.nodes[index].inputs[0]],
           case .permute(let first) = graph.nodes[producer].operation, first.count == second.count
         else { continue }
         // y = x.transpose(first), z = y.transpose(second): z's axis i is x's axis first[second[i]].
@@ -48,17 +49,18 @@ public struct CancelTransposesPass: GraphPass {
   /// (where it may meet the same transpose of the other inputs, `sinkPastJoins`), or when
   /// after the move it only moves axes of size 1 (and becomes a reshape). Returns whether it moved one.
   func sinkPastElementwise(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
-      guard node.inputs.count == 1, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
-        case .permute(let order) = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
+      guard node.inputs.count == 1, let producer = lookup.producer[node.inputs[0]],
+        case .permute(let order) = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
         let operation = Self.beforeTranspose(node.operation, order: order)
       else { continue }
       let source = graph.nodes[producer].inputs[0]
       guard let movedShape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
       // Towards other transposes, or joins where it can meet the same transpose of the other inputs: every
       // reader is one of those.
-      let readers = graph.nodes.filter { $0.inputs.contains(node.output) }
+      let readers = (lookup.readingNodes[node.output] ?? []).map { graph.nodes[$0] }
       let towardsTranspose = !graph.outputs.contains(node.output) && !readers.isEmpty && readers.allSatisfy { reader in
         switch reader.operation {
         case .permute, .elementwise, .concatenate: return true
@@ -82,8 +84,9 @@ public struct CancelTransposesPass: GraphPass {
   /// a transpose other nodes also read stays for them. Transposes only move forwards, so this ends.
   /// Returns whether it moved one.
   func sinkPastJoins(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
-      guard let producers = graph.joinProducers(of: index, exclusive: false, { node -> [Int]? in
+      guard let producers = graph.joinProducers(of: index, exclusive: false, in: lookup, { node -> [Int]? in
           if case .permute(let order) = node.operation { return order } else { return nil }
         }), let order = producers.first?.match, producers.allSatisfy({ $0.match == order })
       else { continue }
@@ -107,6 +110,7 @@ public struct CancelTransposesPass: GraphPass {
   /// inputs are all `P` and `sinkPastJoins` moves it (the bias or the squeeze-and-excitation scale of
   /// a channels-first network meets the transposes of the convolutions). Returns whether it rewrote one.
   func alignJoinInputs(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
       let isElementwise: Bool
@@ -116,7 +120,7 @@ public struct CancelTransposesPass: GraphPass {
       default: continue
       }
       guard node.inputs.count >= 2, Set(node.inputs).count == node.inputs.count else { continue }
-      let producers = node.inputs.map { input in graph.nodes.firstIndex { $0.output == input } }
+      let producers = node.inputs.map { lookup.producer[$0] }
       var order: [Int]?
       for producer in producers.compactMap({ $0 }) {
         guard case .permute(let o) = graph.nodes[producer].operation else { continue }
@@ -137,9 +141,9 @@ public struct CancelTransposesPass: GraphPass {
         let value = node.inputs[position]
         switch graph.nodes[p].operation {
         case .permute(let o) where o == order: continue
-        case .constant(let c) where graph.readerCount(value) == 1 && (c.shape.count == rank || (isElementwise && c.shape.count < rank)):
+        case .constant(let c) where lookup.readerCount(value) == 1 && (c.shape.count == rank || (isElementwise && c.shape.count < rank)):
           plans.append((position, p))
-        case .reshape where graph.readerCount(value) == 1 && graph[value].type.shape.count == rank
+        case .reshape where lookup.readerCount(value) == 1 && graph[value].type.shape.count == rank
           && UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: before(graph[value].type.shape)):
           plans.append((position, p))
         default: fits = false
@@ -175,10 +179,11 @@ public struct CancelTransposesPass: GraphPass {
   /// the same axes before the transpose, and what is left of the transpose follows (none at all when
   /// the kept axes stay in order: `[N, C, H, W]` averaged over H and W from `[N, H, W, C]`).
   func sinkPastReductions(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
-      guard case .reduce(let reduction) = node.operation, !reduction.keepDims, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
-        case .permute(let order) = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
+      guard case .reduce(let reduction) = node.operation, !reduction.keepDims, let producer = lookup.producer[node.inputs[0]],
+        case .permute(let order) = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
         reduction.axes.allSatisfy({ order.indices.contains($0) })
       else { continue }
       let axes = reduction.axes.map { order[$0] }.sorted()
@@ -201,10 +206,11 @@ public struct CancelTransposesPass: GraphPass {
   /// the paths together (`x.T * sigmoid(x.T)`, a hard swish after a channels-first convolution).
   /// Returns whether it split one.
   func splitForks(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
       guard case .permute(let order) = graph.nodes[index].operation, !graph.outputs.contains(graph.nodes[index].output) else { continue }
       let value = graph.nodes[index].output
-      let readers = graph.nodes.indices.filter { graph.nodes[$0].inputs.contains(value) }
+      let readers = lookup.readingNodes[value] ?? []
       guard readers.count > 1 else { continue }
       // Every reader moves the transpose on, and at least one is a join whose other inputs it can meet.
       let movable = readers.allSatisfy { reader in

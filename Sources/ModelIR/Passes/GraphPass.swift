@@ -44,12 +44,39 @@ public struct GraphPipeline: Sendable {
   ])
 }
 
+/// The producer of each value and its reader count (graph outputs count once), computed once per scan.
+struct GraphIndex {
+  let producer: [ValueID: Int]
+  let readers: [ValueID: Int]
+  /// The nodes reading each value, in graph order (each once).
+  let readingNodes: [ValueID: [Int]]
+
+  init(_ graph: Graph) {
+    var producer: [ValueID: Int] = [:], readers: [ValueID: Int] = [:], readingNodes: [ValueID: [Int]] = [:]
+    for (index, node) in graph.nodes.enumerated() {
+      producer[node.output] = index
+      for input in node.inputs { readers[input, default: 0] += 1 }
+      for input in Set(node.inputs) { readingNodes[input, default: []].append(index) }
+    }
+    for output in graph.outputs { readers[output, default: 0] += 1 }
+    self.producer = producer
+    self.readers = readers
+    self.readingNodes = readingNodes
+  }
+
+  func readerCount(_ id: ValueID) -> Int { readers[id] ?? 0 }
+}
+
 extension Graph {
   /// What the passes change: which nodes there are, what they read and write, and every value's type
   /// (weights are not compared; no pass changes them).
   var structure: [String] {
     nodes.map { "\($0.operation.kindName) \($0.inputs) \($0.output)" } + values.map { "\($0.type)" }
   }
+
+  /// Who produces and how many read each value, for one scan of the graph: valid until the graph
+  /// changes (the scans that use it stop at their first change).
+  var lookup: GraphIndex { GraphIndex(self) }
 
   /// The number of nodes reading value `id`, plus one when it is a graph output.
   func readerCount(_ id: ValueID) -> Int {
@@ -102,8 +129,11 @@ extension Graph {
   /// (inputs of one rank unless not `sameRank`) when every input is produced by a node that `match`
   /// accepts (read only there when `exclusive`), the
   /// matched nodes' indices and what each returned. Nil when any input is not such a node.
-  func joinProducers<T>(of index: Int, exclusive: Bool = true, sameRank: Bool = true, _ match: (Node) -> T?) -> [(producer: Int, match: T)]? {
+  func joinProducers<T>(
+    of index: Int, exclusive: Bool = true, sameRank: Bool = true, in lookup: GraphIndex? = nil, _ match: (Node) -> T?
+  ) -> [(producer: Int, match: T)]? {
     let node = nodes[index]
+    let lookup = lookup ?? GraphIndex(self)
     guard node.inputs.count >= 2, Set(node.inputs).count == node.inputs.count else { return nil }
     switch node.operation {
     case .elementwise:
@@ -114,7 +144,7 @@ extension Graph {
     }
     var result: [(producer: Int, match: T)] = []
     for input in node.inputs {
-      guard let producer = nodes.firstIndex(where: { $0.output == input }), !exclusive || readerCount(input) == 1, let matched = match(nodes[producer]) else { return nil }
+      guard let producer = lookup.producer[input], !exclusive || lookup.readerCount(input) == 1, let matched = match(nodes[producer]) else { return nil }
       result.append((producer, matched))
     }
     return result

@@ -22,12 +22,13 @@ public struct SinkUnitReshapesPass: GraphPass {
         changed = true
         continue
       }
+      let lookup = graph.lookup
       for index in graph.nodes.indices {
         let node = graph.nodes[index]
-        guard node.inputs.count == 1, let producer = graph.nodes.firstIndex(where: { $0.output == node.inputs[0] }),
-          case .reshape = graph.nodes[producer].operation, graph.readerCount(node.inputs[0]) == 1,
+        guard node.inputs.count == 1, let producer = lookup.producer[node.inputs[0]],
+          case .reshape = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1,
           // A reshape of a reshape merges with it first (`CancelReshapesPass`), even when the first has other readers.
-          !graph.nodes.contains(where: { $0.output == graph.nodes[producer].inputs[0] && CancelReshapesPass.isReshape($0.operation) })
+          !(lookup.producer[graph.nodes[producer].inputs[0]].map { CancelReshapesPass.isReshape(graph.nodes[$0].operation) } ?? false)
         else { continue }
         var source = graph.nodes[producer].inputs[0]
         var before = graph[source].type.shape
@@ -70,8 +71,9 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// element-wise operation broadcasts from the right, so the added axes change nothing). Returns
   /// whether it moved one.
   static func sinkPastJoins(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
-      guard let producers = graph.joinProducers(of: index, sameRank: false, { node -> Int? in
+      guard let producers = graph.joinProducers(of: index, sameRank: false, in: lookup, { node -> Int? in
           guard case .reshape = node.operation else { return nil }
           let (before, after) = (graph[node.inputs[0]].type.shape, graph[node.output].type.shape)
           let added = after.count - before.count
