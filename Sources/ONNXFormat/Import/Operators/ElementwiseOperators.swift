@@ -83,6 +83,16 @@ extension ONNXNodeContext {
       }
       return result
     }
+    // Where(condition, a, b) on constants (exporters compute expand shapes with it).
+    if kind == .select {
+      guard operands.count == 3 else { return nil }
+      let (condition, a, b) = (operands[0], operands[1], operands[2])
+      let pick = (0..<count).map { flat in condition.floats[index(flat, into: condition.shape)] != 0 }
+      if let ai = a.ints, let bi = b.ints {
+        return ONNXConstant(shape: shape, ints: (0..<count).map { pick[$0] ? ai[index($0, into: a.shape)] : bi[index($0, into: b.shape)] })
+      }
+      return ONNXConstant(shape: shape, floats: (0..<count).map { pick[$0] ? a.floats[index($0, into: a.shape)] : b.floats[index($0, into: b.shape)] })
+    }
     let allInts = operands.allSatisfy { $0.ints != nil }
     if allInts, [.add, .subtract, .multiply, .divide, .maximum, .minimum, .equal, .greaterThan, .lessThan, .greaterEqual, .lessEqual].contains(kind) {
       var result: [Int] = []
