@@ -356,6 +356,24 @@ import Testing
     Self.expectSameOutputs(graph, rewritten)
   }
 
+  /// A network ending in `relu` then a mean over H and W (MnasNet's head) from channels first: the
+  /// transpose moves past the activation into the reduction, which becomes a global pooling.
+  @Test func transposeMovesThroughAnActivationIntoAReduction() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([3, 4, 5]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "chw", inputs: [x])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [chw])
+    let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [1, 2], keepDims: false)), name: "mean", inputs: [relu])
+    let graph = builder.build(outputs: [mean])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    #expect(Self.kinds(rewritten).contains("globalPooling2D") && !Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten))")
+    let inputs = Self.inputs(for: graph)
+    let (a, b) = (Interpreter(graph: graph).run(inputs)[0].values, Interpreter(graph: rewritten).run(inputs)[0].values)
+    // A mean of 12 values summed in another order: within 12 float32 roundings of the largest magnitude.
+    #expect(zip(a, b).allSatisfy { abs($0 - $1) <= 12 * Float.ulpOfOne }, "\(zip(a, b).map { abs($0 - $1) })")
+  }
+
   /// Zero padding of an image's height and width is a ZeroPadding2D; padding channels, or by another value, stays.
   @Test func spatialZeroPadding() throws {
     var builder = GraphBuilder()

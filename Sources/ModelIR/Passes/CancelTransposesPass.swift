@@ -58,12 +58,13 @@ public struct CancelTransposesPass: GraphPass {
       else { continue }
       let source = graph.nodes[producer].inputs[0]
       guard let movedShape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
-      // Towards other transposes, or joins where it can meet the same transpose of the other inputs: every
-      // reader is one of those.
+      // Towards other transposes, joins where it can meet the same transpose of the other inputs, or
+      // reductions, which take it in: every reader is one of those.
       let readers = (lookup.readingNodes[node.output] ?? []).map { graph.nodes[$0] }
       let towardsTranspose = !graph.outputs.contains(node.output) && !readers.isEmpty && readers.allSatisfy { reader in
         switch reader.operation {
-        case .permute, .elementwise, .concatenate: return true
+        // A reduction takes a transpose in (`sinkPastReductions`): the mean over H and W ending a network.
+        case .permute, .elementwise, .concatenate, .reduce: return true
         default: return false
         }
       }
