@@ -48,17 +48,24 @@ extension Constant {
 extension Constant {
   /// The constant with its axes reordered: the result's axis `i` is this constant's axis `order[i]`.
   public func permuted(_ order: [Int]) -> Constant {
+    Constant(shape: order.map { shape[$0] }, values: Self.permutedIndices(shape: shape, order: order).map { values[$0] })
+  }
+
+  /// For each element of a tensor of `shape` transposed by `order` (axis `i` is axis `order[i]`), in
+  /// row-major order, the index of the element it comes from.
+  public static func permutedIndices(shape: [Int], order: [Int]) -> [Int] {
     precondition(order.sorted() == Array(shape.indices), "permutation \(order) of shape \(shape)")
     let newShape = order.map { shape[$0] }
     var strides = [Int](repeating: 1, count: shape.count)
     for axis in shape.indices.dropLast().reversed() { strides[axis] = strides[axis + 1] * shape[axis + 1] }
-    var result = [Float]()
+    let count = shape.reduce(1, *)
+    var result = [Int]()
     result.reserveCapacity(count)
     var coordinate = [Int](repeating: 0, count: newShape.count)
     for _ in 0..<count {
       var source = 0
       for (axis, position) in zip(order, coordinate) { source += strides[axis] * position }
-      result.append(values[source])
+      result.append(source)
       var axis = newShape.count - 1
       while axis >= 0 {
         coordinate[axis] += 1
@@ -67,6 +74,6 @@ extension Constant {
         axis -= 1
       }
     }
-    return Constant(shape: newShape, values: result)
+    return result
   }
 }

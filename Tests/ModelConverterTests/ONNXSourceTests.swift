@@ -92,6 +92,7 @@ import Testing
     #expect(onnx.declaredInputs.map(\.dimensions) == [["1", "3", "32", "32"]])
     #expect(onnx.declaredOutputs.map(\.dimensions) == [["Gemmlogits_dim_0", "5"]])
     #expect(inspection.layers.first { $0.type == "Conv" }?.outputShape == [1, 8, 32, 32])
+    // The architecture in make_onnx_fixtures.py: conv1 224 + BN 32 + depthwise 80 + pointwise 144 + two 3x3 16->16 convs 2 x 2320 + fc 85.
     #expect(inspection.parameterCount == 5205 && inspection.shapesUnavailable == nil)
   }
 

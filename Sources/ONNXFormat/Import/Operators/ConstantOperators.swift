@@ -24,20 +24,7 @@ extension ONNXNodeContext {
     guard let shape = Broadcasting.shape([a.shape, b.shape]), let count = GraphLimits.elementCount(shape), count <= 1 << 16 else {
       throw invalid("shapes \(a.shape) and \(b.shape) do not broadcast")
     }
-    func element(_ c: ONNXConstant, _ flat: Int) -> Int {
-      // Broadcast index: the constant's own strides, 0 along its unit axes.
-      var rest = flat, index = 0, stride = 1
-      for axis in shape.indices.reversed() {
-        let coordinate = rest % shape[axis]
-        rest /= shape[axis]
-        let own = axis - (shape.count - c.shape.count)
-        if own >= 0 {
-          if c.shape[own] != 1 { index += coordinate * stride }
-          stride *= c.shape[own]
-        }
-      }
-      return index
-    }
+    func element(_ c: ONNXConstant, _ flat: Int) -> Int { Self.broadcastIndex(flat, of: shape, into: c.shape) }
     if let ai = a.ints, let bi = b.ints {
       var result: [Int] = []
       for flat in 0..<count {

@@ -8,6 +8,14 @@ extension ONNXOperatorRegistry {
 }
 
 extension ONNXNodeContext {
+  /// Optional input `index`, one bias per output channel.
+  func channelBias(_ index: Int, channels: Int) throws -> Constant? {
+    guard hasInput(index) else { return nil }
+    let b = try requiredConstant(index, "the bias B")
+    guard b.count == channels else { throw invalid("B has \(b.count) values for \(channels) output channels") }
+    return Constant(shape: [channels], values: b.floats)
+  }
+
   /// `Y = conv(X, W) + B`: `W` is `[M, C/group, kH, kW]`, the IR's kernel `[kH, kW, C/group, M]`.
   mutating func convolution() throws {
     let (x, oneD) = try spatialInput(0)
@@ -28,12 +36,7 @@ extension ONNXNodeContext {
     for o in 0..<m { for i in 0..<perGroup { for y in 0..<kh { for xx in 0..<kw {
       values[((y * kw + xx) * perGroup + i) * m + o] = w.floats[((o * perGroup + i) * kh + y) * kw + xx]
     } } } }
-    var bias: Constant?
-    if hasInput(2) {
-      let b = try requiredConstant(2, "the bias B")
-      guard b.count == m else { throw invalid("B has \(b.count) values for \(m) output channels") }
-      bias = Constant(shape: [m], values: b.floats)
-    }
+    let bias = try channelBias(2, channels: m)
     let spatial = [shape[2], shape[3]]
     let pads = try padding(input: spatial, kernel: kernel, strides: strides, dilations: dilations, oneDimensional: oneD)
     var input = try channelsLast(x)
@@ -94,12 +97,7 @@ extension ONNXNodeContext {
     for i in 0..<c { for o in 0..<m { for y in 0..<kh { for xx in 0..<kw {
       values[((y * kw + xx) * m + o) * c + i] = w.floats[((i * m + o) * kh + y) * kw + xx]
     } } } }
-    var bias: Constant?
-    if hasInput(2) {
-      let b = try requiredConstant(2, "the bias B")
-      guard b.count == m else { throw invalid("B has \(b.count) values for \(m) output channels") }
-      bias = Constant(shape: [m], values: b.floats)
-    }
+    let bias = try channelBias(2, channels: m)
     // The IR scatters into the full output (valid padding); the pads are cropped afterwards.
     let transposed = ConvolutionTranspose(
       kernel: Constant(shape: [kh, kw, m, c], values: values), bias: bias, strides: strides, padding: .valid, outputSize: full)

@@ -63,26 +63,29 @@ extension ONNXNodeContext {
     define(try add(.activation(activation), [try tensor(0)]))
   }
 
+  /// The element of an operand of `operandShape` that element `flat` of the numpy broadcast `shape` reads.
+  static func broadcastIndex(_ flat: Int, of shape: [Int], into operandShape: [Int]) -> Int {
+    var rest = flat, result = 0, stride = 1
+    let offset = shape.count - operandShape.count
+    var strides = [Int](repeating: 0, count: operandShape.count)
+    for axis in operandShape.indices.reversed() {
+      strides[axis] = operandShape[axis] == 1 ? 0 : stride
+      stride *= operandShape[axis]
+    }
+    for axis in shape.indices.reversed() {
+      let coordinate = rest % shape[axis]
+      rest /= shape[axis]
+      if axis >= offset { result += coordinate * strides[axis - offset] }
+    }
+    return result
+  }
+
   /// Numpy-broadcast arithmetic on constants (integers stay exact), or nil when not folded here.
   static func fold(_ kind: ElementwiseKind, _ operands: [ONNXConstant], opType: String) throws -> ONNXConstant? {
     guard operands.count >= 1, let shape = Broadcasting.shape(operands.map(\.shape)) else { return nil }
     let count = shape.reduce(1, *)
     guard count <= 1 << 16 else { return nil }
-    func index(_ flat: Int, into operandShape: [Int]) -> Int {
-      var rest = flat, result = 0, stride = 1
-      let offset = shape.count - operandShape.count
-      var strides = [Int](repeating: 0, count: operandShape.count)
-      for axis in operandShape.indices.reversed() {
-        strides[axis] = operandShape[axis] == 1 ? 0 : stride
-        stride *= operandShape[axis]
-      }
-      for axis in shape.indices.reversed() {
-        let coordinate = rest % shape[axis]
-        rest /= shape[axis]
-        if axis >= offset { result += coordinate * strides[axis - offset] }
-      }
-      return result
-    }
+    func index(_ flat: Int, into operandShape: [Int]) -> Int { Self.broadcastIndex(flat, of: shape, into: operandShape) }
     // Where(condition, a, b) on constants (exporters compute expand shapes with it).
     if kind == .select {
       guard operands.count == 3 else { return nil }

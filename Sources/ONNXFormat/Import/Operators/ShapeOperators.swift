@@ -128,24 +128,10 @@ extension ONNXNodeContext {
 
   /// A constant's axes reordered (`y` axis i is `x` axis `order[i]`).
   static func permuted(_ c: ONNXConstant, _ order: [Int]) -> ONNXConstant {
-    let shape = order.map { c.shape[$0] }
-    var strides = [Int](repeating: 1, count: c.shape.count)
-    for axis in c.shape.indices.dropLast().reversed() { strides[axis] = strides[axis + 1] * c.shape[axis + 1] }
-    var indices: [Int] = []
-    indices.reserveCapacity(c.count)
-    var coordinate = [Int](repeating: 0, count: shape.count)
-    for _ in 0..<c.count {
-      indices.append(zip(order, coordinate).reduce(0) { $0 + strides[$1.0] * $1.1 })
-      var axis = shape.count - 1
-      while axis >= 0 {
-        coordinate[axis] += 1
-        if coordinate[axis] < shape[axis] { break }
-        coordinate[axis] = 0
-        axis -= 1
-      }
-    }
-    return ONNXConstant(shape: shape, floats: indices.map { c.floats[$0] }, ints: c.ints.map { ints in indices.map { ints[$0] } })
+    let indices = Constant.permutedIndices(shape: c.shape, order: order)
+    return ONNXConstant(shape: order.map { c.shape[$0] }, floats: indices.map { c.floats[$0] }, ints: c.ints.map { ints in indices.map { ints[$0] } })
   }
+
 
   mutating func concat() throws {
     let given = (0..<inputCount).filter { hasInput($0) }
