@@ -227,6 +227,17 @@ extension Operation {
       try requireArity(2)
       guard inputShapes[0].count == 1, inputShapes[0] == inputShapes[1] else { throw fail("dot of \(inputShapes) (two vectors of one length)") }
       return [1]
+
+    case .matMul:
+      try requireArity(2)
+      let (a, b) = (inputShapes[0], inputShapes[1])
+      guard a.count >= 2, b.count >= 2, a[a.count - 1] == b[b.count - 2] else { throw fail("matrix product of \(a) and \(b)") }
+      guard let batch = Broadcasting.shape([Array(a.dropLast(2)), Array(b.dropLast(2))]) else {
+        throw fail("batch axes of \(a) and \(b) do not broadcast")
+      }
+      let result = batch + [a[a.count - 2], b[b.count - 1]]
+      _ = try checked.count(result)
+      return result
     }
   }
 }

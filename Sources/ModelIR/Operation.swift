@@ -37,6 +37,9 @@ public enum Operation: Sendable, Equatable {
   case l2Normalize(epsilon: Float)
   /// The dot product of two vectors as a `[1]` tensor; with `cosine`, of the vectors scaled to unit length.
   case dot(cosine: Bool)
+  /// The matrix product of two computed tensors over their last two axes, `[..., M, K] · [..., K, N]`
+  /// to `[..., M, N]`, the leading (batch) axes broadcast as numpy does; both ranks 2 or more.
+  case matMul
   /// Runs code the app provides; the reference runtime cannot evaluate it.
   case custom(CustomLayer)
   /// The same values stored as another element type (rounded to float16, or widened back to float32).
@@ -70,6 +73,7 @@ public enum Operation: Sendable, Equatable {
     case .l2Normalize: return "l2Normalize"
     case .layerNormalization: return "layerNormalization"
     case .dot: return "dot"
+    case .matMul: return "matMul"
     case .custom(let layer): return "custom." + layer.className
     case .cast(let type): return "cast." + type.rawValue
     }

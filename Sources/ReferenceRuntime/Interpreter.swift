@@ -202,6 +202,9 @@ public struct Interpreter: Sendable {
       guard cosine else { return [Float(product)] }
       let norms = (a.reduce(0.0) { $0 + Double($1) * Double($1) } * b.reduce(0.0) { $0 + Double($1) * Double($1) }).squareRoot()
       return [Float(product / max(norms, 1e-12))]
+    case .matMul:
+      return kernels == .fast
+        ? MatrixProduct.fast(inputs[0], inputs[1], outputShape: outputShape) : MatrixProduct.direct(inputs[0], inputs[1], outputShape: outputShape)
     case .custom(let layer): preconditionFailure("custom layer \(layer.className) cannot run; check Interpreter.unsupportedOperations first")
     case .embedding(let table):
       let (rows, width) = (table.shape[0], table.shape[1])

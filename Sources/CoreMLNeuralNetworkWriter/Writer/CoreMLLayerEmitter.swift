@@ -176,6 +176,11 @@ struct CoreMLLayerEmitter {
 
     case .reduce, .constantPad:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
+
+    case .matMul:
+      // batchedMatMul with two inputs is a specification 4 (iOS 13) layer on rank-N arrays; this writer
+      // writes the rank-5 layers of specification 1 to 3.
+      throw unsupported("a product of two computed tensors has no classic Core ML layer before specification 4; write an ML Program (.mlpackage)")
     }
   }
 

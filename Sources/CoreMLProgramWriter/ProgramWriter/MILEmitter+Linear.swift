@@ -27,6 +27,13 @@ extension MILEmitter {
     try produce(node.output, .natural, "add", [("x", .tensor(multiplied)), ("y", .floats(bias.values, shape: [dense.outputUnits], dt))], dataType: dt)
   }
 
+  /// MIL's `matmul` broadcasts batch axes as numpy does; both operands carry the leading unit axis.
+  mutating func emitMatMul(_ node: Node) throws {
+    let (x, y) = (try tensor(node.inputs[0], .natural), try tensor(node.inputs[1], .natural))
+    let params: [(String, MILParam)] = [("x", .tensor(x)), ("y", .tensor(y)), ("transpose_x", .bool(false)), ("transpose_y", .bool(false))]
+    try produce(node.output, .natural, "matmul", params, dataType: x.dataType)
+  }
+
   mutating func emitBatchNormalization(_ node: Node, _ norm: BatchNormalization) throws {
     let id = node.inputs[0]
     let x = try tensor(id, .channelsFirst)

@@ -173,6 +173,7 @@ struct MILEmitter {
     case .layerNormalization(let norm): try emitLayerNormalization(node, norm)
     case .l2Normalize(let epsilon): try emitL2Normalize(node, epsilon: epsilon)
     case .dot(let cosine): try emitDot(node, cosine: cosine)
+    case .matMul: try emitMatMul(node)
     case .embedding(let table): try emitEmbedding(node, table: table)
     case .recurrent(let recurrent): try emitRecurrent(node, recurrent)
     case .custom(let layer):

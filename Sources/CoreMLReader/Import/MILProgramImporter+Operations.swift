@@ -302,21 +302,42 @@ extension MILProgramImporter {
     }
   }
 
+  /// `matmul`: by a constant matrix `y` a dense layer, else the product of the two tensors (MIL's rules:
+  /// `transpose_x`/`transpose_y` swap the last two axes, a vector operand is one row of `x` or one column
+  /// of `y`, removed again, and the batch axes broadcast).
   mutating func matmul() throws -> ValueID {
     var x = try tensor("x")
     let transposeX = try bool("transpose_x", false), transposeY = try bool("transpose_y", false)
-    guard let y = try constant("y") else { throw invalid("required parameter 'y' is missing") }
-    guard y.type.shape.count == 2 else { throw unsupported("y of shape \(y.type.shape) (a matrix is supported)") }
+    guard argument("y") != nil else { throw invalid("required parameter 'y' is missing") }
     var s = shape(x)
-    guard s.count >= 2 else { throw unsupported("x of rank \(s.count)") }
-    if transposeX {
-      x = try add(.permute(order: Array(0..<(s.count - 2)) + [s.count - 1, s.count - 2]), [x], suffix: "__transpose_x")
-      s = shape(x)
+    guard !s.isEmpty else { throw unsupported("x of rank 0") }
+    if isConstant("y"), let y = try constant("y"), y.type.shape.count == 2, s.count >= 2 {
+      if transposeX {
+        x = try add(.permute(order: Array(0..<(s.count - 2)) + [s.count - 1, s.count - 2]), [x], suffix: "__transpose_x")
+        s = shape(x)
+      }
+      let (rows, columns) = (y.type.shape[0], y.type.shape[1])
+      let kernel = transposeY ? transposed(y.asFloats, rows: rows, columns: columns) : Constant(shape: [rows, columns], values: y.asFloats)
+      guard kernel.shape[0] == s.last else { throw invalid("y \(y.type.shape) does not fit x \(s)") }
+      return try add(.dense(Dense(kernel: kernel, bias: nil)), [x])
     }
-    let (rows, columns) = (y.type.shape[0], y.type.shape[1])
-    let kernel = transposeY ? transposed(y.asFloats, rows: rows, columns: columns) : Constant(shape: [rows, columns], values: y.asFloats)
-    guard kernel.shape[0] == s.last else { throw invalid("y \(y.type.shape) does not fit x \(s)") }
-    return try add(.dense(Dense(kernel: kernel, bias: nil)), [x])
+    var y = try tensor("y")
+    var t = shape(y)
+    guard !t.isEmpty else { throw unsupported("y of rank 0") }
+    func swapLast(_ value: ValueID, _ shape: [Int], _ suffix: String) throws -> ValueID {
+      try add(.permute(order: Array(0..<(shape.count - 2)) + [shape.count - 1, shape.count - 2]), [value], suffix: suffix)
+    }
+    let (xVector, yVector) = (s.count == 1, t.count == 1)
+    if xVector { x = try add(.reshape(targetShape: [1, s[0]]), [x], suffix: "__x_row") } else if transposeX { x = try swapLast(x, s, "__transpose_x") }
+    if yVector { y = try add(.reshape(targetShape: [t[0], 1]), [y], suffix: "__y_column") } else if transposeY { y = try swapLast(y, t, "__transpose_y") }
+    (s, t) = (shape(x), shape(y))
+    guard s[s.count - 1] == t[t.count - 2] else { throw invalid("y \(shape(y)) does not fit x \(shape(x))") }
+    guard xVector || yVector else { return try add(.matMul, [x, y]) }
+    let product = try add(.matMul, [x, y], suffix: "__matrix")
+    var result = shape(product)
+    if yVector { result.removeLast() }
+    if xVector { result.remove(at: result.count - (yVector ? 1 : 2)) }
+    return try add(.reshape(targetShape: result.isEmpty ? [1] : result), [product])
   }
 
   mutating func layerNorm() throws -> ValueID {

@@ -233,6 +233,15 @@ public struct MILProgramImporter {
     }
   }
 
+  /// Whether parameter `key` is one argument known before run time (an inline value or a const's output).
+  func isConstant(_ key: String) -> Bool {
+    switch argument(key) {
+    case .value?: return true
+    case .name(let name)?: return constants[name] != nil
+    case nil: return false
+    }
+  }
+
   func requiredConstant(_ key: String) throws -> MILValue {
     guard let value = try constant(key) else { throw invalid("required parameter '\(key)' is missing") }
     return value

@@ -29,6 +29,10 @@ public struct ONNXConstant: Equatable, Sendable {
   }
 
   public var count: Int { floats.count }
+
+  /// The most elements an operator computes at import time (shape arithmetic, masks exporters build from
+  /// shapes: Swin's attention masks are 64 x 49 x 49); larger results stay IR nodes or are refused.
+  public static let maxFoldedCount = 1 << 20
 }
 
 /// What an ONNX value name stands for while importing: an IR value (in ONNX's layout, batch axis

@@ -3,11 +3,12 @@ import ModelIR
 
 extension ONNXOperatorRegistry {
   /// Operators exporters use on shapes and indices, computed at import when their inputs are constants
-  /// (`Mod`, `Not`, `Range`): a computed input is refused by name.
+  /// (`Mod`, `Not`, `Range`, `ScatterND`): a computed input is refused by name.
   static let constantOperators: [String: [ONNXOperatorEntry]] =
     entries(["Mod": [10, 13]]) { try $0.modulo() }
     .merging(entries(["Not": [1]]) { try $0.logicalNot() }) { $0 + $1 }
     .merging(entries(["Range": [11]]) { try $0.range() }) { $0 + $1 }
+    .merging(entries(["ScatterND": [11, 13, 16, 18]]) { try $0.scatterND() }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {
@@ -21,7 +22,7 @@ extension ONNXNodeContext {
   mutating func modulo() throws {
     let (a, b) = (try foldedInput(0), try foldedInput(1))
     let fmod = try int("fmod", 0) == 1
-    guard let shape = Broadcasting.shape([a.shape, b.shape]), let count = GraphLimits.elementCount(shape), count <= 1 << 16 else {
+    guard let shape = Broadcasting.shape([a.shape, b.shape]), let count = GraphLimits.elementCount(shape), count <= ONNXConstant.maxFoldedCount else {
       throw invalid("shapes \(a.shape) and \(b.shape) do not broadcast")
     }
     func element(_ c: ONNXConstant, _ flat: Int) -> Int { Self.broadcastIndex(flat, of: shape, into: c.shape) }
@@ -62,5 +63,55 @@ extension ONNXNodeContext {
       guard count <= GraphLimits.maxElementCount else { throw invalid("a range of \(count) values") }
       define(ONNXConstant(shape: [count], floats: (0..<count).map { s + Float($0) * d }))
     }
+  }
+
+  /// `data` with the slices that `indices` address replaced by (or, with `reduction`, combined with)
+  /// `updates`, in index order: `indices` `[..., q]` addresses slices `data[i0, ..., iq-1]`.
+  mutating func scatterND() throws {
+    let (data, indices, updates) = (try foldedInput(0), try foldedInput(1), try foldedInput(2))
+    guard let index = indices.ints, let q = indices.shape.last, q >= 1, q <= data.shape.count else {
+      throw invalid("indices of shape \(indices.shape) must be integers [..., q] with q from 1 to the rank of data \(data.shape)")
+    }
+    let sliceShape = Array(data.shape.dropFirst(q))
+    let sliceSize = sliceShape.reduce(1, *)
+    let expected = Array(indices.shape.dropLast()) + sliceShape
+    guard updates.shape == expected else { throw invalid("updates of shape \(updates.shape), expected \(expected)") }
+    let reduction = try string("reduction", "none")
+    let combine: (Float, Float) -> Float
+    switch reduction {
+    case "none": combine = { $1 }
+    case "add": combine = { $0 + $1 }
+    case "mul": combine = { $0 * $1 }
+    case "max": combine = { Swift.max($0, $1) }
+    case "min": combine = { Swift.min($0, $1) }
+    default: throw invalid("reduction '\(reduction)' (none, add, mul, max or min)")
+    }
+    let strides = data.shape.indices.map { data.shape.suffix(from: $0 + 1).reduce(1, *) }
+    var floats = data.floats
+    var ints = data.ints
+    let integer = data.ints != nil && updates.ints != nil
+    for slice in 0..<(index.count / q) {
+      var offset = 0
+      for axis in 0..<q {
+        var i = index[slice * q + axis]
+        if i < 0 { i += data.shape[axis] }
+        guard i >= 0, i < data.shape[axis] else { throw invalid("index \(index[slice * q + axis]) is outside axis \(axis) of data \(data.shape)") }
+        offset += i * strides[axis]
+      }
+      for k in 0..<sliceSize {
+        floats[offset + k] = combine(floats[offset + k], updates.floats[slice * sliceSize + k])
+        if integer, let u = updates.ints {
+          let (a, b) = (ints![offset + k], u[slice * sliceSize + k])
+          switch reduction {
+          case "add": ints![offset + k] = a &+ b
+          case "mul": ints![offset + k] = a &* b
+          case "max": ints![offset + k] = Swift.max(a, b)
+          case "min": ints![offset + k] = Swift.min(a, b)
+          default: ints![offset + k] = b
+          }
+        }
+      }
+    }
+    define(ONNXConstant(shape: data.shape, floats: floats, ints: integer ? ints : nil))
   }
 }

@@ -84,7 +84,7 @@ extension ONNXNodeContext {
   static func fold(_ kind: ElementwiseKind, _ operands: [ONNXConstant], opType: String) throws -> ONNXConstant? {
     guard operands.count >= 1, let shape = Broadcasting.shape(operands.map(\.shape)) else { return nil }
     let count = shape.reduce(1, *)
-    guard count <= 1 << 16 else { return nil }
+    guard count <= ONNXConstant.maxFoldedCount else { return nil }
     func index(_ flat: Int, into operandShape: [Int]) -> Int { Self.broadcastIndex(flat, of: shape, into: operandShape) }
     // Where(condition, a, b) on constants (exporters compute expand shapes with it).
     if kind == .select {
@@ -123,6 +123,21 @@ extension ONNXNodeContext {
         result.append(value)
       }
       return ONNXConstant(shape: shape, ints: result)
+    }
+    if operands.count == 2, [.equal, .notEqual, .greaterThan, .lessThan, .greaterEqual, .lessEqual].contains(kind) {
+      // Float comparisons give booleans (masks exporters build from shapes).
+      let (a, b) = (operands[0], operands[1])
+      return ONNXConstant(shape: shape, ints: (0..<count).map { flat -> Int in
+        let (x, y) = (a.floats[index(flat, into: a.shape)], b.floats[index(flat, into: b.shape)])
+        switch kind {
+        case .equal: return x == y ? 1 : 0
+        case .notEqual: return x != y ? 1 : 0
+        case .greaterThan: return x > y ? 1 : 0
+        case .lessThan: return x < y ? 1 : 0
+        case .greaterEqual: return x >= y ? 1 : 0
+        default: return x <= y ? 1 : 0
+        }
+      })
     }
     var result: [Float] = []
     for flat in 0..<count {

@@ -170,11 +170,14 @@ extension ONNXNodeContext {
     let requested = try requiredInts(1, "shape")
     guard let target = Broadcasting.shape([shape, requested]) else { throw invalid("shape \(requested) does not broadcast with \(shape)") }
     if target == shape {
+      if let c = try constant(0) { return define(c) }
       define(try add(.reshape(targetShape: shape), [try tensor(0)]))
       return
     }
-    if let c = try constant(0), let folded = try Self.fold(.multiply, [c, ONNXConstant(shape: target, floats: Array(repeating: 1, count: target.reduce(1, *)))], opType: opType) {
-      define(folded)
+    if let c = try constant(0), let count = GraphLimits.elementCount(target), count <= ONNXConstant.maxFoldedCount {
+      // A constant is broadcast at import, integers kept (exporters expand index tensors).
+      let sources = (0..<count).map { Self.broadcastIndex($0, of: target, into: c.shape) }
+      define(ONNXConstant(shape: target, floats: sources.map { c.floats[$0] }, ints: c.ints.map { ints in sources.map { ints[$0] } }))
       return
     }
     let ones = try add(.constant(Constant(shape: target, values: Array(repeating: 1, count: target.reduce(1, *)))), [], suffix: "__ones")
