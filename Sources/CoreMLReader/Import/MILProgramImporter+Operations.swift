@@ -298,7 +298,11 @@ extension MILProgramImporter {
     switch s.count {
     case 2: return try add(.batchNormalization(norm), [x])
     case 3, 4: return try spatial(x) { _ in .batchNormalization(norm) }
-    default: throw unsupported("batch_norm of rank \(s.count)")
+    case 5:
+      // [N, C, D1, D2, D3] (MIL allows rank 3 to 5): the channels moved last and back.
+      let last = try add(.permute(order: [0, 2, 3, 4, 1]), [x], suffix: "__channels_last")
+      return try add(.permute(order: [0, 4, 1, 2, 3]), [try add(.batchNormalization(norm), [last], suffix: "__normalized")])
+    default: throw unsupported("batch_norm of rank \(s.count) (MIL allows 3 to 5)")
     }
   }
 
