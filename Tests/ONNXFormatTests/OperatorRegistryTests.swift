@@ -1,0 +1,30 @@
+import Foundation
+import ONNXFormat
+import TestSupport
+import Testing
+
+/// The ONNX operators converted are the registry's keys: the README's list is that list (with the opsets
+/// each handler starts at), and `inspect` marks an operator supported exactly when the registry has it.
+@Suite struct OperatorRegistryTests {
+  /// The README paragraph as the registry makes it.
+  static var expectedParagraph: String {
+    ONNXOperatorRegistry.supported.map { "`\($0.opType)` (\($0.since.map(String.init).joined(separator: ", ")))" }.joined(separator: ", ") + "."
+  }
+
+  @Test func readmeListsExactlyTheRegisteredOperators() throws {
+    let readme = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    let marker = "ONNX operators converted (the keys of `ONNXOperatorRegistry` with the opsets each handler starts at):\n"
+    let start = try #require(readme.range(of: marker))
+    let paragraph = String(readme[start.upperBound...]).components(separatedBy: "\n\n")[0].replacingOccurrences(of: "\n", with: " ")
+    #expect(paragraph == Self.expectedParagraph, "the README should read:\n\(Self.expectedParagraph)")
+  }
+
+  @Test func everyHandlerAnswersFromItsOwnOpsetOn() {
+    for (opType, since) in ONNXOperatorRegistry.supported {
+      #expect(!since.isEmpty && since == since.sorted(), "\(opType)")
+      for version in since { #expect(ONNXOperatorRegistry.entry(domain: "", opType: opType, opset: version)?.since == version, "\(opType) \(version)") }
+      #expect(ONNXOperatorRegistry.entry(domain: "", opType: opType, opset: since[0] - 1) == nil, "\(opType) before \(since[0])")
+      #expect(ONNXOperatorRegistry.entry(domain: "com.example", opType: opType, opset: since[0]) == nil)
+    }
+  }
+}
