@@ -223,6 +223,12 @@ extension Operation {
       }
       return inputShapes[0]
 
+    case .localResponseNormalization(let lrn):
+      try requireArity(1)
+      try requirePositive("size", [lrn.size])
+      guard lrn.alpha.isFinite, lrn.beta.isFinite, lrn.bias.isFinite else { throw fail("alpha, beta and bias must be finite") }
+      return inputShapes[0]
+
     case .dot:
       try requireArity(2)
       guard inputShapes[0].count == 1, inputShapes[0] == inputShapes[1] else { throw fail("dot of \(inputShapes) (two vectors of one length)") }

@@ -33,6 +33,7 @@ public enum Operation: Sendable, Equatable {
   /// Row lookup: `[T]` indices into a `[vocabulary, D]` table give `[T, D]`.
   case embedding(table: Constant)
   case layerNormalization(LayerNormalization)
+  case localResponseNormalization(LocalResponseNormalization)
   /// `x / sqrt(sum(x^2) + epsilon)` along the last axis (Keras' UnitNormalization, Core ML's l2normalize).
   case l2Normalize(epsilon: Float)
   /// The dot product of two vectors as a `[1]` tensor; with `cosine`, of the vectors scaled to unit length.
@@ -72,6 +73,7 @@ public enum Operation: Sendable, Equatable {
     case .embedding: return "embedding"
     case .l2Normalize: return "l2Normalize"
     case .layerNormalization: return "layerNormalization"
+    case .localResponseNormalization: return "localResponseNormalization"
     case .dot: return "dot"
     case .matMul: return "matMul"
     case .custom(let layer): return "custom." + layer.className

@@ -189,6 +189,7 @@ public struct Interpreter: Sendable {
         }
       }
       return result
+    case .localResponseNormalization(let lrn): return Kernels.localResponseNormalization(x, lrn)
     case .l2Normalize(let epsilon):
       let c = x.shape.last ?? 1
       return stride(from: 0, to: x.values.count, by: c).flatMap { start -> [Float] in

@@ -212,6 +212,22 @@ enum Kernels {
     return result
   }
 
+  /// ONNX's LRN across the last axis, sums in Double.
+  static func localResponseNormalization(_ x: Tensor, _ lrn: LocalResponseNormalization) -> [Float] {
+    let c = x.shape.last ?? 1
+    var result = x.values
+    guard c > 0 else { return result }
+    for start in stride(from: 0, to: x.values.count, by: c) {
+      for k in 0..<c {
+        var sum = 0.0
+        for i in max(0, k - lrn.before)...min(c - 1, k + lrn.after) { sum += Double(x.values[start + i]) * Double(x.values[start + i]) }
+        let scale = Foundation.pow(Double(lrn.bias) + Double(lrn.alpha) / Double(lrn.size) * sum, Double(lrn.beta))
+        result[start + k] = Float(Double(x.values[start + k]) / scale)
+      }
+    }
+    return result
+  }
+
   static func softmax(_ x: Tensor, axis: Int) -> [Float] {
     let n = x.shape[axis]
     let inner = x.shape.suffix(from: axis + 1).reduce(1, *)

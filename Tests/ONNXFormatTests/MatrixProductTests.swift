@@ -10,30 +10,6 @@ import Testing
 /// constants (the masks Swin builds from shapes). Expected values are computed here from the operators'
 /// definitions in ONNX's Operators.md (numpy's matmul; Einstein summation; ScatterND's own example).
 @Suite struct MatrixProductTests {
-  // MARK: Building models
-
-  static func floats(_ name: String, _ dims: [Int], _ values: [Float]) -> [UInt8] {
-    ONNXProtos.tensor(name: name, dims: dims.map(Int64.init), dataType: 1, raw: values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v.bitPattern >> (8 * $0)) } })
-  }
-
-  static func int64s(_ name: String, _ dims: [Int], _ values: [Int]) -> [UInt8] {
-    ONNXProtos.tensor(name: name, dims: dims.map(Int64.init), dataType: 7, raw: values.flatMap { v in (0..<8).map { UInt8(truncatingIfNeeded: Int64(v) >> (8 * $0)) } })
-  }
-
-  static func stringAttribute(_ name: String, _ value: String) -> [UInt8] { ONNXProtos.attribute(name, type: 3) { $0.string(4, value) } }
-  static func intsAttribute(_ name: String, _ values: [Int]) -> [UInt8] { ONNXProtos.attribute(name, type: 7) { $0.packed(8, values.map(Int64.init)) } }
-  static func intAttribute(_ name: String, _ value: Int) -> [UInt8] { ONNXProtos.attribute(name, type: 2) { $0.int(3, Int64(value)) } }
-
-  static func model(
-    nodes: [[UInt8]], inputs: [(String, [Int])], outputs: [(String, [Int])], initializers: [[UInt8]] = [], opset: Int64 = 18
-  ) throws -> ONNXModel {
-    let graph = ONNXProtos.graph(
-      nodes: nodes, initializers: initializers,
-      inputs: inputs.map { ONNXProtos.valueInfo($0.0, shape: $0.1.map { Int64($0) as Any }) },
-      outputs: outputs.map { ONNXProtos.valueInfo($0.0, shape: $0.1.map { Int64($0) as Any }) })
-    return try ONNXModelReader.read(bytes: ONNXProtos.model(opsets: [("", opset)], graph: graph), path: "/models/m.onnx")
-  }
-
   /// The graph's outputs on `inputs`, run with the direct loops and with the fast kernels; both are checked
   /// against `expected` within float32 rounding of sums of `terms` products.
   static func expectRuns(_ model: ONNXModel, _ inputs: [Tensor], _ expected: [Float], terms: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -59,7 +35,7 @@ import Testing
 
   @Test func matMulOfTwoComputedTensorsBroadcastsBatchAxes() throws {
     // a [2, 3, 4] by b [1, 4, 5]: b's batch axis of 1 broadcasts over a's 2.
-    let model = try Self.model(nodes: [ONNXProtos.node("MatMul", inputs: ["a", "b"], outputs: ["y"])], inputs: [("a", [2, 3, 4]), ("b", [1, 4, 5])], outputs: [("y", [2, 3, 5])])
+    let model = try ONNXTestModels.model(nodes: [ONNXProtos.node("MatMul", inputs: ["a", "b"], outputs: ["y"])], inputs: [("a", [2, 3, 4]), ("b", [1, 4, 5])], outputs: [("y", [2, 3, 5])])
     let (a, b) = (Self.values(24, seed: 1), Self.values(20, seed: 2))
     var expected: [Float] = []
     for batch in 0..<2 {
@@ -72,7 +48,7 @@ import Testing
 
   @Test func matMulOfAVectorByComputedMatrices() throws {
     // numpy: a vector A is one row, removed again: [4] by [2, 4, 3] is [2, 3].
-    let model = try Self.model(nodes: [ONNXProtos.node("MatMul", inputs: ["v", "m"], outputs: ["y"])], inputs: [("v", [4]), ("m", [2, 4, 3])], outputs: [("y", [2, 3])])
+    let model = try ONNXTestModels.model(nodes: [ONNXProtos.node("MatMul", inputs: ["v", "m"], outputs: ["y"])], inputs: [("v", [4]), ("m", [2, 4, 3])], outputs: [("y", [2, 3])])
     let (v, m) = (Self.values(4, seed: 3), Self.values(24, seed: 4))
     var expected: [Float] = []
     for batch in 0..<2 {
@@ -90,8 +66,8 @@ import Testing
   @Test(arguments: ["B G H I D, B G H J D -> B G H I J", "bghid,bghjd->bghij"])
   func einsumAsMaxViTWritesAttentionScores(equation: String) throws {
     let (g, h, i, j, d) = (2, 2, 3, 4, 5)
-    let model = try Self.model(
-      nodes: [ONNXProtos.node("Einsum", inputs: ["q", "k"], outputs: ["s"], attributes: [Self.stringAttribute("equation", equation)])],
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node("Einsum", inputs: ["q", "k"], outputs: ["s"], attributes: [ONNXTestModels.stringAttribute("equation", equation)])],
       inputs: [("q", [1, g, h, i, d]), ("k", [1, g, h, j, d])], outputs: [("s", [1, g, h, i, j])])
     let (q, k) = (Self.values(g * h * i * d, seed: 5), Self.values(g * h * j * d, seed: 6))
     var expected: [Float] = []
@@ -105,8 +81,8 @@ import Testing
 
   @Test func einsumWithAnOutputOrderOtherThanTheProducts() throws {
     // "ij,jk->ki": the product transposed.
-    let model = try Self.model(
-      nodes: [ONNXProtos.node("Einsum", inputs: ["a", "b"], outputs: ["y"], attributes: [Self.stringAttribute("equation", "ij,jk->ki")])],
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node("Einsum", inputs: ["a", "b"], outputs: ["y"], attributes: [ONNXTestModels.stringAttribute("equation", "ij,jk->ki")])],
       inputs: [("a", [2, 3]), ("b", [3, 4])], outputs: [("y", [4, 2])])
     let (a, b) = (Self.values(6, seed: 7), Self.values(12, seed: 8))
     var expected: [Float] = []
@@ -124,8 +100,8 @@ import Testing
   func einsumFormsWithoutAProductAreRefusedByName(equation: String) throws {
     let operands = equation.hasPrefix("ij,jk,kl") ? 3 : equation.contains(",") ? 2 : 1
     let names = ["a", "b", "c"].prefix(operands)
-    let model = try Self.model(
-      nodes: [ONNXProtos.node("Einsum", inputs: Array(names), outputs: ["y"], attributes: [Self.stringAttribute("equation", equation)])],
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node("Einsum", inputs: Array(names), outputs: ["y"], attributes: [ONNXTestModels.stringAttribute("equation", equation)])],
       inputs: names.map { ($0, [3, 3]) }, outputs: [("y", [3])])
     #expect(throws: ONNXImportError.self) { try ONNXGraphImporter.importGraph(model, path: "m.onnx") }
     do {
@@ -139,40 +115,40 @@ import Testing
 
   @Test func scatterNDOnConstantsFoldsAsOperatorsMdsExample() throws {
     // Operators.md, ScatterND example 1: data [1...8], indices [[4], [3], [1], [7]], updates [9, 10, 11, 12].
-    let model = try Self.model(
+    let model = try ONNXTestModels.model(
       nodes: [
         ONNXProtos.node("ScatterND", inputs: ["data", "indices", "updates"], outputs: ["scattered"]),
         ONNXProtos.node("Add", inputs: ["x", "scattered"], outputs: ["y"]),
       ],
       inputs: [("x", [8])], outputs: [("y", [8])],
-      initializers: [Self.floats("data", [8], [1, 2, 3, 4, 5, 6, 7, 8]), Self.int64s("indices", [4, 1], [4, 3, 1, 7]), Self.floats("updates", [4], [9, 10, 11, 12])])
+      initializers: [ONNXTestModels.floats("data", [8], [1, 2, 3, 4, 5, 6, 7, 8]), ONNXTestModels.int64s("indices", [4, 1], [4, 3, 1, 7]), ONNXTestModels.floats("updates", [4], [9, 10, 11, 12])])
     try Self.expectRuns(model, [Tensor(zeros: [8])], [1, 11, 3, 10, 9, 6, 7, 12], terms: 1)
   }
 
   @Test func scatterNDWithAReductionCombinesSlices() throws {
     // reduction "mul" (opset 16): rows 0 and 2 of a [3, 2] matrix of 2s multiplied by the updates; index -1 is row 2.
-    let model = try Self.model(
+    let model = try ONNXTestModels.model(
       nodes: [
-        ONNXProtos.node("ScatterND", inputs: ["data", "indices", "updates"], outputs: ["scattered"], attributes: [Self.stringAttribute("reduction", "mul")]),
+        ONNXProtos.node("ScatterND", inputs: ["data", "indices", "updates"], outputs: ["scattered"], attributes: [ONNXTestModels.stringAttribute("reduction", "mul")]),
         ONNXProtos.node("Add", inputs: ["x", "scattered"], outputs: ["y"]),
       ],
       inputs: [("x", [3, 2])], outputs: [("y", [3, 2])],
-      initializers: [Self.floats("data", [3, 2], [2, 2, 2, 2, 2, 2]), Self.int64s("indices", [2, 1], [0, -1]), Self.floats("updates", [2, 2], [3, 4, 5, 6])])
+      initializers: [ONNXTestModels.floats("data", [3, 2], [2, 2, 2, 2, 2, 2]), ONNXTestModels.int64s("indices", [2, 1], [0, -1]), ONNXTestModels.floats("updates", [2, 2], [3, 4, 5, 6])])
     try Self.expectRuns(model, [Tensor(zeros: [3, 2])], [6, 8, 2, 2, 10, 12], terms: 1)
   }
 
   @Test func scatterNDOnComputedDataOrOutOfRangeIndicesIsRefused() throws {
-    let computed = try Self.model(
+    let computed = try ONNXTestModels.model(
       nodes: [ONNXProtos.node("ScatterND", inputs: ["x", "indices", "updates"], outputs: ["y"])], inputs: [("x", [8])], outputs: [("y", [8])],
-      initializers: [Self.int64s("indices", [1, 1], [0]), Self.floats("updates", [1], [1])])
+      initializers: [ONNXTestModels.int64s("indices", [1, 1], [0]), ONNXTestModels.floats("updates", [1], [1])])
     #expect(throws: ONNXImportError.self) { try ONNXGraphImporter.importGraph(computed, path: "m.onnx") }
-    let outside = try Self.model(
+    let outside = try ONNXTestModels.model(
       nodes: [
         ONNXProtos.node("ScatterND", inputs: ["data", "indices", "updates"], outputs: ["scattered"]),
         ONNXProtos.node("Add", inputs: ["x", "scattered"], outputs: ["y"]),
       ],
       inputs: [("x", [8])], outputs: [("y", [8])],
-      initializers: [Self.floats("data", [8], Array(repeating: 0, count: 8)), Self.int64s("indices", [1, 1], [8]), Self.floats("updates", [1], [1])])
+      initializers: [ONNXTestModels.floats("data", [8], Array(repeating: 0, count: 8)), ONNXTestModels.int64s("indices", [1, 1], [8]), ONNXTestModels.floats("updates", [1], [1])])
     #expect(throws: ONNXImportError.self) { try ONNXGraphImporter.importGraph(outside, path: "m.onnx") }
   }
 
@@ -182,30 +158,23 @@ import Testing
   /// weighted sum, once by MatMul and once by Einsum.
   static func attention() throws -> ONNXModel {
     let (wq, wk) = (Self.values(36, seed: 9).map { $0 / 4 }, Self.values(36, seed: 10).map { $0 / 4 })
-    return try Self.model(
+    return try ONNXTestModels.model(
       nodes: [
         ONNXProtos.node("MatMul", inputs: ["x", "wq"], outputs: ["q"]),
         ONNXProtos.node("MatMul", inputs: ["x", "wk"], outputs: ["k"]),
-        ONNXProtos.node("Transpose", inputs: ["k"], outputs: ["kt"], attributes: [Self.intsAttribute("perm", [0, 2, 1])]),
+        ONNXProtos.node("Transpose", inputs: ["k"], outputs: ["kt"], attributes: [ONNXTestModels.intsAttribute("perm", [0, 2, 1])]),
         ONNXProtos.node("MatMul", inputs: ["q", "kt"], outputs: ["scores"]),
-        ONNXProtos.node("Softmax", inputs: ["scores"], outputs: ["p"], attributes: [Self.intAttribute("axis", -1)]),
+        ONNXProtos.node("Softmax", inputs: ["scores"], outputs: ["p"], attributes: [ONNXTestModels.intAttribute("axis", -1)]),
         ONNXProtos.node("MatMul", inputs: ["p", "x"], outputs: ["o"]),
-        ONNXProtos.node("Einsum", inputs: ["p", "q"], outputs: ["e"], attributes: [Self.stringAttribute("equation", "bij,bjd->bid")]),
+        ONNXProtos.node("Einsum", inputs: ["p", "q"], outputs: ["e"], attributes: [ONNXTestModels.stringAttribute("equation", "bij,bjd->bid")]),
         ONNXProtos.node("Add", inputs: ["o", "e"], outputs: ["y"]),
       ],
-      inputs: [("x", [1, 4, 6])], outputs: [("y", [1, 4, 6])], initializers: [Self.floats("wq", [6, 6], wq), Self.floats("wk", [6, 6], wk)])
+      inputs: [("x", [1, 4, 6])], outputs: [("y", [1, 4, 6])], initializers: [ONNXTestModels.floats("wq", [6, 6], wq), ONNXTestModels.floats("wk", [6, 6], wk)])
   }
 
   @Test func attentionConvertsToAnMLProgramThatVerifies() throws {
-    let source = try ONNXFrontend.source(try Self.attention(), path: "attention.onnx", options: SourceOptions(), constants: [:])
-    let converted = try Converter.convert(source, options: ConversionOptions(format: .mlProgram, precision: .float32))
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("matmul-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let output = directory.appendingPathComponent("attention.mlpackage")
-    try converted.write(to: output)
-    let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 3))
-    #expect(report.passed, "\(report.outputs) \(report.violations)")
+    let output = try ONNXTestModels.convertAndVerify(try Self.attention(), format: .mlProgram)
+    defer { try? FileManager.default.removeItem(at: output.deletingLastPathComponent()) }
     // The written program computes the products with MIL's matmul (read back from the file).
     let program = try String(contentsOf: output.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel"), encoding: .isoLatin1)
     #expect(program.contains("matmul"))

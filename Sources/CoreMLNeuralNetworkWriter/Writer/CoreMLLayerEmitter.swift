@@ -161,6 +161,13 @@ struct CoreMLLayerEmitter {
       }
       builder.l2Normalize(node.name, input: inputs[0], output: output, epsilon: epsilon)
 
+    case .localResponseNormalization(let lrn):
+      // The classic layer sums a centred window of localSize channels; Apple reads k 0 as 1.
+      guard lrn.size % 2 == 1 else { throw unsupported("local response normalization over an even window (\(lrn.size)): Core ML does not document where it lies") }
+      guard lrn.bias > 0 else { throw unsupported("local response normalization with bias \(lrn.bias) (the classic layer's k must be positive)") }
+      guard inputShape.count == 1 || inputShape.count == 3 else { throw unsupported("local response normalization of a \(inputShape) tensor ([C] and [H, W, C] only)") }
+      builder.localResponseNormalization(node.name, input: inputs[0], output: output, localSize: lrn.size, alpha: lrn.alpha, beta: lrn.beta, k: lrn.bias)
+
     case .dot(let cosine):
       builder.dot(node.name, inputs: inputs, output: output, cosineSimilarity: cosine)
 

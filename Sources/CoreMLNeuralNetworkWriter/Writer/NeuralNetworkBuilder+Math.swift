@@ -66,6 +66,16 @@ extension NeuralNetworkBuilder {
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE, \.l2normalize, params)
   }
 
+  /// Local response normalization across C (a window of `localSize` channels). Specification 1.
+  mutating func localResponseNormalization(_ name: String, input: String, output: String, localSize: Int, alpha: Float, beta: Float, k: Float) {
+    let params = arena.message(core_ml__specification__lrnlayer_params__init)
+    params.pointee.alpha = alpha
+    params.pointee.beta = beta
+    params.pointee.localsize = UInt64(localSize)
+    params.pointee.k = k
+    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LRN, \.lrn, params)
+  }
+
   /// The dot product (or cosine similarity) of two vectors over C. Specification 1.
   mutating func dot(_ name: String, inputs: [String], output: String, cosineSimilarity: Bool) {
     let params = arena.message(core_ml__specification__dot_product_layer_params__init)

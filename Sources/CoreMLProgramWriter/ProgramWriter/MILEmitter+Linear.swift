@@ -73,6 +73,24 @@ extension MILEmitter {
     try produce(node.output, .natural, "mul", [("x", .tensor(x)), ("y", .tensor(scale))], dataType: x.dataType)
   }
 
+  /// MIL's `local_response_norm` across axis 1 of `[1, C, *D]` (rank 3 or 4), its window of `size`
+  /// channels centred; an even size is refused (MIL does not say where its window then lies).
+  mutating func emitLocalResponseNormalization(_ node: Node, _ lrn: LocalResponseNormalization) throws {
+    let layer = node.origin?.name ?? node.name
+    guard lrn.size % 2 == 1 else {
+      throw CoreMLWriterError.unsupportedOperation(layer: layer, detail: "local response normalization over an even window (\(lrn.size)): Core ML does not document where it lies")
+    }
+    guard (2...3).contains(rank(node.inputs[0])) else {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: layer, detail: "local response normalization of a \(graph[node.inputs[0]].type.shape) tensor (MIL's local_response_norm takes [C, T] and [H, W, C] here)")
+    }
+    let x = try tensor(node.inputs[0], .channelsFirst)
+    let dt = x.dataType
+    try produce(
+      node.output, .channelsFirst, "local_response_norm",
+      [("x", .tensor(x)), ("size", .int(lrn.size)), ("alpha", .scalar(lrn.alpha, dt)), ("beta", .scalar(lrn.beta, dt)), ("k", .scalar(lrn.bias, dt))], dataType: dt)
+  }
+
   /// `1 / sqrt(sum(x²) + epsilon)` over the last axis, kept as a length-1 axis.
   mutating func inverseNorm(_ x: MILTensor, epsilon: Float, prefix: String, output: ValueID) throws -> MILTensor {
     let dt = x.dataType

@@ -172,6 +172,7 @@ struct MILEmitter {
     case .batchNormalization(let norm): try emitBatchNormalization(node, norm)
     case .layerNormalization(let norm): try emitLayerNormalization(node, norm)
     case .l2Normalize(let epsilon): try emitL2Normalize(node, epsilon: epsilon)
+    case .localResponseNormalization(let lrn): try emitLocalResponseNormalization(node, lrn)
     case .dot(let cosine): try emitDot(node, cosine: cosine)
     case .matMul: try emitMatMul(node)
     case .embedding(let table): try emitEmbedding(node, table: table)

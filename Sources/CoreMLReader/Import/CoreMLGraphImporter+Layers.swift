@@ -338,7 +338,16 @@ extension CoreMLGraphImporter {
 
     case .copy: return [x]
 
-    case .lrn, .reorganizeData, .notDecoded:
+    case .lrn(let p):
+      // Across channels (axis -3), a centred window of localSize; Apple reads k 0 as 1. Where an even window
+      // lies is not documented, so it is refused.
+      guard p.localSize >= 1, p.localSize % 2 == 1, p.localSize <= 1 << 20 else { throw unsupported("localSize \(p.localSize) (an odd size of 1 or more is supported)") }
+      guard p.alpha.isFinite, p.beta.isFinite, p.k.isFinite, p.k >= 0 else { throw unsupported("alpha \(p.alpha), beta \(p.beta), k \(p.k)") }
+      guard shape(x).count >= 3 else { throw unsupported("lrn of a rank-\(shape(x).count) blob (rank 3 or more)") }
+      let lrn = LocalResponseNormalization(size: p.localSize, alpha: p.alpha, beta: p.beta, bias: p.k == 0 ? 1 : p.k)
+      return [try spatial(.localResponseNormalization(lrn), x)]
+
+    case .reorganizeData, .notDecoded:
       throw unsupported("this layer type is not supported by the reader")
     }
   }

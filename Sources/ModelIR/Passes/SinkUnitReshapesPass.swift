@@ -163,7 +163,7 @@ public struct SinkUnitReshapesPass: GraphPass {
       // It reads the last axis, which must be the same on both sides; it does not take on unit axes
       // (a dense layer of `[1, 1, C]` is not one every writer has).
       return after.last != 1 && before.last == after.last && before.count <= after.count ? operation : nil
-    case .batchNormalization, .layerNormalization:
+    case .batchNormalization, .layerNormalization, .localResponseNormalization:
       // These read the last axis; it must be the same axis on both sides.
       return after.last != 1 && before.last == after.last ? operation : nil
     case .softmax(let axis):

@@ -11,10 +11,24 @@ extension MILOperationRegistry {
     "batch_norm": MILOperationEntry { try $0.define(try $0.batchNorm()) },
     "layer_norm": MILOperationEntry { try $0.define(try $0.layerNorm()) },
     "l2_norm": MILOperationEntry { try $0.l2Norm() },
+    "local_response_norm": MILOperationEntry { try $0.define(try $0.localResponseNorm()) },
   ]
 }
 
 extension MILProgramImporter {
+  /// `local_response_norm` across axis 1 of `[n, C, *D]` (rank 3 or 4): a centred window of `size`
+  /// channels (an even size, whose window MIL does not place, is refused).
+  mutating func localResponseNorm() throws -> ValueID {
+    let x = try tensor("x")
+    let s = shape(x)
+    guard s.count == 3 || s.count == 4 else { throw invalid("needs rank 3 or 4, got \(s)") }
+    guard try constant("size") != nil else { throw invalid("required parameter 'size' is missing") }
+    let size = try int("size", 0)
+    guard size >= 1, size % 2 == 1 else { throw unsupported("size \(size) (an odd size of 1 or more is supported)") }
+    let lrn = LocalResponseNormalization(size: size, alpha: try float("alpha", 1e-4), beta: try float("beta", 0.75), bias: try float("k", 1))
+    return try spatial(x) { _ in .localResponseNormalization(lrn) }
+  }
+
   /// `linear`: `x @ weight^T + bias` with a `[out, in]` weight.
   mutating func linear() throws {
     let x = try tensor("x")

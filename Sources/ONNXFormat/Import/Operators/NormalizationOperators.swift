@@ -6,6 +6,7 @@ extension ONNXOperatorRegistry {
     entries(["BatchNormalization": [1, 6, 7, 9, 14, 15]]) { try $0.batchNormalization() }
     .merging(entries(["LayerNormalization": [17]]) { try $0.layerNormalization() }) { $0 + $1 }
     .merging(entries(["InstanceNormalization": [1, 6]]) { try $0.instanceNormalization() }) { $0 + $1 }
+    .merging(entries(["LRN": [1, 13]]) { try $0.localResponseNormalization() }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {
@@ -31,6 +32,23 @@ extension ONNXNodeContext {
       define(try add(.batchNormalization(norm), [x]))
     } else {
       define(try channelsFirst(try add(.batchNormalization(norm), [try channelsLast(x)], suffix: "__nhwc")))
+    }
+  }
+
+  /// LRN across axis 1 (the channels), computed channels last.
+  mutating func localResponseNormalization() throws {
+    let x = try tensor(0)
+    let shape = builder.type(of: x).shape
+    guard shape.count >= 2 else { throw invalid("input of shape \(shape) has no channel axis") }
+    let size = try int("size", 0)
+    guard size >= 1, size <= 1 << 20 else { throw invalid("attribute 'size' (1 or more) is required") }
+    let (alpha, beta, bias) = (try float("alpha", 1e-4), try float("beta", 0.75), try float("bias", 1))
+    guard alpha.isFinite, beta.isFinite, bias.isFinite else { throw invalid("alpha, beta and bias must be finite") }
+    let lrn = LocalResponseNormalization(size: size, alpha: alpha, beta: beta, bias: bias)
+    if shape.count == 2 {
+      define(try add(.localResponseNormalization(lrn), [x]))
+    } else {
+      define(try channelsFirst(try add(.localResponseNormalization(lrn), [try channelsLast(x)], suffix: "__nhwc")))
     }
   }
 
