@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export one existing Keras fixture to ONNX with tf2onnx, for the ONNX frontend's tests.
+"""Export existing Keras fixtures to ONNX with tf2onnx, for the ONNX frontend's tests.
 
 Run by hand (not in CI), in a venv with the pins of requirements-tf2onnx.txt (Python 3.11), after
 make_onnx_fixtures.py (this script adds its entry to that script's manifest.json):
@@ -8,22 +8,25 @@ make_onnx_fixtures.py (this script adds its entry to that script's manifest.json
     /tmp/venv-tf2onnx/bin/pip install -r Samples/requirements-tf2onnx.txt
     /tmp/venv-tf2onnx/bin/python Samples/make_onnx_tf2onnx.py --fixtures Samples/Fixtures
 
-Reads `tfkeras215/dense_classifier.h5` (Conv2D -> Flatten -> Dense -> Dense softmax, input `image` [6,6,2],
-labels cat/dog/bird/fish) with tf.keras 2.15 and writes `onnx/tf2onnx/dense_classifier.onnx` (opset 13, batch
-fixed at 1: input `image` [1,6,6,2]). tf2onnx keeps TensorFlow's channels-last interface and wraps the Conv in
-Transpose nodes, as real tf2onnx exports do. A rerun writes the same bytes (tf2onnx numbers the nodes it makes
-with a per-process counter, so only a second export in the same process would differ).
+Reads each of FIXTURES from `tfkeras215/NAME.h5` with tf.keras 2.15 and writes `onnx/tf2onnx/NAME.onnx`
+(opset 13, batch fixed at 1, the input named `image`): `dense_classifier` (Conv2D -> Flatten -> Dense -> Dense
+softmax, [6,6,2], labels cat/dog/bird/fish) and the single-output layer fixtures listed below (activations,
+batch normalization, depthwise separable convolutions, nested models, reshapes, a plain Sequential CNN;
+conv_variants is left out: tf2onnx 1.16 cannot export its grouped convolution, a PartitionedCall). tf2onnx keeps TensorFlow's channels-last interface and wraps each Conv in Transpose nodes, as
+real tf2onnx exports do. Each export runs in a fresh process (tf2onnx numbers the nodes it makes with a
+per-process counter), so a rerun writes the same bytes.
 
-The reference files (`dense_classifier.reference.json` / `.reference.h5`, the formats of make_onnx_fixtures.py)
-hold the 3 inputs of `tfkeras215/dense_classifier.reference.h5` and onnxruntime's outputs for them, checked
-against that file's Keras outputs. LAYOUT: here the ONNX model's own layout is NHWC (channels last), so the
-inputs are [N, 6, 6, 2] exactly as in the Keras reference file ("layout": "NHWC").
+The reference files (`NAME.reference.json` / `.reference.h5`, the formats of make_onnx_fixtures.py) hold the 3
+inputs of `tfkeras215/NAME.reference.h5` and onnxruntime's outputs for them, checked against that file's
+Keras outputs (so a test that matches them matches Keras). LAYOUT: the ONNX model's own layout is NHWC
+(channels last), so the inputs are exactly those of the Keras reference file ("layout": "NHWC").
 """
 
 import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -35,7 +38,9 @@ import tensorflow as tf
 import tf2onnx
 
 PINS = {"tensorflow": "2.15.1", "tf2onnx": "1.16.1", "onnx": "1.17.0", "onnxruntime": "1.20.1"}
-LABELS = ["cat", "dog", "bird", "fish"]
+LABELS = {"dense_classifier": ["cat", "dog", "bird", "fish"]}
+FIXTURES = ["dense_classifier", "activations", "batchnorm", "depthwise_separable", "nested", "reshape_ops",
+            "sequential_plain"]
 
 
 def export(model, opset):
@@ -47,24 +52,32 @@ def export(model, opset):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fixtures", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "Fixtures"))
+    ap.add_argument("--one", help="export this fixture alone (the script runs itself once per fixture)")
     args = ap.parse_args()
     found = {"tensorflow": tf.__version__, "tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__, "onnxruntime": ort.__version__}
     for package, version in PINS.items():
         if found[package] != version:
             sys.exit(f"{package} {found[package]} found, {version} pinned (requirements-tf2onnx.txt)")
+    folder = os.path.join(args.fixtures, "onnx", "tf2onnx")
+    if args.one:
+        export_one(args.fixtures, folder, args.one)
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for name in FIXTURES:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--fixtures", args.fixtures, "--one", name], check=True)
+
+
+def export_one(fixtures, folder, name):
     tf.keras.utils.set_random_seed(0)
-    source = os.path.join(args.fixtures, "tfkeras215", "dense_classifier.h5")
-    with h5py.File(os.path.join(args.fixtures, "tfkeras215", "dense_classifier.reference.h5")) as f:
-        inputs = f["inputs/0"][()].astype(np.float32)  # [3, 6, 6, 2]
+    source = os.path.join(fixtures, "tfkeras215", name + ".h5")
+    with h5py.File(os.path.join(fixtures, "tfkeras215", name + ".reference.h5")) as f:
+        inputs = f["inputs/0"][()].astype(np.float32)  # [3, ...]
         keras_outputs = f["outputs/0"][()]
     model = tf.keras.models.load_model(source, compile=False)
     proto = export(model, 13)
     onnx.checker.check_model(proto, full_check=True)
-
-    folder = os.path.join(args.fixtures, "onnx", "tf2onnx")
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
-    path = os.path.join(folder, "dense_classifier.onnx")
+    path = os.path.join(folder, name + ".onnx")
     onnx.save_model(proto, path)
 
     options = ort.SessionOptions()
@@ -85,18 +98,20 @@ def main():
     opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
     producer = f"{m.producer_name} {m.producer_version}"
     doc = {"computedBy": f"onnxruntime {ort.__version__}", "producer": producer, "opset": opset, "layout": "NHWC",
-           "inputs": {i.name: dims(i) for i in m.graph.input}, "outputs": {o.name: dims(o) for o in m.graph.output},
-           "labels": LABELS,
-           "samples": [{"inputs": {"image": shortest(x)}, "outputs": {out.name: shortest(y)}} for x, y in zip(inputs, outputs)]}
-    with open(os.path.join(folder, "dense_classifier.reference.json"), "w") as f:
+           "inputs": {i.name: dims(i) for i in m.graph.input}, "outputs": {o.name: dims(o) for o in m.graph.output}}
+    if name in LABELS:
+        doc["labels"] = LABELS[name]
+    doc["samples"] = [{"inputs": {"image": shortest(x)}, "outputs": {out.name: shortest(y)}} for x, y in zip(inputs, outputs)]
+    with open(os.path.join(folder, name + ".reference.json"), "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")
-    with h5py.File(os.path.join(folder, "dense_classifier.reference.h5"), "w", libver="earliest", track_order=True) as f:
+    with h5py.File(os.path.join(folder, name + ".reference.h5"), "w", libver="earliest", track_order=True) as f:
         f.attrs["onnxruntime_version"] = ort.__version__
         f.attrs["producer"] = producer
         f.attrs["opset"] = opset
-        f.attrs["source"] = "onnx/tf2onnx/dense_classifier.onnx"
-        f.attrs["labels"] = LABELS
+        f.attrs["source"] = f"onnx/tf2onnx/{name}.onnx"
+        if name in LABELS:
+            f.attrs["labels"] = LABELS[name]
         d = f.create_group("inputs").create_dataset("0", data=inputs)
         d.attrs["name"], d.attrs["layout"] = "image", "NHWC"
         d = f.create_group("outputs").create_dataset("0", data=outputs.astype(np.float32))
@@ -105,13 +120,13 @@ def main():
     ops = {}
     for n in m.graph.node:
         ops[n.op_type] = ops.get(n.op_type, 0) + 1
-    entry = {"path": "tf2onnx/dense_classifier.onnx", "reference": "tf2onnx/dense_classifier.reference.json",
+    entry = {"path": f"tf2onnx/{name}.onnx", "reference": f"tf2onnx/{name}.reference.json",
              "opset": opset, "ir_version": m.ir_version, "producer": producer,
              "inputs": doc["inputs"], "outputs": doc["outputs"], "initializers": len(m.graph.initializer),
              "op_types": dict(sorted(ops.items())), "bytes": os.path.getsize(path),
-             "from": "tfkeras215/dense_classifier.h5"}
+             "from": f"tfkeras215/{name}.h5"}
     print(f"  {entry['path']}: opset {opset}, {entry['bytes']} bytes, ops {entry['op_types']}")
-    manifest_path = os.path.join(args.fixtures, "onnx", "manifest.json")
+    manifest_path = os.path.join(fixtures, "onnx", "manifest.json")
     with open(manifest_path) as f:
         manifest = json.load(f)
     manifest["models"] = [e for e in manifest["models"] if e["path"] != entry["path"]] + [entry]

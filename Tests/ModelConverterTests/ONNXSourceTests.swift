@@ -5,8 +5,8 @@ import ONNXFormat
 import TestSupport
 import Testing
 
-/// ONNX models as a conversion source: small PyTorch (and one tf2onnx) exports made by
-/// `Samples/make_onnx_fixtures.py` with onnxruntime's outputs saved beside them. Each converts, and
+/// ONNX models as a conversion source: small PyTorch exports made by `Samples/make_onnx_fixtures.py`
+/// and tf2onnx exports of Keras fixtures (`make_onnx_tf2onnx.py`), with onnxruntime's outputs saved beside them. Each converts, and
 /// `verify` checks the conversion against the source and both against onnxruntime's outputs (the
 /// reference file holds the inputs as the model declares them, NCHW).
 @Suite struct ONNXSourceTests {
@@ -27,6 +27,11 @@ import Testing
     ("tiny_cnn", .mlProgram), ("tiny_cnn", .neuralNetwork), ("tiny_cnn_opset18", .mlProgram), ("tiny_cnn_opset18", .neuralNetwork),
     ("mobile_block", .mlProgram), ("mobile_block_opset18", .mlProgram), ("mlp", .mlProgram), ("mlp", .neuralNetwork),
     ("tf2onnx/dense_classifier", .mlProgram), ("tf2onnx/dense_classifier", .neuralNetwork),
+    // tf2onnx exports of the Keras layer fixtures (make_onnx_tf2onnx.py; the saved outputs match Keras).
+    ("tf2onnx/activations", .mlProgram), ("tf2onnx/batchnorm", .mlProgram), ("tf2onnx/batchnorm", .neuralNetwork),
+    ("tf2onnx/depthwise_separable", .mlProgram), ("tf2onnx/depthwise_separable", .neuralNetwork), ("tf2onnx/nested", .mlProgram),
+    ("tf2onnx/nested", .neuralNetwork), ("tf2onnx/reshape_ops", .mlProgram), ("tf2onnx/reshape_ops", .neuralNetwork),
+    ("tf2onnx/sequential_plain", .mlProgram), ("tf2onnx/sequential_plain", .neuralNetwork),
   ]
 
   @Test(arguments: conversions)

@@ -248,6 +248,19 @@ struct Comparison {
     return (sourceInputs, convertedInputs)
   }
 
+  /// Reference outputs saved as the source declares them (an ONNX model's `[1, C, H, W]`), in the source
+  /// graph's layout (`[H, W, C]`), as `referenceInputs` reads the inputs.
+  func referenceOutputsInSourceLayout(_ outputs: [Tensor]) -> [Tensor] {
+    guard options.referenceInputsAsDeclared else { return outputs }
+    return outputs.enumerated().map { index, tensor in
+      guard index < source.outputs.count else { return tensor }
+      let value = source[source.outputs[index]]
+      let shape = value.type.shape
+      guard options.sourceDeclarations[value.name]?.channelsFirst == true, shape.count == 3, tensor.values.count == shape.reduce(1, *) else { return tensor }
+      return TensorLayout.channelsFirst.toKeras(Tensor(shape: [shape[2], shape[0], shape[1]], values: tensor.values), shape: shape)
+    }
+  }
+
   func preprocessed(_ pixels: Tensor, _ image: ImagePreprocessing, _ space: ImageColorSpace) -> Tensor {
     Tensor(shape: pixels.shape, values: image.apply(pixels.values, channels: space.channels))
   }
@@ -300,7 +313,8 @@ struct Comparison {
   }
 
   /// Adds one sample's differences; `expected` replaces the source's outputs as the reference when given.
-  mutating func accumulate(_ sample: SampleRun, expected: [Tensor]?) throws {
+  mutating func accumulate(_ sample: SampleRun, expected saved: [Tensor]?) throws {
+    let expected = saved.map(referenceOutputsInSourceLayout)
     let (sourceOutputs, sourceObserved) = (sample.sourceOutputs, sample.sourceObserved)
     let (convertedOutputs, convertedObserved) = (sample.convertedOutputs, sample.convertedObserved)
     sourceSeconds += sample.sourceSeconds

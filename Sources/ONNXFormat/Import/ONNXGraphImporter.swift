@@ -49,6 +49,7 @@ public enum ONNXGraphImporter {
     var inputNames: [String] = []
     var inputIDs = Set<ValueID>()
     var integerValues = Set<ValueID>()
+    var constantNodes: [String: ValueID] = [:]
     for input in graph.inputs where values[input.name] == nil {
       guard case .tensor(let elementType, let declared) = input.type else {
         throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' is not a tensor")
@@ -89,10 +90,11 @@ public enum ONNXGraphImporter {
     for node in graph.nodes {
       counts[node.opType, default: 0] += 1
       guard let entry = ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) else { continue }
-      var context = ONNXNodeContext(node: node, opset: opset, path: path, builder: builder, values: values, integerValues: integerValues)
+      var context = ONNXNodeContext(
+        node: node, opset: opset, path: path, builder: builder, values: values, integerValues: integerValues, constantNodes: constantNodes)
       builder = GraphBuilder()
       values = [:]
-      defer { (builder, values, integerValues) = (context.builder, context.values, context.integerValues) }
+      defer { (builder, values, integerValues, constantNodes) = (context.builder, context.values, context.integerValues, context.constantNodes) }
       try entry.handler(&context)
     }
     var outputs: [ValueID] = []

@@ -12,6 +12,10 @@ public struct ONNXNodeContext {
   /// Computed values that hold integers (integer graph inputs and exact arithmetic on them): the IR
   /// computes in float32, so what would differ for integers (division) is refused on them.
   var integerValues: Set<ValueID> = []
+  /// The IR constant node made for a constant the first time an operator takes it as a tensor; the name
+  /// stays a constant for operators that need its values (a shared initializer: Greater's operand and
+  /// Clip's bound).
+  var constantNodes: [String: ValueID] = [:]
 
   public var opType: String { node.opType }
   public var name: String { node.name.isEmpty ? node.outputs.first ?? node.opType : node.name }
@@ -85,8 +89,9 @@ public struct ONNXNodeContext {
     switch try value(index) {
     case .tensor(let id): return id
     case .constant(let c):
+      if let id = constantNodes[node.inputs[index]] { return id }
       let id = try add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), [], suffix: "_const\(index)")
-      values[node.inputs[index]] = ONNXValue.tensor(id)
+      constantNodes[node.inputs[index]] = id
       return id
     }
   }

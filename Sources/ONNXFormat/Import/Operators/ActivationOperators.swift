@@ -11,6 +11,7 @@ extension ONNXOperatorRegistry {
     ]
     for (op, activation, versions) in simple { all.merge(entries([op: versions]) { try $0.activation(activation) }) { $0 + $1 } }
     all.merge(entries(["LeakyRelu": [1, 6, 16]]) { c in try c.activation(.leakyReLU(alpha: try c.float("alpha", 0.01))) }) { $0 + $1 }
+    all.merge(entries(["ThresholdedRelu": [10]]) { c in try c.activation(.thresholdedReLU(theta: try c.float("alpha", 1))) }) { $0 + $1 }
     all.merge(entries(["Elu": [1, 6]]) { c in try c.activation(.elu(alpha: try c.float("alpha", 1))) }) { $0 + $1 }
     all.merge(entries(["HardSigmoid": [1, 6]]) { c in try c.activation(.hardSigmoid(slope: try c.float("alpha", 0.2), offset: try c.float("beta", 0.5))) }) { $0 + $1 }
     all.merge(entries(["Selu": [1, 6]]) { try $0.selu() }) { $0 + $1 }

@@ -3,7 +3,7 @@ import ModelIR
 
 extension ONNXOperatorRegistry {
   /// Operators exporters use on shapes and indices, computed at import when their inputs are constants
-  /// (`Mod`, `Not`, `Range`, `ScatterND`): a computed input is refused by name.
+  /// (`Mod`, `Range`, `ScatterND`): a computed input is refused by name. `Not` also takes computed booleans.
   static let constantOperators: [String: [ONNXOperatorEntry]] =
     entries(["Mod": [10, 13]]) { try $0.modulo() }
     .merging(entries(["Not": [1]]) { try $0.logicalNot() }) { $0 + $1 }
@@ -41,8 +41,12 @@ extension ONNXNodeContext {
     }
   }
 
+  /// Logical not: folded on a constant; on a computed boolean (held as 0 and 1) `1 - x`, exact.
   mutating func logicalNot() throws {
-    let x = try foldedInput(0)
+    guard let x = try constant(0) else {
+      define(try add(.activation(.linear(scale: -1, offset: 1)), [try tensor(0)]))
+      return
+    }
     guard let values = x.ints else { throw invalid("Not needs a boolean tensor") }
     define(ONNXConstant(shape: x.shape, ints: values.map { $0 == 0 ? 1 : 0 }))
   }

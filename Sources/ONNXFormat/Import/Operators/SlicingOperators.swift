@@ -209,10 +209,13 @@ extension ONNXNodeContext {
     let bilinear: Bool
     switch mode {
     case "nearest":
-      // Integer upscaling picks the same source pixel for asymmetric floor and the default half-pixel
-      // round_prefer_floor; the others shift it.
+      // Integer upscaling picks the same source pixel for asymmetric floor, the default half-pixel
+      // round_prefer_floor and TensorFlow's tf_half_pixel_for_nn floor (floor((x + 0.5) / s) is floor(x / s)
+      // for an integer s); the others shift it.
       let nearest = try string("nearest_mode", "round_prefer_floor")
-      guard opType == "Upsample" || opset < 11 || (transform == "asymmetric" && nearest == "floor") || (transform == "half_pixel" && nearest == "round_prefer_floor") else {
+      let samePixel = (transform == "asymmetric" && nearest == "floor") || (transform == "half_pixel" && nearest == "round_prefer_floor")
+        || (transform == "tf_half_pixel_for_nn" && nearest == "floor")
+      guard opType == "Upsample" || opset < 11 || samePixel else {
         throw invalid("nearest resizing with \(transform) and \(nearest) is not supported")
       }
       bilinear = false
