@@ -114,6 +114,9 @@ struct CoreMLLayerEmitter {
       }
       emitPermute(Self.coreMLPermutation(order), name: node.name, input: inputs[0], output: output)
 
+    case .channelShuffle(let axis, let groups):
+      try emitChannelShuffle(axis: axis, groups: groups, shape: inputShape, name: node.name, input: inputs[0], output: output)
+
     case .zeroPadding2D(let box):
       builder.zeroPadding(node.name, input: inputs[0], output: output, amounts: [(box.top, box.bottom), (box.left, box.right)])
 

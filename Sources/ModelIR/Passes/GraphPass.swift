@@ -35,11 +35,11 @@ public struct GraphPipeline: Sendable {
     for pass in passes where pass.isCheck { try pass.run(&graph) }
   }
 
-  /// The passes every source graph goes through before a writer sees it: unit-axis reshapes move
-  /// down until they meet, transposes that undo each other cancel, transposes of unit axes become
-  /// reshapes, chains of reshapes shrink.
+  /// The passes every source graph goes through before a writer sees it: channel shuffles written out
+  /// step by step become one operation, unit-axis reshapes move down until they meet, transposes that
+  /// undo each other cancel, transposes of unit axes become reshapes, chains of reshapes shrink.
   public static let standard = GraphPipeline([
-    SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
+    ChannelShuffleFusionPass(), SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
     GlobalPoolingPass(), GeluFusionPass(),
   ])
 }

@@ -168,6 +168,8 @@ public struct SinkUnitReshapesPass: GraphPass {
       return after.last != 1 && before.last == after.last ? operation : nil
     case .softmax(let axis):
       return position[axis].map { .softmax(axis: $0) }
+    case .channelShuffle(let axis, let groups):
+      return position[axis].map { .channelShuffle(axis: $0, groups: groups) }
     case .reduce(let reduction):
       // Every reduced axis must be one the reshape keeps; without keepDims the unit axes go anyway.
       let axes = reduction.axes.compactMap { position[$0] }

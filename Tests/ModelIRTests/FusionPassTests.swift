@@ -1,0 +1,158 @@
+import Foundation
+import ModelIR
+import ReferenceRuntime
+import Testing
+
+/// The passes that recognise an operation written out step by step (ShuffleNet's channel shuffle from
+/// reshapes and a transpose), and the moves that let the recognised channel shuffle and slices lose their
+/// transposes and unit axes. Expected values come from the formulas written out here, not from the
+/// operation under test.
+@Suite struct FusionPassTests {
+  static func kinds(_ graph: Graph) -> [String] { graph.nodes.map(\.operation.kindName) }
+
+  /// Values of a tensor of `shape`: `Float(i % 13) - 6` plus a little of `i`, so no two rows are alike.
+  static func ramp(_ shape: [Int]) -> Tensor {
+    let count = shape.reduce(1, *)
+    return Tensor(shape: shape, values: (0..<count).map { Float($0 % 13) - 6 + Float($0) / Float(count) })
+  }
+
+  /// ShuffleNet's channel shuffle of the last axis, by its definition: output channel j * groups + i is input
+  /// channel i * (C / groups) + j.
+  static func shuffled(_ values: [Float], channels: Int, groups: Int) -> [Float] {
+    let n = channels / groups
+    var result = values
+    for start in stride(from: 0, to: values.count, by: channels) {
+      for i in 0..<groups { for j in 0..<n { result[start + j * groups + i] = values[start + i * n + j] } }
+    }
+    return result
+  }
+
+  static func run(_ graph: Graph, _ input: Tensor) -> Tensor { Interpreter(graph: graph).run([input])[0] }
+
+  // MARK: Channel shuffle
+
+  /// The interpreter's shuffle of the middle axis of `[2, 6, 2]` in 3 groups, element by element: along the
+  /// axis, output entry j * 3 + i is input entry i * 2 + j, so the entries come in the order 0, 2, 4, 1, 3, 5.
+  @Test func channelShuffleComputesItsDefinition() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 6, 2]))
+    let y = try builder.add(.channelShuffle(axis: 1, groups: 3), name: "shuffle", inputs: [x])
+    let graph = builder.build(outputs: [y])
+    let input = Tensor(shape: [2, 6, 2], values: (0..<24).map(Float.init))
+    let order = [0, 2, 4, 1, 3, 5]
+    let expected = (0..<2).flatMap { outer in order.flatMap { entry in (0..<2).map { Float(outer * 12 + entry * 2 + $0) } } }
+    #expect(Self.run(graph, input).values == expected)
+    #expect(throws: GraphError.self) { try ModelIR.Operation.channelShuffle(axis: 1, groups: 4).outputShape(inputShapes: [[2, 6, 2]], node: "bad") }
+  }
+
+  /// torchvision's `x.view(1, 2, C / 2, H, W).transpose(1, 2).view(1, C, H, W)` on an NCHW tensor with its batch
+  /// axis: one shuffle of axis 1.
+  @Test func channelShuffleFusesFromReshapesAndTranspose() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([1, 6, 2, 3]))
+    let split = try builder.add(.reshape(targetShape: [1, 2, 3, 2, 3]), name: "split", inputs: [x])
+    let swapped = try builder.add(.permute(order: [0, 2, 1, 3, 4]), name: "swap", inputs: [split])
+    let merged = try builder.add(.reshape(targetShape: [1, 6, 2, 3]), name: "merge", inputs: [swapped])
+    let graph = builder.build(outputs: [merged])
+    var rewritten = graph
+    try ChannelShuffleFusionPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["channelShuffle"])
+    #expect(rewritten.nodes[0].operation == .channelShuffle(axis: 1, groups: 2) && rewritten.nodes[0].inputs == rewritten.inputs)
+    #expect(rewritten[rewritten.outputs[0]].name == graph[graph.outputs[0]].name)
+    // Channels first: the shuffle moves whole 2x3 planes; channel j * 2 + i is input channel i * 3 + j.
+    let input = Self.ramp([1, 6, 2, 3])
+    let planes = [0, 3, 1, 4, 2, 5]
+    let expected = planes.flatMap { Array(input.values[$0 * 6..<($0 + 1) * 6]) }
+    #expect(Self.run(graph, input).values == expected)
+    #expect(Self.run(rewritten, input).values == expected)
+  }
+
+  /// The same shuffle after the passes dropped the batch axis of its input but not of its output
+  /// (`[48, 28, 28]` to `[2, 24, 28, 28]`, swapped, to `[1, 48, 28, 28]` in ShuffleNet): a shuffle, then the
+  /// reshape adding the unit axis.
+  @Test func channelShuffleFusesAcrossUnitAxes() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([6, 2, 2]))
+    let split = try builder.add(.reshape(targetShape: [3, 2, 2, 2]), name: "split", inputs: [x])
+    let swapped = try builder.add(.permute(order: [1, 0, 2, 3]), name: "swap", inputs: [split])
+    let merged = try builder.add(.reshape(targetShape: [1, 6, 2, 2]), name: "merge", inputs: [swapped])
+    let graph = builder.build(outputs: [merged])
+    var rewritten = graph
+    try ChannelShuffleFusionPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["channelShuffle", "reshape"])
+    #expect(rewritten.nodes[0].operation == .channelShuffle(axis: 0, groups: 3))
+    let input = Self.ramp([6, 2, 2])
+    #expect(Self.run(rewritten, input).values == Self.run(graph, input).values)
+    #expect(Self.run(rewritten, input).shape == [1, 6, 2, 2])
+  }
+
+  /// Reshapes and transposes that only look alike stay: a transpose that also moves another axis, a split
+  /// merged back into another shape, and a split whose transposed tensor is also read elsewhere.
+  @Test func otherReshapeTransposeChainsStay() throws {
+    func chain(split: [Int], order: [Int], merged: [Int], alsoOutput: Bool = false) throws -> Graph {
+      var builder = GraphBuilder()
+      let x = try builder.addInput(name: "x", type: TensorType([6, 2, 3]))
+      let a = try builder.add(.reshape(targetShape: split), name: "split", inputs: [x])
+      let b = try builder.add(.permute(order: order), name: "swap", inputs: [a])
+      let c = try builder.add(.reshape(targetShape: merged), name: "merge", inputs: [b])
+      return builder.build(outputs: alsoOutput ? [c, b] : [c])
+    }
+    let graphs = [
+      try chain(split: [2, 3, 2, 3], order: [1, 0, 3, 2], merged: [6, 2, 3]),
+      try chain(split: [2, 3, 2, 3], order: [1, 0, 2, 3], merged: [3, 2, 6]),
+      try chain(split: [2, 3, 2, 3], order: [1, 0, 2, 3], merged: [6, 2, 3], alsoOutput: true),
+      try chain(split: [6, 1, 2, 3], order: [1, 0, 2, 3], merged: [6, 2, 3]),
+    ]
+    for graph in graphs {
+      var rewritten = graph
+      try ChannelShuffleFusionPass().run(&rewritten)
+      #expect(!Self.kinds(rewritten).contains("channelShuffle"), "\(Self.kinds(graph))")
+    }
+  }
+
+  /// ShuffleNet's unit as the passes find it: a channels-first transpose of the concatenated branches, the
+  /// shuffle, the two halves, each transposed back for the next convolution or joined. The transpose moves
+  /// past the shuffle and into both slices and cancels against the ones after them: no transpose is left.
+  @Test func transposeMovesPastShuffleAndSlices() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([3, 4, 6]))
+    let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
+    let mixed = try builder.add(.channelShuffle(axis: 0, groups: 2), name: "shuffle", inputs: [chw])
+    let first = try builder.add(.slice(StridedSlice(begin: [0, 0, 0], end: [3, 3, 4], strides: [1, 1, 1])), name: "first", inputs: [mixed])
+    let second = try builder.add(.slice(StridedSlice(begin: [3, 0, 0], end: [6, 3, 4], strides: [1, 1, 1])), name: "second", inputs: [mixed])
+    let back = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [second])
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [back])
+    let again = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw_again", inputs: [relu])
+    let joined = try builder.add(.concatenate(axis: 0), name: "join", inputs: [first, again])
+    let out = try builder.add(.permute(order: [1, 2, 0]), name: "out", inputs: [joined])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try CancelTransposesPass().run(&rewritten)
+    #expect(!Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten))")
+    #expect(rewritten.nodes.first { $0.operation.kindName == "channelShuffle" }?.operation == .channelShuffle(axis: 2, groups: 2))
+    // Channels last now: the first slice keeps channels 0..<3 of the shuffled [3, 4, 6] tensor.
+    #expect(rewritten.nodes.first { $0.name == "first" }?.operation == .slice(StridedSlice(begin: [0, 0, 0], end: [3, 4, 3], strides: [1, 1, 1])))
+    let input = Self.ramp([3, 4, 6])
+    #expect(Self.run(rewritten, input).values == Self.run(graph, input).values)
+    // Every output channel c < 3 is shuffled channel c; the rest the ReLU of shuffled channel c.
+    let shuffled = Self.shuffled(input.values, channels: 6, groups: 2)
+    #expect(Self.run(rewritten, input).values == shuffled.enumerated().map { $0.offset % 6 < 3 ? $0.element : max($0.element, 0) })
+  }
+
+  /// A unit batch axis in front of a shuffle moves past it (the shuffled axis renumbered) and meets the
+  /// reshape that drops it (what is left is the output's copy of its own shape).
+  @Test func unitAxesMovePastShuffle() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, 8]))
+    let batched = try builder.add(.reshape(targetShape: [1, 2, 3, 8]), name: "batched", inputs: [x])
+    let mixed = try builder.add(.channelShuffle(axis: 3, groups: 4), name: "shuffle", inputs: [batched])
+    let out = try builder.add(.reshape(targetShape: [2, 3, 8]), name: "out", inputs: [mixed])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try GraphPipeline.standard.run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["channelShuffle", "reshape"])
+    #expect(rewritten.nodes[0].operation == .channelShuffle(axis: 2, groups: 4) && rewritten.nodes[0].inputs == rewritten.inputs)
+    let input = Self.ramp([2, 3, 8])
+    #expect(Self.run(rewritten, input).values == Self.shuffled(input.values, channels: 8, groups: 4))
+  }
+}
