@@ -56,4 +56,16 @@ import Testing
       _ = try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions())
     }
   }
+
+  /// A layer normalization of epsilon 0 (a fused chain without its `+ epsilon`): Core ML reads a unary
+  /// epsilon of 0 as 1e-6, so the RSQRT layer holds the smallest normal float instead.
+  @Test func layerNormalizationWithoutEpsilon() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+    let out = try builder.add(.layerNormalization(LayerNormalization(gamma: nil, beta: nil, epsilon: 0)), name: "norm", inputs: [x])
+    let (spec, report) = try Self.written(builder.build(outputs: [out]))
+    let rsqrt = try #require(spec.layers.first { $0.unary != nil }?.unary)
+    #expect(rsqrt.epsilon == Float.leastNormalMagnitude)
+    #expect(report.passed, "\(report.outputs)")
+  }
 }

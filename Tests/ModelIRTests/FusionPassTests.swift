@@ -3,10 +3,10 @@ import ModelIR
 import ReferenceRuntime
 import Testing
 
-/// The passes that recognise an operation written out step by step (ShuffleNet's channel shuffle from
-/// reshapes and a transpose), and the moves that let the recognised channel shuffle and slices lose their
-/// transposes and unit axes. Expected values come from the formulas written out here, not from the
-/// operation under test.
+/// The passes that recognise an operation written out step by step (a layer normalization from reductions,
+/// ShuffleNet's channel shuffle from reshapes and a transpose), and the moves that let the recognised
+/// channel shuffle and slices lose their transposes and unit axes. Expected values come from the formulas
+/// written out here, not from the operation under test.
 @Suite struct FusionPassTests {
   static func kinds(_ graph: Graph) -> [String] { graph.nodes.map(\.operation.kindName) }
 
@@ -25,6 +25,20 @@ import Testing
       for i in 0..<groups { for j in 0..<n { result[start + j * groups + i] = values[start + i * n + j] } }
     }
     return result
+  }
+
+  /// Layer normalization of each last-axis row in Double: (x - mean) / sqrt(variance + epsilon) * gamma + beta.
+  static func layerNormalized(_ values: [Float], channels: Int, epsilon: Double, gamma: [Float], beta: [Float]) -> [Float] {
+    stride(from: 0, to: values.count, by: channels).flatMap { start -> [Float] in
+      let row = values[start..<start + channels].map(Double.init)
+      let mean = row.reduce(0, +) / Double(channels)
+      let variance = row.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(channels)
+      return row.indices.map { Float((row[$0] - mean) / (variance + epsilon).squareRoot() * Double(gamma[$0]) + Double(beta[$0])) }
+    }
+  }
+
+  static func constant(_ builder: inout GraphBuilder, _ name: String, _ shape: [Int], _ values: [Float]) throws -> ValueID {
+    try builder.add(.constant(Constant(shape: shape, values: values)), name: name, inputs: [])
   }
 
   static func run(_ graph: Graph, _ input: Tensor) -> Tensor { Interpreter(graph: graph).run([input])[0] }
@@ -154,5 +168,95 @@ import Testing
     #expect(rewritten.nodes[0].operation == .channelShuffle(axis: 2, groups: 4) && rewritten.nodes[0].inputs == rewritten.inputs)
     let input = Self.ramp([2, 3, 8])
     #expect(Self.run(rewritten, input).values == Self.shuffled(input.values, channels: 8, groups: 4))
+  }
+
+  // MARK: Layer normalization
+
+  /// PyTorch's LayerNorm before opset 17: mean, subtract, square by a power of 2, mean, add epsilon, sqrt,
+  /// divide, scale by gamma and shift by beta, each a node of its own. One layer normalization with those
+  /// parameters computes the same.
+  @Test func layerNormFusesFromReductions() throws {
+    let (channels, epsilon): (Int, Float) = (6, 1e-5)
+    let gamma = (0..<channels).map { Float($0) / 4 - 0.5 }, beta = (0..<channels).map { 0.25 * Float($0) }
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, channels]))
+    let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "mean", inputs: [x])
+    let centered = try builder.add(.elementwise(.subtract), name: "centered", inputs: [x, mean])
+    let two = try Self.constant(&builder, "two", [1], [2])
+    let squared = try builder.add(.elementwise(.power), name: "squared", inputs: [centered, two])
+    let variance = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
+    let eps = try Self.constant(&builder, "eps", [1], [epsilon])
+    let shifted = try builder.add(.elementwise(.add), name: "shifted", inputs: [variance, eps])
+    let root = try builder.add(.activation(.unary(UnaryFunction(kind: .sqrt))), name: "root", inputs: [shifted])
+    let normalized = try builder.add(.elementwise(.divide), name: "normalized", inputs: [centered, root])
+    let g = try Self.constant(&builder, "gamma", [channels], gamma)
+    let scaled = try builder.add(.elementwise(.multiply), name: "scaled", inputs: [normalized, g])
+    let b = try Self.constant(&builder, "beta", [channels], beta)
+    let out = try builder.add(.elementwise(.add), name: "out", inputs: [scaled, b])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try LayerNormFusionPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["layerNormalization"])
+    #expect(rewritten.nodes[0].operation == .layerNormalization(LayerNormalization(
+      gamma: Constant(shape: [channels], values: gamma), beta: Constant(shape: [channels], values: beta), epsilon: epsilon)))
+    #expect(rewritten[rewritten.outputs[0]].name == graph[graph.outputs[0]].name && rewritten.nodes[0].inputs == rewritten.inputs)
+    let input = Self.ramp([2, 3, channels])
+    let expected = Self.layerNormalized(input.values, channels: channels, epsilon: Double(epsilon), gamma: gamma, beta: beta)
+    for (got, want) in zip(Self.run(rewritten, input).values, expected) { #expect(abs(got - want) <= 1e-5 * max(1, abs(want))) }
+    for (got, want) in zip(Self.run(graph, input).values, expected) { #expect(abs(got - want) <= 1e-4 * max(1, abs(want))) }
+  }
+
+  /// The other spellings: the square as `d * d`, `d * rsqrt(variance + epsilon)`, no beta, and constants
+  /// broadcast to a rank-4 `[1, 1, 1, C]` (as the passes leave a channels-first model's): the normalization,
+  /// then a reshape adding the unit axis the constants gave the result.
+  @Test func layerNormFusesOtherSpellings() throws {
+    let channels = 4
+    let gamma: [Float] = [1.5, -0.5, 2, 0.25]
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([3, 2, channels]))
+    let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "mean", inputs: [x])
+    let centered = try builder.add(.elementwise(.subtract), name: "centered", inputs: [x, mean])
+    let squared = try builder.add(.elementwise(.multiply), name: "squared", inputs: [centered, centered])
+    let variance = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
+    let eps = try Self.constant(&builder, "eps", [1, 1, 1, 1], [1e-3])
+    let shifted = try builder.add(.elementwise(.add), name: "shifted", inputs: [eps, variance])
+    let inverse = try builder.add(.activation(.unary(UnaryFunction(kind: .rsqrt))), name: "inverse", inputs: [shifted])
+    let normalized = try builder.add(.elementwise(.multiply), name: "normalized", inputs: [inverse, centered])
+    let g = try Self.constant(&builder, "gamma", [1, 1, 1, channels], gamma)
+    let out = try builder.add(.elementwise(.multiply), name: "out", inputs: [g, normalized])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try LayerNormFusionPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == ["layerNormalization", "reshape"])
+    #expect(rewritten.nodes[0].operation == .layerNormalization(LayerNormalization(gamma: Constant(shape: [channels], values: gamma), beta: nil, epsilon: 1e-3)))
+    #expect(rewritten[rewritten.outputs[0]].type.shape == [1, 3, 2, channels])
+    let input = Self.ramp([3, 2, channels])
+    let expected = Self.layerNormalized(input.values, channels: channels, epsilon: 1e-3, gamma: gamma, beta: [Float](repeating: 0, count: channels))
+    for (got, want) in zip(Self.run(rewritten, input).values, expected) { #expect(abs(got - want) <= 1e-5 * max(1, abs(want))) }
+  }
+
+  /// Chains that are no layer normalization stay: the mean over another axis than the last, a centered
+  /// tensor the graph also outputs, and a square of something else.
+  @Test func otherReductionChainsStay() throws {
+    func chain(meanAxis: Int = 2, exposeCentered: Bool = false, exponent: Float = 2) throws -> Graph {
+      var builder = GraphBuilder()
+      let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+      let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [meanAxis], keepDims: true)), name: "mean", inputs: [x])
+      let centered = try builder.add(.elementwise(.subtract), name: "centered", inputs: [x, mean])
+      let power = try Self.constant(&builder, "power", [1], [exponent])
+      let squared = try builder.add(.elementwise(.power), name: "squared", inputs: [centered, power])
+      let variance = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
+      let root = try builder.add(.activation(.unary(UnaryFunction(kind: .sqrt))), name: "root", inputs: [variance])
+      let out = try builder.add(.elementwise(.divide), name: "out", inputs: [centered, root])
+      return builder.build(outputs: exposeCentered ? [out, centered] : [out])
+    }
+    var plain = try chain()
+    try LayerNormFusionPass().run(&plain)
+    #expect(Self.kinds(plain) == ["layerNormalization"], "the unchanged chain does fuse")
+    for graph in [try chain(meanAxis: 1), try chain(exposeCentered: true), try chain(exponent: 3)] {
+      var rewritten = graph
+      try LayerNormFusionPass().run(&rewritten)
+      #expect(Self.kinds(rewritten) == Self.kinds(graph))
+    }
   }
 }
