@@ -57,6 +57,24 @@ import Testing
     }
   }
 
+  /// A dense layer over the channels of an image (ConvNeXt's Linear on NHWC) is a 1x1 convolution: Core ML's
+  /// `[out, in, 1, 1]` weights are the dense kernel `[in, out]` transposed.
+  @Test func denseOnImageIsOneByOneConvolution() throws {
+    let (inputs, units) = (5, 2)
+    let kernel = (0..<(inputs * units)).map { Float($0) / 4 - 1 }
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([3, 4, inputs]))
+    let dense = Dense(kernel: Constant(shape: [inputs, units], values: kernel), bias: Constant(shape: [units], values: [0.5, -0.25]))
+    let out = try builder.add(.dense(dense), name: "dense", inputs: [x])
+    let (spec, report) = try Self.written(builder.build(outputs: [out]))
+    #expect(spec.layers.map(\.kind) == ["convolution"])
+    let conv = try #require(spec.layers[0].convolution)
+    #expect(conv.kernelSize == [1, 1] && conv.outputChannels == units && conv.kernelChannels == inputs && conv.nGroups == 1)
+    #expect(conv.weights == (0..<units).flatMap { o in (0..<inputs).map { i in kernel[i * units + o] } })
+    #expect(conv.bias == [0.5, -0.25])
+    #expect(report.passed, "\(report.outputs)")
+  }
+
   /// A layer normalization of epsilon 0 (a fused chain without its `+ epsilon`): Core ML reads a unary
   /// epsilon of 0 as 1e-6, so the RSQRT layer holds the smallest normal float instead.
   @Test func layerNormalizationWithoutEpsilon() throws {

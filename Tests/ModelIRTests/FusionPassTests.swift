@@ -5,8 +5,8 @@ import Testing
 
 /// The passes that recognise an operation written out step by step (a layer normalization from reductions,
 /// ShuffleNet's channel shuffle from reshapes and a transpose), and the moves that let the recognised
-/// channel shuffle and slices lose their transposes and unit axes. Expected values come from the formulas
-/// written out here, not from the operation under test.
+/// channel shuffle, slices and channels-first constants lose their transposes and unit axes. Expected values
+/// come from the formulas written out here, not from the operation under test.
 @Suite struct FusionPassTests {
   static func kinds(_ graph: Graph) -> [String] { graph.nodes.map(\.operation.kindName) }
 
@@ -258,5 +258,28 @@ import Testing
       try LayerNormFusionPass().run(&rewritten)
       #expect(Self.kinds(rewritten) == Self.kinds(graph))
     }
+  }
+
+  // MARK: Constants with unit axes in front
+
+  /// `x * s` with `x` of `[H, W, C]` and a channels-first scale moved channels last (`[1, 1, 1, C]`): the
+  /// constant loses its leading unit axis, the product is `[H, W, C]`, and a reshape adds the axis back.
+  @Test func constantsLoseLeadingUnitAxes() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+    let scale = try Self.constant(&builder, "scale", [1, 1, 1, 4], [0.5, -1, 2, 3])
+    let product = try builder.add(.elementwise(.multiply), name: "product", inputs: [scale, x])
+    let out = try builder.add(.activation(.relu), name: "out", inputs: [product])
+    let graph = builder.build(outputs: [out])
+    var rewritten = graph
+    try SinkUnitReshapesPass().run(&rewritten)
+    let multiply = try #require(rewritten.nodes.first { $0.operation.kindName == "multiply" })
+    #expect(rewritten[multiply.output].type.shape == [2, 3, 4])
+    #expect(rewritten[multiply.inputs[0]].type.shape == [1, 1, 4])
+    #expect(Self.kinds(rewritten).suffix(3) == ["multiply", "activation", "reshape"])
+    let input = Self.ramp([2, 3, 4])
+    let expected = input.values.enumerated().map { max($0.element * [0.5, -1, 2, 3][$0.offset % 4], 0) }
+    #expect(Self.run(rewritten, input).values == expected && Self.run(rewritten, input).shape == [1, 2, 3, 4])
+    #expect(Self.run(graph, input).values == expected)
   }
 }
