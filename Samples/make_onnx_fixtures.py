@@ -27,6 +27,9 @@ Writes into `--out`:
 | `mobile_block.onnx` | input `input` [1,3,24,24]: stem Conv+BN(folded by the exporter)+ReLU6, MobileNetV2 inverted residual (expand 1x1, depthwise 3x3, hardswish, squeeze-excitation: ReduceMean -> Gemm -> Relu -> Gemm -> Sigmoid -> Unsqueeze -> Mul, project 1x1, Add skip), AveragePool 3x3 stride 2 pad 1 count_include_pad=1, Resize nearest x2, Concat, ReduceMean keepdims, Conv 1x1 classifier, Squeeze, Softmax; output `probs` | 13 |
 | `mobile_block_opset18.onnx` | the same model and weights (HardSwish op, ReduceMean axes as an input, Resize-18) | 18 |
 | `mlp.onnx` | input `input` [1,10]: Gemm 10->16, Tanh, Unsqueeze, MatMul [1,1,16]x[16,8] + Add, Squeeze, LogSoftmax; output `log_probs` | 11 (Squeeze/Unsqueeze axes as attributes) |
+| `convnext_block.onnx` | input `input` [1,3,32,32]: torchvision's ConvNeXt in small: stem Conv 3->8 4x4 stride 4, LayerNorm2d (Transpose, LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, Transpose), CNBlock (depthwise 7x7 Conv, Transpose to NHWC, LayerNorm eps 1e-6, MatMul 8->32 + Add, GELU as Erf, MatMul 32->8 + Add, Transpose back, layer scale Mul [8,1,1], Add skip), LayerNorm2d, Conv 8->16 2x2 stride 2, CNBlock, GlobalAveragePool, LayerNorm2d on [1,16,1,1], Flatten, Gemm 16->5; output `logits` | 13 |
+| `convnext_block_opset18.onnx` | the same model and weights (LayerNormalization) | 18 |
+| `shuffle_block.onnx` | input `input` [1,3,32,32]: Conv 3->8 3x3 stride 2 + Relu, torchvision's ShuffleNetV2 units (stride 2 8->16: two branches, Concat; two stride 1: Split/Slice in halves, the second through 1x1/depthwise 3x3/1x1 convs, Concat), each ending in the channel shuffle Reshape [1,2,8,H,W], Transpose [0,2,1,3,4], Reshape [1,16,H,W]; Conv 1x1 16->24 + Relu, ReduceMean over H and W, Gemm 24->5; output `logits` | 13 |
 | `external_data/mlp_external.onnx` + `external_data/weights.bin` | `mlp.onnx` with every initializer in `weights.bin` (`save_as_external_data=True, all_tensors_to_one_file=True, size_threshold=0`) | 11 |
 | `labels_tiny_cnn.txt` | 5 class labels for `tiny_cnn` (one a line) | |
 | `not_really.onnx` | an HTML page (what a failed download saves) | |
@@ -165,6 +168,107 @@ class MLP(nn.Module):
         return torch.log_softmax(h.squeeze(1), dim=1)
 
 
+class LayerNorm2d(nn.LayerNorm):
+    """torchvision's LayerNorm2d (ConvNeXt's stem, downsampling and head): a LayerNorm over the channels of an
+    NCHW tensor, computed on its NHWC permutation."""
+
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class CNBlock(nn.Module):
+    """torchvision's ConvNeXt block: depthwise 7x7 conv, permute to NHWC, LayerNorm(eps 1e-6), Linear x4, GELU,
+    Linear, permute back, layer scale [C, 1, 1], residual add."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.fc1 = nn.Linear(dim, 4 * dim)
+        self.fc2 = nn.Linear(4 * dim, dim)
+        self.layer_scale = nn.Parameter(torch.ones(dim, 1, 1))
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.fc2(F.gelu(self.fc1(self.norm(y)))).permute(0, 3, 1, 2)
+        return self.layer_scale * y + x
+
+
+class ConvNeXtBlock(nn.Module):
+    """A two-stage ConvNeXt in small: stem (4x4 stride-4 conv, LayerNorm2d), a block, downsampling (LayerNorm2d,
+    2x2 stride-2 conv), a block, global average pooling, the head's LayerNorm2d on [1, C, 1, 1], Flatten, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 4, stride=4)
+        self.stem_norm = LayerNorm2d(8, eps=1e-6)
+        self.block1 = CNBlock(8)
+        self.down_norm = LayerNorm2d(8, eps=1e-6)
+        self.down = nn.Conv2d(8, 16, 2, stride=2)
+        self.block2 = CNBlock(16)
+        self.head_norm = LayerNorm2d(16, eps=1e-6)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = self.block1(self.stem_norm(self.stem(x)))
+        x = self.block2(self.down(self.down_norm(x)))
+        x = self.head_norm(F.adaptive_avg_pool2d(x, 1))
+        return self.fc(torch.flatten(x, 1))
+
+
+def channel_shuffle(x, groups):
+    """torchvision's ShuffleNetV2 channel shuffle: [N, C, H, W] -> [N, g, C/g, H, W] -> swap -> [N, C, H, W]."""
+    n, c, h, w = x.size()
+    x = x.view(n, groups, c // groups, h, w)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(n, -1, h, w)
+
+
+class ShuffleUnit(nn.Module):
+    """torchvision's ShuffleNetV2 InvertedResidual: stride 2 (both branches convolve, concat) or stride 1 (chunk in
+    two halves, the second convolves, concat), then the channel shuffle of 2 groups."""
+
+    def __init__(self, inputs, outputs, stride):
+        super().__init__()
+        self.stride = stride
+        half = outputs // 2
+        if stride > 1:
+            self.branch1 = nn.Sequential(
+                nn.Conv2d(inputs, inputs, 3, stride, 1, groups=inputs, bias=False), nn.BatchNorm2d(inputs),
+                nn.Conv2d(inputs, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU())
+        source = inputs if stride > 1 else half
+        self.branch2 = nn.Sequential(
+            nn.Conv2d(source, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU(),
+            nn.Conv2d(half, half, 3, stride, 1, groups=half, bias=False), nn.BatchNorm2d(half),
+            nn.Conv2d(half, half, 1, bias=False), nn.BatchNorm2d(half), nn.ReLU())
+
+    def forward(self, x):
+        if self.stride == 1:
+            x1, x2 = x.chunk(2, dim=1)
+            out = torch.cat((x1, self.branch2(x2)), dim=1)
+        else:
+            out = torch.cat((self.branch1(x), self.branch2(x)), dim=1)
+        return channel_shuffle(out, 2)
+
+
+class ShuffleBlock(nn.Module):
+    """A ShuffleNetV2 stage in small: stem conv + ReLU, a stride-2 unit 8 -> 16 channels, two stride-1 units, a
+    1x1 conv, global average pooling, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.units = nn.Sequential(ShuffleUnit(8, 16, 2), ShuffleUnit(16, 16, 1), ShuffleUnit(16, 16, 1))
+        self.conv = nn.Conv2d(16, 24, 1)
+        self.fc = nn.Linear(24, 5)
+
+    def forward(self, x):
+        x = self.units(F.relu(self.stem(x)))
+        return self.fc(F.relu(self.conv(x)).mean((2, 3)))
+
+
 # MARK: - Weights and inputs
 
 
@@ -183,6 +287,12 @@ def randomize(model, seed, scales=None):
                 w.mul_(scales.get(name, 1.0))
                 if module.bias is not None:
                     module.bias.copy_(torch.from_numpy((rng.normal(size=module.bias.shape) * 0.5).astype(np.float32)))
+            elif isinstance(module, nn.LayerNorm):
+                n = module.normalized_shape[0]
+                module.weight.copy_(torch.from_numpy(rng.normal(size=n).astype(np.float32)))
+                module.bias.copy_(torch.from_numpy(rng.normal(size=n).astype(np.float32)))
+            elif isinstance(module, CNBlock):
+                module.layer_scale.copy_(torch.from_numpy(rng.uniform(0.5, 1.5, size=module.layer_scale.shape).astype(np.float32)))
             elif isinstance(module, nn.BatchNorm2d):
                 n = module.num_features
                 module.weight.copy_(torch.from_numpy(rng.normal(size=n).astype(np.float32)))
@@ -311,6 +421,9 @@ MODELS = [
     ("mobile_block", MobileBlock, 12, (1, 3, 24, 24), 13, "probs", False, False, {"block.expand": 3.0}),
     ("mobile_block_opset18", MobileBlock, 12, (1, 3, 24, 24), 18, "probs", False, False, {"block.expand": 3.0}),
     ("mlp", MLP, 13, (1, 10), 11, "log_probs", False, False, {}),
+    ("convnext_block", ConvNeXtBlock, 14, (1, 3, 32, 32), 13, "logits", False, False, {}),
+    ("convnext_block_opset18", ConvNeXtBlock, 14, (1, 3, 32, 32), 18, "logits", False, False, {}),
+    ("shuffle_block", ShuffleBlock, 15, (1, 3, 32, 32), 13, "logits", False, False, {}),
 ]
 
 HTML = """<!DOCTYPE html>

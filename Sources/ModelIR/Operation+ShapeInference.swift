@@ -103,6 +103,13 @@ extension Operation {
       guard order.sorted() == Array(0..<shape.count) else { throw fail("permutation \(order) does not fit \(shape)") }
       return order.map { shape[$0] }
 
+    case .channelShuffle(let axis, let groups):
+      try requireArity(1)
+      let shape = inputShapes[0]
+      guard axis >= 0, axis < shape.count else { throw fail("channel shuffle axis \(axis) is outside \(shape)") }
+      guard groups >= 1, shape[axis] % groups == 0 else { throw fail("\(groups) groups do not divide the \(shape[axis]) entries of axis \(axis)") }
+      return shape
+
     case .zeroPadding2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])

@@ -18,6 +18,10 @@ public enum Operation: Sendable, Equatable {
   case reshape(targetShape: [Int])
   /// Output axis `i` is input axis `order[i]`.
   case permute(order: [Int])
+  /// ShuffleNet's channel shuffle of axis `axis`: its `C = groups * n` entries, read as a `[groups, n]`
+  /// matrix, are written transposed, so output entry `j * groups + i` is input entry `i * n + j` (a
+  /// reshape to `[..., groups, n, ...]`, a swap of those two axes, a reshape back).
+  case channelShuffle(axis: Int, groups: Int)
   case zeroPadding2D(Box2D)
   case cropping2D(Box2D)
   /// Upsampling by integer factors: nearest neighbour, or bilinear with half-pixel centres.
@@ -60,6 +64,7 @@ public enum Operation: Sendable, Equatable {
     case .flatten: return "flatten"
     case .reshape: return "reshape"
     case .permute: return "permute"
+    case .channelShuffle: return "channelShuffle"
     case .zeroPadding2D: return "zeroPadding2D"
     case .cropping2D: return "cropping2D"
     case .upsampling2D: return "upsampling2D"

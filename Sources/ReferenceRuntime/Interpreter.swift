@@ -150,6 +150,20 @@ public struct Interpreter: Sendable {
         result[index] = x.values[source]
       }
       return result
+    case .channelShuffle(let axis, let groups):
+      // Output entry j * groups + i of the axis is input entry i * n + j, for every outer and inner index.
+      let count = x.shape[axis], n = count / groups
+      let inner = x.shape.suffix(from: axis + 1).reduce(1, *), outer = x.shape.prefix(axis).reduce(1, *)
+      var result = [Float](repeating: 0, count: x.values.count)
+      for o in 0..<outer {
+        for i in 0..<groups {
+          for j in 0..<n {
+            let source = (o * count + i * n + j) * inner, target = (o * count + j * groups + i) * inner
+            for k in 0..<inner { result[target + k] = x.values[source + k] }
+          }
+        }
+      }
+      return result
     case .zeroPadding2D(let box):
       return Kernels.window(x, outputShape: outputShape) { y, xx in (y - box.top, xx - box.left) }
     case .cropping2D(let box):

@@ -32,6 +32,8 @@ import Testing
     ("tf2onnx/depthwise_separable", .mlProgram), ("tf2onnx/depthwise_separable", .neuralNetwork), ("tf2onnx/nested", .mlProgram),
     ("tf2onnx/nested", .neuralNetwork), ("tf2onnx/reshape_ops", .mlProgram), ("tf2onnx/reshape_ops", .neuralNetwork),
     ("tf2onnx/sequential_plain", .mlProgram), ("tf2onnx/sequential_plain", .neuralNetwork),
+    ("convnext_block", .mlProgram), ("convnext_block", .neuralNetwork), ("convnext_block_opset18", .mlProgram),
+    ("convnext_block_opset18", .neuralNetwork), ("shuffle_block", .mlProgram), ("shuffle_block", .neuralNetwork),
   ]
 
   @Test(arguments: conversions)
@@ -67,6 +69,25 @@ import Testing
     }
     let network = try CoreMLSpecReader.read(contentsOf: try Self.convert("tiny_cnn", to: .neuralNetwork))
     #expect(!network.layers.contains { $0.kind == "permute" || $0.kind == "transpose" }, "\(network.layers.map(\.kind))")
+  }
+
+  /// ConvNeXt's layer norms (reductions at opset 13, LayerNormalization at 18) and ShuffleNet's channel
+  /// shuffles in the classic format: no transpose is left around the normalizations (each is a channel
+  /// `reduce` and element-wise layers), the Linear layers on NHWC are 1x1 convolutions, and each of the three
+  /// shuffles is one permute between two reshapes with the groups on the sequence axis.
+  @Test func layerNormsAndShufflesInTheClassicFormat() throws {
+    for name in ["convnext_block", "convnext_block_opset18"] {
+      let network = try CoreMLSpecReader.read(contentsOf: try Self.convert(name, to: .neuralNetwork, options: ConversionOptions(precision: .float32)))
+      let kinds = network.layers.map(\.kind)
+      // Five layer norms of two channel means each; the stem and the downsampling conv, two blocks of a depthwise
+      // conv and two Linears as 1x1 convs; the classifier's Gemm on the pooled vector an innerProduct.
+      #expect(kinds.filter { $0 == "reduce" }.count == 10, "\(name): \(kinds)")
+      #expect(kinds.filter { $0 == "convolution" }.count == 8 && kinds.filter { $0 == "innerProduct" }.count == 1, "\(name): \(kinds)")
+      #expect(!kinds.contains("permute"), "\(name): \(kinds)")
+    }
+    let shuffle = try CoreMLSpecReader.read(contentsOf: try Self.convert("shuffle_block", to: .neuralNetwork, options: ConversionOptions(precision: .float32)))
+    let permutes = shuffle.layers.filter { $0.kind == "permute" }
+    #expect(permutes.count == 3 && permutes.allSatisfy { $0.permute?.axis == [1, 0, 2, 3] }, "\(shuffle.layers.map(\.kind))")
   }
 
   /// Classifier labels and an image input with PyTorch's normalization, verified with the same

@@ -42,4 +42,21 @@ extension CoreMLLayerEmitter {
     let position = [2, 3, 1]
     return [0, position[order[2]], position[order[0]], position[order[1]]]
   }
+
+  /// A channel shuffle of C, the last axis of a vector `[C]` or an image `[H, W, C]` (the blob
+  /// `[1, C, H, W]`): a CHANNEL_FIRST reshape to `[Seq = groups, C / groups, H, W]` (row-major, so
+  /// sequence step i holds channels i * n ..< (i + 1) * n), a permute swapping Seq and C, and a CHANNEL_FIRST
+  /// reshape back to `[1, C, H, W]`, whose channel j * groups + i is then input channel i * n + j.
+  mutating func emitChannelShuffle(axis: Int, groups: Int, shape: [Int], name: String, input: String, output: String) throws {
+    // A `[1, C]` sequence of one step is the blob `[1, C, 1, 1]` too.
+    guard shape.count == 1 || shape.count == 3 || (shape.count == 2 && shape[0] == 1), axis == shape.count - 1 else {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: name, detail: "a channel shuffle of axis \(axis) of \(shape) (classic layers shuffle the channels of a vector or an image only)")
+    }
+    let (c, h, w) = shape.count == 3 ? (shape[2], shape[0], shape[1]) : (shape[shape.count - 1], 1, 1)
+    let (grouped, swapped) = (name + "__groups___output", name + "__swapped___output")
+    builder.reshape(name + "__groups__", input: input, output: grouped, targetShape: [groups, c / groups, h, w], channelFirst: true)
+    emitPermute([1, 0, 2, 3], name: name + "__swapped__", input: grouped, output: swapped)
+    builder.reshape(name, input: swapped, output: output, targetShape: [1, c, h, w], channelFirst: true)
+  }
 }

@@ -38,6 +38,15 @@ struct CoreMLLayerEmitter {
     case .convolution2D(let conv):
       try emitConvolution(conv, name: node.name, input: inputs[0], output: output)
 
+    case .dense(let dense) where inputShape.count == 3:
+      // Over the channels of an image: the same sums per pixel as a 1x1 convolution (kernel [1, 1, in, out]),
+      // which is the classic layer for it (innerProduct takes a [C, 1, 1] blob).
+      try emitConvolution(
+        Convolution2D(
+          kernel: Constant(shape: [1, 1, dense.inputUnits, dense.outputUnits], values: dense.kernel.values), bias: dense.bias, strides: [1, 1],
+          dilations: [1, 1], padding: .valid, groups: 1),
+        name: node.name, input: inputs[0], output: output)
+
     case .dense(let dense):
       // Rank 2 is a [T, C] sequence: Core ML's innerProduct applies to every step.
       guard inputShape.count <= 2 else {
@@ -113,6 +122,9 @@ struct CoreMLLayerEmitter {
         throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "Permute of a rank-\(order.count + 1) tensor (only [T, C] and [H, W, C] tensors)")
       }
       emitPermute(Self.coreMLPermutation(order), name: node.name, input: inputs[0], output: output)
+
+    case .channelShuffle(let axis, let groups):
+      try emitChannelShuffle(axis: axis, groups: groups, shape: inputShape, name: node.name, input: inputs[0], output: output)
 
     case .zeroPadding2D(let box):
       builder.zeroPadding(node.name, input: inputs[0], output: output, amounts: [(box.top, box.bottom), (box.left, box.right)])

@@ -23,12 +23,14 @@ extension NeuralNetworkBuilder {
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLATTEN, \.flatten, params)
   }
 
-  /// CHANNEL_LAST reshape to `[Seq, C, H, W]`. Specification 1.
-  mutating func reshape(_ name: String, input: String, output: String, targetShape: [Int]) {
+  /// Reshape to `[Seq, C, H, W]`: CHANNEL_LAST (the H, W, C element order), or with `channelFirst` the
+  /// row-major order of `[Seq, C, H, W]` itself. Specification 1.
+  mutating func reshape(_ name: String, input: String, output: String, targetShape: [Int], channelFirst: Bool = false) {
     let params = arena.message(core_ml__specification__reshape_layer_params__init)
     params.pointee.n_targetshape = targetShape.count
     params.pointee.targetshape = arena.array(targetShape.map { Int64($0) })
-    params.pointee.mode = CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_LAST
+    params.pointee.mode = channelFirst
+      ? CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_FIRST : CORE_ML__SPECIFICATION__RESHAPE_LAYER_PARAMS__RESHAPE_ORDER__CHANNEL_LAST
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE, \.reshape, params)
   }
 

@@ -153,6 +153,20 @@ extension MILEmitter {
     try produce(node.output, .natural, "transpose", [("x", .tensor(x)), ("perm", .ints([0] + order.map { $0 + 1 }))], dataType: x.dataType)
   }
 
+  /// A channel shuffle in the layout its input already has: a reshape splitting the axis into
+  /// `[groups, n]`, a transpose of the two, a reshape back.
+  mutating func emitChannelShuffle(_ node: Node, axis: Int, groups: Int) throws {
+    let (x, layout) = try tensor(node.inputs[0])
+    let a = layout.axis(axis, rank: rank(node.inputs[0]))
+    let split = Array(x.shape[..<a]) + [groups, x.shape[a] / groups] + Array(x.shape[(a + 1)...])
+    var order = Array(split.indices)
+    order.swapAt(a, a + 1)
+    let grouped = try op("reshape", [("x", .tensor(x)), ("shape", .ints(split))], temporary(node.output, "groups"), x.dataType, split)
+    let swapped = try op(
+      "transpose", [("x", .tensor(grouped)), ("perm", .ints(order))], temporary(node.output, "swapped"), x.dataType, order.map { split[$0] })
+    try produce(node.output, layout, "reshape", [("x", .tensor(swapped)), ("shape", .ints(x.shape))], dataType: x.dataType)
+  }
+
   /// A constant pad, channels first when its input is (an image's `[H, W, C]` padded as `[C, H, W]`). The
   /// lowest float (a max pooling's padding) is float16's lowest in a float16 program: no finite float16
   /// value is below it, so a maximum is the same.

@@ -166,6 +166,7 @@ struct MILEmitter {
     case .flatten: try emitReshape(node, target: graph[node.output].type.shape)
     case .reshape(let target): try emitReshape(node, target: target)
     case .permute(let order): try emitPermute(node, order: order)
+    case .channelShuffle(let axis, let groups): try emitChannelShuffle(node, axis: axis, groups: groups)
     case .constantPad(let padding): try emitConstantPad(node, padding)
     case .slice(let slice): try emitSlice(node, slice)
     case .dense(let dense): try emitDense(node, dense)

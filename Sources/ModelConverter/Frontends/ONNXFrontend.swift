@@ -25,6 +25,51 @@ public struct ONNXFrontend: ModelFrontend {
     try Self.inspect(ONNXModelReader.read(contentsOf: url), path: url.path, options: options)
   }
 
+  /// Operators that say nothing of a layout: elementwise ones, and those whose axes are explicit (Pad,
+  /// Slice). A path through them keeps whatever layout its tensor has.
+  static let layoutNeutral: Set<String> = [
+    "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Clip", "Identity", "Cast", "Dropout", "Abs", "Neg", "Sqrt",
+    "Exp", "Log", "Add", "Sub", "Mul", "Div", "Pad", "Slice",
+  ]
+
+  /// The inputs and outputs a TensorFlow export (tf2onnx) declares channels last: every path from an
+  /// input through layout-neutral operators ends in a Transpose to channels first (perm [0, 3, 1, 2]), or an
+  /// output is the inverse Transpose's result after layout-neutral operators. The others are channels first.
+  static func channelsLastEdges(_ graph: ONNXGraph) -> Set<String> {
+    var readers: [String: [ONNXNode]] = [:], producers: [String: ONNXNode] = [:]
+    for node in graph.nodes {
+      for input in Set(node.inputs) where !input.isEmpty { readers[input, default: []].append(node) }
+      for output in node.outputs { producers[output] = node }
+    }
+    func isTranspose(_ node: ONNXNode, _ perm: [Int]) -> Bool { node.opType == "Transpose" && node.attribute("perm")?.ints == perm }
+    var result = Set<String>()
+    for input in graph.inputs {
+      var frontier = [input.name], seen = Set<String>(), transposes = 0, other = false
+      while let name = frontier.popLast(), !other, seen.count < 64 {
+        guard seen.insert(name).inserted else { continue }
+        for node in readers[name] ?? [] {
+          if isTranspose(node, [0, 3, 1, 2]) {
+            transposes += 1
+          } else if layoutNeutral.contains(node.opType) && node.inputs.first == name {
+            frontier += node.outputs
+          } else {
+            other = true
+          }
+        }
+      }
+      if transposes > 0 && !other { result.insert(input.name) }
+    }
+    for output in graph.outputs {
+      var node = producers[output.name]
+      for _ in 0..<64 {
+        guard let current = node, layoutNeutral.contains(current.opType), let first = current.inputs.first else { break }
+        node = producers[first]
+      }
+      if let node, isTranspose(node, [0, 2, 3, 1]) { result.insert(output.name) }
+    }
+    return result
+  }
+
   /// `model` as a source; `constants` binds graph inputs to known values (as initializers would be),
   /// for frozen inputs and for ONNX's backend tests, whose weights are inputs.
   public static func source(
@@ -32,7 +77,7 @@ public struct ONNXFrontend: ModelFrontend {
   ) throws -> ImportedSource {
     let imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants)
     let inputs = zip(imported.inputNames, imported.graph.inputs).map { SourceLayout.SourceInput(name: $0, value: $1, image: false) }
-    var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false) {
+    var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false, channelsLast: channelsLastEdges(model.graph)) {
       ONNXImportError.invalidGraph(path: path, detail: $0)
     }
     // New names, in two steps so that swapping two does not clash half way.

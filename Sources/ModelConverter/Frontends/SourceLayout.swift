@@ -26,7 +26,10 @@ enum SourceLayout {
 
   /// The IR form of a Core ML tensor shape, or nil when the writers have no counterpart for it.
   /// - Parameter rank5: the classic rank-5 mapping, where `[S, C, H, W]` blobs carry vectors as `[S, C, 1, 1]`.
-  static func form(of shape: [Int], image: Bool, rank5: Bool) -> Form? {
+  /// - Parameter channelsLast: a `[1, H, W, C]` array the source computes on channels last (a TensorFlow
+  ///   export's interface), read in its own element order.
+  static func form(of shape: [Int], image: Bool, rank5: Bool, channelsLast: Bool = false) -> Form? {
+    if channelsLast, !image, !rank5, shape.count == 4, shape[0] == 1 { return .sameOrder(Array(shape.dropFirst())) }
     if image {
       guard shape.count >= 3, shape.dropLast(3).allSatisfy({ $0 == 1 }) else { return nil }
       let chw = Array(shape.suffix(3))
@@ -76,8 +79,9 @@ enum SourceLayout {
   /// `source` with its edges in the IR's conventions: each of `inputs` becomes a new graph input of its
   /// IR form, transposed and reshaped back to the source's shape; each output gets the inverse. Nodes
   /// that only compute what an input replaces (an image scaler) go. `fail` makes the format's error.
+  /// `channelsLast` names the inputs and outputs to read as `[1, H, W, C]` in their own order.
   static func canonicalGraph(
-    _ source: Graph, inputs: [SourceInput], rank5: Bool, fail: (String) -> Error
+    _ source: Graph, inputs: [SourceInput], rank5: Bool, channelsLast: Set<String> = [], fail: (String) -> Error
   ) throws -> (graph: Graph, forms: [String: Form]) {
     var builder = GraphBuilder()
     var mapped: [ValueID: ValueID] = [:]
@@ -86,7 +90,7 @@ enum SourceLayout {
 
     for input in inputs {
       let shape = source[input.value].type.shape
-      guard let form = form(of: shape, image: input.image, rank5: rank5) else {
+      guard let form = form(of: shape, image: input.image, rank5: rank5, channelsLast: channelsLast.contains(input.name)) else {
         throw fail("input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
       if !input.image { forms[input.name] = form }
@@ -120,7 +124,7 @@ enum SourceLayout {
         throw fail("output '\(name)' depends on an image input's raw pixels, not only on its scaled values")
       }
       let shape = source[id].type.shape
-      guard let form = form(of: shape, image: false, rank5: rank5) else {
+      guard let form = form(of: shape, image: false, rank5: rank5, channelsLast: channelsLast.contains(name)) else {
         throw fail("output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
       forms[name] = form

@@ -43,10 +43,11 @@ public struct CancelTransposesPass: GraphPass {
     }
   }
 
-  /// A transpose read only by an element-wise activation (or cast), a constant padding or a reduction that
-  /// keeps its axes moves after it: `f(x.T) = f'(x).T`, where `f'` pads or reduces the axes `f` did, as
-  /// they are before the transpose. It moves towards another transpose (which it then meets) or a join
-  /// (where it may meet the same transpose of the other inputs, `sinkPastJoins`), or when
+  /// A transpose read only by an element-wise activation (or cast), a constant padding, a reduction that
+  /// keeps its axes, a slice or a channel shuffle moves after it: `f(x.T) = f'(x).T`, where `f'` pads,
+  /// reduces, cuts or shuffles the axes `f` did, as they are before the transpose. It moves towards another
+  /// transpose (which it then meets) or a join (where it may meet the same transpose of the other inputs,
+  /// `sinkPastJoins`; see `leadsOn`), or when
   /// after the move it only moves axes of size 1 (and becomes a reshape). Returns whether it moved one.
   func sinkPastElementwise(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
@@ -60,15 +61,7 @@ public struct CancelTransposesPass: GraphPass {
       guard let movedShape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
       // Towards other transposes, joins where it can meet the same transpose of the other inputs, or
       // reductions, which take it in: every reader is one of those.
-      let readers = (lookup.readingNodes[node.output] ?? []).map { graph.nodes[$0] }
-      let towardsTranspose = !graph.outputs.contains(node.output) && !readers.isEmpty && readers.allSatisfy { reader in
-        switch reader.operation {
-        // A reduction takes a transpose in (`sinkPastReductions`): the mean over H and W ending a network.
-        case .permute, .elementwise, .concatenate, .reduce: return true
-        default: return false
-        }
-      }
-      guard towardsTranspose || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
+      guard Self.leadsOn(node.output, order: order, in: graph, lookup: lookup) || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
       // The operation reads the transpose's input; the transpose, moved after it, writes the operation's
       // old output (its name and readers stay).
       graph.moveBefore(
@@ -221,11 +214,15 @@ public struct CancelTransposesPass: GraphPass {
         default: return node.inputs.count == 1 && Self.beforeTranspose(node.operation, order: order) != nil
         }
       }
+      // Or every reader is a slice that would take the copy on (the parts of a split, each towards a transpose or a join).
       let joined = readers.contains { reader in
         switch graph.nodes[reader].operation {
         case .elementwise, .concatenate: return true
         default: return false
         }
+      } || readers.allSatisfy { reader in
+        guard case .slice = graph.nodes[reader].operation else { return false }
+        return Self.leadsOn(graph.nodes[reader].output, order: order, in: graph, lookup: lookup)
       }
       guard movable, joined else { continue }
       for reader in readers.dropFirst().reversed() {
@@ -238,6 +235,24 @@ public struct CancelTransposesPass: GraphPass {
       return true
     }
     return false
+  }
+
+  /// Whether a transpose by `order` of `value`, moved after its readers, goes on towards something that
+  /// takes it: every reader is another transpose, a join where it can meet the same transpose of the other
+  /// inputs, a reduction (`sinkPastReductions`: the mean over H and W ending a network), or an operation the
+  /// transpose moves past (an activation, a slice, a shuffle: ShuffleNet's halves of a shuffled tensor)
+  /// whose own readers lead on, a few steps deep.
+  static func leadsOn(_ value: ValueID, order: [Int], in graph: Graph, lookup: GraphIndex, depth: Int = 0) -> Bool {
+    let readers = (lookup.readingNodes[value] ?? []).map { graph.nodes[$0] }
+    guard !graph.outputs.contains(value), !readers.isEmpty, depth < 16 else { return false }
+    return readers.allSatisfy { reader in
+      switch reader.operation {
+      case .permute, .elementwise, .concatenate, .reduce: return true
+      default:
+        return reader.inputs.count == 1 && beforeTranspose(reader.operation, order: order) != nil
+          && leadsOn(reader.output, order: order, in: graph, lookup: lookup, depth: depth + 1)
+      }
+    }
   }
 
   /// `operation` as it applies before a transpose by `order` (`y = x.transpose(order)`: y's axis i is
@@ -254,6 +269,15 @@ public struct CancelTransposesPass: GraphPass {
     case .reduce(let reduction) where reduction.keepDims:
       guard reduction.axes.allSatisfy({ order.indices.contains($0) }) else { return nil }
       return .reduce(Reduction(kind: reduction.kind, axes: reduction.axes.map { order[$0] }.sorted(), keepDims: true))
+    case .channelShuffle(let axis, let groups):
+      guard order.indices.contains(axis) else { return nil }
+      return .channelShuffle(axis: order[axis], groups: groups)
+    case .slice(let slice):
+      // The same cut of each axis, where the axis is before the transpose.
+      guard slice.begin.count == order.count, slice.end.count == order.count, slice.strides.count == order.count else { return nil }
+      var begin = slice.begin, end = slice.end, strides = slice.strides
+      for (axis, source) in order.enumerated() { (begin[source], end[source], strides[source]) = (slice.begin[axis], slice.end[axis], slice.strides[axis]) }
+      return .slice(StridedSlice(begin: begin, end: end, strides: strides))
     default:
       return nil
     }

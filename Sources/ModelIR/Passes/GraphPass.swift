@@ -35,11 +35,12 @@ public struct GraphPipeline: Sendable {
     for pass in passes where pass.isCheck { try pass.run(&graph) }
   }
 
-  /// The passes every source graph goes through before a writer sees it: unit-axis reshapes move
-  /// down until they meet, transposes that undo each other cancel, transposes of unit axes become
-  /// reshapes, chains of reshapes shrink.
+  /// The passes every source graph goes through before a writer sees it: layer normalizations and
+  /// channel shuffles written out step by step become one operation each, unit-axis reshapes move down
+  /// until they meet, transposes that undo each other cancel, transposes of unit axes become reshapes,
+  /// chains of reshapes shrink.
   public static let standard = GraphPipeline([
-    SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
+    LayerNormFusionPass(), ChannelShuffleFusionPass(), SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
     GlobalPoolingPass(), GeluFusionPass(),
   ])
 }

@@ -61,7 +61,7 @@ public struct SinkUnitReshapesPass: GraphPass {
         break
       }
       // Last, when nothing else moves: the other inputs of a join will not bring their own reshape.
-      if !changed && Self.bypassBroadcastReshapes(&graph) { changed = true }
+      if !changed && (Self.bypassBroadcastReshapes(&graph) || Self.squeezeBroadcastConstants(&graph)) { changed = true }
     }
   }
 
@@ -144,6 +144,49 @@ public struct SinkUnitReshapesPass: GraphPass {
     return false
   }
 
+  /// An element-wise operation whose result has more axes than any of its computed inputs only because
+  /// a constant has unit axes in front (`x * s` with `x` of shape `[H, W, C]` and `s` of `[1, 1, 1, C]`,
+  /// a channels-first scale moved to channels last) computes the same with the constant's leading unit
+  /// axes dropped; a reshape after it adds them back and moves on. Returns whether it squeezed one.
+  static func squeezeBroadcastConstants(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
+    for index in graph.nodes.indices {
+      let node = graph.nodes[index]
+      guard case .elementwise = node.operation, node.inputs.count >= 2 else { continue }
+      let constants = node.inputs.map { input -> Constant? in
+        guard let producer = lookup.producer[input], case .constant(let c) = graph.nodes[producer].operation else { return nil }
+        return c
+      }
+      let computed = node.inputs.indices.filter { constants[$0] == nil }
+      guard let rank = computed.map({ graph[node.inputs[$0]].type.shape.count }).max() else { continue }
+      let output = graph[node.output].type.shape
+      let extra = output.count - rank
+      guard extra > 0, output.prefix(extra).allSatisfy({ $0 == 1 }) else { continue }
+      var graphCopy = graph
+      var inputs = node.inputs
+      var at = index
+      for position in node.inputs.indices {
+        guard let c = constants[position], c.shape.count > rank else { continue }
+        let squeezed = Constant(shape: Array(c.shape.dropFirst(c.shape.count - rank)), values: c.values)
+        let value = graphCopy.values.count
+        graphCopy.values.append(Value(name: graphCopy.unusedName(graph[node.inputs[position]].name + "__squeezed"), type: TensorType(squeezed.shape, dataType: graph[node.inputs[position]].type.dataType)))
+        let producer = graph.nodes[lookup.producer[node.inputs[position]]!]
+        graphCopy.nodes.insert(Node(name: producer.name + "__squeezed", operation: .constant(squeezed), inputs: [], output: value, origin: producer.origin), at: at)
+        at += 1
+        inputs[position] = value
+      }
+      guard let shape = try? node.operation.outputShape(inputShapes: inputs.map { graphCopy[$0].type.shape }, node: node.name),
+        shape == Array(output.dropFirst(extra))
+      else { continue }
+      graphCopy.moveBefore(
+        nodeAt: at, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
+        follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
+      graph = graphCopy
+      return true
+    }
+    return false
+  }
+
   /// The operation as it applies to the tensor before the reshape, or nil when it cannot move.
   static func moved(_ operation: Operation, before: [Int], after: [Int]) -> Operation? {
     // Where each non-unit axis of the reshaped tensor was before the reshape.
@@ -168,6 +211,8 @@ public struct SinkUnitReshapesPass: GraphPass {
       return after.last != 1 && before.last == after.last ? operation : nil
     case .softmax(let axis):
       return position[axis].map { .softmax(axis: $0) }
+    case .channelShuffle(let axis, let groups):
+      return position[axis].map { .channelShuffle(axis: $0, groups: groups) }
     case .reduce(let reduction):
       // Every reduced axis must be one the reshape keeps; without keepDims the unit axes go anyway.
       let axes = reduction.axes.compactMap { position[$0] }
