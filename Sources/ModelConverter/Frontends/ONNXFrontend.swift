@@ -32,10 +32,23 @@ public struct ONNXFrontend: ModelFrontend {
     "Exp", "Log", "Add", "Sub", "Mul", "Div", "Pad", "Slice",
   ]
 
-  /// The inputs and outputs a TensorFlow export (tf2onnx) declares channels last: every path from an
-  /// input through layout-neutral operators ends in a Transpose to channels first (perm [0, 3, 1, 2]), or an
-  /// output is the inverse Transpose's result after layout-neutral operators. The others are channels first.
-  static func channelsLastEdges(_ graph: ONNXGraph) -> Set<String> {
+  /// Operators that compute on `[N, C, ...]` channels first.
+  static let channelsFirstOperators: Set<String> = [
+    "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+    "InstanceNormalization", "LRN", "Resize", "Upsample", "PRelu", "SpaceToDepth", "DepthToSpace",
+  ]
+
+  /// The `[1, H, W, C]` inputs and outputs of a TensorFlow export (tf2onnx, keras2onnx), which keeps
+  /// TensorFlow's channels-last interface and transposes to channels first before its convolutions.
+  ///
+  /// An input is channels last when every path from it through layout-neutral operators ends in a
+  /// Transpose to channels first (perm [0, 3, 1, 2]); in a model a TensorFlow converter produced, also when
+  /// no path reaches a channels-first operator before a Transpose (an all-elementwise model concatenating
+  /// channels). An output is channels last when it is the inverse Transpose's result after layout-neutral
+  /// operators, or, from a TensorFlow converter, when no channels-first operator makes it directly.
+  static func channelsLastEdges(_ model: ONNXModel) -> Set<String> {
+    let graph = model.graph
+    let tensorFlow = ["tf2onnx", "keras2onnx"].contains(model.producerName)
     var readers: [String: [ONNXNode]] = [:], producers: [String: ONNXNode] = [:]
     for node in graph.nodes {
       for input in Set(node.inputs) where !input.isEmpty { readers[input, default: []].append(node) }
@@ -44,28 +57,30 @@ public struct ONNXFrontend: ModelFrontend {
     func isTranspose(_ node: ONNXNode, _ perm: [Int]) -> Bool { node.opType == "Transpose" && node.attribute("perm")?.ints == perm }
     var result = Set<String>()
     for input in graph.inputs {
-      var frontier = [input.name], seen = Set<String>(), transposes = 0, other = false
-      while let name = frontier.popLast(), !other, seen.count < 64 {
+      var frontier = [input.name], seen = Set<String>(), transposes = 0, other = false, channelsFirst = false
+      while let name = frontier.popLast(), !channelsFirst, seen.count < 256 {
         guard seen.insert(name).inserted else { continue }
         for node in readers[name] ?? [] {
           if isTranspose(node, [0, 3, 1, 2]) {
             transposes += 1
-          } else if layoutNeutral.contains(node.opType) && node.inputs.first == name {
-            frontier += node.outputs
+          } else if channelsFirstOperators.contains(node.opType) {
+            channelsFirst = true
           } else {
-            other = true
+            if !(layoutNeutral.contains(node.opType) && node.inputs.first == name) { other = true }
+            if node.opType != "Transpose" { frontier += node.outputs }
           }
         }
       }
-      if transposes > 0 && !other { result.insert(input.name) }
+      if !channelsFirst && ((transposes > 0 && !other) || tensorFlow) { result.insert(input.name) }
     }
     for output in graph.outputs {
       var node = producers[output.name]
-      for _ in 0..<64 {
-        guard let current = node, layoutNeutral.contains(current.opType), let first = current.inputs.first else { break }
+      for _ in 0..<256 {
+        guard let current = node, layoutNeutral.contains(current.opType) || (tensorFlow && current.opType == "Concat"), let first = current.inputs.first else { break }
         node = producers[first]
       }
       if let node, isTranspose(node, [0, 2, 3, 1]) { result.insert(output.name) }
+      if tensorFlow && !(node.map { channelsFirstOperators.contains($0.opType) || $0.opType == "Transpose" } ?? false) { result.insert(output.name) }
     }
     return result
   }
@@ -77,7 +92,7 @@ public struct ONNXFrontend: ModelFrontend {
   ) throws -> ImportedSource {
     let imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants)
     let inputs = zip(imported.inputNames, imported.graph.inputs).map { SourceLayout.SourceInput(name: $0, value: $1, image: false) }
-    var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false, channelsLast: channelsLastEdges(model.graph)) {
+    var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false, channelsLast: channelsLastEdges(model)) {
       ONNXImportError.invalidGraph(path: path, detail: $0)
     }
     // New names, in two steps so that swapping two does not clash half way.
