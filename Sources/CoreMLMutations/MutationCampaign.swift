@@ -3,7 +3,8 @@ import Foundation
 import ModelConverter
 import ModelIR
 
-/// Breaks a correct conversion in every way `CoreMLMutator` knows and runs `verify` on each broken file.
+/// Breaks a correct conversion to a classic `.mlmodel` (of any source `Converter` reads) in every way
+/// `CoreMLMutator` knows and runs `verify` on each broken file.
 ///
 /// A mutation is *killed* when verify fails it and names where it broke: the first mismatching tensor
 /// belongs to the Keras layer the mutated Core ML layer was written for (Core ML layers carry the IR
@@ -41,7 +42,9 @@ public enum MutationCampaign {
     var verification = verification
     verification.expectedLabels = conversion.classLabels?.descriptions
     if !conversion.imageInputNames.isEmpty { verification.expectedPreprocessing = conversion.imagePreprocessing }
-    let model = try KerasConverter.convert(modelAt: source, options: conversion)
+    var classic = conversion
+    classic.format = .neuralNetwork
+    let model = try Converter.convert(modelAt: source, options: classic)
     let original = model.bytes  // packed once (each `bytes` packs the model again)
     let correct = directory.appendingPathComponent("correct.mlmodel")
     try Data(original).write(to: correct)

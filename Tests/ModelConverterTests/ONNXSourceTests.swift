@@ -47,6 +47,21 @@ import Testing
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.passed })
   }
 
+  /// `verify` compares layer by layer by ONNX value names: every convolution, pooling and normalization
+  /// of tiny_cnn (whose results the writers keep, their batch axis dropped, under the ONNX name), in both
+  /// formats (an ML Program's under its MIL identifier).
+  @Test(arguments: [ModelFormat.mlProgram, .neuralNetwork])
+  func layersAreComparedByOnnxNames(format: ModelFormat) throws {
+    let output = try Self.convert("tiny_cnn", to: format, options: ConversionOptions(precision: .float32))
+    let report = try ParityVerifier.verify(source: Self.url("tiny_cnn"), converted: output, options: VerificationOptions(samples: 2))
+    #expect(report.passed)
+    let compared = Set(report.layers.map(\.kerasLayer))
+    for node in ["/conv1/Conv_output_0", "/bn1/BatchNormalization_output_0", "/pool/MaxPool_output_0", "/depthwise/Conv_output_0",
+      "/pointwise/Conv_output_0", "/res1/Conv_output_0", "/res2/Conv_output_0", "/gap/GlobalAveragePool_output_0"] {
+      #expect(compared.contains(node), "\(format): \(node) not compared (compared: \(compared.sorted()))")
+    }
+  }
+
   /// The converted model keeps the interface the ONNX model declares: `[1, 3, 32, 32]` in an ML Program,
   /// Core ML's `(3, 32, 32)` in a neural network; the source is recorded.
   @Test func interfaceAndProvenanceAreKept() throws {

@@ -188,6 +188,61 @@ struct Comparison {
       if let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, keras: keras) }
       if let output = outputsByValue[node.output] { add(node.output, output, keras: keras) }
     }
+    // Blobs named after a source value the conversion's passes rewrote without reordering its elements
+    // (unit axes dropped: `__unit_axes`; a copy: `__copy`), or under its MIL identifier (an ONNX name such
+    // as `/layer1/Conv_output_0` written as `_layer1_Conv_output_0`): compared when the sizes other than 1
+    // agree in order. A value computed in another layout (`__before_transpose`) is not.
+    var sourceByName: [String: ValueID] = [:], sanitizedCounts: [String: Int] = [:]
+    for node in source.nodes { sanitizedCounts[milIdentifier(source[node.output].name), default: 0] += 1 }
+    for node in source.nodes {
+      let name = source[node.output].name
+      sourceByName[name] = node.output
+      if sanitizedCounts[milIdentifier(name)] == 1, sourceByName[milIdentifier(name)] == nil { sourceByName[milIdentifier(name)] = node.output }
+    }
+    let origins = Dictionary(source.nodes.map { ($0.output, $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName)) }, uniquingKeysWith: { first, _ in first })
+    let sourceNames = Set(source.nodes.map { source[$0.output].name })
+    let sourceProducers = Dictionary(source.nodes.map { ($0.output, $0) }, uniquingKeysWith: { first, _ in first })
+    // Names the source has exactly were looked at above.
+    for (name, blob) in converted.blobs.sorted(by: { $0.key < $1.key }) where !graph.inputs.contains(blob) && !sourceNames.contains(name) {
+      var base = name
+      while let suffix = ["__unit_axes", "__copy"].first(where: { base.hasSuffix($0) }) { base.removeLast(suffix.count) }
+      guard let sourceID = sourceByName[base], !paired.contains(sourceID), let keras = origins[sourceID] else { continue }
+      let sizes = source[sourceID].type.shape.filter { $0 != 1 }
+      // A spatial result as the reader computes it, channels last (the blob itself may be channels first).
+      var candidate: ValueID?
+      // Only what a layer computes: a transpose or reshape of the source is the IR's bookkeeping, which the
+      // writers realize in either layout.
+      guard let producer = sourceProducers[sourceID] else { continue }
+      switch producer.operation {
+      case .permute, .reshape, .flatten, .constant, .cast: continue
+      default: break
+      }
+      if let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast) {
+        candidate = channelsLast
+      } else if computed.contains(blob) {
+        // Another value is in the writer's layout or its channels-first one, which moves the last axis to
+        // the front: only sizes that rotation tells apart say which (a vector's order is the same in both).
+        let blobSizes = graph[blob].type.shape.filter { $0 != 1 }
+        if let last = blobSizes.last, blobSizes.count <= 1 || [last] + blobSizes.dropLast() != blobSizes { candidate = blob }
+      }
+      guard let convertedID = candidate, graph[convertedID].type.shape.filter({ $0 != 1 }) == sizes else { continue }
+      paired.insert(sourceID)
+      result.append(TensorPair(source: sourceID, converted: convertedID, layout: .sameOrder, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
+    }
+    // In the source's order, so the first mismatch is the earliest broken layer.
+    let order = Dictionary(source.nodes.enumerated().map { ($0.element.output, $0.offset) }, uniquingKeysWith: { first, _ in first })
+    return result.enumerated().sorted { (order[$0.element.source] ?? -1, $0.offset) < (order[$1.element.source] ?? -1, $1.offset) }.map(\.element)
+  }
+
+  /// A name as an ML Program identifier: letters, digits, `_` and `@`, not starting with a digit or `@`
+  /// ([rule MIL-IDENT] in Schemas/MIL.proto), anything else `_`.
+  static func milIdentifier(_ name: String) -> String {
+    let scalars = name.unicodeScalars.map { scalar -> Character in
+      let letter = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || scalar == "_"
+      return letter || ("0"..."9").contains(scalar) || scalar == "@" ? Character(scalar) : "_"
+    }
+    let result = String(scalars)
+    guard let first = result.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first) || first == "_" else { return "_" + result }
     return result
   }
 
