@@ -1,4 +1,5 @@
 import Foundation
+import ModelConverter
 import ONNXFormat
 import TestSupport
 import Testing
@@ -17,6 +18,15 @@ import Testing
     let start = try #require(readme.range(of: marker))
     let paragraph = String(readme[start.upperBound...]).components(separatedBy: "\n\n")[0].replacingOccurrences(of: "\n", with: " ")
     #expect(paragraph == Self.expectedParagraph, "the README should read:\n\(Self.expectedParagraph)")
+  }
+
+  /// `inspect --json` carries the same table (`onnx.supportedOperators`).
+  @Test func inspectionListsTheRegistry() throws {
+    let inspection = try ModelInspector.inspect(contentsOf: Fixtures.url("onnx/tiny_cnn.onnx"))
+    let table = try #require(inspection.onnx).supportedOperators
+    #expect(table.map(\.opType) == ONNXOperatorRegistry.supported.map(\.opType))
+    #expect(table.map(\.since) == ONNXOperatorRegistry.supported.map(\.since))
+    #expect(table.contains { $0.opType == "Conv" } && table.contains { $0.opType == "LRN" })
   }
 
   @Test func everyHandlerAnswersFromItsOwnOpsetOn() {

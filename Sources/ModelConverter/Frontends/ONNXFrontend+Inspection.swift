@@ -43,7 +43,8 @@ extension ONNXFrontend {
         .init(opType: op, count: count, supported: ONNXOperatorRegistry.entry(domain: domains[op] ?? "", opType: op, opset: opset) != nil)
       },
       declaredInputs: inputs.map { .init(name: $0.name, dimensions: dimensions($0)) },
-      declaredOutputs: graph.outputs.map { .init(name: $0.name, dimensions: dimensions($0)) })
+      declaredOutputs: graph.outputs.map { .init(name: $0.name, dimensions: dimensions($0)) },
+      supportedOperators: ONNXOperatorRegistry.supported.map { .init(opType: $0.opType, since: $0.since) })
     let parameterCount = graph.initializers.reduce(0) { $0 + $1.elementCount }
     var inspection = ModelInspection(
       path: path, format: .onnx, kind: .onnx, kerasVersion: nil, kerasBackend: nil, specificationVersion: nil, opset: "ai.onnx \(opset)",

@@ -168,6 +168,12 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     public var operators: [OperatorUse]
     public var declaredInputs: [DeclaredShape]
     public var declaredOutputs: [DeclaredShape]
+    /// Every operator the importer converts (its registry) with the opsets each handler starts at.
+    public var supportedOperators: [SupportedOperator] = []
+    public struct SupportedOperator: Sendable, Equatable, Codable {
+      public var opType: String
+      public var since: [Int]
+    }
   }
 
   /// All weight bytes.
