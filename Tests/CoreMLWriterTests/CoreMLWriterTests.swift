@@ -1,4 +1,6 @@
 import CoreMLFormat
+@testable import CoreMLNeuralNetworkWriter
+import CoreMLCommon
 import Foundation
 import KerasFormat
 import ModelConverter
@@ -184,5 +186,54 @@ import Testing
     #expect(pools.allSatisfy { $0.pooling?.avgPoolExcludePadding == true })
     #expect(pools.contains { $0.pooling?.globalPooling == true })
     #expect(pools.contains { $0.pooling?.padding == .same && $0.pooling?.type.rawValue == 0 })
+  }
+}
+
+/// A classic network larger than one protobuf message may be is refused before anything is written,
+/// and a file that large is refused by the reader before it is read.
+@Suite struct SpecificationSizeLimitTests {
+  private func graph() throws -> Graph {
+    var builder = GraphBuilder()
+    let input = try builder.addInput(name: "x", type: TensorType([100]))
+    let kernel = Constant(shape: [100, 10], values: (0..<1000).map { Float($0) / 1000 })
+    let output = try builder.add(.dense(Dense(kernel: kernel, bias: nil)), name: "dense", inputs: [input])
+    return builder.build(outputs: [output])
+  }
+
+  @Test func theLimitIsProtobufsSignedLength() {
+    #expect(CoreMLLimits.maximumSpecificationBytes == 2_147_483_647)
+  }
+
+  @Test func aSpecificationOverTheLimitIsRefusedWithItsSize() throws {
+    let options = CoreMLWriterOptions(precision: .float32)
+    let size = try NeuralNetworkWriter().encode(graph(), options: options).specification.count
+    #expect(size > 4000)  // 1000 float32 weights
+    // Exactly at the limit it is written; one byte under, refused, naming float16 as the way out.
+    #expect(try NeuralNetworkWriter(maximumSpecificationBytes: size).encode(graph(), options: options).specification.count == size)
+    #expect(throws: CoreMLWriterError.specificationTooLarge(bytes: size, limit: size - 1, float32Weights: true)) {
+      try NeuralNetworkWriter(maximumSpecificationBytes: size - 1).encode(graph(), options: options)
+    }
+    // float16 weights halve the weights' bytes and fit.
+    let half = try NeuralNetworkWriter(maximumSpecificationBytes: size - 1).encode(graph(), options: CoreMLWriterOptions(precision: .float16))
+    #expect(half.specification.count < size - 1900)
+    let message = CoreMLWriterError.specificationTooLarge(bytes: size, limit: size - 1, float32Weights: false).description
+    #expect(message.contains("ML Program") && !message.contains("float16") && !message.contains("--"))
+  }
+
+  @Test func theReaderRefusesAFileOverTheLimitBeforeReadingIt() throws {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("huge-\(UUID().uuidString).mlmodel")
+    #expect(FileManager.default.createFile(atPath: url.path, contents: nil))
+    defer { try? FileManager.default.removeItem(at: url) }
+    // A sparse file: its size is past the limit, no disk blocks are used.
+    let handle = try FileHandle(forWritingTo: url)
+    try handle.truncate(atOffset: UInt64(CoreMLLimits.maximumSpecificationBytes) + 1)
+    try handle.close()
+    #expect {
+      try CoreMLSpecReader.read(contentsOf: url)
+    } throws: { error in
+      guard case CoreMLReaderError.invalidField(url.path, "Model", let detail) = error else { return false }
+      return detail.contains("2147483648 bytes")
+    }
+    #expect(throws: CoreMLReaderError.self) { try CoreMLModelOutline.read(contentsOf: url) }
   }
 }

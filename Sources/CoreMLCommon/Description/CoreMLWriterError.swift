@@ -19,6 +19,8 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   case invalidOption(String)
   /// The model needs a newer specification (or format) than the deployment target loads.
   case targetTooOld(target: String, needs: Int, reason: String)
+  /// The serialized specification would be larger than one protobuf message may be (`CoreMLLimits`).
+  case specificationTooLarge(bytes: Int, limit: Int, float32Weights: Bool)
 
   public var description: String {
     switch self {
@@ -32,11 +34,14 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
     case .labelCountMismatch(let labels, let output, let width):
       return "\(labels) class labels, but the probability output '\(output)' has \(width) values"
     case .float16Overflow(let layer, let value):
-      return "layer '\(layer)': weight \(value) is outside the float16 range (max 65504); use --precision float32"
+      return "layer '\(layer)': weight \(value) is outside the float16 range (max 65504); write float32 weights"
     case .invalidName(let kind, let name, let layer):
       let owner = layer.map { " (made by layer \($0.debugDescription))" } ?? ""
       return "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in Keras before converting"
     case .invalidOption(let detail): return detail
+    case .specificationTooLarge(let bytes, let limit, let float32Weights):
+      let halves = float32Weights ? "float16 weights (half the size of float32) or " : ""
+      return "the neural network would be \(bytes) bytes, more than the \(limit) bytes one protobuf message may hold, so Core ML could not read it; write \(halves)an ML Program, whose weights live in a separate weight file"
     case .targetTooOld(let target, let needs, let reason):
       return "\(reason), which \(target) cannot load (it reads specification versions up to \(DeploymentTarget.parse(target)?.specificationVersion ?? 0); version \(needs) needs a newer release)"
     }

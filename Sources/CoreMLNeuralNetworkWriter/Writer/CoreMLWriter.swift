@@ -18,8 +18,11 @@ public enum CoreMLWriter {
     return (specification.bytes(), version)
   }
 
-  /// The model ready to be packed layer by layer as it is written, and its specification version.
-  static func streamed(_ graph: Graph, options: CoreMLWriterOptions) throws -> (StreamedSpecification, Int) {
+  /// The model ready to be packed layer by layer as it is written, and its specification version;
+  /// refused when it would be larger than `maximumBytes` (known before any weight is laid out).
+  static func streamed(
+    _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes
+  ) throws -> (StreamedSpecification, Int) {
     let arena = MessageArena()
     let built = try buildModel(graph, options: options, arena: arena)
     let model = built.model
@@ -47,6 +50,9 @@ public enum CoreMLWriter {
       model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
       ? streamed(model.pointee.neuralnetworkclassifier!, count: \.n_layers, layers: \.layers)
       : streamed(model.pointee.neuralnetwork!, count: \.n_layers, layers: \.layers)
+    guard specification.byteCount <= maximumBytes else {
+      throw CoreMLWriterError.specificationTooLarge(bytes: specification.byteCount, limit: maximumBytes, float32Weights: options.precision == .float32)
+    }
     return (specification, Int(model.pointee.specificationversion))
   }
 

@@ -3,7 +3,12 @@ import ModelIR
 
 /// The classic `NeuralNetwork` `.mlmodel` writer (`CoreMLWriter`) behind the common interface.
 public struct NeuralNetworkWriter: CoreMLModelWriter {
-  public init() {}
+  /// The largest specification written (`CoreMLLimits.maximumSpecificationBytes`; smaller in tests).
+  let maximumSpecificationBytes: Int
+
+  public init() { maximumSpecificationBytes = CoreMLLimits.maximumSpecificationBytes }
+
+  init(maximumSpecificationBytes: Int) { self.maximumSpecificationBytes = maximumSpecificationBytes }
   public var format: ModelFormat { .neuralNetwork }
 
   /// The multiarray shape a model input or output of this IR shape gets in the description: `[D]`,
@@ -11,7 +16,7 @@ public struct NeuralNetworkWriter: CoreMLModelWriter {
   public static func featureShape(_ shape: [Int]) -> [Int]? { CoreMLLayerEmitter.coreMLShape(shape) }
 
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
-    let (specification, version) = try CoreMLWriter.streamed(graph, options: options)
+    let (specification, version) = try CoreMLWriter.streamed(graph, options: options, maximumBytes: maximumSpecificationBytes)
     if let target = options.target, version > target.specificationVersion {
       throw CoreMLWriterError.targetTooOld(target: target.name, needs: version, reason: "the layers of this model need specification \(version)")
     }

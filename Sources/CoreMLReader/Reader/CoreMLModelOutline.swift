@@ -97,8 +97,7 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         throw CoreMLReaderError.invalidProgram(path: url.path, operation: "package", detail: error.description)
       }
     }
-    guard let data = FileManager.default.contents(atPath: modelURL.path) else { throw CoreMLReaderError.unreadable(path: modelURL.path) }
-    return try read([UInt8](data), path: url.path)
+    return try read(CoreMLSpecReader.specificationBytes(at: modelURL, path: url.path), path: url.path)
   }
 
   /// Reads a serialized `Model`.

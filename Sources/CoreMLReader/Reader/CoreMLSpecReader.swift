@@ -111,15 +111,26 @@ public enum CoreMLSpecReader {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw CoreMLReaderError.unreadable(path: url.path) }
     guard isDirectory.boolValue else {
-      guard let data = FileManager.default.contents(atPath: url.path) else { throw CoreMLReaderError.unreadable(path: url.path) }
-      return try read([UInt8](data), path: url.path)
+      return try read(specificationBytes(at: url, path: url.path), path: url.path)
     }
     let contents: ModelPackage.Contents
     do { contents = try ModelPackage.contents(of: url) } catch let error as ModelPackage.FormatError {
       throw CoreMLReaderError.invalidProgram(path: url.path, operation: "package", detail: error.description)
     }
-    guard let data = FileManager.default.contents(atPath: contents.modelURL.path) else { throw CoreMLReaderError.unreadable(path: contents.modelURL.path) }
-    return try read([UInt8](data), path: url.path, weightsURL: contents.weightsURL)
+    return try read(specificationBytes(at: contents.modelURL, path: url.path), path: url.path, weightsURL: contents.weightsURL)
+  }
+
+  /// The bytes of a serialized `Model` file, refused before reading when the file is larger than one
+  /// protobuf message may be (`CoreMLLimits.maximumSpecificationBytes`), which Core ML cannot load either.
+  static func specificationBytes(at url: URL, path: String) throws -> [UInt8] {
+    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
+    if let size, size > CoreMLLimits.maximumSpecificationBytes {
+      throw CoreMLReaderError.invalidField(
+        path: path, field: "Model",
+        detail: "the specification is \(size) bytes, more than the \(CoreMLLimits.maximumSpecificationBytes) bytes one protobuf message may hold (Core ML cannot load it either)")
+    }
+    guard let data = FileManager.default.contents(atPath: url.path) else { throw CoreMLReaderError.unreadable(path: url.path) }
+    return [UInt8](data)
   }
 
   /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.
