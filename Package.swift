@@ -61,8 +61,10 @@ let package = Package(
     // classic neural-network writer, the ML Program writer, and `CoreMLFormat`, which imports them all.
     .target(name: "CoreMLCommon", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "CoreMLReader", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
-    .target(name: "CoreMLNeuralNetworkWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "CoreMLProgramWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
+    // The classic writer lowers the ML Program emitter's operations into rank-N layers for graphs its
+    // rank-5 layers cannot hold (as coremltools' neural-network backend lowers MIL).
+    .target(name: "CoreMLNeuralNetworkWriter", dependencies: ["CoreMLCommon", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ModelIR"]),
     .target(name: "CoreMLFormat", dependencies: ["CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "ReferenceRuntime", "ImageFormat"]),

@@ -180,13 +180,14 @@ import Testing
     #expect(program.contains("matmul"))
   }
 
-  @Test func attentionIsRefusedByNameAsAClassicNeuralNetwork() throws {
-    let source = try ONNXFrontend.source(try Self.attention(), path: "attention.onnx", options: SourceOptions(), constants: [:])
-    do {
-      _ = try Converter.convert(source, options: ConversionOptions(format: .neuralNetwork, precision: .float32))
-      Issue.record("a product of two computed tensors was written as a classic neural network")
-    } catch {
-      #expect("\(error)".contains("product of two computed tensors"), "\(error)")
-    }
+  /// As a classic network the products are specification-4 `batchedMatMul` layers of two inputs, in a
+  /// rank-N network (`EXACT_ARRAY_MAPPING`), read back and run as Apple documents them.
+  @Test func attentionConvertsToARankNClassicNetworkThatVerifies() throws {
+    let output = try ONNXTestModels.convertAndVerify(try Self.attention(), format: .neuralNetwork)
+    defer { try? FileManager.default.removeItem(at: output.deletingLastPathComponent()) }
+    let spec = try CoreMLSpecReader.read(contentsOf: output)
+    #expect(spec.specificationVersion == 4 && spec.exactArrayMapping)
+    let products = spec.layers.filter { if case .batchedMatmul = $0.parameters { return $0.inputs.count == 2 } else { return false } }
+    #expect(products.count == 3, "\(spec.layers.map(\.kind))")
   }
 }

@@ -1,4 +1,5 @@
 import CoreMLCommon
+import CoreMLProgramWriter
 import CProtobufC
 import CoreMLSpec
 import Foundation
@@ -73,6 +74,91 @@ public enum CoreMLWriter {
       throw CoreMLWriterError.unknownFeature(kind: "input", name: name, available: inputNames)
     }
 
+    let network = RankNLowering.isNeeded(graph)
+      ? try rankNNetwork(graph, options: options, arena: arena) : try rank5Network(graph, options: options, arena: arena)
+    let groups = network.groups
+    let description = arena.message(core_ml__specification__model_description__init)
+    description.pointee.n_input = network.inputs.count
+    description.pointee.input = arena.pointerArray(network.inputs)
+    var outputs = network.outputs
+
+    let preprocessing = graph.inputs.compactMap { id -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>? in
+      guard let settings = options.imageInputs[graph[id].name] else { return nil }
+      return scaler(for: graph[id].name, settings, arena: arena)
+    }
+    let layers = network.layers
+    let model = arena.message(core_ml__specification__model__init)
+    model.pointee.specificationversion = network.specificationVersion
+    let arrayMapping = network.rankN
+      ? CORE_ML__SPECIFICATION__NEURAL_NETWORK_MULTI_ARRAY_SHAPE_MAPPING__EXACT_ARRAY_MAPPING : CORE_ML__SPECIFICATION__NEURAL_NETWORK_MULTI_ARRAY_SHAPE_MAPPING__RANK5_ARRAY_MAPPING
+    let imageMapping = network.rankN
+      ? CORE_ML__SPECIFICATION__NEURAL_NETWORK_IMAGE_SHAPE_MAPPING__RANK4_IMAGE_MAPPING : CORE_ML__SPECIFICATION__NEURAL_NETWORK_IMAGE_SHAPE_MAPPING__RANK5_IMAGE_MAPPING
+
+    if let classifier = options.classifier {
+      let index = try ModelDescription.classifierOutputIndex(classifier, graph: graph)
+      let probabilities = outputNames[index]
+      let isInteger: Bool
+      if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
+      outputs[index] = ModelDescription.dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
+      outputs.append(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena))
+      description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
+      description.pointee.predictedprobabilitiesname = arena.string(probabilities)
+
+      let classifierNetwork = arena.message(core_ml__specification__neural_network_classifier__init)
+      classifierNetwork.pointee.n_layers = layers.count
+      classifierNetwork.pointee.layers = arena.pointerArray(layers)
+      classifierNetwork.pointee.n_preprocessing = preprocessing.count
+      classifierNetwork.pointee.preprocessing = arena.pointerArray(preprocessing)
+      classifierNetwork.pointee.labelprobabilitylayername = arena.string(probabilities)
+      classifierNetwork.pointee.arrayinputshapemapping = arrayMapping
+      classifierNetwork.pointee.imageinputshapemapping = imageMapping
+      switch classifier.labels {
+      case .strings(let labels):
+        let vector = arena.message(core_ml__specification__string_vector__init)
+        vector.pointee.n_vector = labels.count
+        vector.pointee.vector = arena.pointerArray(labels.map(arena.string))
+        classifierNetwork.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS
+        classifierNetwork.pointee.stringclasslabels = vector
+      case .integers(let labels):
+        let vector = arena.message(core_ml__specification__int64_vector__init)
+        vector.pointee.n_vector = labels.count
+        vector.pointee.vector = arena.array(labels)
+        classifierNetwork.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS
+        classifierNetwork.pointee.int64classlabels = vector
+      }
+      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
+      model.pointee.neuralnetworkclassifier = classifierNetwork
+    } else {
+      let plainNetwork = arena.message(core_ml__specification__neural_network__init)
+      plainNetwork.pointee.n_layers = layers.count
+      plainNetwork.pointee.layers = arena.pointerArray(layers)
+      plainNetwork.pointee.n_preprocessing = preprocessing.count
+      plainNetwork.pointee.preprocessing = arena.pointerArray(preprocessing)
+      plainNetwork.pointee.arrayinputshapemapping = arrayMapping
+      plainNetwork.pointee.imageinputshapemapping = imageMapping
+      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK
+      model.pointee.neuralnetwork = plainNetwork
+    }
+    description.pointee.n_output = outputs.count
+    description.pointee.output = arena.pointerArray(outputs)
+    description.pointee.metadata = ModelDescription.metadata(options.metadata, arena: arena)
+    model.pointee.description = description
+    return (model, groups)
+  }
+
+  /// The layers of a network with the features they read and write.
+  struct WrittenNetwork {
+    var layers: [UnsafeMutablePointer<NNLayer>]
+    var groups: [StreamedSpecification.LayerGroup]
+    var specificationVersion: Int32
+    var inputs: [UnsafeMutablePointer<CoreML__Specification__FeatureDescription>]
+    var outputs: [UnsafeMutablePointer<CoreML__Specification__FeatureDescription>]
+    /// Rank-N blobs (`EXACT_ARRAY_MAPPING`, `RANK4_IMAGE_MAPPING`) rather than rank-5 ones.
+    var rankN: Bool
+  }
+
+  /// The classic rank-5 layers, one group per node.
+  static func rank5Network(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
     var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
     // Each node's layers with the weights they are packed with.
     var groups: [StreamedSpecification.LayerGroup] = []
@@ -95,7 +181,6 @@ public enum CoreMLWriter {
     if unsupported.count == 1 { throw unsupported[0] }
     if unsupported.count > 1 { throw CoreMLWriterError.unsupportedOperations(unsupported) }
 
-    let description = arena.message(core_ml__specification__model_description__init)
     let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
       // Token ids for an Embedding are one value per time step: Core ML's sequence axis, shape [1].
       let tokens = graph.nodes.contains { node in
@@ -105,64 +190,36 @@ public enum CoreMLWriter {
       if tokens && graph[id].type.shape.count == 1 { return ModelDescription.arrayFeature(graph[id].name, shape: [1], arena: arena) }
       return try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena)
     }
-    description.pointee.n_input = inputs.count
-    description.pointee.input = arena.pointerArray(inputs)
-    var outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
+    let outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
+    return WrittenNetwork(
+      layers: emitter.layers, groups: groups, specificationVersion: emitter.specificationVersion, inputs: inputs, outputs: outputs, rankN: false)
+  }
 
-    let preprocessing = graph.inputs.compactMap { id -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>? in
-      guard let settings = options.imageInputs[graph[id].name] else { return nil }
-      return scaler(for: graph[id].name, settings, arena: arena)
+  /// The rank-N network of `RankNLowering`: features of the ML Program's shapes (`[1] + S`); a classifier's
+  /// probabilities, computed `[1, N]`, are reshaped to the `[N]` vector the classifier reads.
+  static func rankNNetwork(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
+    let program = try MLProgramWriter.recordedProgram(graph, options: options)
+    let probabilitiesIndex = try options.classifier.map { try ModelDescription.classifierOutputIndex($0, graph: graph) }
+    var renamed: [String: String] = [:]
+    if let index = probabilitiesIndex { renamed[program.outputs[index].name] = program.outputs[index].name + "__batched" }
+    var lowering = RankNLowering(arena: arena, precision: options.precision, renamed: renamed)
+    try lowering.lower(program)
+    var builder = lowering.builder
+    var groups = lowering.groups
+    if let index = probabilitiesIndex {
+      let probabilities = program.outputs[index]
+      let (firstLayer, firstWeight) = (builder.layers.count, builder.deferredWeights.count)
+      builder.reshapeStatic(probabilities.name, input: renamed[probabilities.name]!, output: probabilities.name, shape: [probabilities.shape.reduce(1, *)])
+      groups.append(StreamedSpecification.LayerGroup(
+        layers: Array(builder.layers[firstLayer...]), weights: Array(builder.deferredWeights[firstWeight...])))
     }
-    let layers = emitter.layers
-    let model = arena.message(core_ml__specification__model__init)
-    model.pointee.specificationversion = emitter.specificationVersion
-
-    if let classifier = options.classifier {
-      let index = try ModelDescription.classifierOutputIndex(classifier, graph: graph)
-      let probabilities = outputNames[index]
-      let isInteger: Bool
-      if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
-      outputs[index] = ModelDescription.dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
-      outputs.append(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena))
-      description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
-      description.pointee.predictedprobabilitiesname = arena.string(probabilities)
-
-      let network = arena.message(core_ml__specification__neural_network_classifier__init)
-      network.pointee.n_layers = layers.count
-      network.pointee.layers = arena.pointerArray(layers)
-      network.pointee.n_preprocessing = preprocessing.count
-      network.pointee.preprocessing = arena.pointerArray(preprocessing)
-      network.pointee.labelprobabilitylayername = arena.string(probabilities)
-      switch classifier.labels {
-      case .strings(let labels):
-        let vector = arena.message(core_ml__specification__string_vector__init)
-        vector.pointee.n_vector = labels.count
-        vector.pointee.vector = arena.pointerArray(labels.map(arena.string))
-        network.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS
-        network.pointee.stringclasslabels = vector
-      case .integers(let labels):
-        let vector = arena.message(core_ml__specification__int64_vector__init)
-        vector.pointee.n_vector = labels.count
-        vector.pointee.vector = arena.array(labels)
-        network.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS
-        network.pointee.int64classlabels = vector
-      }
-      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
-      model.pointee.neuralnetworkclassifier = network
-    } else {
-      let network = arena.message(core_ml__specification__neural_network__init)
-      network.pointee.n_layers = layers.count
-      network.pointee.layers = arena.pointerArray(layers)
-      network.pointee.n_preprocessing = preprocessing.count
-      network.pointee.preprocessing = arena.pointerArray(preprocessing)
-      model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK
-      model.pointee.neuralnetwork = network
+    let inputs = try zip(graph.inputs, program.inputs).map { id, tensor -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
+      if let image = options.imageInputs[graph[id].name] { return try ModelDescription.imageFeature(graph[id], image: image, arena: arena) }
+      return ModelDescription.arrayFeature(tensor.name, shape: tensor.shape, arena: arena)
     }
-    description.pointee.n_output = outputs.count
-    description.pointee.output = arena.pointerArray(outputs)
-    description.pointee.metadata = ModelDescription.metadata(options.metadata, arena: arena)
-    model.pointee.description = description
-    return (model, groups)
+    let outputs = program.outputs.map { ModelDescription.arrayFeature($0.name, shape: $0.shape, arena: arena) }
+    return WrittenNetwork(
+      layers: builder.layers, groups: groups, specificationVersion: builder.specificationVersion, inputs: inputs, outputs: outputs, rankN: true)
   }
 
   // MARK: Features

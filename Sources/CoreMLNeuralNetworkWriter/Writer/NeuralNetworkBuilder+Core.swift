@@ -2,10 +2,11 @@ import CoreMLCommon
 import CProtobufC
 import CoreMLSpec
 
-/// `ConvolutionLayerParams` and `PoolingLayerParams` padding: `same` (bottom/right heavy, as TensorFlow)
-/// or `valid` (no border).
+/// `ConvolutionLayerParams` and `PoolingLayerParams` padding: `same` (bottom/right heavy, as TensorFlow),
+/// `valid` (no border), or valid with explicit `(start, end)` borders for height then width.
 enum NeuralNetworkPadding {
   case same, valid
+  case explicit([(start: Int, end: Int)])
 }
 
 /// `PoolingLayerParams.PoolingType`.
@@ -67,6 +68,9 @@ extension NeuralNetworkBuilder {
     case .valid:
       params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
       params.pointee.valid = validPadding()
+    case .explicit(let amounts):
+      params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
+      params.pointee.valid = validPadding(amounts)
     }
     params.pointee.weights = try self.weights(weights, layer: name)
     if let bias {
@@ -77,9 +81,9 @@ extension NeuralNetworkBuilder {
   }
 
   /// Valid padding with explicit zero borders on both spatial axes.
-  private func validPadding() -> UnsafeMutablePointer<CoreML__Specification__ValidPadding> {
+  private func validPadding(_ amounts: [(start: Int, end: Int)] = [(0, 0), (0, 0)]) -> UnsafeMutablePointer<CoreML__Specification__ValidPadding> {
     let valid = arena.message(core_ml__specification__valid_padding__init)
-    valid.pointee.paddingamounts = border([(0, 0), (0, 0)])
+    valid.pointee.paddingamounts = border(amounts)
     return valid
   }
 
@@ -103,6 +107,9 @@ extension NeuralNetworkBuilder {
     case .valid:
       params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
       params.pointee.valid = validPadding()
+    case .explicit(let amounts):
+      params.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
+      params.pointee.valid = validPadding(amounts)
     }
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING, \.pooling, params)
   }

@@ -6,10 +6,10 @@ import Foundation
 typealias MILValueType = CoreML__Specification__MILSpec__ValueType
 
 /// The element types the writer produces.
-enum MILElementType: Equatable {
+package enum MILElementType: Equatable, Sendable {
   case fp16, fp32, fp64, int32, int64, bool, string
 
-  var proto: CoreML__Specification__MILSpec__DataType {
+  package var proto: CoreML__Specification__MILSpec__DataType {
     switch self {
     case .fp16: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__FLOAT16
     case .fp32: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__FLOAT32
@@ -22,7 +22,7 @@ enum MILElementType: Equatable {
   }
 
   /// The `dtype` string of MIL's `cast`.
-  var castName: String {
+  package var castName: String {
     switch self {
     case .fp16: return "fp16"
     case .fp32: return "fp32"
@@ -34,18 +34,24 @@ enum MILElementType: Equatable {
     }
   }
 
-  var isFloat: Bool { self == .fp16 || self == .fp32 }
+  package var isFloat: Bool { self == .fp16 || self == .fp32 }
 }
 
 /// A value in the program: its SSA name, element type and shape (`[]` for a scalar).
-struct MILTensor: Equatable {
-  var name: String
-  var dataType: MILElementType
-  var shape: [Int]
+package struct MILTensor: Equatable {
+  package var name: String
+  package var dataType: MILElementType
+  package var shape: [Int]
+
+  package init(name: String, dataType: MILElementType, shape: [Int]) {
+    self.name = name
+    self.dataType = dataType
+    self.shape = shape
+  }
 }
 
 /// One parameter of an operation. Everything but `.tensor`/`.tensors` becomes a `const` operation of its own.
-enum MILParam {
+package enum MILParam {
   /// A value computed earlier.
   case tensor(MILTensor)
   /// A variadic parameter (`values` of `concat`).
@@ -73,6 +79,8 @@ final class MILBuilder {
 
   private(set) var blobs = MILBlobStorage.Writer()
   private(set) var operations: [UnsafeMutablePointer<MILOperationMessage>] = []
+  /// Every operation and constant appended, typed (`MILRecord`), in program order.
+  private(set) var records: [MILRecord] = []
   private var used: Set<String> = []
   /// The layer the next constants belong to, for error messages.
   var currentLayer = ""
@@ -282,7 +290,9 @@ final class MILBuilder {
 
   /// A weight constant tensor in `dataType`.
   func const(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
-    const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
+    let result = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
+    records.append(MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [result]))
+    return result
   }
 
   /// The constant a non-tensor parameter becomes.
@@ -318,7 +328,9 @@ final class MILBuilder {
     if exactName { claim(name) }
     let bindings = try bindings(params, constantPrefix: output)
     append(type, name: output, inputs: bindings, outputs: [namedType(output, tensorType(dataType, shape))])
-    return MILTensor(name: output, dataType: dataType, shape: shape)
+    let result = MILTensor(name: output, dataType: dataType, shape: shape)
+    records.append(MILRecord(type: type, params: params, outputs: [result]))
+    return result
   }
 
   /// Appends operation `type` with several outputs (`lstm`'s sequence, state and cell), named
@@ -327,7 +339,9 @@ final class MILBuilder {
     let names = outputs.indices.map { uniqueName($0 == 0 ? name : "\(name)_\($0)") }
     let bindings = try bindings(params, constantPrefix: names[0])
     append(type, name: names[0], inputs: bindings, outputs: zip(names, outputs).map { namedType($0, tensorType($1.dataType, $1.shape)) })
-    return zip(names, outputs).map { MILTensor(name: $0, dataType: $1.dataType, shape: $1.shape) }
+    let results = zip(names, outputs).map { MILTensor(name: $0, dataType: $1.dataType, shape: $1.shape) }
+    records.append(MILRecord(type: type, params: params, outputs: results))
+    return results
   }
 
   /// MIL's `classify`: `probabilities` (float32) with the class labels as a list constant given in place;

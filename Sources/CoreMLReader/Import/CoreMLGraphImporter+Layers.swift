@@ -38,8 +38,28 @@ extension CoreMLGraphImporter {
       }
       return [try add(.dense(dense), [x])]
 
+    case .batchedMatmul(let p) where layer.inputs.count == 2:
+      // Apple: the product over the last two axes, the others broadcast; a rank-1 first input is read as
+      // (1, D) and a rank-1 second input as (D, 1), and the output keeps those axes (rank max(2, ...)).
+      // transposeA / transposeB swap the last two axes of an input first. No bias with two inputs.
+      guard !p.hasBias, !p.int8DynamicQuantize else { throw unsupported("hasBias or int8DynamicQuantize with two inputs") }
+      var (a, b) = (try input(layer, 0), try input(layer, 1))
+      if shape(a).count == 1 { a = try reshape(a, to: [1] + shape(a)) }
+      if shape(b).count == 1 { b = try reshape(b, to: shape(b) + [1]) }
+      func swapped(_ v: ValueID, _ label: String) throws -> ValueID {
+        var order = Array(shape(v).indices)
+        order.swapAt(order.count - 1, order.count - 2)
+        return try add(.permute(order: order), [v], suffix: "__transpose\(label)")
+      }
+      if p.transposeA { a = try swapped(a, "A") }
+      if p.transposeB { b = try swapped(b, "B") }
+      guard shape(a).last == shape(b).dropLast().last else {
+        throw unsupported("inner dimensions \(shape(a)) and \(shape(b)) differ")
+      }
+      return [try add(.matMul, [a, b])]
+
     case .batchedMatmul(let p):
-      guard layer.inputs.count == 1 else { throw unsupported("a product of two inputs is not supported") }
+      guard layer.inputs.count == 1 else { throw unsupported("batchedMatMul of \(layer.inputs.count) inputs") }
       guard !p.transposeA, !p.int8DynamicQuantize else { throw unsupported("transposeA or int8DynamicQuantize") }
       let dimensions = try sizes([p.weightMatrixFirstDimension, p.weightMatrixSecondDimension], "weight matrix dimensions")
       let (rows, columns) = (dimensions[0], dimensions[1])

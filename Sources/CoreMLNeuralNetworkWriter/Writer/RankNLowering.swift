@@ -1,0 +1,316 @@
+import CoreMLCommon
+import CoreMLProgramWriter
+import ModelIR
+
+/// Writes a graph that classic rank-5 layers cannot hold (a product of two computed tensors, as
+/// attention computes) as a rank-N network of specification 4 (iOS 13): `EXACT_ARRAY_MAPPING` and
+/// `RANK4_IMAGE_MAPPING`, every blob of the shape the ML Program writer gives the value (`[1] + S`,
+/// images and spatial values `[1, C, H, W]`).
+///
+/// The operations are the ML Program emitter's float32 ones (`MILRecordedProgram`), each lowered to the
+/// specification-4 layer Apple documents for the same computation, as coremltools' neural-network backend
+/// lowers MIL; constants become the layers' weights, or `loadConstantND` blobs where a layer takes them as
+/// inputs. An operation with no such layer is refused by name.
+struct RankNLowering {
+  /// Whether the graph needs rank-N layers: a product of two computed tensors.
+  static func isNeeded(_ graph: Graph) -> Bool {
+    graph.nodes.contains { if case .matMul = $0.operation { return true } else { return false } }
+  }
+
+  private(set) var builder: NeuralNetworkBuilder
+  private(set) var groups: [StreamedSpecification.LayerGroup] = []
+  /// `const` values by MIL name.
+  private var constants: [String: (values: CoreMLWeightValues, shape: [Int])] = [:]
+  /// Constant names already loaded as blobs.
+  private var loaded: [String: String] = [:]
+  /// Blob names renamed on the way (a classifier's probabilities, computed `[1, N]` and declared `[N]`).
+  private let renamed: [String: String]
+  private var used: Set<String> = []
+  /// The MIL operation being lowered, for errors.
+  private var current = ""
+
+  init(arena: MessageArena, precision: WeightPrecision, renamed: [String: String]) {
+    builder = NeuralNetworkBuilder(arena: arena, precision: precision)
+    builder.requireSpecificationVersion(4)
+    self.renamed = renamed
+  }
+
+  mutating func lower(_ program: MILRecordedProgram) throws {
+    for input in program.inputs { used.insert(input.name) }
+    for record in program.records { for output in record.outputs { used.insert(output.name) } }
+    for record in program.records {
+      let (firstLayer, firstWeight) = (builder.layers.count, builder.deferredWeights.count)
+      current = "\(record.type) '\(record.outputs.first?.name ?? "")'"
+      try lower(record)
+      if builder.layers.count > firstLayer {
+        groups.append(StreamedSpecification.LayerGroup(
+          layers: Array(builder.layers[firstLayer...]), weights: Array(builder.deferredWeights[firstWeight...])))
+      }
+    }
+  }
+
+  // MARK: Parameters
+
+  private func unsupported(_ detail: String) -> CoreMLWriterError {
+    .unsupportedOperation(layer: current, detail: "\(detail) (rank-N classic layers)")
+  }
+
+  private func param(_ record: MILRecord, _ key: String) throws -> MILParam {
+    guard let value = record.param(key) else { throw unsupported("no parameter '\(key)'") }
+    return value
+  }
+
+  private func tensor(_ record: MILRecord, _ key: String) throws -> MILTensor {
+    guard case .tensor(let t) = try param(record, key) else { throw unsupported("'\(key)' is not a tensor") }
+    return t
+  }
+
+  private func ints(_ record: MILRecord, _ key: String) throws -> [Int] {
+    switch try param(record, key) {
+    case .ints(let v): return v
+    case .int(let v): return [v]
+    default: throw unsupported("'\(key)' is not a list of integers")
+    }
+  }
+
+  private func int(_ record: MILRecord, _ key: String) throws -> Int {
+    guard case .int(let v) = try param(record, key) else { throw unsupported("'\(key)' is not an integer") }
+    return v
+  }
+
+  private func bool(_ record: MILRecord, _ key: String, default value: Bool) throws -> Bool {
+    guard let p = record.param(key) else { return value }
+    guard case .bool(let v) = p else { throw unsupported("'\(key)' is not a boolean") }
+    return v
+  }
+
+  private func string(_ record: MILRecord, _ key: String) throws -> String {
+    guard case .string(let v) = try param(record, key) else { throw unsupported("'\(key)' is not a string") }
+    return v
+  }
+
+  /// A float constant parameter: its values in row-major order and its shape.
+  private func constant(_ param: MILParam?) -> (values: CoreMLWeightValues, shape: [Int])? {
+    switch param {
+    case .scalar(let v, _): return (.values([v]), [])
+    case .floats(let v, let shape, _): return (.values(v), shape)
+    case .weights(let w, let shape, _): return (w, shape)
+    case .tensor(let t): return constants[t.name]
+    default: return nil
+    }
+  }
+
+  private func scalar(_ record: MILRecord, _ key: String) throws -> Float {
+    guard let c = constant(record.param(key)), c.values.count == 1 else { throw unsupported("'\(key)' is not a float scalar") }
+    return c.values.materialized()[0]
+  }
+
+  private mutating func fresh(_ base: String) -> String {
+    if used.insert(base).inserted { return base }
+    var index = 1
+    while !used.insert("\(base)_\(index)").inserted { index += 1 }
+    return "\(base)_\(index)"
+  }
+
+  /// The blob holding `param`: a computed tensor's, or a constant loaded as a `loadConstantND` blob.
+  private mutating func blob(_ param: MILParam?, label: String) throws -> String {
+    if case .tensor(let t) = param, constants[t.name] == nil { return renamed[t.name] ?? t.name }
+    guard let value = constant(param) else { throw unsupported("'\(label)' is neither a tensor nor a float constant") }
+    if case .tensor(let t) = param, let blob = loaded[t.name] { return blob }
+    let name = fresh(label)
+    try builder.loadConstantND(name, output: name, shape: value.shape.isEmpty ? [1] : value.shape, values: value.values)
+    if case .tensor(let t) = param { loaded[t.name] = name }
+    return name
+  }
+
+  /// The blob of the operation's `x`.
+  private mutating func input(_ record: MILRecord) throws -> String { try blob(record.param("x"), label: output(record) + "_x") }
+
+  private func output(_ record: MILRecord) -> String {
+    let name = record.outputs[0].name
+    return renamed[name] ?? name
+  }
+
+  // MARK: Operations
+
+  private mutating func lower(_ r: MILRecord) throws {
+    let out = output(r)
+    switch r.type {
+    case "const":
+      guard let value = constant(r.param("val")) else { throw unsupported("a constant that is not a float tensor") }
+      constants[r.outputs[0].name] = value
+    case "identity":
+      try builder.activation(.linear(alpha: 1, beta: 0), out, input: try input(r), output: out)
+    case "cast":
+      let type = try string(r, "dtype")
+      guard type == "fp32" || type == "fp16" else { throw unsupported("a cast to \(type)") }
+      try builder.activation(.linear(alpha: 1, beta: 0), out, input: try input(r), output: out)
+
+    // Element-wise functions.
+    case "relu": try builder.activation(.relu, out, input: try input(r), output: out)
+    case "sigmoid": try builder.activation(.sigmoid, out, input: try input(r), output: out)
+    case "tanh": try builder.activation(.tanh, out, input: try input(r), output: out)
+    case "softplus": try builder.activation(.softplus, out, input: try input(r), output: out)
+    case "softsign": try builder.activation(.softsign, out, input: try input(r), output: out)
+    case "elu": try builder.activation(.elu(alpha: try scalar(r, "alpha")), out, input: try input(r), output: out)
+    case "leaky_relu": try builder.activation(.leakyReLU(alpha: try scalar(r, "alpha")), out, input: try input(r), output: out)
+    case "linear_activation":
+      try builder.activation(.linear(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
+    case "sigmoid_hard":
+      try builder.activation(.sigmoidHard(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
+    case "gelu":
+      let mode = try string(r, "mode")
+      guard mode == "EXACT" || mode == "TANH_APPROXIMATION" else { throw unsupported("gelu mode \(mode)") }
+      builder.gelu(out, input: try input(r), output: out, tanhApproximation: mode == "TANH_APPROXIMATION")
+    case "silu":
+      let input = try input(r)
+      let gate = fresh(out + "_sigmoid")
+      try builder.activation(.sigmoid, gate, input: input, output: gate)
+      builder.broadcastable(.multiply, out, inputs: [input, gate], output: out)
+    case "exp": builder.unary(.exp, out, input: try input(r), output: out)
+    case "log": builder.unary(.log, out, input: try input(r), output: out, epsilon: .leastNonzeroMagnitude)
+    case "sqrt": builder.unary(.sqrt, out, input: try input(r), output: out)
+    case "abs": builder.unary(.abs, out, input: try input(r), output: out)
+    case "rsqrt":
+      // Apple reads an epsilon of 0 as 1e-6 ([rule UNARY-DEFAULTS]): a zero epsilon is written as the least float.
+      let epsilon = r.param("epsilon") == nil ? 1e-12 : try scalar(r, "epsilon")
+      builder.unary(.rsqrt, out, input: try input(r), output: out, epsilon: epsilon == 0 ? .leastNonzeroMagnitude : epsilon)
+
+    // Broadcasting binary operations.
+    case "add", "sub", "mul", "real_div", "maximum", "minimum", "pow":
+      let kinds: [String: NeuralNetworkBroadcastable] = [
+        "add": .add, "sub": .subtract, "mul": .multiply, "real_div": .divide, "maximum": .max, "minimum": .min, "pow": .pow,
+      ]
+      let a = try input(r), b = try blob(r.param("y"), label: out + "_y")
+      builder.broadcastable(kinds[r.type]!, out, inputs: [a, b], output: out)
+    case "greater", "greater_equal", "less", "less_equal", "equal", "not_equal":
+      let kinds: [String: NeuralNetworkComparison] = [
+        "greater": .greaterThan, "greater_equal": .greaterEqual, "less": .lessThan, "less_equal": .lessEqual, "equal": .equal, "not_equal": .notEqual,
+      ]
+      let a = try input(r), b = try blob(r.param("y"), label: out + "_y")
+      builder.comparison(kinds[r.type]!, out, inputs: [a, b], output: out)
+    case "select":
+      let condition = try blob(r.param("cond"), label: out + "_cond")
+      let a = try blob(r.param("a"), label: out + "_a"), b = try blob(r.param("b"), label: out + "_b")
+      builder.whereBroadcastable(out, condition: condition, a: a, b: b, output: out)
+
+    // Products.
+    case "linear":
+      // MIL's weight [out, in] row-major is the stored [in, out] matrix in column-major order.
+      guard let weight = constant(r.param("weight")), weight.shape.count == 2 else { throw unsupported("a linear weight that is not a constant matrix") }
+      let bias = constant(r.param("bias"))
+      try builder.batchedMatMul(out, input: try input(r), output: out, rows: weight.shape[1], columns: weight.shape[0], weights: weight.values, bias: bias?.values)
+    case "matmul":
+      let transposeX = try bool(r, "transpose_x", default: false), transposeY = try bool(r, "transpose_y", default: false)
+      if let weight = constant(r.param("y")), weight.shape.count == 2, !transposeX, !transposeY {
+        // A constant [in, out] right operand: stored in column-major order, its transpose row-major.
+        let (rows, columns) = (weight.shape[0], weight.shape[1])
+        try builder.batchedMatMul(
+          out, input: try input(r), output: out, rows: rows, columns: columns,
+          weights: .transposed(weight.values.materialized(), rows: rows, columns: columns), bias: nil)
+      } else {
+        let a = try input(r), b = try blob(r.param("y"), label: out + "_y")
+        guard r.outputs[0].shape.count >= 2, (try tensorRank(r.param("x"))) >= 2, (try tensorRank(r.param("y"))) >= 2 else {
+          throw unsupported("a product of vectors")
+        }
+        builder.batchedMatMul(out, a: a, b: b, output: out, transposeA: transposeX, transposeB: transposeY)
+      }
+
+    // Spatial operations on [1, C, H, W].
+    case "conv":
+      guard let weight = constant(r.param("weight")), weight.shape.count == 4 else { throw unsupported("a convolution weight that is not a constant [O, I, kh, kw]") }
+      try requireRank4(r)
+      let pad = try customPad(r)
+      try builder.convolution(
+        out, input: try input(r), output: out, outputChannels: weight.shape[0], kernelChannels: weight.shape[1], groups: try int(r, "groups"),
+        kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"), dilation: try ints(r, "dilations"),
+        padding: pad, weights: weight.values, bias: constant(r.param("bias"))?.values)
+    case "max_pool", "avg_pool":
+      try requireRank4(r)
+      guard !(try bool(r, "ceil_mode", default: false)) else { throw unsupported("pooling with ceil_mode") }
+      let excludes = try bool(r, "exclude_padding_from_average", default: false)
+      builder.pooling(
+        r.type == "max_pool" ? .max : .average, out, input: try input(r), output: out, kernelSize: try ints(r, "kernel_sizes"),
+        stride: try ints(r, "strides"), padding: try customPad(r), global: false, averageExcludesPadding: excludes)
+    case "batch_norm":
+      try requireRank4(r)
+      guard let mean = constant(r.param("mean")), let variance = constant(r.param("variance")) else { throw unsupported("batch_norm statistics that are not constants") }
+      let c = mean.values.count
+      let gamma = constant(r.param("gamma"))?.values ?? .values([Float](repeating: 1, count: c))
+      let beta = constant(r.param("beta"))?.values ?? .values([Float](repeating: 0, count: c))
+      try builder.batchnorm(
+        out, input: try input(r), output: out, channels: c, epsilon: try scalar(r, "epsilon"), gamma: gamma, beta: beta, mean: mean.values,
+        variance: variance.values)
+
+    // Normalizations and reductions.
+    case "layer_norm":
+      let shape = try tensorOf(r.param("x")).shape
+      let axes = try ints(r, "axes").map { $0 < 0 ? $0 + shape.count : $0 }
+      guard axes == Array((shape.count - axes.count)..<shape.count) else { throw unsupported("layer_norm over axes \(axes) that are not the last ones") }
+      let normalized = Array(shape.suffix(axes.count))
+      let count = normalized.reduce(1, *)
+      let gamma = constant(r.param("gamma"))?.values ?? .values([Float](repeating: 1, count: count))
+      let beta = constant(r.param("beta"))?.values ?? .values([Float](repeating: 0, count: count))
+      try builder.layerNormalization(out, input: try input(r), output: out, normalizedShape: normalized, epsilon: try scalar(r, "epsilon"), gamma: gamma, beta: beta)
+    case "reduce_mean", "reduce_sum", "reduce_max", "reduce_min":
+      let kinds: [String: NeuralNetworkAxisReduction] = ["reduce_mean": .mean, "reduce_sum": .sum, "reduce_max": .max, "reduce_min": .min]
+      builder.reduce(kinds[r.type]!, out, input: try input(r), output: out, axes: try ints(r, "axes"), keepDims: try bool(r, "keep_dims", default: false))
+    case "softmax":
+      builder.softmaxND(out, input: try input(r), output: out, axis: try int(r, "axis"))
+
+    // Shapes.
+    case "reshape":
+      builder.reshapeStatic(out, input: try input(r), output: out, shape: r.outputs[0].shape)
+    case "transpose":
+      builder.transpose(out, input: try input(r), output: out, axes: try ints(r, "perm"))
+    case "concat":
+      guard case .tensors(let values) = try param(r, "values") else { throw unsupported("concat values") }
+      guard !(try bool(r, "interleave", default: false)) else { throw unsupported("interleaved concat") }
+      let inputs = try values.enumerated().map { try blob(.tensor($0.element), label: "\(out)_\($0.offset)") }
+      builder.concatND(out, inputs: inputs, output: out, axis: try int(r, "axis"))
+    case "slice_by_index":
+      guard r.param("begin_mask") == nil, r.param("end_mask") == nil, r.param("squeeze_mask") == nil else { throw unsupported("slice masks") }
+      let begin = try ints(r, "begin"), end = try ints(r, "end")
+      let stride = r.param("stride") == nil ? [Int](repeating: 1, count: begin.count) : try ints(r, "stride")
+      builder.sliceStatic(out, input: try input(r), output: out, begin: begin, end: end, strides: stride)
+    case "pad":
+      guard try string(r, "mode") == "constant" else { throw unsupported("a pad that is not constant") }
+      let amounts = try ints(r, "pad")
+      let rank = try tensorOf(r.param("x")).shape.count
+      // MIL pads the last amounts.count / 2 axes; the constant pad layer takes every axis.
+      let pairs = [(Int, Int)](repeating: (0, 0), count: rank - amounts.count / 2)
+        + stride(from: 0, to: amounts.count, by: 2).map { (amounts[$0], amounts[$0 + 1]) }
+      builder.constantPad(out, input: try input(r), output: out, amounts: pairs, value: r.param("constant_val") == nil ? 0 : try scalar(r, "constant_val"))
+    default:
+      throw unsupported("MIL operation \(r.type) has no lowering")
+    }
+  }
+
+  private func tensorOf(_ param: MILParam?) throws -> MILTensor {
+    guard case .tensor(let t) = param else { throw unsupported("an operand that is not a tensor") }
+    return t
+  }
+
+  private func tensorRank(_ param: MILParam?) throws -> Int {
+    if case .tensor(let t) = param { return t.shape.count }
+    guard let c = constant(param) else { throw unsupported("an operand that is not a tensor") }
+    return c.shape.count
+  }
+
+  private func requireRank4(_ r: MILRecord) throws {
+    guard try tensorOf(r.param("x")).shape.count == 4 else { throw unsupported("\(r.type) of a tensor that is not [1, C, H, W]") }
+  }
+
+  /// MIL's `pad_type` with `pad` `[top, bottom, left, right]` as the layers' padding.
+  private func customPad(_ r: MILRecord) throws -> NeuralNetworkPadding {
+    switch try string(r, "pad_type") {
+    case "valid": return .valid
+    case "same": return .same
+    case "custom":
+      let pad = try ints(r, "pad")
+      guard pad.count == 4 else { throw unsupported("pad \(pad)") }
+      return .explicit([(pad[0], pad[1]), (pad[2], pad[3])])
+    default: throw unsupported("pad_type \(try string(r, "pad_type"))")
+    }
+  }
+}
