@@ -30,6 +30,7 @@ Writes into `--out`:
 | `convnext_block.onnx` | input `input` [1,3,32,32]: torchvision's ConvNeXt in small: stem Conv 3->8 4x4 stride 4, LayerNorm2d (Transpose, LayerNorm as ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add, Transpose), CNBlock (depthwise 7x7 Conv, Transpose to NHWC, LayerNorm eps 1e-6, MatMul 8->32 + Add, GELU as Erf, MatMul 32->8 + Add, Transpose back, layer scale Mul [8,1,1], Add skip), LayerNorm2d, Conv 8->16 2x2 stride 2, CNBlock, GlobalAveragePool, LayerNorm2d on [1,16,1,1], Flatten, Gemm 16->5; output `logits` | 13 |
 | `convnext_block_opset18.onnx` | the same model and weights (LayerNormalization) | 18 |
 | `shuffle_block.onnx` | input `input` [1,3,32,32]: Conv 3->8 3x3 stride 2 + Relu, torchvision's ShuffleNetV2 units (stride 2 8->16: two branches, Concat; two stride 1: Split/Slice in halves, the second through 1x1/depthwise 3x3/1x1 convs, Concat), each ending in the channel shuffle Reshape [1,2,8,H,W], Transpose [0,2,1,3,4], Reshape [1,16,H,W]; Conv 1x1 16->24 + Relu, ReduceMean over H and W, Gemm 24->5; output `logits` | 13 |
+| `tiny_vit.onnx` | input `input` [1,3,16,16]: a vision transformer in small with a shifted-window attention first (`TinyViT`: Conv patch embedding, Slice/Concat roll, rank-6 Reshape/Transpose windows, LayerNormalization, MatMul of two computed tensors, Softmax, nn.MultiheadAttention, GELU as Erf, Gather of the class token, Gemm head); output `logits` | 18 |
 | `external_data/mlp_external.onnx` + `external_data/weights.bin` | `mlp.onnx` with every initializer in `weights.bin` (`save_as_external_data=True, all_tensors_to_one_file=True, size_threshold=0`) | 11 |
 | `labels_tiny_cnn.txt` | 5 class labels for `tiny_cnn` (one a line) | |
 | `not_really.onnx` | an HTML page (what a failed download saves) | |
@@ -218,6 +219,51 @@ class ConvNeXtBlock(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class TinyViT(nn.Module):
+    """A vision transformer in small, with a Swin-style shifted-window attention first: patch embedding Conv 3->16
+    4x4 stride 4 on 16x16, permute to NHWC, roll by -1 on H and W (Slice + Concat), window partition (Reshape to
+    rank 6, Transpose) into 4 windows of 2x2 tokens, LayerNorm, Linear 16->48 (q, k, v), 2 heads: MatMul q k^T of
+    two computed tensors, scale, Softmax, MatMul with v, back to the grid and rolled back, residual; then the ViT
+    part: class token Concat, position embedding Add, pre-norm nn.MultiheadAttention (2 heads, exported at opset
+    18 as MatMul/Softmax), MLP Linear 16->32, GELU (Erf), Linear 32->16, residuals, LayerNorm, the class token
+    (Gather), head Linear 16->5."""
+
+    def __init__(self):
+        super().__init__()
+        self.patch = nn.Conv2d(3, 16, 4, stride=4)
+        self.window_norm = nn.LayerNorm(16)
+        self.window_qkv = nn.Linear(16, 48)
+        self.cls = nn.Parameter(torch.zeros(1, 1, 16))
+        self.pos = nn.Parameter(torch.zeros(1, 17, 16))
+        self.ln1 = nn.LayerNorm(16, eps=1e-6)
+        self.attn = nn.MultiheadAttention(16, 2, batch_first=True)
+        self.ln2 = nn.LayerNorm(16, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16))
+        self.ln = nn.LayerNorm(16, eps=1e-6)
+        self.head = nn.Linear(16, 5)
+
+    @staticmethod
+    def windows(g):
+        return g.reshape(1, 2, 2, 2, 2, 16).permute(0, 1, 3, 2, 4, 5).reshape(4, 4, 16)
+
+    @staticmethod
+    def grid(w):
+        return w.reshape(1, 2, 2, 2, 2, 16).permute(0, 1, 3, 2, 4, 5).reshape(1, 4, 4, 16)
+
+    def forward(self, x):
+        g = torch.roll(self.patch(x).permute(0, 2, 3, 1), shifts=(-1, -1), dims=(1, 2))
+        w = self.windows(g)
+        q, k, v = self.window_qkv(self.window_norm(w)).reshape(4, 4, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        scores = torch.softmax((q @ k.transpose(-2, -1)) * 8 ** -0.5, dim=-1)
+        w = w + (scores @ v).transpose(1, 2).reshape(4, 4, 16)
+        t = torch.roll(self.grid(w), shifts=(1, 1), dims=(1, 2)).reshape(1, 16, 16)
+        t = torch.cat([self.cls, t], dim=1) + self.pos
+        h = self.ln1(t)
+        t = t + self.attn(h, h, h, need_weights=False)[0]
+        t = t + self.mlp(self.ln2(t))
+        return self.head(self.ln(t)[:, 0])
+
+
 def channel_shuffle(x, groups):
     """torchvision's ShuffleNetV2 channel shuffle: [N, C, H, W] -> [N, g, C/g, H, W] -> swap -> [N, C, H, W]."""
     n, c, h, w = x.size()
@@ -291,6 +337,11 @@ def randomize(model, seed, scales=None):
                 n = module.normalized_shape[0]
                 module.weight.copy_(torch.from_numpy(rng.normal(size=n).astype(np.float32)))
                 module.bias.copy_(torch.from_numpy(rng.normal(size=n).astype(np.float32)))
+            elif isinstance(module, nn.MultiheadAttention):
+                # The q, k, v projections (the output projection is an nn.Linear, set above or below).
+                w = module.in_proj_weight
+                w.copy_(torch.from_numpy(rng.normal(size=w.shape).astype(np.float32) / np.float32(np.sqrt(w.shape[1]))))
+                module.in_proj_bias.copy_(torch.from_numpy((rng.normal(size=module.in_proj_bias.shape) * 0.5).astype(np.float32)))
             elif isinstance(module, CNBlock):
                 module.layer_scale.copy_(torch.from_numpy(rng.uniform(0.5, 1.5, size=module.layer_scale.shape).astype(np.float32)))
             elif isinstance(module, nn.BatchNorm2d):
@@ -424,6 +475,7 @@ MODELS = [
     ("convnext_block", ConvNeXtBlock, 14, (1, 3, 32, 32), 13, "logits", False, False, {}),
     ("convnext_block_opset18", ConvNeXtBlock, 14, (1, 3, 32, 32), 18, "logits", False, False, {}),
     ("shuffle_block", ShuffleBlock, 15, (1, 3, 32, 32), 13, "logits", False, False, {}),
+    ("tiny_vit", TinyViT, 16, (1, 3, 16, 16), 18, "logits", False, False, {}),
 ]
 
 HTML = """<!DOCTYPE html>

@@ -34,7 +34,26 @@ import Testing
     ("tf2onnx/sequential_plain", .mlProgram), ("tf2onnx/sequential_plain", .neuralNetwork),
     ("convnext_block", .mlProgram), ("convnext_block", .neuralNetwork), ("convnext_block_opset18", .mlProgram),
     ("convnext_block_opset18", .neuralNetwork), ("shuffle_block", .mlProgram), ("shuffle_block", .neuralNetwork),
+    // A transformer (shifted windows, multi-head attention): the classic format is a rank-N network.
+    ("tiny_vit", .mlProgram), ("tiny_vit", .neuralNetwork),
   ]
+
+  /// A transformer as a classic network: specification 4 with `EXACT_ARRAY_MAPPING`, the products of two
+  /// computed tensors as two-input `batchedMatmul` layers, the window partition as rank-6 transposes,
+  /// layer norms and GELU as their own layers; the interface as the ML Program's (`[1, 3, 16, 16]` in,
+  /// `[1, 5]` out).
+  @Test func aTransformerIsARankNClassicNetwork() throws {
+    let network = try CoreMLSpecReader.read(contentsOf: try Self.convert("tiny_vit", to: .neuralNetwork, options: ConversionOptions(precision: .float32)))
+    #expect(network.specificationVersion == 4 && network.exactArrayMapping)
+    #expect(network.inputs.map(\.kind) == [.multiArray(shape: [1, 3, 16, 16], dataType: 65568)])
+    #expect(network.outputs.map(\.kind) == [.multiArray(shape: [1, 5], dataType: 65568)])
+    let kinds = network.layers.map(\.kind)
+    let products = network.layers.filter { if case .batchedMatmul = $0.parameters { return $0.inputs.count == 2 } else { return false } }
+    #expect(products.count == 4, "\(kinds)")  // two in the windows, two in nn.MultiheadAttention
+    let rank6 = network.layers.filter { if case .transpose(let p) = $0.parameters { return p.axes.count == 6 } else { return false } }
+    #expect(rank6.count >= 2, "\(kinds)")
+    #expect(kinds.filter { $0 == "layerNormalization" }.count == 4 && kinds.contains("gelu") && kinds.contains("softmaxND"), "\(kinds)")
+  }
 
   @Test(arguments: conversions)
   func convertsAndMatchesOnnxruntime(_ name: String, _ format: ModelFormat) throws {

@@ -30,17 +30,23 @@ public enum Modelconv {
       environment["MODELCONV_READ_TIMEOUT"] = readTimeout
       process.environment = environment
     }
-    let out = Pipe(), err = Pipe()
+    // Output goes to files, read once the process has exited: no pipe to drain while other tests spawn
+    // processes (Foundation's Pipe reads on a second thread raced under parallel tests).
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("modelconv-run-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let outURL = directory.appendingPathComponent("stdout"), errURL = directory.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
     process.standardOutput = out
     process.standardError = err
+    process.standardInput = FileHandle.nullDevice
     try process.run()
-    // Both pipes drained at once, so a large output on one cannot block the other.
-    var stdout = Data(), stderr = Data()
-    let group = DispatchGroup()
-    DispatchQueue.global().async(group: group) { stdout = out.fileHandleForReading.readDataToEndOfFile() }
-    stderr = err.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
     process.waitUntilExit()
+    try out.close()
+    try err.close()
+    let stdout = try Data(contentsOf: outURL), stderr = try Data(contentsOf: errURL)
     return Result(
       status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
       stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))

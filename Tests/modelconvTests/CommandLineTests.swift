@@ -15,17 +15,8 @@ import Testing
   }
 
   func run(_ arguments: [String]) throws -> Result {
-    let process = Process()
-    process.executableURL = Self.executable
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    let result = try Modelconv.run(arguments)
+    return Result(status: result.status, stdout: result.stdout, stderr: result.stderr)
   }
 
   @Test func convertsTheDigitsClassifier() throws {

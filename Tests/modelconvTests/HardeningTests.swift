@@ -16,21 +16,8 @@ import Testing
 
   /// Runs the built `modelconv` with a short reader timeout.
   static func modelconv(_ arguments: [String], timeout: String = "5") throws -> Result {
-    let process = Process()
-    process.executableURL = CommandLineTests.executable
-    process.arguments = arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["MODELCONV_READ_TIMEOUT"] = timeout
-    process.environment = environment
-    let err = Pipe()
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = err
-    try process.run()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return Result(
-      status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-      stderr: String(decoding: stderr, as: UTF8.self))
+    let result = try Modelconv.run(arguments, readTimeout: timeout)
+    return Result(status: result.status, signaled: result.signaled, stderr: result.stderr)
   }
 
   // MARK: corrupt HDF5

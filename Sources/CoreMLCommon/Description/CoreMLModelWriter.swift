@@ -32,6 +32,8 @@ public struct EncodedModel: Sendable {
   private var weightSource: WeightSource
   /// The specification version written (the oldest release that loads the model).
   public var specificationVersion: Int
+  /// The shape each multiarray input and output is declared with, by feature name (as the description says).
+  public var arrayShapes: [String: [Int]] = [:]
 
   public init(format: ModelFormat, specification: [UInt8], weights: [UInt8]?, specificationVersion: Int) {
     self.format = format

@@ -61,6 +61,21 @@ package enum ModelDescription {
     return feature
   }
 
+  /// The declared shape of each multiarray input and output of a model's description, by name.
+  package static func arrayShapes(_ model: UnsafeMutablePointer<CoreML__Specification__Model>) -> [String: [Int]] {
+    guard let description = model.pointee.description?.pointee else { return [:] }
+    var shapes: [String: [Int]] = [:]
+    for (features, count) in [(description.input, description.n_input), (description.output, description.n_output)] {
+      for index in 0..<count {
+        guard let feature = features?[index]?.pointee, let name = feature.name, let type = feature.type?.pointee,
+          type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE, let array = type.multiarraytype?.pointee
+        else { continue }
+        shapes[String(cString: name)] = (0..<array.n_shape).map { Int(array.shape[$0]) }
+      }
+    }
+    return shapes
+  }
+
   package static func arrayFeature(_ name: String, shape: [Int], arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     feature(name, arena: arena) { type in
       let array = arena.message(core_ml__specification__array_feature_type__init)

@@ -15,7 +15,7 @@ public enum CoreMLWriter {
 
   /// The serialized `Model` protobuf and the specification version it declares.
   static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
-    let (specification, version) = try streamed(graph, options: options)
+    let (specification, version, _) = try streamed(graph, options: options)
     return (specification.bytes(), version)
   }
 
@@ -23,7 +23,7 @@ public enum CoreMLWriter {
   /// refused when it would be larger than `maximumBytes` (known before any weight is laid out).
   static func streamed(
     _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes
-  ) throws -> (StreamedSpecification, Int) {
+  ) throws -> (StreamedSpecification, Int, [String: [Int]]) {
     let arena = MessageArena()
     let built = try buildModel(graph, options: options, arena: arena)
     let model = built.model
@@ -54,7 +54,7 @@ public enum CoreMLWriter {
     guard specification.byteCount <= maximumBytes else {
       throw CoreMLWriterError.specificationTooLarge(bytes: specification.byteCount, limit: maximumBytes, float32Weights: options.precision == .float32)
     }
-    return (specification, Int(model.pointee.specificationversion))
+    return (specification, Int(model.pointee.specificationversion), ModelDescription.arrayShapes(model))
   }
 
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.

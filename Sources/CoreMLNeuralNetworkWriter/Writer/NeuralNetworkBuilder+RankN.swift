@@ -216,6 +216,15 @@ extension NeuralNetworkBuilder {
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LAYER_NORMALIZATION, \.layernormalization, params)
   }
 
+  /// `min(max(x, minimum), maximum)`.
+  mutating func clip(_ name: String, input: String, output: String, minimum: Float, maximum: Float) {
+    requireSpecificationVersion(4)
+    let params = arena.message(core_ml__specification__clip_layer_params__init)
+    params.pointee.minval = minimum
+    params.pointee.maxval = maximum
+    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP, \.clip, params)
+  }
+
   /// GELU, exact (erf) or with the tanh approximation.
   mutating func gelu(_ name: String, input: String, output: String, tanhApproximation: Bool) {
     requireSpecificationVersion(4)

@@ -156,6 +156,8 @@ struct RankNLowering {
     case "leaky_relu": try builder.activation(.leakyReLU(alpha: try scalar(r, "alpha")), out, input: try input(r), output: out)
     case "linear_activation":
       try builder.activation(.linear(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
+    case "clip":
+      builder.clip(out, input: try input(r), output: out, minimum: try scalar(r, "alpha"), maximum: try scalar(r, "beta"))
     case "sigmoid_hard":
       try builder.activation(.sigmoidHard(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
     case "gelu":
@@ -233,14 +235,26 @@ struct RankNLowering {
         r.type == "max_pool" ? .max : .average, out, input: try input(r), output: out, kernelSize: try ints(r, "kernel_sizes"),
         stride: try ints(r, "strides"), padding: try customPad(r), global: false, averageExcludesPadding: excludes)
     case "batch_norm":
-      try requireRank4(r)
+      // The layer normalizes axis -3 of its input: [1, C, D...] goes through [1, C, product of the middle axes, last axis].
+      let shape = try tensorOf(r.param("x")).shape
+      guard shape.count >= 3 else { throw unsupported("batch_norm of a \(shape) tensor") }
       guard let mean = constant(r.param("mean")), let variance = constant(r.param("variance")) else { throw unsupported("batch_norm statistics that are not constants") }
       let c = mean.values.count
       let gamma = constant(r.param("gamma"))?.values ?? .values([Float](repeating: 1, count: c))
       let beta = constant(r.param("beta"))?.values ?? .values([Float](repeating: 0, count: c))
+      let folded = shape.count == 3 ? [1, shape[1], shape[2], 1] : [1, shape[1], shape[2..<(shape.count - 1)].reduce(1, *), shape.last!]
+      var source = try input(r)
+      let direct = folded == shape
+      if !direct {
+        let name = fresh(out + "_rank4")
+        builder.reshapeStatic(name, input: source, output: name, shape: folded)
+        source = name
+      }
+      let normalized = direct ? out : fresh(out + "_normalized")
       try builder.batchnorm(
-        out, input: try input(r), output: out, channels: c, epsilon: try scalar(r, "epsilon"), gamma: gamma, beta: beta, mean: mean.values,
+        normalized, input: source, output: normalized, channels: c, epsilon: try scalar(r, "epsilon"), gamma: gamma, beta: beta, mean: mean.values,
         variance: variance.values)
+      if !direct { builder.reshapeStatic(out, input: normalized, output: out, shape: shape) }
 
     // Normalizations and reductions.
     case "layer_norm":

@@ -25,7 +25,9 @@ public struct MLProgramWriter: CoreMLModelWriter {
     let model = try buildModel(graph, options: options, target: target, opset: opset, builder: builder)
     var bytes = [UInt8](repeating: 0, count: core_ml__specification__model__get_packed_size(model))
     _ = core_ml__specification__model__pack(model, &bytes)
-    return EncodedModel(format: .mlProgram, specification: bytes, blobs: builder.blobs, specificationVersion: target.specificationVersion)
+    var encoded = EncodedModel(format: .mlProgram, specification: bytes, blobs: builder.blobs, specificationVersion: target.specificationVersion)
+    encoded.arrayShapes = ModelDescription.arrayShapes(model)
+    return encoded
   }
 
   /// Feature names are names of program values, so they must be MIL identifiers.

@@ -367,6 +367,23 @@ extension CoreMLGraphImporter {
       let lrn = LocalResponseNormalization(size: p.localSize, alpha: p.alpha, beta: p.beta, bias: p.k == 0 ? 1 : p.k)
       return [try spatial(.localResponseNormalization(lrn), x)]
 
+    case .layerNormalization(let p):
+      // Apple: (x - mean) / sqrt(variance + eps) over the trailing normalizedShape axes, then gamma * . + beta,
+      // both of normalizedShape.
+      let s = shape(x)
+      guard !p.normalizedShape.isEmpty, p.normalizedShape.count <= s.count, Array(s.suffix(p.normalizedShape.count)) == p.normalizedShape else {
+        throw unsupported("normalizedShape \(p.normalizedShape) is not the trailing shape of a \(s) blob")
+      }
+      guard p.epsilon.isFinite, p.epsilon >= 0 else { throw unsupported("eps \(p.epsilon)") }
+      let count = p.normalizedShape.reduce(1, *)
+      guard let gamma = p.gamma, let beta = p.beta, gamma.count == count, beta.count == count else {
+        throw unsupported("gamma and beta need \(count) values each")
+      }
+      let leading = Array(s.dropLast(p.normalizedShape.count))
+      let flat = try reshape(x, to: leading + [count])
+      let norm = LayerNormalization(gamma: Constant(shape: [count], values: gamma), beta: Constant(shape: [count], values: beta), epsilon: p.epsilon)
+      return [try reshape(try add(.layerNormalization(norm), [flat]), to: s)]
+
     case .reorganizeData, .notDecoded:
       throw unsupported("this layer type is not supported by the reader")
     }

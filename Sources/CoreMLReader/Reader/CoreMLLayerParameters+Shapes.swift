@@ -167,6 +167,15 @@ public struct ReduceNDParameters: Sendable, Equatable {
   public init() {}
 }
 
+public struct LayerNormalizationParameters: Sendable, Equatable {
+  /// The trailing axes normalized together.
+  public var normalizedShape: [Int] = []
+  public var epsilon: Float = 0
+  public var gamma: [Float]?
+  public var beta: [Float]?
+  public init() {}
+}
+
 public struct BatchedMatMulParameters: Sendable, Equatable {
   public var transposeA = false
   public var transposeB = false

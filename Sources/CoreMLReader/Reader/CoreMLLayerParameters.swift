@@ -59,9 +59,10 @@ public enum CoreMLLayerParameters: Sendable, Equatable {
   case flattenTo2D(FlattenTo2DParameters)
   case reshapeStatic(ReshapeStaticParameters)
   case constantPad(ConstantPadParameters)
+  case layerNormalization(LayerNormalizationParameters)
   /// `reduceMean`, `reduceMax`, `reduceMin`, `reduceSum`.
   case reduceND(ReduceNDKind, ReduceNDParameters)
-  /// A layer whose parameters the reader does not decode (`bias`, `mvn`, `resizeBilinear`, `layerNormalization`,
+  /// A layer whose parameters the reader does not decode (`bias`, `mvn`, `resizeBilinear`,
   /// a field number our schema does not name, ...): only its kind, inputs and outputs are known.
   case notDecoded
 }

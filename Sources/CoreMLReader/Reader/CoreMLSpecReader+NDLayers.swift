@@ -45,6 +45,16 @@ extension CoreMLSpecReader {
       return .squeeze(SqueezeParameters(axes: signed(q.axes, q.n_axes), squeezeAll: q.squeezeall != 0))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EXPAND_DIMS:
       return .expandDims(ExpandDimsParameters(axes: l.expanddims.map { signed($0.pointee.axes, $0.pointee.n_axes) } ?? []))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LAYER_NORMALIZATION:
+      var p = LayerNormalizationParameters()
+      guard let n = l.layernormalization?.pointee else { return .layerNormalization(p) }
+      let shape = buffer(n.normalizedshape, n.n_normalizedshape)
+      p.normalizedShape = shape.map { Int(clamping: $0) }
+      p.epsilon = n.eps
+      let count = shape.allSatisfy({ $0 > 0 }) ? product(shape.map { UInt64($0) }) : nil
+      p.gamma = try decode("gamma", n.gamma, count)
+      p.beta = try decode("beta", n.beta, count)
+      return .layerNormalization(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHED_MATMUL:
       var p = BatchedMatMulParameters()
       guard let b = l.batchedmatmul?.pointee else { return .batchedMatmul(p) }

@@ -160,6 +160,13 @@ public enum CoreMLSpecificationRules {
       } else if p.hasBias {
         r.add("BATCHED-MATMUL-WEIGHTS", "hasBias is supported only with one input")
       }
+    case .layerNormalization(let p):
+      // [rule LAYER-NORM-SHAPE]
+      let count = p.normalizedShape.allSatisfy { $0 > 0 } ? p.normalizedShape.reduce(1) { $0.multipliedReportingOverflow(by: $1).partialValue } : 0
+      if p.normalizedShape.isEmpty || count <= 0 { r.add("LAYER-NORM-SHAPE", "normalizedShape \(p.normalizedShape)") }
+      if p.gamma?.count != count || p.beta?.count != count {
+        r.add("LAYER-NORM-SHAPE", "gamma and beta need \(count) values each (normalizedShape \(p.normalizedShape)), have \(p.gamma?.count ?? 0) and \(p.beta?.count ?? 0)")
+      }
     case .gelu(let p):
       // [rule GELU-MODE]
       if case .unknown(let mode) = p.mode { r.add("GELU-MODE", "mode \(mode) (EXACT, TANH_APPROXIMATION or SIGMOID_APPROXIMATION)") }

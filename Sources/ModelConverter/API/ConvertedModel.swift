@@ -46,9 +46,8 @@ public struct ConvertedModel: Sendable {
         let space = image.colorSpace(channels: value.type.shape.last == 1 ? 1 : 3)
         return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
       }
-      // As the description declares it: an ML Program keeps the batch axis of 1 and Keras' order; a
-      // neural network's arrays have no batch axis and are channels first.
-      let shape = format == .mlProgram ? [1] + value.type.shape : NeuralNetworkWriter.featureShape(value.type.shape) ?? value.type.shape
+      // As the written description declares it.
+      let shape = encoded.arrayShapes[value.name] ?? value.type.shape
       return .init(name: value.name, type: .init(kind: "multiArray", shape: shape, dataType: "float32"))
     }
     var outputs = graph.outputs.map(feature)

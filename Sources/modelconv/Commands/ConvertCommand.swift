@@ -261,7 +261,12 @@ enum ConvertCommand: Subcommand {
     for feature in summary.inputs { lines.append("  input   \(feature)") }
     for feature in summary.outputs { lines.append("  output  \(feature)") }
     lines.append("  layers  \(summary.layerCount), parameters \(summary.parameterCount)")
-    if !summary.labels.isEmpty { lines.append("  labels  \(summary.labels.joined(separator: ", "))") }
+    if !summary.labels.isEmpty {
+      // A thousand ImageNet classes would fill the terminal: the first and last few, and the count (--json has all).
+      let shown = summary.labels.count <= 12 ? summary.labels : Array(summary.labels.prefix(8)) + ["..."] + Array(summary.labels.suffix(2))
+      let count = summary.labels.count <= 12 ? "" : " (\(summary.labels.count) labels)"
+      lines.append("  labels  \(shown.joined(separator: ", "))\(count)")
+    }
     lines.append("Wrote \(output) (\(summary.byteCount) bytes)")
     Console.out(lines.joined(separator: "\n"))
   }
