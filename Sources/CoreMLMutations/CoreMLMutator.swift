@@ -53,6 +53,8 @@ public enum CoreMLMutator {
         if let p = l.innerproduct { innerProduct(p, &collector) }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_POOLING:
         if let p = l.pooling { pooling(p, &collector) }
+      case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHED_MATMUL:
+        if let p = l.batchedmatmul, l.n_input == 1 { weightedMatMul(p, &collector) }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PADDING:
         if let p = l.padding, let amounts = p.pointee.paddingamounts { borderAmounts(amounts, &collector) }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ACTIVATION:
@@ -201,6 +203,26 @@ public enum CoreMLMutator {
         var v = w.values
         for o in 0..<outputs { v.swapAt(o * inputs, o * inputs + inputs - 1) }
         w.values = v
+      }
+    }
+    if let bias { changeBias(bias, weights: w, &collector) }
+  }
+
+  /// A one-input `batchedMatMul`: its stored matrix is `[X1, X2]` in column-major order, that is
+  /// `[X2, X1]` (outputs, inputs) row-major as an inner product's, with a bias of X2.
+  static func weightedMatMul(_ m: UnsafeMutablePointer<CoreML__Specification__BatchedMatMulLayerParams>, _ collector: inout Collector) {
+    let p = m.pointee
+    let (inputs, outputs) = (Int(clamping: p.weightmatrixfirstdimension), Int(clamping: p.weightmatrixseconddimension))
+    guard let w = WeightBlob(p.weights), let total = Blocks.product([inputs, outputs]), total == w.count else { return }
+    let bias = p.hasbias != 0 ? WeightBlob(p.bias).flatMap { $0.count == outputs ? $0 : nil } : nil
+    if outputs >= 2 { swapOutputs(w, bias, count: outputs, rowSize: inputs, &collector) }
+    if inputs == outputs && inputs >= 2 {
+      // The matrix stored row-major instead of column-major (its transpose): the writer's classic mistake.
+      collector.add(.transposedKernel, "store the \(inputs)x\(outputs) matrix transposed") {
+        let v = w.values
+        var t = v
+        for r in 0..<inputs { for c in 0..<outputs { t[c * inputs + r] = v[r * outputs + c] } }
+        w.values = t
       }
     }
     if let bias { changeBias(bias, weights: w, &collector) }

@@ -45,15 +45,19 @@ import Testing
     #expect(report.passed, "\(report.outputs)")
   }
 
-  /// A shuffle of H or W has no such classic spelling: refused by name.
-  @Test func spatialShuffleIsRefused() throws {
+  /// A shuffle of H or W has no rank-5 spelling: a rank-N network (reshapes and a transpose, verified),
+  /// or for an iOS 12 target the refusal by name.
+  @Test func spatialShuffleIsRankNOrRefused() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([6, 4, 3]))
     let mixed = try builder.add(.channelShuffle(axis: 0, groups: 2), name: "shuffle", inputs: [x])
     let graph = builder.build(outputs: [mixed])
+    let (spec, report) = try Self.written(graph)
+    #expect(spec.exactArrayMapping && spec.layers.contains { $0.kind == "transpose" }, "\(spec.layers.map(\.kind))")
+    #expect(report.passed, "\(report.outputs)")
     #expect(throws: CoreMLWriterError.unsupportedOperation(
       layer: "shuffle", detail: "a channel shuffle of axis 0 of [6, 4, 3] (classic layers shuffle the channels of a vector or an image only)")) {
-      _ = try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions())
+      _ = try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(target: DeploymentTarget.parse("iOS12")))
     }
   }
 

@@ -58,13 +58,22 @@ import Testing
     #expect(report.passed, "\(name): \(report.firstMismatch.map { "\($0)" } ?? "")")
   }
 
-  /// What the classic writer cannot express is refused, every such layer named at once; nothing is written.
+  /// What the classic rank-5 layers cannot express is written as a rank-N network (specification 4) that
+  /// verifies; for a target older than iOS 13 it is refused, every such layer named at once.
   @Test func classicWriterRefusesWhatItCannotExpress() throws {
+    let source = Self.golden.appendingPathComponent("unit_norm_program.mlpackage")
+    let converted = try Converter.convert(modelAt: source, options: ConversionOptions(format: .neuralNetwork))
+    #expect(converted.encoded.specificationVersion == 4)
+    let output = try Fixtures.temporaryDirectory().appendingPathComponent("norm.mlmodel")
+    try converted.write(to: output)
+    #expect(try CoreMLSpecReader.read(contentsOf: output).exactArrayMapping)
+    let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 4))
+    #expect(report.passed, "\(report.firstMismatch.map { "\($0)" } ?? "")")
     #expect {
-      _ = try Converter.convert(modelAt: Self.golden.appendingPathComponent("unit_norm_program.mlpackage"), options: ConversionOptions(format: .neuralNetwork))
+      _ = try Converter.convert(modelAt: source, options: ConversionOptions(format: .neuralNetwork, target: DeploymentTarget.parse("iOS12")))
     } throws: { error in
       // coremltools wrote UnitNormalization as reduce_sum, maximum with a constant and rsqrt: the sum
-      // has no classic layer here (the constant is a loadConstant, the maximum a max layer, rsqrt a unary layer).
+      // has no classic rank-5 layer here (the constant is a loadConstant, the maximum a max layer, rsqrt a unary layer).
       guard case CoreMLWriterError.unsupportedOperation(let layer, let detail) = error else { return false }
       return layer.contains("unit_norm") && layer.contains("Sum") && detail.contains("reduce.sum")
     }
@@ -154,7 +163,8 @@ import Testing
     #expect(verify.status == 0, "\(verify.stderr)")
     // The classic writer's refusal is a bad-input exit, and leaves nothing behind.
     let refused = directory.appendingPathComponent("norm.mlmodel").path
-    let failure = try Modelconv.run(["convert", Self.golden.appendingPathComponent("unit_norm_program.mlpackage").path, "-o", refused], readTimeout: "60")
+    let failure = try Modelconv.run(
+      ["convert", Self.golden.appendingPathComponent("unit_norm_program.mlpackage").path, "--target", "iOS12", "-o", refused], readTimeout: "60")
     #expect(failure.status == 65, "\(failure.stderr)")
     #expect(!FileManager.default.fileExists(atPath: refused))
   }

@@ -74,8 +74,8 @@ public enum CoreMLWriter {
       throw CoreMLWriterError.unknownFeature(kind: "input", name: name, available: inputNames)
     }
 
-    let network = RankNLowering.isNeeded(graph)
-      ? try rankNNetwork(graph, options: options, arena: arena) : try rank5Network(graph, options: options, arena: arena)
+    let network = try RankNLowering.isNeeded(graph)
+      ? rankNNetwork(graph, options: options, arena: arena) : rank5OrRankNNetwork(graph, options: options, arena: arena)
     let groups = network.groups
     let description = arena.message(core_ml__specification__model_description__init)
     description.pointee.n_input = network.inputs.count
@@ -155,6 +155,22 @@ public enum CoreMLWriter {
     var outputs: [UnsafeMutablePointer<CoreML__Specification__FeatureDescription>]
     /// Rank-N blobs (`EXACT_ARRAY_MAPPING`, `RANK4_IMAGE_MAPPING`) rather than rank-5 ones.
     var rankN: Bool
+  }
+
+  /// The rank-5 layers; where they cannot hold the graph (a rank-6 permute, a dense layer on a rank-4
+  /// tensor, ...) and the target loads specification 4, the rank-N network, else the rank-5 layers' errors.
+  static func rank5OrRankNNetwork(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
+    do {
+      return try rank5Network(graph, options: options, arena: arena)
+    } catch let error as CoreMLWriterError {
+      switch error {
+      case .unsupportedOperation, .unsupportedOperations: break
+      default: throw error
+      }
+      if let target = options.target, target.specificationVersion < 4 { throw error }
+      guard let rankN = try? rankNNetwork(graph, options: options, arena: arena) else { throw error }
+      return rankN
+    }
   }
 
   /// The classic rank-5 layers, one group per node.

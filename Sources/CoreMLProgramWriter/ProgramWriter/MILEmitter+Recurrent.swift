@@ -10,6 +10,12 @@ extension MILEmitter {
     if try emitFusedRecurrent(node, recurrent) { return }
     let x = try tensor(node.inputs[0], .natural)
     let steps = graph[node.inputs[0]].type.shape[0]
+    // Every step is several operations: the classic writer's limit on unrolled steps holds here too.
+    guard steps <= GraphLimits.maxUnrolledSteps else {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: node.origin?.name ?? node.name,
+        detail: "this recurrent layer is written step by step, and its \(steps) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)")
+    }
     let directions: [(weights: Recurrent.Weights, reversed: Bool, tag: String)] =
       [(recurrent.forward, recurrent.goBackwards, "fw")] + (recurrent.backward.map { [($0, true, "bw")] } ?? [])
     var results: [MILTensor] = []
