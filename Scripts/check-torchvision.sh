@@ -12,6 +12,8 @@
 #
 # For each model, opset (OPSETS) and format (FORMATS), in that order:
 #   modelconv convert MODEL_opsetN.onnx -o OUT.mlpackage|OUT.mlmodel --precision float32
+#     (a .mlmodel whose float32 weights pass 2 GiB, which the format cannot hold, is refused by name: the row
+#     is then --precision float16, and says so)
 #   modelconv verify  MODEL_opsetN.onnx OUT --reference MODEL_opsetN.reference.h5 --samples 2
 # each under `timeout $TIMEOUT`, recording the convert exit code (124: timed out) and the first line of its
 # error, the convert wall seconds, verify PASS/FAIL (with its exit code and first FAIL/error line) and the verify
@@ -74,7 +76,7 @@ EOF
 check() {  # model opset format
   local model="$1" opset="$2" format="$3" key="$1_opset$2"
   local onnx="$MODELS_DIR/$key.onnx" reference="$MODELS_DIR/$key.reference.h5" out="$WORK/out/$key.$format"
-  local log="$WORK/logs/$key.$format" start end code seconds verdict vcode vseconds detail=""
+  local log="$WORK/logs/$key.$format" start end code seconds verdict vcode vseconds detail="" note=""
   if [[ ! -f "$onnx" || ! -f "$reference" ]]; then
     detail="$(export_error "$model" "$opset")"
     record "$model" "$opset" "$format" "-" "-" "not exported" "-" "-" "${detail:-no $key.onnx / .reference.h5 in $MODELS_DIR}"
@@ -87,6 +89,16 @@ check() {  # model opset format
   code=$?
   end=$(date +%s.%N)
   seconds=$(printf '%.1f' "$(echo "$end - $start" | bc)")
+  if [[ $code -eq 65 && "$format" == mlmodel ]] && grep -q "one protobuf message may hold" "$log.convert.err"; then
+    # Over 2 GiB of float32 weights cannot be a classic .mlmodel at all (protobuf's limit, refused by name):
+    # the row is the float16 network, which halves them.
+    note="float16 (the float32 network is over 2 GiB, refused by name); "
+    start=$(date +%s.%N)
+    timeout "$TIMEOUT" "$MODELCONV" convert "$onnx" -o "$out" --precision float16 >"$log.convert.out" 2>"$log.convert.err"
+    code=$?
+    end=$(date +%s.%N)
+    seconds=$(printf '%.1f' "$(echo "$end - $start" | bc)")
+  fi
   if [[ $code -ne 0 ]]; then
     [[ $code -eq 124 ]] && detail="convert timed out after ${TIMEOUT} s" || detail="$(first_error "$log.convert.err")"
     record "$model" "$opset" "$format" "$code" "$seconds" "-" "-" "-" "$detail"
@@ -106,6 +118,7 @@ check() {  # model opset format
     if [[ $vcode -eq 124 ]]; then detail="verify timed out after ${TIMEOUT} s"
     else cat "$log.verify.out" "$log.verify.err" >"$log.verify.all"; detail="$(first_error "$log.verify.all")"; fi
   fi
+  detail="$note$detail"
   record "$model" "$opset" "$format" "$code" "$seconds" "$verdict" "$vcode" "$vseconds" "$detail"
   echo "  $key $format: converted in $seconds s, verify $verdict (exit $vcode, $vseconds s)${detail:+: $detail}"
   [[ "${KEEP:-0}" == 1 ]] || rm -rf "$out"

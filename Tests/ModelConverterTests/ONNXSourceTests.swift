@@ -28,7 +28,7 @@ import Testing
     ("mobile_block", .mlProgram), ("mobile_block_opset18", .mlProgram), ("mlp", .mlProgram), ("mlp", .neuralNetwork),
     ("tf2onnx/dense_classifier", .mlProgram), ("tf2onnx/dense_classifier", .neuralNetwork),
     // tf2onnx exports of the Keras layer fixtures (make_onnx_tf2onnx.py; the saved outputs match Keras).
-    ("tf2onnx/activations", .mlProgram), ("tf2onnx/batchnorm", .mlProgram), ("tf2onnx/batchnorm", .neuralNetwork),
+    ("tf2onnx/activations", .mlProgram), ("tf2onnx/activations", .neuralNetwork), ("tf2onnx/batchnorm", .mlProgram), ("tf2onnx/batchnorm", .neuralNetwork),
     ("tf2onnx/depthwise_separable", .mlProgram), ("tf2onnx/depthwise_separable", .neuralNetwork), ("tf2onnx/nested", .mlProgram),
     ("tf2onnx/nested", .neuralNetwork), ("tf2onnx/reshape_ops", .mlProgram), ("tf2onnx/reshape_ops", .neuralNetwork),
     ("tf2onnx/sequential_plain", .mlProgram), ("tf2onnx/sequential_plain", .neuralNetwork),

@@ -21,11 +21,12 @@ public enum CoreMLWriter {
 
   /// The model ready to be packed layer by layer as it is written, and its specification version;
   /// refused when it would be larger than `maximumBytes` (known before any weight is laid out).
+  /// `rankN` writes a rank-N network whatever the graph (for tests of the lowering).
   static func streamed(
-    _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes
+    _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes, rankN: Bool = false
   ) throws -> (StreamedSpecification, Int, [String: [Int]]) {
     let arena = MessageArena()
-    let built = try buildModel(graph, options: options, arena: arena)
+    let built = try buildModel(graph, options: options, arena: arena, rankN: rankN)
     let model = built.model
     // The classifier and the plain network hold their layers in the same two fields.
     func streamed<Network>(
@@ -65,7 +66,7 @@ public enum CoreMLWriter {
   }
 
   static func buildModel(
-    _ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena
+    _ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena, rankN: Bool = false
   ) throws -> (model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup]) {
     try ModelDescription.checkNames(graph)
     let inputNames = graph.inputs.map { graph[$0].name }
@@ -74,7 +75,7 @@ public enum CoreMLWriter {
       throw CoreMLWriterError.unknownFeature(kind: "input", name: name, available: inputNames)
     }
 
-    let network = try RankNLowering.isNeeded(graph)
+    let network = try rankN || RankNLowering.isNeeded(graph)
       ? rankNNetwork(graph, options: options, arena: arena) : rank5OrRankNNetwork(graph, options: options, arena: arena)
     let groups = network.groups
     let description = arena.message(core_ml__specification__model_description__init)

@@ -475,7 +475,18 @@ extension CoreMLGraphImporter {
     if kind == .average && same && !p.avgPoolExcludePadding { throw unsupported("average pooling that counts padding") }
     let kernel = try sizes(p.kernelSize.isEmpty ? [3, 3] : p.kernelSize, "kernelSize", count: 2)
     let strides = try sizes(p.stride.isEmpty ? [1, 1] : p.stride, "stride", count: 2)
-    return try spatial(.pooling2D(Pooling2D(kind: kind, pool: kernel, strides: strides, padding: same ? .same : .valid)), x)
+    let pooling = ModelIR.Operation.pooling2D(Pooling2D(kind: kind, pool: kernel, strides: strides, padding: same ? .same : .valid))
+    // [rule POOLING-VALID-PADDING] VALID paddingAmounts pad H and W before the windows: a maximum over the
+    // input's values only (padded with the lowest float), an average counting the zeros unless
+    // avgPoolExcludePadding (which explicit amounts are not read with).
+    let amounts = p.padding == .valid ? try sizes(p.paddingAmounts, "paddingAmounts", allowZero: true) : []
+    guard amounts.contains(where: { $0 != 0 }) else { return try spatial(pooling, x) }
+    guard amounts.count == 4 else { throw unsupported("paddingAmounts \(p.paddingAmounts) (two [start, end] pairs, H then W)") }
+    if kind == .average && p.avgPoolExcludePadding { throw unsupported("an average pooling that excludes explicit padding amounts") }
+    let (hwc, leading) = try channelsLast(x)
+    let pad = ConstantPadding(before: [amounts[0], amounts[2], 0], after: [amounts[1], amounts[3], 0], value: kind == .max ? -.greatestFiniteMagnitude : 0)
+    let padded = try add(.constantPad(pad), [hwc], suffix: "__pad")
+    return try channelsFirst(try add(pooling, [padded]), leading: leading)
   }
 
   mutating func activation(_ a: ActivationParameters, _ x: ValueID) throws -> ValueID {

@@ -121,6 +121,8 @@ public struct PoolingParameters: Sendable, Equatable {
   public var kernelSize: [Int] = []
   public var stride: [Int] = []
   public var padding = Padding.unset
+  /// VALID padding's `[top, bottom, left, right]` (empty when the file gives none).
+  public var paddingAmounts: [Int] = []
   public var avgPoolExcludePadding = false
   public var globalPooling = false
   public init() {}

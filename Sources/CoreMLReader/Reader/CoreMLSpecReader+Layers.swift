@@ -209,7 +209,9 @@ extension CoreMLSpecReader {
       (p.kernelSize, p.stride) = (ints(c.kernelsize, c.n_kernelsize), ints(c.stride, c.n_stride))
       (p.avgPoolExcludePadding, p.globalPooling) = (flag(c.avgpoolexcludepadding), flag(c.globalpooling))
       switch c.pooling_padding_type_case {
-      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID: p.padding = .valid
+      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID:
+        p.padding = .valid
+        p.paddingAmounts = borders(c.valid?.pointee.paddingamounts)
       case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME: p.padding = .same
       case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_INCLUDE_LAST_PIXEL: p.padding = .includeLastPixel
       default: p.padding = .unset
