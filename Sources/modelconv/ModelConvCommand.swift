@@ -24,6 +24,7 @@ enum ModelConvCommand {
   /// Every command, in the order `--help` lists them.
   static let commands = [
     Entry(ConvertCommand.self), Entry(VerifyCommand.self), Entry(InspectCommand.self), Entry(PredictCommand.self), Entry(EvaluateCommand.self),
+    Entry(BuildCommand.self),
   ]
 
   static var usage: String {
