@@ -142,6 +142,21 @@ import Testing
     #expect(report.passed, "\(model): \(failures) \(report.violations) \(report.firstMismatch.map { "first mismatch \($0.kerasLayer)" } ?? "")")
   }
 
+  /// The same as ML Programs (float32), layer by layer: values whose shape both layouts fit (a `[1, C, H, W]`
+  /// blob with C, H and W alike, as pooling's `avgpool3_valid` [3, 3, 3]) are compared in the layout that
+  /// computed them, not guessed (they failed verify before).
+  @Test(arguments: Fixtures.models)
+  func ourProgramReproducesKerasOutputsLayerByLayer(_ model: String) throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let source = Fixtures.url(model + ".h5")
+    let output = directory.appendingPathComponent("model.mlpackage")
+    try Converter.convert(modelAt: source, options: ConversionOptions(format: .mlProgram, precision: .float32)).write(to: output)
+    let report = try ParityVerifier.verify(
+      source: source, converted: output, options: VerificationOptions(samples: 2, reference: Fixtures.url(model + ".reference.h5")))
+    #expect(report.passed, "\(model): \(report.outputs.filter { !$0.passed }.map(\.name)) \(report.firstMismatch.map { "first mismatch \($0.kerasLayer)" } ?? "")")
+  }
+
   @Test func mlpackageHoldingANeuralNetworkIsRead() throws {
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }

@@ -151,13 +151,37 @@ struct Comparison {
     }
     var result: [TensorPair] = []
     var paired = Set<ValueID>()
+    // Values known to be channels first: the spatial blobs the reader also holds channels last, and what
+    // element-wise operations compute from them alone (for shapes both layouts fit).
+    var channelsFirst = Set(converted.channelsLastValues.keys)
+    for node in graph.nodes {
+      switch node.operation {
+      case .activation, .elementwise, .cast:
+        let alike = node.inputs.filter { graph[$0].type.shape == graph[node.output].type.shape }
+        if !alike.isEmpty && alike.allSatisfy(channelsFirst.contains) { channelsFirst.insert(node.output) }
+      default: break
+      }
+    }
     func add(_ sourceID: ValueID, _ blob: ValueID, keras: LayerOrigin) {
       guard !paired.contains(sourceID) else { return }
       var convertedID = blob
       // A feature declared as the source declared it maps as the source's own (outputs, inputs).
       let declared = graph.outputs.contains(blob) || graph.inputs.contains(blob) ? declaredLayout(graph[blob].name, shape: graph[blob].type.shape, options: options) : nil
       var layout = declared ?? TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
-      if !computed.contains(blob) {
+      if declared == nil, !classic, TensorLayout.isAmbiguous(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape) {
+        // An ML Program keeps values in either layout: a shape both fit is decided by what computed it, or
+        // not compared (what is computed from it is).
+        guard channelsFirst.contains(blob) || converted.channelsLastValues[blob] != nil else { return }
+        layout = .channelsFirst
+      }
+      let sizes = source[sourceID].type.shape.filter { $0 != 1 }
+      if declared == nil, computed.contains(blob), let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast),
+        graph[channelsLast].type.shape.filter({ $0 != 1 }) == sizes
+      {
+        // The reader's channels-last form of a spatial blob is in the source's order whatever the sizes: a
+        // [1, C, H, W] blob with C, H and W alike cannot be told from [1, H, W, C] by its shape.
+        (convertedID, layout) = (channelsLast, .sameOrder)
+      } else if !computed.contains(blob) {
         // A blob between two spatial layers exists only in its channels-last form, already in Keras order.
         guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast) else { return }
         let fits = source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })

@@ -9,6 +9,12 @@ enum TensorLayout: Equatable {
 
   /// The layout that maps `keras` onto `coreML`; when both fit, `preferChannelsFirst` decides (true for
   /// the classic rank-5 mapping, whose blobs are always `[C, H, W]`).
+  /// Whether both layouts fit these shapes (a `[1, C, H, W]` blob whose C, H and W are alike).
+  static func isAmbiguous(keras: [Int], coreML: [Int]) -> Bool {
+    match(keras: keras, coreML: coreML, preferChannelsFirst: true) == .channelsFirst
+      && match(keras: keras, coreML: coreML, preferChannelsFirst: false) == .sameOrder
+  }
+
   static func match(keras: [Int], coreML: [Int], preferChannelsFirst: Bool) -> TensorLayout? {
     guard keras.reduce(1, *) == coreML.reduce(1, *) else { return nil }
     // Size-1 axes do not change the row-major element order.
