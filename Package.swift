@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 /// ModelConverter: Keras and Core ML models to Core ML classifiers, on Linux, without Python.
@@ -29,6 +29,10 @@ let package = Package(
   products: [
     .library(name: "ModelConverter", targets: ["ModelConverter"]),
     .executable(name: "modelconv", targets: ["modelconv"]),
+    // Conversion in the build: a target with a modelconv.json gets its models converted (and verified) as
+    // resources; `swift package convert-models` runs the manifest in place.
+    .plugin(name: "ModelConverterPlugin", targets: ["ModelConverterPlugin"]),
+    .plugin(name: "ConvertModelsCommand", targets: ["ConvertModelsCommand"]),
   ],
   targets: [
     .systemLibrary(
@@ -69,6 +73,13 @@ let package = Package(
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
     .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "ReferenceRuntime", "ImageFormat"]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter", "ModelFormats"]),
+    .plugin(name: "ModelConverterPlugin", capability: .buildTool(), dependencies: ["modelconv"]),
+    .plugin(
+      name: "ConvertModelsCommand",
+      capability: .command(
+        intent: .custom(verb: "convert-models", description: "Convert (and verify) the models of each target's modelconv.json in place"),
+        permissions: [.writeToPackageDirectory(reason: "writes the converted models where modelconv.json says")]),
+      dependencies: ["modelconv"]),
     .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
     .executableTarget(

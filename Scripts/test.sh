@@ -8,6 +8,7 @@ Scripts/check-proto.sh
 swift build
 swift test
 Scripts/check-example.sh
+Scripts/check-plugin-example.sh
 # The fast-path kernel tests again with oneDNN capped at older instruction sets (it picks kernels from
 # the CPU's features; ONEDNN_MAX_CPU_ISA caps them), so they hold whichever kernels a CPU gets. A cap
 # above what the CPU has changes nothing.

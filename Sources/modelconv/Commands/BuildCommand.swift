@@ -78,7 +78,12 @@ enum BuildCommand: Subcommand {
         case .badInput: word = "error  "
         case .failed: word = "error  "
         }
-        Console.out("\(word) \(result.entry.name): \(result.message)" + (result.status == .skipped ? "" : String(format: " (%.1f s)", result.seconds)))
+        let line = "\(word) \(result.entry.name): \(result.message)" + (result.status == .skipped ? "" : String(format: " (%.1f s)", result.seconds))
+        switch result.status {
+        case .converted, .skipped: Console.out(line)
+        // Failures go to stderr, where a build log (the SwiftPM plugin's) shows them as the error.
+        default: Console.error("\(result.entry.name): \(result.message)")
+        }
       }
     }
     try? state.save(stateURL)
