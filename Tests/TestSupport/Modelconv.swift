@@ -1,4 +1,5 @@
 import Foundation
+import KerasFormat
 
 /// The built `modelconv`, run as a user runs it.
 public enum Modelconv {
@@ -22,33 +23,25 @@ public enum Modelconv {
 
   /// Runs `modelconv` with `arguments`; `readTimeout` bounds the isolated reader (seconds).
   public static func run(_ arguments: [String], readTimeout: String? = nil) throws -> Result {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    if let readTimeout {
-      var environment = ProcessInfo.processInfo.environment
-      environment["MODELCONV_READ_TIMEOUT"] = readTimeout
-      process.environment = environment
-    }
-    // Output goes to files, read once the process has exited: no pipe to drain while other tests spawn
-    // processes (Foundation's Pipe reads on a second thread raced under parallel tests).
+    var environment = ProcessInfo.processInfo.environment
+    if let readTimeout { environment["MODELCONV_READ_TIMEOUT"] = readTimeout }
+    // Output goes to files, read once the process has exited; posix_spawn, not Foundation's Process, whose
+    // Pipe reads and waits crashed under parallel tests.
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("modelconv-run-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let outURL = directory.appendingPathComponent("stdout"), errURL = directory.appendingPathComponent("stderr")
-    _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-    let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    try out.close()
-    try err.close()
-    let stdout = try Data(contentsOf: outURL), stderr = try Data(contentsOf: errURL)
+    let status = try ChildProcess.run(
+      executable.path, arguments: [executable.path] + arguments, environment: environment, stdout: outURL.path, stderr: errURL.path)
+    let stdout = (try? Data(contentsOf: outURL)) ?? Data(), stderr = (try? Data(contentsOf: errURL)) ?? Data()
+    var code: Int32 = -1, signaled = false
+    switch status {
+    case .exited(let value): code = value
+    case .signaled(let signal): (code, signaled) = (signal, true)
+    case .timedOut: code = -1
+    }
     return Result(
-      status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+      status: code, signaled: signaled,
       stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
   }
 }

@@ -140,56 +140,20 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     return failed ? nil : bytes
   }
 
-  enum Status: Equatable {
-    case exited(Int32)
-    case signaled(Int32)
-    case timedOut
-  }
+  typealias Status = ChildProcess.Status
 
   /// Spawns the child (stdin, stdout and stderr on /dev/null) and waits at most `timeout` seconds.
   func run(_ arguments: [String]) throws -> Status {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    for fd: Int32 in [0, 1, 2] {
-      posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-    }
-    var pid: pid_t = 0
-    let argv = arguments.map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
     // No Swift backtrace when libhdf5 crashes the child: the crash is reported from its signal, and the
     // backtracer (another process, ptrace-attached, 30 s timeout) would hold back the child's exit status
     // past the deadline, so a crash on a loaded machine looked like a 30 s hang.
     var environment = ProcessInfo.processInfo.environment
     environment["SWIFT_BACKTRACE"] = "enable=no"
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { for pointer in envp { free(pointer) } }
-    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-    guard spawned == 0 else {
-      throw KerasReaderError.readerFailed(path: executable, detail: "cannot start the reader process (\(String(cString: strerror(spawned))))")
+    do {
+      return try ChildProcess.run(executable, arguments: arguments, environment: environment, timeout: timeout)
+    } catch let error as ChildProcess.SpawnError {
+      throw KerasReaderError.readerFailed(path: executable, detail: error.description.replacingOccurrences(of: "cannot start \(executable)", with: "cannot start the reader process"))
     }
-    // A thread waits for the child to end without reaping it (WNOWAIT), so its end is seen at once
-    // (polling with a growing pause saw it up to 50 ms late) and its pid cannot be reused before this
-    // thread has decided whether to kill it; past the deadline it is killed, which ends that wait too.
-    let ended = DispatchSemaphore(value: 0)
-    Thread.detachNewThread { [pid] in
-      var info = siginfo_t()
-      while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
-      ended.signal()
-    }
-    let timedOut = ended.wait(timeout: .now() + timeout) == .timedOut
-    if timedOut {
-      kill(pid, SIGKILL)
-      ended.wait()
-    }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-      if errno != EINTR { return .exited(-1) }
-    }
-    if timedOut { return .timedOut }
-    // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
-    if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
-    return .signaled(status & 0x7F)
   }
 
   /// The child's side: `arguments` are everything after `__read-keras`. Returns the exit status.

@@ -162,25 +162,39 @@ struct Comparison {
       default: break
       }
     }
+    let sourceProducers = Dictionary(source.nodes.map { ($0.output, $0) }, uniquingKeysWith: { first, _ in first })
     func add(_ sourceID: ValueID, _ blob: ValueID, keras: LayerOrigin) {
       guard !paired.contains(sourceID) else { return }
       var convertedID = blob
       // A feature declared as the source declared it maps as the source's own (outputs, inputs).
       let declared = graph.outputs.contains(blob) || graph.inputs.contains(blob) ? declaredLayout(graph[blob].name, shape: graph[blob].type.shape, options: options) : nil
       var layout = declared ?? TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
-      if declared == nil, !classic, TensorLayout.isAmbiguous(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape) {
-        // An ML Program keeps values in either layout: a shape both fit is decided by what computed it, or
-        // not compared (what is computed from it is).
-        guard channelsFirst.contains(blob) || converted.channelsLastValues[blob] != nil else { return }
-        layout = .channelsFirst
-      }
-      let sizes = source[sourceID].type.shape.filter { $0 != 1 }
-      if declared == nil, computed.contains(blob), let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast),
-        graph[channelsLast].type.shape.filter({ $0 != 1 }) == sizes
+      // (Rank-5 classic blobs are all channels first: the shape-based match holds for them.)
+      if declared == nil, !(classic && converted.usesRank5Mapping),
+        TensorLayout.isAmbiguous(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape)
       {
-        // The reader's channels-last form of a spatial blob is in the source's order whatever the sizes: a
-        // [1, C, H, W] blob with C, H and W alike cannot be told from [1, H, W, C] by its shape.
-        (convertedID, layout) = (channelsLast, .sameOrder)
+        // A [1, C, H, W] blob with C, H and W alike: its shape does not say its layout. Only the result of
+        // a source layer defined on [H, W, C] (the IR's spatial operations; an element-wise one may run on
+        // a channels-first source value, as in ONNX graphs) is compared, and only where the converted side
+        // says how it is laid out: the reader's channels-last form of a spatial blob, or a value computed
+        // channels first. Otherwise what is computed from it is compared.
+        let spatial: Bool
+        switch sourceProducers[sourceID]?.operation {
+        case .convolution2D?, .convolutionTranspose?, .pooling2D?, .globalPooling2D?, .upsampling2D?, .zeroPadding2D?, .cropping2D?,
+          .localResponseNormalization?:
+          spatial = true
+        default: spatial = false
+        }
+        guard spatial else { return }
+        if computed.contains(blob), let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast),
+          graph[channelsLast].type.shape.filter({ $0 != 1 }) == source[sourceID].type.shape.filter({ $0 != 1 })
+        {
+          (convertedID, layout) = (channelsLast, .sameOrder)
+        } else if channelsFirst.contains(blob) {
+          layout = .channelsFirst
+        } else {
+          return
+        }
       } else if !computed.contains(blob) {
         // A blob between two spatial layers exists only in its channels-last form, already in Keras order.
         guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast) else { return }
@@ -225,7 +239,6 @@ struct Comparison {
     }
     let origins = Dictionary(source.nodes.map { ($0.output, $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName)) }, uniquingKeysWith: { first, _ in first })
     let sourceNames = Set(source.nodes.map { source[$0.output].name })
-    let sourceProducers = Dictionary(source.nodes.map { ($0.output, $0) }, uniquingKeysWith: { first, _ in first })
     // Names the source has exactly were looked at above.
     for (name, blob) in converted.blobs.sorted(by: { $0.key < $1.key }) where !graph.inputs.contains(blob) && !sourceNames.contains(name) {
       var base = name

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import KerasFormat
 
 /// Runs a manifest's entries, `jobs` at a time, each as a `modelconv convert` child process of this
 /// executable (the same code path as the command line, one model per core, a crash or a hostile file
@@ -106,25 +107,18 @@ struct BuildRunner {
     do {
       try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
       let outURL = folder.appendingPathComponent("out"), errURL = folder.appendingPathComponent("err")
-      _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-      _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-      let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: executable)
-      process.arguments = arguments
-      process.standardOutput = out
-      process.standardError = err
-      process.standardInput = FileHandle.nullDevice
-      try process.run()
-      process.waitUntilExit()
-      try? out.close()
-      try? err.close()
-      let status = process.terminationReason == .uncaughtSignal ? 70 : process.terminationStatus
+      let status = try ChildProcess.run(
+        executable, arguments: [executable] + arguments, environment: ProcessInfo.processInfo.environment, stdout: outURL.path, stderr: errURL.path)
+      let code: Int32
+      switch status {
+      case .exited(let value): code = value
+      case .signaled, .timedOut: code = 70
+      }
       return Output(
-        status: status, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
+        status: code, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
         stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self))
     } catch {
-      return Output(status: 70, stdout: "", stderr: "modelconv: error: cannot run \(executable): \(error)")
+      return Output(status: 70, stdout: "", stderr: "modelconv: error: \(error)")
     }
   }
 
