@@ -114,7 +114,7 @@ extension Graph {
   /// output, so its name and readers stay. Prunes what nothing reads any more.
   mutating func moveBefore(
     nodeAt index: Int, operation: Operation, sources: [ValueID], shape: [Int], suffix: String,
-    follower: Operation, followerName: String, origin: LayerOrigin?
+    follower: Operation, followerName: String, origin: LayerOrigin?, prune: Bool = true
   ) {
     let node = nodes[index]
     let moved = values.count
@@ -123,7 +123,7 @@ extension Graph {
     nodes[index].inputs = sources
     nodes[index].output = moved
     nodes.insert(Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin), at: index + 1)
-    self = pruned()
+    if prune { self = pruned() }
   }
 
   /// For a node joining several tensors (an element-wise operation on inputs of one rank, or a concatenation):

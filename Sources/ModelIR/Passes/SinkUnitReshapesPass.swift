@@ -22,7 +22,12 @@ public struct SinkUnitReshapesPass: GraphPass {
         changed = true
         continue
       }
+      // Every move a scan finds whose nodes and values no other move of the scan touches is made, from
+      // the last to the first (each only changes its own node and inserts one after it), then the graph
+      // is pruned once: a rescan per move made deep graphs (Swin V2's 50 000 nodes) quadratic.
       let lookup = graph.lookup
+      var moves: [(index: Int, operation: Operation, source: ValueID, shape: [Int])] = []
+      var touchedValues = Set<ValueID>(), touchedNodes = Set<Int>()
       for index in graph.nodes.indices {
         let node = graph.nodes[index]
         guard node.inputs.count == 1, let producer = lookup.producer[node.inputs[0]],
@@ -31,6 +36,8 @@ public struct SinkUnitReshapesPass: GraphPass {
           !(lookup.producer[graph.nodes[producer].inputs[0]].map { CancelReshapesPass.isReshape(graph.nodes[$0].operation) } ?? false)
         else { continue }
         var source = graph.nodes[producer].inputs[0]
+        let footprint: Set<ValueID> = [source, node.inputs[0], node.output]
+        guard touchedValues.isDisjoint(with: footprint), !touchedNodes.contains(index), !touchedNodes.contains(producer) else { continue }
         var before = graph[source].type.shape
         let after = graph[node.inputs[0]].type.shape
         let operation: Operation
@@ -54,11 +61,20 @@ public struct SinkUnitReshapesPass: GraphPass {
         }
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
         guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name) else { continue }
+        touchedValues.formUnion(footprint)
+        touchedNodes.formUnion([index, producer])
+        moves.append((index, operation, source, shape))
+      }
+      for move in moves.reversed() {
+        let node = graph.nodes[move.index]
         graph.moveBefore(
-          nodeAt: index, operation: operation, sources: [source], shape: shape, suffix: "__unit_axes",
-          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
+          nodeAt: move.index, operation: move.operation, sources: [move.source], shape: move.shape, suffix: "__unit_axes",
+          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin, prune: false)
+      }
+      if !moves.isEmpty {
+        graph = graph.pruned()
         changed = true
-        break
+        continue
       }
       // Last, when nothing else moves: the other inputs of a join will not bring their own reshape.
       if !changed && (Self.bypassBroadcastReshapes(&graph) || Self.squeezeBroadcastConstants(&graph)) { changed = true }
@@ -72,6 +88,9 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// whether it moved one.
   static func sinkPastJoins(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
+    // As `run`: every move of one scan whose nodes and values are its own, made from the last.
+    var moves: [(index: Int, operation: Operation, sources: [ValueID], shape: [Int])] = []
+    var touchedValues = Set<ValueID>(), touchedNodes = Set<Int>()
     for index in graph.nodes.indices {
       guard let producers = graph.joinProducers(of: index, sameRank: false, in: lookup, { node -> Int? in
           guard case .reshape = node.operation else { return nil }
@@ -89,12 +108,22 @@ public struct SinkUnitReshapesPass: GraphPass {
       }
       let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
       guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name) else { continue }
-      graph.moveBefore(
-        nodeAt: index, operation: operation, sources: sources, shape: shape, suffix: "__unit_axes",
-        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
-      return true
+      let footprint = Set(sources + node.inputs + [node.output])
+      let nodes = Set([index] + producers.map(\.producer))
+      guard touchedValues.isDisjoint(with: footprint), touchedNodes.isDisjoint(with: nodes) else { continue }
+      touchedValues.formUnion(footprint)
+      touchedNodes.formUnion(nodes)
+      moves.append((index, operation, sources, shape))
     }
-    return false
+    for move in moves.reversed() {
+      let node = graph.nodes[move.index]
+      graph.moveBefore(
+        nodeAt: move.index, operation: move.operation, sources: move.sources, shape: move.shape, suffix: "__unit_axes",
+        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin, prune: false)
+    }
+    guard !moves.isEmpty else { return false }
+    graph = graph.pruned()
+    return true
   }
 
   /// An element-wise operation broadcasts from the right, so an input reshaped only to add unit axes in
@@ -102,11 +131,12 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// `[H, W, C]` is `x * s`); when the result then loses unit axes in front, a reshape after it adds them
   /// back and moves on. Returns whether it bypassed one.
   static func bypassBroadcastReshapes(_ graph: inout Graph) -> Bool {
+    let lookup = graph.lookup
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
       guard case .elementwise = node.operation, node.inputs.count >= 2 else { continue }
       // Where the other inputs are reshapes or transposes too, the join moves as a whole instead (`sinkPastJoins`).
-      let producers = node.inputs.map { input in graph.nodes.first { $0.output == input }?.operation }
+      let producers = node.inputs.map { input in lookup.producer[input].map { graph.nodes[$0].operation } }
       let layoutInputs = producers.filter { operation in
         switch operation {
         case .reshape?, .permute?: return true
@@ -115,8 +145,7 @@ public struct SinkUnitReshapesPass: GraphPass {
       }
       guard layoutInputs.count == 1 else { continue }
       for (position, input) in node.inputs.enumerated() {
-        guard let producer = graph.nodes.firstIndex(where: { $0.output == input }), case .reshape = graph.nodes[producer].operation,
-          graph.readerCount(input) == 1
+        guard let producer = lookup.producer[input], case .reshape = graph.nodes[producer].operation, lookup.readerCount(input) == 1
         else { continue }
         let source = graph.nodes[producer].inputs[0]
         let (before, after) = (graph[source].type.shape, graph[input].type.shape)
