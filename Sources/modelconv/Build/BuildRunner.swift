@@ -22,6 +22,8 @@ struct BuildRunner {
   var executable: String
   var jobs: Int
   var force: Bool
+  /// Set when the build is interrupted: no further entry starts (those running finish or die with it).
+  var interrupted: () -> Bool = { false }
 
   /// The content hash that decides whether an entry is up to date: the options, the tool's version and
   /// every input file's bytes (a package folder's files in path order).
@@ -43,7 +45,7 @@ struct BuildRunner {
     DispatchQueue.concurrentPerform(iterations: max(1, min(jobs, manifest.entries.count))) { _ in
       while true {
         let index: Int? = lock.withLock {
-          guard next < manifest.entries.count else { return nil }
+          guard next < manifest.entries.count, !interrupted() else { return nil }
           next += 1
           return next - 1
         }
@@ -61,7 +63,7 @@ struct BuildRunner {
         }
       }
     }
-    let finished = results.map { $0! }
+    let finished = results.compactMap { $0 }
     for (result, key) in zip(finished, keys) {
       switch result.status {
       case .converted, .skipped: state.keys[result.entry.name] = key
@@ -69,6 +71,17 @@ struct BuildRunner {
       }
     }
     return finished
+  }
+
+  /// Removes what an interrupted `convert` may leave beside an output: its temporary file
+  /// (`.<name>.<uuid>.tmp`) and the staged model of `--verify` (`.<name>.<uuid>.verify.<ext>`).
+  static func removeLeftovers(of entry: BuildManifest.Entry) {
+    let folder = entry.output.deletingLastPathComponent()
+    let prefix = "." + entry.output.lastPathComponent + "."
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+    where name.hasPrefix(prefix) && (name.hasSuffix(".tmp") || name.contains(".verify.")) {
+      try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+    }
   }
 
   /// Converts one entry (and checks its reference), in child processes.
@@ -109,14 +122,14 @@ struct BuildRunner {
       let outURL = folder.appendingPathComponent("out"), errURL = folder.appendingPathComponent("err")
       let status = try ChildProcess.run(
         executable, arguments: [executable] + arguments, environment: ProcessInfo.processInfo.environment, stdout: outURL.path, stderr: errURL.path)
-      let code: Int32
+      var code: Int32 = 70
+      var stderr = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
       switch status {
       case .exited(let value): code = value
-      case .signaled, .timedOut: code = 70
+      case .signaled(let signal): stderr = "modelconv: error: stopped by signal \(signal)\n" + stderr
+      case .timedOut: stderr = "modelconv: error: timed out\n" + stderr
       }
-      return Output(
-        status: code, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self),
-        stderr: String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self))
+      return Output(status: code, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self), stderr: stderr)
     } catch {
       return Output(status: 70, stdout: "", stderr: "modelconv: error: \(error)")
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import KerasFormat
 import ModelConverter
@@ -16,7 +17,8 @@ enum BuildCommand: Subcommand {
     succeeded is skipped (the state is .modelconv-build.json in the output folder). Every entry is reported,
     and a broken one does not stop the others; outputs are replaced only once complete.
     Exit code: 65 when any entry's input is bad (or the manifest is), else 1 when any parity check failed,
-    else 73 when an output could not be written, else 0.
+    else 73 when an output could not be written, else 0; 130 when interrupted (Ctrl-C or SIGTERM: no
+    further entry starts, the running ones keep their previous outputs, leftovers are removed).
     """
 
   static let specs: [OptionSpec] = [
@@ -60,7 +62,21 @@ enum BuildCommand: Subcommand {
     let stateURL = (outputDirectory ?? manifestURL.deletingLastPathComponent()).appendingPathComponent(BuildState.fileName)
     var state = BuildState.load(stateURL)
     let executable = KerasReaderIsolation.selfExecutable().executable
-    let runner = BuildRunner(executable: executable, jobs: jobs, force: parsed.flag("--force"))
+    // Ctrl-C (or SIGTERM): the running children get it too (one process group) and leave their outputs as
+    // they were; no further entry starts, leftovers are removed, and the state keeps what finished.
+    let stop = NSLock()
+    var stopped = false
+    var sources: [DispatchSourceSignal] = []
+    for number in [SIGINT, SIGTERM] {
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler { stop.withLock { stopped = true } }
+      source.resume()
+      sources.append(source)
+    }
+    defer { for source in sources { source.cancel() } }
+    var runner = BuildRunner(executable: executable, jobs: jobs, force: parsed.flag("--force"))
+    runner.interrupted = { stop.withLock { stopped } }
     let start = Date()
     let results = runner.run(manifest, state: &state, version: ModelConverterVersion.current) { result in
       if json {
@@ -87,6 +103,11 @@ enum BuildCommand: Subcommand {
       }
     }
     try? state.save(stateURL)
+    let wasInterrupted = stop.withLock { stopped }
+    if wasInterrupted {
+      for entry in manifest.entries { BuildRunner.removeLeftovers(of: entry) }
+      Console.error("interrupted: \(results.count) of \(manifest.entries.count) models done; the others were not started")
+    }
     func count(_ status: BuildRunner.Status) -> Int { results.filter { $0.status == status }.count }
     let seconds = Date().timeIntervalSince(start)
     if json {
@@ -100,6 +121,7 @@ enum BuildCommand: Subcommand {
         format: "%d models: %d converted, %d up to date, %d parity failures, %d bad inputs, %d other errors (%.1f s, %d at once)",
         results.count, count(.converted), count(.skipped), count(.parityFailed), count(.badInput), count(.failed), seconds, jobs))
     }
+    if wasInterrupted { return .interrupted }
     if count(.badInput) > 0 { return .badModel }
     if count(.parityFailed) > 0 { return .failure }
     if count(.failed) > 0 { return .cannotCreate }

@@ -16,6 +16,8 @@ enum ExitCode: Int32 {
   case noInput = 66
   /// EX_CANTCREAT: the output cannot be written.
   case cannotCreate = 73
+  /// 128 + SIGINT: stopped by Ctrl-C or SIGTERM (`build`).
+  case interrupted = 130
 
   /// A stable name for JSON error documents.
   var kind: String {
@@ -26,6 +28,7 @@ enum ExitCode: Int32 {
     case .badModel: return "badInput"
     case .noInput: return "noInput"
     case .cannotCreate: return "cannotWrite"
+    case .interrupted: return "interrupted"
     }
   }
 
