@@ -3,7 +3,8 @@ import Foundation
 
 /// A child process started with posix_spawn and waited for with waitid/waitpid: Foundation's `Process`
 /// on Linux crashed when several threads started and waited for processes at once (the reader isolation,
-/// `modelconv build`'s workers and the CLI tests all run children concurrently).
+/// `modelconv build`'s workers and the CLI tests all run children concurrently). Only stdin, stdout and
+/// stderr reach the child.
 package enum ChildProcess {
   package enum Status: Equatable {
     case exited(Int32)
@@ -25,6 +26,9 @@ package enum ChildProcess {
     for (fd, path) in [(Int32(1), stdout), (Int32(2), stderr)] {
       posix_spawn_file_actions_addopen(&actions, fd, path ?? "/dev/null", path == nil ? O_WRONLY : O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     }
+    // Nothing else is inherited: libhdf5 opens files without O_CLOEXEC, and a child holding a copy of a
+    // descriptor keeps that file's flock, so another process could not open the file until it exited.
+    closeInherited(&actions)
     var pid: pid_t = 0
     let argv = arguments.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
@@ -56,6 +60,21 @@ package enum ChildProcess {
     // WIFEXITED / WTERMSIG are macros; decode the status word by hand.
     if status & 0x7F == 0 { return .exited((status >> 8) & 0xFF) }
     return .signaled(status & 0x7F)
+  }
+
+  /// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np` (not in the headers Swift imports), found at
+  /// run time; else every descriptor open now (`/proc/self/fd`) is closed in the child.
+  private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+  }()
+
+  private static func closeInherited(_ actions: inout posix_spawn_file_actions_t) {
+    if let addCloseFrom, addCloseFrom(&actions, 3) == 0 { return }
+    // glibc ignores a close action on a descriptor that is no longer open (only out-of-range ones fail).
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+      if let fd = Int32(name), fd > 2 { posix_spawn_file_actions_addclose(&actions, fd) }
+    }
   }
 
   package struct SpawnError: Error, CustomStringConvertible {
