@@ -23,7 +23,10 @@ out="$("$SCRATCH/debug/PluginExample")"
 echo "$out"
 grep -q "labels: zero, one, two, three, four" <<<"$out" || fail "the bundled model does not have the manifest's labels"
 
-log="$(build)" || fail "the second build failed"
+# SwiftPM relinks the plugin's tool once after a clean build, which runs the command again: one settling
+# build, then one that must convert nothing.
+build >/dev/null || fail "the second build failed"
+log="$(build)" || fail "the third build failed"
 if grep -q "Converting digits" <<<"$log"; then echo "$log"; fail "a build with nothing changed converted the model again"; fi
 
 sed -i 's/"three"/"THREE"/' "$MANIFEST"
