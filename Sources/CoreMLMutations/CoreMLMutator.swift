@@ -193,10 +193,28 @@ public enum CoreMLMutator {
 
   static func innerProduct(_ ip: UnsafeMutablePointer<CoreML__Specification__InnerProductLayerParams>, _ collector: inout Collector) {
     let p = ip.pointee
-    let (inputs, outputs) = (Int(clamping: p.inputchannels), Int(clamping: p.outputchannels))
-    guard let w = WeightBlob(p.weights), let total = Blocks.product([inputs, outputs]), total == w.count else { return }
-    let bias = p.hasbias != 0 ? WeightBlob(p.bias).flatMap { $0.count == outputs ? $0 : nil } : nil
-    // [out, in]
+    matrix(
+      p.weights, bias: p.hasbias != 0 ? p.bias : nil, inputs: Int(clamping: p.inputchannels), outputs: Int(clamping: p.outputchannels),
+      transposable: false, &collector)
+  }
+
+  /// A one-input `batchedMatMul`: its stored matrix is `[X1, X2]` in column-major order, that is
+  /// `[X2, X1]` (outputs, inputs) row-major as an inner product's, with a bias of X2.
+  static func weightedMatMul(_ m: UnsafeMutablePointer<CoreML__Specification__BatchedMatMulLayerParams>, _ collector: inout Collector) {
+    let p = m.pointee
+    matrix(
+      p.weights, bias: p.hasbias != 0 ? p.bias : nil, inputs: Int(clamping: p.weightmatrixfirstdimension),
+      outputs: Int(clamping: p.weightmatrixseconddimension), transposable: true, &collector)
+  }
+
+  /// A stored `[outputs, inputs]` row-major matrix and its bias: swapped outputs, swapped inputs, a changed
+  /// bias and, for a square matrix stored in an order the layer defines (`transposable`), the transpose.
+  static func matrix(
+    _ weights: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, bias biasParams: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, inputs: Int, outputs: Int,
+    transposable: Bool, _ collector: inout Collector
+  ) {
+    guard let w = WeightBlob(weights), let total = Blocks.product([inputs, outputs]), total == w.count else { return }
+    let bias = biasParams.flatMap { WeightBlob($0) }.flatMap { $0.count == outputs ? $0 : nil }
     if outputs >= 2 { swapOutputs(w, bias, count: outputs, rowSize: inputs, &collector) }
     if inputs >= 2 {
       collector.add(.swappedInputChannels, "swap input channels 0 and \(inputs - 1)") {
@@ -205,19 +223,8 @@ public enum CoreMLMutator {
         w.values = v
       }
     }
-    if let bias { changeBias(bias, weights: w, &collector) }
-  }
-
-  /// A one-input `batchedMatMul`: its stored matrix is `[X1, X2]` in column-major order, that is
-  /// `[X2, X1]` (outputs, inputs) row-major as an inner product's, with a bias of X2.
-  static func weightedMatMul(_ m: UnsafeMutablePointer<CoreML__Specification__BatchedMatMulLayerParams>, _ collector: inout Collector) {
-    let p = m.pointee
-    let (inputs, outputs) = (Int(clamping: p.weightmatrixfirstdimension), Int(clamping: p.weightmatrixseconddimension))
-    guard let w = WeightBlob(p.weights), let total = Blocks.product([inputs, outputs]), total == w.count else { return }
-    let bias = p.hasbias != 0 ? WeightBlob(p.bias).flatMap { $0.count == outputs ? $0 : nil } : nil
-    if outputs >= 2 { swapOutputs(w, bias, count: outputs, rowSize: inputs, &collector) }
-    if inputs == outputs && inputs >= 2 {
-      // The matrix stored row-major instead of column-major (its transpose): the writer's classic mistake.
+    if transposable && inputs == outputs && inputs >= 2 {
+      // The matrix stored in the other order (its transpose): the writer's classic mistake.
       collector.add(.transposedKernel, "store the \(inputs)x\(outputs) matrix transposed") {
         let v = w.values
         var t = v
