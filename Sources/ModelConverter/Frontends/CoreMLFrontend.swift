@@ -14,7 +14,8 @@ import ModelIR
 /// the scaler itself becomes the source's image preprocessing, kept by a conversion.
 public struct CoreMLFrontend: ModelFrontend {
   public let name = "coreml"
-  public let formatDescription = "Core ML (.mlmodel, .mlpackage)"
+  public let displayName = "Core ML"
+  public let fileExtensions = ["mlmodel", "mlpackage"]
   public let kinds: Set<ModelFileKind> = [.coreMLModel, .coreMLPackage]
   public init() {}
 

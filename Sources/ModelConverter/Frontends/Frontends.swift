@@ -20,7 +20,22 @@ public enum Frontends {
   }
 
   /// The formats the registered frontends read, for messages: "Keras (.h5, .keras) and Core ML (.mlmodel, .mlpackage) models".
-  public static var supportedFormats: String { registered.map(\.formatDescription).joined(separator: " and ") + " models" }
+  public static var supportedFormats: String {
+    let names = registered.map(\.formatDescription)
+    let list = names.count > 1 ? names.dropLast().joined(separator: ", ") + " and " + names.last! : names.joined()
+    return list + " models"
+  }
+
+  /// Every registered source file extension as a placeholder for help: "model.h5|model.keras|...".
+  public static func sourcePlaceholder(_ stem: String) -> String {
+    registered.flatMap(\.fileExtensions).map { "\(stem).\($0)" }.joined(separator: "|")
+  }
+
+  /// The registered formats' names: "Keras, Core ML or ONNX".
+  public static var formatNames: String {
+    let names = registered.map(\.displayName)
+    return names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+  }
 
   static func advice(for kind: ModelFileKind) -> String {
     switch kind {

@@ -7,7 +7,8 @@ import ModelIR
 /// an isolated child process (see `KerasModelFile`).
 public struct KerasFrontend: ModelFrontend {
   public let name = "keras"
-  public let formatDescription = "Keras (.h5, .keras)"
+  public let displayName = "Keras"
+  public let fileExtensions = ["h5", "keras"]
   public let kinds: Set<ModelFileKind> = [.hdf5, .zipArchive]
   public init() {}
 

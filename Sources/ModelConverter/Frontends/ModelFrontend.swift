@@ -13,14 +13,22 @@ import ModelIR
 public protocol ModelFrontend: Sendable {
   /// The format's name in messages and metadata: "keras", "coreml".
   var name: String { get }
-  /// The format as users name it, for messages: "Keras (.h5, .keras)".
-  var formatDescription: String { get }
+  /// The format as users name it: "Keras".
+  var displayName: String { get }
+  /// The file name extensions its files usually have, without the dot (files are recognised by their
+  /// content; these are for messages and help): ["h5", "keras"].
+  var fileExtensions: [String] { get }
   /// The file kinds this frontend reads.
   var kinds: Set<ModelFileKind> { get }
   /// Reads the model at `url` into the IR.
   func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource
   /// Describes the model without converting it.
   func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection
+}
+
+extension ModelFrontend {
+  /// The format as users name it, for messages: "Keras (.h5, .keras)".
+  public var formatDescription: String { "\(displayName) (" + fileExtensions.map { "." + $0 }.joined(separator: ", ") + ")" }
 }
 
 /// How a source model is read: names and shapes for its inputs and outputs and what to do with parts

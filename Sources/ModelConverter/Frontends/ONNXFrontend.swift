@@ -12,7 +12,8 @@ import ONNXFormat
 /// Multiarray inputs and outputs keep the shapes the model declares (`[1, 3, 224, 224]`).
 public struct ONNXFrontend: ModelFrontend {
   public let name = "onnx"
-  public let formatDescription = "ONNX (.onnx)"
+  public let displayName = "ONNX"
+  public let fileExtensions = ["onnx"]
   public let kinds: Set<ModelFileKind> = [.onnx]
   public init() {}
 

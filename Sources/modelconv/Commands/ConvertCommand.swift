@@ -6,14 +6,15 @@ import ModelConverter
 /// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
 enum ConvertCommand: Subcommand {
   static let name = "convert"
-  static let abstract = "Convert a Keras (.h5, .keras) or Core ML (.mlmodel, .mlpackage) model to a Core ML .mlmodel or .mlpackage"
-  static let synopsis = "modelconv convert <input.h5|input.keras|input.mlmodel|input.mlpackage> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
+  static let abstract = "Convert a model (\(Frontends.registered.map(\.formatDescription).joined(separator: ", "))) to a Core ML .mlmodel or .mlpackage"
+  static let synopsis = "modelconv convert <\(Frontends.sourcePlaceholder("input"))> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
   static let discussion = """
     Converts a Keras model (.h5 of Keras 1-3 and tf_keras, or a Keras 3 .keras archive) into a Core ML
     neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given. A Core ML
     model is a source too: a neural network becomes an ML Program (or the other way where classic
     layers can express every operation), and keeps its image inputs, labels and description unless
-    options replace them. The options mirror coremltools' convert(): input_names, output_names,
+    options replace them. An ONNX model (.onnx, with any external data files beside it) converts with its NCHW layout kept at the interface; --image-mean and --image-std
+    give torchvision's (pixel / 255 - mean) / std. The options mirror coremltools' convert(): input_names, output_names,
     image_input_names, class_labels, image_scale, *_bias, is_bgr.
     """
 
@@ -22,7 +23,7 @@ enum ConvertCommand: Subcommand {
     .option("--format", value: "neuralnetwork|mlprogram", section: "OUTPUT", help: "neuralnetwork: one .mlmodel file of classic layers (iOS 11+); mlprogram: an .mlpackage folder with MIL operations and a weight file (iOS 15+). Default: from the output name (.mlpackage is mlprogram), else neuralnetwork."),
     .option("--target", value: "RELEASE", section: "OUTPUT", help: "Oldest release the model must load on: iOS11-iOS18, macOS10.13-macOS15, tvOS11-tvOS18, watchOS4-watchOS11. Picks the lowest specification version and opset it allows and refuses a model it cannot load. Default: what the model needs (iOS15 for an ML Program)."),
     .option("--precision", value: "float32|float16", section: "OUTPUT", help: "float16 stores weights as half floats (an error for a weight beyond 65504), and an ML Program also computes in float16. Default: float16 for mlprogram, float32 for neuralnetwork."),
-    .option("--input-names", value: "A,B", section: "NAMES", help: "Core ML names for the inputs, in Keras order (default input1, input2, ...)."),
+    .option("--input-names", value: "A,B", section: "NAMES", help: "Core ML names for the inputs, in the source's order (default: the source's names, input1, input2, ... for Keras)."),
     .option("--output-names", value: "X,Y", section: "NAMES", help: "Core ML names for the outputs (default output1, ...)."),
     .option("--input-shape", value: "NAME=1,H,W,C", section: "NAMES", help: "Shape for an input with unknown dimensions (repeatable)."),
     .option("--image-input", "--image-input-names", value: "NAME", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Make this input an image (repeatable, or a comma list)."),

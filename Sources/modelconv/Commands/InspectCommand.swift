@@ -5,8 +5,8 @@ import ModelConverter
 /// `modelconv inspect`: what a Keras file or a Core ML model holds, without converting or running it.
 enum InspectCommand: Subcommand {
   static let name = "inspect"
-  static let abstract = "Show what a Keras file or a Core ML model holds: inputs, outputs, labels, layers, weights"
-  static let synopsis = "modelconv inspect <model.h5|model.keras|model.mlmodel|model.mlpackage> [--json]"
+  static let abstract = "Show what a \(Frontends.formatNames) model holds: inputs, outputs, labels, layers, weights"
+  static let synopsis = "modelconv inspect <\(Frontends.sourcePlaceholder("model"))> [--json]"
   static let discussion = """
     Prints the format and version (Keras version; Core ML specification version, ML Program opset and
     the oldest iOS, macOS, tvOS and watchOS releases that load it), the inputs and outputs as Xcode

@@ -5,7 +5,7 @@ import ModelConverter
 /// `modelconv predict`: classifies photos with a Keras file or a converted model.
 enum PredictCommand: Subcommand {
   static let name = "predict"
-  static let abstract = "Classify PNG or JPEG photos with a Keras file or a converted Core ML model"
+  static let abstract = "Classify PNG or JPEG photos with a \(Frontends.formatNames) classifier"
   static let synopsis = "modelconv predict <model> <image>... [--top-k K] [--crop center|fit|fill] [options]"
   static let discussion = """
     Runs the model in modelconv's reference runtime on each photo, as an app would with Vision:
