@@ -39,6 +39,12 @@ public struct GraphBuilder {
     return output
   }
 
+  /// How many nodes have been added.
+  public var nodeCount: Int { nodes.count }
+
+  /// The nodes added from position `start` on (what one importer step added).
+  public func nodes(since start: Int) -> ArraySlice<Node> { nodes[start...] }
+
   /// The type of a value added so far.
   public func type(of id: ValueID) -> TensorType { values[id].type }
 

@@ -12,7 +12,7 @@ extension ONNXFrontend {
     var imported: ONNXImportedGraph?
     var unavailable: String?
     do {
-      imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options))
+      imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options), evaluator: constantEvaluator)
     } catch {
       unavailable = String(describing: error)
     }

@@ -3,6 +3,7 @@ import Foundation
 import ModelFormats
 import ModelIR
 import ONNXFormat
+import ReferenceRuntime
 
 /// ONNX models (`.onnx`, external data beside them), read through `ONNXFormat` and imported operator by
 /// operator (`ONNXOperatorRegistry`); the graph's edges are then brought to the IR's conventions as a
@@ -86,12 +87,20 @@ public struct ONNXFrontend: ModelFrontend {
     return result
   }
 
+  /// Computes an ONNX node of constants at import time with the reference runtime's direct loops (the
+  /// oracle of every operation's semantics), as `ConstantFoldingPass` does after the passes.
+  static func constantEvaluator(_ graph: Graph) -> [[Float]]? {
+    guard graph.inputs.isEmpty, Interpreter.unsupportedOperations(in: graph).isEmpty else { return nil }
+    return Interpreter(graph: graph, kernels: .direct).run([]).map(\.values)
+  }
+
   /// `model` as a source; `constants` binds graph inputs to known values (as initializers would be),
   /// for frozen inputs and for ONNX's backend tests, whose weights are inputs.
   public static func source(
     _ model: ONNXModel, path: String, options: SourceOptions, constants: [String: ONNXConstant] = [:]
   ) throws -> ImportedSource {
-    let imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants)
+    let imported = try ONNXGraphImporter.importGraph(
+      model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants, evaluator: constantEvaluator)
     let inputs = zip(imported.inputNames, imported.graph.inputs).map { SourceLayout.SourceInput(name: $0, value: $1, image: false) }
     var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false, channelsLast: channelsLastEdges(model)) {
       ONNXImportError.invalidGraph(path: path, detail: $0)

@@ -15,6 +15,11 @@ public struct ONNXImportedGraph: Sendable {
 }
 
 public enum ONNXGraphImporter {
+  /// Computes a graph of constants (no inputs): its outputs' values in order, or nil when it cannot
+  /// (an operation the evaluator does not run, a value that is not finite). The ONNX frontend gives the
+  /// reference runtime's direct loops; without one nothing is folded beyond what handlers fold.
+  public typealias ConstantEvaluator = (Graph) -> [[Float]]?
+
   /// The unsupported operators of a model at its opset (`op type` or `domain::op type`), with counts;
   /// empty when every node has a handler.
   public static func unsupportedOperators(in model: ONNXModel) -> [String] {
@@ -30,7 +35,8 @@ public enum ONNXGraphImporter {
   /// symbolic or unknown dimension must be a leading batch axis (read as 1). `constants` binds graph
   /// inputs to known values (as initializers would).
   public static func importGraph(
-    _ model: ONNXModel, path: String, inputShapes: [String: [Int]] = [:], constants: [String: ONNXConstant] = [:]
+    _ model: ONNXModel, path: String, inputShapes: [String: [Int]] = [:], constants: [String: ONNXConstant] = [:],
+    evaluator: ConstantEvaluator? = nil
   ) throws -> ONNXImportedGraph {
     let opsetVersion = model.opsetVersion(domain: "") ?? 1
     guard opsetVersion <= ONNXOperatorRegistry.newestOpset else {
@@ -95,7 +101,18 @@ public enum ONNXGraphImporter {
       builder = GraphBuilder()
       values = [:]
       defer { (builder, values, integerValues, constantNodes) = (context.builder, context.values, context.integerValues, context.constantNodes) }
+      // A node of float constants only is computed now (Swin V2's position-bias MLP of its coordinate
+      // table, gathered by a constant index): its outputs become constants for the nodes after it.
+      let present = node.inputs.filter { !$0.isEmpty }
+      let foldable =
+        evaluator != nil && !present.isEmpty
+        && present.allSatisfy { name in
+          if case .constant(let c) = context.values[name], c.ints == nil { return true }
+          return false
+        }
+      let start = context.builder.nodeCount
       try entry.handler(&context)
+      if foldable, let evaluator { fold(&context, from: start, evaluator: evaluator) }
     }
     var outputs: [ValueID] = []
     var outputNames: [String] = []
@@ -126,5 +143,46 @@ public enum ONNXGraphImporter {
       }
     }
     return ONNXImportedGraph(graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts, valueShapes: shapes)
+  }
+
+  /// Replaces the tensor outputs of the node just imported (whose inputs were all constants) by their
+  /// values, computed by `evaluator` on the IR nodes its handler added (from position `start`), when
+  /// they read only constants and hold at most `ONNXConstant.maxFoldedCount` elements in all. The
+  /// nodes stay in the builder, unread, and the final pruning drops them.
+  static func fold(_ context: inout ONNXNodeContext, from start: Int, evaluator: ConstantEvaluator) {
+    let added = context.builder.nodes(since: start)
+    guard !added.isEmpty else { return }
+    let outputs = context.node.outputs.compactMap { name -> (name: String, id: ValueID)? in
+      guard case .tensor(let id) = context.values[name] else { return nil }
+      return (name, id)
+    }
+    let total = outputs.reduce(0) { $0 + context.builder.type(of: $1.id).elementCount }
+    guard !outputs.isEmpty, total <= ONNXConstant.maxFoldedCount,
+      outputs.allSatisfy({ context.builder.type(of: $0.id).dataType == .float32 })
+    else { return }
+    // The constants the added nodes read that earlier nodes made, by value id.
+    var known: [ValueID: ONNXConstant] = [:]
+    for (name, id) in context.constantNodes {
+      if case .constant(let c) = context.values[name] { known[id] = c }
+    }
+    var small = GraphBuilder()
+    var mapped: [ValueID: ValueID] = [:]
+    do {
+      for node in added {
+        for input in node.inputs where mapped[input] == nil {
+          guard let c = known[input] else { return }  // a computed tensor: not a constant node
+          mapped[input] = try small.add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), name: "c\(input)", inputs: [])
+        }
+        mapped[node.output] = try small.add(node.operation, name: "n\(node.output)", inputs: node.inputs.map { mapped[$0]! })
+      }
+    } catch {
+      return
+    }
+    guard let results = evaluator(small.build(outputs: outputs.map { mapped[$0.id]! })), results.count == outputs.count else { return }
+    let shapes = outputs.map { context.builder.type(of: $0.id).shape }
+    guard zip(shapes, results).allSatisfy({ $1.count == $0.reduce(1, *) && $1.allSatisfy(\.isFinite) }) else { return }
+    for ((output, shape), values) in zip(zip(outputs, shapes), results) {
+      context.values[output.name] = .constant(ONNXConstant(shape: shape, floats: values))
+    }
   }
 }
