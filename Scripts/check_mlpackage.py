@@ -27,6 +27,29 @@ import sys
 import numpy as np
 
 
+def decode_constexpr(op):
+    """The dense weight of an iOS 16 constexpr operation, decoded from its parameters as MIL defines them."""
+    if op.op_type == "constexpr_affine_dequantize":
+        data = np.asarray(op.quantized_data.val).astype(np.float64)
+        scale = np.asarray(op.scale.val).astype(np.float64)
+        zero = np.asarray(op.zero_point.val).astype(np.float64)
+        axis = int(op.axis.val)
+        shape = [1] * data.ndim
+        if scale.ndim == 1 and scale.size > 1:
+            shape[axis] = scale.size
+        return (data - zero.reshape(shape if zero.size > 1 else [1] * data.ndim)) * scale.reshape(shape if scale.size > 1 else [1] * data.ndim)
+    if op.op_type == "constexpr_lut_to_dense" and op.inputs.get("shape") is not None:
+        lut = np.asarray(op.lut.val).astype(np.float64)
+        bits = int(np.log2(lut.size))
+        packed = np.asarray(op.indices.val, dtype=np.uint8)
+        shape = [int(d) for d in np.asarray(op.shape.val)]
+        count = int(np.prod(shape))
+        stream = np.unpackbits(packed, bitorder="little")[: count * bits].reshape(count, bits)
+        codes = (stream.astype(np.int64) << np.arange(bits)).sum(axis=1)
+        return lut[codes].reshape(shape)
+    return None
+
+
 def blob_values(program):
     """Yields (operation name, value type, blob file value) for every blob in the program."""
     for function in program.functions.values():
@@ -49,8 +72,8 @@ def raw_blob(data, offset):
     return dtype, data[data_offset:data_offset + size]
 
 
-MIL_FP16, MIL_FP32 = 10, 11
-BLOB_FP16, BLOB_FP32 = 1, 2
+MIL_FP16, MIL_FP32, MIL_INT8, MIL_UINT8 = 10, 11, 21, 31
+BLOB_FP16, BLOB_FP32, BLOB_UINT8, BLOB_INT8 = 1, 2, 3, 4
 
 
 def check(package):
@@ -96,6 +119,28 @@ def check(package):
                         problems.append("%s: declared %s, coremltools infers %s" % (var.name, declared[var.name], (dtype, shape)))
                     checked += 1
         model_note += ", pymil load ok (%d types compared)" % checked
+        # Compressed weights: coremltools' own decompression of each constexpr operation, compared with
+        # a decoding written here from the MIL op definitions (iOS 16 forms), within one rounding of the
+        # output type (coremltools computes scale * (q - zero) in the scale's type).
+        decoded = 0
+        for function in pymil.functions.values():
+            for op in function.operations:
+                if not op.op_type.startswith("constexpr_"):
+                    continue
+                dense = np.asarray(op.materialized_val_inference())
+                theirs = dense.astype(np.float64)
+                mine = decode_constexpr(op)
+                if mine is None:
+                    continue
+                # The weight has the op's output type: rounded to it, within one rounding of that type.
+                mine = mine.astype(dense.dtype).astype(np.float64)
+                rtol = 2.0 ** -10 if dense.dtype == np.float16 else 2.0 ** -22
+                if theirs.shape != mine.shape or not np.allclose(theirs, mine, rtol=rtol, atol=0):
+                    problems.append("%s: coremltools decompresses %s to other values (max difference %g)" % (
+                        op.name, op.op_type, float(np.max(np.abs(theirs - mine))) if theirs.shape == mine.shape else float("inf")))
+                decoded += 1
+        if decoded:
+            model_note += ", %d compressed weights decompressed by coremltools as the op definitions say" % decoded
     except Exception as error:  # noqa: BLE001
         problems.append("pymil load failed: %s" % error)
         model_note += ", pymil load FAILED"
@@ -119,6 +164,12 @@ def check(package):
         elif mil_type == MIL_FP32:
             theirs = np.asarray(reader.read_float_data(blob.offset), dtype=np.float32).tobytes()
             expected_type, width = BLOB_FP32, 4
+        elif mil_type == MIL_INT8:  # compressed weights' codes and zero points
+            theirs = np.asarray(reader.read_int8_data(blob.offset), dtype=np.int8).tobytes()
+            expected_type, width = BLOB_INT8, 1
+        elif mil_type == MIL_UINT8:
+            theirs = np.asarray(reader.read_uint8_data(blob.offset), dtype=np.uint8).tobytes()
+            expected_type, width = BLOB_UINT8, 1
         else:
             problems.append("%s: unexpected blob type %d" % (name, mil_type))
             continue

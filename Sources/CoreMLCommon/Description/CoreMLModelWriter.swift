@@ -34,6 +34,8 @@ public struct EncodedModel: Sendable {
   public var specificationVersion: Int
   /// The shape each multiarray input and output is declared with, by feature name (as the description says).
   public var arrayShapes: [String: [Int]] = [:]
+  /// With weight compression: every float weight constant, compressed or kept (and why), in program order.
+  public var compressedTensors: [CompressedTensorReport] = []
 
   public init(format: ModelFormat, specification: [UInt8], weights: [UInt8]?, specificationVersion: Int) {
     self.format = format

@@ -165,6 +165,8 @@ public struct CoreMLWriterOptions: Sendable, Equatable {
   /// Multiarray inputs and outputs declared as a source declared them, by feature name (ML Programs;
   /// a classic network always declares `(C, H, W)` and `(D)`).
   public var declaredArrays: [String: DeclaredArray]
+  /// Weight compression (ML Programs); nil stores weights at `precision`.
+  public var compression: WeightCompression?
 
   public init(
     imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil, precision: WeightPrecision = .float32,

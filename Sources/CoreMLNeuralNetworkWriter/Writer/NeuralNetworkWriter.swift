@@ -12,6 +12,9 @@ public struct NeuralNetworkWriter: CoreMLModelWriter {
   public var format: ModelFormat { .neuralNetwork }
 
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
+    if let compression = options.compression {
+      throw CoreMLWriterError.invalidOption("\(compression.summary) weights are written in ML Programs (.mlpackage); a neural network (.mlmodel) keeps float32 or float16 weights")
+    }
     let (specification, version, shapes) = try CoreMLWriter.streamed(graph, options: options, maximumBytes: maximumSpecificationBytes)
     if let target = options.target, version > target.specificationVersion {
       throw CoreMLWriterError.targetTooOld(target: target.name, needs: version, reason: "the layers of this model need specification \(version)")

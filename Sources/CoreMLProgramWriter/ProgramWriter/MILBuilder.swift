@@ -8,6 +8,8 @@ typealias MILValueType = CoreML__Specification__MILSpec__ValueType
 /// The element types the writer produces.
 package enum MILElementType: Equatable, Sendable {
   case fp16, fp32, fp64, int32, int64, bool, string
+  /// Compressed weights' codes, zero points and shapes.
+  case int8, uint8, uint32
 
   package var proto: CoreML__Specification__MILSpec__DataType {
     switch self {
@@ -18,6 +20,9 @@ package enum MILElementType: Equatable, Sendable {
     case .int64: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__INT64
     case .bool: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__BOOL
     case .string: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__STRING
+    case .int8: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__INT8
+    case .uint8: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT8
+    case .uint32: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT32
     }
   }
 
@@ -31,6 +36,9 @@ package enum MILElementType: Equatable, Sendable {
     case .bool: return "bool"
     case .int64: return "int64"
     case .string: return "string"
+    case .int8: return "int8"
+    case .uint8: return "uint8"
+    case .uint32: return "uint32"
     }
   }
 
@@ -81,6 +89,9 @@ final class MILBuilder {
   private(set) var operations: [UnsafeMutablePointer<MILOperationMessage>] = []
   /// Every operation and constant appended, typed (`MILRecord`), in program order.
   private(set) var records: [MILRecord] = []
+  /// How weight constants are compressed (nil: stored as float32/float16), and what happened to each.
+  var compression: WeightCompression?
+  private(set) var compressionReports: [CompressedTensorReport] = []
   private var used: Set<String> = []
   /// The layer the next constants belong to, for error messages.
   var currentLayer = ""
@@ -288,11 +299,119 @@ final class MILBuilder {
     try const(.values(values), shape: shape, dataType, name: name, exactName: exactName)
   }
 
-  /// A weight constant tensor in `dataType`.
+  /// A weight constant tensor in `dataType`; compressed when `compression` says so and it is large enough.
   func const(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
+    if let compression, dataType.isFloat, weight.count >= compression.minimumElements {
+      let compressed = try compressedConst(weight, shape: shape, dataType, name: name, exactName: exactName, compression)
+      records.append(MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [compressed]))
+      return compressed
+    }
     let result = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
+    if let compression, dataType.isFloat {
+      let bytes = weight.count * (dataType == .fp16 ? 2 : 4)
+      compressionReports.append(
+        CompressedTensorReport(
+          name: result.name, shape: shape, originalBytes: bytes, writtenBytes: bytes, method: nil,
+          skipped: "\(weight.count) elements, fewer than \(compression.minimumElements)", relativeError: nil))
+    }
     records.append(MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [result]))
     return result
+  }
+
+  // MARK: Compressed weights
+
+  /// Bytes in `weight.bin` from `blobThreshold` elements on, else inline.
+  private func byteValue(_ bytes: [UInt8], _ dataType: MILElementType, shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let type = tensorType(dataType, shape)
+    if bytes.count >= Self.blobThreshold {
+      let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
+      blob.pointee.filename = arena.string(Self.weightFile)
+      blob.pointee.offset = blobs.append(dataType == .int8 ? .int8 : .uint8, bytes: bytes)
+      let value = arena.message(core_ml__specification__milspec__value__init)
+      value.pointee.type = type
+      value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
+      value.pointee.blobfilevalue = blob
+      return value
+    }
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
+    repeated.pointee.values = arena.binary(bytes)
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES
+    tensor.pointee.bytes = repeated
+    return immediate(tensor, type: type)
+  }
+
+  /// uint32 values inline, as little-endian bytes (MIL keeps uint32 immediates, like int8, uint8 and
+  /// float16, as bytes; coremltools reads them so).
+  private func uint32Value(_ values: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let bytes = values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: UInt32(v) >> (8 * $0)) } }
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
+    repeated.pointee.values = arena.binary(bytes)
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES
+    tensor.pointee.bytes = repeated
+    return immediate(tensor, type: tensorType(.uint32, [values.count]))
+  }
+
+  /// The weight as a `constexpr_lut_to_dense` or `constexpr_affine_dequantize` operation (iOS 16 forms,
+  /// parameters as attributes, as Core ML reads them). The float values exist once, while the codes are
+  /// computed; the report's error is measured against them code by code.
+  private func compressedConst(
+    _ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool, _ compression: WeightCompression
+  ) throws -> MILTensor {
+    let elementBytes = dataType == .fp16 ? 2 : 4
+    let original = weight.count * elementBytes
+    let constName = exactName ? name : uniqueName(name)
+    if dataType == .fp16, let value = weight.firstOutsideFloat16 {
+      throw CoreMLWriterError.float16Overflow(layer: currentLayer, value: value)
+    }
+    let values = weight.materialized()
+    let type = tensorType(dataType, shape)
+    var error = 0.0, norm = 0.0
+    func measure(_ decoded: Float, _ value: Float) {
+      error += Double(decoded - value) * Double(decoded - value)
+      norm += Double(value) * Double(value)
+    }
+    let written: Int
+    switch compression.method {
+    case .palettize(let bits):
+      let result = Palettizer.palettize(values, bits: bits, seed: compression.seed, float16: dataType == .fp16)
+      let packed = Palettizer.pack(result.indices, bits: bits)
+      for (code, value) in zip(result.indices, values) { measure(result.table[Int(code)], value) }
+      append(
+        "constexpr_lut_to_dense", name: constName, inputs: [], outputs: [namedType(constName, type)],
+        attributes: [
+          ("indices", byteValue(packed, .uint8, shape: [packed.count])),
+          ("lut", try floatValue(.values(result.table), shape: [result.table.count], dataType)),
+          ("shape", uint32Value(shape)),
+        ])
+      written = packed.count + result.table.count * elementBytes
+    case .quantize(_, let mode):
+      let channels = shape.first ?? 1
+      let result = LinearQuantizer.quantize(values, channels: channels, mode: mode, float16: dataType == .fp16)
+      let codeType: MILElementType = mode == .symmetric ? .int8 : .uint8
+      let inner = values.count / channels
+      for (i, value) in values.enumerated() {
+        let c = i / inner
+        let q = mode == .symmetric ? Float(Int8(bitPattern: result.data[i])) : Float(result.data[i])
+        let zero = mode == .symmetric ? Float(Int8(bitPattern: result.zeroPoints[c])) : Float(result.zeroPoints[c])
+        measure(result.scales[c] * (q - zero), value)
+      }
+      append(
+        "constexpr_affine_dequantize", name: constName, inputs: [], outputs: [namedType(constName, type)],
+        attributes: [
+          ("quantized_data", byteValue(result.data, codeType, shape: shape)),
+          ("zero_point", byteValue(result.zeroPoints, codeType, shape: [channels])),
+          ("scale", try floatValue(.values(result.scales), shape: [channels], dataType)),
+          ("axis", int32Value([0], shape: [])),
+        ])
+      written = result.data.count + channels * (1 + elementBytes)
+    }
+    compressionReports.append(
+      CompressedTensorReport(
+        name: constName, shape: shape, originalBytes: original, writtenBytes: written, method: compression.summary, skipped: nil,
+        relativeError: norm > 0 ? Float((error / norm).squareRoot()) : 0))
+    return MILTensor(name: constName, dataType: dataType, shape: shape)
   }
 
   /// The constant a non-tensor parameter becomes.

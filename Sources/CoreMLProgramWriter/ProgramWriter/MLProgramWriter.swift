@@ -16,17 +16,24 @@ public struct MLProgramWriter: CoreMLModelWriter {
   public var format: ModelFormat { .mlProgram }
 
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
-    let target = options.target ?? .iOS15
+    let target = options.target ?? options.compression?.oldestTarget ?? .iOS15
     guard let opset = target.opset else {
       throw CoreMLWriterError.targetTooOld(target: target.name, needs: DeploymentTarget.iOS15.specificationVersion, reason: "an ML Program needs iOS 15 / macOS 12")
     }
+    if let compression = options.compression, target.specificationVersion < compression.oldestTarget.specificationVersion {
+      throw CoreMLWriterError.targetTooOld(
+        target: target.name, needs: compression.oldestTarget.specificationVersion,
+        reason: "\(compression.summary) weights (constexpr operations) need iOS 16 / macOS 13")
+    }
     let arena = MessageArena()
     let builder = MILBuilder(arena: arena)
+    builder.compression = options.compression
     let model = try buildModel(graph, options: options, target: target, opset: opset, builder: builder)
     var bytes = [UInt8](repeating: 0, count: core_ml__specification__model__get_packed_size(model))
     _ = core_ml__specification__model__pack(model, &bytes)
     var encoded = EncodedModel(format: .mlProgram, specification: bytes, blobs: builder.blobs, specificationVersion: target.specificationVersion)
     encoded.arrayShapes = ModelDescription.arrayShapes(model)
+    encoded.compressedTensors = builder.compressionReports
     return encoded
   }
 

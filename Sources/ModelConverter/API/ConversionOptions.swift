@@ -36,6 +36,9 @@ public struct ConversionOptions: Sendable, Equatable {
   /// `model_precision` / `compute_precision`; nil: the format's default (float16 for an ML Program, as
   /// coremltools does, float32 for a neural network).
   public var precision: WeightPrecision?
+  /// Weight compression (coremltools' `ct.optimize.coreml` palettize / linear quantize) for an ML
+  /// Program; nil stores weights at `precision`.
+  public var compression: WeightCompression?
   public var author: String?
   public var license: String?
   public var shortDescription: String?

@@ -68,7 +68,14 @@ public struct ConvertedModel: Sendable {
       modelType: modelType, format: format, specificationVersion: encoded.specificationVersion, precision: writerOptions.precision.rawValue,
       inputs: graph.inputs.map(feature), outputs: outputs, layerCount: graph.nodes.count,
       parameterCount: graph.parameterCount, labels: writerOptions.classifier?.labels.descriptions ?? [],
-      byteCount: encoded.byteCount)
+      byteCount: encoded.byteCount,
+      compression: writerOptions.compression.map { compression in
+        let tensors = encoded.compressedTensors
+        return ConversionSummary.Compression(
+          method: compression.summary, minimumElements: compression.minimumElements,
+          weightBytesBefore: tensors.reduce(0) { $0 + $1.originalBytes }, weightBytesAfter: tensors.reduce(0) { $0 + $1.writtenBytes },
+          compressedCount: tensors.filter { $0.method != nil }.count, skippedCount: tensors.filter { $0.skipped != nil }.count, tensors: tensors)
+      })
   }
 }
 
@@ -137,4 +144,17 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
   public var parameterCount: Int
   public var labels: [String]
   public var byteCount: Int
+  /// With weight compression: the weight constants' bytes before and after, and each tensor.
+  public var compression: Compression?
+
+  public struct Compression: Sendable, Equatable, Codable {
+    public var method: String
+    public var minimumElements: Int
+    /// Float weight constants' bytes at the model's precision, and as written (codes, tables, scales).
+    public var weightBytesBefore: Int
+    public var weightBytesAfter: Int
+    public var compressedCount: Int
+    public var skippedCount: Int
+    public var tensors: [CompressedTensorReport]
+  }
 }

@@ -73,9 +73,10 @@ public enum Converter {
 
     // The source's multiarray declarations, but for inputs that became images.
     let declaredArrays = source.declaredArrays.filter { imageInputs[$0.key] == nil }
-    let writerOptions = CoreMLWriterOptions(
+    var writerOptions = CoreMLWriterOptions(
       imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target,
       declaredArrays: declaredArrays)
+    writerOptions.compression = options.compression
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
     return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
   }

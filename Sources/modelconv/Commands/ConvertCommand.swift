@@ -38,6 +38,11 @@ enum ConvertCommand: Subcommand {
     .option("--labels-file", value: "FILE", section: "CLASSIFIER", help: "One label per line, or Teachable Machine's \"index label\" lines."),
     .option("--predicted-feature-name", value: "NAME", section: "CLASSIFIER", help: "Output holding the top label (default classLabel)."),
     .option("--predicted-probabilities-output", value: "NAME", section: "CLASSIFIER", help: "Output holding the probabilities (default the first output)."),
+    .option("--palettize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as a k-means lookup table of 2^BITS values (1, 2, 4, 6 or 8) and BITS-bit indices, as coremltools' palettize_weights (kmeans, per tensor)."),
+    .option("--quantize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as 8-bit integers with a scale per output channel, as coremltools' linear_quantize_weights (8 is the only width written)."),
+    .option("--quantize-mode", value: "symmetric|affine", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "symmetric: int8, w = scale * q (default); affine: uint8 with a zero point per channel, w = scale * (q - zero)."),
+    .option("--compress-min-size", value: "N", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Weight tensors with fewer elements stay as they are (default 2048, coremltools' weight_threshold)."),
+    .option("--compress-seed", value: "S", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Seed of the k-means++ initialisation (default 0): the same model and seed give the same file."),
     .option("--author", value: "TEXT", section: "METADATA", help: "Model author."),
     .option("--license", value: "TEXT", section: "METADATA", help: "Model license."),
     .option("--short-description", value: "TEXT", section: "METADATA", help: "What the model does."),
@@ -198,6 +203,7 @@ enum ConvertCommand: Subcommand {
       guard let value = WeightPrecision(rawValue: precision) else { throw UsageError(message: "--precision must be float32 or float16, got '\(precision)'") }
       options.precision = value
     }
+    options.compression = try compression(parsed)
     options.author = parsed.value("--author")
     options.license = parsed.value("--license")
     options.shortDescription = parsed.value("--short-description")
@@ -213,6 +219,44 @@ enum ConvertCommand: Subcommand {
       throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
     }
     return options
+  }
+
+  /// `--palettize` or `--quantize`, with their settings.
+  static func compression(_ parsed: ParsedArguments) throws -> WeightCompression? {
+    let palettize = parsed.value("--palettize"), quantize = parsed.value("--quantize")
+    let extras = ["--quantize-mode", "--compress-min-size", "--compress-seed"].filter { parsed.value($0) != nil }
+    guard palettize != nil || quantize != nil else {
+      if let extra = extras.first { throw UsageError(message: "\(extra) applies to --palettize or --quantize") }
+      return nil
+    }
+    guard palettize == nil || quantize == nil else { throw UsageError(message: "give --palettize or --quantize, not both") }
+    var compression: WeightCompression
+    if let palettize {
+      guard let bits = Int(palettize), WeightCompression.palettizeBits.contains(bits) else {
+        throw UsageError(message: "--palettize takes \(WeightCompression.palettizeBits.map(String.init).joined(separator: ", ")) bits (iOS 16's lookup tables), got '\(palettize)'")
+      }
+      guard parsed.value("--quantize-mode") == nil else { throw UsageError(message: "--quantize-mode applies to --quantize") }
+      compression = WeightCompression(method: .palettize(bits: bits))
+    } else {
+      guard let text = quantize, let bits = Int(text), WeightCompression.quantizeBits.contains(bits) else {
+        throw UsageError(message: "--quantize takes 8 (int8 or uint8 per channel), got '\(quantize ?? "")'")
+      }
+      var mode = WeightCompression.QuantizationMode.symmetric
+      if let text = parsed.value("--quantize-mode") {
+        guard let value = WeightCompression.QuantizationMode(rawValue: text) else { throw UsageError(message: "--quantize-mode must be symmetric or affine, got '\(text)'") }
+        mode = value
+      }
+      compression = WeightCompression(method: .quantize(bits: bits, mode: mode))
+    }
+    if let text = parsed.value("--compress-min-size") {
+      guard let value = Int(text), value >= 1, value <= 1 << 40 else { throw UsageError(message: "--compress-min-size needs a positive integer, got '\(text)'") }
+      compression.minimumElements = value
+    }
+    if let text = parsed.value("--compress-seed") {
+      guard let value = UInt64(text) else { throw UsageError(message: "--compress-seed needs a non-negative integer, got '\(text)'") }
+      compression.seed = value
+    }
+    return compression
   }
 
   /// `--labels` or `--labels-file` (shared with `verify`).
@@ -267,6 +311,12 @@ enum ConvertCommand: Subcommand {
       let shown = summary.labels.count <= 12 ? summary.labels : Array(summary.labels.prefix(8)) + ["..."] + Array(summary.labels.suffix(2))
       let count = summary.labels.count <= 12 ? "" : " (\(summary.labels.count) labels)"
       lines.append("  labels  \(shown.joined(separator: ", "))\(count)")
+    }
+    if let compression = summary.compression {
+      let ratio = compression.weightBytesAfter > 0 ? Double(compression.weightBytesBefore) / Double(compression.weightBytesAfter) : 1
+      lines.append(
+        "  weights \(compression.method): \(compression.weightBytesBefore) -> \(compression.weightBytesAfter) bytes (\(String(format: "%.1f", ratio))x), "
+          + "\(compression.compressedCount) tensors compressed, \(compression.skippedCount) kept (fewer than \(compression.minimumElements) elements)")
     }
     lines.append("Wrote \(output) (\(summary.byteCount) bytes)")
     Console.out(lines.joined(separator: "\n"))

@@ -1,0 +1,56 @@
+import Dispatch
+
+/// Linear 8-bit quantization per channel of axis 0 (a convolution's or inner product's output
+/// channels in Core ML's layout), as `constexpr_affine_dequantize` decodes it:
+/// `w[c, ...] = scale[c] * (q[c, ...] - zero[c])`.
+public enum LinearQuantizer {
+  public struct Result: Sendable, Equatable {
+    /// The codes as bytes: int8 bit patterns (symmetric) or uint8 (affine).
+    public var data: [UInt8]
+    public var scales: [Float]
+    /// Zero points as bytes of the data's type.
+    public var zeroPoints: [UInt8]
+  }
+
+  /// `channels` rows of `values.count / channels` values each. `float16`: the scales are stored as
+  /// float16, so the codes are computed with the rounded scales.
+  public static func quantize(_ values: [Float], channels: Int, mode: WeightCompression.QuantizationMode, float16: Bool = false) -> Result {
+    precondition(channels >= 1 && values.count % channels == 0)
+    let inner = values.count / channels
+    var data = [UInt8](repeating: 0, count: values.count)
+    var scales = [Float](repeating: 1, count: channels), zeros = [UInt8](repeating: 0, count: channels)
+    func stored(_ scale: Float) -> Float { float16 ? Float(Float16(scale)) : scale }
+    for c in 0..<channels {
+      var low: Float = 0, high: Float = 0  // 0 stays exact
+      for v in values[(c * inner)..<((c + 1) * inner)] {
+        low = min(low, v)
+        high = max(high, v)
+      }
+      switch mode {
+      case .symmetric:
+        let range = max(abs(low), abs(high))
+        scales[c] = range > 0 ? stored(range / 127) : 1
+      case .affine:
+        let scale = high > low ? stored((high - low) / 255) : 1
+        scales[c] = scale
+        zeros[c] = UInt8(max(0, min(255, (-low / scale).rounded())))
+      }
+    }
+    data.withUnsafeMutableBufferPointer { out in
+      let base = out.baseAddress!
+      values.withUnsafeBufferPointer { input in
+        DispatchQueue.concurrentPerform(iterations: channels) { c in
+          let scale = scales[c]
+          for i in (c * inner)..<((c + 1) * inner) {
+            let q = (input[i] / scale).rounded()
+            switch mode {
+            case .symmetric: base[i] = UInt8(bitPattern: Int8(max(-127, min(127, q))))
+            case .affine: base[i] = UInt8(max(0, min(255, q + Float(zeros[c]))))
+            }
+          }
+        }
+      }
+    }
+    return Result(data: data, scales: scales, zeroPoints: zeros)
+  }
+}

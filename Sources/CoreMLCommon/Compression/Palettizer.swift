@@ -1,0 +1,155 @@
+import Dispatch
+
+/// k-means palettization of one tensor: a table of 2^bits values and each element's index into it.
+///
+/// One-dimensional k-means on a histogram: the values are binned (`histogramBins` equal bins between the
+/// minimum and maximum, each keeping its count and the sum of its values), k-means++ picks the first
+/// centres from the bins (seeded, so the same weights give the same table), and Lloyd's iterations
+/// move each centre to the mean of the values nearest it. With sorted centres the nearest centre's
+/// region is an interval, so one sweep of the bins assigns them all. Each element then gets the index
+/// of its nearest centre, in parallel over blocks of elements.
+public enum Palettizer {
+  public static let histogramBins = 1 << 16
+  public static let maximumIterations = 100
+
+  public struct Result: Sendable, Equatable {
+    /// 2^bits entries, ascending (unused entries repeat the largest).
+    public var table: [Float]
+    /// One index per element, in the tensor's order.
+    public var indices: [UInt8]
+  }
+
+  /// `float16`: the table is stored as float16, so its entries are rounded before the elements are assigned.
+  public static func palettize(_ values: [Float], bits: Int, seed: UInt64, float16: Bool = false) -> Result {
+    precondition((1...8).contains(bits) && !values.isEmpty)
+    let k = 1 << bits
+    var low = Float.infinity, high = -Float.infinity
+    for v in values {
+      low = min(low, v)
+      high = max(high, v)
+    }
+    // Histogram: counts and sums per bin (values are finite: the readers and importers check them).
+    let bins = high > low ? histogramBins : 1
+    let width = bins > 1 ? (Double(high) - Double(low)) / Double(bins) : 1
+    var counts = [Double](repeating: 0, count: bins), sums = [Double](repeating: 0, count: bins)
+    for v in values {
+      let b = bins > 1 ? min(bins - 1, Int((Double(v) - Double(low)) / width)) : 0
+      counts[b] += 1
+      sums[b] += Double(v)
+    }
+    let occupied = (0..<bins).filter { counts[$0] > 0 }
+    let points = occupied.map { sums[$0] / counts[$0] }, weights = occupied.map { counts[$0] }
+    var centres = initialCentres(points: points, weights: weights, k: k, seed: seed)
+    centres = lloyd(points: points, weights: weights, centres: centres)
+    var table = centres.map { float16 ? Float(Float16(Float($0))) : Float($0) }
+    while table.count < k { table.append(table.last ?? 0) }
+    let indices = assign(values, to: table)
+    return Result(table: table, indices: indices)
+  }
+
+  /// k-means++ on weighted points: the first centre drawn by weight, each next one by weight times the
+  /// squared distance to the nearest centre so far. Fewer distinct points than `k` give them all.
+  static func initialCentres(points: [Double], weights: [Double], k: Int, seed: UInt64) -> [Double] {
+    if points.count <= k { return points }
+    var random = SplitMix(seed: seed)
+    var nearest = [Double](repeating: .infinity, count: points.count)
+    var centres: [Double] = []
+    func draw(_ mass: [Double]) -> Int {
+      let total = mass.reduce(0, +)
+      guard total > 0 else { return 0 }
+      var target = random.nextUnit() * total
+      for (i, m) in mass.enumerated() {
+        target -= m
+        if target < 0 { return i }
+      }
+      return mass.count - 1
+    }
+    var chosen = draw(weights)
+    while centres.count < k {
+      centres.append(points[chosen])
+      for i in points.indices {
+        let d = points[i] - points[chosen]
+        nearest[i] = min(nearest[i], d * d)
+      }
+      if centres.count == k { break }
+      let mass = zip(weights, nearest).map { $0 * $1 }
+      if mass.reduce(0, +) == 0 { break }  // every point is a centre already
+      chosen = draw(mass)
+    }
+    return centres.sorted()
+  }
+
+  /// Lloyd's iterations on sorted points (the histogram's bin means, ascending) with weights.
+  static func lloyd(points: [Double], weights: [Double], centres start: [Double]) -> [Double] {
+    var centres = start.sorted()
+    for _ in 0..<maximumIterations {
+      var mass = [Double](repeating: 0, count: centres.count), moment = [Double](repeating: 0, count: centres.count)
+      var c = 0
+      for (p, w) in zip(points, weights) {
+        while c + 1 < centres.count, p > (centres[c] + centres[c + 1]) / 2 { c += 1 }
+        mass[c] += w
+        moment[c] += w * p
+      }
+      var next = centres
+      for i in centres.indices where mass[i] > 0 { next[i] = moment[i] / mass[i] }
+      next.sort()
+      if next == centres { break }
+      centres = next
+    }
+    return centres
+  }
+
+  /// Each value's nearest table entry (ties to the lower), in parallel over blocks.
+  static func assign(_ values: [Float], to table: [Float]) -> [UInt8] {
+    let boundaries = zip(table, table.dropFirst()).map { ($0 + $1) / 2 }
+    var indices = [UInt8](repeating: 0, count: values.count)
+    let block = 1 << 16
+    let blocks = (values.count + block - 1) / block
+    indices.withUnsafeMutableBufferPointer { out in
+      let base = out.baseAddress!
+      values.withUnsafeBufferPointer { input in
+        DispatchQueue.concurrentPerform(iterations: blocks) { b in
+          for i in (b * block)..<min(values.count, (b + 1) * block) {
+            // Binary search: the number of boundaries below the value.
+            var lo = 0, hi = boundaries.count
+            let v = input[i]
+            while lo < hi {
+              let mid = (lo + hi) / 2
+              if v > boundaries[mid] { lo = mid + 1 } else { hi = mid }
+            }
+            base[i] = UInt8(lo)
+          }
+        }
+      }
+    }
+    return indices
+  }
+
+  /// Indices packed into bytes as `constexpr_lut_to_dense` (iOS 16) reads them: element i's bit j is
+  /// bit (i * bits + j) of the stream, little-endian within each byte.
+  public static func pack(_ indices: [UInt8], bits: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: 0, count: (indices.count * bits + 7) / 8)
+    for (i, code) in indices.enumerated() {
+      for j in 0..<bits where (code >> j) & 1 == 1 {
+        let position = i * bits + j
+        bytes[position / 8] |= 1 << (position % 8)
+      }
+    }
+    return bytes
+  }
+}
+
+/// SplitMix64: a small seeded generator (the same sequence on every machine).
+struct SplitMix {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+  /// Uniform in [0, 1).
+  mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}

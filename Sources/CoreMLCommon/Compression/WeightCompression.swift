@@ -1,0 +1,74 @@
+/// How a writer stores weight tensors smaller than float32 or float16, as coremltools' `ct.optimize.coreml`
+/// does: a lookup table of 2^n values with n-bit indices (palettization), or 8-bit integers with a scale
+/// (and zero point) per output channel (linear quantization).
+public struct WeightCompression: Sendable, Equatable {
+  public enum Method: Sendable, Equatable {
+    /// k-means lookup table of 2^bits entries per tensor (`constexpr_lut_to_dense`).
+    case palettize(bits: Int)
+    /// Linear quantization per output channel (`constexpr_affine_dequantize`).
+    case quantize(bits: Int, mode: QuantizationMode)
+  }
+
+  public enum QuantizationMode: String, Sendable, Equatable, CaseIterable {
+    /// int8, zero point 0: `w = scale * q`, scale = max|w| / 127 per channel.
+    case symmetric
+    /// uint8 with a zero point: `w = scale * (q - zero)`, over each channel's range (0 included).
+    case affine
+  }
+
+  public var method: Method
+  /// Tensors with fewer elements stay as they are (coremltools' `weight_threshold`, 2048 by default).
+  public var minimumElements: Int
+  /// Seed of the k-means++ initialisation: the same weights and seed give the same table.
+  public var seed: UInt64
+
+  /// Lookup-table sizes the iOS 16 `constexpr_lut_to_dense` defines (2, 4, 16, 64 or 256 entries).
+  public static let palettizeBits: [Int] = [1, 2, 4, 6, 8]
+  /// Bit widths `constexpr_affine_dequantize` defines (uint8 or int8 data).
+  public static let quantizeBits: [Int] = [8]
+  public static let defaultMinimumElements = 2048
+
+  public init(method: Method, minimumElements: Int = WeightCompression.defaultMinimumElements, seed: UInt64 = 0) {
+    self.method = method
+    self.minimumElements = minimumElements
+    self.seed = seed
+  }
+
+  /// The oldest release that loads the compressed form: iOS 16 (specification 7, opset CoreML6).
+  public var oldestTarget: DeploymentTarget { .iOS16 }
+
+  /// A short description for summaries: "palettized 4-bit", "linear 8-bit symmetric".
+  public var summary: String {
+    switch method {
+    case .palettize(let bits): return "palettized \(bits)-bit"
+    case .quantize(let bits, let mode): return "linear \(bits)-bit \(mode.rawValue)"
+    }
+  }
+}
+
+/// What happened to one weight tensor: its size as float32/float16 and as written, or why it was kept.
+public struct CompressedTensorReport: Sendable, Equatable, Codable {
+  /// The MIL constant's name.
+  public var name: String
+  public var shape: [Int]
+  /// Bytes the tensor takes uncompressed (at the model's precision) and as written (data, tables,
+  /// scales and zero points).
+  public var originalBytes: Int
+  public var writtenBytes: Int
+  /// "palettized 4-bit", "linear 8-bit symmetric", or nil when kept.
+  public var method: String?
+  /// Why it was kept as it is, when it was.
+  public var skipped: String?
+  /// Relative RMS error of the decompressed weights (`||w' - w|| / ||w||`).
+  public var relativeError: Float?
+
+  public init(name: String, shape: [Int], originalBytes: Int, writtenBytes: Int, method: String?, skipped: String?, relativeError: Float?) {
+    self.name = name
+    self.shape = shape
+    self.originalBytes = originalBytes
+    self.writtenBytes = writtenBytes
+    self.method = method
+    self.skipped = skipped
+    self.relativeError = relativeError
+  }
+}
