@@ -10,7 +10,8 @@ import Dispatch
 /// of its nearest centre, in parallel over blocks of elements.
 public enum Palettizer {
   public static let histogramBins = 1 << 16
-  public static let maximumIterations = 100
+  /// Lloyd iterations at most (each O(k log bins)); they stop earlier when no centre moves.
+  public static let maximumIterations = 10_000
 
   public struct Result: Sendable, Equatable {
     /// 2^bits entries, ascending (unused entries repeat the largest).
@@ -79,19 +80,37 @@ public enum Palettizer {
     return centres.sorted()
   }
 
-  /// Lloyd's iterations on sorted points (the histogram's bin means, ascending) with weights.
+  /// Lloyd's iterations on sorted points (the histogram's bin means, ascending) with weights, until no
+  /// centre moves. With sorted centres, centre c's points are those between the midpoints to its
+  /// neighbours: found by binary search, their mass and moment from prefix sums, so an iteration costs
+  /// O(k log points) and running to the fixed point is cheap.
   static func lloyd(points: [Double], weights: [Double], centres start: [Double]) -> [Double] {
+    var prefixMass = [0.0], prefixMoment = [0.0]
+    prefixMass.reserveCapacity(points.count + 1)
+    prefixMoment.reserveCapacity(points.count + 1)
+    for (p, w) in zip(points, weights) {
+      prefixMass.append(prefixMass.last! + w)
+      prefixMoment.append(prefixMoment.last! + w * p)
+    }
+    /// The number of points at or below `x`.
+    func count(atOrBelow x: Double) -> Int {
+      var lo = 0, hi = points.count
+      while lo < hi {
+        let mid = (lo + hi) / 2
+        if points[mid] <= x { lo = mid + 1 } else { hi = mid }
+      }
+      return lo
+    }
     var centres = start.sorted()
     for _ in 0..<maximumIterations {
-      var mass = [Double](repeating: 0, count: centres.count), moment = [Double](repeating: 0, count: centres.count)
-      var c = 0
-      for (p, w) in zip(points, weights) {
-        while c + 1 < centres.count, p > (centres[c] + centres[c + 1]) / 2 { c += 1 }
-        mass[c] += w
-        moment[c] += w * p
-      }
       var next = centres
-      for i in centres.indices where mass[i] > 0 { next[i] = moment[i] / mass[i] }
+      var begin = 0
+      for c in centres.indices {
+        let end = c + 1 < centres.count ? count(atOrBelow: (centres[c] + centres[c + 1]) / 2) : points.count
+        let mass = prefixMass[end] - prefixMass[begin]
+        if mass > 0 { next[c] = (prefixMoment[end] - prefixMoment[begin]) / mass }
+        begin = max(begin, end)
+      }
       next.sort()
       if next == centres { break }
       centres = next

@@ -1,0 +1,161 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+import ModelIR
+import TestSupport
+import Testing
+
+/// Weight compression as `ct.optimize.coreml` does it: k-means palettization and per-channel linear
+/// quantization, written as iOS 16 constexpr operations. Expected values come from the definitions
+/// (k-means: each table entry the mean of the values nearest it; MIL's `constexpr_lut_to_dense` and
+/// `constexpr_affine_dequantize`), and written packages are read back by the reader, which decodes
+/// coremltools' own compressed files (`Samples/Fixtures/coremltools/rgb_classifier_program_lut4`,
+/// `_linear8`) to their reference outputs.
+@Suite struct WeightCompressionTests {
+  static let digits = Fixtures.digits.appendingPathComponent("digits_cnn.h5")
+
+  // MARK: Algorithms
+
+  @Test func palettizingFourDistinctValuesInTwoBitsKeepsThemExactly() {
+    let distinct: [Float] = [-0.75, -0.125, 0.5, 2]
+    let values = (0..<4096).map { distinct[($0 * 7 + $0 / 5) % 4] }
+    let result = Palettizer.palettize(values, bits: 2, seed: 0)
+    #expect(result.table == distinct)
+    #expect(zip(result.indices, values).allSatisfy { result.table[Int($0)] == $1 })
+  }
+
+  @Test func palettizedTablesAreKMeansFixedPoints() {
+    // Deterministic values spread like weights (a sum of uniforms).
+    var state: UInt64 = 1
+    func uniform() -> Float {
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return Float(state >> 40) / Float(1 << 24) - 0.5
+    }
+    let values = (0..<20_000).map { _ in uniform() + uniform() + uniform() }
+    for bits in [1, 4, 6] {
+      let result = Palettizer.palettize(values, bits: bits, seed: 7)
+      #expect(result.table.count == 1 << bits)
+      #expect(result == Palettizer.palettize(values, bits: bits, seed: 7), "the same seed gives the same table")
+      // Every value's entry is its nearest one...
+      for (code, value) in zip(result.indices, values).prefix(2000) {
+        let distance = abs(result.table[Int(code)] - value)
+        #expect(result.table.allSatisfy { abs($0 - value) >= distance - 1e-6 })
+      }
+      // ...and each entry is the mean of the values assigned to it, within the histogram's bin width
+      // (values are binned into 2^16 bins between the minimum and maximum; a bin is assigned whole).
+      var sums = [Double](repeating: 0, count: 1 << bits), counts = [Double](repeating: 0, count: 1 << bits)
+      for (code, value) in zip(result.indices, values) {
+        sums[Int(code)] += Double(value)
+        counts[Int(code)] += 1
+      }
+      let width = Double(values.max()! - values.min()!) / Double(Palettizer.histogramBins)
+      for i in 0..<(1 << bits) where counts[i] > 0 {
+        #expect(abs(sums[i] / counts[i] - Double(result.table[i])) <= 2 * width, "entry \(i) of \(bits)-bit table")
+      }
+    }
+  }
+
+  @Test func indicesArePackedLeastSignificantBitFirst() {
+    // Element i's bit j is bit i * bits + j of the stream: codes 1, 2, 3 in 2 bits are 0b00_11_10_01.
+    #expect(Palettizer.pack([1, 2, 3], bits: 2) == [0b0011_1001])
+    #expect(Palettizer.pack([5, 3], bits: 4) == [0x35])
+    #expect(Palettizer.pack([1, 0, 1, 1, 0, 0, 0, 1, 1], bits: 1) == [0b1000_1101, 0b1])
+  }
+
+  @Test func linearQuantizationFollowsTheAffineDequantizeDefinition() {
+    // Symmetric: scale = max|w| / 127 per channel, q = round(w / scale), zero point 0.
+    let symmetric = LinearQuantizer.quantize([-1, 0.5, 0.25, 0, 0, 0], channels: 2, mode: .symmetric)
+    #expect(symmetric.scales == [1 / 127, 1])
+    #expect(symmetric.data.map { Int8(bitPattern: $0) } == [-127, 64, 32, 0, 0, 0])
+    #expect(symmetric.zeroPoints == [0, 0])
+    // Affine over [min(w, 0), max(w, 0)]: scale = (high - low) / 255, zero = round(-low / scale), q = round(w / scale) + zero.
+    let affine = LinearQuantizer.quantize([-1, 0, 3], channels: 1, mode: .affine)
+    #expect(affine.scales == [4 / 255])
+    #expect(affine.zeroPoints == [64])
+    #expect(affine.data == [0, 64, 255])
+  }
+
+  // MARK: Written packages
+
+  /// Converts the digits sample with `compression` and reads the package back.
+  static func convert(_ compression: WeightCompression?, precision: WeightPrecision) throws -> (ConvertedModel, URL) {
+    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    options.format = .mlProgram
+    options.precision = precision
+    options.compression = compression
+    let model = try Converter.convert(modelAt: digits, options: options)
+    let directory = try Fixtures.temporaryDirectory()
+    let url = directory.appendingPathComponent("digits.mlpackage")
+    try model.write(to: url)
+    return (model, url)
+  }
+
+  static func denseKernels(_ url: URL) throws -> [Constant] {
+    let source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions())
+    return source.graph.nodes.compactMap { node in
+      if case .dense(let dense) = node.operation { return dense.kernel }
+      return nil
+    }
+  }
+
+  @Test(arguments: [WeightPrecision.float32, .float16])
+  func compressedPackagesDecodeToTheWeightsTheyWereMadeFrom(precision: WeightPrecision) throws {
+    let (_, plainURL) = try Self.convert(nil, precision: precision)
+    let original = try #require(Self.denseKernels(plainURL).first)
+    for method in [WeightCompression.Method.palettize(bits: 4), .quantize(bits: 8, mode: .symmetric), .quantize(bits: 8, mode: .affine)] {
+      let (model, url) = try Self.convert(WeightCompression(method: method), precision: precision)
+      let summary = try #require(model.summary.compression)
+      // The dense kernel (1 of 9 weight tensors has 2048 elements or more) is compressed; the rest are kept.
+      #expect(summary.compressedCount == 1 && summary.skippedCount == 8, "\(summary)")
+      #expect(summary.weightBytesAfter < summary.weightBytesBefore)
+      #expect(model.encoded.specificationVersion == 7, "constexpr operations are iOS 16")
+      #expect(try Self.packageBytes(url) < Self.packageBytes(plainURL))
+      // Read back: the decoded kernel is within the method's error of the original, and the reported error is the measured one.
+      let decoded = try #require(Self.denseKernels(url).first)
+      #expect(decoded.shape == original.shape)
+      var error = 0.0, norm = 0.0
+      for (a, b) in zip(decoded.values, original.values) {
+        error += Double(a - b) * Double(a - b)
+        norm += Double(b) * Double(b)
+      }
+      let measured = Float((error / norm).squareRoot())
+      let reported = try #require(summary.tensors.first { $0.method != nil }?.relativeError)
+      #expect(abs(measured - reported) <= 1e-3 * max(reported, 1e-6) + 1e-6, "\(method): read back \(measured), reported \(reported)")
+      if case .quantize = method {
+        // Each element within half a step of its output channel's scale: (max - min) / 255 at most.
+        let outputs = original.shape[1]
+        for o in 0..<outputs {
+          let column = stride(from: o, to: original.count, by: outputs).map { original.values[$0] }
+          let step = (max(column.max()!, 0) - min(column.min()!, 0)) / 127
+          for i in stride(from: o, to: original.count, by: outputs) {
+            // Float16 weights: the scale and the decoded value are rounded to float16 as well (2^-11 relative).
+            let rounding = precision == .float16 ? abs(original.values[i]) / 2048 + step / 2048 : 0
+            #expect(abs(decoded.values[i] - original.values[i]) <= step / 2 + rounding + 1e-7)
+          }
+        }
+      } else {
+        #expect(Set(decoded.values).count <= 16, "a 4-bit table has 16 entries")
+      }
+      // verify holds with the tolerance of the written compression.
+      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      #expect(report.passed, "\(method): \(report.outputs) \(report.firstMismatch.map { "\($0)" } ?? "")")
+      #expect(report.toleranceBasis == .quantizedWeights)
+    }
+  }
+
+  static func packageBytes(_ url: URL) throws -> Int {
+    let files = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.fileSizeKey])!
+    return try files.compactMap { $0 as? URL }.reduce(0) { $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0) }
+  }
+
+  @Test func targetsThatCannotLoadConstexprOperationsAreRefused() throws {
+    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    options.format = .mlProgram
+    options.target = .iOS15
+    options.compression = WeightCompression(method: .palettize(bits: 4))
+    #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
+    options.target = nil
+    options.format = .neuralNetwork
+    #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
+  }
+}
