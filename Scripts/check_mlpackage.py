@@ -187,6 +187,65 @@ def check(package):
     return problems, summary
 
 
+def check_mlmodel(path):
+    """A classic .mlmodel with quantized weights: coremltools loads it, and its dequantization of every
+    quantized weight (models.neural_network.quantization_utils, the inverse of quantize_weights) agrees
+    with a decoding written here from NeuralNetwork.proto (codes most significant bit first; linear:
+    scale * q + bias per output channel; lookup table: table[q])."""
+    import copy
+    import coremltools as ct
+    from coremltools.models.neural_network import quantization_utils as qu
+
+    problems = []
+    spec = ct.utils.load_spec(path)
+    try:
+        ct.models.MLModel(spec, skip_model_load=True)
+        note = "MLModel ok"
+    except Exception as error:  # noqa: BLE001
+        problems.append("MLModel: %s" % error)
+        note = "MLModel FAILED"
+    network = spec.neuralNetworkClassifier if spec.WhichOneof("Type") == "neuralNetworkClassifier" else spec.neuralNetwork
+    checked = 0
+    for layer in network.layers:
+        kind = layer.WhichOneof("layer")
+        if kind == "convolution":
+            p = layer.convolution
+            shape = (p.outputChannels if not p.isDeconvolution else p.kernelChannels,
+                     p.kernelChannels if not p.isDeconvolution else p.outputChannels // max(p.nGroups, 1)) + tuple(p.kernelSize)
+        elif kind == "innerProduct":
+            p = layer.innerProduct
+            shape = (p.outputChannels, p.inputChannels)
+        elif kind == "batchedMatmul":
+            p = layer.batchedMatmul
+            shape = (p.weightMatrixSecondDimension, p.weightMatrixFirstDimension)
+        else:
+            continue
+        wp = p.weights
+        if not len(wp.rawValue):
+            continue
+        theirs_wp = copy.deepcopy(wp)
+        qu._dequantize_wp(theirs_wp, shape, axis=0)
+        theirs = np.asarray(theirs_wp.floatValue, dtype=np.float64)
+        bits = wp.quantization.numberOfBits
+        count = int(np.prod(shape))
+        stream = np.unpackbits(np.frombuffer(wp.rawValue, dtype=np.uint8), bitorder="big")[: count * bits].reshape(count, bits)
+        codes = (stream.astype(np.int64) << np.arange(bits - 1, -1, -1)).sum(axis=1)
+        if wp.quantization.WhichOneof("QuantizationType") == "linearQuantization":
+            scale = np.asarray(wp.quantization.linearQuantization.scale, dtype=np.float64)
+            bias = np.asarray(wp.quantization.linearQuantization.bias, dtype=np.float64)
+            channel = np.arange(count) // (count // scale.size)
+            mine = codes * scale[channel] + bias[channel]
+        else:
+            mine = np.asarray(wp.quantization.lookupTableQuantization.floatValue, dtype=np.float64)[codes]
+        if theirs.shape != mine.shape or not np.allclose(theirs, mine, rtol=2.0 ** -22, atol=1e-30):
+            problems.append("%s: coremltools dequantizes its weights to other values" % layer.name)
+        checked += 1
+    summary = "%s: spec %d, %s, %s, %d quantized weights dequantized by coremltools as NeuralNetwork.proto says, %s" % (
+        os.path.basename(path), spec.specificationVersion, spec.WhichOneof("Type"), note, checked,
+        "OK" if not problems else "%d PROBLEMS" % len(problems))
+    return problems, summary
+
+
 def main(paths):
     if not paths:
         print(__doc__)
@@ -194,7 +253,7 @@ def main(paths):
     failed = 0
     for path in paths:
         try:
-            problems, summary = check(path)
+            problems, summary = check_mlmodel(path) if path.endswith(".mlmodel") else check(path)
         except Exception as error:  # noqa: BLE001
             problems, summary = [str(error)], "%s: cannot be read: %s" % (path, error)
         print(summary)

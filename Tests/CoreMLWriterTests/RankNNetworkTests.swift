@@ -18,7 +18,7 @@ import Testing
 
   /// The graph written as a rank-N network, read back, and the parity report against the graph.
   static func written(_ graph: Graph, options: CoreMLWriterOptions = CoreMLWriterOptions()) throws -> (CoreMLModelSpec, ParityReport) {
-    let (specification, _, _) = try CoreMLWriter.streamed(graph, options: options, rankN: true)
+    let (specification, _, _, _) = try CoreMLWriter.streamed(graph, options: options, rankN: true)
     let spec = try CoreMLSpecReader.read(specification.bytes(), path: "rank_n.mlmodel")
     let model = try CoreMLGraphImporter.importModel(spec, path: "rank_n.mlmodel")
     let report = try ParityVerifier.verify(source: graph, converted: model, sourceName: "graph", convertedName: "rank_n.mlmodel", options: VerificationOptions(samples: 3))
@@ -113,7 +113,7 @@ import Testing
     let options = CoreMLWriterOptions(
       imageInputs: ["image": ImagePreprocessing(scale: 1 / 255, redBias: -0.5, greenBias: -0.25, blueBias: 0)],
       classifier: ClassifierSettings(labels: .strings(["a", "b"])))
-    let (specification, _, _) = try CoreMLWriter.streamed(graph, options: options, rankN: true)
+    let (specification, _, _, _) = try CoreMLWriter.streamed(graph, options: options, rankN: true)
     let spec = try CoreMLSpecReader.read(specification.bytes(), path: "classifier.mlmodel")
     #expect(spec.modelType == "neuralNetworkClassifier" && spec.rank4ImageMapping && spec.stringClassLabels == ["a", "b"])
     #expect(spec.layers.last?.kind == "reshapeStatic" && spec.layers.last?.outputs == [graph[probabilities].name])

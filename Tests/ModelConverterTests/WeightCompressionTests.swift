@@ -143,19 +143,56 @@ import Testing
     }
   }
 
+  /// A file's size, or the sum of a package's files.
   static func packageBytes(_ url: URL) throws -> Int {
+    var folder: ObjCBool = false
+    _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &folder)
+    if !folder.boolValue { return try url.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0 }
     let files = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.fileSizeKey])!
     return try files.compactMap { $0 as? URL }.reduce(0) { $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0) }
   }
 
-  @Test func targetsThatCannotLoadConstexprOperationsAreRefused() throws {
+  @Test func targetsThatCannotLoadCompressedWeightsAreRefused() throws {
     var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .mlProgram
     options.target = .iOS15
     options.compression = WeightCompression(method: .palettize(bits: 4))
     #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
-    options.target = nil
+    // Quantized classic weights are specification 3 (iOS 12).
     options.format = .neuralNetwork
+    options.target = DeploymentTarget.parse("iOS11")
     #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
+  }
+
+  /// The classic network's quantized weights (`WeightParams.rawValue` with `QuantizationParams`): the
+  /// inner product's weights (the one tensor of 2048 elements or more) quantized per output channel or as a
+  /// lookup table, read back within the method's error and verified.
+  @Test func classicNetworksQuantizeTheirLayerWeights() throws {
+    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    options.format = .neuralNetwork
+    let directory = try Fixtures.temporaryDirectory()
+    let plainURL = directory.appendingPathComponent("plain.mlmodel")
+    try Converter.convert(modelAt: Self.digits, options: options).write(to: plainURL)
+    let original = try #require(Self.denseKernels(plainURL).first)
+    for method in [WeightCompression.Method.palettize(bits: 4), .palettize(bits: 8), .quantize(bits: 8, mode: .symmetric), .quantize(bits: 8, mode: .affine)] {
+      options.compression = WeightCompression(method: method)
+      let model = try Converter.convert(modelAt: Self.digits, options: options)
+      #expect(model.encoded.specificationVersion == 3, "quantized weights are specification 3")
+      let url = directory.appendingPathComponent("digits-\(model.summary.compression!.method).mlmodel")
+      try model.write(to: url)
+      #expect(try Self.packageBytes(url) < Self.packageBytes(plainURL))
+      let decoded = try #require(Self.denseKernels(url).first)
+      #expect(decoded.shape == original.shape)
+      var error = 0.0, norm = 0.0
+      for (a, b) in zip(decoded.values, original.values) {
+        error += Double(a - b) * Double(a - b)
+        norm += Double(b) * Double(b)
+      }
+      let reported = try #require(model.summary.compression?.tensors.first { $0.method != nil }?.relativeError)
+      #expect(abs(Float((error / norm).squareRoot()) - reported) <= 1e-3 * reported + 1e-6, "\(method)")
+      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      #expect(report.passed, "\(method): \(report.outputs)")
+      #expect(report.toleranceBasis == .quantizedWeights)
+    }
   }
 }

@@ -15,7 +15,7 @@ public enum CoreMLWriter {
 
   /// The serialized `Model` protobuf and the specification version it declares.
   static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
-    let (specification, version, _) = try streamed(graph, options: options)
+    let (specification, version, _, _) = try streamed(graph, options: options)
     return (specification.bytes(), version)
   }
 
@@ -24,7 +24,7 @@ public enum CoreMLWriter {
   /// `rankN` writes a rank-N network whatever the graph (for tests of the lowering).
   static func streamed(
     _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes, rankN: Bool = false
-  ) throws -> (StreamedSpecification, Int, [String: [Int]]) {
+  ) throws -> (StreamedSpecification, Int, [String: [Int]], [CompressedTensorReport]) {
     let arena = MessageArena()
     let built = try buildModel(graph, options: options, arena: arena, rankN: rankN)
     let model = built.model
@@ -55,7 +55,7 @@ public enum CoreMLWriter {
     guard specification.byteCount <= maximumBytes else {
       throw CoreMLWriterError.specificationTooLarge(bytes: specification.byteCount, limit: maximumBytes, float32Weights: options.precision == .float32)
     }
-    return (specification, Int(model.pointee.specificationversion), ModelDescription.arrayShapes(model))
+    return (specification, Int(model.pointee.specificationversion), ModelDescription.arrayShapes(model), built.compressedTensors)
   }
 
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
@@ -67,7 +67,7 @@ public enum CoreMLWriter {
 
   static func buildModel(
     _ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena, rankN: Bool = false
-  ) throws -> (model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup]) {
+  ) throws -> (model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup], compressedTensors: [CompressedTensorReport]) {
     try ModelDescription.checkNames(graph)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
@@ -144,7 +144,7 @@ public enum CoreMLWriter {
     description.pointee.output = arena.pointerArray(outputs)
     description.pointee.metadata = ModelDescription.metadata(options.metadata, arena: arena)
     model.pointee.description = description
-    return (model, groups)
+    return (model, groups, network.compressedTensors)
   }
 
   /// The layers of a network with the features they read and write.
@@ -156,6 +156,8 @@ public enum CoreMLWriter {
     var outputs: [UnsafeMutablePointer<CoreML__Specification__FeatureDescription>]
     /// Rank-N blobs (`EXACT_ARRAY_MAPPING`, `RANK4_IMAGE_MAPPING`) rather than rank-5 ones.
     var rankN: Bool
+    /// With weight compression: each layer's main weights, quantized or kept.
+    var compressedTensors: [CompressedTensorReport] = []
   }
 
   /// The rank-5 layers; where they cannot hold the graph (a rank-6 permute, a dense layer on a rank-4
@@ -177,6 +179,7 @@ public enum CoreMLWriter {
   /// The classic rank-5 layers, one group per node.
   static func rank5Network(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
     var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
+    emitter.builder.compression = options.compression
     // Each node's layers with the weights they are packed with.
     var groups: [StreamedSpecification.LayerGroup] = []
     // Every layer the classic format cannot express is named at once, not only the first.
@@ -209,7 +212,8 @@ public enum CoreMLWriter {
     }
     let outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
     return WrittenNetwork(
-      layers: emitter.layers, groups: groups, specificationVersion: emitter.specificationVersion, inputs: inputs, outputs: outputs, rankN: false)
+      layers: emitter.layers, groups: groups, specificationVersion: emitter.specificationVersion, inputs: inputs, outputs: outputs, rankN: false,
+      compressedTensors: emitter.builder.compressionReports)
   }
 
   /// The rank-N network of `RankNLowering`: features of the ML Program's shapes (`[1] + S`); a classifier's
@@ -219,7 +223,7 @@ public enum CoreMLWriter {
     let probabilitiesIndex = try options.classifier.map { try ModelDescription.classifierOutputIndex($0, graph: graph) }
     var renamed: [String: String] = [:]
     if let index = probabilitiesIndex { renamed[program.outputs[index].name] = program.outputs[index].name + "__batched" }
-    var lowering = RankNLowering(arena: arena, precision: options.precision, renamed: renamed)
+    var lowering = RankNLowering(arena: arena, precision: options.precision, renamed: renamed, compression: options.compression)
     try lowering.lower(program)
     var builder = lowering.builder
     var groups = lowering.groups
@@ -236,7 +240,8 @@ public enum CoreMLWriter {
     }
     let outputs = program.outputs.map { ModelDescription.arrayFeature($0.name, shape: $0.shape, arena: arena) }
     return WrittenNetwork(
-      layers: builder.layers, groups: groups, specificationVersion: builder.specificationVersion, inputs: inputs, outputs: outputs, rankN: true)
+      layers: builder.layers, groups: groups, specificationVersion: builder.specificationVersion, inputs: inputs, outputs: outputs, rankN: true,
+      compressedTensors: builder.compressionReports)
   }
 
   // MARK: Features

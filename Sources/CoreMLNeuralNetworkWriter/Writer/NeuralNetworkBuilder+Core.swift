@@ -72,7 +72,8 @@ extension NeuralNetworkBuilder {
       params.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
       params.pointee.valid = validPadding(amounts)
     }
-    params.pointee.weights = try self.weights(weights, layer: name)
+    // Per output channel; a deconvolution's weights lead with its input channels: one scale for the tensor.
+    params.pointee.weights = try compressibleWeights(weights, channels: deconvolutionOutputShape == nil ? outputChannels : 1, layer: name)
     if let bias {
       params.pointee.hasbias = 1
       params.pointee.bias = try self.weights(bias, layer: name)
@@ -121,7 +122,7 @@ extension NeuralNetworkBuilder {
     let params = arena.message(core_ml__specification__inner_product_layer_params__init)
     params.pointee.inputchannels = UInt64(inputChannels)
     params.pointee.outputchannels = UInt64(outputChannels)
-    params.pointee.weights = try self.weights(weights, layer: name)
+    params.pointee.weights = try compressibleWeights(weights, channels: outputChannels, layer: name)
     if let bias {
       params.pointee.hasbias = 1
       params.pointee.bias = try self.weights(bias, layer: name)

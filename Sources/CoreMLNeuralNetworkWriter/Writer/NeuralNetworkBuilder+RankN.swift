@@ -41,7 +41,7 @@ extension NeuralNetworkBuilder {
     let params = arena.message(core_ml__specification__batched_mat_mul_layer_params__init)
     params.pointee.weightmatrixfirstdimension = UInt64(rows)
     params.pointee.weightmatrixseconddimension = UInt64(columns)
-    params.pointee.weights = try self.weights(weights, layer: name)
+    params.pointee.weights = try compressibleWeights(weights, channels: 1, layer: name)
     if let bias {
       params.pointee.hasbias = 1
       params.pointee.bias = try self.weights(bias, layer: name)

@@ -19,6 +19,10 @@ struct NeuralNetworkBuilder {
   private(set) var deferredWeights: [DeferredWeight] = []
   /// The lowest specification version the layers built so far need.
   private(set) var specificationVersion: Int32 = 1
+  /// How convolution, inner-product and batched-matmul weights are quantized (nil: `precision`).
+  var compression: WeightCompression?
+  /// Each weight `compressibleWeights` saw, compressed or kept (and why).
+  private(set) var compressionReports: [CompressedTensorReport] = []
 
   init(arena: MessageArena, precision: WeightPrecision) {
     self.arena = arena
@@ -62,6 +66,85 @@ struct NeuralNetworkBuilder {
       params.pointee.float16value.len = values.count * 2
     }
     deferredWeights.append(DeferredWeight(params: params, values: values, precision: precision))
+    return params
+  }
+
+  /// A layer's main weights: quantized (`rawValue` with `QuantizationParams`, specification 3) when
+  /// `compression` applies to them, else as `weights(_:layer:)`. `channels` is the number of leading
+  /// rows that get a scale and bias of their own in linear quantization (1: one for the tensor).
+  ///
+  /// Linear quantization is the classic form `w = scale * q + bias` with uint8 codes: symmetric int8
+  /// codes `q` become `q + 128` with `bias = -128 * scale`, affine ones keep `q` with `bias = -zero *
+  /// scale`. A lookup table holds 2^n floats. Codes are packed most significant bit first, as Core ML
+  /// reads `rawValue` (and coremltools writes it).
+  mutating func compressibleWeights(_ values: CoreMLWeightValues, channels: Int, layer: String) throws -> UnsafeMutablePointer<WeightParams> {
+    let elementBytes = precision == .float16 ? 2 : 4
+    guard let compression else { return try weights(values, layer: layer) }
+    guard values.count >= compression.minimumElements else {
+      compressionReports.append(
+        CompressedTensorReport(
+          name: layer, shape: [values.count], originalBytes: values.count * elementBytes, writtenBytes: values.count * elementBytes, method: nil,
+          skipped: "\(values.count) elements, fewer than \(compression.minimumElements)", relativeError: nil))
+      return try weights(values, layer: layer)
+    }
+    let floats = values.materialized()
+    let params = arena.message(core_ml__specification__weight_params__init)
+    let quantization = arena.message(core_ml__specification__quantization_params__init)
+    var codes: [UInt8]
+    let bits: Int
+    var decoded: (Int) -> Float
+    var tableBytes = 0
+    switch compression.method {
+    case .palettize(let n):
+      bits = n
+      let result = Palettizer.palettize(floats, bits: n, seed: compression.seed)
+      codes = result.indices
+      let table = arena.message(core_ml__specification__look_up_table_quantization_params__init)
+      table.pointee.n_floatvalue = result.table.count
+      table.pointee.floatvalue = arena.array(result.table)
+      quantization.pointee.quantization_type_case = CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION
+      quantization.pointee.lookuptablequantization = table
+      tableBytes = result.table.count * 4
+      decoded = { result.table[Int(codes[$0])] }
+    case .quantize(let n, let mode):
+      bits = n
+      let result = LinearQuantizer.quantize(floats, channels: channels, mode: mode)
+      let biases = (0..<channels).map { c -> Float in
+        mode == .symmetric ? -128 * result.scales[c] : -Float(result.zeroPoints[c]) * result.scales[c]
+      }
+      codes = mode == .symmetric ? result.data.map { UInt8(Int(Int8(bitPattern: $0)) + 128) } : result.data
+      let linear = arena.message(core_ml__specification__linear_quantization_params__init)
+      linear.pointee.n_scale = channels
+      linear.pointee.scale = arena.array(result.scales)
+      linear.pointee.n_bias = channels
+      linear.pointee.bias = arena.array(biases)
+      quantization.pointee.quantization_type_case = CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LINEAR_QUANTIZATION
+      quantization.pointee.linearquantization = linear
+      tableBytes = channels * 8
+      let inner = floats.count / channels
+      decoded = { Float(codes[$0]) * result.scales[$0 / inner] + biases[$0 / inner] }
+    }
+    quantization.pointee.numberofbits = UInt64(bits)
+    var packed = [UInt8](repeating: 0, count: (codes.count * bits + 7) / 8)
+    for (i, code) in codes.enumerated() {
+      for j in 0..<bits where (code >> (bits - 1 - j)) & 1 == 1 {
+        let position = i * bits + j
+        packed[position / 8] |= 0x80 >> (position % 8)
+      }
+    }
+    params.pointee.rawvalue = arena.binary(packed)
+    params.pointee.quantization = quantization
+    requireSpecificationVersion(3)
+    var error = 0.0, norm = 0.0
+    for (i, value) in floats.enumerated() {
+      let difference = Double(decoded(i) - value)
+      error += difference * difference
+      norm += Double(value) * Double(value)
+    }
+    compressionReports.append(
+      CompressedTensorReport(
+        name: layer, shape: [floats.count], originalBytes: floats.count * elementBytes, writtenBytes: packed.count + tableBytes,
+        method: compression.summary, skipped: nil, relativeError: norm > 0 ? Float((error / norm).squareRoot()) : 0))
     return params
   }
 

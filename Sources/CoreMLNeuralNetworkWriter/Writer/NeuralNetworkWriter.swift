@@ -12,15 +12,13 @@ public struct NeuralNetworkWriter: CoreMLModelWriter {
   public var format: ModelFormat { .neuralNetwork }
 
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
-    if let compression = options.compression {
-      throw CoreMLWriterError.invalidOption("\(compression.summary) weights are written in ML Programs (.mlpackage); a neural network (.mlmodel) keeps float32 or float16 weights")
-    }
-    let (specification, version, shapes) = try CoreMLWriter.streamed(graph, options: options, maximumBytes: maximumSpecificationBytes)
+    let (specification, version, shapes, compressed) = try CoreMLWriter.streamed(graph, options: options, maximumBytes: maximumSpecificationBytes)
     if let target = options.target, version > target.specificationVersion {
       throw CoreMLWriterError.targetTooOld(target: target.name, needs: version, reason: "the layers of this model need specification \(version)")
     }
     var encoded = EncodedModel(format: .neuralNetwork, streamed: specification, specificationVersion: version)
     encoded.arrayShapes = shapes
+    encoded.compressedTensors = compressed
     return encoded
   }
 }

@@ -29,8 +29,9 @@ struct RankNLowering {
   /// The MIL operation being lowered, for errors.
   private var current = ""
 
-  init(arena: MessageArena, precision: WeightPrecision, renamed: [String: String]) {
+  init(arena: MessageArena, precision: WeightPrecision, renamed: [String: String], compression: WeightCompression? = nil) {
     builder = NeuralNetworkBuilder(arena: arena, precision: precision)
+    builder.compression = compression
     builder.requireSpecificationVersion(4)
     self.renamed = renamed
   }
