@@ -19,7 +19,7 @@ enum VerifyCommand: Subcommand {
 
     Pass rule: |converted - source| <= atol * max(1, RMS of the tensor) + rtol * |source| for every
     element of every compared tensor (float32; at most 1 element in 10^4 may miss it when the tensor's
-    relative RMS error is within 64 x 2^-24, float32 roundoff carried through a deep graph); for float16
+    relative RMS error is within 256 x 2^-24, float32 roundoff carried through a deep graph); for float16
     and quantized models each tensor's relative RMS error must stay within 64 unit roundoffs (float16:
     64 x 2^-11; n bits: min(64 / (2 (2^n - 1)), 0.25)). Classifiers: the same top-1 label on every sample (up to ties within the tolerance) and the
     expected labels, when given; image preprocessing, when given.
