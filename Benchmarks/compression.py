@@ -173,7 +173,9 @@ def main():
             continue
         source, options = next((s, o) for n, s, o in models if n == row["model"])
         row["bytes"] = size_of(row["package"])
-        check = subprocess.run([mc, "verify", source, row["package"], "--samples", "16", "--json"] + options,
+        # verify takes the preprocessing options (it reads the image input and labels from the package).
+        verify_options = [o for i, o in enumerate(options) if o != "--image-input" and (i == 0 or options[i - 1] != "--image-input")]
+        check = subprocess.run([mc, "verify", source, row["package"], "--samples", "16", "--json"] + verify_options,
                                capture_output=True, text=True)
         try:
             report = json.loads(check.stdout)
@@ -186,7 +188,7 @@ def main():
             row["verify"] = f"error: {check.stderr.strip()[:200]}"
         if row["model"] == "digits":
             evaluation = subprocess.run([mc, "evaluate", row["package"], str(digits / "test_images"), "--against", source, "--json",
-                                         "--image-scale", "1/255"], capture_output=True, text=True)
+                                         "--image-scale", "1/255", "--labels-file", str(digits / "labels.txt")], capture_output=True, text=True)
             try:
                 report = json.loads(evaluation.stdout)
                 row["folder_agreement"] = report.get("agreement")

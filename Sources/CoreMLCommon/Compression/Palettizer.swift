@@ -24,19 +24,52 @@ public enum Palettizer {
   public static func palettize(_ values: [Float], bits: Int, seed: UInt64, float16: Bool = false) -> Result {
     precondition((1...8).contains(bits) && !values.isEmpty)
     let k = 1 << bits
-    var low = Float.infinity, high = -Float.infinity
-    for v in values {
-      low = min(low, v)
-      high = max(high, v)
+    // Range and histogram (counts and sums per bin) in at most 8 parts run on the cores (each part's
+    // histogram is 2^16 x 16 bytes), merged in part order: the parts depend on the tensor alone, so the
+    // table is the same on any machine. Values are finite: the readers and importers check them.
+    let blocks = max(1, min(8, values.count >> 16))
+    let block = (values.count + blocks - 1) / blocks
+    var lows = [Float](repeating: .infinity, count: blocks), highs = [Float](repeating: -.infinity, count: blocks)
+    values.withUnsafeBufferPointer { input in
+      lows.withUnsafeMutableBufferPointer { lowOut in
+        highs.withUnsafeMutableBufferPointer { highOut in
+          let (l, h) = (lowOut.baseAddress!, highOut.baseAddress!)
+          DispatchQueue.concurrentPerform(iterations: blocks) { b in
+            var lo = Float.infinity, hi = -Float.infinity
+            for i in (b * block)..<min(values.count, (b + 1) * block) {
+              lo = min(lo, input[i])
+              hi = max(hi, input[i])
+            }
+            (l[b], h[b]) = (lo, hi)
+          }
+        }
+      }
     }
-    // Histogram: counts and sums per bin (values are finite: the readers and importers check them).
+    let low = lows.min()!, high = highs.max()!
     let bins = high > low ? histogramBins : 1
     let width = bins > 1 ? (Double(high) - Double(low)) / Double(bins) : 1
+    var partial = [[Double]](repeating: [], count: blocks)
+    values.withUnsafeBufferPointer { input in
+      partial.withUnsafeMutableBufferPointer { out in
+        let base = out.baseAddress!
+        DispatchQueue.concurrentPerform(iterations: blocks) { b in
+          var local = [Double](repeating: 0, count: 2 * bins)
+          for i in (b * block)..<min(values.count, (b + 1) * block) {
+            let v = input[i]
+            let bin = bins > 1 ? min(bins - 1, Int((Double(v) - Double(low)) / width)) : 0
+            local[2 * bin] += 1
+            local[2 * bin + 1] += Double(v)
+          }
+          base[b] = local
+        }
+      }
+    }
     var counts = [Double](repeating: 0, count: bins), sums = [Double](repeating: 0, count: bins)
-    for v in values {
-      let b = bins > 1 ? min(bins - 1, Int((Double(v) - Double(low)) / width)) : 0
-      counts[b] += 1
-      sums[b] += Double(v)
+    for local in partial {
+      for bin in 0..<bins where local[2 * bin] > 0 {
+        counts[bin] += local[2 * bin]
+        sums[bin] += local[2 * bin + 1]
+      }
     }
     let occupied = (0..<bins).filter { counts[$0] > 0 }
     let points = occupied.map { sums[$0] / counts[$0] }, weights = occupied.map { counts[$0] }
@@ -118,7 +151,8 @@ public enum Palettizer {
     return centres
   }
 
-  /// Each value's nearest table entry (ties to the lower), in parallel over blocks.
+  /// Each value's nearest table entry (ties to the lower), in parallel over blocks: the number of
+  /// midpoints between neighbouring entries that lie below the value, counted without branches.
   static func assign(_ values: [Float], to table: [Float]) -> [UInt8] {
     let boundaries = zip(table, table.dropFirst()).map { ($0 + $1) / 2 }
     var indices = [UInt8](repeating: 0, count: values.count)
@@ -127,16 +161,27 @@ public enum Palettizer {
     indices.withUnsafeMutableBufferPointer { out in
       let base = out.baseAddress!
       values.withUnsafeBufferPointer { input in
-        DispatchQueue.concurrentPerform(iterations: blocks) { b in
-          for i in (b * block)..<min(values.count, (b + 1) * block) {
-            // Binary search: the number of boundaries below the value.
-            var lo = 0, hi = boundaries.count
-            let v = input[i]
-            while lo < hi {
-              let mid = (lo + hi) / 2
-              if v > boundaries[mid] { lo = mid + 1 } else { hi = mid }
+        boundaries.withUnsafeBufferPointer { bounds in
+          let count = bounds.count
+          DispatchQueue.concurrentPerform(iterations: blocks) { b in
+            let range = (b * block)..<min(input.count, (b + 1) * block)
+            if count <= 64 {
+              // One pass over the block per midpoint, over elements (vectorised).
+              for j in 0..<count {
+                let bound = bounds[j]
+                for i in range { base[i] &+= input[i] > bound ? 1 : 0 }
+              }
+            } else {
+              for i in range {
+                let v = input[i]
+                var lo = 0, hi = count
+                while lo < hi {
+                  let mid = (lo + hi) >> 1
+                  if v > bounds[mid] { lo = mid + 1 } else { hi = mid }
+                }
+                base[i] = UInt8(truncatingIfNeeded: lo)
+              }
             }
-            base[i] = UInt8(lo)
           }
         }
       }
@@ -148,6 +193,28 @@ public enum Palettizer {
   /// bit (i * bits + j) of the stream, little-endian within each byte.
   public static func pack(_ indices: [UInt8], bits: Int) -> [UInt8] {
     var bytes = [UInt8](repeating: 0, count: (indices.count * bits + 7) / 8)
+    if bits == 8 { return indices }
+    if 8 % bits == 0 {
+      // Whole codes per byte (1, 2 or 4 bits): byte k holds codes k * perByte ..< (k + 1) * perByte.
+      let perByte = 8 / bits
+      indices.withUnsafeBufferPointer { input in
+        bytes.withUnsafeMutableBufferPointer { out in
+          let base = out.baseAddress!
+          let chunk = 1 << 16
+          let chunks = (out.count + chunk - 1) / chunk
+          DispatchQueue.concurrentPerform(iterations: chunks) { c in
+            for k in (c * chunk)..<min(out.count, (c + 1) * chunk) {
+              var byte: UInt8 = 0
+              for j in 0..<perByte where k * perByte + j < input.count {
+                byte |= input[k * perByte + j] << (j * bits)
+              }
+              base[k] = byte
+            }
+          }
+        }
+      }
+      return bytes
+    }
     for (i, code) in indices.enumerated() {
       for j in 0..<bits where (code >> j) & 1 == 1 {
         let position = i * bits + j
