@@ -47,6 +47,15 @@ def decode_constexpr(op):
         stream = np.unpackbits(packed, bitorder="little")[: count * bits].reshape(count, bits)
         codes = (stream.astype(np.int64) << np.arange(bits)).sum(axis=1)
         return lut[codes].reshape(shape)
+    if op.op_type == "constexpr_sparse_to_dense" and op.inputs.get("shape") is not None:
+        values = np.asarray(op.nonzero_data.val).astype(np.float64)
+        mask = np.asarray(op.mask.val, dtype=np.uint8)
+        shape = [int(d) for d in np.asarray(op.shape.val)]
+        count = int(np.prod(shape))
+        bits = np.unpackbits(mask, bitorder="little")[:count].astype(bool)
+        dense = np.zeros(count)
+        dense[bits] = values
+        return dense.reshape(shape)
     return None
 
 

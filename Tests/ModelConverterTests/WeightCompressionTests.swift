@@ -75,6 +75,40 @@ import Testing
     #expect(affine.data == [0, 64, 255])
   }
 
+  @Test func magnitudePruningZeroesTheSmallestAndMasksTheRest() {
+    // Half of 6: the three smallest magnitudes (0, 0.5, -1) go; bits 0, 3 and 5 stay set.
+    let result = MagnitudePruner.prune([3, -1, 0.5, -2, 0, 4], fraction: 0.5)
+    #expect(result.kept == [3, -2, 4])
+    #expect(result.mask == [0b0010_1001])
+    // Ties go in element order.
+    let ties = MagnitudePruner.prune([1, -1, 1, 2], fraction: 0.5)
+    #expect(ties.kept == [1, 2])
+    #expect(ties.mask == [0b0000_1100])
+    // Large tensors take the histogram path: exactly the share asked for is zeroed, and no kept element is
+    // smaller in magnitude than a zeroed one.
+    let values = (0..<100_003).map { Float(($0 * 7919) % 100_003) / 100_003 - 0.5 }
+    let pruned = MagnitudePruner.prune(values, fraction: 0.3)
+    #expect(pruned.kept.count == values.count - Int(0.3 * Double(values.count)))
+    let smallestKept = pruned.kept.map(abs).min()!
+    let zeroedLargest = values.indices.filter { (pruned.mask[$0 / 8] >> ($0 % 8)) & 1 == 0 }.map { abs(values[$0]) }.max()!
+    #expect(zeroedLargest <= smallestKept)
+  }
+
+  @Test func prunedPackagesKeepTheLargeWeightsExactly() throws {
+    let (_, plainURL) = try Self.convert(nil, precision: .float32)
+    let original = try #require(Self.denseKernels(plainURL).first)
+    let (model, url) = try Self.convert(WeightCompression(method: .prune(fraction: 0.5)), precision: .float32)
+    #expect(model.summary.compression?.compressedCount == 1)
+    let decoded = try #require(Self.denseKernels(url).first)
+    #expect(decoded.values.filter { $0 == 0 }.count >= original.count / 2)
+    for (a, b) in zip(decoded.values, original.values) { #expect(a == 0 || a == b) }
+    let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+    #expect(report.passed, "\(report.outputs)")
+    var classic = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    classic.compression = WeightCompression(method: .prune(fraction: 0.5))
+    #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: classic) }
+  }
+
   // MARK: Written packages
 
   /// Converts the digits sample with `compression` and reads the package back.

@@ -33,7 +33,8 @@ import Testing
     let directory = try Fixtures.temporaryDirectory()
     let output = directory.appendingPathComponent("x.mlpackage").path
     for flags in [["--palettize", "3"], ["--palettize", "4", "--quantize", "8"], ["--quantize", "4"], ["--quantize-mode", "affine"],
-                  ["--palettize", "4", "--quantize-mode", "affine"], ["--quantize", "8", "--compress-min-size", "0"]] {
+                  ["--palettize", "4", "--quantize-mode", "affine"], ["--quantize", "8", "--compress-min-size", "0"],
+                  ["--prune", "1"], ["--prune", "0"], ["--prune", "0.5", "--palettize", "4"]] {
       let result = try Modelconv.run(["convert", Self.digits, "-o", output] + Self.common + flags)
       #expect(result.status == 64, "\(flags): \(result.stderr)")
       #expect(!FileManager.default.fileExists(atPath: output))

@@ -95,6 +95,8 @@ struct NeuralNetworkBuilder {
     var decoded: (Int) -> Float
     var tableBytes = 0
     switch compression.method {
+    case .prune:
+      throw CoreMLWriterError.invalidOption("pruned weights (sparse constants) exist in ML Programs (.mlpackage) only; a neural network (.mlmodel) has no sparse weight form")
     case .palettize(let n):
       bits = n
       let result = Palettizer.palettize(floats, bits: n, seed: compression.seed)

@@ -406,6 +406,30 @@ final class MILBuilder {
           ("axis", int32Value([0], shape: [])),
         ])
       written = result.data.count + channels * (1 + elementBytes)
+    case .prune(let fraction):
+      let result = MagnitudePruner.prune(values, fraction: fraction)
+      guard !result.kept.isEmpty else {
+        // Nothing left to store: an all-zero tensor has no sparse form (nonzero_data would be empty).
+        let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
+        compressionReports.append(
+          CompressedTensorReport(name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil, skipped: "every element is zero", relativeError: nil))
+        return plain
+      }
+      var next = 0
+      for (i, value) in values.enumerated() {
+        let set = (result.mask[i / 8] >> (i % 8)) & 1 == 1
+        let decoded: Float = set ? (dataType == .fp16 ? Float(Float16(result.kept[next])) : result.kept[next]) : 0
+        if set { next += 1 }
+        measure(decoded, value)
+      }
+      append(
+        "constexpr_sparse_to_dense", name: constName, inputs: [], outputs: [namedType(constName, type)],
+        attributes: [
+          ("nonzero_data", try floatValue(.values(result.kept), shape: [result.kept.count], dataType)),
+          ("mask", byteValue(result.mask, .uint8, shape: [result.mask.count])),
+          ("shape", uint32Value(shape)),
+        ])
+      written = result.kept.count * elementBytes + result.mask.count
     }
     compressionReports.append(
       CompressedTensorReport(

@@ -258,6 +258,29 @@ extension MILProgramImporter {
       }
       return MILValue(type: MILTensorType(dataType: scale.type.dataType, shape: shape), floats: floats)
 
+    case "constexpr_sparse_to_dense":
+      // iOS 16: the non-zero values in order, a bit per element (least significant bit first within each
+      // byte, padding bits zero), and the output shape.
+      let data = try requiredConstant("nonzero_data"), mask = try requiredConstant("mask"), shapeValue = try requiredConstant("shape")
+      guard let shape = shapeValue.asInts, !shape.isEmpty, shape.allSatisfy({ $0 > 0 }) else { throw invalid("shape must be positive sizes") }
+      let count = try elementCount(shape, "shape")
+      guard mask.type.dataType == .uint8, mask.type.shape.count == 1, data.type.shape.count == 1 else {
+        throw invalid("mask must be uint8 bytes and nonzero_data a vector")
+      }
+      let bytes = mask.integers
+      guard bytes.count == (count + 7) / 8 else { throw invalid("\(bytes.count) mask bytes for \(count) elements (needs \((count + 7) / 8))") }
+      let values = data.asFloats
+      var floats = [Float](repeating: 0, count: count)
+      var next = 0
+      for index in 0..<(bytes.count * 8) where (bytes[index / 8] >> Int64(index % 8)) & 1 == 1 {
+        guard index < count else { throw invalid("mask bit \(index) is set beyond the \(count) elements") }
+        guard next < values.count else { throw invalid("the mask sets more bits than nonzero_data's \(values.count) values") }
+        floats[index] = values[next]
+        next += 1
+      }
+      guard next == values.count else { throw invalid("the mask sets \(next) bits for \(values.count) values of nonzero_data") }
+      return MILValue(type: MILTensorType(dataType: data.type.dataType, shape: shape), floats: floats)
+
     default: throw unsupported("the operation type is not supported")
     }
   }

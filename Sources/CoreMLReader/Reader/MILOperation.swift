@@ -37,6 +37,9 @@ public struct MILOperation: Sendable, Equatable {
     case "constexpr_blockwise_shift_scale":
       if case .value(let data)? = inputs["data"]?.first, !data.type.dataType.isFloat { return data.type.dataType.bits }
       return 0
+    case "constexpr_sparse_to_dense":
+      // A pruned weight: the zeros can be any share of it, so it takes the loosest rule (1 bit).
+      return 1
     default: return 0
     }
   }

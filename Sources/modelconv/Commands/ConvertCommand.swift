@@ -40,6 +40,7 @@ enum ConvertCommand: Subcommand {
     .option("--predicted-probabilities-output", value: "NAME", section: "CLASSIFIER", help: "Output holding the probabilities (default the first output)."),
     .option("--palettize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as a k-means lookup table of 2^BITS values (1, 2, 4, 6 or 8) and BITS-bit indices, as coremltools' palettize_weights (kmeans, per tensor)."),
     .option("--quantize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as 8-bit integers with a scale per output channel, as coremltools' linear_quantize_weights (8 is the only width written)."),
+    .option("--prune", value: "FRACTION", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Zero this share (0 to 1, exclusive) of each weight tensor's elements, the smallest in magnitude, and store the rest with a bit mask, as coremltools' prune_weights (OpMagnitudePrunerConfig target_sparsity)."),
     .option("--quantize-mode", value: "symmetric|affine", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "symmetric: int8, w = scale * q (default); affine: uint8 with a zero point per channel, w = scale * (q - zero)."),
     .option("--compress-min-size", value: "N", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Weight tensors with fewer elements stay as they are (default 2048, coremltools' weight_threshold)."),
     .option("--compress-seed", value: "S", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Seed of the k-means++ initialisation (default 0): the same model and seed give the same file."),
@@ -223,15 +224,20 @@ enum ConvertCommand: Subcommand {
 
   /// `--palettize` or `--quantize`, with their settings.
   static func compression(_ parsed: ParsedArguments) throws -> WeightCompression? {
-    let palettize = parsed.value("--palettize"), quantize = parsed.value("--quantize")
+    let palettize = parsed.value("--palettize"), quantize = parsed.value("--quantize"), prune = parsed.value("--prune")
     let extras = ["--quantize-mode", "--compress-min-size", "--compress-seed"].filter { parsed.value($0) != nil }
-    guard palettize != nil || quantize != nil else {
-      if let extra = extras.first { throw UsageError(message: "\(extra) applies to --palettize or --quantize") }
+    let given = [palettize, quantize, prune].compactMap { $0 }.count
+    guard given > 0 else {
+      if let extra = extras.first { throw UsageError(message: "\(extra) applies to --palettize, --quantize or --prune") }
       return nil
     }
-    guard palettize == nil || quantize == nil else { throw UsageError(message: "give --palettize or --quantize, not both") }
+    guard given == 1 else { throw UsageError(message: "give one of --palettize, --quantize and --prune") }
     var compression: WeightCompression
-    if let palettize {
+    if let prune {
+      guard let fraction = Double(prune), fraction > 0, fraction < 1 else { throw UsageError(message: "--prune takes a fraction between 0 and 1, exclusive, got '\(prune)'") }
+      guard parsed.value("--quantize-mode") == nil else { throw UsageError(message: "--quantize-mode applies to --quantize") }
+      compression = WeightCompression(method: .prune(fraction: fraction))
+    } else if let palettize {
       guard let bits = Int(palettize), WeightCompression.palettizeBits.contains(bits) else {
         throw UsageError(message: "--palettize takes \(WeightCompression.palettizeBits.map(String.init).joined(separator: ", ")) bits (iOS 16's lookup tables), got '\(palettize)'")
       }
