@@ -124,6 +124,16 @@ import Testing
     return (model, url)
   }
 
+  /// `||decoded - original|| / ||original||`.
+  static func relativeError(_ decoded: [Float], _ original: [Float]) -> Float {
+    var error = 0.0, norm = 0.0
+    for (a, b) in zip(decoded, original) {
+      error += Double(a - b) * Double(a - b)
+      norm += Double(b) * Double(b)
+    }
+    return Float((error / norm).squareRoot())
+  }
+
   static func denseKernels(_ url: URL) throws -> [Constant] {
     let source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions())
     return source.graph.nodes.compactMap { node in
@@ -147,12 +157,7 @@ import Testing
       // Read back: the decoded kernel is within the method's error of the original, and the reported error is the measured one.
       let decoded = try #require(Self.denseKernels(url).first)
       #expect(decoded.shape == original.shape)
-      var error = 0.0, norm = 0.0
-      for (a, b) in zip(decoded.values, original.values) {
-        error += Double(a - b) * Double(a - b)
-        norm += Double(b) * Double(b)
-      }
-      let measured = Float((error / norm).squareRoot())
+      let measured = Self.relativeError(decoded.values, original.values)
       let reported = try #require(summary.tensors.first { $0.method != nil }?.relativeError)
       #expect(abs(measured - reported) <= 1e-3 * max(reported, 1e-6) + 1e-6, "\(method): read back \(measured), reported \(reported)")
       if case .quantize = method {
@@ -217,13 +222,8 @@ import Testing
       #expect(try Self.packageBytes(url) < Self.packageBytes(plainURL))
       let decoded = try #require(Self.denseKernels(url).first)
       #expect(decoded.shape == original.shape)
-      var error = 0.0, norm = 0.0
-      for (a, b) in zip(decoded.values, original.values) {
-        error += Double(a - b) * Double(a - b)
-        norm += Double(b) * Double(b)
-      }
       let reported = try #require(model.summary.compression?.tensors.first { $0.method != nil }?.relativeError)
-      #expect(abs(Float((error / norm).squareRoot()) - reported) <= 1e-3 * reported + 1e-6, "\(method)")
+      #expect(abs(Self.relativeError(decoded.values, original.values) - reported) <= 1e-3 * reported + 1e-6, "\(method)")
       let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
       #expect(report.passed, "\(method): \(report.outputs)")
       #expect(report.toleranceBasis == .quantizedWeights)
