@@ -47,6 +47,18 @@ def decode_constexpr(op):
         stream = np.unpackbits(packed, bitorder="little")[: count * bits].reshape(count, bits)
         codes = (stream.astype(np.int64) << np.arange(bits)).sum(axis=1)
         return lut[codes].reshape(shape)
+    if op.op_type == "constexpr_lut_to_dense" and op.inputs.get("shape") is None and op.inputs.get("vector_axis") is None:
+        # iOS 18: indices of the weight's shape, lut [blocks per axis..., 2^n, 1]: each index reads its block's table.
+        indices = np.asarray(op.indices.val).astype(np.int64)
+        lut = np.asarray(op.lut.val).astype(np.float64)
+        if lut.ndim != indices.ndim + 2 or lut.shape[-1] != 1:
+            return None
+        blocks = [indices.shape[i] // lut.shape[i] for i in range(indices.ndim)]
+        out = np.empty(indices.shape)
+        for position in np.ndindex(*indices.shape):
+            block = tuple(position[i] // blocks[i] for i in range(indices.ndim))
+            out[position] = lut[block + (indices[position], 0)]
+        return out
     if op.op_type == "constexpr_sparse_to_dense" and op.inputs.get("shape") is not None:
         values = np.asarray(op.nonzero_data.val).astype(np.float64)
         mask = np.asarray(op.mask.val, dtype=np.uint8)
@@ -83,6 +95,9 @@ def raw_blob(data, offset):
 
 MIL_FP16, MIL_FP32, MIL_INT8, MIL_UINT8 = 10, 11, 21, 31
 BLOB_FP16, BLOB_FP32, BLOB_UINT8, BLOB_INT8 = 1, 2, 3, 4
+# MIL data type: (bits, blob storage type, coremltools' reader method)
+SUB_BYTE = {37: (1, 9, "read_uint1_data"), 36: (2, 10, "read_uint2_data"), 39: (3, 12, "read_uint3_data"),
+            35: (4, 11, "read_uint4_data"), 38: (6, 13, "read_uint6_data")}
 
 
 def check(package):
@@ -179,6 +194,16 @@ def check(package):
         elif mil_type == MIL_UINT8:
             theirs = np.asarray(reader.read_uint8_data(blob.offset), dtype=np.uint8).tobytes()
             expected_type, width = BLOB_UINT8, 1
+        elif mil_type in SUB_BYTE:  # iOS 18 palette indices: coremltools' unpacked values against the bytes, LSB first
+            bits, blob_type, read = SUB_BYTE[mil_type]
+            unpacked = np.asarray(getattr(reader, read)(blob.offset), dtype=np.uint8)
+            stream = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")[: elements * bits].reshape(elements, bits)
+            mine = (stream.astype(np.int64) << np.arange(bits)).sum(axis=1)
+            if dtype != blob_type:
+                problems.append("%s: record type %d for MIL type %d" % (name, dtype, mil_type))
+            if len(raw) != (elements * bits + 7) // 8 or unpacked.size != elements or not np.array_equal(unpacked, mine):
+                problems.append("%s at %d: coremltools unpacks other %d-bit values" % (name, blob.offset, bits))
+            continue
         else:
             problems.append("%s: unexpected blob type %d" % (name, mil_type))
             continue

@@ -191,6 +191,38 @@ import Testing
     return try files.compactMap { $0 as? URL }.reduce(0) { $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0) }
   }
 
+  /// iOS 18's form: uintN indices of the weight's shape and a table per group of output channels (and
+  /// 3-bit tables). The digits sample's compressed tensor is its 256 x 32 dense kernel.
+  @Test func groupedAndThreeBitPalettesAreIOS18() throws {
+    for (bits, group) in [(4, 8), (3, nil), (2, 16)] as [(Int, Int?)] {
+      var compression = WeightCompression(method: .palettize(bits: bits))
+      compression.groupSize = group
+      let (model, url) = try Self.convert(compression, precision: .float32)
+      #expect(model.encoded.specificationVersion == 9, "iOS 18 is specification 9")
+      #expect(model.summary.compression?.compressedCount == 1)
+      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      #expect(report.passed || bits < 3, "\(bits) bits, groups of \(group ?? 0): \(report.outputs)")
+      // Read back: each group of output channels takes at most 2^bits distinct values.
+      let kernel = try #require(Self.denseKernels(url).first { $0.count >= 2048 })
+      let outputs = kernel.shape[1]  // IR dense kernels are [in, out]
+      let size = group ?? outputs
+      for g in 0..<(outputs / size) {
+        let values = Set(kernel.values.indices.filter { ($0 % outputs) / size == g }.map { kernel.values[$0] })
+        #expect(values.count <= 1 << bits, "group \(g): \(values.count) values")
+      }
+    }
+    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    options.format = .mlProgram
+    options.target = .iOS17
+    var grouped = WeightCompression(method: .palettize(bits: 4))
+    grouped.groupSize = 8
+    options.compression = grouped
+    #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
+    options.format = .neuralNetwork
+    options.target = nil
+    #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
+  }
+
   @Test func targetsThatCannotLoadCompressedWeightsAreRefused() throws {
     var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .mlProgram

@@ -24,9 +24,14 @@ public struct WeightCompression: Sendable, Equatable {
   public var minimumElements: Int
   /// Seed of the k-means++ initialisation: the same weights and seed give the same table.
   public var seed: UInt64
+  /// Palettization with one table per group of this many output channels (iOS 18's grouped form);
+  /// nil: one table per tensor.
+  public var groupSize: Int?
 
-  /// Lookup-table sizes the iOS 16 `constexpr_lut_to_dense` defines (2, 4, 16, 64 or 256 entries).
+  /// Lookup-table sizes the iOS 16 `constexpr_lut_to_dense` defines (2, 4, 16, 64 or 256 entries); iOS 18's
+  /// form adds 3 bits (8 entries).
   public static let palettizeBits: [Int] = [1, 2, 4, 6, 8]
+  public static let palettizeBitsIOS18: [Int] = [1, 2, 3, 4, 6, 8]
   /// Bit widths `constexpr_affine_dequantize` defines (uint8 or int8 data).
   public static let quantizeBits: [Int] = [8]
   public static let defaultMinimumElements = 2048
@@ -37,13 +42,21 @@ public struct WeightCompression: Sendable, Equatable {
     self.seed = seed
   }
 
-  /// The oldest release that loads the compressed form: iOS 16 (specification 7, opset CoreML6).
-  public var oldestTarget: DeploymentTarget { .iOS16 }
+  /// Whether the ML Program form is iOS 18's (`constexpr_lut_to_dense` with uintN indices of the
+  /// weight's shape and a table per channel group): grouped palettes or 3-bit indices.
+  public var usesIOS18Form: Bool {
+    if case .palettize(let bits) = method { return groupSize != nil || !Self.palettizeBits.contains(bits) }
+    return false
+  }
+
+  /// The oldest release that loads the compressed form: iOS 16 (specification 7, opset CoreML6), or
+  /// iOS 18 (specification 9, CoreML8) for its form.
+  public var oldestTarget: DeploymentTarget { usesIOS18Form ? .iOS18 : .iOS16 }
 
   /// A short description for summaries: "palettized 4-bit", "linear 8-bit symmetric".
   public var summary: String {
     switch method {
-    case .palettize(let bits): return "palettized \(bits)-bit"
+    case .palettize(let bits): return "palettized \(bits)-bit" + (groupSize.map { ", a table per \($0) channels" } ?? "")
     case .quantize(let bits, let mode): return "linear \(bits)-bit \(mode.rawValue)"
     case .prune(let fraction): return "pruned \(Int((fraction * 100).rounded()))%"
     }

@@ -12,6 +12,18 @@ public enum MILBlobStorage {
     case float16 = 1, float32 = 2, uint8 = 3, int8 = 4, bfloat16 = 5, int16 = 6, uint16 = 7, int4 = 8
     case uint1 = 9, uint2 = 10, uint4 = 11, uint3 = 12, uint6 = 13, int32 = 14, uint32 = 15
 
+    /// The unsigned type of `bits` bits (1, 2, 3, 4, 6, 8).
+    public init(unsignedBits bits: Int) {
+      switch bits {
+      case 1: self = .uint1
+      case 2: self = .uint2
+      case 3: self = .uint3
+      case 4: self = .uint4
+      case 6: self = .uint6
+      default: self = .uint8
+      }
+    }
+
     /// Bits per element.
     public var bits: Int {
       switch self {

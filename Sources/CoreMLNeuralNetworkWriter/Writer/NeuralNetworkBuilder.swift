@@ -98,6 +98,9 @@ struct NeuralNetworkBuilder {
     case .prune:
       throw CoreMLWriterError.invalidOption("pruned weights (sparse constants) exist in ML Programs (.mlpackage) only; a neural network (.mlmodel) has no sparse weight form")
     case .palettize(let n):
+      if let group = compression.groupSize {
+        throw CoreMLWriterError.invalidOption("a lookup table per \(group) channels is iOS 18's ML Program form; a neural network (.mlmodel) has one table per weight")
+      }
       bits = n
       let result = Palettizer.palettize(floats, bits: n, seed: compression.seed)
       codes = result.indices

@@ -10,6 +10,13 @@ package enum MILElementType: Equatable, Sendable {
   case fp16, fp32, fp64, int32, int64, bool, string
   /// Compressed weights' codes, zero points and shapes.
   case int8, uint8, uint32
+  /// iOS 18's sub-byte palette indices.
+  case uint1, uint2, uint3, uint4, uint6
+
+  /// The unsigned integer type of `bits` bits (1, 2, 3, 4, 6 or 8).
+  package static func unsigned(bits: Int) -> MILElementType? {
+    [1: .uint1, 2: .uint2, 3: .uint3, 4: .uint4, 6: .uint6, 8: .uint8][bits]
+  }
 
   package var proto: CoreML__Specification__MILSpec__DataType {
     switch self {
@@ -23,6 +30,11 @@ package enum MILElementType: Equatable, Sendable {
     case .int8: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__INT8
     case .uint8: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT8
     case .uint32: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT32
+    case .uint1: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT1
+    case .uint2: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT2
+    case .uint3: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT3
+    case .uint4: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT4
+    case .uint6: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT6
     }
   }
 
@@ -39,6 +51,11 @@ package enum MILElementType: Equatable, Sendable {
     case .int8: return "int8"
     case .uint8: return "uint8"
     case .uint32: return "uint32"
+    case .uint1: return "uint1"
+    case .uint2: return "uint2"
+    case .uint3: return "uint3"
+    case .uint4: return "uint4"
+    case .uint6: return "uint6"
     }
   }
 
@@ -374,6 +391,45 @@ final class MILBuilder {
     }
     let written: Int
     switch compression.method {
+    case .palettize(let bits) where compression.usesIOS18Form:
+      // iOS 18: indices of the weight's shape as uintN, a table per group of output channels:
+      // lut [groups, 1, ..., 1, 2^bits, 1].
+      let channels = shape.first ?? 1
+      let group = min(compression.groupSize ?? channels, channels)
+      guard channels % group == 0, let indexType = MILElementType.unsigned(bits: bits) else {
+        let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
+        compressionReports.append(
+          CompressedTensorReport(
+            name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil,
+            skipped: "\(channels) output channels are not a multiple of the group size \(group)", relativeError: nil))
+        return plain
+      }
+      let per = values.count / channels * group
+      var codes = [UInt8](repeating: 0, count: values.count)
+      var table: [Float] = []
+      for g in 0..<(channels / group) {
+        let part = Array(values[(g * per)..<((g + 1) * per)])
+        let result = Palettizer.palettize(part, bits: bits, seed: compression.seed, float16: dataType == .fp16)
+        for (i, code) in result.indices.enumerated() {
+          codes[g * per + i] = code
+          measure(result.table[Int(code)], part[i])
+        }
+        table += result.table
+      }
+      let packed = Palettizer.pack(codes, bits: bits)
+      let indices = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
+      indices.pointee.filename = arena.string(Self.weightFile)
+      indices.pointee.offset = blobs.append(
+        MILBlobStorage.BlobDataType(unsignedBits: bits), bytes: packed, paddingBits: packed.count * 8 - codes.count * bits)
+      let indicesValue = arena.message(core_ml__specification__milspec__value__init)
+      indicesValue.pointee.type = tensorType(indexType, shape)
+      indicesValue.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
+      indicesValue.pointee.blobfilevalue = indices
+      let lutShape = [channels / group] + Array(repeating: 1, count: max(shape.count - 1, 0)) + [1 << bits, 1]
+      append(
+        "constexpr_lut_to_dense", name: constName, inputs: [], outputs: [namedType(constName, type)],
+        attributes: [("indices", indicesValue), ("lut", try floatValue(.values(table), shape: lutShape, dataType))])
+      written = packed.count + table.count * elementBytes
     case .palettize(let bits):
       let result = Palettizer.palettize(values, bits: bits, seed: compression.seed, float16: dataType == .fp16)
       let packed = Palettizer.pack(result.indices, bits: bits)
