@@ -59,6 +59,16 @@ def decode_constexpr(op):
             block = tuple(position[i] // blocks[i] for i in range(indices.ndim))
             out[position] = lut[block + (indices[position], 0)]
         return out
+    if op.op_type == "constexpr_blockwise_shift_scale":
+        # iOS 18: scale * (data - offset), each axis of data split into scale.shape[i] blocks.
+        data = np.asarray(op.data.val).astype(np.float64)
+        scale = np.asarray(op.scale.val).astype(np.float64)
+        offset = np.asarray(op.offset.val).astype(np.float64) if op.inputs.get("offset") is not None else np.zeros(scale.shape)
+        if scale.ndim != data.ndim:
+            return None
+        repeat = [data.shape[i] // scale.shape[i] for i in range(data.ndim)]
+        expand = lambda a: np.kron(a, np.ones(repeat))  # noqa: E731  (each block's value over its elements)
+        return expand(scale) * (data - expand(offset))
     if op.op_type == "constexpr_sparse_to_dense" and op.inputs.get("shape") is not None:
         values = np.asarray(op.nonzero_data.val).astype(np.float64)
         mask = np.asarray(op.mask.val, dtype=np.uint8)
@@ -93,7 +103,8 @@ def raw_blob(data, offset):
     return dtype, data[data_offset:data_offset + size]
 
 
-MIL_FP16, MIL_FP32, MIL_INT8, MIL_UINT8 = 10, 11, 21, 31
+MIL_FP16, MIL_FP32, MIL_INT8, MIL_UINT8, MIL_INT4 = 10, 11, 21, 31, 25
+BLOB_INT4 = 8
 BLOB_FP16, BLOB_FP32, BLOB_UINT8, BLOB_INT8 = 1, 2, 3, 4
 # MIL data type: (bits, blob storage type, coremltools' reader method)
 SUB_BYTE = {37: (1, 9, "read_uint1_data"), 36: (2, 10, "read_uint2_data"), 39: (3, 12, "read_uint3_data"),
@@ -194,6 +205,14 @@ def check(package):
         elif mil_type == MIL_UINT8:
             theirs = np.asarray(reader.read_uint8_data(blob.offset), dtype=np.uint8).tobytes()
             expected_type, width = BLOB_UINT8, 1
+        elif mil_type == MIL_INT4:  # iOS 18 4-bit codes: coremltools' values against the bytes, low nibble first
+            signed = np.asarray(reader.read_int4_data(blob.offset), dtype=np.int8)
+            nibbles = np.frombuffer(raw, dtype=np.uint8)
+            mine = np.stack([nibbles & 0x0F, nibbles >> 4], axis=1).reshape(-1)[:elements].astype(np.int8)
+            mine = np.where(mine > 7, mine - 16, mine)
+            if dtype != BLOB_INT4 or signed.size != elements or not np.array_equal(signed, mine):
+                problems.append("%s at %d: coremltools unpacks other int4 values" % (name, blob.offset))
+            continue
         elif mil_type in SUB_BYTE:  # iOS 18 palette indices: coremltools' unpacked values against the bytes, LSB first
             bits, blob_type, read = SUB_BYTE[mil_type]
             unpacked = np.asarray(getattr(reader, read)(blob.offset), dtype=np.uint8)

@@ -223,6 +223,36 @@ import Testing
     #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: options) }
   }
 
+  /// 4-bit linear quantization and scales per block of input channels: iOS 18's
+  /// `constexpr_blockwise_shift_scale` (int4/uint4 or int8 data). Read back, every element is within half a
+  /// step of its block's scale.
+  @Test func blockwiseQuantizationIsIOS18() throws {
+    let (_, plainURL) = try Self.convert(nil, precision: .float32)
+    let original = try #require(Self.denseKernels(plainURL).first { $0.count >= 2048 })
+    let (inputs, outputs) = (original.shape[0], original.shape[1])  // IR dense kernels are [in, out]
+    for (bits, mode, block) in [(4, .symmetric, nil), (4, .affine, 32), (8, .symmetric, 64)] as [(Int, WeightCompression.QuantizationMode, Int?)] {
+      var compression = WeightCompression(method: .quantize(bits: bits, mode: mode))
+      compression.blockSize = block
+      let (model, url) = try Self.convert(compression, precision: .float32)
+      #expect(model.encoded.specificationVersion == 9)
+      let decoded = try #require(Self.denseKernels(url).first { $0.count >= 2048 })
+      let size = block ?? inputs
+      for o in 0..<outputs {
+        for b in 0..<(inputs / size) {
+          let rows = (b * size)..<((b + 1) * size)
+          let values = rows.map { original.values[$0 * outputs + o] }
+          let low = min(values.min()!, 0), high = max(values.max()!, 0)
+          let step = mode == .symmetric ? max(-low, high) / Float((1 << (bits - 1)) - 1) : (high - low) / Float((1 << bits) - 1)
+          for r in rows {
+            #expect(abs(decoded.values[r * outputs + o] - original.values[r * outputs + o]) <= step / 2 * 1.0001 + 1e-7)
+          }
+        }
+      }
+      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      #expect(report.passed, "\(bits) bits \(mode), blocks of \(block ?? 0): \(report.outputs)")
+    }
+  }
+
   @Test func targetsThatCannotLoadCompressedWeightsAreRefused() throws {
     var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .mlProgram

@@ -32,7 +32,7 @@ import Testing
   @Test func wrongCompressionOptionsAreUsageErrors() throws {
     let directory = try Fixtures.temporaryDirectory()
     let output = directory.appendingPathComponent("x.mlpackage").path
-    for flags in [["--palettize", "5"], ["--palettize-groups", "8"], ["--quantize", "8", "--palettize-groups", "4"], ["--palettize", "4", "--palettize-groups", "0"], ["--palettize", "4", "--quantize", "8"], ["--quantize", "4"], ["--quantize-mode", "affine"],
+    for flags in [["--palettize", "5"], ["--palettize-groups", "8"], ["--quantize", "8", "--palettize-groups", "4"], ["--palettize", "4", "--palettize-groups", "0"], ["--palettize", "4", "--quantize", "8"], ["--quantize", "2"], ["--quantize-block-size", "8"], ["--palettize", "4", "--quantize-block-size", "8"], ["--quantize-mode", "affine"],
                   ["--palettize", "4", "--quantize-mode", "affine"], ["--quantize", "8", "--compress-min-size", "0"],
                   ["--prune", "1"], ["--prune", "0"], ["--prune", "0.5", "--palettize", "4"]] {
       let result = try Modelconv.run(["convert", Self.digits, "-o", output] + Self.common + flags)

@@ -1,21 +1,26 @@
 import Dispatch
 
-/// Linear 8-bit quantization per channel of axis 0 (a convolution's or inner product's output
-/// channels in Core ML's layout), as `constexpr_affine_dequantize` decodes it:
-/// `w[c, ...] = scale[c] * (q[c, ...] - zero[c])`.
+/// Linear quantization per contiguous run of a tensor's values (a channel of axis 0, a convolution's or
+/// inner product's output channels in Core ML's layout, or a block of one), as
+/// `constexpr_affine_dequantize` and `constexpr_blockwise_shift_scale` decode it:
+/// `w[c, ...] = scale[c] * (q[c, ...] - zero[c])`, with 8-bit or 4-bit codes.
 public enum LinearQuantizer {
   public struct Result: Sendable, Equatable {
-    /// The codes as bytes: int8 bit patterns (symmetric) or uint8 (affine).
+    /// The codes, one per byte: signed bit patterns (symmetric, within +-(2^(bits-1) - 1)) or unsigned
+    /// (affine, 0 to 2^bits - 1).
     public var data: [UInt8]
     public var scales: [Float]
     /// Zero points as bytes of the data's type.
     public var zeroPoints: [UInt8]
   }
 
-  /// `channels` rows of `values.count / channels` values each. `float16`: the scales are stored as
-  /// float16, so the codes are computed with the rounded scales.
-  public static func quantize(_ values: [Float], channels: Int, mode: WeightCompression.QuantizationMode, float16: Bool = false) -> Result {
-    precondition(channels >= 1 && values.count % channels == 0)
+  /// `channels` runs of `values.count / channels` values each, `bits` (8 or 4) per code. `float16`: the
+  /// scales are stored as float16, so the codes are computed with the rounded scales.
+  public static func quantize(
+    _ values: [Float], channels: Int, mode: WeightCompression.QuantizationMode, bits: Int = 8, float16: Bool = false
+  ) -> Result {
+    precondition(channels >= 1 && values.count % channels == 0 && (bits == 8 || bits == 4))
+    let limit = Float((1 << (bits - 1)) - 1), levels = Float((1 << bits) - 1)
     let inner = values.count / channels
     var data = [UInt8](repeating: 0, count: values.count)
     var scales = [Float](repeating: 1, count: channels), zeros = [UInt8](repeating: 0, count: channels)
@@ -29,11 +34,11 @@ public enum LinearQuantizer {
       switch mode {
       case .symmetric:
         let range = max(abs(low), abs(high))
-        scales[c] = range > 0 ? stored(range / 127) : 1
+        scales[c] = range > 0 ? stored(range / limit) : 1
       case .affine:
-        let scale = high > low ? stored((high - low) / 255) : 1
+        let scale = high > low ? stored((high - low) / levels) : 1
         scales[c] = scale
-        zeros[c] = UInt8(max(0, min(255, (-low / scale).rounded())))
+        zeros[c] = UInt8(max(0, min(levels, (-low / scale).rounded())))
       }
     }
     data.withUnsafeMutableBufferPointer { out in
@@ -44,8 +49,8 @@ public enum LinearQuantizer {
           for i in (c * inner)..<((c + 1) * inner) {
             let q = (input[i] / scale).rounded()
             switch mode {
-            case .symmetric: base[i] = UInt8(bitPattern: Int8(max(-127, min(127, q))))
-            case .affine: base[i] = UInt8(max(0, min(255, q + Float(zeros[c]))))
+            case .symmetric: base[i] = UInt8(bitPattern: Int8(max(-limit, min(limit, q))))
+            case .affine: base[i] = UInt8(max(0, min(levels, q + Float(zeros[c]))))
             }
           }
         }

@@ -27,13 +27,17 @@ public struct WeightCompression: Sendable, Equatable {
   /// Palettization with one table per group of this many output channels (iOS 18's grouped form);
   /// nil: one table per tensor.
   public var groupSize: Int?
+  /// Linear quantization with a scale per block of this many input channels within each output channel
+  /// (iOS 18's `constexpr_blockwise_shift_scale`, coremltools' per_block granularity); nil: per channel.
+  public var blockSize: Int?
 
   /// Lookup-table sizes the iOS 16 `constexpr_lut_to_dense` defines (2, 4, 16, 64 or 256 entries); iOS 18's
   /// form adds 3 bits (8 entries).
   public static let palettizeBits: [Int] = [1, 2, 4, 6, 8]
   public static let palettizeBitsIOS18: [Int] = [1, 2, 3, 4, 6, 8]
-  /// Bit widths `constexpr_affine_dequantize` defines (uint8 or int8 data).
-  public static let quantizeBits: [Int] = [8]
+  /// Bit widths written: 8 (`constexpr_affine_dequantize`, iOS 16) and 4 (iOS 18's
+  /// `constexpr_blockwise_shift_scale` with int4/uint4 data).
+  public static let quantizeBits: [Int] = [8, 4]
   public static let defaultMinimumElements = 2048
 
   public init(method: Method, minimumElements: Int = WeightCompression.defaultMinimumElements, seed: UInt64 = 0) {
@@ -45,8 +49,11 @@ public struct WeightCompression: Sendable, Equatable {
   /// Whether the ML Program form is iOS 18's (`constexpr_lut_to_dense` with uintN indices of the
   /// weight's shape and a table per channel group): grouped palettes or 3-bit indices.
   public var usesIOS18Form: Bool {
-    if case .palettize(let bits) = method { return groupSize != nil || !Self.palettizeBits.contains(bits) }
-    return false
+    switch method {
+    case .palettize(let bits): return groupSize != nil || !Self.palettizeBits.contains(bits)
+    case .quantize(let bits, _): return bits != 8 || blockSize != nil
+    case .prune: return false
+    }
   }
 
   /// The oldest release that loads the compressed form: iOS 16 (specification 7, opset CoreML6), or
@@ -57,7 +64,7 @@ public struct WeightCompression: Sendable, Equatable {
   public var summary: String {
     switch method {
     case .palettize(let bits): return "palettized \(bits)-bit" + (groupSize.map { ", a table per \($0) channels" } ?? "")
-    case .quantize(let bits, let mode): return "linear \(bits)-bit \(mode.rawValue)"
+    case .quantize(let bits, let mode): return "linear \(bits)-bit \(mode.rawValue)" + (blockSize.map { ", blocks of \($0)" } ?? "")
     case .prune(let fraction): return "pruned \(Int((fraction * 100).rounded()))%"
     }
   }

@@ -112,12 +112,17 @@ struct NeuralNetworkBuilder {
       tableBytes = result.table.count * 4
       decoded = { result.table[Int(codes[$0])] }
     case .quantize(let n, let mode):
-      bits = n
-      let result = LinearQuantizer.quantize(floats, channels: channels, mode: mode)
-      let biases = (0..<channels).map { c -> Float in
-        mode == .symmetric ? -128 * result.scales[c] : -Float(result.zeroPoints[c]) * result.scales[c]
+      if let block = compression.blockSize {
+        throw CoreMLWriterError.invalidOption("a scale per block of \(block) input channels is iOS 18's ML Program form; a neural network (.mlmodel) has one per output channel")
       }
-      codes = mode == .symmetric ? result.data.map { UInt8(Int(Int8(bitPattern: $0)) + 128) } : result.data
+      bits = n
+      let result = LinearQuantizer.quantize(floats, channels: channels, mode: mode, bits: n)
+      // Unsigned codes: symmetric ones shifted by 2^(bits-1).
+      let shift = Float(1 << (n - 1))
+      let biases = (0..<channels).map { c -> Float in
+        mode == .symmetric ? -shift * result.scales[c] : -Float(result.zeroPoints[c]) * result.scales[c]
+      }
+      codes = mode == .symmetric ? result.data.map { UInt8(Int(Int8(bitPattern: $0)) + (1 << (n - 1))) } : result.data
       let linear = arena.message(core_ml__specification__linear_quantization_params__init)
       linear.pointee.n_scale = channels
       linear.pointee.scale = arena.array(result.scales)

@@ -12,6 +12,8 @@ package enum MILElementType: Equatable, Sendable {
   case int8, uint8, uint32
   /// iOS 18's sub-byte palette indices.
   case uint1, uint2, uint3, uint4, uint6
+  /// iOS 18's signed 4-bit weight codes.
+  case int4
 
   /// The unsigned integer type of `bits` bits (1, 2, 3, 4, 6 or 8).
   package static func unsigned(bits: Int) -> MILElementType? {
@@ -35,6 +37,7 @@ package enum MILElementType: Equatable, Sendable {
     case .uint3: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT3
     case .uint4: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT4
     case .uint6: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__UINT6
+    case .int4: return CORE_ML__SPECIFICATION__MILSPEC__DATA_TYPE__INT4
     }
   }
 
@@ -56,6 +59,7 @@ package enum MILElementType: Equatable, Sendable {
     case .uint3: return "uint3"
     case .uint4: return "uint4"
     case .uint6: return "uint6"
+    case .int4: return "int4"
     }
   }
 
@@ -442,6 +446,47 @@ final class MILBuilder {
           ("shape", uint32Value(shape)),
         ])
       written = packed.count + result.table.count * elementBytes
+    case .quantize(let bits, let mode) where compression.usesIOS18Form:
+      // iOS 18: `scale * (data - offset)` with a scale (and offset) per block: blocks of `blockSize` input
+      // channels (axis 1) within each output channel, or the whole channel; scale [C, Cin / B, 1, ...]
+      // (a vector: one scale).
+      let channels = shape.count > 1 ? shape[0] : 1
+      let inputs = shape.count > 1 ? shape[1] : 1
+      let block = min(compression.blockSize ?? inputs, inputs)
+      guard inputs % block == 0 else {
+        let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
+        compressionReports.append(
+          CompressedTensorReport(
+            name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil,
+            skipped: "\(inputs) input channels are not a multiple of the block size \(block)", relativeError: nil))
+        return plain
+      }
+      let blocks = values.count / (values.count / channels / inputs * block)
+      let result = LinearQuantizer.quantize(values, channels: blocks, mode: mode, bits: bits, float16: dataType == .fp16)
+      let run = values.count / blocks
+      for (i, value) in values.enumerated() {
+        let b = i / run
+        let q = mode == .symmetric ? Float(Int8(bitPattern: result.data[i])) : Float(result.data[i])
+        measure(result.scales[b] * (q - (mode == .symmetric ? 0 : Float(result.zeroPoints[b]))), value)
+      }
+      let codeType: MILElementType = bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
+      let blobType: MILBlobStorage.BlobDataType = bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
+      func codes(_ bytes: [UInt8], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+        let packed = bits == 4 ? Palettizer.pack(bytes.map { $0 & 0x0F }, bits: 4) : bytes
+        let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
+        blob.pointee.filename = arena.string(Self.weightFile)
+        blob.pointee.offset = blobs.append(blobType, bytes: packed, paddingBits: packed.count * 8 - bytes.count * bits)
+        let value = arena.message(core_ml__specification__milspec__value__init)
+        value.pointee.type = tensorType(codeType, shape)
+        value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
+        value.pointee.blobfilevalue = blob
+        return value
+      }
+      let scaleShape = [channels] + (shape.count > 1 ? [inputs / block] + Array(repeating: 1, count: shape.count - 2) : [])
+      var attributes = [("data", codes(result.data, shape: shape)), ("scale", try floatValue(.values(result.scales), shape: scaleShape, dataType))]
+      if mode == .affine { attributes.append(("offset", codes(result.zeroPoints, shape: scaleShape))) }
+      append("constexpr_blockwise_shift_scale", name: constName, inputs: [], outputs: [namedType(constName, type)], attributes: attributes)
+      written = (values.count * bits + 7) / 8 + blocks * elementBytes + (mode == .affine ? (blocks * bits + 7) / 8 : 0)
     case .quantize(_, let mode):
       let channels = shape.first ?? 1
       let result = LinearQuantizer.quantize(values, channels: channels, mode: mode, float16: dataType == .fp16)

@@ -40,7 +40,8 @@ enum ConvertCommand: Subcommand {
     .option("--predicted-probabilities-output", value: "NAME", section: "CLASSIFIER", help: "Output holding the probabilities (default the first output)."),
     .option("--palettize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as a k-means lookup table of 2^BITS values (1, 2, 4, 6 or 8; 3 for iOS 18) and BITS-bit indices, as coremltools' palettize_weights (kmeans, per tensor)."),
     .option("--palettize-groups", value: "G", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "With --palettize: one table per group of G output channels (iOS 18's per_grouped_channel granularity; needs --target iOS18 or none)."),
-    .option("--quantize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as 8-bit integers with a scale per output channel, as coremltools' linear_quantize_weights (8 is the only width written)."),
+    .option("--quantize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as 8-bit (or, for iOS 18, 4-bit) integers with a scale per output channel, as coremltools' linear_quantize_weights."),
+    .option("--quantize-block-size", value: "B", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "With --quantize: a scale per block of B input channels within each output channel (iOS 18's per_block granularity)."),
     .option("--prune", value: "FRACTION", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Zero this share (0 to 1, exclusive) of each weight tensor's elements, the smallest in magnitude, and store the rest with a bit mask, as coremltools' prune_weights (OpMagnitudePrunerConfig target_sparsity)."),
     .option("--quantize-mode", value: "symmetric|affine", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "symmetric: int8, w = scale * q (default); affine: uint8 with a zero point per channel, w = scale * (q - zero)."),
     .option("--compress-min-size", value: "N", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Weight tensors with fewer elements stay as they are (default 2048, coremltools' weight_threshold)."),
@@ -226,7 +227,7 @@ enum ConvertCommand: Subcommand {
   /// `--palettize` or `--quantize`, with their settings.
   static func compression(_ parsed: ParsedArguments) throws -> WeightCompression? {
     let palettize = parsed.value("--palettize"), quantize = parsed.value("--quantize"), prune = parsed.value("--prune")
-    let extras = ["--quantize-mode", "--compress-min-size", "--compress-seed", "--palettize-groups"].filter { parsed.value($0) != nil }
+    let extras = ["--quantize-mode", "--compress-min-size", "--compress-seed", "--palettize-groups", "--quantize-block-size"].filter { parsed.value($0) != nil }
     let given = [palettize, quantize, prune].compactMap { $0 }.count
     guard given > 0 else {
       if let extra = extras.first { throw UsageError(message: "\(extra) applies to --palettize, --quantize or --prune") }
@@ -236,8 +237,8 @@ enum ConvertCommand: Subcommand {
     var compression: WeightCompression
     if let prune {
       guard let fraction = Double(prune), fraction > 0, fraction < 1 else { throw UsageError(message: "--prune takes a fraction between 0 and 1, exclusive, got '\(prune)'") }
-      guard parsed.value("--quantize-mode") == nil, parsed.value("--palettize-groups") == nil else {
-        throw UsageError(message: "--quantize-mode and --palettize-groups apply to --quantize and --palettize")
+      guard parsed.value("--quantize-mode") == nil, parsed.value("--palettize-groups") == nil, parsed.value("--quantize-block-size") == nil else {
+        throw UsageError(message: "--quantize-mode, --quantize-block-size and --palettize-groups apply to --quantize and --palettize")
       }
       compression = WeightCompression(method: .prune(fraction: fraction))
     } else if let palettize {
@@ -245,6 +246,7 @@ enum ConvertCommand: Subcommand {
         throw UsageError(message: "--palettize takes \(WeightCompression.palettizeBitsIOS18.map(String.init).joined(separator: ", ")) bits (3 needs iOS 18), got '\(palettize)'")
       }
       guard parsed.value("--quantize-mode") == nil else { throw UsageError(message: "--quantize-mode applies to --quantize") }
+      guard parsed.value("--quantize-block-size") == nil else { throw UsageError(message: "--quantize-block-size applies to --quantize") }
       compression = WeightCompression(method: .palettize(bits: bits))
       if let text = parsed.value("--palettize-groups") {
         guard let value = Int(text), value >= 1, value <= 1 << 30 else { throw UsageError(message: "--palettize-groups needs a positive integer, got '\(text)'") }
@@ -252,7 +254,7 @@ enum ConvertCommand: Subcommand {
       }
     } else {
       guard let text = quantize, let bits = Int(text), WeightCompression.quantizeBits.contains(bits) else {
-        throw UsageError(message: "--quantize takes 8 (int8 or uint8 per channel), got '\(quantize ?? "")'")
+        throw UsageError(message: "--quantize takes 8 or 4 (4 needs iOS 18), got '\(quantize ?? "")'")
       }
       guard parsed.value("--palettize-groups") == nil else { throw UsageError(message: "--palettize-groups applies to --palettize") }
       var mode = WeightCompression.QuantizationMode.symmetric
@@ -261,6 +263,10 @@ enum ConvertCommand: Subcommand {
         mode = value
       }
       compression = WeightCompression(method: .quantize(bits: bits, mode: mode))
+      if let text = parsed.value("--quantize-block-size") {
+        guard let value = Int(text), value >= 1, value <= 1 << 30 else { throw UsageError(message: "--quantize-block-size needs a positive integer, got '\(text)'") }
+        compression.blockSize = value
+      }
     }
     if let text = parsed.value("--compress-min-size") {
       guard let value = Int(text), value >= 1, value <= 1 << 40 else { throw UsageError(message: "--compress-min-size needs a positive integer, got '\(text)'") }
