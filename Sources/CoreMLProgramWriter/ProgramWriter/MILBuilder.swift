@@ -388,6 +388,13 @@ final class MILBuilder {
     }
     let values = weight.materialized()
     let type = tensorType(dataType, shape)
+    /// The weight as a plain constant after all, with why in the report.
+    func kept(_ why: String) throws -> MILTensor {
+      let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
+      compressionReports.append(
+        CompressedTensorReport(name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil, skipped: why, relativeError: nil))
+      return plain
+    }
     var error = 0.0, norm = 0.0
     func measure(_ decoded: Float, _ value: Float) {
       error += Double(decoded - value) * Double(decoded - value)
@@ -401,12 +408,7 @@ final class MILBuilder {
       let channels = shape.first ?? 1
       let group = min(compression.groupSize ?? channels, channels)
       guard channels % group == 0, let indexType = MILElementType.unsigned(bits: bits) else {
-        let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
-        compressionReports.append(
-          CompressedTensorReport(
-            name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil,
-            skipped: "\(channels) output channels are not a multiple of the group size \(group)", relativeError: nil))
-        return plain
+        return try kept("\(channels) output channels are not a multiple of the group size \(group)")
       }
       let per = values.count / channels * group
       var codes = [UInt8](repeating: 0, count: values.count)
@@ -454,12 +456,7 @@ final class MILBuilder {
       let inputs = shape.count > 1 ? shape[1] : 1
       let block = min(compression.blockSize ?? inputs, inputs)
       guard inputs % block == 0 else {
-        let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
-        compressionReports.append(
-          CompressedTensorReport(
-            name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil,
-            skipped: "\(inputs) input channels are not a multiple of the block size \(block)", relativeError: nil))
-        return plain
+        return try kept("\(inputs) input channels are not a multiple of the block size \(block)")
       }
       let blocks = values.count / (values.count / channels / inputs * block)
       let result = LinearQuantizer.quantize(values, channels: blocks, mode: mode, bits: bits, float16: dataType == .fp16)
@@ -511,10 +508,7 @@ final class MILBuilder {
       let result = MagnitudePruner.prune(values, fraction: fraction)
       guard !result.kept.isEmpty else {
         // Nothing left to store: an all-zero tensor has no sparse form (nonzero_data would be empty).
-        let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
-        compressionReports.append(
-          CompressedTensorReport(name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil, skipped: "every element is zero", relativeError: nil))
-        return plain
+        return try kept("every element is zero")
       }
       var next = 0
       for (i, value) in values.enumerated() {
