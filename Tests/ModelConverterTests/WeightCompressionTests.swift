@@ -1,3 +1,4 @@
+import CoreMLCommon
 import CoreMLFormat
 import Foundation
 import ModelConverter
@@ -107,6 +108,34 @@ import Testing
     var classic = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     classic.compression = WeightCompression(method: .prune(fraction: 0.5))
     #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: classic) }
+  }
+
+  /// A pruned package whose mask no longer matches its values (every bit set: more elements than
+  /// values; none set: fewer) is refused by name, never read as some other weight.
+  @Test func corruptPruningMasksAreRefusedByName() throws {
+    let (_, url) = try Self.convert(WeightCompression(method: .prune(fraction: 0.5)), precision: .float32)
+    let weights = url.appendingPathComponent("Data/com.apple.CoreML/weights/weight.bin")
+    let original = try [UInt8](Data(contentsOf: weights))
+    let reader = try MILBlobStorage.Reader(bytes: original, path: weights.path)
+    // Walk the records (64-byte aligned, each followed by its data) to the mask: the one uint8 blob.
+    var offset = 64, mask: (offset: Int, count: Int)?
+    for _ in 0..<reader.count {
+      let blob = try reader.blob(at: UInt64(offset))
+      if blob.dataType == .uint8 { mask = (offset + 64, blob.bytes.count) }
+      offset = (offset + 64 + blob.bytes.count + 63) / 64 * 64
+    }
+    let (start, count) = try #require(mask, "no uint8 mask blob")
+    for fill: UInt8 in [0xFF, 0x00] {
+      var corrupt = original
+      for i in start..<(start + count) { corrupt[i] = fill }
+      try Data(corrupt).write(to: weights)
+      #expect {
+        _ = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions())
+      } throws: { error in
+        let text = "\(error)"
+        return text.contains(url.path) && text.contains("mask")
+      }
+    }
   }
 
   // MARK: Written packages
