@@ -56,11 +56,16 @@ import Testing
     }
   }
 
-  @Test func indicesArePackedLeastSignificantBitFirst() {
+  @Test func codesArePackedInEachFormatsBitOrder() {
     // Element i's bit j is bit i * bits + j of the stream: codes 1, 2, 3 in 2 bits are 0b00_11_10_01.
     #expect(Palettizer.pack([1, 2, 3], bits: 2) == [0b0011_1001])
     #expect(Palettizer.pack([5, 3], bits: 4) == [0x35])
     #expect(Palettizer.pack([1, 0, 1, 1, 0, 0, 0, 1, 1], bits: 1) == [0b1000_1101, 0b1])
+    // A classic WeightParams.rawValue holds codes most significant bit first (NeuralNetwork.proto's
+    // QuantizationParams, coremltools' _convert_array_to_nbit_quantized_bytes): 01 10 11 then padding.
+    #expect(Palettizer.pack([1, 2, 3], bits: 2, mostSignificantFirst: true) == [0b0110_1100])
+    #expect(Palettizer.pack([5, 3], bits: 4, mostSignificantFirst: true) == [0x53])
+    #expect(Palettizer.pack([1, 0, 1, 1, 0, 0, 0, 1, 1], bits: 1, mostSignificantFirst: true) == [0b1011_0001, 0b1000_0000])
   }
 
   @Test func linearQuantizationFollowsTheAffineDequantizeDefinition() {

@@ -12,6 +12,16 @@ public enum LinearQuantizer {
     public var scales: [Float]
     /// Zero points as bytes of the data's type.
     public var zeroPoints: [UInt8]
+    public var mode: WeightCompression.QuantizationMode
+
+    /// The signed (symmetric) or unsigned (affine) code of element `i`.
+    public func code(at i: Int) -> Float { mode == .symmetric ? Float(Int8(bitPattern: data[i])) : Float(data[i]) }
+
+    /// Element `i` as decoded: `scale * (q - zero)` of its run.
+    public func value(at i: Int) -> Float {
+      let run = i / (data.count / scales.count)
+      return scales[run] * (code(at: i) - (mode == .symmetric ? 0 : Float(zeroPoints[run])))
+    }
   }
 
   /// `channels` runs of `values.count / channels` values each, `bits` (8 or 4) per code. `float16`: the
@@ -56,6 +66,6 @@ public enum LinearQuantizer {
         }
       }
     }
-    return Result(data: data, scales: scales, zeroPoints: zeros)
+    return Result(data: data, scales: scales, zeroPoints: zeros, mode: mode)
   }
 }

@@ -189,11 +189,22 @@ public enum Palettizer {
     return indices
   }
 
-  /// Indices packed into bytes as `constexpr_lut_to_dense` (iOS 16) reads them: element i's bit j is
-  /// bit (i * bits + j) of the stream, little-endian within each byte.
-  public static func pack(_ indices: [UInt8], bits: Int) -> [UInt8] {
+  /// Codes packed into a bit stream. Least significant first, as MIL reads them (`constexpr_lut_to_dense`
+  /// indices, sub-byte blobs): element i's bit j is bit (i * bits + j) of the stream, counted from each
+  /// byte's least significant bit. Most significant first, as a classic `WeightParams.rawValue` holds
+  /// them: element i's bits from its highest down, the stream counted from each byte's highest bit.
+  public static func pack(_ indices: [UInt8], bits: Int, mostSignificantFirst: Bool = false) -> [UInt8] {
     var bytes = [UInt8](repeating: 0, count: (indices.count * bits + 7) / 8)
     if bits == 8 { return indices }
+    if mostSignificantFirst {
+      for (i, code) in indices.enumerated() {
+        for j in 0..<bits where (code >> (bits - 1 - j)) & 1 == 1 {
+          let position = i * bits + j
+          bytes[position / 8] |= 0x80 >> (position % 8)
+        }
+      }
+      return bytes
+    }
     if 8 % bits == 0 {
       // Whole codes per byte (1, 2 or 4 bits): byte k holds codes k * perByte ..< (k + 1) * perByte.
       let perByte = 8 / bits

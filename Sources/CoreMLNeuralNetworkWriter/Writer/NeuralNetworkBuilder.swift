@@ -90,9 +90,9 @@ struct NeuralNetworkBuilder {
     let floats = values.materialized()
     let params = arena.message(core_ml__specification__weight_params__init)
     let quantization = arena.message(core_ml__specification__quantization_params__init)
-    var codes: [UInt8]
+    let codes: [UInt8]
     let bits: Int
-    var decoded: (Int) -> Float
+    let decoded: (Int) -> Float
     var tableBytes = 0
     switch compression.method {
     case .prune:
@@ -110,7 +110,7 @@ struct NeuralNetworkBuilder {
       quantization.pointee.quantization_type_case = CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION
       quantization.pointee.lookuptablequantization = table
       tableBytes = result.table.count * 4
-      decoded = { result.table[Int(codes[$0])] }
+      decoded = { result.table[Int(result.indices[$0])] }
     case .quantize(let n, let mode):
       if let block = compression.blockSize {
         throw CoreMLWriterError.invalidOption("a scale per block of \(block) input channels is iOS 18's ML Program form; a neural network (.mlmodel) has one per output channel")
@@ -131,30 +131,19 @@ struct NeuralNetworkBuilder {
       quantization.pointee.quantization_type_case = CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LINEAR_QUANTIZATION
       quantization.pointee.linearquantization = linear
       tableBytes = channels * 8
-      let inner = floats.count / channels
-      decoded = { Float(codes[$0]) * result.scales[$0 / inner] + biases[$0 / inner] }
+      decoded = { result.value(at: $0) }
     }
     quantization.pointee.numberofbits = UInt64(bits)
-    var packed = [UInt8](repeating: 0, count: (codes.count * bits + 7) / 8)
-    for (i, code) in codes.enumerated() {
-      for j in 0..<bits where (code >> (bits - 1 - j)) & 1 == 1 {
-        let position = i * bits + j
-        packed[position / 8] |= 0x80 >> (position % 8)
-      }
-    }
+    let packed = Palettizer.pack(codes, bits: bits, mostSignificantFirst: true)
     params.pointee.rawvalue = arena.binary(packed)
     params.pointee.quantization = quantization
     requireSpecificationVersion(3)
-    var error = 0.0, norm = 0.0
-    for (i, value) in floats.enumerated() {
-      let difference = Double(decoded(i) - value)
-      error += difference * difference
-      norm += Double(value) * Double(value)
-    }
+    var error = RelativeError()
+    for (i, value) in floats.enumerated() { error.add(decoded: decoded(i), original: value) }
     compressionReports.append(
       CompressedTensorReport(
         name: layer, shape: [floats.count], originalBytes: floats.count * elementBytes, writtenBytes: packed.count + tableBytes,
-        method: compression.summary, skipped: nil, relativeError: norm > 0 ? Float((error / norm).squareRoot()) : 0))
+        method: compression.summary, skipped: nil, relativeError: error.value))
     return params
   }
 

@@ -226,33 +226,18 @@ final class MILBuilder {
     if dataType == .fp16, let value = weight.firstOutsideFloat16 {
       throw CoreMLWriterError.float16Overflow(layer: currentLayer, value: value)
     }
-    if weight.count >= Self.blobThreshold {
-      let offset = blobs.append(weight, float16: dataType == .fp16)
-      let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
-      blob.pointee.filename = arena.string(Self.weightFile)
-      blob.pointee.offset = offset
-      let value = arena.message(core_ml__specification__milspec__value__init)
-      value.pointee.type = type
-      value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
-      value.pointee.blobfilevalue = blob
-      return value
-    }
+    if weight.count >= Self.blobThreshold { return blobFileValue(blobs.append(weight, float16: dataType == .fp16), type: type) }
     let values = weight.materialized()
-    let halfBits = dataType == .fp16 ? values.map { Float16($0).bitPattern } : []  // range checked above
-    let tensor = tensorValue()
     if dataType == .fp16 {
-      let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
-      let bytes = halfBits.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
-      repeated.pointee.values = arena.binary(bytes)
-      tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES
-      tensor.pointee.bytes = repeated
-    } else {
-      let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_floats__init)
-      repeated.pointee.n_values = values.count
-      repeated.pointee.values = arena.array(values)
-      tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_FLOATS
-      tensor.pointee.floats = repeated
+      // Range checked above.
+      return inlineBytes(values.flatMap { v in let bits = Float16(v).bitPattern; return [UInt8(bits & 0xFF), UInt8(bits >> 8)] }, type: type)
     }
+    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_floats__init)
+    repeated.pointee.n_values = values.count
+    repeated.pointee.values = arena.array(values)
+    let tensor = tensorValue()
+    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_FLOATS
+    tensor.pointee.floats = repeated
     return immediate(tensor, type: type)
   }
 
@@ -341,19 +326,20 @@ final class MILBuilder {
 
   // MARK: Compressed weights
 
-  /// Bytes in `weight.bin` from `blobThreshold` elements on, else inline.
-  private func byteValue(_ bytes: [UInt8], _ dataType: MILElementType, shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
-    let type = tensorType(dataType, shape)
-    if bytes.count >= Self.blobThreshold {
-      let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
-      blob.pointee.filename = arena.string(Self.weightFile)
-      blob.pointee.offset = blobs.append(dataType == .int8 ? .int8 : .uint8, bytes: bytes)
-      let value = arena.message(core_ml__specification__milspec__value__init)
-      value.pointee.type = type
-      value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
-      value.pointee.blobfilevalue = blob
-      return value
-    }
+  /// A value stored in `weight.bin` at the blob record `offset`.
+  private func blobFileValue(_ offset: UInt64, type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<MILValueMessage> {
+    let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
+    blob.pointee.filename = arena.string(Self.weightFile)
+    blob.pointee.offset = offset
+    let value = arena.message(core_ml__specification__milspec__value__init)
+    value.pointee.type = type
+    value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
+    value.pointee.blobfilevalue = blob
+    return value
+  }
+
+  /// An inline value of raw little-endian bytes (MIL keeps int8, uint8, uint32 and float16 immediates so).
+  private func inlineBytes(_ bytes: [UInt8], type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<MILValueMessage> {
     let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
     repeated.pointee.values = arena.binary(bytes)
     let tensor = tensorValue()
@@ -362,16 +348,24 @@ final class MILBuilder {
     return immediate(tensor, type: type)
   }
 
-  /// uint32 values inline, as little-endian bytes (MIL keeps uint32 immediates, like int8, uint8 and
-  /// float16, as bytes; coremltools reads them so).
+  /// int8 or uint8 bytes in `weight.bin` from `blobThreshold` elements on, else inline.
+  private func byteValue(_ bytes: [UInt8], _ dataType: MILElementType, shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+    let type = tensorType(dataType, shape)
+    if bytes.count >= Self.blobThreshold { return blobFileValue(blobs.append(dataType == .int8 ? .int8 : .uint8, bytes: bytes), type: type) }
+    return inlineBytes(bytes, type: type)
+  }
+
+  /// Codes of `bits` bits (one per byte in `codes`) packed into a `weight.bin` blob of `blobType`.
+  private func packedCodes(
+    _ codes: [UInt8], bits: Int, blobType: MILBlobStorage.BlobDataType, _ dataType: MILElementType, shape: [Int]
+  ) -> UnsafeMutablePointer<MILValueMessage> {
+    let packed = Palettizer.pack(bits == 8 ? codes : codes.map { $0 & UInt8((1 << bits) - 1) }, bits: bits)
+    return blobFileValue(blobs.append(blobType, bytes: packed, paddingBits: packed.count * 8 - codes.count * bits), type: tensorType(dataType, shape))
+  }
+
+  /// uint32 values inline.
   private func uint32Value(_ values: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
-    let bytes = values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: UInt32(v) >> (8 * $0)) } }
-    let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
-    repeated.pointee.values = arena.binary(bytes)
-    let tensor = tensorValue()
-    tensor.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES
-    tensor.pointee.bytes = repeated
-    return immediate(tensor, type: tensorType(.uint32, [values.count]))
+    inlineBytes(values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: UInt32(v) >> (8 * $0)) } }, type: tensorType(.uint32, [values.count]))
   }
 
   /// The weight as a `constexpr_lut_to_dense` or `constexpr_affine_dequantize` operation (iOS 16 forms,
@@ -395,11 +389,8 @@ final class MILBuilder {
         CompressedTensorReport(name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil, skipped: why, relativeError: nil))
       return plain
     }
-    var error = 0.0, norm = 0.0
-    func measure(_ decoded: Float, _ value: Float) {
-      error += Double(decoded - value) * Double(decoded - value)
-      norm += Double(value) * Double(value)
-    }
+    var error = RelativeError()
+    func measure(_ decoded: Float, _ value: Float) { error.add(decoded: decoded, original: value) }
     let written: Int
     switch compression.method {
     case .palettize(let bits) where compression.usesIOS18Form:
@@ -422,20 +413,12 @@ final class MILBuilder {
         }
         table += result.table
       }
-      let packed = Palettizer.pack(codes, bits: bits)
-      let indices = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
-      indices.pointee.filename = arena.string(Self.weightFile)
-      indices.pointee.offset = blobs.append(
-        MILBlobStorage.BlobDataType(unsignedBits: bits), bytes: packed, paddingBits: packed.count * 8 - codes.count * bits)
-      let indicesValue = arena.message(core_ml__specification__milspec__value__init)
-      indicesValue.pointee.type = tensorType(indexType, shape)
-      indicesValue.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
-      indicesValue.pointee.blobfilevalue = indices
+      let indicesValue = packedCodes(codes, bits: bits, blobType: MILBlobStorage.BlobDataType(unsignedBits: bits), indexType, shape: shape)
       let lutShape = [channels / group] + Array(repeating: 1, count: max(shape.count - 1, 0)) + [1 << bits, 1]
       append(
         "constexpr_lut_to_dense", name: constName, inputs: [], outputs: [namedType(constName, type)],
         attributes: [("indices", indicesValue), ("lut", try floatValue(.values(table), shape: lutShape, dataType))])
-      written = packed.count + table.count * elementBytes
+      written = (codes.count * bits + 7) / 8 + table.count * elementBytes
     case .palettize(let bits):
       let result = Palettizer.palettize(values, bits: bits, seed: compression.seed, float16: dataType == .fp16)
       let packed = Palettizer.pack(result.indices, bits: bits)
@@ -458,26 +441,13 @@ final class MILBuilder {
       guard inputs % block == 0 else {
         return try kept("\(inputs) input channels are not a multiple of the block size \(block)")
       }
-      let blocks = values.count / (values.count / channels / inputs * block)
+      let blocks = channels * inputs / block
       let result = LinearQuantizer.quantize(values, channels: blocks, mode: mode, bits: bits, float16: dataType == .fp16)
-      let run = values.count / blocks
-      for (i, value) in values.enumerated() {
-        let b = i / run
-        let q = mode == .symmetric ? Float(Int8(bitPattern: result.data[i])) : Float(result.data[i])
-        measure(result.scales[b] * (q - (mode == .symmetric ? 0 : Float(result.zeroPoints[b]))), value)
-      }
+      for (i, value) in values.enumerated() { measure(result.value(at: i), value) }
       let codeType: MILElementType = bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
       let blobType: MILBlobStorage.BlobDataType = bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
       func codes(_ bytes: [UInt8], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
-        let packed = bits == 4 ? Palettizer.pack(bytes.map { $0 & 0x0F }, bits: 4) : bytes
-        let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
-        blob.pointee.filename = arena.string(Self.weightFile)
-        blob.pointee.offset = blobs.append(blobType, bytes: packed, paddingBits: packed.count * 8 - bytes.count * bits)
-        let value = arena.message(core_ml__specification__milspec__value__init)
-        value.pointee.type = tensorType(codeType, shape)
-        value.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE
-        value.pointee.blobfilevalue = blob
-        return value
+        packedCodes(bytes, bits: bits, blobType: blobType, codeType, shape: shape)
       }
       let scaleShape = [channels] + (shape.count > 1 ? [inputs / block] + Array(repeating: 1, count: shape.count - 2) : [])
       var attributes = [("data", codes(result.data, shape: shape)), ("scale", try floatValue(.values(result.scales), shape: scaleShape, dataType))]
@@ -488,13 +458,7 @@ final class MILBuilder {
       let channels = shape.first ?? 1
       let result = LinearQuantizer.quantize(values, channels: channels, mode: mode, float16: dataType == .fp16)
       let codeType: MILElementType = mode == .symmetric ? .int8 : .uint8
-      let inner = values.count / channels
-      for (i, value) in values.enumerated() {
-        let c = i / inner
-        let q = mode == .symmetric ? Float(Int8(bitPattern: result.data[i])) : Float(result.data[i])
-        let zero = mode == .symmetric ? Float(Int8(bitPattern: result.zeroPoints[c])) : Float(result.zeroPoints[c])
-        measure(result.scales[c] * (q - zero), value)
-      }
+      for (i, value) in values.enumerated() { measure(result.value(at: i), value) }
       append(
         "constexpr_affine_dequantize", name: constName, inputs: [], outputs: [namedType(constName, type)],
         attributes: [
@@ -529,7 +493,7 @@ final class MILBuilder {
     compressionReports.append(
       CompressedTensorReport(
         name: constName, shape: shape, originalBytes: original, writtenBytes: written, method: compression.summary, skipped: nil,
-        relativeError: norm > 0 ? Float((error / norm).squareRoot()) : 0))
+        relativeError: error.value))
     return MILTensor(name: constName, dataType: dataType, shape: shape)
   }
 
