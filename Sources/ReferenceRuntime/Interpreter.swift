@@ -44,7 +44,11 @@ public struct Interpreter: Sendable {
 
   /// Runs the graph and returns its outputs and every observed value that the outputs depend on
   /// (values of pruned or unused nodes are absent).
-  public func runObserving(_ inputs: [Tensor]) -> (outputs: [Tensor], observed: [ValueID: Tensor]) {
+  ///
+  /// - Parameter substitutes: observed values that the nodes after them read in place of what their own
+  ///   node computed (which is still what `observed` returns): each then measures only the nodes between
+  ///   it and the substituted values before it. A substitute must have its value's shape.
+  public func runObserving(_ inputs: [Tensor], substitutes: [ValueID: Tensor] = [:]) -> (outputs: [Tensor], observed: [ValueID: Tensor]) {
     var kept: [ValueID: Tensor] = [:]
     var values = [Tensor?](repeating: nil, count: graph.values.count)
     for (id, tensor) in zip(graph.inputs, inputs) {
@@ -77,7 +81,13 @@ public struct Interpreter: Sendable {
       }
       if graph[step.output].type.dataType == .float16 { Kernels.roundToFloat16(&result) }
       values[step.output] = Tensor(shape: shape, values: result)
-      if observed.contains(step.output) { kept[step.output] = values[step.output] }
+      if observed.contains(step.output) {
+        kept[step.output] = values[step.output]
+        if let substitute = substitutes[step.output] {
+          precondition(substitute.shape == shape, "substitute for '\(graph[step.output].name)' needs shape \(shape)")
+          values[step.output] = substitute
+        }
+      }
       for input in step.inputs {
         remainingUses[input] -= 1
         if remainingUses[input] == 0 { values[input] = nil }

@@ -204,3 +204,30 @@ import Testing
     }
   }
 }
+
+/// `runObserving(_:substitutes:)`: the nodes after a substituted value read the substitute, while the
+/// value itself is reported as its own node computed it (what verify's layer-local comparison needs).
+@Suite struct SubstitutedValueTests {
+  @Test(arguments: [Interpreter.KernelChoice.fast, .direct])
+  func laterNodesReadTheSubstituteAndTheValueIsReportedAsComputed(_ kernels: Interpreter.KernelChoice) throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([2]))
+    // y = [[1, 2], [3, 4]]^T x + [0.5, -0.5]; z = relu(y); w = 2 z + 1.
+    let dense = Dense(kernel: Constant(shape: [2, 2], values: [1, 2, 3, 4]), bias: Constant(shape: [2], values: [0.5, -0.5]))
+    let y = try builder.add(.dense(dense), name: "y", inputs: [x])
+    let z = try builder.add(.activation(.relu), name: "z", inputs: [y])
+    let w = try builder.add(.activation(.linear(scale: 2, offset: 1)), name: "w", inputs: [z])
+    let graph = builder.build(outputs: [w])
+    let interpreter = Interpreter(graph: graph, kernels: kernels, observed: [y, z])
+    let input = Tensor(shape: [2], values: [1, -1])
+    // Without substitutes: y = [1 - 3 + 0.5, 2 - 4 - 0.5] = [-1.5, -2.5], z = [0, 0], w = [1, 1].
+    let plain = interpreter.runObserving([input])
+    #expect(plain.observed[y]?.values == [-1.5, -2.5])
+    #expect(plain.outputs[0].values == [1, 1])
+    // y replaced by [3, -7]: z = [3, 0] and w = [7, 1]; y and z are still reported as computed from what they read.
+    let forced = interpreter.runObserving([input], substitutes: [y: Tensor(shape: [2], values: [3, -7])])
+    #expect(forced.observed[y]?.values == [-1.5, -2.5])
+    #expect(forced.observed[z]?.values == [3, 0])
+    #expect(forced.outputs[0].values == [7, 1])
+  }
+}

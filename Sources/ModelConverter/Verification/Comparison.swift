@@ -384,10 +384,33 @@ struct Comparison {
     let (sourceOutputs, sourceObserved) = sourceRuntime.runObserving(sourceInputs)
     let sourceTime = (ContinuousClock.now - clock).seconds
     clock = ContinuousClock.now
-    let (convertedOutputs, convertedObserved) = convertedRuntime.runObserving(convertedInputs)
+    var (convertedOutputs, convertedObserved) = convertedRuntime.runObserving(convertedInputs)
+    if comparesLayersLocally {
+      // Compressed weights: the outputs above are what the device computes; each layer tensor is
+      // computed again from the source's values of the compared tensors before it, so that it measures
+      // its own layers' weights, not the rounding of every layer before it.
+      convertedObserved = convertedRuntime.runObserving(convertedInputs, substitutes: substitutes(from: sourceObserved)).observed
+    }
     return SampleRun(
       sourceOutputs: sourceOutputs, sourceObserved: sourceObserved, convertedOutputs: convertedOutputs, convertedObserved: convertedObserved,
       sourceSeconds: sourceTime, convertedSeconds: (ContinuousClock.now - clock).seconds)
+  }
+
+  /// Whether each layer tensor is computed from the source's values of the compared tensors before it:
+  /// for compressed weights, whose rounding every later layer carries on.
+  var comparesLayersLocally: Bool { converted.spec.quantizationBits > 0 }
+
+  /// The source's values of the compared tensors, in the converted blobs' layouts, keyed by blob.
+  func substitutes(from sourceObserved: [ValueID: Tensor]) -> [ValueID: Tensor] {
+    var substitutes: [ValueID: Tensor] = [:]
+    let inputs = Set(converted.graph.inputs)
+    for pair in pairs where !inputs.contains(pair.converted) && substitutes[pair.converted] == nil {
+      guard let layout = pair.layout, let value = sourceObserved[pair.source] else { continue }
+      let shape = converted.graph[pair.converted].type.shape
+      guard value.values.count == shape.reduce(1, *) else { continue }
+      substitutes[pair.converted] = layout.toCoreML(value, shape: shape)
+    }
+    return substitutes
   }
 
   /// Runs random samples `threads` at a time and accumulates them in order.

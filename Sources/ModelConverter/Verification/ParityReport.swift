@@ -75,6 +75,11 @@ public struct ParityReport: Sendable, Equatable, Codable {
   /// Every tensor both models compute, in the Keras model's order: the preprocessed image inputs, the
   /// Keras layers' outputs (and their pre-activation values, such as the logits before a softmax), the outputs.
   public var layers: [LayerParity]
+  /// Whether each row of `layers` was computed from the source's values of the compared tensors before
+  /// it (compressed weights, whose rounding every later layer would carry on) rather than from the
+  /// converted model's own: each row then measures the layers between it and the row before. `outputs`
+  /// are always what the converted model computes on its own.
+  public var layersFromSourceValues: Bool
   /// The first row of `layers` that fails: where the two models part.
   public var firstMismatch: LayerParity?
   /// Each image input's preprocessing, checked against the expected one or reported as not checked.

@@ -96,7 +96,7 @@ public enum ParityVerifier {
       source: sourceName, converted: convertedName, samples: options.samples, seed: options.seed,
       absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis,
       maximumRelativeRMSError: tolerance.maximumRelativeRMS, outputs: outputs,
-      layers: layers, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
+      layers: layers, layersFromSourceValues: comparison.comparesLayersLocally, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
       classifier: classifier,
       timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
       passed: violations.isEmpty && outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))

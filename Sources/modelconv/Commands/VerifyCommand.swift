@@ -20,8 +20,9 @@ enum VerifyCommand: Subcommand {
     Pass rule: |converted - source| <= atol * max(1, RMS of the tensor) + rtol * |source| for every
     element of every compared tensor (float32; at most 1 element in 10^4 may miss it when the tensor's
     relative RMS error is within 256 x 2^-24, float32 roundoff carried through a deep graph); for float16
-    and quantized models each tensor's relative RMS error must stay within 64 unit roundoffs (float16:
-    64 x 2^-11; n bits: min(64 / (2 (2^n - 1)), 0.25)). Classifiers: the same top-1 label on every sample (up to ties within the tolerance) and the
+    models each tensor's relative RMS error must stay within 64 x 2^-11; for compressed weights (n bits)
+    within min(16 / (2 (2^n - 1)), 0.25), each layer tensor computed from the source's values of the
+    tensors compared before it (the outputs as the model computes them). Classifiers: the same top-1 label on every sample (up to ties within the tolerance) and the
     expected labels, when given; image preprocessing, when given.
     """
 
@@ -119,6 +120,9 @@ enum VerifyCommand: Subcommand {
         "pass when each tensor's relative RMS error <= \(format($0)) (\(report.toleranceBasis))"
       } ?? "pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))"),
     ]
+    if report.layersFromSourceValues {
+      lines.append("  compressed weights: each layer tensor computed from the source's values of the compared tensors before it; outputs as the model computes them")
+    }
     for violation in report.violations {
       lines.append("  FAIL Core ML rule \(violation.rule): layer '\(violation.layer)' (\(violation.layerType)): \(violation.detail) (Core ML would refuse this or compute something else)")
     }
