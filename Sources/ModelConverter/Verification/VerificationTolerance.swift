@@ -68,7 +68,7 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
   public static let compressedStepMultiple: Float = 16
 
   /// Below this SNR (a relative RMS error of 0.25) a tensor is wrong whatever the weight precision:
-  /// the cap for low-bit quantization, where 64 u exceeds it.
+  /// the cap for compressed weights of 5 bits or fewer, where 16 u exceeds it.
   public static let loosestRelativeRMS: Float = 0.25
 
   /// The default for a model's weight storage: float32, float16 (u = 2^-11), or n-bit quantized
