@@ -11,8 +11,8 @@ public struct GraphBuilder {
 
   /// Adds a graph input.
   public mutating func addInput(name: String, type: TensorType) throws -> ValueID {
-    guard type.shape.allSatisfy({ $0 >= 1 }), GraphLimits.elementCount(type.shape) != nil else {
-      throw GraphError.tooLarge(node: name, detail: "input shape \(type.shape) needs sizes of 1 or more and at most \(GraphLimits.maxElementCount) elements")
+    guard GraphLimits.areSizes(type.shape), GraphLimits.elementCount(type.shape) != nil else {
+      throw GraphError.tooLarge(node: name, detail: "input shape \(type.shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements")
     }
     let id = try addValue(name: name, type: type)
     inputs.append(id)
@@ -23,8 +23,8 @@ public struct GraphBuilder {
   public mutating func add(_ operation: Operation, name: String, inputs nodeInputs: [ValueID]) throws -> ValueID {
     let shapes = nodeInputs.map { values[$0].type.shape }
     let shape = try operation.outputShape(inputShapes: shapes, node: name)
-    guard shape.allSatisfy({ $0 >= 1 }), GraphLimits.elementCount(shape) != nil else {
-      throw GraphError.tooLarge(node: name, detail: "output shape \(shape) needs sizes of 1 or more and at most \(GraphLimits.maxElementCount) elements")
+    guard GraphLimits.areSizes(shape), GraphLimits.elementCount(shape) != nil else {
+      throw GraphError.tooLarge(node: name, detail: "output shape \(shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements")
     }
     // A cast sets the element type; any other operation computes in float16 when an input is float16.
     let dataType: DataType

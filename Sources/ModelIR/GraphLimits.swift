@@ -4,6 +4,21 @@ public enum GraphLimits {
   /// The most elements one tensor (or one weight) may hold: 2^31. The largest real tensors (ImageNet
   /// activations, a 50k x 4096 embedding table) have about 2^28.
   public static let maxElementCount = 1 << 31
+  /// The most weight values one model may hold, and so one weight: 2^29 (2 GiB of float32). The Keras
+  /// reader refuses more when it reads a file, and the ML Program reader accepts a constant of this size.
+  public static let maxWeightCount = 1 << 29
+  /// The largest size any one axis of a tensor, or any size-like parameter of an operation (kernel size,
+  /// stride, dilation, padding, crop, upsampling or repeat factor, group count, units) may have: 2^24
+  /// (16 777 216). One limit for every frontend, every writer and both Core ML readers: a value at most
+  /// this converts into a file our readers (and verify) read back, a larger one is refused when the source
+  /// is imported, naming the layer and field. Real models stay far below it (224-pixel images, a 50 000-word
+  /// vocabulary, VGG's 25 088-wide flattened features).
+  public static let maxSize = 1 << 24
+
+  /// Whether every value is a size in `minimum...maxSize`.
+  public static func areSizes(_ values: [Int], minimum: Int = 1) -> Bool {
+    values.allSatisfy { $0 >= minimum && $0 <= maxSize }
+  }
   /// The most copies `RepeatVector` may make (`n`): 10 000.
   public static let maxRepeatCount = 10_000
   /// The most time steps a recurrent layer may have when the writer unrolls it step by step

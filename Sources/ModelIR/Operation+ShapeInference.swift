@@ -14,9 +14,29 @@ extension Operation {
     let leading = inputShapes.first.map { Array($0.dropLast(3)) } ?? []
     let checked = CheckedShape(node: node)
     for shape in inputShapes { _ = try checked.count(shape) }
-    /// Fails unless every window parameter (kernel, stride, dilation) is 1 or more.
+    /// Fails unless every window parameter (kernel, stride, dilation, ...) is 1 to `GraphLimits.maxSize`.
     func requirePositive(_ name: String, _ values: [Int]) throws {
-      guard values.allSatisfy({ $0 >= 1 }) else { throw fail("\(name) \(values) must be 1 or more") }
+      guard GraphLimits.areSizes(values) else { throw fail("\(name) \(values) must be 1 to \(GraphLimits.maxSize)") }
+    }
+    /// Fails unless the window's padded extent along one axis (the input plus the padding `padding` adds,
+    /// at least the dilated kernel) is at most `GraphLimits.maxSize`: writers spell `same` padding out as
+    /// explicit pads, which readers apply as their own step.
+    func requireWindowFits(_ name: String, input: Int, kernel: Int, stride: Int, dilation: Int, padding: Padding) throws -> Int {
+      guard let extent = padding.paddedExtent(input: input, kernel: kernel, stride: stride, dilation: dilation), extent <= GraphLimits.maxSize else {
+        throw fail("a \(name) of \(kernel) with dilation \(dilation) and stride \(stride) over \(input) spans more than \(GraphLimits.maxSize) with its padding")
+      }
+      return extent
+    }
+    /// Fails unless the padded input, `leading + [height, width, channels]`, holds at most `GraphLimits.maxElementCount`
+    /// elements (a reader applies explicit pads as a step whose output is that tensor).
+    func requirePaddedInputFits(_ height: Int, _ width: Int, _ channels: Int) throws {
+      guard GraphLimits.elementCount(leading + [height, width, channels]) != nil else {
+        throw fail("the input with its padding, \(leading + [height, width, channels]), holds more than \(GraphLimits.maxElementCount) elements")
+      }
+    }
+    /// Fails unless every padding or crop amount is 0 to `GraphLimits.maxSize`.
+    func requireAmounts(_ name: String, _ values: [Int]) throws {
+      guard GraphLimits.areSizes(values, minimum: 0) else { throw fail("\(name) \(values) must be 0 to \(GraphLimits.maxSize)") }
     }
 
     switch self {
@@ -35,6 +55,9 @@ extension Operation {
       guard c == (try checked.multiply(conv.inputChannelsPerGroup, conv.groups)), conv.outputChannels % conv.groups == 0 else {
         throw fail("kernel \(conv.kernel.shape) with \(conv.groups) groups does not fit \(c) input channels")
       }
+      try requirePaddedInputFits(
+        try requireWindowFits("kernel", input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight, padding: conv.padding),
+        try requireWindowFits("kernel", input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth, padding: conv.padding), c)
       let oh = conv.padding.outputLength(input: h, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
       let ow = conv.padding.outputLength(input: w, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
       guard oh > 0, ow > 0 else { throw fail("kernel \(conv.kernelHeight)x\(conv.kernelWidth) is larger than the \(h)x\(w) input") }
@@ -76,6 +99,9 @@ extension Operation {
       let (h, w, c) = try requireImage(inputShapes[0])
       try requirePositive("pool size", [pool.poolHeight, pool.poolWidth])
       try requirePositive("strides", [pool.strideHeight, pool.strideWidth])
+      try requirePaddedInputFits(
+        try requireWindowFits("pool", input: h, kernel: pool.poolHeight, stride: pool.strideHeight, dilation: 1, padding: pool.padding),
+        try requireWindowFits("pool", input: w, kernel: pool.poolWidth, stride: pool.strideWidth, dilation: 1, padding: pool.padding), c)
       let oh = pool.padding.outputLength(input: h, kernel: pool.poolHeight, stride: pool.strideHeight)
       let ow = pool.padding.outputLength(input: w, kernel: pool.poolWidth, stride: pool.strideWidth)
       guard oh > 0, ow > 0 else { throw fail("pool \(pool.poolHeight)x\(pool.poolWidth) is larger than the \(h)x\(w) input") }
@@ -92,7 +118,7 @@ extension Operation {
 
     case .reshape(let target):
       try requireArity(1)
-      guard target.allSatisfy({ $0 > 0 }), GraphLimits.elementCount(target) == GraphLimits.elementCount(inputShapes[0]) else {
+      guard GraphLimits.areSizes(target), GraphLimits.elementCount(target) == GraphLimits.elementCount(inputShapes[0]) else {
         throw fail("cannot reshape \(inputShapes[0]) to \(target)")
       }
       return target
@@ -107,19 +133,20 @@ extension Operation {
       try requireArity(1)
       let shape = inputShapes[0]
       guard axis >= 0, axis < shape.count else { throw fail("channel shuffle axis \(axis) is outside \(shape)") }
-      guard groups >= 1, shape[axis] % groups == 0 else { throw fail("\(groups) groups do not divide the \(shape[axis]) entries of axis \(axis)") }
+      try requirePositive("groups", [groups])
+      guard shape[axis] % groups == 0 else { throw fail("\(groups) groups do not divide the \(shape[axis]) entries of axis \(axis)") }
       return shape
 
     case .zeroPadding2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      guard [box.top, box.bottom, box.left, box.right].allSatisfy({ $0 >= 0 }) else { throw fail("padding \(box) is negative") }
+      try requireAmounts("padding", [box.top, box.bottom, box.left, box.right])
       return leading + [try checked.add(h, box.top, box.bottom), try checked.add(w, box.left, box.right), c]
 
     case .cropping2D(let box):
       try requireArity(1)
       let (h, w, c) = try requireImage(inputShapes[0])
-      guard [box.top, box.bottom, box.left, box.right].allSatisfy({ $0 >= 0 }) else { throw fail("cropping \(box) is negative") }
+      try requireAmounts("cropping", [box.top, box.bottom, box.left, box.right])
       let oh = h - (try checked.add(box.top, box.bottom)), ow = w - (try checked.add(box.left, box.right))
       guard oh > 0, ow > 0 else { throw fail("cropping \(box) removes all of the \(h)x\(w) input") }
       return leading + [oh, ow, c]
@@ -169,16 +196,17 @@ extension Operation {
     case .constantPad(let padding):
       try requireArity(1)
       let shape = inputShapes[0]
-      guard padding.before.count == shape.count, padding.after.count == shape.count,
-        (padding.before + padding.after).allSatisfy({ $0 >= 0 })
-      else { throw fail("padding \(padding.before)/\(padding.after) does not fit \(shape)") }
+      guard padding.before.count == shape.count, padding.after.count == shape.count else {
+        throw fail("padding \(padding.before)/\(padding.after) does not fit \(shape)")
+      }
+      try requireAmounts("padding", padding.before + padding.after)
       return try shape.indices.map { try checked.add(shape[$0], padding.before[$0], padding.after[$0]) }
 
     case .slice(let slice):
       try requireArity(1)
       let shape = inputShapes[0]
       guard slice.begin.count == shape.count, slice.end.count == shape.count, slice.strides.count == shape.count,
-        shape.indices.allSatisfy({ slice.begin[$0] >= 0 && slice.end[$0] <= shape[$0] && slice.strides[$0] > 0 })
+        shape.indices.allSatisfy({ slice.begin[$0] >= 0 && slice.end[$0] <= shape[$0] && slice.strides[$0] > 0 && slice.strides[$0] <= GraphLimits.maxSize })
       else { throw fail("slice \(slice.begin)..<\(slice.end) by \(slice.strides) does not fit \(shape)") }
       let result = shape.indices.map { slice.length(axis: $0) }
       guard result.allSatisfy({ $0 > 0 }) else { throw fail("slice of \(shape) is empty") }

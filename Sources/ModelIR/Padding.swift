@@ -17,6 +17,22 @@ public enum Padding: String, Sendable, Equatable {
     }
   }
 
+  /// The extent a window sweep covers along one axis, the input and the padding together: the input for
+  /// `valid` (or the dilated kernel, when larger), `(output - 1) * stride + effectiveKernel` for `same`.
+  /// Nil on overflow or invalid parameters.
+  public func paddedExtent(input: Int, kernel: Int, stride: Int, dilation: Int = 1) -> Int? {
+    guard input >= 0, kernel >= 1, stride >= 1, dilation >= 1, let effectiveKernel = Self.effectiveKernel(kernel, dilation) else { return nil }
+    switch self {
+    case .valid: return max(input, effectiveKernel)
+    case .same:
+      let output = outputLength(input: input, kernel: kernel, stride: stride, dilation: dilation)
+      let (steps, overflow) = max(output - 1, 0).multipliedReportingOverflow(by: stride)
+      guard !overflow else { return nil }
+      let (extent, overflow2) = steps.addingReportingOverflow(effectiveKernel)
+      return overflow2 ? nil : max(input, extent)
+    }
+  }
+
   /// `(kernel - 1) * dilation + 1`, or nil on overflow.
   static func effectiveKernel(_ kernel: Int, _ dilation: Int) -> Int? {
     let (span, overflow) = (kernel - 1).multipliedReportingOverflow(by: dilation)

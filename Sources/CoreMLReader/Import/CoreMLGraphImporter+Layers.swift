@@ -260,7 +260,7 @@ extension CoreMLGraphImporter {
 
     case .reshapeStatic(let p):
       var target = p.targetShape
-      guard target.allSatisfy({ $0 == -1 || ($0 > 0 && $0 <= 1 << 24) }), target.filter({ $0 == -1 }).count <= 1 else {
+      guard target.allSatisfy({ $0 == -1 || GraphLimits.areSizes([$0]) }), target.filter({ $0 == -1 }).count <= 1 else {
         throw unsupported("target shape \(target)")
       }
       let total = shape(x).reduce(1, *)
@@ -361,7 +361,7 @@ extension CoreMLGraphImporter {
     case .lrn(let p):
       // Across channels (axis -3), a centred window of localSize; Apple reads k 0 as 1. Where an even window
       // lies is not documented, so it is refused.
-      guard p.localSize >= 1, p.localSize % 2 == 1, p.localSize <= 1 << 20 else { throw unsupported("localSize \(p.localSize) (an odd size of 1 or more is supported)") }
+      guard p.localSize >= 1, p.localSize % 2 == 1, p.localSize <= GraphLimits.maxSize else { throw unsupported("localSize \(p.localSize) (an odd size of 1 or more is supported)") }
       guard p.alpha.isFinite, p.beta.isFinite, p.k.isFinite, p.k >= 0 else { throw unsupported("alpha \(p.alpha), beta \(p.beta), k \(p.k)") }
       guard shape(x).count >= 3 else { throw unsupported("lrn of a rank-\(shape(x).count) blob (rank 3 or more)") }
       let lrn = LocalResponseNormalization(size: p.localSize, alpha: p.alpha, beta: p.beta, bias: p.k == 0 ? 1 : p.k)

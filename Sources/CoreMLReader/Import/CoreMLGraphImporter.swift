@@ -252,7 +252,7 @@ public struct CoreMLGraphImporter {
 
   /// Sizes read from the file, checked before any arithmetic so corrupt values give errors, not traps.
   func sizes(_ values: [Int], _ name: String, count: Int? = nil, allowZero: Bool = false) throws -> [Int] {
-    guard count.map({ values.count == $0 }) ?? true, values.allSatisfy({ $0 >= (allowZero ? 0 : 1) && $0 <= 1 << 24 }) else {
+    guard count.map({ values.count == $0 }) ?? true, GraphLimits.areSizes(values, minimum: allowZero ? 0 : 1) else {
       throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layerName)' (\(layerKind)): \(name) \(values) is not valid")
     }
     return values
@@ -263,7 +263,7 @@ public struct CoreMLGraphImporter {
     var count = 1
     for size in shape {
       let (next, overflow) = count.multipliedReportingOverflow(by: size)
-      guard size > 0, !overflow, next <= 1 << 31 else {
+      guard size > 0, size <= GraphLimits.maxSize, !overflow, next <= GraphLimits.maxElementCount else {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(layerName.isEmpty ? "" : "layer '\(layerName)': ")\(name) \(shape) is not a valid shape")
       }
       count = next

@@ -99,7 +99,7 @@ extension MILProgramImporter {
       }
       return (.valid, pads)
     case "custom":
-      guard let pads = try ints("pad"), pads.count == 2 * count, pads.allSatisfy({ $0 >= 0 && $0 <= 1 << 16 }) else {
+      guard let pads = try ints("pad"), pads.count == 2 * count, GraphLimits.areSizes(pads, minimum: 0) else {
         throw invalid("pad_type 'custom' needs 'pad' with \(2 * count) non-negative values")
       }
       return (.valid, pads)
@@ -110,7 +110,7 @@ extension MILProgramImporter {
   /// Positive integers of a per-axis parameter, defaulting to ones.
   func perAxis(_ key: String, count: Int, fallback: Int = 1) throws -> [Int] {
     guard let values = try ints(key) else { return [Int](repeating: fallback, count: count) }
-    guard values.count == count, values.allSatisfy({ $0 >= 1 && $0 <= 1 << 16 }) else { throw invalid("\(key) \(values) must be \(count) positive values") }
+    guard values.count == count, GraphLimits.areSizes(values) else { throw invalid("\(key) \(values) must be \(count) positive values") }
     return values
   }
 
@@ -256,7 +256,7 @@ extension MILProgramImporter {
     guard s.count == 3 || s.count == 4 else { throw unsupported("1-D and 2-D pooling are supported; input \(s)") }
     let spatialCount = s.count - 2
     guard try !bool("ceil_mode", false) else { throw unsupported("ceil_mode=True is not supported") }
-    guard let given = try ints("kernel_sizes"), given.count == spatialCount, given.allSatisfy({ $0 >= 1 && $0 <= 1 << 16 }) else {
+    guard let given = try ints("kernel_sizes"), given.count == spatialCount, GraphLimits.areSizes(given) else {
       throw invalid("kernel_sizes must be \(spatialCount) positive values")
     }
     let strides = try perAxis("strides", count: spatialCount)

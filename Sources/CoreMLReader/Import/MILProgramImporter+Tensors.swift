@@ -37,7 +37,7 @@ extension MILProgramImporter {
     let s = shape(x)
     let mode = try string("mode", "constant")
     guard mode == "constant" else { throw unsupported("mode '\(mode)' (constant is supported)") }
-    guard let pads = try ints("pad"), pads.count % 2 == 0, pads.count <= 2 * s.count, pads.allSatisfy({ $0 >= 0 && $0 <= 1 << 16 }) else {
+    guard let pads = try ints("pad"), pads.count % 2 == 0, pads.count <= 2 * s.count, GraphLimits.areSizes(pads, minimum: 0) else {
       throw invalid("pad must be non-negative [begin, end] pairs for at most \(s.count) axes")
     }
     // The pairs pad the last pads.count / 2 axes.

@@ -181,7 +181,7 @@ public struct MILProgramImporter {
     var count = 1
     for size in shape {
       let (next, overflow) = count.multipliedReportingOverflow(by: size)
-      guard size > 0, !overflow, next <= 1 << 28 else { throw invalid("\(name) \(shape) is not a valid shape") }
+      guard size > 0, size <= GraphLimits.maxSize, !overflow, next <= GraphLimits.maxElementCount else { throw invalid("\(name) \(shape) is not a valid shape") }
       count = next
     }
     return count

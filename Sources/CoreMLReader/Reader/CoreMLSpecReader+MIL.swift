@@ -2,6 +2,7 @@ import CoreMLCommon
 import CProtobufC
 import CoreMLSpec
 import Foundation
+import ModelIR
 
 typealias MILProgramMessage = CoreML__Specification__MILSpec__Program
 typealias MILValueTypeMessage = CoreML__Specification__MILSpec__ValueType
@@ -19,8 +20,9 @@ struct MILProgramDecoder {
   /// The operation being decoded, for error messages.
   private var context = "program"
 
-  /// The most elements one value may declare (2^28, 1 GiB of float32).
-  static let maximumElements = 1 << 28
+  /// The most elements one value may declare: the most weights a model may hold (2^29, 2 GiB of float32),
+  /// so any weight a writer emits can be read back.
+  static let maximumElements = GraphLimits.maxWeightCount
 
   init(path: String, weightsURL: URL?) {
     self.path = path
@@ -123,7 +125,7 @@ struct MILProgramDecoder {
         switch dimension.dimension_case {
         case CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_CONSTANT:
           let size = dimension.constant?.pointee.size ?? 0
-          guard size <= UInt64(Self.maximumElements) else { throw fail(field, "dimension \(size) is too large") }
+          guard size <= UInt64(GraphLimits.maxSize) else { throw fail(field, "dimension \(size) is more than \(GraphLimits.maxSize)") }
           return Int(size)
         case CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_UNKNOWN: return -1
         default: throw fail(field, "a dimension that is neither constant nor unknown")

@@ -14,7 +14,7 @@ struct LayerConfigReader {
 
   /// The largest size, stride, count or padding a config may give: any larger value cannot fit a tensor
   /// within `GraphLimits.maxElementCount`.
-  static let maxConfigInteger = GraphLimits.maxElementCount
+  static let maxConfigInteger = GraphLimits.maxSize
 
   /// The one input of a single-input layer call.
   func single(_ inputs: [ValueID]) throws -> ValueID {

@@ -1,4 +1,5 @@
 import Foundation
+import ModelIR
 
 /// Everything the converter needs from a Keras model file: the config text, the versions, and every
 /// weight. `KerasModelFile` is built from one; the isolated reader (`KerasReaderIsolation`) makes one in
@@ -9,7 +10,7 @@ import Foundation
 /// their final arrays, once, after checking the file is the one libhdf5 read (`fileIdentity`).
 public struct KerasModelSnapshot: Sendable, Equatable {
   /// At most 2^29 weight values (2 GiB of float32) in one model.
-  public static let maximumWeightElements = 1 << 29
+  public static let maximumWeightElements = GraphLimits.maxWeightCount
 
   /// The file the weights came from.
   public var path: String
