@@ -92,6 +92,15 @@ Models (`<dialect>/<name>.h5`):
     lstm_hard_sigmoid      Keras 3 only: Input((5, 3)) -> Bidirectional(LSTM(3, return_sequences,
                            recurrent_activation=hard_sigmoid), concat) -> LSTM(2, recurrent_activation=hard_sigmoid)
 
+    recurrent_<act>        one per act in exponential, hard_silu (Keras 3 only), gelu, selu, softsign, softplus, elu,
+                           relu6 (Keras 3 only): Input((4, 3)) -> LSTM(3, recurrent_activation=act),
+                           LSTM(3, recurrent_activation=act, activation=act, go_backwards), GRU(3, recurrent_activation=act,
+                           go_backwards, return_sequences), GRU(2, act, act, reset_after=False), SimpleRNN(3, act,
+                           go_backwards), Bidirectional(LSTM(2, recurrent_activation=act, return_sequences)),
+                           Bidirectional(GRU(2, recurrent_activation=act), sum) -> one concatenated vector;
+                           weights x 0.4 after randomization (an exp gate would otherwise overflow float32);
+                           exponential is the gate activation only in LSTM/GRU (exp of the state overflows)
+
 A model whose layer or option does not exist in a dialect is skipped and listed in the manifest's `skipped`.
 
 Keras 1 (`--keras1`, tf.keras 2.15 venv): `<out>/keras1/<name>.json` + `<name>.h5` for the five models below:
@@ -714,6 +723,43 @@ def b_lstm_hard_sigmoid():
         "Keras 3 hard_sigmoid is relu6(x+3)/6 (slope 1/6, offset 0.5)", bidi_note()]}
 
 
+# Keras activations as the activations of recurrent layers (issue: each is written exactly, unrolled where
+# Core ML's fused recurrent layers cannot compute it, or refused by name). One model per activation.
+RECURRENT_ACTIVATIONS = ["exponential", "hard_silu", "gelu", "selu", "softsign", "softplus", "elu", "relu6"]
+
+
+def recurrent_activation_builder(act):
+    def build():
+        try:
+            K().activations.get(act)
+        except (ValueError, TypeError) as error:
+            raise Skip(f"activation {act!r} does not exist in Keras {mf.KERAS_VERSION}: {error}")
+        l = L()
+        i = K().Input((4, 3), name="input")
+        a = l.LSTM(3, recurrent_activation=act, name="lstm_forward")(i)
+        # exp as the output activation of an LSTM or GRU compounds over the steps (exp of a growing cell
+        # state) and overflows float32 within four steps; there it is the gate activation only.
+        out = "tanh" if act == "exponential" else act
+        b = l.LSTM(3, recurrent_activation=act, activation=out, go_backwards=True, name="lstm_backward")(i)
+        c = l.GRU(3, recurrent_activation=act, go_backwards=True, return_sequences=True, name="gru_backward_seq")(i)
+        d = l.GRU(2, recurrent_activation=act, activation=out, reset_after=False, name="gru_reset_before")(i)
+        e = l.SimpleRNN(3, activation=act, go_backwards=True, name="rnn_backward")(i)
+        f = l.Bidirectional(l.LSTM(2, recurrent_activation=act, return_sequences=True, name="lstm_bi"),
+                            merge_mode="concat", name="bidi_lstm")(i)
+        g = l.Bidirectional(l.GRU(2, recurrent_activation=act, name="gru_bi"), merge_mode="sum", name="bidi_gru")(i)
+        x = l.Concatenate(name="last_steps")([a, b, d, e, g])
+        sequences = l.Flatten(name="sequences")(l.Concatenate(name="sequence_steps")([c, f]))
+        x = l.Concatenate(name="all")([x, sequences])
+        return K().Model(i, x, name=f"recurrent_{act}"), {"notes": [
+            f"{act} as recurrent_activation (LSTM forward and go_backwards, GRU go_backwards with sequences, GRU "
+            f"reset_after=False, Bidirectional LSTM with sequences and GRU last step) and as the output activation "
+            f"(lstm_backward, gru_reset_before, SimpleRNN go_backwards)",
+            "weights scaled by 0.4 after the seeded randomization: unbounded gates (exp) keep the outputs moderate",
+            "for exponential, lstm_backward and gru_reset_before keep tanh as their output activation",
+            bidi_note()], "weight_scale": 0.4, "finite_outputs": True}
+    return build
+
+
 MODELS = [
     ("text_bilstm", b_text_bilstm),
     ("conv1d_gru", b_conv1d_gru),
@@ -756,7 +802,7 @@ MODELS = [
     ("custom_layer", b_custom_layer),
     ("gru_hard_sigmoid", b_gru_hard_sigmoid),
     ("lstm_hard_sigmoid", b_lstm_hard_sigmoid),
-]
+] + [(f"recurrent_{act}", recurrent_activation_builder(act)) for act in RECURRENT_ACTIVATIONS]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -910,8 +956,16 @@ def build_one(name, builder, folder):
     mf.reset()
     model, info = builder()
     mf.randomize_weights(model, name)
+    if info.get("weight_scale"):
+        # Gates such as exp(z) grow the state without bound: smaller weights keep the reference outputs finite
+        # and of moderate size, so they measure the activation, not float32 overflow.
+        for layer in mf.leaf_layers_with_weights(model):
+            layer.set_weights([w * info["weight_scale"] for w in layer.get_weights()])
     kinds = info.get("inputs") or ["normal"] * len(model.inputs)
     xs = make_inputs(model, name, kinds)
+    if info.get("finite_outputs"):
+        outputs = mf.predict(model, xs)
+        assert all(np.isfinite(o).all() and np.abs(o).max() < 1e4 for o in outputs), f"{name}: outputs overflow"
     if name == "masking_noop":
         assert not np.any(np.all(xs[0] == 0.0, axis=-1)), "masking_noop input has an all-zero timestep"
     path = os.path.join(folder, name + ".h5")

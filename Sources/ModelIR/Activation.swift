@@ -26,6 +26,9 @@ public enum Activation: Sendable, Equatable {
   case softsign
   /// `x * sigmoid(x)`.
   case swish
+  /// `x * clip(x / 6 + 1/2, 0, 1)`, that is `x * relu6(x + 3) / 6`: Keras 3's `hard_silu` (`hard_swish`),
+  /// ONNX's `HardSwish`.
+  case hardSwish
   /// Gaussian error linear unit, exact (erf) or with the tanh approximation.
   case gelu(approximate: Bool)
   /// `exp(x)`.

@@ -152,6 +152,7 @@ enum Kernels {
     case .softplus: return v.map { Float(log1p(exp(Double($0)))) }
     case .softsign: return v.map { $0 / (1 + abs($0)) }
     case .swish: return v.map { $0 / (1 + exp(-$0)) }
+    case .hardSwish: return v.map { $0 * Swift.min(Swift.max($0 + 3, 0), 6) / 6 }
     case .gelu(let approximate):
       if approximate {
         return v.map { x in 0.5 * x * (1 + Foundation.tanh(Float(0.7978845608028654) * (x + 0.044715 * x * x * x))) }

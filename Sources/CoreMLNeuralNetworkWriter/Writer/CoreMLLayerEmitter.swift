@@ -473,6 +473,10 @@ struct CoreMLLayerEmitter {
     case .swish:
       try emitActivation(.sigmoid, name: name + "__sigmoid__", input: input, output: name + "__sigmoid___output", shape: shape)
       try emitElementwise(.multiply, name: name, inputs: [input, name + "__sigmoid___output"], output: output)
+    case .hardSwish:
+      // x * sigmoidHard(x) with alpha 1/6, beta 1/2: the classic network has no hard swish layer.
+      try emitActivation(.hardSigmoid(slope: 1.0 / 6, offset: 0.5), name: name + "__gate__", input: input, output: name + "__gate___output", shape: shape)
+      try emitElementwise(.multiply, name: name, inputs: [input, name + "__gate___output"], output: output)
     case .gelu(let approximate):
       try emitGelu(approximate: approximate, name: name, input: input, output: output)
     case .exponential:

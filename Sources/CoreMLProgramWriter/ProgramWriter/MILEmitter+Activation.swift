@@ -76,6 +76,10 @@ extension MILEmitter {
     case .softplus: return try unary("softplus")
     case .softsign: return try unary("softsign")
     case .swish: return try unary("silu")
+    case .hardSwish:
+      // MIL has no hard swish: x * sigmoid_hard(x) with alpha 1/6, beta 1/2 (clip(x / 6 + 1/2, 0, 1)).
+      let gate = try op("sigmoid_hard", [("x", .tensor(x)), ("alpha", .scalar(1.0 / 6, dt)), ("beta", .scalar(0.5, dt))], temp("gate"), dt, x.shape)
+      return try op("mul", [("x", .tensor(x)), ("y", .tensor(gate))], final, dt, x.shape)
     case .gelu(let approximate): return try unary("gelu", [("mode", .string(approximate ? "TANH_APPROXIMATION" : "EXACT"))])
     case .exponential: return try unary("exp")
     case .erf: return try unary("erf")

@@ -68,6 +68,8 @@ extension KerasGraphImporter {
     // Keras 2 uses 0.2x + 0.5; Keras 3 uses relu6(x + 3) / 6.
     case "hard_sigmoid": return model.isKeras3 ? .hardSigmoid(slope: 1.0 / 6, offset: 0.5) : .hardSigmoid(slope: 0.2, offset: 0.5)
     case "swish", "silu": return .swish
+    // Keras 3 only: x * relu6(x + 3) / 6, serialized under either name.
+    case "hard_silu", "hard_swish": return .hardSwish
     // The serialized name carries no `approximate` flag: both Keras 2 and 3 default to the exact (erf) form.
     case "gelu": return .gelu(approximate: false)
     case "exponential": return .exponential

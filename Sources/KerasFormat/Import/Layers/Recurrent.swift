@@ -56,9 +56,9 @@ extension KerasGraphImporter {
     }
     let gateName = layer.className == "SimpleRNN" ? "sigmoid" : try reader.activationName("recurrent_activation")
     let outputName = try reader.activationName()
-    guard let outputActivation = activation(named: outputName), let gateActivation = activation(named: gateName) else {
-      throw reader.fail("activation '\(outputName)' or '\(gateName)' is not supported")
-    }
+    // Any activation the IR has is written exactly (unrolled where Core ML's recurrent layers cannot compute it).
+    guard let outputActivation = activation(named: outputName) else { throw reader.fail("activation '\(outputName)' is not supported") }
+    guard let gateActivation = activation(named: gateName) else { throw reader.fail("recurrent_activation '\(gateName)' is not supported") }
     return Recurrent(
       cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation,
       forward: .init(kernel: try weight("kernel", [s[1], width]), recurrentKernel: try weight("recurrent_kernel", [units, width]), bias: bias),

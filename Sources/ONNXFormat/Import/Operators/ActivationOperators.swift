@@ -47,9 +47,7 @@ extension ONNXNodeContext {
 
   /// `x * max(0, min(1, x / 6 + 1/2))`.
   mutating func hardSwish() throws {
-    let x = try tensor(0)
-    let gate = try add(.activation(.hardSigmoid(slope: 1 / 6, offset: 0.5)), [x], suffix: "__gate")
-    define(try add(.elementwise(.multiply), [x, gate]))
+    try activation(.hardSwish)
   }
 
   /// Bounds from attributes (before opset 11) or constant inputs; a missing bound is none.
