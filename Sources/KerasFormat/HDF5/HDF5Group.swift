@@ -173,11 +173,14 @@ public struct HDF5Group: @unchecked Sendable {
       let type = H5Aget_type(attribute)
       guard type >= 0 else { throw unreadable(name, "unreadable datatype") }
       defer { H5Tclose(type) }
-      guard H5Tget_class(type) == H5T_STRING else { throw unreadable(name, "not a string attribute") }
       let space = H5Aget_space(attribute)
       guard space >= 0 else { throw unreadable(name, "unreadable dataspace") }
       defer { H5Sclose(space) }
       let points = H5Sget_simple_extent_npoints(space)
+      // An empty list is stored without a string type (h5py writes `weight_names` of a layer without
+      // weights as an empty float64 array).
+      if H5Tget_class(type) != H5T_STRING && points == 0 { return [] }
+      guard H5Tget_class(type) == H5T_STRING else { throw unreadable(name, "not a string attribute") }
       guard points >= 0, points <= HDF5Limits.maximumAttributeStrings else {
         throw unreadable(name, "claims \(points) strings (limit \(HDF5Limits.maximumAttributeStrings))")
       }
@@ -189,7 +192,11 @@ public struct HDF5Group: @unchecked Sendable {
         H5Tset_size(memoryType, chdf5_variable())
         H5Tset_cset(memoryType, H5Tget_cset(type))
         var pointers = [UnsafeMutablePointer<CChar>?](repeating: nil, count: count)
-        guard H5Aread(attribute, memoryType, &pointers) >= 0 else { throw unreadable(name, "read failed") }
+        // libhdf5 allocates each string at the length the file declares before reading it: a corrupt
+        // length fails here once it is past the reader's address-space allowance.
+        guard H5Aread(attribute, memoryType, &pointers) >= 0 else {
+          throw unreadable(name, "libhdf5 could not read its variable-length strings (a corrupt length, or more memory than the reader may use)")
+        }
         defer { for pointer in pointers { H5free_memory(pointer) } }
         return pointers.map { $0.map { String(cString: $0) } ?? "" }
       }

@@ -22,11 +22,12 @@ public struct KerasReaderIsolation: Sendable, Equatable {
   public var timeout: Double
   /// CPU seconds the child may use (RLIMIT_CPU).
   public var cpuSeconds: Int
-  /// Address space of the child in bytes (RLIMIT_AS).
+  /// The most address space the child may map beyond what it has mapped when it starts, in bytes
+  /// (RLIMIT_AS); each read gets `memoryAllowance(fileBytes:)` within it.
   public var memoryBytes: UInt64
 
   /// Defaults: at most 120 s wall clock and 120 s CPU (each read gets 10 s plus 1 s per 10 MB of file
-  /// within them), 8 GiB address space (the weights alone may be 2 GiB).
+  /// within them), 8 GiB of address space (the weights alone may be 2 GiB), each read `memoryAllowance`.
   public init(executable: String, timeout: Double = 120, cpuSeconds: Int = 120, memoryBytes: UInt64 = 8 << 30) {
     self.executable = executable
     self.timeout = timeout
@@ -78,11 +79,32 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     let budget = Self.baseSeconds + Double(bytes / 10_000_000)
     limits.timeout = min(timeout, budget)
     limits.cpuSeconds = min(cpuSeconds, Int(budget.rounded(.up)))
+    limits.memoryBytes = min(memoryBytes, Self.memoryAllowance(fileBytes: bytes))
     return try limits.readWithinLimits(request)
   }
 
   /// The reading budget of an empty file, in seconds.
   public static let baseSeconds: Double = 10
+
+  /// The address space a read of a file of `fileBytes` may add to the child: 256 MiB plus 16 times the
+  /// file's size. A healthy read needs the config (at most 64 MiB, a few times over as parsed JSON), the
+  /// attributes and the weights libhdf5 cannot locate in the file (compressed ones, at most their
+  /// decompressed size); a corrupt file can declare anything, and libhdf5 allocates what a variable-length
+  /// string's length field says before reading it (one flipped bit made a weight name 268 MB, two copies
+  /// of it held at once). Beyond the allowance an allocation fails and the read fails cleanly, naming the
+  /// file. A model whose compressed weights expand to more than the allowance cannot be read.
+  public static func memoryAllowance(fileBytes: Int) -> UInt64 {
+    let (scaled, overflow) = UInt64(max(0, fileBytes)).multipliedReportingOverflow(by: 16)
+    return overflow ? UInt64.max : (256 << 20) + min(scaled, UInt64.max - (256 << 20))
+  }
+
+  /// The address space this process has mapped (`/proc/self/statm`'s first field), or nil.
+  static func mappedBytes() -> UInt64? {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+      let pages = text.split(separator: " ").first.flatMap({ UInt64($0) })
+    else { return nil }
+    return pages * UInt64(sysconf(Int32(_SC_PAGESIZE)))
+  }
 
   func readWithinLimits(_ request: Request) throws -> KerasModelSnapshot {
     let directory = try KerasArchive.TemporaryDirectory()
@@ -169,7 +191,9 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     else { return 64 }
     var limit = rlimit(rlim_cur: rlim_t(cpu), rlim_max: rlim_t(cpu + 1))
     setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &limit)
-    limit = rlimit(rlim_cur: rlim_t(memory), rlim_max: rlim_t(memory))
+    // The allowance comes on top of what the executable and its libraries have mapped already.
+    let (cap, overflow) = memory.addingReportingOverflow(mappedBytes() ?? 0)
+    limit = rlimit(rlim_cur: rlim_t(overflow ? UInt64.max : cap), rlim_max: rlim_t(overflow ? UInt64.max : cap))
     setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &limit)
     limit = rlimit(rlim_cur: 0, rlim_max: 0)
     setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit)

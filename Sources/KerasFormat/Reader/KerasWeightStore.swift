@@ -44,14 +44,20 @@ struct KerasWeightStore: Sendable, Equatable {
   /// values in all; a dataset libhdf5 cannot read is kept as `.unreadable` and reported if a layer uses it.
   /// With `locatingContiguous`, a dataset stored as one plain float32 run is kept `.located` (not read).
   static func read(root: HDF5Group, path: String, locatingContiguous: Bool = false) throws -> KerasWeightStore {
-    let layerNames = (try? root.stringArrayAttribute("layer_names")) ?? nil
+    // An attribute that exists but cannot be read is an error, not an empty list: read as empty, a layer
+    // whose `weight_names` libhdf5 refused (a corrupt string length beyond the reader's memory) was
+    // reported as missing its weights.
+    func strings(_ group: HDF5Group, _ name: String) throws -> [String]? {
+      do { return try group.stringArrayAttribute(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+    }
+    let layerNames = try strings(root, "layer_names")
     var weightNames: [String: [String]] = [:]
     var datasets: [String: [String: KerasStoredWeight]] = [:]
     var total = 0
     for layer in layerNames ?? [] where datasets[layer] == nil {
       if let link = root.foreignLink(layer) { throw KerasReaderError.externalLink(path: path, object: link) }
       guard let group = root.group(layer) else { continue }
-      let names = (try? group.stringArrayAttribute("weight_names")) ?? []
+      let names = try strings(group, "weight_names") ?? []
       var stored: [String: KerasStoredWeight] = [:]
       for name in names where stored[name] == nil {
         if let link = group.foreignLink(name) { throw KerasReaderError.externalLink(path: path, object: link) }
