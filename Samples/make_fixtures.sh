@@ -40,5 +40,9 @@ rm -rf "$OUT" "$HERE/Digits" "$HERE/DigitsMobile"
 "$PY3"   "$HERE/make_layer_fixtures.py" --dialect keras3     --out "$OUT/layers"
 "$PY215" "$HERE/make_layer_fixtures.py" --keras1             --out "$OUT/layers"
 "$PY215" "$HERE/make_coreml_golden.py" --fixtures "$OUT" --digits "$HERE/Digits" --out "$OUT/coremltools"  # after the above
+# the hostile sample SelfConsistencyTests reads back: seeded cases convert accepts in both formats (needs a release build)
+(cd "$HERE/.." && swift build -c release --product modelconv >/dev/null)
+"$PY215" "$HERE/make_hostile_corpus.py" --out "$OUT/hostile" --count 400 --seed 2323 --keep-accepted 24 \
+  --modelconv "$HERE/../.build/release/modelconv" --max-bytes 40000
 
 du -sh "$HERE/Fixtures" "$HERE/Digits" "$HERE/DigitsMobile"

@@ -12,7 +12,17 @@ copy of a fixture and gets one or two mutations:
   declared shape that is never written (a chunked dataset of 2^20 x 2^20 that costs a few KB on disk),
   a dataset turned into a group or removed, weight_names pointing elsewhere;
 - bytes: single bit flips at random offsets, truncation at a random length, a run of zeroed bytes.
-Scripts/run-hostile-corpus.sh then runs `modelconv convert` over the corpus.
+Scripts/run-hostile-corpus.sh then runs `modelconv convert` over the corpus, and `verify` over every case it
+accepts, in both formats.
+
+With `--keep-accepted N --modelconv PATH`, only the first N cases that `modelconv convert` accepts in both
+formats (.mlmodel and .mlpackage) are kept, and their manifest: the committed sample the test suite's
+SelfConsistencyTests reads back and verifies (Samples/Fixtures/hostile, made by
+
+    python Samples/make_hostile_corpus.py --out Samples/Fixtures/hostile --count 400 --seed 2323 \
+        --keep-accepted 24 --modelconv .build/release/modelconv --max-bytes 40000
+
+with the tfkeras215 venv: cases of at most --max-bytes bytes, so the sample stays small).
 """
 
 import argparse
@@ -20,7 +30,9 @@ import json
 import os
 import random
 import shutil
+import subprocess
 import sys
+import tempfile
 
 import h5py
 import numpy as np
@@ -164,12 +176,28 @@ def mutate_bytes(path, rng):
     return f"bytes {kind}"
 
 
+def accepted(modelconv, path):
+    """Whether `modelconv convert` writes the case in both formats (exit 0)."""
+    with tempfile.TemporaryDirectory() as work:
+        for suffix in (".mlmodel", ".mlpackage"):
+            run = subprocess.run([modelconv, "convert", path, "-o", os.path.join(work, "model" + suffix)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+            if run.returncode != 0:
+                return False
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--keep-accepted", type=int, default=0, help="keep only the first N cases convert accepts in both formats")
+    ap.add_argument("--modelconv", help="the modelconv binary for --keep-accepted")
+    ap.add_argument("--max-bytes", type=int, default=0, help="with --keep-accepted: skip cases larger than this")
     args = ap.parse_args()
+    if args.keep_accepted and not args.modelconv:
+        ap.error("--keep-accepted needs --modelconv")
     rng = random.Random(args.seed)
     os.makedirs(args.out, exist_ok=True)
     manifest = []
@@ -187,6 +215,16 @@ def main():
             except Exception as error:  # a file already broken by bytes may not open in h5py: keep it as it is
                 steps.append(f"{mutate.__name__} skipped: {type(error).__name__}")
         manifest.append({"file": os.path.basename(target), "base": base, "mutations": steps})
+    if args.keep_accepted:
+        kept = []
+        for entry in manifest:
+            path = os.path.join(args.out, entry["file"])
+            if len(kept) < args.keep_accepted and (not args.max_bytes or os.path.getsize(path) <= args.max_bytes) and accepted(args.modelconv, path):
+                kept.append(entry)
+            else:
+                os.remove(path)
+        manifest = kept
+        args.count = len(kept)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     print(f"wrote {args.count} files to {args.out}")
