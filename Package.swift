@@ -87,7 +87,7 @@ let package = Package(
       path: "Sources/RuntimeBench"),
     // Tests: one target per module (`swift test --filter KerasFormatTests` runs one), the end-to-end CLI
     // tests in modelconvTests, and what they share (fixture paths, reference files, running modelconv).
-    .target(name: "TestSupport", dependencies: ["KerasFormat", "CoreMLFormat"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["KerasFormat", "CoreMLFormat", "CHDF5"], path: "Tests/TestSupport"),
     .testTarget(name: "ModelIRTests", dependencies: testDependencies),
     .testTarget(name: "ModelFormatsTests", dependencies: testDependencies),
     .testTarget(name: "KerasFormatTests", dependencies: testDependencies),

@@ -14,66 +14,12 @@ import Testing
 @Suite struct HostileKerasTests {
   // MARK: Helpers
 
-  /// A copy of a fixture in a fresh temporary directory.
-  static func copy(_ relative: String) throws -> URL {
-    let directory = try Fixtures.temporaryDirectory()
-    let url = directory.appendingPathComponent((relative as NSString).lastPathComponent)
-    try FileManager.default.copyItem(at: Fixtures.url(relative), to: url)
-    return url
-  }
-
-  static func modelConfig(_ url: URL) throws -> String {
-    let file = try HDF5File(path: url.path)
-    return try #require(try file.root.stringAttribute("model_config"))
-  }
-
-  /// Opens a copied file for writing (H5F_ACC_RDWR is 1; the macro does not import into Swift). Inside
-  /// `HDF5Lock`, like every other use of libhdf5: Debian's build is not thread-safe and tests run in parallel.
-  ///
-  /// libhdf5 opens files without O_CLOEXEC and flocks them: a reader child another test spawns in the same
-  /// instant holds a copy of a descriptor until its closefrom runs (microseconds), and a write lock taken
-  /// then fails. So the open is retried for up to a second (seen once in a parallel run of every suite).
-  static func withWritableFile<T>(_ url: URL, _ body: (hid_t) throws -> T) throws -> T {
-    try HDF5Lock.run {
-      var file = H5Fopen(url.path, 1, chdf5_p_default())
-      for _ in 0..<100 where file < 0 {
-        usleep(10_000)
-        file = H5Fopen(url.path, 1, chdf5_p_default())
-      }
-      try #require(file >= 0)
-      defer { H5Fclose(file) }
-      return try body(file)
-    }
-  }
-
-  /// Replaces the root `model_config` attribute with this text (a fixed-length string, as h5py writes it).
-  static func setModelConfig(_ url: URL, _ text: String) throws {
-    try withWritableFile(url) { file in
-      #expect(H5Adelete(file, "model_config") >= 0)
-      let bytes = Array(text.utf8)
-      let type = H5Tcopy(chdf5_c_s1())
-      defer { H5Tclose(type) }
-      H5Tset_size(type, bytes.count)
-      let space = H5Screate(H5S_SCALAR)
-      defer { H5Sclose(space) }
-      let attribute = H5Acreate2(file, "model_config", type, space, chdf5_p_default(), chdf5_p_default())
-      try #require(attribute >= 0)
-      defer { H5Aclose(attribute) }
-      #expect(H5Awrite(attribute, type, bytes) >= 0)
-    }
-  }
-
-  /// A copy of a fixture whose config has `old` replaced by `new` (each must occur).
-  static func edited(_ relative: String, _ replacements: [(String, String)]) throws -> URL {
-    let url = try copy(relative)
-    var text = try modelConfig(url)
-    for (old, new) in replacements {
-      try #require(text.contains(old), "\(relative) config has no \(old)")
-      text = text.replacingOccurrences(of: old, with: new)
-    }
-    try setModelConfig(url, text)
-    return url
-  }
+  // The editing helpers are shared (`KerasFileEditing`); these names keep the tests short.
+  static func copy(_ relative: String) throws -> URL { try KerasFileEditing.copy(relative) }
+  static func modelConfig(_ url: URL) throws -> String { try KerasFileEditing.modelConfig(url) }
+  static func withWritableFile<T>(_ url: URL, _ body: (hid_t) throws -> T) throws -> T { try KerasFileEditing.withWritableFile(url, body) }
+  static func setModelConfig(_ url: URL, _ text: String) throws { try KerasFileEditing.setModelConfig(url, text) }
+  static func edited(_ relative: String, _ replacements: [(String, String)]) throws -> URL { try KerasFileEditing.edited(relative, replacements) }
 
   /// Overwrites the values of an existing float32 dataset.
   static func overwrite(_ url: URL, dataset path: String, with values: [Float]) throws {

@@ -18,6 +18,18 @@ public struct ConvertedModel: Sendable {
   /// The Keras version that wrote the source file, when recorded.
   public let sourceKerasVersion: String?
 
+  /// Layers whose values leave float16's range in an ML Program (`Float16Range`), with what was done:
+  /// the program computes in float32 (the default for such a model), or, when float16 was asked for,
+  /// a warning that it may overflow. Empty for a neural network or a model without such layers.
+  public var precisionNotes: [String] {
+    guard format == .mlProgram else { return [] }
+    let reasons = Float16Range.float32Reasons(in: graph)
+    switch writerOptions.precision {
+    case .float32: return reasons.map { "\($0): the ML Program computes in float32" }
+    case .float16: return reasons.map { "\($0): float16 was asked for and may overflow to infinity" }
+    }
+  }
+
   /// What looks wrong about each image input's preprocessing for this model, by input name (see
   /// `ParityReport.preprocessing`): no scale at all, a network input far beyond the pixel range, or a
   /// first BatchNormalization seeing statistics an order of magnitude away from its training ones.

@@ -39,7 +39,12 @@ public enum Converter {
 
   /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
   /// verifies the result reads the source once.
-  public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
+  public static func convert(_ source: ImportedSource, options given: ConversionOptions) throws -> ConvertedModel {
+    // An ML Program whose values leave float16's range computes in float32 unless a precision was given.
+    var options = given
+    if options.precision == nil && options.format == .mlProgram && !Float16Range.float32Reasons(in: source.graph).isEmpty {
+      options.precision = .float32
+    }
     // Image inputs: the ones named in the options with their preprocessing, else the source's own.
     // (A name given twice is one image input.)
     let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })

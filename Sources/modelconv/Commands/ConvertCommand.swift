@@ -106,6 +106,7 @@ enum ConvertCommand: Subcommand {
       try write(model, to: output)
       print(model.summary, output: output, json: json, warnings: model.preprocessingWarnings)
       warn(model.preprocessingWarnings)
+      for note in model.precisionNotes { Console.warning(note) }
       return .success
     }
 
@@ -130,6 +131,7 @@ enum ConvertCommand: Subcommand {
       VerifyCommand.print(report, json: false)
     }
     warn(model.preprocessingWarnings)
+    for note in model.precisionNotes { Console.warning(note) }
     return report.passed ? .success : .failure
   }
 
