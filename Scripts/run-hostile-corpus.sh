@@ -6,7 +6,8 @@
 # (README, Limits: 320 MiB + 16 x the file's size: the reader child's 256 MiB + 16 x allowance and the parent's own) is over-memory. Every case convert accepts is then read
 # back and verified (`modelconv verify SOURCE CONVERTED`) in both formats (.mlmodel and .mlpackage): a
 # verify that refuses our own file (exit 65 or 66) is a self-rejection, a parity failure (exit 1) a
-# parity failure. Prints a summary and the cases that failed; exits 1 when any did.
+# parity failure, a verify above the same bound over both files' sizes over-memory. Each case's line
+# carries its highest peak as a fraction of its bound, and the summary the highest of all. Prints a summary and the cases that failed; exits 1 when any did.
 #
 #   [MODELCONV=path] Scripts/run-hostile-corpus.sh /tmp/hostile [seconds per case (20)] [memory limit in MiB (4096)]
 set -uo pipefail
@@ -34,7 +35,7 @@ limited() {
 
 run_case() {
   local file="$1" name; name="$(basename "$1")"
-  local verdict=ok detail="" formats=""
+  local verdict=ok detail="" formats="" worst=0
   local bound_kib=$(( 320 * 1024 + 16 * $(stat -c %s "$file") / 1024 ))
   for format in mlmodel mlpackage; do
     local out="$work/$name.$format"
@@ -47,13 +48,19 @@ run_case() {
     if [ "$status" -ne 0 ] && [ -e "$out" ]; then verdict=partial-output; fi
     if [ "$status" -ne 0 ] && ! [ -s "$out.err" ] && [ $verdict = ok ]; then verdict=silent-failure; fi
     if [ -n "$peak" ] && [ "$peak" -gt "$bound_kib" ] && [ $verdict = ok ]; then verdict=over-memory; detail="convert peak ${peak} KiB > ${bound_kib} KiB"; fi
+    [ -n "$peak" ] && [ $((peak * 1000 / bound_kib)) -gt "$worst" ] && worst=$((peak * 1000 / bound_kib))
     formats="$formats $format:$status"
     if [ "$status" -eq 0 ] && [ $verdict = ok ]; then
       read -r vstatus vpeak < <(limited "$out.vrss" "$out.vout" "$out.verr" "$binary" verify "$file" "$out" --samples 2)
       formats="$formats/verify:$vstatus"
+      # verify reads the source and the converted file: the same bound over both sizes.
+      local vbound_kib=$(( bound_kib + 16 * $(du -sb "$out" | cut -f1) / 1024 ))
+      if [ -n "$vpeak" ] && [ "$vpeak" -gt "$vbound_kib" ] && [ "$vstatus" -eq 0 ]; then vstatus=over-memory; fi
+      [ -n "$vpeak" ] && [ $((vpeak * 1000 / vbound_kib)) -gt "$worst" ] && worst=$((vpeak * 1000 / vbound_kib))
       case $vstatus in
         0) ;;
         1) verdict=parity-failure; detail="$format: $(grep -m1 -i "fail\|differ" "$out.vout" "$out.verr" | head -c 300)" ;;
+        over-memory) verdict=over-memory; detail="$format verify peak ${vpeak} KiB > ${vbound_kib} KiB" ;;
         65|66) verdict=self-rejection; detail="$format: $(head -c 300 "$out.verr")" ;;
         137) verdict=hang-or-killed; detail="$format verify" ;;
         *) verdict=crash; detail="$format verify exit $vstatus" ;;
@@ -62,7 +69,7 @@ run_case() {
     rm -rf "$out" "$out".*
     [ $verdict = ok ] || break
   done
-  echo "$verdict $name$formats ${detail//$'\n'/ }"
+  echo "$verdict $name$formats peak/bound=$(printf %d.%03d $((worst / 1000)) $((worst % 1000))) ${detail//$'\n'/ }"
 }
 export -f run_case limited
 export binary work seconds mebibytes
@@ -72,6 +79,7 @@ echo "cases: $(wc -l < "$work/results.txt")"
 echo "verdicts:"; awk '{print "  " $1}' "$work/results.txt" | sort | uniq -c
 echo "converted and verified (.mlmodel): $(grep -c 'mlmodel:0/verify:0' "$work/results.txt")"
 echo "converted and verified (.mlpackage): $(grep -c 'mlpackage:0/verify:0' "$work/results.txt")"
+echo "highest peak memory against its bound (convert and verify): $(grep -o 'peak/bound=[0-9.]*' "$work/results.txt" | sort -t= -k2 -n | tail -n 1 | cut -d= -f2)"
 failures=$(grep -v "^ok " "$work/results.txt" || true)
 if [ -n "$failures" ]; then
   echo "FAILED cases:"; echo "$failures"
