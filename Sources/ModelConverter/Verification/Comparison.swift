@@ -413,11 +413,12 @@ struct Comparison {
     return substitutes
   }
 
-  /// Runs random samples `threads` at a time and accumulates them in order.
-  mutating func compareRandom(_ inputs: [(source: [Tensor], converted: [Tensor])], threads: Int) throws {
-    let width = max(1, min(threads, inputs.count))
-    for start in stride(from: 0, to: inputs.count, by: width) {
-      let chunk = Array(inputs[start..<min(start + width, inputs.count)])
+  /// Runs `count` samples `threads` at a time and accumulates them in order; `draw` makes each sample's
+  /// inputs, in sample order, just before its group runs (so only the running samples' inputs are held).
+  mutating func compareRandom(count: Int, threads: Int, draw: (Comparison) -> ([Tensor], [Tensor])) throws {
+    let width = max(1, min(threads, count))
+    for start in stride(from: 0, to: count, by: width) {
+      let chunk = (start..<min(start + width, count)).map { _ in draw(self) }.map { (source: $0.0, converted: $0.1) }
       let box = SlotBox<SampleRun>(count: chunk.count)
       let this = self
       DispatchQueue.concurrentPerform(iterations: chunk.count) { index in

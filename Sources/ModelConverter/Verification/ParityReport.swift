@@ -89,5 +89,7 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var violations: [SpecificationViolation]
   public var classifier: ClassifierParity?
   public var timing: Timing
+  /// The tensors one sample held at most, planned from the shapes, and the samples run at once.
+  public var memory: VerificationMemory
   public var passed: Bool
 }

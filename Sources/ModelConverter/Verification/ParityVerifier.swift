@@ -57,11 +57,13 @@ public enum ParityVerifier {
     let notRunnable = (Interpreter.unsupportedOperations(in: source) + Interpreter.unsupportedOperations(in: converted.graph)).filter { seen.insert($0).inserted }
     guard notRunnable.isEmpty else { throw VerificationError.notRunnable(notRunnable) }
     var comparison = try Comparison(source: source, converted: converted, options: options)
-    var generator = SplitMix64(seed: options.seed)
-    // The inputs are drawn in order first, so the report is the same however many run at once.
-    let inputs = (0..<options.samples).map { _ in comparison.randomInputs(&generator) }
     let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
-    try comparison.compareRandom(inputs.map { (source: $0.0, converted: $0.1) }, threads: threads)
+    let memory = try VerificationMemory.plan(
+      source: source, converted: converted.graph, comparesLayersLocally: comparison.comparesLayersLocally, samples: max(options.samples, 1),
+      threads: threads, limit: options.memoryLimit ?? VerificationMemory.defaultLimit)
+    // The inputs are drawn in sample order, so the report is the same however many run at once.
+    var generator = SplitMix64(seed: options.seed)
+    try comparison.compareRandom(count: options.samples, threads: memory.samplesAtOnce) { $0.randomInputs(&generator) }
     var expectedLabels = options.expectedLabels
     if let reference = options.reference {
       let file = try ReferenceFile(url: reference)
@@ -99,6 +101,7 @@ public enum ParityVerifier {
       layers: layers, layersFromSourceValues: comparison.comparesLayersLocally, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
       classifier: classifier,
       timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
+      memory: memory,
       passed: violations.isEmpty && outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))
   }
 }

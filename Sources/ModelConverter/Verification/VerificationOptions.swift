@@ -30,6 +30,10 @@ public struct VerificationOptions: Sendable, Equatable {
   /// Random samples run at once, each on its own core (0: every core). The statistics are accumulated
   /// in sample order, so the report does not depend on it.
   public var threads: Int = 0
+  /// The bytes of tensors verify may hold at once (`VerificationMemory`); nil: half of the memory this
+  /// process may have (`VerificationMemory.defaultLimit`). Fewer samples run at once when they do not
+  /// fit, and a model one sample of which does not fit is refused.
+  public var memoryLimit: Int?
   /// The rule the source model's own storage calls for (a Core ML source with float16 or quantized
   /// weights computes no closer than that); the looser of it and the converted model's rule applies.
   var sourceTolerance: VerificationTolerance?

@@ -1,0 +1,60 @@
+import Foundation
+import ModelConverter
+import TestSupport
+import Testing
+
+/// verify keeps every value of both models for one sample (the layer-by-layer comparison): it plans that
+/// memory from the declared shapes before running, runs as many samples at once as fit in its limit, and
+/// refuses a model one sample of which does not fit (a hostile campaign's 30 KB file declaring an input
+/// of 1 000 000 x 10 x 3 used 3.5 GB).
+@Suite struct VerificationMemoryTests {
+  /// depthwise_separable (input 10 x 10 x 3) converted, with its input's height changed to `height`.
+  static func converted(height: Int) throws -> (source: URL, converted: URL) {
+    let source = try KerasFileEditing.edited(
+      "tfkeras215/depthwise_separable.h5", [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, \(height), 10, 3]")])
+    let output = source.deletingPathExtension().appendingPathExtension("mlmodel")
+    try Converter.convert(modelAt: source, options: ConversionOptions()).write(to: output)
+    return (source, output)
+  }
+
+  @Test func theSamplesRunAtOnceFitTheLimitAndTheReportDoesNotDependOnThem() throws {
+    let (source, converted) = try Self.converted(height: 10)
+    var options = VerificationOptions(samples: 4)
+    options.threads = 4
+    let wide = try ParityVerifier.verify(source: source, converted: converted, options: options)
+    #expect(wide.memory.samplesAtOnce == 4)
+    // Both graphs hold the input (10 x 10 x 3 float32) at least.
+    #expect(wide.memory.bytesPerSample >= 2 * 4 * 300)
+    // A limit of one sample's tensors: one at a time, the same statistics.
+    options.memoryLimit = wide.memory.bytesPerSample
+    let narrow = try ParityVerifier.verify(source: source, converted: converted, options: options)
+    #expect(narrow.memory.samplesAtOnce == 1)
+    #expect(narrow.outputs == wide.outputs)
+    #expect(narrow.layers == wide.layers)
+    #expect(narrow.passed && wide.passed)
+    // One byte less: refused before anything runs, with what it needs and what it may use.
+    options.memoryLimit = wide.memory.bytesPerSample - 1
+    #expect(throws: VerificationError.exceedsMemory(bytesPerSample: wide.memory.bytesPerSample, limit: wide.memory.bytesPerSample - 1)) {
+      try ParityVerifier.verify(source: source, converted: converted, options: options)
+    }
+  }
+
+  @Test func aLargeDeclaredInputIsPlannedFromItsShapeAndRefusedBeyondTheLimit() throws {
+    let (small, smallConverted) = try Self.converted(height: 10)
+    let (large, largeConverted) = try Self.converted(height: 100_000)
+    var options = VerificationOptions(samples: 1)
+    let plain = try ParityVerifier.verify(source: small, converted: smallConverted, options: options)
+    options.memoryLimit = 64 << 20
+    do {
+      _ = try ParityVerifier.verify(source: large, converted: largeConverted, options: options)
+      Issue.record("a model needing more than 64 MiB per sample was verified within 64 MiB")
+    } catch VerificationError.exceedsMemory(let bytes, let limit) {
+      #expect(limit == 64 << 20)
+      // The activations grow with the input's height (10 000 x); the weights do not.
+      #expect(bytes > 5_000 * plain.memory.bytesPerSample, "\(bytes) vs \(plain.memory.bytesPerSample)")
+      // Both graphs hold the 100 000 x 10 x 3 input.
+      #expect(bytes >= 2 * 4 * 3_000_000)
+      #expect("\(VerificationError.exceedsMemory(bytesPerSample: bytes, limit: limit))".contains("64.0 MiB"))
+    }
+  }
+}
