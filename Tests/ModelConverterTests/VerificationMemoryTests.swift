@@ -60,3 +60,33 @@ import Testing
     }
   }
 }
+
+/// predict and evaluate plan the same way: a model whose declared input makes one classification's
+/// tensors more than half of the memory the process may have is refused when it is loaded.
+@Suite struct PredictionMemoryTests {
+  @Test func aPhotoClassifierDeclaringAHugeInputIsRefusedWhenLoaded() throws {
+    // depthwise_separable with an input of 16 000 000 x 20 x 3 (near the largest axis a file may declare): each of
+    // its activations is 3.6 GiB or more, its tensors together several times this machine's memory.
+    let source = try KerasFileEditing.edited(
+      "tfkeras215/depthwise_separable.h5", [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, 16000000, 20, 3]")])
+    do {
+      _ = try ImageModel.load(contentsOf: source)
+      Issue.record("a model of 3.6 GiB activations loaded within \(RuntimeMemory.describe(RuntimeMemory.defaultLimit))")
+    } catch PredictionError.exceedsMemory(let path, let bytes, let limit) {
+      #expect(path == source.path)
+      #expect(limit == RuntimeMemory.defaultLimit && bytes > limit)
+      #expect(bytes >= 2 * 4 * 16_000_000 * 60)  // the input and the first activation at least
+    }
+    // One that fits but has millions of outputs is not a photo classifier (each score would get a label):
+    // 2000 x 2000 x 3 through its layers (depthwise same x2, depthwise 3 x 3 stride 2 valid: (2000 - 3) / 2 + 1
+    // = 999, separable same to 5 filters, separable 3 x 3 valid to 4) is 997 x 997 x 4 = 3 976 036 values.
+    let wide = try KerasFileEditing.edited(
+      "tfkeras215/depthwise_separable.h5", [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, 2000, 2000, 3]")])
+    #expect(throws: PredictionError.notAnImageModel(path: wide.path, detail: "its output has 3976036 values; a classifier's scores have at most 1048576")) {
+      try ImageModel.load(contentsOf: wide)
+    }
+    // The same model as declared (10 x 10 x 3) loads, a few KB of tensors per image.
+    let plain = try ImageModel.load(contentsOf: Fixtures.url("tfkeras215/depthwise_separable.h5"))
+    #expect(plain.bytesPerImage > 4 * 300 && plain.bytesPerImage < 1 << 20)
+  }
+}

@@ -103,7 +103,7 @@ public enum Evaluation {
     guard !items.isEmpty else {
       throw PredictionError.noImagesForModelLabels(folder: folder.url.path, folderLabels: folder.labels, modelLabels: model.labels)
     }
-    let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
+    let threads = threadsFitting(options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount, model, other)
     let start = ContinuousClock.now
     let results = classifyAll(items.map { folder.url.appendingPathComponent($0.path) }, model, other, options, threads: threads, progress: progress)
     let seconds = max((ContinuousClock.now - start).seconds, 1e-9)
@@ -162,7 +162,13 @@ public enum Evaluation {
 
   /// Each image's classification, or why it could not be read, in input order, on `threads` threads.
   public static func classify(_ urls: [URL], with model: ImageModel, cropAndScale: CropAndScale, threads: Int) -> [Result<Classification, ImageFileError>] {
-    classifyAll(urls, model, nil, EvaluationOptions(cropAndScale: cropAndScale), threads: threads, progress: nil).map { $0.map(\.0) }
+    classifyAll(urls, model, nil, EvaluationOptions(cropAndScale: cropAndScale), threads: threadsFitting(threads, model, nil), progress: nil).map { $0.map(\.0) }
+  }
+
+  /// At most `threads`, and no more images at once than their tensors fit in the memory the process may use.
+  static func threadsFitting(_ threads: Int, _ model: ImageModel, _ other: ImageModel?) -> Int {
+    let perImage = RuntimeMemory.saturating(model.bytesPerImage.addingReportingOverflow(other?.bytesPerImage ?? 0))
+    return max(1, min(threads, RuntimeMemory.defaultLimit / max(perImage, 1)))
   }
 
   /// Classifies every image on `threads` threads; results in input order.

@@ -34,6 +34,8 @@ public struct ImageModel: Sendable {
   let scoresOutput: Int
   /// The graph input's shape, `[H, W, C]`.
   let inputShape: [Int]
+  /// The tensors one classification holds at most (`RuntimeMemory`, from the declared shapes).
+  public let bytesPerImage: Int
   /// Whether the preprocessing comes from the options (a source format without image inputs, such as
   /// Keras) rather than from the model itself.
   public let takesPreprocessingOptions: Bool
@@ -72,11 +74,21 @@ public struct ImageModel: Sendable {
       biases: preprocessing.networkBiases(channels: shape[2]), channelScales: preprocessing.channelScales)
     let index = source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } } ?? 0
     let width = graph[graph.outputs[index]].type.elementCount
+    let bytes = RuntimeMemory.tensorBytes(in: graph).total
+    let limit = RuntimeMemory.defaultLimit
+    guard bytes <= limit else { throw PredictionError.exceedsMemory(path: path, bytesPerImage: bytes, limit: limit) }
+    // Each score gets a label (its index when none is given): a model of millions of outputs is not a classifier.
+    guard width <= maxClasses else {
+      throw PredictionError.notAnImageModel(path: path, detail: "its output has \(width) values; a classifier's scores have at most \(maxClasses)")
+    }
     let labels = try labels(options.labels?.descriptions ?? source.classifier?.labels.descriptions, count: width, path: path)
     return ImageModel(
       kind: source.modelKind, path: path, input: input, labels: labels, graph: graph, interpreter: Interpreter(graph: graph),
-      scoresOutput: index, inputShape: shape, takesPreprocessingOptions: !source.declaresImageInputs)
+      scoresOutput: index, inputShape: shape, bytesPerImage: bytes, takesPreprocessingOptions: !source.declaresImageInputs)
   }
+
+  /// The most classes a photo classifier may have (ImageNet-21k has 21 841).
+  public static let maxClasses = 1 << 20
 
   static func labels(_ given: [String]?, count: Int, path: String) throws -> [String] {
     guard let given else { return (0..<count).map(String.init) }
@@ -154,17 +166,21 @@ public enum PredictionError: Error, Equatable, CustomStringConvertible {
   case notALabelledFolder(path: String, detail: String)
   /// No subfolder is named after a label of the model (even ignoring case).
   case noImagesForModelLabels(folder: String, folderLabels: [String], modelLabels: [String])
+  /// One classification's tensors (every value of the model, from its declared shapes) exceed the memory the process may use.
+  case exceedsMemory(path: String, bytesPerImage: Int, limit: Int)
 
   public var description: String {
     switch self {
     case .notAnImageModel(let path, let detail): return "\(path): cannot classify photos: \(detail)"
     case .labelCountMismatch(let path, let labels, let outputs): return "\(path): \(labels) labels given for \(outputs) outputs"
     case .notALabelledFolder(let path, let detail): return "\(path) \(detail)"
+    case .exceedsMemory(let path, let bytes, let limit):
+      return "\(path): cannot classify photos: one image needs \(RuntimeMemory.describe(bytes)) of tensors (every value of the model, from its declared input shape), more than the \(RuntimeMemory.describe(limit)) that may be used (half of the memory this process may have)"
     case .noImagesForModelLabels(let folder, let folderLabels, let modelLabels):
       return "\(folder): no subfolder is named after a label of the model, so no image can be scored; folders: "
         + folderLabels.prefix(10).joined(separator: ", ") + (folderLabels.count > 10 ? ", ..." : "") + "; model labels: "
         + modelLabels.prefix(10).joined(separator: ", ") + (modelLabels.count > 10 ? ", ..." : "")
-        + " (name the folders after the labels, or give the labels with --labels in the model's output order)"
+        + " (name the folders after the labels, or give the labels in the model's output order)"
     }
   }
 }

@@ -60,7 +60,7 @@ public enum ParityVerifier {
     let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
     let memory = try VerificationMemory.plan(
       source: source, converted: converted.graph, comparesLayersLocally: comparison.comparesLayersLocally, samples: max(options.samples, 1),
-      threads: threads, limit: options.memoryLimit ?? VerificationMemory.defaultLimit)
+      threads: threads, limit: options.memoryLimit ?? RuntimeMemory.defaultLimit)
     // The inputs are drawn in sample order, so the report is the same however many run at once.
     var generator = SplitMix64(seed: options.seed)
     try comparison.compareRandom(count: options.samples, threads: memory.samplesAtOnce) { $0.randomInputs(&generator) }

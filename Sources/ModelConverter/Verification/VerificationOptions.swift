@@ -31,7 +31,7 @@ public struct VerificationOptions: Sendable, Equatable {
   /// in sample order, so the report does not depend on it.
   public var threads: Int = 0
   /// The bytes of tensors verify may hold at once (`VerificationMemory`); nil: half of the memory this
-  /// process may have (`VerificationMemory.defaultLimit`). Fewer samples run at once when they do not
+  /// process may have (`RuntimeMemory.defaultLimit`). Fewer samples run at once when they do not
   /// fit, and a model one sample of which does not fit is refused.
   public var memoryLimit: Int?
   /// The rule the source model's own storage calls for (a Core ML source with float16 or quantized
