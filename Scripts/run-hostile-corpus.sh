@@ -57,7 +57,8 @@ run_case() {
       # verify reads the source and the converted file (the same bound over both sizes) and holds the
       # tensors it planned: its "memory:" line's bytes per sample x samples at once.
       local planned_kib
-      planned_kib=$(awk '/^  memory: at most/ { split("KiB 1 MiB 1024 GiB 1048576", u, " "); for (i = 1; i < 6; i += 2) if ($5 == u[i]) printf "%d", $4 * u[i + 1] * $10 }' "$out.vout")
+      planned_kib=$(sed -n 's/^  memory: at most \([0-9.]*\) \([KMG]\)iB .*, \([0-9]*\) at once.*/\1 \2 \3/p' "$out.vout" |
+        awk '{ printf "%d", $1 * ($2 == "K" ? 1 : $2 == "M" ? 1024 : 1048576) * $3 }')
       local vbound_kib=$(( bound_kib + 16 * $(du -sb "$out" | cut -f1) / 1024 + ${planned_kib:-0} ))
       # A model one sample of which needs more than verify may use here is refused (65) before it runs:
       # not a self-rejection (both files were read), counted apart.

@@ -285,6 +285,9 @@ void mc_reuse_freed_memory(void) {
 #endif
 }
 
+size_t mc_conv_scratchpad_bytes(const mc_conv *conv) { return conv->scratchpad_size; }
+size_t mc_conv_weight_bytes(const mc_conv *conv) { return dnnl_memory_desc_get_size(&conv->weights_md); }
+
 // ---------------------------------------------------------------- pooling
 
 typedef struct {
@@ -380,3 +383,5 @@ fail:
     if (slot == &local) release_pool_slot(&local);
     return result;
 }
+
+size_t mc_pool_scratchpad_bytes(const mc_pool *pool) { return pool->scratchpad_size; }

@@ -39,6 +39,31 @@ public struct Interpreter: Sendable {
   /// 32 MiB maximum), so freed activations are reused.
   static let reuseFreedMemory: Void = { mc_reuse_freed_memory() }()
 
+  /// Bytes the kernels hold for each thread that runs the graph, besides the values: the prepared
+  /// oneDNN steps' scratchpads, kept with the thread, and the largest im2col buffer of a convolution
+  /// that runs without oneDNN (its output pixels times its kernel's taps and input channels, one step long).
+  public var kernelBytesPerThread: Int {
+    var total = 0, largestPatches = 0
+    func add(_ bytes: Int) {
+      let (sum, overflow) = total.addingReportingOverflow(bytes)
+      total = overflow ? .max : sum
+    }
+    for step in plan.steps {
+      add(step.prepared?.bytesPerThread ?? 0)
+      add(step.pooling?.bytesPerThread ?? 0)
+      if step.prepared == nil, case .convolution2D(let conv) = step.operation {
+        var bytes = 4
+        for factor in Array(graph[step.output].type.shape.suffix(3).prefix(2)) + [conv.kernelHeight, conv.kernelWidth, conv.inputChannelsPerGroup] {
+          let (product, overflow) = bytes.multipliedReportingOverflow(by: max(factor, 1))
+          bytes = overflow ? .max : product
+        }
+        largestPatches = max(largestPatches, bytes)
+      }
+    }
+    add(largestPatches)
+    return total
+  }
+
   /// Runs the graph on one batch item per input (in `graph.inputs` order) and returns the outputs.
   public func run(_ inputs: [Tensor]) -> [Tensor] { runObserving(inputs).outputs }
 

@@ -22,7 +22,10 @@ final class PreparedConvolution: @unchecked Sendable {
     _ conv: Convolution2D, inputShape: [Int], outputShape: [Int], epilogue: [Activation], zeroPadding: Box2D? = nil,
     afterSum: [Activation]? = nil
   ) {
-    guard inputShape.count == 3, outputShape.count == 3, conv.groups >= 1 else { return nil }
+    // oneDNN's brgconv kernels keep state for every output column (about 480 bytes each, measured with
+    // oneDNN 2.6 on AVX-512: 48 MB per convolution of a 100 000-step Conv1D, whose steps are the width),
+    // held as long as the primitive; wider outputs run on the im2col path, whose buffer lives one step.
+    guard inputShape.count == 3, outputShape.count == 3, conv.groups >= 1, outputShape[1] <= Self.maxOutputWidth else { return nil }
     if let zeroPadding, conv.padding != .valid || [zeroPadding.top, zeroPadding.left, zeroPadding.bottom, zeroPadding.right].contains(where: { $0 < 0 }) {
       return nil
     }
@@ -76,6 +79,14 @@ final class PreparedConvolution: @unchecked Sendable {
   }
 
   deinit { mc_conv_destroy(handle) }
+
+  /// The widest output handed to oneDNN (2^16: wider than any image or audio window in common use).
+  static let maxOutputWidth = 1 << 16
+
+  /// Bytes oneDNN keeps for each thread that runs this convolution (its scratchpad).
+  var bytesPerThread: Int { Int(clamping: mc_conv_scratchpad_bytes(handle)) }
+  /// Bytes kept once: the weights in the layout the kernel reads.
+  var bytesOnce: Int { Int(clamping: mc_conv_weight_bytes(handle)) }
 
   /// The oneDNN post-op for an activation, when there is one with the same formula.
   static func postOp(_ activation: Activation) -> (Int32, Float, Float)? {
@@ -146,6 +157,9 @@ final class PreparedPooling: @unchecked Sendable {
   }
 
   deinit { mc_pool_destroy(handle) }
+
+  /// Bytes oneDNN keeps for each thread that runs this pooling (its scratchpad).
+  var bytesPerThread: Int { Int(clamping: mc_pool_scratchpad_bytes(handle)) }
 
   /// The pooling of one or more `[H, W, C]` images stored one after another.
   func run(_ values: [Float]) -> [Float] {

@@ -95,7 +95,21 @@ import Testing
     .init(input: [8, 8, 8], kernel: [3, 3, 2, 8], groups: 4),
     .init(input: [15, 15, 6], kernel: [3, 3, 1, 6], strides: [2, 2], groups: 6),
     .init(input: [9, 9, 4], kernel: [5, 5, 1, 8], groups: 4),
+    // Wider than oneDNN is given (PreparedConvolution.maxOutputWidth): a long Conv1D on the im2col path.
+    .init(input: [1, 70_000, 4], kernel: [1, 3, 4, 5], dilations: [1, 2]),
   ]
+
+  /// A convolution too wide for oneDNN runs on the im2col path, whose buffer (output pixels x taps x
+  /// input channels, float32) is what the interpreter says its kernels hold per thread.
+  @Test func wideConvolutionsHoldTheirIm2colBuffer() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([1, 70_000, 4]))
+    let conv = Convolution2D(
+      kernel: Constant(shape: [1, 3, 4, 5], values: Self.values(60, seed: 7)), bias: nil, strides: [1, 1], dilations: [1, 2], padding: .same, groups: 1)
+    let y = try builder.add(.convolution2D(conv), name: "conv", inputs: [x])
+    let interpreter = Interpreter(graph: builder.build(outputs: [y]))
+    #expect(interpreter.kernelBytesPerThread == 70_000 * 3 * 4 * 4)
+  }
 
   @Test(arguments: convolutions)
   func convolutionMatchesDirectLoops(_ c: ConvolutionCase) throws {

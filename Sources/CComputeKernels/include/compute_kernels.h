@@ -35,6 +35,11 @@ int mc_conv_run(const mc_conv *conv, const float *src, float *dst, int threads, 
 
 void mc_conv_destroy(mc_conv *conv);
 
+/// Bytes the convolution holds for each thread that runs it (its oneDNN scratchpad, kept with the
+/// thread's slot), and once (the weights in the kernel's layout).
+size_t mc_conv_scratchpad_bytes(const mc_conv *conv);
+size_t mc_conv_weight_bytes(const mc_conv *conv);
+
 /// Max or average pooling of one `[H, W, C]` image (NHWC, batch 1); average excludes the padding.
 typedef struct mc_pool mc_pool;
 
@@ -49,6 +54,8 @@ mc_pool *mc_pool_create(const mc_pool_shape *shape, char *error, size_t error_si
 /// Runs on the calling thread; safe to call from several threads at once. 0 on success.
 int mc_pool_run(const mc_pool *pool, const float *src, float *dst, char *error, size_t error_size);
 void mc_pool_destroy(mc_pool *pool);
+/// Bytes the pooling holds for each thread that runs it (its oneDNN scratchpad).
+size_t mc_pool_scratchpad_bytes(const mc_pool *pool);
 
 /// Row-major C = A (M x K) B (K x N) + beta C, oneDNN's sgemm on `threads` threads. 0 on success.
 int mc_sgemm(int m, int n, int k, const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc, int threads);

@@ -34,7 +34,8 @@ public struct ImageModel: Sendable {
   let scoresOutput: Int
   /// The graph input's shape, `[H, W, C]`.
   let inputShape: [Int]
-  /// The tensors one classification holds at most (`RuntimeMemory`, from the declared shapes).
+  /// The tensors one classification holds at most (`RuntimeMemory`, from the declared shapes), with what
+  /// the runtime's kernels keep for the thread that runs it.
   public let bytesPerImage: Int
   /// Whether the preprocessing comes from the options (a source format without image inputs, such as
   /// Keras) rather than from the model itself.
@@ -74,7 +75,8 @@ public struct ImageModel: Sendable {
       biases: preprocessing.networkBiases(channels: shape[2]), channelScales: preprocessing.channelScales)
     let index = source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } } ?? 0
     let width = graph[graph.outputs[index]].type.elementCount
-    let bytes = RuntimeMemory.tensorBytes(in: graph).total
+    let interpreter = Interpreter(graph: graph)
+    let bytes = RuntimeMemory.saturating(RuntimeMemory.tensorBytes(in: graph).total.addingReportingOverflow(interpreter.kernelBytesPerThread))
     let limit = RuntimeMemory.defaultLimit
     guard bytes <= limit else { throw PredictionError.exceedsMemory(path: path, bytesPerImage: bytes, limit: limit) }
     // Each score gets a label (its index when none is given): a model of millions of outputs is not a classifier.
@@ -83,7 +85,7 @@ public struct ImageModel: Sendable {
     }
     let labels = try labels(options.labels?.descriptions ?? source.classifier?.labels.descriptions, count: width, path: path)
     return ImageModel(
-      kind: source.modelKind, path: path, input: input, labels: labels, graph: graph, interpreter: Interpreter(graph: graph),
+      kind: source.modelKind, path: path, input: input, labels: labels, graph: graph, interpreter: interpreter,
       scoresOutput: index, inputShape: shape, bytesPerImage: bytes, takesPreprocessingOptions: !source.declaresImageInputs)
   }
 
@@ -175,7 +177,7 @@ public enum PredictionError: Error, Equatable, CustomStringConvertible {
     case .labelCountMismatch(let path, let labels, let outputs): return "\(path): \(labels) labels given for \(outputs) outputs"
     case .notALabelledFolder(let path, let detail): return "\(path) \(detail)"
     case .exceedsMemory(let path, let bytes, let limit):
-      return "\(path): cannot classify photos: one image needs \(RuntimeMemory.describe(bytes)) of tensors (every value of the model, from its declared input shape), more than the \(RuntimeMemory.describe(limit)) that may be used (half of the memory this process may have)"
+      return "\(path): cannot classify photos: one image needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of the model, from its declared input shape), more than the \(RuntimeMemory.describe(limit)) that may be used (half of the memory this process may have)"
     case .noImagesForModelLabels(let folder, let folderLabels, let modelLabels):
       return "\(folder): no subfolder is named after a label of the model, so no image can be scored; folders: "
         + folderLabels.prefix(10).joined(separator: ", ") + (folderLabels.count > 10 ? ", ..." : "") + "; model labels: "

@@ -59,7 +59,9 @@ public enum ParityVerifier {
     var comparison = try Comparison(source: source, converted: converted, options: options)
     let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
     let memory = try VerificationMemory.plan(
-      source: source, converted: converted.graph, comparesLayersLocally: comparison.comparesLayersLocally, samples: max(options.samples, 1),
+      source: source, converted: converted.graph,
+      kernelBytes: RuntimeMemory.saturating(comparison.sourceRuntime.kernelBytesPerThread.addingReportingOverflow(comparison.convertedRuntime.kernelBytesPerThread)),
+      comparesLayersLocally: comparison.comparesLayersLocally, samples: max(options.samples, 1),
       threads: threads, limit: options.memoryLimit ?? RuntimeMemory.defaultLimit)
     // The inputs are drawn in sample order, so the report is the same however many run at once.
     var generator = SplitMix64(seed: options.seed)

@@ -22,7 +22,7 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
     case .invalidReference(let path, let detail): return "\(path): \(detail)"
     case .referenceNotFound(let path): return "\(path): no such reference file"
     case .exceedsMemory(let bytes, let limit):
-      return "cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (half of the memory this process may have)"
+      return "cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (half of the memory this process may have)"
     case .notRunnable(let operations):
       return "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
     }

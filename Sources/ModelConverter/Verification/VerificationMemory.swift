@@ -7,7 +7,8 @@ import ModelIR
 /// The layer-by-layer comparison keeps every value of both runs until the sample is accumulated, so one
 /// sample holds at most every value of the source graph and of the converted graph (twice the
 /// converted one's when compressed weights are compared from the source's values), plus one tensor in
-/// a changed layout. A model whose declared input makes that more than the limit is refused before it
+/// a changed layout, plus what the runtimes' oneDNN kernels keep for the thread that runs it (their
+/// scratchpads: a dilated convolution's is an im2col buffer the size of its output times its kernel). A model whose declared input makes that more than the limit is refused before it
 /// runs (a hostile file can declare an input of 2^31 elements in a file of a few KB); samples run at
 /// once are as many as fit.
 public struct VerificationMemory: Sendable, Equatable, Codable {
@@ -19,11 +20,14 @@ public struct VerificationMemory: Sendable, Equatable, Codable {
   public var limit: Int
 
   /// The plan for `samples` samples on at most `threads` cores; throws when one sample does not fit in `limit`.
-  static func plan(source: Graph, converted: Graph, comparesLayersLocally: Bool, samples: Int, threads: Int, limit: Int) throws -> VerificationMemory {
+  /// `kernelBytes`: what the two runtimes' kernels hold for each thread that runs them (`Interpreter.kernelBytesPerThread`).
+  static func plan(
+    source: Graph, converted: Graph, kernelBytes: Int, comparesLayersLocally: Bool, samples: Int, threads: Int, limit: Int
+  ) throws -> VerificationMemory {
     let (sourceBytes, sourceLargest) = RuntimeMemory.tensorBytes(in: source)
     let (convertedBytes, convertedLargest) = RuntimeMemory.tensorBytes(in: converted)
     var perSample = sourceBytes
-    for part in [convertedBytes, comparesLayersLocally ? convertedBytes : 0, max(sourceLargest, convertedLargest)] {
+    for part in [convertedBytes, comparesLayersLocally ? convertedBytes : 0, max(sourceLargest, convertedLargest), kernelBytes] {
       perSample = RuntimeMemory.saturating(perSample.addingReportingOverflow(part))
     }
     guard perSample <= limit else { throw VerificationError.exceedsMemory(bytesPerSample: perSample, limit: limit) }

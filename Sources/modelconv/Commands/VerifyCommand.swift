@@ -164,7 +164,7 @@ enum VerifyCommand: Subcommand {
       }
     }
     lines.append(String(format: "  runtime: %.2f ms per sample (source), %.2f ms (converted)", report.timing.sourceSecondsPerSample * 1000, report.timing.convertedSecondsPerSample * 1000))
-    lines.append("  memory: at most \(RuntimeMemory.describe(report.memory.bytesPerSample)) of tensors per sample, \(report.memory.samplesAtOnce) at once (limit \(RuntimeMemory.describe(report.memory.limit)))")
+    lines.append("  memory: at most \(RuntimeMemory.describe(report.memory.bytesPerSample)) of tensors and kernel buffers per sample, \(report.memory.samplesAtOnce) at once (limit \(RuntimeMemory.describe(report.memory.limit)))")
     lines.append(report.passed ? "PASS: parity holds" : "FAIL: parity broken")
     Console.out(lines.joined(separator: "\n"))
   }
