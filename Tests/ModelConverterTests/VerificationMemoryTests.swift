@@ -36,7 +36,7 @@ import Testing
     #expect(narrow.passed && wide.passed)
     // One byte less: refused before anything runs, with what it needs and what it may use.
     options.memoryLimit = wide.memory.bytesPerSample - 1
-    #expect(throws: VerificationError.exceedsMemory(bytesPerSample: wide.memory.bytesPerSample, limit: wide.memory.bytesPerSample - 1)) {
+    #expect(throws: VerificationError.exceedsMemory(path: converted.path, bytesPerSample: wide.memory.bytesPerSample, limit: wide.memory.bytesPerSample - 1)) {
       try ParityVerifier.verify(source: source, converted: converted, options: options)
     }
   }
@@ -50,13 +50,14 @@ import Testing
     do {
       _ = try ParityVerifier.verify(source: large, converted: largeConverted, options: options)
       Issue.record("a model needing more than 64 MiB per sample was verified within 64 MiB")
-    } catch VerificationError.exceedsMemory(let bytes, let limit) {
+    } catch VerificationError.exceedsMemory(let path, let bytes, let limit) {
+      #expect(path == largeConverted.path)
       #expect(limit == 64 << 20)
       // Both graphs hold the 100 000 x 10 x 3 input and the first layer's 100 000 x 10 x 6 (depthwise,
       // same padding, depth multiplier 2), in float32.
       #expect(bytes >= 2 * 4 * (3_000_000 + 6_000_000), "\(bytes)")
       #expect(bytes > plain.memory.bytesPerSample)
-      #expect("\(VerificationError.exceedsMemory(bytesPerSample: bytes, limit: limit))".contains("64.0 MiB"))
+      #expect("\(VerificationError.exceedsMemory(path: path, bytesPerSample: bytes, limit: limit))".contains("64.0 MiB verify may use"))
     }
   }
 }

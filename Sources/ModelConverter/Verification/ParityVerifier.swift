@@ -59,7 +59,7 @@ public enum ParityVerifier {
     var comparison = try Comparison(source: source, converted: converted, options: options)
     let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
     let memory = try VerificationMemory.plan(
-      source: source, converted: converted.graph,
+      source: source, converted: converted.graph, convertedPath: convertedName,
       kernelBytes: RuntimeMemory.saturating(comparison.sourceRuntime.kernelBytesPerThread.addingReportingOverflow(comparison.convertedRuntime.kernelBytesPerThread)),
       comparesLayersLocally: comparison.comparesLayersLocally, samples: max(options.samples, 1),
       threads: threads, limit: options.memoryLimit ?? RuntimeMemory.defaultLimit)

@@ -12,7 +12,7 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
   /// The reference file does not exist.
   case referenceNotFound(path: String)
   /// One sample's tensors (every value of both models, planned from their shapes) exceed the memory verify may use.
-  case exceedsMemory(bytesPerSample: Int, limit: Int)
+  case exceedsMemory(path: String, bytesPerSample: Int, limit: Int)
 
   public var description: String {
     switch self {
@@ -21,8 +21,8 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
       return "'\(feature)': the Keras shape \(source) does not correspond to the Core ML shape \(converted)"
     case .invalidReference(let path, let detail): return "\(path): \(detail)"
     case .referenceNotFound(let path): return "\(path): no such reference file"
-    case .exceedsMemory(let bytes, let limit):
-      return "cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (half of the memory this process may have)"
+    case .exceedsMemory(let path, let bytes, let limit):
+      return "\(path): cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (by default half of the memory this process may have)"
     case .notRunnable(let operations):
       return "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
     }
