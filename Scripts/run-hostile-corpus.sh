@@ -8,8 +8,8 @@
 # verify that refuses our own file (exit 65 or 66) is a self-rejection, a parity failure (exit 1) a
 # parity failure, a verify above the same bound over both files' sizes plus the tensors it planned
 # (its "memory:" line) over-memory; a model verify refuses as needing more memory than it may use is
-# counted apart. Each case's line
-# carries its highest peak as a fraction of its bound, and the summary the highest of all. Prints a summary and the cases that failed; exits 1 when any did.
+# counted apart. Each case's line carries its highest peak as a fraction of its bound, and the summary
+# the highest of all. Prints a summary and the cases that failed; exits 1 when any did.
 #
 #   [MODELCONV=path] Scripts/run-hostile-corpus.sh /tmp/hostile [seconds per case (20)] [memory limit in MiB (4096)]
 set -uo pipefail

@@ -286,7 +286,6 @@ void mc_reuse_freed_memory(void) {
 }
 
 size_t mc_conv_scratchpad_bytes(const mc_conv *conv) { return conv->scratchpad_size; }
-size_t mc_conv_weight_bytes(const mc_conv *conv) { return dnnl_memory_desc_get_size(&conv->weights_md); }
 
 // ---------------------------------------------------------------- pooling
 

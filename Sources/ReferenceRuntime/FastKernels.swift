@@ -60,16 +60,32 @@ enum FastKernels {
     return result
   }
 
+  /// The float32 values `convolution` gathers into im2col rows for one group (0 when it reads the
+  /// input as it is: pointwise, or depthwise loops); saturating.
+  static func patchCount(_ conv: Convolution2D, outputShape: [Int]) -> Int {
+    if readsInputAsIs(conv) || (conv.inputChannelsPerGroup == 1 && conv.groups > 1) { return 0 }
+    var count = 1
+    for factor in [outputShape[0], outputShape[1], conv.kernelHeight, conv.kernelWidth, conv.inputChannelsPerGroup] {
+      let (product, overflow) = count.multipliedReportingOverflow(by: factor)
+      count = overflow ? .max : product
+    }
+    return count
+  }
+
+  /// A pointwise convolution of one group: its im2col rows are the input itself.
+  static func readsInputAsIs(_ conv: Convolution2D) -> Bool {
+    conv.kernelHeight == 1 && conv.kernelWidth == 1 && conv.strideHeight == 1 && conv.strideWidth == 1 && conv.groups == 1
+  }
+
   /// Rows of `[kh * kw * channelsPerGroup]` input values, one per output pixel, zeros for padding.
   private static func im2col(_ x: Tensor, _ conv: Convolution2D, outputShape: [Int], channelOffset: Int) -> [Float] {
     let c = x.shape[2]
     let (oh, ow) = (outputShape[0], outputShape[1])
     let perGroupIn = conv.inputChannelsPerGroup
-    let pointwise = conv.kernelHeight == 1 && conv.kernelWidth == 1 && conv.strideHeight == 1 && conv.strideWidth == 1
-    if pointwise && conv.groups == 1 { return x.values }
+    if readsInputAsIs(conv) { return x.values }
     let window = ConvolutionWindow(conv, input: x.shape)
     let depth = conv.kernelHeight * conv.kernelWidth * perGroupIn
-    var patches = [Float](repeating: 0, count: oh * ow * depth)
+    var patches = [Float](repeating: 0, count: patchCount(conv, outputShape: outputShape))
     x.values.withUnsafeBufferPointer { input in
       patches.withUnsafeMutableBufferPointer { out in
         for y in 0..<oh {

@@ -41,8 +41,9 @@ public struct Interpreter: Sendable {
 
   /// Bytes the kernels hold for each thread that runs the graph, besides the values: the prepared
   /// oneDNN steps' scratchpads, kept with the thread, and the largest im2col buffer of a convolution
-  /// that runs without oneDNN (its output pixels times its kernel's taps and input channels, one step long).
+  /// that runs without oneDNN (`FastKernels.patchCount`, one step long). The direct loops hold neither.
   public var kernelBytesPerThread: Int {
+    guard kernels == .fast else { return 0 }
     var total = 0, largestPatches = 0
     func add(_ bytes: Int) {
       let (sum, overflow) = total.addingReportingOverflow(bytes)
@@ -52,12 +53,8 @@ public struct Interpreter: Sendable {
       add(step.prepared?.bytesPerThread ?? 0)
       add(step.pooling?.bytesPerThread ?? 0)
       if step.prepared == nil, case .convolution2D(let conv) = step.operation {
-        var bytes = 4
-        for factor in Array(graph[step.output].type.shape.suffix(3).prefix(2)) + [conv.kernelHeight, conv.kernelWidth, conv.inputChannelsPerGroup] {
-          let (product, overflow) = bytes.multipliedReportingOverflow(by: max(factor, 1))
-          bytes = overflow ? .max : product
-        }
-        largestPatches = max(largestPatches, bytes)
+        let patches = FastKernels.patchCount(conv, outputShape: Array(graph[step.output].type.shape.suffix(3)))
+        largestPatches = max(largestPatches, patches.multipliedReportingOverflow(by: 4).overflow ? .max : patches * 4)
       }
     }
     add(largestPatches)

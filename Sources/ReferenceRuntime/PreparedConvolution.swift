@@ -85,8 +85,6 @@ final class PreparedConvolution: @unchecked Sendable {
 
   /// Bytes oneDNN keeps for each thread that runs this convolution (its scratchpad).
   var bytesPerThread: Int { Int(clamping: mc_conv_scratchpad_bytes(handle)) }
-  /// Bytes kept once: the weights in the layout the kernel reads.
-  var bytesOnce: Int { Int(clamping: mc_conv_weight_bytes(handle)) }
 
   /// The oneDNN post-op for an activation, when there is one with the same formula.
   static func postOp(_ activation: Activation) -> (Int32, Float, Float)? {

@@ -14,16 +14,11 @@ import Testing
 @Suite struct HostileKerasTests {
   // MARK: Helpers
 
-  // The editing helpers are shared (`KerasFileEditing`); these names keep the tests short.
-  static func copy(_ relative: String) throws -> URL { try KerasFileEditing.copy(relative) }
-  static func modelConfig(_ url: URL) throws -> String { try KerasFileEditing.modelConfig(url) }
-  static func withWritableFile<T>(_ url: URL, _ body: (hid_t) throws -> T) throws -> T { try KerasFileEditing.withWritableFile(url, body) }
-  static func setModelConfig(_ url: URL, _ text: String) throws { try KerasFileEditing.setModelConfig(url, text) }
-  static func edited(_ relative: String, _ replacements: [(String, String)]) throws -> URL { try KerasFileEditing.edited(relative, replacements) }
+  // Copies and config edits: `KerasFileEditing` (TestSupport).
 
   /// Overwrites the values of an existing float32 dataset.
   static func overwrite(_ url: URL, dataset path: String, with values: [Float]) throws {
-    try withWritableFile(url) { file in
+    try KerasFileEditing.withWritableFile(url) { file in
       let dataset = H5Dopen2(file, path, chdf5_p_default())
       try #require(dataset >= 0)
       defer { H5Dclose(dataset) }
@@ -34,7 +29,7 @@ import Testing
   /// Replaces a dataset by a new one with these dimensions: chunked and never written (so it stores
   /// nothing), or float64 holding `values`.
   static func replaceDataset(_ url: URL, _ path: String, dims: [hsize_t], float64 values: [Double]? = nil) throws {
-    try withWritableFile(url) { file in
+    try KerasFileEditing.withWritableFile(url) { file in
       #expect(H5Ldelete(file, path, chdf5_p_default()) >= 0)
       let space = H5Screate_simple(Int32(dims.count), dims, nil)
       defer { H5Sclose(space) }
@@ -85,7 +80,7 @@ import Testing
     ("[1.5, 1]", "1.5"), ("null", "null"), ("\"2\"", "\"2\""), ("[]", "[]"), ("[0, 1]", "[0, 1]"), ("[-1, 1]", "[-1, 1]"), ("[1, 1, 1]", "[1, 1, 1]"),
   ])
   func convolutionStrides(_ strides: String, _ shown: String) throws {
-    let url = try Self.edited("tfkeras215/sequential_plain.h5", [("\"strides\": [1, 1]", "\"strides\": \(strides)")])
+    let url = try KerasFileEditing.edited("tfkeras215/sequential_plain.h5", [("\"strides\": [1, 1]", "\"strides\": \(strides)")])
     Self.expectInvalidValue(url, layer: "conv2d", field: "strides", value: shown)
   }
 
@@ -101,43 +96,43 @@ import Testing
     ("\"padding\": \"valid\"", "\"padding\": 1", "padding", "1"),
   ])
   func sequentialPlainFields(_ old: String, _ new: String, _ field: String, _ shown: String) throws {
-    let url = try Self.edited("tfkeras215/sequential_plain.h5", [(old, new)])
+    let url = try KerasFileEditing.edited("tfkeras215/sequential_plain.h5", [(old, new)])
     let layer = ["pool_size": "max_pooling2d", "units": "dense"][field] ?? "conv2d"
     Self.expectInvalidValue(url, layer: layer, field: field, value: shown)
   }
 
   @Test func inputSizesMustBeWholeAndPositive() throws {
     for shape in ["[null, 7.5, 7, 1]", "[null, 0, 7, 1]", "[null, 1e300, 7, 1]", "[null, -7, 7, 1]"] {
-      let url = try Self.edited("tfkeras215/sequential_plain.h5", [("\"batch_input_shape\": [null, 7, 7, 1]", "\"batch_input_shape\": \(shape)")])
+      let url = try KerasFileEditing.edited("tfkeras215/sequential_plain.h5", [("\"batch_input_shape\": [null, 7, 7, 1]", "\"batch_input_shape\": \(shape)")])
       Self.expectInvalidValue(url, layer: "conv2d_input", field: "batch_input_shape", value: "[null")
     }
   }
 
   @Test func batchNormalizationEpsilonAndAxis() throws {
-    let negative = try Self.edited("tfkeras215/batchnorm.h5", [("\"epsilon\": 0.01", "\"epsilon\": -0.01")])
+    let negative = try KerasFileEditing.edited("tfkeras215/batchnorm.h5", [("\"epsilon\": 0.01", "\"epsilon\": -0.01")])
     Self.expectInvalidValue(negative, layer: "bn_nocenter_eps", field: "epsilon", value: "-0.01")
-    let huge = try Self.edited("tfkeras215/batchnorm.h5", [("\"epsilon\": 0.01", "\"epsilon\": 1e300")])
+    let huge = try KerasFileEditing.edited("tfkeras215/batchnorm.h5", [("\"epsilon\": 0.01", "\"epsilon\": 1e300")])
     Self.expectInvalidValue(huge, layer: "bn_nocenter_eps", field: "epsilon", value: "1e+300")
-    let axis = try Self.edited("tfkeras215/batchnorm.h5", [("\"axis\": [1]", "\"axis\": [7]")])
+    let axis = try KerasFileEditing.edited("tfkeras215/batchnorm.h5", [("\"axis\": [1]", "\"axis\": [7]")])
     Self.expectInvalidValue(axis, layer: "bn_rank2", field: "axis", value: "[7]")
-    let text = try Self.edited("tfkeras215/batchnorm.h5", [("\"axis\": [1]", "\"axis\": [\"x\"]")])
+    let text = try KerasFileEditing.edited("tfkeras215/batchnorm.h5", [("\"axis\": [1]", "\"axis\": [\"x\"]")])
     Self.expectInvalidValue(text, layer: "bn_rank2", field: "axis", value: "\"x\"")
   }
 
   @Test func paddingsCropsAndShapes() throws {
     let ops = "tfkeras215/reshape_ops.h5"
-    Self.expectInvalidValue(try Self.edited(ops, [("\"padding\": [[1, 2], [0, 1]]", "\"padding\": [[1, -2], [0, 1]]")]), layer: "zeropad", field: "padding", value: "-2")
-    Self.expectInvalidValue(try Self.edited(ops, [("\"cropping\": [[1, 0], [2, 1]]", "\"cropping\": [[1, 0], [2.5, 1]]")]), layer: "crop", field: "cropping", value: "2.5")
-    Self.expectInvalidValue(try Self.edited(ops, [("\"size\": [2, 2], \"data_format\": \"channels_last\", \"interpolation\": \"nearest\"", "\"size\": [0, 2], \"data_format\": \"channels_last\", \"interpolation\": \"nearest\"")]), layer: "upsample_nearest", field: "size", value: "[0, 2]")
-    Self.expectInvalidValue(try Self.edited(ops, [("\"dims\": [2, 1, 3]", "\"dims\": [2, 1, 9]")]), layer: "permute", field: "dims", value: "9")
-    Self.expectInvalidValue(try Self.edited(ops, [("\"target_shape\": [24, 14, 2]", "\"target_shape\": [24, 0, 2]")]), layer: "reshape", field: "target_shape", value: "0")
-    Self.expectInvalidValue(try Self.edited(ops, [("\"target_shape\": [24, 14, 2]", "\"target_shape\": [-1, 5, 2]")]), layer: "reshape", field: "target_shape", value: "[-1, 5, 2]")
+    Self.expectInvalidValue(try KerasFileEditing.edited(ops, [("\"padding\": [[1, 2], [0, 1]]", "\"padding\": [[1, -2], [0, 1]]")]), layer: "zeropad", field: "padding", value: "-2")
+    Self.expectInvalidValue(try KerasFileEditing.edited(ops, [("\"cropping\": [[1, 0], [2, 1]]", "\"cropping\": [[1, 0], [2.5, 1]]")]), layer: "crop", field: "cropping", value: "2.5")
+    Self.expectInvalidValue(try KerasFileEditing.edited(ops, [("\"size\": [2, 2], \"data_format\": \"channels_last\", \"interpolation\": \"nearest\"", "\"size\": [0, 2], \"data_format\": \"channels_last\", \"interpolation\": \"nearest\"")]), layer: "upsample_nearest", field: "size", value: "[0, 2]")
+    Self.expectInvalidValue(try KerasFileEditing.edited(ops, [("\"dims\": [2, 1, 3]", "\"dims\": [2, 1, 9]")]), layer: "permute", field: "dims", value: "9")
+    Self.expectInvalidValue(try KerasFileEditing.edited(ops, [("\"target_shape\": [24, 14, 2]", "\"target_shape\": [24, 0, 2]")]), layer: "reshape", field: "target_shape", value: "0")
+    Self.expectInvalidValue(try KerasFileEditing.edited(ops, [("\"target_shape\": [24, 14, 2]", "\"target_shape\": [-1, 5, 2]")]), layer: "reshape", field: "target_shape", value: "[-1, 5, 2]")
   }
 
   /// Padding that passes the per-field range but makes an axis longer than `GraphLimits.maxSize`: a graph
   /// error naming the layer, not a trap.
   @Test func paddingBeyondTheAxisLimit() throws {
-    let url = try Self.edited("tfkeras215/reshape_ops.h5", [("\"padding\": [[1, 2], [0, 1]]", "\"padding\": [[16777216, 16777216], [0, 1]]")])
+    let url = try KerasFileEditing.edited("tfkeras215/reshape_ops.h5", [("\"padding\": [[1, 2], [0, 1]]", "\"padding\": [[16777216, 16777216], [0, 1]]")])
     let error = Self.conversionError(url)
     guard case .graph(let path, let detail)? = error as? KerasReaderError else {
       Issue.record("expected a graph error, got \(String(describing: error))")
@@ -161,7 +156,7 @@ import Testing
     ("tfkeras215/pooling.h5", "avgpool3_valid", "pool_size", "\"pool_size\": [3, 3], \"padding\": \"valid\"", "\"pool_size\": [2147483648, 3], \"padding\": \"valid\""),
   ])
   func windowParametersBeyondTheReaderLimit(_ fixture: String, _ layer: String, _ field: String, _ old: String, _ new: String) throws {
-    let url = try Self.edited(fixture, [(old, new)])
+    let url = try KerasFileEditing.edited(fixture, [(old, new)])
     Self.expectInvalidValue(url, layer: layer, field: field, value: field == "strides" && new.contains("16777217") ? "16777217" : "2147483648")
     let text = String(describing: Self.conversionError(url)!)
     #expect(text.contains("\(GraphLimits.maxSize)"), "\(text)")
@@ -172,7 +167,7 @@ import Testing
   /// tensor when read back. Each axis is within 2^24 but the padded input is not within 2^31 elements:
   /// refused at import, naming the layer.
   @Test func paddedInputBeyondTheElementLimitIsRefused() throws {
-    let url = try Self.edited("../Digits/digits_cnn.h5", [("\"padding\": \"same\", \"data_format\": \"channels_last\", \"dilation_rate\": [1, 1]", "\"padding\": \"same\", \"data_format\": \"channels_last\", \"dilation_rate\": [1000000, 1000000]")])
+    let url = try KerasFileEditing.edited("../Digits/digits_cnn.h5", [("\"padding\": \"same\", \"data_format\": \"channels_last\", \"dilation_rate\": [1, 1]", "\"padding\": \"same\", \"data_format\": \"channels_last\", \"dilation_rate\": [1000000, 1000000]")])
     let text = Self.conversionError(url).map { String(describing: $0) } ?? "no error"
     #expect(text.contains("conv1") && text.contains("with its padding") && text.contains("\(GraphLimits.maxElementCount)"), "\(text)")
   }
@@ -181,7 +176,7 @@ import Testing
   @Test(arguments: [("\"recurrent_activation\": \"elu\"", "\"recurrent_activation\": \"mish\"", "recurrent_activation 'mish'"),
                     ("\"activation\": \"elu\"", "\"activation\": \"log_softmax\"", "activation 'log_softmax'")])
   func unknownRecurrentActivationIsRefusedByName(_ old: String, _ new: String, _ text: String) throws {
-    let url = try Self.edited("layers/tfkeras215/recurrent_elu.h5", [(old, new)])
+    let url = try KerasFileEditing.edited("layers/tfkeras215/recurrent_elu.h5", [(old, new)])
     let error = Self.conversionError(url)
     let message = error.map { String(describing: $0) } ?? ""
     #expect(message.contains(text) && (message.contains("(LSTM)") || message.contains("(GRU)")), "\(message)")
@@ -193,7 +188,7 @@ import Testing
   /// formats (the .mlmodel verified, the .mlpackage read back), and 8388606 is refused at import naming
   /// the layer.
   @Test func dilationAtTheLimitConvertsReadsBackAndOneMoreIsRefused() throws {
-    let fits = try Self.edited("tfkeras215/conv_variants.h5", [("\"dilation_rate\": [2, 2]", "\"dilation_rate\": [8388605, 1]")])
+    let fits = try KerasFileEditing.edited("tfkeras215/conv_variants.h5", [("\"dilation_rate\": [2, 2]", "\"dilation_rate\": [8388605, 1]")])
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     for name in ["model.mlmodel", "model.mlpackage"] {
@@ -210,7 +205,7 @@ import Testing
         _ = try Converter.convert(modelAt: output)
       }
     }
-    let tooFar = try Self.edited("tfkeras215/conv_variants.h5", [("\"dilation_rate\": [2, 2]", "\"dilation_rate\": [8388606, 1]")])
+    let tooFar = try KerasFileEditing.edited("tfkeras215/conv_variants.h5", [("\"dilation_rate\": [2, 2]", "\"dilation_rate\": [8388606, 1]")])
     let text = Self.conversionError(tooFar).map { String(describing: $0) } ?? "no error"
     #expect(text.contains("conv_dilated_tanh") && text.contains("dilation 8388606") && text.contains("\(GraphLimits.maxSize)"), "\(text)")
   }
@@ -218,14 +213,14 @@ import Testing
   /// RepeatVector n = -1 trapped, n = 2^62 dereferenced a bad pointer; both, and n beyond the limit, are errors.
   @Test(arguments: ["-1", "0", "4611686018427387904", "1e300", "2.5", "null", "10001"])
   func repeatVectorCount(_ n: String) throws {
-    let url = try Self.edited("layers/tfkeras215/repeat_vector.h5", [("\"n\": 5", "\"n\": \(n)")])
+    let url = try KerasFileEditing.edited("layers/tfkeras215/repeat_vector.h5", [("\"n\": 5", "\"n\": \(n)")])
     Self.expectInvalidValue(url, layer: "repeat", field: "n", value: n == "1e300" ? "1e+300" : n == "4611686018427387904" ? "4611686018427387904" : n)
   }
 
   /// A GRU written step by step (reset_after) with more steps than the limit fails at once, instead of
   /// taking gigabytes; at the limit's scale a real sequence still converts.
   @Test func unrolledStepsLimit() throws {
-    let long = try Self.edited("layers/tfkeras215/gru_reset_after.h5", [("\"batch_input_shape\": [null, 5, 3]", "\"batch_input_shape\": [null, \(GraphLimits.maxUnrolledSteps + 1), 3]")])
+    let long = try KerasFileEditing.edited("layers/tfkeras215/gru_reset_after.h5", [("\"batch_input_shape\": [null, 5, 3]", "\"batch_input_shape\": [null, \(GraphLimits.maxUnrolledSteps + 1), 3]")])
     let error = Self.conversionError(long)
     guard case .unsupportedOperation(let layer, let detail)? = error as? CoreMLWriterError else {
       Issue.record("expected the step limit, got \(String(describing: error))")
@@ -233,7 +228,7 @@ import Testing
     }
     #expect(layer == "gru")
     #expect(detail.contains("\(GraphLimits.maxUnrolledSteps)"))
-    let fine = try Self.edited("layers/tfkeras215/gru_reset_after.h5", [("\"batch_input_shape\": [null, 5, 3]", "\"batch_input_shape\": [null, 50, 3]")])
+    let fine = try KerasFileEditing.edited("layers/tfkeras215/gru_reset_after.h5", [("\"batch_input_shape\": [null, 5, 3]", "\"batch_input_shape\": [null, 50, 3]")])
     #expect(Self.conversionError(fine) == nil)
   }
 
@@ -255,7 +250,7 @@ import Testing
 
   /// A node index of -2^63 once overflowed when nested-model calls were renumbered; it is not a reference.
   @Test func negativeNodeReferences() throws {
-    let url = try Self.edited("tfkeras215/dense_classifier.h5", [("[[\"image\", 0, 0, {}]]", "[[\"image\", -9223372036854775808, 0, {}]]")])
+    let url = try KerasFileEditing.edited("tfkeras215/dense_classifier.h5", [("[[\"image\", 0, 0, {}]]", "[[\"image\", -9223372036854775808, 0, {}]]")])
     let error = Self.conversionError(url)
     guard case .invalidConfig(let path, let detail)? = error as? KerasReaderError else {
       Issue.record("expected invalidConfig, got \(String(describing: error))")
@@ -266,7 +261,7 @@ import Testing
 
   /// A PReLU alpha that fits neither the channels nor the input was a precondition trap.
   @Test func preluAlphaOfTheWrongSize() throws {
-    let url = try Self.copy("tfkeras215/activations.h5")
+    let url = try KerasFileEditing.copy("tfkeras215/activations.h5")
     try Self.replaceDataset(url, "/model_weights/prelu_shared12/prelu_shared12/alpha:0", dims: [2], float64: [0.1, 0.2])
     let error = Self.conversionError(url)
     guard case .weightShapeMismatch(_, let layer, let weight, _, let actual)? = error as? KerasReaderError else {
@@ -301,7 +296,7 @@ import Testing
   /// A 30 KB file declaring a 108 x 2^20 kernel (and a config that agrees) stores no data for it: refused
   /// before the 450 MB are allocated.
   @Test func declaredKernelLargerThanTheFile() throws {
-    let url = try Self.edited("tfkeras215/dense_classifier.h5", [("\"units\": 8", "\"units\": 1048576")])
+    let url = try KerasFileEditing.edited("tfkeras215/dense_classifier.h5", [("\"units\": 8", "\"units\": 1048576")])
     try Self.replaceDataset(url, "/model_weights/hidden/hidden/kernel:0", dims: [108, 1 << 20])
     let error = Self.conversionError(url)
     let text = String(describing: error as Any)
@@ -311,7 +306,7 @@ import Testing
   /// A declared 2^20 x 2^20 kernel is refused from its dataspace alone; a declared shape within the limit
   /// is compared with what the file stores before anything is allocated.
   @Test func declaredKernelBeyondTheLimitOrTheConfig() throws {
-    let url = try Self.copy("tfkeras215/dense_classifier.h5")
+    let url = try KerasFileEditing.copy("tfkeras215/dense_classifier.h5")
     try Self.replaceDataset(url, "/model_weights/hidden/hidden/kernel:0", dims: [1 << 20, 1 << 20])
     let text = String(describing: Self.conversionError(url) as Any)
     #expect(text.contains(url.path) && text.contains("hidden/kernel:0") && text.contains("[1048576, 1048576]"), "\(text)")
@@ -319,7 +314,7 @@ import Testing
     let group = try #require(file.group("/model_weights/hidden"))
     #expect(throws: HDF5Error.self) { try group.floatDataset("hidden/kernel:0") }
 
-    let other = try Self.copy("tfkeras215/dense_classifier.h5")
+    let other = try KerasFileEditing.copy("tfkeras215/dense_classifier.h5")
     try Self.replaceDataset(other, "/model_weights/hidden/hidden/kernel:0", dims: [1 << 20, 8])
     // The whole file is read (and every declared size checked against what it stores) before the
     // config is compared: this one stores no data for its 2^23 declared values.
@@ -332,7 +327,7 @@ import Testing
 
   @Test func nonFiniteWeightsAreRefusedUnlessAllowed() throws {
     for value in [Float.nan, .infinity, -.infinity] {
-      let url = try Self.copy("tfkeras215/sequential_plain.h5")
+      let url = try KerasFileEditing.copy("tfkeras215/sequential_plain.h5")
       var kernel = [Float](repeating: 0.1, count: 36)
       kernel[7] = value
       try Self.overwrite(url, dataset: "/model_weights/conv2d/conv2d/kernel:0", with: kernel)
@@ -348,7 +343,7 @@ import Testing
 
   /// A float64 weight beyond float32's range becomes infinity in Core ML: refused, naming the weight.
   @Test func float64BeyondFloat32IsRefused() throws {
-    let url = try Self.copy("tfkeras215/sequential_plain.h5")
+    let url = try KerasFileEditing.copy("tfkeras215/sequential_plain.h5")
     try Self.replaceDataset(url, "/model_weights/dense/dense/bias:0", dims: [3], float64: [0.5, 1e300, -0.5])
     let error = Self.conversionError(url)
     guard case .invalidWeightValue(let layer, let weight, _)? = error as? ConversionError else {
@@ -362,7 +357,7 @@ import Testing
   }
 
   @Test func negativeVarianceIsRefused() throws {
-    let url = try Self.copy("tfkeras215/batchnorm.h5")
+    let url = try KerasFileEditing.copy("tfkeras215/batchnorm.h5")
     try Self.overwrite(url, dataset: "/model_weights/bn_input/bn_input/moving_variance:0", with: [1, -0.5, 1])
     let error = Self.conversionError(url)
     guard case .invalidWeightValue(let layer, let weight, _)? = error as? ConversionError else {
@@ -378,7 +373,7 @@ import Testing
   /// refused, naming the layer.
   @Test(arguments: ["fla\\u0000tten", "fla\\ntten", "fla\\u001btten", "fla\\u0085tten"])
   func controlCharactersInLayerNames(_ escaped: String) throws {
-    let url = try Self.edited("tfkeras215/dense_classifier.h5", [("\"flatten\"", "\"\(escaped)\"")])
+    let url = try KerasFileEditing.edited("tfkeras215/dense_classifier.h5", [("\"flatten\"", "\"\(escaped)\"")])
     let error = Self.conversionError(url)
     guard case .invalidName(let kind, let name, _)? = error as? CoreMLWriterError else {
       Issue.record("expected invalidName, got \(String(describing: error))")
@@ -422,7 +417,7 @@ import Testing
 
   /// Through the command line: refused by default (exit 65 naming the layer and weight), written with --allow-nonfinite.
   @Test func nonFiniteWeightsNeedAllowNonFinite() throws {
-    let url = try Self.copy("tfkeras215/sequential_plain.h5")
+    let url = try KerasFileEditing.copy("tfkeras215/sequential_plain.h5")
     var kernel = [Float](repeating: 0.1, count: 36)
     kernel[3] = .nan
     try Self.overwrite(url, dataset: "/model_weights/conv2d/conv2d/kernel:0", with: kernel)

@@ -104,9 +104,9 @@ import Testing
   @Test(arguments: ["tfkeras215", "keras3"])
   func deconvolution2DConvertsAndVerifies(_ dialect: String) throws {
     let fixture = "layers/\(dialect)/conv2d_transpose"
-    let source = try HostileKerasTests.edited(fixture + ".h5", [("\"class_name\": \"Conv2DTranspose\"", "\"class_name\": \"Deconvolution2D\"")])
+    let source = try KerasFileEditing.edited(fixture + ".h5", [("\"class_name\": \"Conv2DTranspose\"", "\"class_name\": \"Deconvolution2D\"")])
     defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
-    #expect(try !HostileKerasTests.modelConfig(source).contains("Conv2DTranspose"))
+    #expect(try !KerasFileEditing.modelConfig(source).contains("Conv2DTranspose"))
     let output = source.deletingLastPathComponent().appendingPathComponent("model.mlmodel")
     try KerasConverter.convert(modelAt: source).write(to: output)
     let report = try ParityVerifier.verify(
@@ -118,14 +118,14 @@ import Testing
   /// Unknown classes are all listed in one error, before any layer is converted: the first layer's
   /// invalid strides would fail the conversion, yet the error is about the two unknown classes.
   @Test func unknownClassesAreListedTogetherBeforeAnyWork() throws {
-    let source = try HostileKerasTests.edited(
+    let source = try KerasFileEditing.edited(
       "layers/tfkeras215/conv2d_transpose.h5",
       [
         ("\"strides\": [2, 2]", "\"strides\": [0, 0]"),
         ("\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s1_valid\"", "\"class_name\": \"MadeUpLayer\", \"config\": {\"name\": \"deconv_s1_valid\""),
       ])
     defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
-    let twoUnknown = try HostileKerasTests.edited(
+    let twoUnknown = try KerasFileEditing.edited(
       "layers/tfkeras215/conv2d_transpose.h5",
       [("\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s2_same\"", "\"class_name\": \"OtherMadeUpLayer\", \"config\": {\"name\": \"deconv_s2_same\""),
        ("\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s1_valid\"", "\"class_name\": \"MadeUpLayer\", \"config\": {\"name\": \"deconv_s1_valid\"")])

@@ -35,10 +35,8 @@ int mc_conv_run(const mc_conv *conv, const float *src, float *dst, int threads, 
 
 void mc_conv_destroy(mc_conv *conv);
 
-/// Bytes the convolution holds for each thread that runs it (its oneDNN scratchpad, kept with the
-/// thread's slot), and once (the weights in the kernel's layout).
+/// Bytes the convolution holds for each thread that runs it (its oneDNN scratchpad, kept with the thread's slot).
 size_t mc_conv_scratchpad_bytes(const mc_conv *conv);
-size_t mc_conv_weight_bytes(const mc_conv *conv);
 
 /// Max or average pooling of one `[H, W, C]` image (NHWC, batch 1); average excludes the padding.
 typedef struct mc_pool mc_pool;

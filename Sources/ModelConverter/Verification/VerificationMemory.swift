@@ -7,10 +7,10 @@ import ModelIR
 /// The layer-by-layer comparison keeps every value of both runs until the sample is accumulated, so one
 /// sample holds at most every value of the source graph and of the converted graph (twice the
 /// converted one's when compressed weights are compared from the source's values), plus one tensor in
-/// a changed layout, plus what the runtimes' oneDNN kernels keep for the thread that runs it (their
-/// scratchpads: a dilated convolution's is an im2col buffer the size of its output times its kernel). A model whose declared input makes that more than the limit is refused before it
-/// runs (a hostile file can declare an input of 2^31 elements in a file of a few KB); samples run at
-/// once are as many as fit.
+/// a changed layout, plus what the runtimes' kernels hold for the thread that runs it
+/// (`Interpreter.kernelBytesPerThread`: oneDNN scratchpads and the largest im2col buffer). A model whose
+/// declared input makes that more than the limit is refused before it runs (a hostile file can declare
+/// an input of 2^31 elements in a file of a few KB); samples run at once are as many as fit.
 public struct VerificationMemory: Sendable, Equatable, Codable {
   /// Bytes of tensors one sample holds at most.
   public var bytesPerSample: Int
