@@ -1,5 +1,6 @@
 import CProtobufC
 import Foundation
+import ModelFormats
 import ONNXSpec
 
 /// Reads ONNX model files (`ModelProto`) through libprotobuf-c into `ONNXModel` values.
@@ -12,7 +13,7 @@ public enum ONNXModelReader {
   /// read from files in the model's folder.
   public static func read(contentsOf url: URL) throws -> ONNXModel {
     let bytes: [UInt8]
-    do { bytes = try ONNXFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as ONNXFile.Failure {
+    do { bytes = try RangedFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as RangedFile.Failure {
       throw ONNXFormatError.unreadable(path: url.path, detail: failure.detail)
     }
     return try read(bytes: bytes, path: url.path, directory: url.deletingLastPathComponent())

@@ -1,5 +1,6 @@
 import CProtobufC
 import Foundation
+import ModelFormats
 import ONNXSpec
 
 /// Reads a file holding one serialized `TensorProto` (the ONNX test data sets' `input_0.pb`,
@@ -9,7 +10,7 @@ public enum ONNXTensorReader {
   /// from files in its folder.
   public static func read(contentsOf url: URL) throws -> ONNXTensor {
     let bytes: [UInt8]
-    do { bytes = try ONNXFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as ONNXFile.Failure {
+    do { bytes = try RangedFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as RangedFile.Failure {
       throw ONNXFormatError.unreadable(path: url.path, detail: failure.detail)
     }
     return try read(bytes: bytes, path: url.path, directory: url.deletingLastPathComponent())

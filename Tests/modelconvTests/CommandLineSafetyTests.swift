@@ -27,13 +27,89 @@ import Testing
     for output in [input.path, symbolic.path, hard.path, directory.appendingPathComponent("./model.h5").path] {
       let result = try cli.run(["convert", input.path, "-o", output])
       #expect(result.status == 64, "\(output): \(result.stderr)")
-      #expect(result.stderr.contains("is the input"))
+      #expect(result.stderr.contains("the input"))
     }
     #expect(try Data(contentsOf: input) == original)
     // The labels file is an input too.
     let labels = directory.appendingPathComponent("labels.txt")
     try Data("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n".utf8).write(to: labels)
     #expect(try cli.run(["convert", input.path, "--labels-file", labels.path, "-o", labels.path]).status == 64)
+  }
+
+  /// Every file under `url` (or the file itself) with its bytes, to compare before and after.
+  static func snapshot(_ url: URL) throws -> [String: Data] {
+    var result: [String: Data] = [:]
+    var isFolder: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder) else { return result }
+    guard isFolder.boolValue else { return [url.path: try Data(contentsOf: url)] }
+    for case let path as String in FileManager.default.enumerator(atPath: url.path) ?? NSEnumerator() {
+      let file = url.appendingPathComponent(path)
+      var folder: ObjCBool = false
+      if FileManager.default.fileExists(atPath: file.path, isDirectory: &folder), !folder.boolValue { result[path] = try Data(contentsOf: file) }
+    }
+    return result
+  }
+
+  /// A package given as its own output (also with a slash, through a link, or a file inside it) is
+  /// refused with 64 and left as it was; so is an output over an ONNX model's external data file.
+  @Test func packagesAndExternalDataAreNeverReplaced() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let package = directory.appendingPathComponent("p.mlpackage")
+    try FileManager.default.copyItem(at: Fixtures.url("coremltools/dense_classifier_program.mlpackage"), to: package)
+    let before = try Self.snapshot(package)
+    let link = directory.appendingPathComponent("q.mlpackage")
+    try FileManager.default.createSymbolicLink(at: link, withDestinationURL: package)
+    let inside = package.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel").path
+    for output in [package.path, package.path + "/", link.path, inside, package.appendingPathComponent("Data/new.mlmodel").path] {
+      for extra in [[], ["--verify"]] {
+        let result = try cli.run(["convert", package.path, "-o", output] + extra)
+        #expect(result.status == 64, "\(output): \(result.stderr)")
+        #expect(result.stderr.contains("the input"), "\(result.stderr)")
+      }
+    }
+    // The source given through the link, the output the real folder.
+    #expect(try cli.run(["convert", link.path, "-o", package.path]).status == 64)
+    #expect(try Self.snapshot(package) == before)
+    #expect(!FileManager.default.fileExists(atPath: package.appendingPathComponent("Data/new.mlmodel").path))
+    // Another output beside it is fine.
+    #expect(try cli.run(["convert", package.path, "-o", directory.appendingPathComponent("other.mlpackage").path]).status == 0)
+
+    // An ONNX model whose external data file is named like a Core ML model (same-length rename of the
+    // location inside the model, so the protobuf stays valid).
+    let onnx = [UInt8](try Data(contentsOf: Fixtures.url("onnx/external_data/mlp_external.onnx")))
+    let (old, new) = (Array("weights.bin".utf8), Array("wei.mlmodel".utf8))
+    var renamed = onnx
+    for start in 0...(renamed.count - old.count) where Array(renamed[start..<start + old.count]) == old {
+      renamed.replaceSubrange(start..<start + old.count, with: new)
+    }
+    #expect(renamed != onnx)
+    let model = directory.appendingPathComponent("m.onnx")
+    try Data(renamed).write(to: model)
+    let weights = directory.appendingPathComponent("wei.mlmodel")
+    try FileManager.default.copyItem(at: Fixtures.url("onnx/external_data/weights.bin"), to: weights)
+    let weightBytes = try Data(contentsOf: weights)
+    let hard = directory.appendingPathComponent("hard.mlmodel")
+    try FileManager.default.linkItem(at: weights, to: hard)
+    for output in [weights.path, hard.path] {
+      let result = try cli.run(["convert", model.path, "-o", output])
+      #expect(result.status == 64, "\(output): \(result.stderr)")
+      #expect(result.stderr.contains("wei.mlmodel"))
+    }
+    #expect(try Data(contentsOf: weights) == weightBytes)
+    #expect(try cli.run(["convert", model.path, "-o", directory.appendingPathComponent("fine.mlmodel").path]).status == 0)
+
+    // evaluate's report never goes over the model or into the folder it reads.
+    let images = directory.appendingPathComponent("images")
+    try FileManager.default.copyItem(at: Fixtures.digits.appendingPathComponent("test_images"), to: images)
+    let converted = directory.appendingPathComponent("digits.mlmodel")
+    #expect(try cli.run(["convert", Self.digits, "--image-input", "input1", "--image-scale", "0.00392156862745098", "--labels-file", Fixtures.digits.appendingPathComponent("labels.txt").path, "-o", converted.path]).status == 0)
+    let imagesBefore = try Self.snapshot(images)
+    for report in [converted.path, images.appendingPathComponent("report.html").path] {
+      let result = try cli.run(["evaluate", converted.path, images.path, "--report", report])
+      #expect(result.status == 64, "\(report): \(result.stderr)")
+    }
+    #expect(try Self.snapshot(images) == imagesBefore)
   }
 
   @Test func specialFilesAreNeverReplaced() throws {

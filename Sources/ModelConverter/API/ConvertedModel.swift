@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import ModelFormats
 import ModelIR
 
 /// The result of a conversion: the IR graph and the written Core ML model.
@@ -17,6 +18,9 @@ public struct ConvertedModel: Sendable {
   public var format: ModelFormat { encoded.format }
   /// The Keras version that wrote the source file, when recorded.
   public let sourceKerasVersion: String?
+  /// Every file or folder the conversion read (the source, its external data, its architecture file):
+  /// `write(to:)` refuses an output that is, lies inside or contains one of them.
+  public var sourcePaths: [String] = []
 
   /// Layers whose values leave float16's range in an ML Program (`Float16Range`), with what was done:
   /// the program computes in float32 (the default for such a model), or, when float16 was asked for,
@@ -46,7 +50,10 @@ public struct ConvertedModel: Sendable {
 
   /// Writes the `.mlmodel` file or `.mlpackage` folder atomically: an existing model is replaced only
   /// once the new one is complete, and a failure leaves nothing behind.
+  /// An output that is, lies inside or contains a file the conversion read is refused
+  /// (`SourceProtection.Conflict`, a usage error) before anything is written.
   public func write(to url: URL) throws {
+    try SourceProtection.check(output: url.path, sources: sourcePaths)
     try encoded.write(to: url)
   }
 

@@ -83,6 +83,8 @@ public enum Converter {
       declaredArrays: declaredArrays)
     writerOptions.compression = options.compression
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
-    return ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
+    var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
+    model.sourcePaths = source.readPaths
+    return model
   }
 }

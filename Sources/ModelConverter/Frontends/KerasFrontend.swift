@@ -13,7 +13,9 @@ public struct KerasFrontend: ModelFrontend {
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
-    try importSource(open(url, options), options: options)
+    var source = try importSource(open(url, options), options: options)
+    if let architecture = options.architecture { source.additionalPaths.append(architecture.path) }
+    return source
   }
 
   public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {

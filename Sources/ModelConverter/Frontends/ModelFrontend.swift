@@ -67,6 +67,11 @@ public struct ImportedSource: Sendable {
   /// not (Keras), an input takes network values and the preprocessing comes from the user.
   public var declaresImageInputs = false
   public var path: String
+  /// Files and folders besides `path` that the import read (external data, an architecture file):
+  /// no output may replace or lie inside any of them.
+  public var additionalPaths: [String] = []
+  /// Every file or folder the import read, `path` first.
+  public var readPaths: [String] { [path] + additionalPaths }
   /// The model in the IR's conventions, with the final input and output names.
   public var graph: Graph
   /// Image inputs the source already declares, by (new) input name, with their preprocessing; the

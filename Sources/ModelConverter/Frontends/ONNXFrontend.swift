@@ -20,7 +20,9 @@ public struct ONNXFrontend: ModelFrontend {
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
     let model = try ONNXModelReader.read(contentsOf: url)
-    return try Self.source(model, path: url.path, options: options)
+    var source = try Self.source(model, path: url.path, options: options)
+    source.additionalPaths += model.externalDataFiles
+    return source
   }
 
   public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {

@@ -1,5 +1,6 @@
 import CProtobufC
 import Foundation
+import ModelFormats
 import ONNXSpec
 
 #if canImport(Glibc)
@@ -36,6 +37,7 @@ extension ONNXDecoder {
       throw unsupported("external data ('\(location)') needs the model's folder: read the model from its file")
     }
     let file = try resolve(location, in: directory)
+    externalFiles.insert(file)
     if length == nil {
       // No length: the data runs from offset to the end of the file.
       var info = stat()
@@ -46,8 +48,8 @@ extension ONNXDecoder {
       }
     }
     do {
-      return try ONNXFile.bytes(file, offset: offset, length: byteCount, limit: Int.max)
-    } catch let failure as ONNXFile.Failure {
+      return try RangedFile.bytes(file, offset: offset, length: byteCount, limit: Int.max)
+    } catch let failure as RangedFile.Failure {
       throw invalid("external data file '\(location)': \(failure.detail)")
     }
   }

@@ -18,7 +18,7 @@ extension ONNXDecoder {
       irVersion: Int(m.ir_version), opsetImports: opsetImports, producerName: try text(m.producer_name, "producer_name"),
       producerVersion: try text(m.producer_version, "producer_version"), domain: try text(m.domain, "domain"),
       modelVersion: Int(m.model_version), docString: try text(m.doc_string, "doc_string"), metadataProps: metadata,
-      graph: graph, functions: functions)
+      graph: graph, functions: functions, externalDataFiles: externalFiles.sorted())
   }
 
   func graph(_ g: Onnx__GraphProto) throws -> ONNXGraph {

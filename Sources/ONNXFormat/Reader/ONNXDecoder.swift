@@ -9,6 +9,8 @@ final class ONNXDecoder {
   /// The folder external data locations are relative to; nil when the bytes came from memory.
   let directory: URL?
   private var location: [String] = []
+  /// The real paths of the external data files read so far.
+  var externalFiles: Set<String> = []
 
   init(path: String, directory: URL?) {
     self.path = path

@@ -14,6 +14,8 @@ public struct ONNXModel: Equatable, Sendable {
   public var graph: ONNXGraph
   /// Model-local functions (IR 8 and later), operators defined by a body of nodes.
   public var functions: [ONNXFunction]
+  /// The real paths of the files its external data was read from (none when all data is inline).
+  public var externalDataFiles: [String] = []
 
   /// The version of the operator set imported for `domain` (`""` and `"ai.onnx"` are the same domain).
   public func opsetVersion(domain: String) -> Int? {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import KerasFormat
+import ModelFormats
 
 /// Runs a manifest's entries, `jobs` at a time, each as a `modelconv convert` child process of this
 /// executable (the same code path as the command line, one model per core, a crash or a hostile file
@@ -87,6 +88,10 @@ struct BuildRunner {
   /// Converts one entry (and checks its reference), in child processes.
   func build(_ entry: BuildManifest.Entry) -> Result {
     let start = Date()
+    // No folder is made inside a source (convert itself refuses such an output, with the same message).
+    if let conflict = SourceProtection.conflict(output: entry.output.path, sources: entry.inputs.map(\.path)) {
+      return Result(entry: entry, status: .badInput, exitCode: ExitCode.usage.rawValue, seconds: Date().timeIntervalSince(start), message: conflict.description)
+    }
     try? FileManager.default.createDirectory(at: entry.output.deletingLastPathComponent(), withIntermediateDirectories: true)
     let convert = Self.spawn(executable, ["convert", entry.source.path, "-o", entry.output.path] + entry.arguments)
     var result = Result(entry: entry, status: .converted, exitCode: convert.status, seconds: 0, message: "")

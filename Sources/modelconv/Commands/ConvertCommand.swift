@@ -100,6 +100,8 @@ enum ConvertCommand: Subcommand {
     let sourceURL = URL(fileURLWithPath: input)
     options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
     let source = try Frontends.frontend(for: sourceURL).importSource(at: sourceURL, options: options.sourceOptions)
+    // Now that the source is read, every file it read is known (external data, ...).
+    try SourceProtection.check(output: output, sources: source.readPaths + [parsed.value("--labels-file")].compactMap { $0 })
     let model = try Converter.convert(source, options: options)
     let json = parsed.flag("--json")
     guard verify else {
@@ -143,10 +145,11 @@ enum ConvertCommand: Subcommand {
     }
   }
 
-  /// Refuses an output path that is one of the inputs (also through a symbolic or hard link: same
-  /// device and inode), or an existing device, pipe, socket or folder (other than an `.mlpackage`
-  /// replaced by a package).
+  /// Refuses an output path that is, lies inside or contains one of the inputs (also through a symbolic
+  /// or hard link), or an existing device, pipe, socket or folder (other than an `.mlpackage` replaced
+  /// by a package).
   static func checkOutput(_ output: String, inputs: [String]) throws {
+    try SourceProtection.check(output: output, sources: inputs)
     guard let existing = AtomicFile.nodeKind(output) else { return }
     let package = URL(fileURLWithPath: output).pathExtension == "mlpackage"
     if package {
@@ -157,11 +160,6 @@ enum ConvertCommand: Subcommand {
     }
     guard existing.kind == "a regular file" else {
       throw UsageError(message: AtomicFile.DestinationError.notARegularFile(path: output, kind: existing.kind).description)
-    }
-    for input in inputs {
-      if let node = AtomicFile.nodeKind(input), node.device == existing.device, node.inode == existing.inode {
-        throw UsageError(message: "the output \(output) is the input \(input); writing it would destroy the input: choose another -o")
-      }
     }
   }
 

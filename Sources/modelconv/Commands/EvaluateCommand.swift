@@ -37,7 +37,7 @@ enum EvaluateCommand: Subcommand {
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else { throw UsageError(message: "expected a model and a folder\n\n" + usage) }
     if let report = parsed.value("--report") {
-      try ConvertCommand.checkOutput(report, inputs: [parsed.positionals[0]] + [parsed.value("--against")].compactMap { $0 })
+      try ConvertCommand.checkOutput(report, inputs: [parsed.positionals[0], parsed.positionals[1]] + [parsed.value("--against")].compactMap { $0 })
     }
     let model = try PredictCommand.loadModel(parsed.positionals[0], parsed)
     let other = try parsed.value("--against").map { try PredictCommand.loadModel($0, parsed) }

@@ -1,6 +1,7 @@
 import CoreMLFormat
 import KerasFormat
 import ModelConverter
+import ModelFormats
 import ModelIR
 
 /// Process exit codes, from BSD's sysexits where one fits.
@@ -34,6 +35,15 @@ enum ExitCode: Int32 {
 
   /// The exit code for an error thrown by the library.
   init(for error: Error) {
+    if let kinded = error as? KindedError {
+      switch kinded.kind {
+      case .missingInput: self = .noInput
+      case .badModel: self = .badModel
+      case .usage: self = .usage
+      case .cannotWrite: self = .cannotCreate
+      }
+      return
+    }
     switch error {
     case is UsageError: self = .usage
     case KerasReaderError.fileNotFound, KerasReaderError.notRegularFile: self = .noInput
