@@ -63,8 +63,8 @@ let package = Package(
     // Core ML: what the reader and both writers share (package and weight-file I/O, the model
     // description, writer options), the reader (into the IR, with Apple's documented rules), the
     // classic neural-network writer, the ML Program writer, and `CoreMLFormat`, which imports them all.
-    .target(name: "CoreMLCommon", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR"]),
-    .target(name: "CoreMLReader", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(name: "CoreMLCommon", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR", "ModelFormats"]),
+    .target(name: "CoreMLReader", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR", "ModelFormats"]),
     .target(name: "CoreMLProgramWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
     // The classic writer lowers the ML Program emitter's operations into rank-N layers for graphs its
     // rank-5 layers cannot hold (as coremltools' neural-network backend lowers MIL).

@@ -32,7 +32,7 @@ public final class RangedFile {
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
       close(fd)
-      throw Failure(detail: "not a regular file (\(PathNode.kind(path) ?? "unknown kind"))")
+      throw Failure(detail: "not a regular file")
     }
     self.path = path
     self.fd = fd
@@ -52,7 +52,7 @@ public final class RangedFile {
     guard count >= 0, count <= size - offset else {
       throw Failure(detail: "\(count) bytes from offset \(offset) run past the end of the \(size)-byte file")
     }
-    guard count <= limit else { throw Failure(detail: "\(count) bytes, more than the \(limit)-byte limit") }
+    guard count <= limit else { throw Failure(detail: "\(count) bytes, more than the \(Self.describe(limit)) limit") }
     var bytes = [UInt8](repeating: 0, count: count)
     var filled = 0
     while filled < count {
@@ -68,8 +68,13 @@ public final class RangedFile {
 
   /// The whole file, when it holds at most `limit` bytes.
   public func readAll(limit: Int) throws -> [UInt8] {
-    guard size <= limit else { throw Failure(detail: "\(size) bytes, more than the \(limit)-byte limit") }
+    guard size <= limit else { throw Failure(detail: "\(size) bytes, more than the \(Self.describe(limit)) limit") }
     return try read(offset: 0, count: size)
+  }
+
+  /// "2 GiB" for whole gibibytes, else "N-byte".
+  static func describe(_ limit: Int) -> String {
+    limit >= 1 << 30 && limit % (1 << 30) == 0 ? "\(limit >> 30) GiB" : "\(limit)-byte"
   }
 
   /// `length` bytes (or all to the end) from `offset` of the regular file at `path`, at most `limit`.

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 
 /// The MIL blob storage file (`weights/weight.bin`, storage format version 2) of an ML Program package.
 ///
@@ -151,42 +152,74 @@ public enum MILBlobStorage {
     }
   }
 
-  /// Reads blobs out of a blob file's bytes, checking every number against the file before use.
-  public struct Reader: Sendable {
-    public let bytes: [UInt8]
+  /// Reads blobs out of a blob file, checking every number against the file's size before use. A file
+  /// is read by ranges: the 64-byte header, each blob's 64-byte record and then its data, only the
+  /// blobs asked for; nothing is allocated that the file does not hold (a sparse file declaring
+  /// gigabytes costs what its blobs take).
+  public struct Reader: @unchecked Sendable {
+    private enum Storage {
+      case memory([UInt8])
+      case file(RangedFile)
+    }
+    private let storage: Storage
     public let path: String
-    public let count: Int
+    /// The number of blobs the header declares.
+    public private(set) var count: Int
+    /// The file's size in bytes.
+    public let size: Int
 
     public init(bytes: [UInt8], path: String) throws {
-      self.bytes = bytes
+      try self.init(storage: .memory(bytes), size: bytes.count, path: path)
+    }
+
+    /// Opens the regular file at `url` (a FIFO, device or folder is refused without blocking).
+    public init(contentsOf url: URL) throws {
+      let file: RangedFile
+      do { file = try RangedFile(url.path) } catch let failure as RangedFile.Failure { throw FormatError(path: url.path, detail: "cannot be read: \(failure.detail)") }
+      try self.init(storage: .file(file), size: file.size, path: url.path)
+    }
+
+    private init(storage: Storage, size: Int, path: String) throws {
+      self.storage = storage
+      self.size = size
       self.path = path
-      guard bytes.count >= 64 else { throw FormatError(path: path, detail: "\(bytes.count) bytes, shorter than the 64-byte header") }
-      let version = Self.load32(bytes, 4)
+      guard size >= 64 else { throw FormatError(path: path, detail: "\(size) bytes, shorter than the 64-byte header") }
+      count = 0
+      let header = try read(offset: 0, count: 64)
+      let version = Self.load32(header, 4)
       guard version == MILBlobStorage.version else {
         throw FormatError(path: path, detail: "storage version \(version); only version 2 is defined")
       }
-      count = Int(Self.load32(bytes, 0))
+      count = Int(Self.load32(header, 0))
     }
 
-    public init(contentsOf url: URL) throws {
-      guard let data = FileManager.default.contents(atPath: url.path) else { throw FormatError(path: url.path, detail: "cannot be read") }
-      try self.init(bytes: [UInt8](data), path: url.path)
+    /// `count` bytes from `offset`, which the caller has checked lie inside the file.
+    private func read(offset: Int, count: Int) throws -> [UInt8] {
+      switch storage {
+      case .memory(let bytes): return Array(bytes[offset..<offset + count])
+      case .file(let file):
+        do { return try file.read(offset: offset, count: count) } catch let failure as RangedFile.Failure {
+          throw FormatError(path: path, detail: "\(count) bytes at \(offset): \(failure.detail)")
+        }
+      }
     }
 
     /// The blob whose metadata record is at `offset`.
     public func blob(at offset: UInt64) throws -> Blob {
-      guard offset >= 64, offset % UInt64(MILBlobStorage.alignment) == 0, offset <= UInt64(bytes.count), UInt64(bytes.count) - offset >= 64 else {
-        throw FormatError(path: path, detail: "offset \(offset) is not an aligned metadata record inside the \(bytes.count)-byte file")
+      let fileSize = UInt64(size)
+      guard offset >= 64, offset % UInt64(MILBlobStorage.alignment) == 0, offset <= fileSize, fileSize - offset >= 64 else {
+        throw FormatError(path: path, detail: "offset \(offset) is not an aligned metadata record inside the \(size)-byte file")
       }
       let start = Int(offset)
-      guard Self.load32(bytes, start) == MILBlobStorage.sentinel else {
+      let record = try read(offset: start, count: 64)
+      guard Self.load32(record, 0) == MILBlobStorage.sentinel else {
         throw FormatError(path: path, detail: "no blob record at offset \(offset) (sentinel missing)")
       }
-      let code = Self.load32(bytes, start + 4)
+      let code = Self.load32(record, 4)
       guard let type = BlobDataType(rawValue: code) else { throw FormatError(path: path, detail: "blob at \(offset) has unknown data type \(code)") }
-      let size = Self.load64(bytes, start + 8), dataOffset = Self.load64(bytes, start + 16), padding = Self.load64(bytes, start + 24)
-      guard dataOffset >= offset + 64, dataOffset <= UInt64(bytes.count), size <= UInt64(bytes.count) - dataOffset else {
-        throw FormatError(path: path, detail: "blob at \(offset) claims \(size) bytes at \(dataOffset), beyond the \(bytes.count)-byte file")
+      let size = Self.load64(record, 8), dataOffset = Self.load64(record, 16), padding = Self.load64(record, 24)
+      guard dataOffset >= offset + 64, dataOffset <= fileSize, size <= fileSize - dataOffset else {
+        throw FormatError(path: path, detail: "blob at \(offset) claims \(size) bytes at \(dataOffset), beyond the \(self.size)-byte file")
       }
       // As coremltools' MILBlob StorageReader (mlmodel/src/MILBlob/Blob/StorageReader.cpp): the sentinel, the
       // data type and the data's place in the file are checked; `padding_size_in_bits` only for sub-byte
@@ -202,8 +235,7 @@ public enum MILBlobStorage {
         }
         paddingBits = Int(padding)
       }
-      let from = Int(dataOffset)
-      return Blob(dataType: type, bytes: Array(bytes[from..<from + Int(size)]), paddingBits: paddingBits)
+      return Blob(dataType: type, bytes: try read(offset: Int(dataOffset), count: Int(size)), paddingBits: paddingBits)
     }
 
     static func load32(_ b: [UInt8], _ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(b[o + $1]) << (8 * UInt32($1)) } }

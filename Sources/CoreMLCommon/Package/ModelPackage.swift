@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 
 /// An `.mlpackage` folder: `Manifest.json`, the model specification and (for an ML Program) its weights.
 ///
@@ -34,10 +35,11 @@ public enum ModelPackage {
   /// Reads `Manifest.json` and finds the root model: the item named by `rootModelIdentifier`.
   public static func contents(of package: URL) throws -> Contents {
     let manifestURL = package.appendingPathComponent("Manifest.json")
-    guard let data = FileManager.default.contents(atPath: manifestURL.path) else {
-      throw FormatError(path: package.path, detail: "has no readable Manifest.json; is it an .mlpackage folder?")
+    let data: Data
+    do { data = Data(try RangedFile.bytes(manifestURL.path, limit: 1 << 20)) } catch let failure as RangedFile.Failure {
+      throw FormatError(path: package.path, detail: "has no readable Manifest.json (\(failure.detail)); is it an .mlpackage folder?")
     }
-    guard data.count <= 1 << 20, let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+    guard let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
       throw FormatError(path: manifestURL.path, detail: "is not a JSON object")
     }
     guard let version = manifest["fileFormatVersion"] as? String else {

@@ -2,6 +2,7 @@ import CoreMLCommon
 import CProtobufC
 import CoreMLSpec
 import Foundation
+import ModelFormats
 
 /// Decodes `.mlmodel` bytes with protoc-c's generated reader into a `CoreMLModelSpec`.
 public enum CoreMLSpecReader {
@@ -10,6 +11,7 @@ public enum CoreMLSpecReader {
   /// - Parameter weightsURL: for an ML Program, the package folder holding `weight.bin`; an ML Program read
   ///   without one (a bare `.mlmodel` file) is an error, since its weights live outside the file.
   public static func read(_ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil) throws -> CoreMLModelSpec {
+    try checkNesting(bytes, path: path)
     guard let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }) else {
       throw CoreMLReaderError.malformed(path: path)
     }
@@ -105,6 +107,24 @@ public enum CoreMLSpecReader {
     return spec
   }
 
+  /// Refuses bytes whose messages nest deeper than `ProtobufNesting.maximumDepth` (or whose wire data
+  /// is malformed) before protobuf-c, which recurses without a limit, unpacks them.
+  static func checkNesting(_ bytes: [UInt8], path: String) throws {
+    do {
+      try bytes.withUnsafeBufferPointer { buffer in
+        try withUnsafePointer(to: core_ml__specification__model__descriptor) { descriptor in
+          try ProtobufNesting(bytes: buffer).check(0..<buffer.count, descriptor: descriptor)
+        }
+      }
+    } catch ProtobufNesting.Failure.malformed {
+      throw CoreMLReaderError.malformed(path: path)
+    } catch ProtobufNesting.Failure.tooDeep {
+      throw CoreMLReaderError.invalidField(
+        path: path, field: "Model",
+        detail: "messages are nested more than \(ProtobufNesting.maximumDepth) deep (blocks inside operations, layers inside loops, models inside pipelines); Core ML's own parser refuses such files too")
+    }
+  }
+
   /// Reads and decodes a `.mlmodel` file, or the model inside an `.mlpackage` folder (found through its
   /// `Manifest.json`; an ML Program's weights are read from the package's weights folder).
   public static func read(contentsOf url: URL) throws -> CoreMLModelSpec {
@@ -123,14 +143,14 @@ public enum CoreMLSpecReader {
   /// The bytes of a serialized `Model` file, refused before reading when the file is larger than one
   /// protobuf message may be (`CoreMLLimits.maximumSpecificationBytes`), which Core ML cannot load either.
   static func specificationBytes(at url: URL, path: String) throws -> [UInt8] {
-    let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.intValue
-    if let size, size > CoreMLLimits.maximumSpecificationBytes {
+    let file: RangedFile
+    do { file = try RangedFile(url.path) } catch { throw CoreMLReaderError.unreadable(path: url.path) }
+    if file.size > CoreMLLimits.maximumSpecificationBytes {
       throw CoreMLReaderError.invalidField(
         path: path, field: "Model",
-        detail: "the specification is \(size) bytes, more than the \(CoreMLLimits.maximumSpecificationBytes) bytes one protobuf message may hold (Core ML cannot load it either)")
+        detail: "the specification is \(file.size) bytes, more than the \(CoreMLLimits.maximumSpecificationBytes) bytes one protobuf message may hold (Core ML cannot load it either)")
     }
-    guard let data = FileManager.default.contents(atPath: url.path) else { throw CoreMLReaderError.unreadable(path: url.path) }
-    return [UInt8](data)
+    do { return try file.readAll(limit: CoreMLLimits.maximumSpecificationBytes) } catch { throw CoreMLReaderError.unreadable(path: url.path) }
   }
 
   /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.

@@ -22,56 +22,85 @@ public struct SinkUnitReshapesPass: GraphPass {
         changed = true
         continue
       }
-      // Every move a scan finds whose nodes and values no other move of the scan touches is made, from
-      // the last to the first (each only changes its own node and inserts one after it), then the graph
-      // is pruned once: a rescan per move made deep graphs (Swin V2's 50 000 nodes) quadratic.
+      // One scan finds every move whose nodes and values no other move of the scan touches, and follows
+      // each moved reshape on down its chain in the same scan: the reshape a move leaves after node X
+      // (`pending`) is moved past X's single reader too, and so on, so a chain of n operations after a
+      // reshape takes one scan, not n. The moves are then made in one rebuild of the node list and one
+      // prune: a rescan or an insertion per move made long chains quadratic.
       let lookup = graph.lookup
-      var moves: [(index: Int, operation: Operation, source: ValueID, shape: [Int])] = []
+      var moves: [Int: (operation: Operation, source: ValueID, moved: ValueID)] = [:]
+      var pending: [ValueID: (source: ValueID, shape: [Int])] = [:]
+      var newValues: [Value] = []
+      var names: Set<String>?
       var touchedValues = Set<ValueID>(), touchedNodes = Set<Int>()
       for index in graph.nodes.indices {
         let node = graph.nodes[index]
-        guard node.inputs.count == 1, let producer = lookup.producer[node.inputs[0]],
-          case .reshape = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1,
-          // A reshape of a reshape merges with it first (`CancelReshapesPass`), even when the first has other readers.
-          !(lookup.producer[graph.nodes[producer].inputs[0]].map { CancelReshapesPass.isReshape(graph.nodes[$0].operation) } ?? false)
-        else { continue }
-        var source = graph.nodes[producer].inputs[0]
-        let footprint: Set<ValueID> = [source, node.inputs[0], node.output]
-        guard touchedValues.isDisjoint(with: footprint), !touchedNodes.contains(index), !touchedNodes.contains(producer) else { continue }
-        var before = graph[source].type.shape
+        guard node.inputs.count == 1, lookup.readerCount(node.inputs[0]) == 1 else { continue }
         let after = graph[node.inputs[0]].type.shape
+        var source: ValueID
+        var before: [Int]
         let operation: Operation
-        if Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) {
+        if let chained = pending[node.inputs[0]] {
+          // The reshape this scan moved to just before this node moves on past it.
+          (source, before) = chained
+          guard Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) else { continue }
           operation = moved
         } else {
-          // A reshape that also adds unit axes (`[2, 2, 128]` to `[1, 1, 512]`) reshapes to the shape
-          // without them (`[512]`), and the unit axes move on as above. Before a spatial operation the
-          // reshape keeps the image and drops only the batch axis (`[1, 2000]` to `[1, 1, 2000, 1]`
-          // becomes `[1, 2000, 1]`, an image of height 1, and the batch axis moves on).
-          let squeezed = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
-          let image = Array(after.dropFirst())
-          let core = after.count == 4 && after[0] == 1 && Self.moved(node.operation, before: image, after: after) != nil ? image : squeezed
-          guard core != after, core != before, let moved = Self.moved(node.operation, before: core, after: after),
-            (try? moved.outputShape(inputShapes: [core], node: node.name)) != nil
+          guard let producer = lookup.producer[node.inputs[0]], case .reshape = graph.nodes[producer].operation,
+            // A reshape of a reshape merges with it first (`CancelReshapesPass`), even when the first has other readers.
+            !(lookup.producer[graph.nodes[producer].inputs[0]].map { CancelReshapesPass.isReshape(graph.nodes[$0].operation) } ?? false)
           else { continue }
-          let middle = graph.nodes[producer].output
-          graph.nodes[producer].operation = .reshape(targetShape: core)
-          graph.values[middle].type = TensorType(core, dataType: graph[middle].type.dataType)
-          (source, before, operation) = (middle, core, moved)
+          source = graph.nodes[producer].inputs[0]
+          let footprint: Set<ValueID> = [source, node.inputs[0], node.output]
+          guard touchedValues.isDisjoint(with: footprint), !touchedNodes.contains(index), !touchedNodes.contains(producer) else { continue }
+          before = graph[source].type.shape
+          if Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) {
+            operation = moved
+          } else {
+            // A reshape that also adds unit axes (`[2, 2, 128]` to `[1, 1, 512]`) reshapes to the shape
+            // without them (`[512]`), and the unit axes move on as above. Before a spatial operation the
+            // reshape keeps the image and drops only the batch axis (`[1, 2000]` to `[1, 1, 2000, 1]`
+            // becomes `[1, 2000, 1]`, an image of height 1, and the batch axis moves on).
+            let squeezed = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
+            let image = Array(after.dropFirst())
+            let core = after.count == 4 && after[0] == 1 && Self.moved(node.operation, before: image, after: after) != nil ? image : squeezed
+            guard core != after, core != before, let moved = Self.moved(node.operation, before: core, after: after),
+              (try? moved.outputShape(inputShapes: [core], node: node.name)) != nil
+            else { continue }
+            let middle = graph.nodes[producer].output
+            graph.nodes[producer].operation = .reshape(targetShape: core)
+            graph.values[middle].type = TensorType(core, dataType: graph[middle].type.dataType)
+            (source, before, operation) = (middle, core, moved)
+          }
+          touchedNodes.insert(producer)
         }
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
         guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name) else { continue }
-        touchedValues.formUnion(footprint)
-        touchedNodes.formUnion([index, producer])
-        moves.append((index, operation, source, shape))
-      }
-      for move in moves.reversed() {
-        let node = graph.nodes[move.index]
-        graph.moveBefore(
-          nodeAt: move.index, operation: move.operation, sources: [move.source], shape: move.shape, suffix: "__unit_axes",
-          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin, prune: false)
+        touchedValues.formUnion([source, node.inputs[0], node.output])
+        touchedNodes.insert(index)
+        if names == nil { names = Set(graph.values.map(\.name)) }
+        var name = graph[node.output].name + "__unit_axes"
+        while names?.contains(name) == true { name += "_" }
+        names?.insert(name)
+        let moved = graph.values.count + newValues.count
+        newValues.append(Value(name: name, type: TensorType(shape, dataType: graph[node.output].type.dataType)))
+        moves[index] = (operation, source, moved)
+        if !graph.outputs.contains(node.output) { pending[node.output] = (moved, shape) }
       }
       if !moves.isEmpty {
+        graph.values += newValues
+        var nodes: [Node] = []
+        nodes.reserveCapacity(graph.nodes.count + moves.count)
+        for (index, node) in graph.nodes.enumerated() {
+          guard let move = moves[index] else {
+            nodes.append(node)
+            continue
+          }
+          nodes.append(Node(name: node.name, operation: move.operation, inputs: [move.source], output: move.moved, origin: node.origin))
+          nodes.append(
+            Node(name: node.name + "__unit_axes", operation: .reshape(targetShape: graph[node.output].type.shape), inputs: [move.moved], output: node.output, origin: node.origin))
+        }
+        graph.nodes = nodes
         graph = graph.pruned()
         changed = true
         continue

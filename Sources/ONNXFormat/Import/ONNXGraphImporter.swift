@@ -31,6 +31,58 @@ public enum ONNXGraphImporter {
     return counts.keys.sorted().map { counts[$0]! > 1 ? "\($0) (\(counts[$0]!) nodes)" : $0 }
   }
 
+  /// Refuses a graph that is not in ONNX's single-assignment form, before anything is imported: every
+  /// name is given a value once (no initializer, input or node output twice, no node output named like
+  /// an input or initializer), every node input names a value defined before it (graph input,
+  /// initializer or an earlier node's output), every declared output is computed, there is at least
+  /// one output, and an initializer that is also a graph input (its default value) has the input's
+  /// declared shape. Each error names the value and what it clashes with.
+  static func checkWellFormed(_ graph: ONNXGraph, path: String) throws {
+    func fail(_ detail: String) -> ONNXImportError { .invalidGraph(path: path, detail: detail) }
+    guard !graph.outputs.isEmpty else { throw fail("the graph declares no outputs") }
+    var defined: [String: String] = [:]
+    var initializerShapes: [String: [Int]] = [:]
+    for tensor in graph.initializers {
+      guard defined[tensor.name] == nil else { throw fail("initializer '\(tensor.name)' is given twice") }
+      defined[tensor.name] = "an initializer"
+      initializerShapes[tensor.name] = tensor.dims
+    }
+    var inputNames = Set<String>()
+    for input in graph.inputs {
+      guard !input.name.isEmpty else { throw fail("a graph input has no name") }
+      guard inputNames.insert(input.name).inserted else { throw fail("graph input '\(input.name)' is declared twice") }
+      if let dims = initializerShapes[input.name] {
+        // The initializer is the input's default value: it must fit the declared shape.
+        if case .tensor(_, let declared?) = input.type {
+          let fits = declared.count == dims.count && zip(declared, dims).allSatisfy { dim, size in
+            if case .value(let v) = dim { return v == size }
+            return true
+          }
+          guard fits else {
+            throw fail("initializer '\(input.name)' has shape \(dims), but the graph input of that name declares \(declared.map { "\($0)" })")
+          }
+        }
+      } else {
+        defined[input.name] = "a graph input"
+      }
+    }
+    for (index, node) in graph.nodes.enumerated() {
+      let label = node.name.isEmpty ? "node #\(index) (\(node.opType))" : "node '\(node.name)' (\(node.opType))"
+      for input in node.inputs where !input.isEmpty && defined[input] == nil {
+        throw fail("\(label) reads '\(input)', which no graph input, initializer or earlier node defines")
+      }
+      for output in node.outputs where !output.isEmpty {
+        if let other = defined[output] { throw fail("\(label) computes '\(output)', which is already \(other)") }
+        defined[output] = label + "'s output"
+      }
+    }
+    var outputNames = Set<String>()
+    for output in graph.outputs {
+      guard defined[output.name] != nil else { throw fail("output '\(output.name)' is not computed: no node, input or initializer defines it") }
+      guard outputNames.insert(output.name).inserted else { throw fail("output '\(output.name)' is declared twice") }
+    }
+  }
+
   /// Imports `model`; `inputShapes` fixes named (symbolic) dimensions by input name, and every other
   /// symbolic or unknown dimension must be a leading batch axis (read as 1). `constants` binds graph
   /// inputs to known values (as initializers would).
@@ -48,6 +100,7 @@ public enum ONNXGraphImporter {
       throw ONNXImportError.unsupportedOperators(path: path, operators: unsupported, opset: opsetVersion)
     }
     let graph = model.graph
+    try checkWellFormed(graph, path: path)
     var values: [String: ONNXValue] = [:]
     for initializer in graph.initializers { values[initializer.name] = .constant(try ONNXConstant(initializer)) }
     for (name, value) in constants { values[name] = .constant(value) }

@@ -47,10 +47,15 @@ extension ONNXDecoder {
     let label = name.isEmpty ? "node #\(index) (\(opType))" : "node '\(name)' (\(opType))"
     return try within(label) {
       guard !opType.isEmpty else { throw invalid("op_type is empty") }
+      let attributes = try messages(n.attribute, n.n_attribute, "attribute").map(attribute)
+      var seen = Set<String>()
+      for attribute in attributes where !seen.insert(attribute.name).inserted {
+        throw invalid("attribute '\(attribute.name)' is given twice")
+      }
       return ONNXNode(
         name: name, opType: opType, domain: try text(n.domain, "domain"), inputs: try texts(n.input, n.n_input, "input"),
         outputs: try texts(n.output, n.n_output, "output"),
-        attributes: try messages(n.attribute, n.n_attribute, "attribute").map(attribute),
+        attributes: attributes,
         docString: try text(n.doc_string, "doc_string"))
     }
   }
