@@ -1226,7 +1226,7 @@ def cm_outputs_removed(model, rng, case):
     return f"all {count} description outputs removed"
 
 
-def append_classic_layer(nn, name_suffix):
+def append_classic_layer(nn):
     last = nn.layers[-1]
     if not len(last.output):
         raise Skip("last layer without output")
@@ -1239,7 +1239,7 @@ def append_classic_layer(nn, name_suffix):
 @coreml_edit
 def cm_activation_chain(model, rng, case):
     nn = network(model)
-    pre, out = append_classic_layer(nn, "chain")
+    pre, out = append_classic_layer(nn)
     count = 10000
     previous = pre
     for index in range(count):
@@ -1255,7 +1255,7 @@ def cm_activation_chain(model, rng, case):
 @coreml_edit
 def cm_layernorm(model, rng, case):
     nn = network(model)
-    pre, out = append_classic_layer(nn, "layernorm")
+    pre, out = append_classic_layer(nn)
     width = 1
     for feature in model.description.output:
         if feature.name == out and feature.type.WhichOneof("Type") == "multiArrayType" and len(feature.type.multiArrayType.shape):
@@ -1706,7 +1706,8 @@ def mil_op(model, rng, case):
         del op.inputs[name]
         return f"{what}: input {name} removed"
     if action == "extra_input":
-        op.inputs[rng.choice(["hostile", "x", ""])].arguments.add().name = op.outputs[0].name if rng.random() < 0.3 else "undefined_value"
+        own = op.outputs[0].name if len(op.outputs) else "undefined_value"
+        op.inputs[rng.choice(["hostile", "x", ""])].arguments.add().name = own if rng.random() < 0.3 else "undefined_value"
         return f"{what}: extra input"
     argument = op.inputs[sorted(op.inputs)[0]] if len(op.inputs) else None
     if action == "two_bindings" and argument is not None and len(argument.arguments):

@@ -18,7 +18,7 @@
 # case's line carries its highest peak as a fraction of its bound, and the summary the highest of all. Prints a
 # summary and the cases that failed (with the first line of their stderr); exits 1 when any did.
 #
-#   [MODELCONV=path] [JOBS=2] Scripts/run-hostile-corpus.sh /tmp/hostile [seconds per case (20)] [memory limit in MiB (4096)]
+#   [MODELCONV=path] [JOBS=2] [RESULTS=file] Scripts/run-hostile-corpus.sh /tmp/hostile [seconds per case (20)] [memory limit in MiB (4096)]
 #
 # JOBS cases run at once (xargs -P). The runner itself never opens a case's special files (FIFOs, devices),
 # and does not hash files over 64 MiB (sparse ones): their size and times are compared.
@@ -111,7 +111,7 @@ run_case() {
       [ -n "$vpeak" ] && [ $((vpeak * 1000 / vbound_kib)) -gt "$worst" ] && worst=$((vpeak * 1000 / vbound_kib))
       case $vstatus in
         0|too-large) ;;
-        1) verdict=parity-failure; detail="$format: $(grep -m1 -i "fail\|differ" "$out.vout" "$out.verr" | head -c 300)" ;;
+        1) verdict=parity-failure; detail="$format: $(grep -h -m1 -E '^ *FAIL|differ' "$out.vout" "$out.verr" | head -c 300)" ;;
         over-memory) verdict=over-memory; detail="$format verify peak ${vpeak} KiB > ${vbound_kib} KiB" ;;
         65|66) verdict=self-rejection; detail="$format: $(head -c 300 "$out.verr")" ;;
         hang) verdict=hang; detail="$format verify: no exit in ${seconds} s" ;;
@@ -138,14 +138,16 @@ export binary work seconds mebibytes corpus
 { find "$corpus" -mindepth 1 -maxdepth 1 \( -name '*.h5' -o -name '*.onnx' -o -name '*.mlmodel' -o -name '*.mlpackage' \) -print
   find "$corpus" -mindepth 2 -maxdepth 2 -name model.onnx -not -path '*.mlpackage/*' -print
 } | LC_ALL=C sort > "$work/cases.txt"
-xargs -d '\n' -P "${JOBS:-2}" -I{} bash -c 'run_case "$@"' _ {} < "$work/cases.txt" > "$work/results.txt"
-echo "cases: $(wc -l < "$work/results.txt")"
-echo "verdicts:"; awk '{print "  " $1}' "$work/results.txt" | sort | uniq -c
-echo "converted and verified (.mlmodel): $(grep -c 'mlmodel:0/verify:0' "$work/results.txt")"
-echo "converted and verified (.mlpackage): $(grep -c 'mlpackage:0/verify:0' "$work/results.txt")"
-echo "accepted, too large to verify within the memory limit: $(grep -c 'verify:too-large' "$work/results.txt")"
-echo "highest peak memory against its bound (convert and verify): $(grep -o 'peak/bound=[0-9.]*' "$work/results.txt" | sort -t= -k2 -n | tail -n 1 | cut -d= -f2)"
-failures=$(grep -v "^ok " "$work/results.txt" || true)
+# RESULTS names a file to keep every case's line in (written as cases finish: follow a long run with it).
+results="${RESULTS:-$work/results.txt}"
+xargs -d '\n' -P "${JOBS:-2}" -I{} bash -c 'run_case "$@"' _ {} < "$work/cases.txt" > "$results"
+echo "cases: $(wc -l < "$results")"
+echo "verdicts:"; awk '{print "  " $1}' "$results" | sort | uniq -c
+echo "converted and verified (.mlmodel): $(grep -c 'mlmodel:0/verify:0' "$results")"
+echo "converted and verified (.mlpackage): $(grep -c 'mlpackage:0/verify:0' "$results")"
+echo "accepted, too large to verify within the memory limit: $(grep -c 'verify:too-large' "$results")"
+echo "highest peak memory against its bound (convert and verify): $(grep -o 'peak/bound=[0-9.]*' "$results" | sort -t= -k2 -n | tail -n 1 | cut -d= -f2)"
+failures=$(grep -v "^ok " "$results" || true)
 if [ -n "$failures" ]; then
   echo "FAILED cases:"; echo "$failures"
   exit 1

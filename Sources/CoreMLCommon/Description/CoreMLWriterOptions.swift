@@ -21,6 +21,9 @@ public struct ImagePreprocessing: Sendable, Equatable {
   public var isBGR: Bool
   /// Per-channel factors applied after the bias, in the network's channel order; nil for none.
   public var channelScales: [Float]?
+  /// The channels a per-channel normalization (`init(mean:std:)`) was given for (1 or 3), so that one
+  /// meant for gray is not applied to a color input as nothing; nil for scale and biases.
+  public var normalizationChannels: Int?
 
   public init(scale: Float = 1, redBias: Float = 0, greenBias: Float = 0, blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false) {
     self.scale = scale
@@ -59,6 +62,7 @@ public struct ImagePreprocessing: Sendable, Equatable {
   public init(mean: [Float], std: [Float], isBGR: Bool = false) {
     precondition(mean.count == std.count && (mean.count == 1 || mean.count == 3), "one or three means and stds")
     let gray = mean.count == 1
+    defer { normalizationChannels = mean.count }
     func biases(_ values: [Float]) -> (Float, Float, Float, Float) {
       gray ? (0, 0, 0, values[0]) : (values[0], values[1], values[2], 0)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why a conversion was refused before or after the readers and writers ran.
 public enum ConversionError: Error, Equatable, CustomStringConvertible {
   /// More or fewer names than the model has inputs or outputs.
@@ -16,6 +17,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   /// A weight holds a value Core ML cannot compute with (NaN, infinity, beyond float32, a negative variance);
   /// `ConversionOptions.allowNonFinite` lets it through.
   case invalidWeightValue(layer: String, weight: String, detail: String)
+  /// A shape was given for an input the model does not have (by its source or its new name).
+  case unknownInput(name: String, known: [String])
 
   public var description: String {
     switch self {
@@ -27,8 +30,22 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
       return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
     case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
+    case .unknownInput(let name, let known):
+      return "a shape is given for input '\(name)', but the model's inputs are \(known.map { "'\($0)'" }.joined(separator: ", "))"
     case .invalidWeightValue(let layer, let weight, let detail):
       return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (convert anyway with --allow-nonfinite)"
+    }
+  }
+}
+
+extension ConversionError: KindedError {
+  /// Options that do not fit the model are usage errors; unreadable labels a missing input; the rest
+  /// is about the model.
+  public var kind: ErrorKind {
+    switch self {
+    case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput: return .usage
+    case .labelsFileUnreadable, .labelsFileNotRegular: return .missingInput
+    case .invalidLabels, .invalidWeightValue: return .badModel
     }
   }
 }

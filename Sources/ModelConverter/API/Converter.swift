@@ -49,6 +49,17 @@ public enum Converter {
     // (A name given twice is one image input.)
     let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
     var graph = source.graph
+    for (name, image) in named.sorted(by: { $0.key < $1.key }) {
+      let values = [image.scale, image.redBias, image.greenBias, image.blueBias, image.grayBias] + (image.channelScales ?? [])
+      guard values.allSatisfy(\.isFinite) else {
+        throw ConversionError.invalidImagePreprocessing(input: name, detail: "the scale, biases and per-channel factors must be finite numbers, got \(values)")
+      }
+      guard let id = graph.inputs.first(where: { graph[$0].name == name }), let channels = graph[id].type.shape.last, graph[id].type.shape.count == 3 else { continue }
+      if let given = image.normalizationChannels, given != channels {
+        throw ConversionError.invalidImagePreprocessing(
+          input: name, detail: "\(given) mean and standard deviation value\(given == 1 ? "" : "s") given for an image of \(channels) channel\(channels == 1 ? "" : "s") (give \(channels == 1 ? "one" : "three, R,G,B"))")
+      }
+    }
     // Per-channel factors Core ML's scaler cannot hold are computed in the graph (folded into the first
     // convolution when it takes the input alone); the scaler keeps the rest.
     for (name, image) in named {

@@ -50,6 +50,10 @@ public struct KerasFrontend: ModelFrontend {
     for (kerasName, newName) in zip(kerasInputNames, newInputNames) {
       if let shape = options.inputShapes[kerasName] ?? options.inputShapes[newName] { shapes[kerasName] = shape }
     }
+    let known = Set(kerasInputNames + newInputNames)
+    if let unknown = options.inputShapes.keys.sorted().first(where: { !known.contains($0) }) {
+      throw ConversionError.unknownInput(name: unknown, known: kerasInputNames)
+    }
     var graph = try KerasGraphImporter.importGraph(keras, inputShapes: shapes, customLayers: options.customLayers)
     let newOutputNames = options.outputNames ?? graph.outputs.indices.map { "output\($0 + 1)" }
     guard newOutputNames.count == graph.outputs.count else {

@@ -19,6 +19,7 @@ public struct ONNXFrontend: ModelFrontend {
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
+    if options.architecture != nil { throw ConversionError.notApplicable(path: url.path, option: "a separate architecture file", format: "an ONNX model, which holds its own graph") }
     let model = try ONNXModelReader.read(contentsOf: url)
     var source = try Self.source(model, path: url.path, options: options)
     source.additionalPaths += model.externalDataFiles
@@ -144,11 +145,17 @@ public struct ONNXFrontend: ModelFrontend {
 
   /// `--input-shape` sizes by ONNX input name (the new names given map to the model's in order).
   static func inputShapes(_ model: ONNXModel, options: SourceOptions) throws -> [String: [Int]] {
-    let names = model.graph.inputs.map(\.name).filter { name in !model.graph.initializers.contains { $0.name == name } }
+    let initializers = Set(model.graph.initializers.map(\.name))
+    let names = model.graph.inputs.map(\.name).filter { !initializers.contains($0) }
     var shapes: [String: [Int]] = [:]
+    var known = Set(names)
     for (index, name) in names.enumerated() {
       let renamed = options.inputNames.flatMap { index < $0.count ? $0[index] : nil }
+      if let renamed { known.insert(renamed) }
       if let shape = options.inputShapes[name] ?? renamed.flatMap({ options.inputShapes[$0] }) { shapes[name] = shape }
+    }
+    if let unknown = options.inputShapes.keys.sorted().first(where: { !known.contains($0) }) {
+      throw ConversionError.unknownInput(name: unknown, known: names)
     }
     return shapes
   }

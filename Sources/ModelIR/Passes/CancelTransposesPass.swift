@@ -15,30 +15,37 @@ public struct CancelTransposesPass: GraphPass {
         changed = true
         continue
       }
+      // Every transpose of a transpose in one scan (those that share no node), made at once.
       let lookup = graph.lookup
+      var edit = GraphEdit(graph)
       for index in graph.nodes.indices {
-        guard case .permute(let second) = graph.nodes[index].operation, let producer = lookup.producer[graph.nodes[index].inputs[0]],
+        let node = graph.nodes[index]
+        guard case .permute(let second) = node.operation, let producer = lookup.producer[node.inputs[0]],
           case .permute(let first) = graph.nodes[producer].operation, first.count == second.count
         else { continue }
+        let source = graph.nodes[producer].inputs[0]
+        guard edit.claim(nodes: [index, producer], values: [node.output, node.inputs[0], source]) else { continue }
         // y = x.transpose(first), z = y.transpose(second): z's axis i is x's axis first[second[i]].
         let composed = second.map { first[$0] }
-        let source = graph.nodes[producer].inputs[0]
+        var rewritten = node
+        rewritten.inputs = [source]
         if composed == Array(composed.indices) {
           // z is x: readers of z read x. A graph output keeps a value of its own: a copy of x (a reshape
           // to its own shape).
-          if graph.outputs.contains(graph.nodes[index].output) {
-            graph.nodes[index].operation = .reshape(targetShape: graph[source].type.shape)
-            graph.rewire(nodeAt: index, input: 0, to: source)
+          if graph.outputs.contains(node.output) {
+            rewritten.operation = .reshape(targetShape: graph[source].type.shape)
+            edit.replace(nodeAt: index, with: [rewritten])
           } else {
-            graph.replaceUses(of: graph.nodes[index].output, with: source)
+            edit.redirect(readersOf: node.output, to: source)
           }
         } else {
-          graph.nodes[index].operation = .permute(order: composed)
-          graph.rewire(nodeAt: index, input: 0, to: source)
+          rewritten.operation = .permute(order: composed)
+          edit.replace(nodeAt: index, with: [rewritten])
         }
-        graph = graph.pruned()
+      }
+      if !edit.isEmpty {
+        edit.apply(to: &graph)
         changed = true
-        break
       }
     }
   }
@@ -49,27 +56,44 @@ public struct CancelTransposesPass: GraphPass {
   /// transpose (which it then meets) or a join (where it may meet the same transpose of the other inputs,
   /// `sinkPastJoins`; see `leadsOn`), or when
   /// after the move it only moves axes of size 1 (and becomes a reshape). Returns whether it moved one.
+  ///
+  /// One scan makes every such move, and follows a moved transpose on down its chain (the transpose a
+  /// move leaves after node X moves past X's single reader too), so a chain of n operations after a
+  /// transpose takes one scan.
   func sinkPastElementwise(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
+    var edit = GraphEdit(graph)
+    // The transposes this scan moved: by the value they now write, what they read and who they were.
+    var pending: [ValueID: (source: ValueID, shape: [Int], order: [Int], name: String, origin: LayerOrigin?)] = [:]
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
-      guard node.inputs.count == 1, let producer = lookup.producer[node.inputs[0]],
-        case .permute(let order) = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
-        let operation = Self.beforeTranspose(node.operation, order: order)
+      guard node.inputs.count == 1, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]) else { continue }
+      let source: ValueID, sourceShape: [Int], order: [Int], name: String, origin: LayerOrigin?
+      var claimed: [Int] = [index]
+      if let chained = pending[node.inputs[0]] {
+        (source, sourceShape, order, name, origin) = chained
+      } else {
+        guard let producer = lookup.producer[node.inputs[0]], case .permute(let o) = graph.nodes[producer].operation else { continue }
+        source = graph.nodes[producer].inputs[0]
+        (sourceShape, order, name, origin) = (graph[source].type.shape, o, graph.nodes[producer].name, graph.nodes[producer].origin)
+        claimed.append(producer)
+      }
+      guard let operation = Self.beforeTranspose(node.operation, order: order),
+        let movedShape = try? operation.outputShape(inputShapes: [sourceShape], node: node.name)
       else { continue }
-      let source = graph.nodes[producer].inputs[0]
-      guard let movedShape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
       // Towards other transposes, joins where it can meet the same transpose of the other inputs, or
       // reductions, which take it in: every reader is one of those.
       guard Self.leadsOn(node.output, order: order, in: graph, lookup: lookup) || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
+      guard edit.claim(nodes: claimed, values: [node.output] + (pending[node.inputs[0]] == nil ? [node.inputs[0], source] : [])) else { continue }
       // The operation reads the transpose's input; the transpose, moved after it, writes the operation's
       // old output (its name and readers stay).
-      graph.moveBefore(
-        nodeAt: index, operation: operation, sources: [source], shape: movedShape, suffix: "__before_transpose",
-        follower: .permute(order: order), followerName: graph.nodes[producer].name, origin: graph.nodes[producer].origin)
-      return true
+      let moved = edit.move(
+        nodeAt: index, in: graph, operation: operation, sources: [source], shape: movedShape, suffix: "__before_transpose",
+        follower: .permute(order: order), followerName: name, origin: origin)
+      if !graph.outputs.contains(node.output) { pending[node.output] = (moved, movedShape, order, name, origin) }
     }
-    return false
+    edit.apply(to: &graph)
+    return !edit.isEmpty
   }
 
   /// An element-wise operation or a concatenation whose every input is the same transpose computes on the
@@ -79,6 +103,7 @@ public struct CancelTransposesPass: GraphPass {
   /// Returns whether it moved one.
   func sinkPastJoins(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
+    var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
       guard let producers = graph.joinProducers(of: index, exclusive: false, in: lookup, { node -> [Int]? in
           if case .permute(let order) = node.operation { return order } else { return nil }
@@ -90,12 +115,14 @@ public struct CancelTransposesPass: GraphPass {
       let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
       guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name) else { continue }
       let first = graph.nodes[producers[0].producer]
-      graph.moveBefore(
-        nodeAt: index, operation: operation, sources: sources, shape: shape, suffix: "__before_transpose",
+      // The transposes stay for their other readers: only the join changes.
+      guard edit.claim(nodes: [index], values: [node.output]) else { continue }
+      edit.move(
+        nodeAt: index, in: graph, operation: operation, sources: sources, shape: shape, suffix: "__before_transpose",
         follower: .permute(order: order), followerName: first.name, origin: first.origin)
-      return true
     }
-    return false
+    edit.apply(to: &graph)
+    return !edit.isEmpty
   }
 
   /// A join some of whose inputs are the same transpose `P` and the others constants, or reshapes that
@@ -174,6 +201,7 @@ public struct CancelTransposesPass: GraphPass {
   /// the kept axes stay in order: `[N, C, H, W]` averaged over H and W from `[N, H, W, C]`).
   func sinkPastReductions(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
+    var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
       guard case .reduce(let reduction) = node.operation, !reduction.keepDims, let producer = lookup.producer[node.inputs[0]],
@@ -187,12 +215,13 @@ public struct CancelTransposesPass: GraphPass {
       let operation = Operation.reduce(Reduction(kind: reduction.kind, axes: axes, keepDims: false))
       guard let shape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
       let follower: Operation = remaining == Array(remaining.indices) ? .reshape(targetShape: graph[node.output].type.shape) : .permute(order: remaining)
-      graph.moveBefore(
-        nodeAt: index, operation: operation, sources: [source], shape: shape, suffix: "__before_transpose",
+      guard edit.claim(nodes: [index, producer], values: [node.output, node.inputs[0], source]) else { continue }
+      edit.move(
+        nodeAt: index, in: graph, operation: operation, sources: [source], shape: shape, suffix: "__before_transpose",
         follower: follower, followerName: graph.nodes[producer].name, origin: graph.nodes[producer].origin)
-      return true
     }
-    return false
+    edit.apply(to: &graph)
+    return !edit.isEmpty
   }
 
   /// A transpose read by several nodes that each let it move on (element-wise activations, joins) gets a

@@ -8,21 +8,23 @@ public struct ChannelScaleFoldPass: GraphPass {
 
   public func run(_ graph: inout Graph) throws {
     var index = 0
+    // Who produces and reads each value: made again only after a fold changes the graph.
+    var lookup = graph.lookup
     while index < graph.nodes.count {
       defer { index += 1 }
       let node = graph.nodes[index]
-      guard case .elementwise(.multiply) = node.operation, node.inputs.count == 2, graph.readerCount(node.output) == 1,
+      guard case .elementwise(.multiply) = node.operation, node.inputs.count == 2, lookup.readerCount(node.output) == 1,
         !graph.outputs.contains(node.output),
-        let constantNode = graph.nodes.first(where: { $0.output == node.inputs[1] }), case .constant(let scales) = constantNode.operation,
+        let constantIndex = lookup.producer[node.inputs[1]], case .constant(let scales) = graph.nodes[constantIndex].operation,
         let channels = graph[node.inputs[0]].type.shape.last, graph[node.inputs[0]].type.shape.count >= 3,
         scales.shape == [channels], graph[node.output].type.shape == graph[node.inputs[0]].type.shape
       else { continue }
       // The convolution reading it, through at most one zero padding.
-      var reader = graph.nodes.firstIndex { $0.inputs.contains(node.output) }
-      if let padding = reader, case .zeroPadding2D = graph.nodes[padding].operation, graph.readerCount(graph.nodes[padding].output) == 1,
+      var reader = lookup.readingNodes[node.output]?.first
+      if let padding = reader, case .zeroPadding2D = graph.nodes[padding].operation, lookup.readerCount(graph.nodes[padding].output) == 1,
         !graph.outputs.contains(graph.nodes[padding].output)
       {
-        reader = graph.nodes.firstIndex { $0.inputs.contains(graph.nodes[padding].output) }
+        reader = lookup.readingNodes[graph.nodes[padding].output]?.first
       }
       guard let convolution = reader, case .convolution2D(var conv) = graph.nodes[convolution].operation else { continue }
       let (perGroup, outputs) = (conv.inputChannelsPerGroup, conv.outputChannels)
@@ -40,6 +42,7 @@ public struct ChannelScaleFoldPass: GraphPass {
       // The multiply's readers read its input instead.
       graph.replaceUses(of: node.output, with: node.inputs[0])
       graph = graph.pruned()
+      lookup = graph.lookup
       index = -1
     }
   }

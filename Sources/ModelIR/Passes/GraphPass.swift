@@ -156,3 +156,100 @@ extension Graph {
     for index in nodes.indices { nodes[index].inputs = nodes[index].inputs.map { $0 == old ? new : $0 } }
   }
 }
+
+/// Changes a pass finds in one scan of a graph, made at once: the nodes and values each change touches
+/// are claimed, so that changes found in the same scan never overlap; `apply` then rebuilds the node list
+/// once and prunes once. A pass that made one change and scanned again (or inserted into the node list
+/// per change) cost the number of changes times the graph's size, quadratic on long chains.
+struct GraphEdit {
+  private let valueBase: Int
+  private(set) var newValues: [Value] = []
+  private var replacements: [Int: [Node]] = [:]
+  private var redirects: [ValueID: ValueID] = [:]
+  private var touchedNodes = Set<Int>(), touchedValues = Set<ValueID>()
+  private var names: Set<String>?
+
+  init(_ graph: Graph) { valueBase = graph.values.count }
+
+  var isEmpty: Bool { replacements.isEmpty && redirects.isEmpty }
+
+  /// Claims `nodes` and `values` for one change; false (claiming nothing) when another change of this
+  /// edit already touched any of them.
+  mutating func claim(nodes: [Int], values: [ValueID]) -> Bool {
+    guard touchedNodes.isDisjoint(with: nodes), touchedValues.isDisjoint(with: values) else { return false }
+    touchedNodes.formUnion(nodes)
+    touchedValues.formUnion(values)
+    return true
+  }
+
+  /// Whether `nodes` and `values` are still free (nothing is claimed).
+  func isFree(nodes: [Int], values: [ValueID]) -> Bool {
+    touchedNodes.isDisjoint(with: nodes) && touchedValues.isDisjoint(with: values)
+  }
+
+  /// Marks more values as touched by the change just claimed.
+  mutating func touch(values: [ValueID]) { touchedValues.formUnion(values) }
+
+  /// A new value named `base` (or `base_`, `base__`, ... when taken).
+  mutating func newValue(named base: String, type: TensorType, in graph: Graph) -> ValueID {
+    if names == nil { names = Set(graph.values.map(\.name)) }
+    var name = base
+    while names?.contains(name) == true { name += "_" }
+    names?.insert(name)
+    newValues.append(Value(name: name, type: type))
+    return valueBase + newValues.count - 1
+  }
+
+  /// Node `index` becomes `nodes` (in order, at its place).
+  mutating func replace(nodeAt index: Int, with nodes: [Node]) { replacements[index] = nodes }
+
+  /// The replacement made for node `index` so far, if any.
+  func replacement(ofNodeAt index: Int) -> [Node]? { replacements[index] }
+
+  /// Every node reading `old` reads `new` instead (graph outputs are left alone).
+  mutating func redirect(readersOf old: ValueID, to new: ValueID) { redirects[old] = new }
+
+  /// As `Graph.moveBefore`: node `index` computes `operation` on `sources` into a new value (named after
+  /// its output plus `suffix`), and `follower` reads that and writes the node's old output. Returns the
+  /// new value.
+  @discardableResult
+  mutating func move(
+    nodeAt index: Int, in graph: Graph, operation: Operation, sources: [ValueID], shape: [Int], suffix: String,
+    follower: Operation, followerName: String, origin: LayerOrigin?
+  ) -> ValueID {
+    let node = graph.nodes[index]
+    let moved = newValue(named: graph[node.output].name + suffix, type: TensorType(shape, dataType: graph[node.output].type.dataType), in: graph)
+    replace(nodeAt: index, with: [
+      Node(name: node.name, operation: operation, inputs: sources, output: moved, origin: node.origin),
+      Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin),
+    ])
+    return moved
+  }
+
+  /// Makes the changes: new values, the node list rebuilt once, reads redirected, then one prune.
+  func apply(to graph: inout Graph) {
+    guard !isEmpty else { return }
+    graph.values += newValues
+    var nodes: [Node] = []
+    nodes.reserveCapacity(graph.nodes.count + replacements.count)
+    for (index, node) in graph.nodes.enumerated() {
+      if let replacement = replacements[index] { nodes += replacement } else { nodes.append(node) }
+    }
+    if !redirects.isEmpty {
+      func resolve(_ id: ValueID) -> ValueID {
+        var current = id
+        var steps = 0
+        while let next = redirects[current], steps <= redirects.count {
+          current = next
+          steps += 1
+        }
+        return current
+      }
+      for index in nodes.indices where nodes[index].inputs.contains(where: { redirects[$0] != nil }) {
+        nodes[index].inputs = nodes[index].inputs.map(resolve)
+      }
+    }
+    graph.nodes = nodes
+    graph = graph.pruned()
+  }
+}

@@ -28,18 +28,55 @@ public struct SinkUnitReshapesPass: GraphPass {
       // reshape takes one scan, not n. The moves are then made in one rebuild of the node list and one
       // prune: a rescan or an insertion per move made long chains quadratic.
       let lookup = graph.lookup
-      var moves: [Int: (operation: Operation, source: ValueID, moved: ValueID)] = [:]
+      var edit = GraphEdit(graph)
       var pending: [ValueID: (source: ValueID, shape: [Int])] = [:]
-      var newValues: [Value] = []
-      var names: Set<String>?
-      var touchedValues = Set<ValueID>(), touchedNodes = Set<Int>()
       for index in graph.nodes.indices {
         let node = graph.nodes[index]
+        if node.inputs.count >= 2 {
+          // An element-wise operation on one unit-axes reshape and constants (a bias, a scale).
+          if let join = Self.broadcastJoin(index, in: graph, lookup: lookup, pending: pending),
+            edit.claim(nodes: [index] + join.claimedNodes, values: [node.output] + (pending[node.inputs[join.position]] == nil ? [node.inputs[join.position]] : []))
+          {
+            var inputs = node.inputs
+            inputs[join.position] = join.source
+            var added: [Node] = []
+            for (position, constant) in join.squeezed {
+              let value = edit.newValue(
+                named: graph[node.inputs[position]].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[node.inputs[position]].type.dataType), in: graph)
+              let producer = graph.nodes[lookup.producer[node.inputs[position]] ?? index]
+              added.append(Node(name: producer.name + "__squeezed", operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
+              inputs[position] = value
+            }
+            let output = graph[node.output].type.shape
+            if join.shape == output {
+              var rewired = node
+              rewired.inputs = inputs
+              edit.replace(nodeAt: index, with: added + [rewired])
+            } else {
+              let moved = edit.move(
+                nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: join.shape, suffix: "__unit_axes",
+                follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
+              edit.replace(nodeAt: index, with: added + (edit.replacement(ofNodeAt: index) ?? []))
+              if !graph.outputs.contains(node.output) { pending[node.output] = (moved, join.shape) }
+            }
+          }
+          continue
+        }
         guard node.inputs.count == 1, lookup.readerCount(node.inputs[0]) == 1 else { continue }
         let after = graph[node.inputs[0]].type.shape
         var source: ValueID
         var before: [Int]
         let operation: Operation
+        var claimed: [Int] = [index], claimedValues: [ValueID] = [node.output]
+        if let chained = pending[node.inputs[0]], CancelReshapesPass.isReshape(node.operation) {
+          // A reshape after the one this scan moved here reshapes that one's input at once; when it too
+          // only adds or drops unit axes, it moves on down the chain in its place.
+          guard edit.claim(nodes: [index], values: [node.output]) else { continue }
+          let target = graph[node.output].type.shape
+          edit.replace(nodeAt: index, with: [Node(name: node.name, operation: .reshape(targetShape: target), inputs: [chained.source], output: node.output, origin: node.origin)])
+          if Self.squeezed(chained.shape) == Self.squeezed(target), !graph.outputs.contains(node.output) { pending[node.output] = chained }
+          continue
+        }
         if let chained = pending[node.inputs[0]] {
           // The reshape this scan moved to just before this node moves on past it.
           (source, before) = chained
@@ -51,8 +88,9 @@ public struct SinkUnitReshapesPass: GraphPass {
             !(lookup.producer[graph.nodes[producer].inputs[0]].map { CancelReshapesPass.isReshape(graph.nodes[$0].operation) } ?? false)
           else { continue }
           source = graph.nodes[producer].inputs[0]
-          let footprint: Set<ValueID> = [source, node.inputs[0], node.output]
-          guard touchedValues.isDisjoint(with: footprint), !touchedNodes.contains(index), !touchedNodes.contains(producer) else { continue }
+          guard edit.isFree(nodes: [producer, index], values: [source, node.inputs[0], node.output]) else { continue }
+          claimed.append(producer)
+          claimedValues += [source, node.inputs[0]]
           before = graph[source].type.shape
           if Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) {
             operation = moved
@@ -72,42 +110,71 @@ public struct SinkUnitReshapesPass: GraphPass {
             graph.values[middle].type = TensorType(core, dataType: graph[middle].type.dataType)
             (source, before, operation) = (middle, core, moved)
           }
-          touchedNodes.insert(producer)
         }
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
-        guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name) else { continue }
-        touchedValues.formUnion([source, node.inputs[0], node.output])
-        touchedNodes.insert(index)
-        if names == nil { names = Set(graph.values.map(\.name)) }
-        var name = graph[node.output].name + "__unit_axes"
-        while names?.contains(name) == true { name += "_" }
-        names?.insert(name)
-        let moved = graph.values.count + newValues.count
-        newValues.append(Value(name: name, type: TensorType(shape, dataType: graph[node.output].type.dataType)))
-        moves[index] = (operation, source, moved)
+        guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name), edit.claim(nodes: claimed, values: claimedValues) else { continue }
+        let moved = edit.move(
+          nodeAt: index, in: graph, operation: operation, sources: [source], shape: shape, suffix: "__unit_axes",
+          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
         if !graph.outputs.contains(node.output) { pending[node.output] = (moved, shape) }
       }
-      if !moves.isEmpty {
-        graph.values += newValues
-        var nodes: [Node] = []
-        nodes.reserveCapacity(graph.nodes.count + moves.count)
-        for (index, node) in graph.nodes.enumerated() {
-          guard let move = moves[index] else {
-            nodes.append(node)
-            continue
-          }
-          nodes.append(Node(name: node.name, operation: move.operation, inputs: [move.source], output: move.moved, origin: node.origin))
-          nodes.append(
-            Node(name: node.name + "__unit_axes", operation: .reshape(targetShape: graph[node.output].type.shape), inputs: [move.moved], output: node.output, origin: node.origin))
-        }
-        graph.nodes = nodes
-        graph = graph.pruned()
+      if !edit.isEmpty {
+        edit.apply(to: &graph)
         changed = true
         continue
       }
       // Last, when nothing else moves: the other inputs of a join will not bring their own reshape.
       if !changed && (Self.bypassBroadcastReshapes(&graph) || Self.squeezeBroadcastConstants(&graph)) { changed = true }
     }
+  }
+
+  /// For an element-wise node `index` one of whose inputs is a reshape that only adds unit axes in front
+  /// (one in the graph, read only there, or one this scan moved: `pending`) and whose other inputs are
+  /// constants: the input before the reshape, the constants with leading unit axes beyond its rank
+  /// dropped, and the shape the node computes from those. Broadcasting aligns axes from the right, so the
+  /// node computes the same values; its output is that shape with unit axes in front (nil otherwise).
+  static func broadcastJoin(
+    _ index: Int, in graph: Graph, lookup: GraphIndex, pending: [ValueID: (source: ValueID, shape: [Int])]
+  ) -> (position: Int, source: ValueID, squeezed: [(Int, Constant)], shape: [Int], claimedNodes: [Int])? {
+    let node = graph.nodes[index]
+    guard case .elementwise = node.operation, Set(node.inputs).count == node.inputs.count else { return nil }
+    var found: (position: Int, source: ValueID, before: [Int], claimed: [Int])?
+    var constants: [Int: Constant] = [:]
+    for (position, input) in node.inputs.enumerated() {
+      if let moved = pending[input], lookup.readerCount(input) == 1, found == nil {
+        found = (position, moved.source, moved.shape, [])
+        continue
+      }
+      guard let producer = lookup.producer[input] else { return nil }
+      switch graph.nodes[producer].operation {
+      case .constant(let c): constants[position] = c
+      case .reshape where found == nil && lookup.readerCount(input) == 1 && !graph.outputs.contains(input):
+        let source = graph.nodes[producer].inputs[0]
+        // Not a reshape of a reshape: those merge first.
+        if let before = lookup.producer[source], CancelReshapesPass.isReshape(graph.nodes[before].operation) { return nil }
+        found = (position, source, graph[source].type.shape, [producer])
+      default: return nil
+      }
+    }
+    guard let found, !constants.isEmpty else { return nil }
+    let after = graph[node.inputs[found.position]].type.shape
+    let added = after.count - found.before.count
+    guard added > 0, Array(after.suffix(found.before.count)) == found.before, after.prefix(added).allSatisfy({ $0 == 1 }) else { return nil }
+    var shapes = node.inputs.map { graph[$0].type.shape }
+    shapes[found.position] = found.before
+    var squeezed: [(Int, Constant)] = []
+    let rank = found.before.count
+    for (position, c) in constants.sorted(by: { $0.key < $1.key }) where c.shape.count > rank {
+      guard c.shape.prefix(c.shape.count - rank).allSatisfy({ $0 == 1 }) else { return nil }
+      let constant = Constant(shape: Array(c.shape.suffix(rank)), values: c.values)
+      squeezed.append((position, constant))
+      shapes[position] = constant.shape
+    }
+    let output = graph[node.output].type.shape
+    guard let shape = try? node.operation.outputShape(inputShapes: shapes, node: node.name), output.count >= shape.count,
+      Array(output.suffix(shape.count)) == shape, output.prefix(output.count - shape.count).allSatisfy({ $0 == 1 })
+    else { return nil }
+    return (found.position, found.source, squeezed, shape, found.claimed)
   }
 
   /// An element-wise operation or a concatenation whose every input is a reshape adding unit axes in
@@ -118,8 +185,7 @@ public struct SinkUnitReshapesPass: GraphPass {
   static func sinkPastJoins(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
     // As `run`: every move of one scan whose nodes and values are its own, made from the last.
-    var moves: [(index: Int, operation: Operation, sources: [ValueID], shape: [Int])] = []
-    var touchedValues = Set<ValueID>(), touchedNodes = Set<Int>()
+    var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
       guard let producers = graph.joinProducers(of: index, sameRank: false, in: lookup, { node -> Int? in
           guard case .reshape = node.operation else { return nil }
@@ -137,22 +203,13 @@ public struct SinkUnitReshapesPass: GraphPass {
       }
       let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
       guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name) else { continue }
-      let footprint = Set(sources + node.inputs + [node.output])
-      let nodes = Set([index] + producers.map(\.producer))
-      guard touchedValues.isDisjoint(with: footprint), touchedNodes.isDisjoint(with: nodes) else { continue }
-      touchedValues.formUnion(footprint)
-      touchedNodes.formUnion(nodes)
-      moves.append((index, operation, sources, shape))
+      guard edit.claim(nodes: [index] + producers.map(\.producer), values: sources + node.inputs + [node.output]) else { continue }
+      edit.move(
+        nodeAt: index, in: graph, operation: operation, sources: sources, shape: shape, suffix: "__unit_axes",
+        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
     }
-    for move in moves.reversed() {
-      let node = graph.nodes[move.index]
-      graph.moveBefore(
-        nodeAt: move.index, operation: move.operation, sources: move.sources, shape: move.shape, suffix: "__unit_axes",
-        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin, prune: false)
-    }
-    guard !moves.isEmpty else { return false }
-    graph = graph.pruned()
-    return true
+    edit.apply(to: &graph)
+    return !edit.isEmpty
   }
 
   /// An element-wise operation broadcasts from the right, so an input reshaped only to add unit axes in
@@ -161,6 +218,7 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// back and moves on. Returns whether it bypassed one.
   static func bypassBroadcastReshapes(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
+    var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
       guard case .elementwise = node.operation, node.inputs.count >= 2 else { continue }
@@ -184,22 +242,26 @@ public struct SinkUnitReshapesPass: GraphPass {
         shapes[position] = before
         let output = graph[node.output].type.shape
         guard let shape = Broadcasting.shape(shapes) else { continue }
+        var inputs = node.inputs
+        inputs[position] = source
         if shape == output {
-          graph.rewire(nodeAt: index, input: position, to: source)
-          graph = graph.pruned()
-          return true
+          guard edit.claim(nodes: [index, producer], values: [input, node.output]) else { break }
+          var rewired = node
+          rewired.inputs = inputs
+          edit.replace(nodeAt: index, with: [rewired])
+          break
         }
         // The result loses the unit axes in front: they move on after it, as a reshape.
         guard output.count > shape.count, Array(output.suffix(shape.count)) == shape, output.prefix(output.count - shape.count).allSatisfy({ $0 == 1 }) else { continue }
-        var inputs = node.inputs
-        inputs[position] = source
-        graph.moveBefore(
-          nodeAt: index, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
+        guard edit.claim(nodes: [index, producer], values: [input, node.output]) else { break }
+        edit.move(
+          nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
           follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
-        return true
+        break
       }
     }
-    return false
+    edit.apply(to: &graph)
+    return !edit.isEmpty
   }
 
   /// An element-wise operation whose result has more axes than any of its computed inputs only because
@@ -208,6 +270,7 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// axes dropped; a reshape after it adds them back and moves on. Returns whether it squeezed one.
   static func squeezeBroadcastConstants(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
+    var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
       guard case .elementwise = node.operation, node.inputs.count >= 2 else { continue }
@@ -220,29 +283,34 @@ public struct SinkUnitReshapesPass: GraphPass {
       let output = graph[node.output].type.shape
       let extra = output.count - rank
       guard extra > 0, output.prefix(extra).allSatisfy({ $0 == 1 }) else { continue }
-      var graphCopy = graph
-      var inputs = node.inputs
-      var at = index
+      // The squeezed constants' shapes first: the node must compute the shape without the unit axes.
+      var shapes = node.inputs.map { graph[$0].type.shape }
+      var squeezed: [Int: Constant] = [:]
       for position in node.inputs.indices {
         guard let c = constants[position], c.shape.count > rank else { continue }
-        let squeezed = Constant(shape: Array(c.shape.dropFirst(c.shape.count - rank)), values: c.values)
-        let value = graphCopy.values.count
-        graphCopy.values.append(Value(name: graphCopy.unusedName(graph[node.inputs[position]].name + "__squeezed"), type: TensorType(squeezed.shape, dataType: graph[node.inputs[position]].type.dataType)))
-        let producer = graph.nodes[lookup.producer[node.inputs[position]]!]
-        graphCopy.nodes.insert(Node(name: producer.name + "__squeezed", operation: .constant(squeezed), inputs: [], output: value, origin: producer.origin), at: at)
-        at += 1
+        squeezed[position] = Constant(shape: Array(c.shape.dropFirst(c.shape.count - rank)), values: c.values)
+        shapes[position] = squeezed[position]!.shape
+      }
+      guard let shape = try? node.operation.outputShape(inputShapes: shapes, node: node.name), shape == Array(output.dropFirst(extra)),
+        edit.claim(nodes: [index], values: [node.output])
+      else { continue }
+      var inputs = node.inputs
+      var added: [Node] = []
+      for (position, constant) in squeezed.sorted(by: { $0.key < $1.key }) {
+        let value = edit.newValue(
+          named: graph[node.inputs[position]].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[node.inputs[position]].type.dataType), in: graph)
+        guard let producerIndex = lookup.producer[node.inputs[position]] else { continue }
+        let producer = graph.nodes[producerIndex]
+        added.append(Node(name: producer.name + "__squeezed", operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
         inputs[position] = value
       }
-      guard let shape = try? node.operation.outputShape(inputShapes: inputs.map { graphCopy[$0].type.shape }, node: node.name),
-        shape == Array(output.dropFirst(extra))
-      else { continue }
-      graphCopy.moveBefore(
-        nodeAt: at, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
+      edit.move(
+        nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
         follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
-      graph = graphCopy
-      return true
+      edit.replace(nodeAt: index, with: added + (edit.replacement(ofNodeAt: index) ?? []))
     }
-    return false
+    edit.apply(to: &graph)
+    return !edit.isEmpty
   }
 
   /// The operation as it applies to the tensor before the reshape, or nil when it cannot move.
@@ -307,22 +375,25 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// A unit-axis reshape read by several nodes gets a copy per reader, so that each can move on its
   /// own branch (a skip connection reads the same tensor as the next layer).
   static func splitSharedReshapes(_ graph: inout Graph) {
-    var index = 0
-    while index < graph.nodes.count {
-      let node = graph.nodes[index]
-      index += 1
-      guard case .reshape = node.operation, !graph.outputs.contains(node.output),
-        squeezed(graph[node.inputs[0]].type.shape) == squeezed(graph[node.output].type.shape)
-      else { continue }
-      let readers = graph.nodes.indices.filter { graph.nodes[$0].inputs.contains(node.output) }
-      guard readers.count > 1 else { continue }
-      for reader in readers.dropFirst().reversed() {
-        let copy = graph.values.count
-        graph.values.append(Value(name: graph.unusedName(graph[node.output].name + "__copy"), type: graph[node.output].type))
-        graph.nodes[reader].inputs = graph.nodes[reader].inputs.map { $0 == node.output ? copy : $0 }
-        graph.nodes.insert(Node(name: node.name + "__copy", operation: node.operation, inputs: node.inputs, output: copy, origin: node.origin), at: reader)
+    // All splits of a scan at once (a reader reading two shared reshapes takes the second in the next scan).
+    while true {
+      let lookup = graph.lookup
+      var edit = GraphEdit(graph)
+      for node in graph.nodes {
+        guard case .reshape = node.operation, !graph.outputs.contains(node.output),
+          squeezed(graph[node.inputs[0]].type.shape) == squeezed(graph[node.output].type.shape)
+        else { continue }
+        let readers = lookup.readingNodes[node.output] ?? []
+        guard readers.count > 1 else { continue }
+        for reader in readers.dropFirst() where edit.claim(nodes: [reader], values: []) {
+          let copy = edit.newValue(named: graph[node.output].name + "__copy", type: graph[node.output].type, in: graph)
+          var rewired = graph.nodes[reader]
+          rewired.inputs = rewired.inputs.map { $0 == node.output ? copy : $0 }
+          edit.replace(nodeAt: reader, with: [Node(name: node.name + "__copy", operation: node.operation, inputs: node.inputs, output: copy, origin: node.origin), rewired])
+        }
       }
-      index = 0
+      guard !edit.isEmpty else { return }
+      edit.apply(to: &graph)
     }
   }
 }

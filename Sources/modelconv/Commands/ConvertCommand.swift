@@ -88,6 +88,12 @@ enum ConvertCommand: Subcommand {
       throw UsageError(message: "an ML Program is a folder holding its weights: name the output NAME.mlpackage (got \(output))")
     }
     try checkOutput(output, inputs: [input] + ["--architecture", "--labels-file"].compactMap { parsed.value($0) })
+    // The tool writes .mlmodel files and .mlpackage folders: any other name would be a Core ML model
+    // under a name nothing opens as one.
+    let written = URL(fileURLWithPath: output).pathExtension
+    guard written == "mlmodel" || written == "mlpackage" else {
+      throw UsageError(message: "the output \(output) is neither NAME.mlmodel (a neural network) nor NAME.mlpackage (an ML Program), the two formats modelconv writes")
+    }
     let verify = parsed.flag("--verify")
     if !verify && ["--samples", "--seed", "--atol", "--rtol", "--threads"].contains(where: { parsed.value($0) != nil }) {
       throw UsageError(message: "--samples, --seed, --atol, --rtol and --threads apply to --verify")
