@@ -204,8 +204,9 @@ public enum MILBlobStorage {
       }
     }
 
-    /// The blob whose metadata record is at `offset`.
-    public func blob(at offset: UInt64) throws -> Blob {
+    /// The blob whose metadata record is at `offset`; when `expectedBytes` is given (what the value that
+    /// refers to the blob needs), a blob of another size is refused before its data is read.
+    public func blob(at offset: UInt64, expectedBytes: Int? = nil) throws -> Blob {
       let fileSize = UInt64(size)
       guard offset >= 64, offset % UInt64(MILBlobStorage.alignment) == 0, offset <= fileSize, fileSize - offset >= 64 else {
         throw FormatError(path: path, detail: "offset \(offset) is not an aligned metadata record inside the \(size)-byte file")
@@ -234,6 +235,9 @@ public enum MILBlobStorage {
           throw FormatError(path: path, detail: "blob at \(offset) has \(padding) padding bits for \(size) bytes of \(type)")
         }
         paddingBits = Int(padding)
+      }
+      if let expectedBytes, UInt64(max(expectedBytes, 0)) != size {
+        throw FormatError(path: path, detail: "blob at \(offset) holds \(size) bytes; the value it is read for needs \(expectedBytes)")
       }
       return Blob(dataType: type, bytes: try read(offset: Int(dataOffset), count: Int(size)), paddingBits: paddingBits)
     }

@@ -5,10 +5,13 @@ import ModelIR
 extension MILEmitter {
   mutating func emitActivation(_ node: Node, _ activation: Activation) throws {
     let (x, layout) = try tensor(node.inputs[0])
-    // PReLU with one slope per channel is MIL's prelu on a channels-first tensor of rank 3 to 5.
+    // PReLU with one slope per channel is MIL's prelu on a channels-first tensor of rank 3 or 4 (an IR
+    // tensor of rank 2 or 3 and the batch axis). A rank-4 IR tensor would be a rank-5 prelu, which
+    // coremltools documents but our own program writer keeps out of (its channels-first rank-5 value would
+    // carry the name of the channels-last one): it broadcasts its slopes over the natural layout instead.
     if case .parametricReLU(let alpha) = activation {
       let shape = graph[node.inputs[0]].type.shape
-      if shape.count >= 2, shape.count <= 4, alpha.count == shape.last!, alpha.count != shape.reduce(1, *) {
+      if shape.count >= 2, shape.count <= 3, alpha.count == shape.last!, alpha.count != shape.reduce(1, *) {
         let cf = try tensor(node.inputs[0], .channelsFirst)
         try produce(node.output, .channelsFirst, "prelu", [("x", .tensor(cf)), ("alpha", .floats(alpha.values, shape: [alpha.count], cf.dataType))], dataType: cf.dataType)
         return

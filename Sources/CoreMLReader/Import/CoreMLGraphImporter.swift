@@ -52,6 +52,13 @@ public struct CoreMLGraphImporter {
   // MARK: Inputs and outputs
 
   mutating func run() throws -> CoreMLModel {
+    // Names a model may give once: features, and layers (Core ML refuses a model naming a layer twice).
+    for (kind, names) in [("input", spec.inputs.map(\.name)), ("output", spec.outputs.map(\.name)), ("layer", spec.layers.map(\.name))] {
+      var seen = Set<String>()
+      if let twice = names.first(where: { !seen.insert($0).inserted }) {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(kind) '\(twice)' is declared twice")
+      }
+    }
     var inputs: [CoreMLInput] = []
     for feature in spec.inputs { inputs.append(try addInput(feature)) }
     for layer in spec.layers {
@@ -95,6 +102,10 @@ public struct CoreMLGraphImporter {
         value = try builder.add(.reshape(targetShape: builder.type(of: value).shape), name: feature.name, inputs: [value])
       }
       outputs.append(value)
+    }
+    guard !outputs.isEmpty else {
+      throw CoreMLReaderError.invalidNetwork(
+        path: path, detail: "the model's description declares no output the network computes\(spec.outputs.isEmpty ? " (it lists no outputs)" : " (only the predicted label)")")
     }
     var graph = builder.build(outputs: outputs).pruned()
     for (feature, id) in zip(spec.outputs.filter({ !(spec.modelType == "neuralNetworkClassifier" && $0.name == spec.predictedFeatureName) }), outputs)

@@ -51,7 +51,7 @@ extension CoreMLSpecReader {
     let raw = params.rawvalue
     guard raw.len > 0, let data = raw.data else { return DecodedWeights(values: []) }
     guard let quantization = params.quantization?.pointee else { throw fail("rawValue without quantization parameters") }
-    let bits = Int(quantization.numberofbits)
+    let bits = Int(clamping: quantization.numberofbits)
     guard (1...8).contains(bits) else { throw fail("quantization with \(bits) bits (1 to 8 are valid)") }
     // Values are packed most significant bit first, as coremltools packs them.
     let available = raw.len * 8 / bits

@@ -300,7 +300,11 @@ struct MILProgramDecoder {
     }
     guard let weights else { throw fail(field, "no weight file") }
     let blob: MILBlobStorage.Blob
-    do { blob = try weights.blob(at: offset) } catch let error as MILBlobStorage.FormatError {
+    // The bytes the value needs: a blob declaring more (a sparse 8 GiB weight file whose one blob claims it
+    // all) is refused before its data is read.
+    let (bits, overflow) = count.multipliedReportingOverflow(by: max(type.dataType.bits, 0))
+    let neededBytes = overflow ? Int.max : (bits + 7) / 8
+    do { blob = try weights.blob(at: offset, expectedBytes: type.dataType.bits > 0 ? neededBytes : nil) } catch let error as MILBlobStorage.FormatError {
       throw CoreMLReaderError.invalidProgram(path: path, operation: context, detail: "\(field): \(error.description)")
     }
     let expected: MILBlobStorage.BlobDataType?

@@ -180,7 +180,7 @@ public enum CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE:
       let image = type.imagetype.pointee
       let spaces: [UInt32: String] = [10: "GRAYSCALE", 20: "RGB", 30: "BGR", 40: "GRAYSCALE_FLOAT16"]
-      return .init(name: name, kind: .image(width: Int(image.width), height: Int(image.height), colorSpace: spaces[image.colorspace.rawValue] ?? "INVALID"))
+      return .init(name: name, kind: .image(width: Int(clamping: image.width), height: Int(clamping: image.height), colorSpace: spaces[image.colorspace.rawValue] ?? "INVALID"))
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_DICTIONARY_TYPE:
       let keyType = type.dictionarytype.pointee.key_type_case == CORE_ML__SPECIFICATION__DICTIONARY_FEATURE_TYPE__KEY_TYPE_INT64_KEY_TYPE ? "int64" : "string"
       return .init(name: name, kind: .dictionary(keyType: keyType))

@@ -108,9 +108,10 @@ struct Comparison {
       var sourcePreprocessing = input.image
       if let image = input.image, let space = input.colorSpace {
         let fold = InputPreprocessingFold.find(input: id, in: source)
-        let check = PreprocessingParity(input: input.name, converted: image, colorSpace: space, expected: options.expectedPreprocessing, fold: fold)
+        let expectedHere = options.expectedPreprocessingByInput[source[id].name] ?? options.expectedPreprocessing
+        let check = PreprocessingParity(input: input.name, converted: image, colorSpace: space, expected: expectedHere, fold: fold)
         preprocessing.append(check)
-        if let expected = options.expectedPreprocessing {
+        if let expected = expectedHere {
           // The Keras model gets the pixels as the user says it was trained on them.
           sourcePreprocessing = .init(colorSpace: space, scale: expected.scale, networkBiases: expected.networkBiases(channels: space.channels))
           sourcePreprocessing?.channelScales = expected.channelScales

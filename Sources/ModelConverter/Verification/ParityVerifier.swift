@@ -26,9 +26,8 @@ public enum ParityVerifier {
     let lengths = sequenceLengths(of: spec, from: source.graph)
     let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
     var options = options
-    if options.expectedPreprocessing == nil, let first = source.imageInputs.sorted(by: { $0.key < $1.key }).first {
-      options.expectedPreprocessing = first.value
-    }
+    // A source's own image inputs are each expected to keep their own preprocessing.
+    if options.expectedPreprocessing == nil, options.expectedPreprocessingByInput.isEmpty { options.expectedPreprocessingByInput = source.imageInputs }
     if options.expectedLabels == nil, let classifier = source.classifier { options.expectedLabels = classifier.labels.descriptions }
     options.sourceTolerance = source.tolerance
     options.sourceDeclarations = source.declaredArrays

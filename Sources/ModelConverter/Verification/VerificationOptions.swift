@@ -16,6 +16,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// preprocessed this way. When nil, the Keras model gets the converted model's own preprocessing, which
   /// is then reported as not checked.
   public var expectedPreprocessing: ImagePreprocessing?
+  /// The preprocessing each image input is expected to keep, by input name, where it differs per input
+  /// (a source that declares its own image inputs); `expectedPreprocessing` applies to the others.
+  public var expectedPreprocessingByInput: [String: ImagePreprocessing] = [:]
   /// K of the top-K label agreement reported for classifiers.
   public var topK: Int
   /// An HDF5 file with `inputs/<i>`, `outputs/<i>` (and optional `pixels/<i>`) written from real Keras.

@@ -18,14 +18,23 @@ extension MILOperationRegistry {
 }
 
 extension MILProgramImporter {
-  /// `prelu`: one slope per channel of a `[N, C, ...]` tensor.
+  /// `prelu`: one slope per channel of a `[N, C, ...]` tensor of rank 3 to 5 (`[B, C, H]`, `[B, C, H, W]`,
+  /// `[B, C, D, H, W]`, as coremltools documents the operation).
   mutating func prelu() throws {
     let x = try tensor("x")
     let alpha = try requiredConstant("alpha")
-    guard shape(x).count >= 3, alpha.type.shape.count == 1, alpha.count == shape(x)[1] else {
-      throw invalid("alpha \(alpha.type.shape) must hold one value per channel of \(shape(x)) (rank 3 or more)")
+    let rank = shape(x).count
+    guard (3...5).contains(rank), alpha.type.shape.count == 1, alpha.count == shape(x)[1] else {
+      throw invalid("alpha \(alpha.type.shape) must hold one value per channel of \(shape(x)) (rank 3 to 5)")
     }
     let activation = Activation.parametricReLU(alpha: Constant(shape: [alpha.count], values: alpha.asFloats))
-    try define(try spatial(x) { _ in .activation(activation) })
+    guard rank == 5 else {
+      try define(try spatial(x) { _ in .activation(activation) })
+      return
+    }
+    // Channels last for the slopes, and back.
+    let last = try add(.permute(order: [0, 2, 3, 4, 1]), [x], suffix: "__channels_last")
+    let activated = try add(.activation(activation), [last], suffix: "__prelu")
+    try define(try add(.permute(order: [0, 4, 1, 2, 3]), [activated]))
   }
 }

@@ -29,6 +29,10 @@ extension ONNXNodeContext {
   mutating func elementwise(_ kind: ElementwiseKind) throws {
     guard inputCount >= 1 else { throw invalid("needs inputs") }
     let given = (0..<inputCount).filter { hasInput($0) }
+    // No input of these operators is optional: an empty name is a missing input, not one left out.
+    guard given.count == inputCount else { throw invalid("input \((0..<inputCount).first { !hasInput($0) } ?? 0) is missing (an empty name)") }
+    let arity = ["Sum", "Mean", "Max", "Min"].contains(opType) ? nil : opType == "Where" ? 3 : 2
+    if let arity, inputCount != arity { throw invalid("takes \(arity) inputs, got \(inputCount)") }
     let legacyBroadcast = opset < 7 ? try int("broadcast", 0) : 0
     if legacyBroadcast == 1 && hasAttribute("axis") {
       throw invalid("the legacy broadcast axis attribute is not supported")
