@@ -287,7 +287,7 @@ import Testing
     bytes = [UInt8](try Data(contentsOf: Self.weightFile(Self.package("digits_cnn_program"))))
     bytes[64 + 8] &-= 4
     try Data(bytes).write(to: Self.weightFile(package))
-    Self.expectReaderError(package, containing: "bytes for")
+    Self.expectReaderError(package, containing: "the value it is read for needs")
   }
 
   @Test func missingManifestItemIsAnError() throws {

@@ -73,4 +73,69 @@ import Testing
       #expect(report.passed, "\(relative) (\(format)): parity broken: \(failures)")
     }
   }
+
+  /// Every ONNX and Core ML source among the fixtures (and the committed hostile ONNX and Core ML sample,
+  /// `Samples/Fixtures/hostile_onnx_coreml`), relative to `Samples/Fixtures`.
+  static var onnxAndCoreMLSources: [String] {
+    func files(_ folder: String, _ keep: (String) -> Bool) -> [String] {
+      ((try? FileManager.default.contentsOfDirectory(atPath: Fixtures.url(folder).path)) ?? []).filter(keep).sorted().map { "\(folder)/\($0)" }
+    }
+    var found = files("coremltools") { $0.hasSuffix(".mlmodel") || $0.hasSuffix("_program.mlpackage") }
+    found += files("legacy_coreml") { $0.hasSuffix(".mlmodel") }
+    found += files("onnx") { $0.hasSuffix(".onnx") && !["not_really.onnx", "truncated.onnx"].contains($0) }
+    found += files("onnx/tf2onnx") { $0.hasSuffix(".onnx") }
+    found += ["onnx/external_data/mlp_external.onnx"]
+    found += files("hostile_onnx_coreml") { $0.hasSuffix(".onnx") || $0.hasSuffix(".mlmodel") || $0.hasSuffix(".mlpackage") }
+    return found
+  }
+
+  /// Sources that no format takes, on purpose (shapes a written model cannot declare, a list the IR does not
+  /// hold, a state output the IR does not compute): each is refused with an error, in both formats.
+  static let onnxAndCoreMLRefusedOnPurpose: Set<String> = [
+    "time_distributed.mlmodel", "time_distributed_program.mlpackage", "time_distributed_pooling_program.mlpackage", "lstm_cell_state.mlmodel",
+  ]
+
+  @Test func theOnnxAndCoreMLSourcesIncludeEveryKind() {
+    let sources = Self.onnxAndCoreMLSources
+    for prefix in ["coremltools/", "legacy_coreml/", "onnx/", "onnx/tf2onnx/", "onnx/external_data/", "hostile_onnx_coreml/"] {
+      #expect(sources.contains { $0.hasPrefix(prefix) }, "no source in \(prefix)")
+    }
+    #expect(sources.filter { $0.hasPrefix("hostile_onnx_coreml/") }.count >= 20)
+  }
+
+  /// What convert writes from an ONNX or Core ML source (issue 34's self-consistency): either format may
+  /// refuse a source it cannot express (a classic network has no rank-5 reshape), but what it writes, our
+  /// own reader reads and `verify` passes against the source, and every source but the ones refused on
+  /// purpose converts to at least one format.
+  @Test(arguments: onnxAndCoreMLSources)
+  func convertedOnnxOrCoreMLFileReadsBackAndVerifies(_ relative: String) throws {
+    let source = Fixtures.url(relative)
+    let name = source.lastPathComponent
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var written = 0
+    for format in [ModelFormat.neuralNetwork, .mlProgram] {
+      var options = ConversionOptions()
+      options.format = format
+      let converted: ConvertedModel
+      do { converted = try Converter.convert(modelAt: source, options: options) } catch { continue }
+      let output = directory.appendingPathComponent("converted." + format.fileExtension)
+      try converted.write(to: output)
+      written += 1
+      let report: ParityReport
+      do {
+        report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 2))
+      } catch {
+        Issue.record("\(relative) (\(format)): verify refused the file convert wrote: \(error)")
+        continue
+      }
+      let failures = report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" } + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
+      #expect(report.passed, "\(relative) (\(format)): parity broken: \(failures)")
+    }
+    if Self.onnxAndCoreMLRefusedOnPurpose.contains(name) {
+      #expect(written == 0, "\(relative) is listed as refused on purpose but converted")
+    } else {
+      #expect(written > 0, "\(relative): neither format took it")
+    }
+  }
 }

@@ -8,6 +8,7 @@ import Testing
 @Suite struct CommandLineSafetyTests {
   let cli = CommandLineTests()
   static let digits = Fixtures.digits.appendingPathComponent("digits_cnn.h5").path
+  static let tinyCNN = Fixtures.url("onnx/tiny_cnn.onnx").path
 
   func copyOfDigits(in directory: URL) throws -> URL {
     let copy = directory.appendingPathComponent("model.h5")
@@ -164,7 +165,26 @@ import Testing
     .init(["verify", digits, digits, "--samples", "1000000000"], 64),
     .init(["verify", digits, digits, "--rtol", "-0.5"], 64),
     .init(["verify", digits, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", "/nonexistent/reference.h5"], 66),
+    // Options that name nothing or cannot apply as given (issue 34): never silently dropped.
+    .init(["convert", tinyCNN, "--input-shape", "nosuch=1,3,32,32"], 64),
+    .init(["convert", digits, "--input-shape", "nosuch=1,8,8,1"], 64),
+    .init(["convert", tinyCNN, "--architecture", digits], 64),
+    .init(["convert", tinyCNN, "--image-input", "input", "--image-mean", "0.5"], 64),
+    .init(["convert", digits, "--image-input", "input1", "--image-mean", "0.5,0.5,0.5"], 64),
   ]
+
+  /// An output named with an extension the tool does not write is refused before anything is written.
+  @Test func outputsOfNoFormatAreRefused() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    for name in ["Model.aimodel", "Model", "Model.mlmodel.bak", "Model.onnx"] {
+      let output = directory.appendingPathComponent(name)
+      let result = try cli.run(["convert", Self.digits, "-o", output.path])
+      #expect(result.status == 64, "\(name): \(result.stderr)")
+      #expect(result.stderr.contains("neither NAME.mlmodel"), "\(name): \(result.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: output.path))
+    }
+  }
 
   @Test(arguments: refusals)
   func refusedWithTheDocumentedCode(_ exitCase: CommandLineTests.ExitCase) throws {

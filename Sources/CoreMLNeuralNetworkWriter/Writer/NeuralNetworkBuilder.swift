@@ -17,6 +17,8 @@ struct NeuralNetworkBuilder {
   private(set) var layers: [UnsafeMutablePointer<NNLayer>] = []
   /// Weights in the order they were registered.
   private(set) var deferredWeights: [DeferredWeight] = []
+  /// The names of the layers built so far.
+  private var layerNames: Set<String> = []
   /// The lowest specification version the layers built so far need.
   private(set) var specificationVersion: Int32 = 1
   /// How convolution, inner-product and batched-matmul weights are quantized (nil: `precision`).
@@ -44,7 +46,15 @@ struct NeuralNetworkBuilder {
     _ field: WritableKeyPath<NNLayer, UnsafeMutablePointer<Params>?>, _ params: UnsafeMutablePointer<Params>
   ) {
     let layer = arena.message(core_ml__specification__neural_network_layer__init)
-    layer.pointee.name = arena.string(name)
+    // Layer names are unique in a model (two IR nodes lowered to layers of one name get `_2`, `_3`, ...).
+    var unique = name
+    var suffix = 2
+    while layerNames.contains(unique) {
+      unique = "\(name)_\(suffix)"
+      suffix += 1
+    }
+    layerNames.insert(unique)
+    layer.pointee.name = arena.string(unique)
     layer.pointee.n_input = inputs.count
     layer.pointee.input = arena.pointerArray(inputs.map(arena.string))
     layer.pointee.n_output = outputs.count

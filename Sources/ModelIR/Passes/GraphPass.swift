@@ -200,6 +200,9 @@ struct GraphEdit {
     return valueBase + newValues.count - 1
   }
 
+  /// The name a new value of this edit got (unique among the graph's values).
+  func name(ofNew value: ValueID) -> String { newValues[value - valueBase].name }
+
   /// Node `index` becomes `nodes` (in order, at its place).
   mutating func replace(nodeAt index: Int, with nodes: [Node]) { replacements[index] = nodes }
 

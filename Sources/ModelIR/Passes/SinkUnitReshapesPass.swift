@@ -44,7 +44,7 @@ public struct SinkUnitReshapesPass: GraphPass {
               let value = edit.newValue(
                 named: graph[node.inputs[position]].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[node.inputs[position]].type.dataType), in: graph)
               let producer = graph.nodes[lookup.producer[node.inputs[position]] ?? index]
-              added.append(Node(name: producer.name + "__squeezed", operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
+              added.append(Node(name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
               inputs[position] = value
             }
             let output = graph[node.output].type.shape
@@ -301,7 +301,7 @@ public struct SinkUnitReshapesPass: GraphPass {
           named: graph[node.inputs[position]].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[node.inputs[position]].type.dataType), in: graph)
         guard let producerIndex = lookup.producer[node.inputs[position]] else { continue }
         let producer = graph.nodes[producerIndex]
-        added.append(Node(name: producer.name + "__squeezed", operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
+        added.append(Node(name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
         inputs[position] = value
       }
       edit.move(
