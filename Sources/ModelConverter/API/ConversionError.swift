@@ -17,6 +17,9 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   /// A weight holds a value Core ML cannot compute with (NaN, infinity, beyond float32, a negative variance);
   /// `ConversionOptions.allowNonFinite` lets it through.
   case invalidWeightValue(layer: String, weight: String, detail: String)
+  /// The source's own image preprocessing cannot be computed (a scale or bias that is not finite, or that
+  /// takes pixels 0-255 beyond float32).
+  case invalidSourcePreprocessing(path: String, input: String, detail: String)
   /// A shape was given for an input the model does not have (by its source or its new name).
   case unknownInput(name: String, known: [String])
 
@@ -30,6 +33,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
       return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
     case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
+    case .invalidSourcePreprocessing(let path, let input, let detail): return "\(path): image input '\(input)': \(detail)"
     case .unknownInput(let name, let known):
       return "a shape is given for input '\(name)', but the model's inputs are \(known.map { "'\($0)'" }.joined(separator: ", "))"
     case .invalidWeightValue(let layer, let weight, let detail):
@@ -45,7 +49,7 @@ extension ConversionError: KindedError {
     switch self {
     case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput: return .usage
     case .labelsFileUnreadable, .labelsFileNotRegular: return .missingInput
-    case .invalidLabels, .invalidWeightValue: return .badModel
+    case .invalidLabels, .invalidWeightValue, .invalidSourcePreprocessing: return .badModel
     }
   }
 }

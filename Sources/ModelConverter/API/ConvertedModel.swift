@@ -27,12 +27,14 @@ public struct ConvertedModel: Sendable {
   /// a warning that it may overflow. Empty for a neural network or a model without such layers.
   public var precisionNotes: [String] {
     guard format == .mlProgram else { return [] }
-    let reasons = Float16Range.float32Reasons(in: graph)
     switch writerOptions.precision {
-    case .float32: return reasons.map { "\($0): the ML Program computes in float32" }
-    case .float16: return reasons.map { "\($0): float16 was asked for and may overflow to infinity" }
+    case .float32: return float16Reasons.map { "\($0): the ML Program computes in float32" }
+    case .float16: return float16Reasons.map { "\($0): float16 was asked for and may overflow to infinity" }
     }
   }
+
+  /// Why float16 cannot hold this model's values (`Float16Range`), found at conversion.
+  public var float16Reasons: [String] = []
 
   /// What looks wrong about each image input's preprocessing for this model, by input name (see
   /// `ParityReport.preprocessing`): no scale at all, a network input far beyond the pixel range, or a

@@ -51,8 +51,12 @@ public enum Converter {
     var graph = source.graph
     for (name, image) in named.sorted(by: { $0.key < $1.key }) {
       let values = [image.scale, image.redBias, image.greenBias, image.blueBias, image.grayBias] + (image.channelScales ?? [])
-      guard values.allSatisfy(\.isFinite) else {
-        throw ConversionError.invalidImagePreprocessing(input: name, detail: "the scale, biases and per-channel factors must be finite numbers, got \(values)")
+      // Pixels 0-255 must stay finite through the scaler (a scale of 3.4e38 makes every pixel above 1 infinite).
+      let peak = abs(image.scale) * 255 + [image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).reduce(0, +)
+      guard values.allSatisfy(\.isFinite), peak.isFinite else {
+        let detail = "the scale, biases and per-channel factors must be finite numbers that keep pixels 0-255 finite, got \(values)"
+        if options.imageInputNames.isEmpty { throw ConversionError.invalidSourcePreprocessing(path: source.path, input: name, detail: detail) }
+        throw ConversionError.invalidImagePreprocessing(input: name, detail: detail)
       }
       guard let id = graph.inputs.first(where: { graph[$0].name == name }), let channels = graph[id].type.shape.last, graph[id].type.shape.count == 3 else { continue }
       if let given = image.normalizationChannels, given != channels {
@@ -72,6 +76,16 @@ public enum Converter {
     let ledger = ImageInputLedger(named.mapValues(\.scaler))
     try pipeline(for: options, imageInputs: ledger).run(&graph)
     let imageInputs = ledger.current
+    // Values beyond float16's range found now, not by verify in the written file: a float16 program
+    // becomes float32 unless float16 was asked for (then the notes warn).
+    var float16Reasons = Float16Range.float32Reasons(in: source.graph)
+    if options.format == .mlProgram && options.resolvedPrecision == .float16 {
+      float16Reasons += Float16Range.valueReasons(in: graph, imageInputs: imageInputs)
+      if given.precision == nil && !float16Reasons.isEmpty {
+        options.precision = .float32
+        try RemoveFloat16CastsPass().run(&graph)
+      }
+    }
 
     // A classifier: the labels given, else the source's own (with its predicted feature name).
     let classifier =
@@ -96,6 +110,7 @@ public enum Converter {
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
     var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
     model.sourcePaths = source.readPaths
+    model.float16Reasons = options.format == .mlProgram ? float16Reasons : []
     return model
   }
 }

@@ -1,20 +1,95 @@
+import CoreMLFormat
 import ModelIR
+import ReferenceRuntime
 
 /// Layers whose values a float16 ML Program cannot hold, so that the default precision of an ML Program
-/// (float16, as coremltools') becomes float32 for a model that has them.
+/// (float16, as coremltools') becomes float32 for a model that has them, and a float16 program asked for
+/// is written with a warning naming them: found at convert time, not left for `verify` (or a device) to
+/// find in the file.
 ///
-/// A recurrent layer with `exponential` as its gate or output activation: exp overflows float16 above
-/// 11.09, and the gates compound over the steps (an LSTM's cell state grows by their product), so such
-/// a layer's states leave float16's range (65 504) on ordinary inputs. Computing only the layer in
-/// float32 is not enough: its outputs themselves pass 65 504 (measured on an LSTM with go_backwards from
-/// the hostile corpus). A precision given explicitly is kept.
+/// - A recurrent layer with `exponential` as its gate or output activation: exp overflows float16 above
+///   11.09, and the gates compound over the steps (an LSTM's cell state grows by their product), so such
+///   a layer's states leave float16's range (65 504) on ordinary inputs. Computing only the layer in
+///   float32 is not enough: its outputs themselves pass 65 504 (measured on an LSTM with go_backwards from
+///   the hostile corpus).
+/// - A weight beyond 65 504 (a folded BatchNorm constant of 1.05e7 in a real exported model): float16
+///   cannot even store it.
+/// - A layer whose values pass 65 504 when the converted graph runs in float32 on the inputs `verify`
+///   draws (pixels 0-255 through the image preprocessing, other inputs uniform in [-1, 1]; two seeded
+///   samples): a 3 000-way sum, a huge image scale. Models whose tensors would take more than
+///   `maximumCheckedBytes`, that read token ids, or that the runtime cannot run are not run.
 enum Float16Range {
-  /// The names of the layers that need float32, with why, in graph order.
+  /// float16's largest finite value.
+  static let largest: Float = 65_504
+  /// The most tensor bytes one checking run may hold.
+  static let maximumCheckedBytes = 256 << 20
+
+  /// The reasons a source graph alone gives (its recurrent layers), in graph order.
   static func float32Reasons(in graph: Graph) -> [String] {
     graph.nodes.compactMap { node in
       guard case .recurrent(let r) = node.operation, [r.activation, r.recurrentActivation].contains(.exponential) else { return nil }
       let layer = node.origin?.name ?? node.name
       return "recurrent layer '\(layer)' has exponential activations, whose values overflow float16"
     }
+  }
+
+  /// The reasons the converted graph gives: weights beyond float16, and values beyond it on sampled inputs
+  /// (`imageInputs`: the image inputs' scale and biases, by input name, whose graph input is the tensor after them).
+  static func valueReasons(in graph: Graph, imageInputs: [String: ImagePreprocessing]) -> [String] {
+    var reasons: [String] = []
+    func layer(_ node: Node) -> String { node.origin?.name ?? node.name }
+    for node in graph.nodes {
+      for constant in node.operation.constants {
+        guard let big = constant.values.first(where: { $0.isFinite && abs($0) > largest }) else { continue }
+        reasons.append("layer '\(layer(node))' holds a weight of \(big), beyond float16's largest value 65 504")
+        break
+      }
+    }
+    // An image scaler taking pixels 0-255 beyond float16 (a hostile scale of 3.4e38).
+    for (name, image) in imageInputs.sorted(by: { $0.key < $1.key }) {
+      let peak = abs(image.scale) * 255 + ([image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).max() ?? 0)
+      if !(peak <= largest) { reasons.append("image input '\(name)' gives the network values up to \(peak) (scale \(image.scale)), beyond float16's largest value 65 504") }
+    }
+    guard reasons.isEmpty, Interpreter.unsupportedOperations(in: graph).isEmpty, RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes else {
+      return reasons
+    }
+    // Token ids index an embedding table: uniform values would not be ids, so such a model is not run.
+    let readsTokens = graph.nodes.contains { node in
+      if case .embedding = node.operation { return true }
+      return false
+    }
+    if readsTokens { return reasons }
+    var generator = SplitMix64(seed: 0)
+    var worst: [ValueID: Float] = [:]
+    let interpreter = Interpreter(graph: graph, kernels: .direct, observed: Set(graph.nodes.map(\.output)))
+    for _ in 0..<2 {
+      var inputs: [Tensor] = []
+      for id in graph.inputs {
+        let shape = graph[id].type.shape
+        let count = shape.reduce(1, *)
+        if let image = imageInputs[graph[id].name], let channels = shape.last, shape.count == 3 {
+          let biases = image.networkBiases(channels: channels)
+          inputs.append(Tensor(shape: shape, values: (0..<count).map { index in
+            image.scale * Float(generator.next() % 256) + biases[index % channels]
+          }))
+        } else {
+          inputs.append(Tensor(shape: shape, values: (0..<count).map { _ in generator.nextUnit() * 2 - 1 }))
+        }
+      }
+      // Inputs that are not finite make nothing to measure (a source's own NaN scaler is refused elsewhere).
+      guard inputs.allSatisfy({ $0.values.allSatisfy(\.isFinite) }) else { return reasons }
+      for (id, tensor) in interpreter.runObserving(inputs).observed {
+        let peak = tensor.values.reduce(Float(0)) { abs($1).isNaN ? $0 : max($0, abs($1)) }
+        worst[id] = max(worst[id] ?? 0, peak)
+      }
+    }
+    var named = Set<String>()
+    for node in graph.nodes {
+      // One reason a layer (a source layer may become several nodes).
+      guard let peak = worst[node.output], peak > largest, named.insert(layer(node)).inserted else { continue }
+      reasons.append("layer '\(layer(node))' computes values up to \(peak) on sampled inputs, beyond float16's largest value 65 504")
+      if reasons.count >= 3 { break }
+    }
+    return reasons
   }
 }

@@ -1,0 +1,62 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+import ONNXFormat
+import Testing
+
+/// Values beyond float16's range are found when converting, not left for `verify` to find in the written
+/// ML Program (issue 34): such a program computes in float32 by default, and a float16 program asked for
+/// is written with a note naming the layer. Expected numbers come from the float32 arithmetic itself:
+/// x in [-1, 1] times 1000 twice reaches 10^6, far beyond 65 504. (An ONNX layer is named by its output.)
+@Suite struct Float16AtConvertTimeTests {
+  static func source(_ nodes: [[UInt8]], initializers: [[UInt8]]) throws -> ImportedSource {
+    let model = try ONNXTestModels.model(nodes: nodes, inputs: [("x", [1, 4])], outputs: [("y", [1, 4])], initializers: initializers, opset: 13)
+    return try ONNXFrontend.source(model, path: "m.onnx", options: SourceOptions(), constants: [:])
+  }
+
+  static func convertAndVerify(_ source: ImportedSource, precision: WeightPrecision?) throws -> (ConvertedModel, ParityReport) {
+    var options = ConversionOptions(format: .mlProgram)
+    options.precision = precision
+    let converted = try Converter.convert(source, options: options)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("f16-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let output = directory.appendingPathComponent("m.mlpackage")
+    try converted.write(to: output)
+    return (converted, try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 3)))
+  }
+
+  @Test func valuesBeyondFloat16MakeTheProgramFloat32() throws {
+    let source = try Self.source(
+      [ONNXProtos.node("Mul", name: "grow", inputs: ["x", "k"], outputs: ["t"]), ONNXProtos.node("Mul", name: "more", inputs: ["t", "k"], outputs: ["y"])],
+      initializers: [ONNXTestModels.floats("k", [4], [1000, 1000, 1000, 1000])])
+    let (byDefault, report) = try Self.convertAndVerify(source, precision: nil)
+    #expect(byDefault.writerOptions.precision == .float32)
+    #expect(byDefault.precisionNotes.contains { $0.contains("'y'") && $0.contains("computes in float32") }, "\(byDefault.precisionNotes)")
+    #expect(byDefault.precisionNotes.count == 1, "one note for the one layer: \(byDefault.precisionNotes)")
+    #expect(!byDefault.precisionNotes.contains { $0.contains("'t'") }, "1000 x [-1, 1] stays within float16: \(byDefault.precisionNotes)")
+    #expect(report.passed)
+    // Asked for, float16 is kept, with a warning.
+    let (forced, _) = try Self.convertAndVerify(source, precision: .float16)
+    #expect(forced.writerOptions.precision == .float16)
+    #expect(forced.precisionNotes.contains { $0.contains("'y'") && $0.contains("may overflow") }, "\(forced.precisionNotes)")
+  }
+
+  @Test func aWeightBeyondFloat16MakesTheProgramFloat32() throws {
+    let source = try Self.source(
+      [ONNXProtos.node("Add", name: "shift", inputs: ["x", "b"], outputs: ["y"])], initializers: [ONNXTestModels.floats("b", [4], [1.05e7, 0, 0, 0])])
+    let (converted, report) = try Self.convertAndVerify(source, precision: nil)
+    #expect(converted.writerOptions.precision == .float32)
+    #expect(converted.precisionNotes.contains { $0.contains("holds a weight of") }, "\(converted.precisionNotes)")
+    #expect(report.passed)
+  }
+
+  @Test func modelsWithinFloat16StayFloat16() throws {
+    let source = try Self.source(
+      [ONNXProtos.node("Mul", name: "grow", inputs: ["x", "k"], outputs: ["y"])], initializers: [ONNXTestModels.floats("k", [4], [1000, 2, 3, 4])])
+    let (converted, report) = try Self.convertAndVerify(source, precision: nil)
+    #expect(converted.writerOptions.precision == .float16)
+    #expect(converted.precisionNotes.isEmpty)
+    #expect(report.passed)
+  }
+}
