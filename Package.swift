@@ -56,7 +56,7 @@ let package = Package(
     .target(name: "CComputeKernels", path: "Sources/CComputeKernels", linkerSettings: [.linkedLibrary("dnnl")]),
     .target(name: "ModelIR"),
     // Which format a file is, from its bytes: the neutral sniffer every frontend is chosen by.
-    .target(name: "ModelFormats"),
+    .target(name: "ModelFormats", dependencies: ["CProtobufC"]),
     // ONNX: model and tensor files read through libprotobuf-c into plain Swift values, every number checked.
     .target(name: "ONNXFormat", dependencies: ["ONNXSpec", "CProtobufC", "ModelIR", "ModelFormats"], exclude: ["README.md"]),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR", "ModelFormats"]),

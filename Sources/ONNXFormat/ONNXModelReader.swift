@@ -31,13 +31,25 @@ public enum ONNXModelReader {
     return try ONNXDecoder(path: path, directory: directory).model(model.pointee)
   }
 
-  /// Walks the wire format along recursive fields before protobuf-c does (see `ONNXNestingCheck`).
-  static func checkNesting(_ bytes: [UInt8], path: String, as message: ONNXNestingCheck.Message) throws {
+  /// The messages a file can hold at its top level.
+  enum TopLevel { case model, tensor }
+
+  /// Walks the wire format along every message field before protobuf-c does (`ProtobufNesting`, guided by
+  /// protobuf-c's own descriptors): nesting, cut-off or malformed wire data, and strings holding a NUL.
+  static func checkNesting(_ bytes: [UInt8], path: String, as message: TopLevel) throws {
     do {
-      try bytes.withUnsafeBufferPointer { try ONNXNestingCheck(bytes: $0).check(0..<$0.count, as: message) }
-    } catch ONNXNestingCheck.Failure.malformed(let detail) {
+      try bytes.withUnsafeBufferPointer { buffer in
+        let walker = ProtobufNesting(bytes: buffer, maximumDepth: ONNXLimits.maxNestingDepth)
+        switch message {
+        case .model: try withUnsafePointer(to: onnx__model_proto__descriptor) { try walker.check(0..<buffer.count, descriptor: $0) }
+        case .tensor: try withUnsafePointer(to: onnx__tensor_proto__descriptor) { try walker.check(0..<buffer.count, descriptor: $0) }
+        }
+      }
+    } catch ProtobufNesting.Failure.malformed(let detail) {
       throw ONNXFormatError.malformed(path: path, detail: detail)
-    } catch ONNXNestingCheck.Failure.tooDeep {
+    } catch ProtobufNesting.Failure.nulInString(let field) {
+      throw ONNXFormatError.invalid(path: path, location: "", detail: "a \(field) string holds a NUL character (an external data location or a name cut short)")
+    } catch ProtobufNesting.Failure.tooDeep {
       throw ONNXFormatError.invalid(
         path: path, location: "", detail: "messages are nested more than \(ONNXLimits.maxNestingDepth) deep (graphs inside attributes, or types inside types)")
     }

@@ -69,7 +69,17 @@ public enum ModelPackage {
       let url = try item(id)
       if url.lastPathComponent == "weights" { weights = url }
     }
-    return Contents(modelURL: model, weightsURL: weights ?? model.deletingLastPathComponent().appendingPathComponent("weights"))
+    let weightsFolder = weights ?? model.deletingLastPathComponent().appendingPathComponent("weights")
+    // Everything the package holds stays inside it: a symbolic link out of the package (model.mlmodel to
+    // another model, weight.bin to /etc/passwd, Data to /) is refused, as for ONNX external data.
+    let packageRoot = SourceProtection.resolved(package.path)
+    for url in [model, weightsFolder, weightsFolder.appendingPathComponent(weightFileName)] {
+      let real = SourceProtection.resolved(url.path)
+      guard real.hasPrefix(packageRoot == "/" ? "/" : packageRoot + "/") else {
+        throw FormatError(path: package.path, detail: "\(url.path.dropFirst(package.path.count + 1)) resolves to \(real), outside the package (a symbolic link?)")
+      }
+    }
+    return Contents(modelURL: model, weightsURL: weightsFolder)
   }
 
   /// The manifest coremltools writes: the model item and, when there are weights, the weights folder item.

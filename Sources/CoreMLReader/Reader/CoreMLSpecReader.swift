@@ -118,10 +118,12 @@ public enum CoreMLSpecReader {
       }
     } catch ProtobufNesting.Failure.malformed {
       throw CoreMLReaderError.malformed(path: path)
+    } catch ProtobufNesting.Failure.nulInString(let field) {
+      throw CoreMLReaderError.invalidField(path: path, field: field, detail: "the text holds a NUL character")
     } catch ProtobufNesting.Failure.tooDeep {
       throw CoreMLReaderError.invalidField(
         path: path, field: "Model",
-        detail: "messages are nested more than \(ProtobufNesting.maximumDepth) deep (blocks inside operations, layers inside loops, models inside pipelines); Core ML's own parser refuses such files too")
+        detail: "messages are nested more than \(ProtobufNesting.defaultDepth) deep (blocks inside operations, layers inside loops, models inside pipelines); Core ML's own parser refuses such files too")
     }
   }
 
