@@ -81,6 +81,19 @@ extension Operation {
 
     case .activation(let activation):
       try requireArity(1)
+      // Parameters every writer and Core ML take as finite numbers (a clip's bounds may be infinite, not NaN).
+      var finite: [Float] = [], notNaN: [Float] = []
+      switch activation {
+      case .linear(let scale, let offset), .hardSigmoid(let scale, let offset): finite = [scale, offset]
+      case .leakyReLU(let alpha), .elu(let alpha): finite = [alpha]
+      case .clippedReLU(let maxValue, let slope, let threshold): (finite, notNaN) = ([slope, threshold], maxValue.map { [$0] } ?? [])
+      case .clip(let low, let high): notNaN = [low, high]
+      case .thresholdedReLU(let theta): notNaN = [theta]
+      default: break
+      }
+      guard finite.allSatisfy(\.isFinite), !notNaN.contains(where: \.isNaN) else {
+        throw fail("activation \(activation) has a parameter that is not a finite number")
+      }
       if case .parametricReLU(let alpha) = activation {
         let shape = inputShapes[0]
         guard alpha.count == shape.last ?? 0 || alpha.count == shape.reduce(1, *) else {
@@ -252,6 +265,9 @@ extension Operation {
 
     case .layerNormalization(let norm):
       try requireArity(1)
+      // Core ML's layer normalization takes an epsilon of 0 or more (a negative one can make the variance
+      // plus epsilon negative: its square root is not a number).
+      guard norm.epsilon.isFinite, norm.epsilon >= 0 else { throw fail("epsilon \(norm.epsilon) is not a finite number of 0 or more") }
       let channels = inputShapes[0].last ?? 0
       guard [norm.gamma, norm.beta].allSatisfy({ $0.map { $0.count == channels } ?? true }) else {
         throw fail("gamma/beta do not fit \(channels) channels")

@@ -1,6 +1,7 @@
 import CoreMLCommon
 import CoreMLReader
 import Foundation
+import TestSupport
 import Testing
 
 /// The Core ML reader on hostile bytes: nesting bounded before protobuf-c recurses, weight files read by
@@ -103,5 +104,45 @@ import Testing
     let fifo = directory.appendingPathComponent("fifo.bin")
     #expect(mkfifo(fifo.path, 0o600) == 0)
     #expect(throws: MILBlobStorage.FormatError.self) { try MILBlobStorage.Reader(contentsOf: fifo) }
+  }
+
+  /// A package whose files resolve outside it (a symbolic link) is refused naming the file, for the model,
+  /// the weight file and the Data folder.
+  @Test func linksOutOfAPackageAreRefused() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("links-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let original = Fixtures.url("coremltools/digits_cnn_program.mlpackage")
+    let outside = directory.appendingPathComponent("outside.mlpackage")
+    try FileManager.default.copyItem(at: original, to: outside)
+    #expect(throws: Never.self) { try CoreMLSpecReader.read(contentsOf: outside) }
+    for (index, item) in ["Data/com.apple.CoreML/model.mlmodel", "Data/com.apple.CoreML/weights/weight.bin", "Data"].enumerated() {
+      let package = directory.appendingPathComponent("p\(index).mlpackage")
+      try FileManager.default.copyItem(at: original, to: package)
+      let link = package.appendingPathComponent(item)
+      try FileManager.default.removeItem(at: link)
+      try FileManager.default.createSymbolicLink(at: link, withDestinationURL: outside.appendingPathComponent(item))
+      do {
+        _ = try CoreMLSpecReader.read(contentsOf: package)
+        Issue.record("\(item): a link out of the package was followed")
+      } catch {
+        #expect("\(error)".contains("outside the package"), "\(item): \(error)")
+      }
+    }
+  }
+
+  /// A string with a NUL inside is refused (protobuf-c would hand it on cut at the NUL).
+  @Test func stringsWithANulAreRefused() throws {
+    // Model { description (2) { input (1) { name (1): "in\0put" } } }
+    let name: [UInt8] = Array("in".utf8) + [0] + Array("put".utf8)
+    let feature: [UInt8] = [0x0A, UInt8(name.count)] + name
+    let description: [UInt8] = [0x0A, UInt8(feature.count)] + feature
+    let model: [UInt8] = [0x08, 0x04, 0x12, UInt8(description.count)] + description
+    do {
+      _ = try CoreMLSpecReader.read(model, path: "nul.mlmodel")
+      Issue.record("a name with a NUL was read")
+    } catch {
+      #expect("\(error)".contains("NUL"), "\(error)")
+    }
   }
 }

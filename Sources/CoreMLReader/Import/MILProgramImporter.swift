@@ -45,7 +45,7 @@ public struct MILProgramImporter {
 
   mutating func run() throws -> CoreMLModel {
     guard program.opsetVersion != nil else {
-      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "unknown opset '\(program.opset)' (CoreML5 and later are defined)")
+      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "unknown opset '\(program.opset)' (CoreML\(MILProgram.knownOpsets.lowerBound) to CoreML\(MILProgram.knownOpsets.upperBound) are read)")
     }
     guard spec.specificationVersion >= 6 else {
       // [rule MLPROGRAM-SPEC] ML Programs exist from specification version 6 (iOS 15) on.

@@ -26,6 +26,12 @@ public enum CoreMLSpecReader {
     if let description = m.description?.pointee {
       spec.inputs = buffer(description.input, description.n_input).compactMap { $0.map(feature) }
       spec.outputs = buffer(description.output, description.n_output).compactMap { $0.map(feature) }
+      // Arrays of at most 16 axes, as MIL's tensor types (a program written for a higher rank could not hold it).
+      for feature in spec.inputs + spec.outputs {
+        if case .multiArray(let shape, _) = feature.kind, shape.count > 16 {
+          throw CoreMLReaderError.invalidField(path: path, field: "description.\(feature.name)", detail: "an array of rank \(shape.count); at most 16 axes are read")
+        }
+      }
       spec.predictedFeatureName = text(description.predictedfeaturename)
       spec.predictedProbabilitiesName = text(description.predictedprobabilitiesname)
       if let metadata = description.metadata?.pointee {

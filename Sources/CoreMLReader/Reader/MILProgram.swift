@@ -18,9 +18,13 @@ public struct MILProgram: Sendable, Equatable {
     self.outputs = outputs
   }
 
+  /// The opsets this reader knows: `CoreML5` (iOS 15) to `CoreML9` (iOS 26); a later one may define
+  /// operations differently, so it is not read as an earlier one.
+  public static let knownOpsets = 5...9
+
   /// The opset's number (5 for `CoreML5`), or nil for an unknown opset name.
   public var opsetVersion: Int? {
-    guard opset.hasPrefix("CoreML"), let number = Int(opset.dropFirst(6)), (5...99).contains(number) else { return nil }
+    guard opset.hasPrefix("CoreML"), let number = Int(opset.dropFirst(6)), Self.knownOpsets.contains(number), "CoreML\(number)" == opset else { return nil }
     return number
   }
 
