@@ -39,14 +39,7 @@ public struct SinkUnitReshapesPass: GraphPass {
           {
             var inputs = node.inputs
             inputs[join.position] = join.source
-            var added: [Node] = []
-            for (position, constant) in join.squeezed {
-              let value = edit.newValue(
-                named: graph[node.inputs[position]].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[node.inputs[position]].type.dataType), in: graph)
-              let producer = graph.nodes[lookup.producer[node.inputs[position]] ?? index]
-              added.append(Node(name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
-              inputs[position] = value
-            }
+            let added = Self.squeezedConstants(join.squeezed, of: node, inputs: &inputs, in: graph, lookup: lookup, edit: &edit)
             let output = graph[node.output].type.shape
             if join.shape == output {
               var rewired = node
@@ -295,15 +288,7 @@ public struct SinkUnitReshapesPass: GraphPass {
         edit.claim(nodes: [index], values: [node.output])
       else { continue }
       var inputs = node.inputs
-      var added: [Node] = []
-      for (position, constant) in squeezed.sorted(by: { $0.key < $1.key }) {
-        let value = edit.newValue(
-          named: graph[node.inputs[position]].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[node.inputs[position]].type.dataType), in: graph)
-        guard let producerIndex = lookup.producer[node.inputs[position]] else { continue }
-        let producer = graph.nodes[producerIndex]
-        added.append(Node(name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value, origin: producer.origin))
-        inputs[position] = value
-      }
+      let added = Self.squeezedConstants(squeezed.sorted(by: { $0.key < $1.key }), of: node, inputs: &inputs, in: graph, lookup: lookup, edit: &edit)
       edit.move(
         nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
         follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
@@ -311,6 +296,19 @@ public struct SinkUnitReshapesPass: GraphPass {
     }
     edit.apply(to: &graph)
     return !edit.isEmpty
+  }
+
+  /// A constant node for each squeezed constant of `node` (named after its new value, unique), with
+  /// `inputs` reading them instead of the constants they replace.
+  static func squeezedConstants(
+    _ squeezed: [(Int, Constant)], of node: Node, inputs: inout [ValueID], in graph: Graph, lookup: GraphIndex, edit: inout GraphEdit
+  ) -> [Node] {
+    squeezed.map { position, constant in
+      let old = node.inputs[position]
+      let value = edit.newValue(named: graph[old].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[old].type.dataType), in: graph)
+      inputs[position] = value
+      return Node(name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value, origin: lookup.producer[old].flatMap { graph.nodes[$0].origin })
+    }
   }
 
   /// The operation as it applies to the tensor before the reshape, or nil when it cannot move.

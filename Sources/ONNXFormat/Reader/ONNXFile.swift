@@ -5,7 +5,7 @@ import ModelFormats
   import Glibc
 #endif
 
-/// Bounded, non-blocking reads of regular files, and the check that a file's bytes are not some other format.
+/// The check that a file's bytes are not some other format (files are read with `RangedFile`).
 enum ONNXFile {
   /// Throws `notONNX` when the first bytes say the file is something else (text, HTML, JSON, HDF5, a zip
   /// archive, TensorFlow Lite, empty; and for models, a Core ML model).
