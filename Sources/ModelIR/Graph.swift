@@ -72,29 +72,4 @@ public struct Graph: Sendable, Equatable {
     }
     return copy
   }
-
-  /// The graph without reshape pairs that cancel out (`[T, C]` → `[1, T, C]` → `[T, C]` between
-  /// 1-D layers), so writers do not emit transposes that undo each other.
-  public func withoutCancellingReshapes() -> Graph {
-    var graph = self
-    func isReshape(_ node: Node) -> Bool {
-      switch node.operation {
-      case .reshape, .flatten: return true
-      default: return false
-      }
-    }
-    while let index = graph.nodes.indices.first(where: { index in
-      let node = graph.nodes[index]
-      guard isReshape(node), let producer = graph.producer(of: node.inputs[0]), isReshape(producer),
-        graph[producer.inputs[0]].type.shape == graph[node.output].type.shape,
-        !graph.outputs.contains(node.output), !graph.outputs.contains(node.inputs[0])
-      else { return false }
-      return graph.nodes.filter { $0.inputs.contains(node.inputs[0]) }.count == 1
-    }) {
-      let middle = graph.nodes[index].inputs[0]
-      graph = graph.bypassing(nodeAt: index)
-      graph = graph.bypassing(nodeAt: graph.nodes.firstIndex { $0.output == middle }!)
-    }
-    return graph
-  }
 }

@@ -87,6 +87,28 @@ import Testing
     Self.expectSameOutputs(graph, rewritten)
   }
 
+  /// A long chain mixing identity reshapes, reshape pairs that cancel and flattens between activations:
+  /// one run of the pass leaves only the activations (and the reshape a graph output needs).
+  @Test func longReshapeChainsShrinkInOneRun() throws {
+    var builder = GraphBuilder()
+    var value = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
+    for step in 0..<2_000 {
+      switch step % 4 {
+      case 0: value = try builder.add(.reshape(targetShape: [2, 3, 4]), name: "same\(step)", inputs: [value])
+      case 1: value = try builder.add(.flatten, name: "flat\(step)", inputs: [value])
+      case 2: value = try builder.add(.reshape(targetShape: [2, 3, 4]), name: "back\(step)", inputs: [value])
+      default: value = try builder.add(.activation(.tanh), name: "tanh\(step)", inputs: [value])
+      }
+    }
+    let last = try builder.add(.reshape(targetShape: [24]), name: "out", inputs: [value])
+    let graph = builder.build(outputs: [last])
+    var rewritten = graph
+    try CancelReshapesPass().run(&rewritten)
+    #expect(Self.kinds(rewritten) == Array(repeating: "activation", count: 500) + ["reshape"])
+    #expect(rewritten.outputs == graph.outputs && rewritten.nodes.last?.output == graph.outputs[0])
+    Self.expectSameOutputs(graph, rewritten)
+  }
+
   /// Core ML's `[1, C, H, W]` blob between a channels-first transpose and the transpose back: the unit
   /// axis moves out of the way and the two transposes cancel.
   @Test func unitAxisReshapeMovesPastTranspose() throws {

@@ -1,6 +1,7 @@
 import CoreMLFormat
 import Foundation
 import ModelConverter
+import ModelFormats
 import ONNXFormat
 import Testing
 
@@ -49,6 +50,35 @@ import Testing
     #expect(converted.writerOptions.precision == .float32)
     #expect(converted.precisionNotes.contains { $0.contains("holds a weight of") }, "\(converted.precisionNotes)")
     #expect(report.passed)
+  }
+
+  /// Values that overflow float32 itself (x in [-1, 1] times 3e38 twice; 9e76 is no float32) are named as
+  /// such: no precision holds them, so the note says so instead of promising float32 fixes it.
+  @Test func valuesBeyondFloat32AreNamed() throws {
+    let source = try Self.source(
+      [ONNXProtos.node("Mul", name: "grow", inputs: ["x", "k"], outputs: ["t"]), ONNXProtos.node("Mul", name: "more", inputs: ["t", "k"], outputs: ["y"])],
+      initializers: [ONNXTestModels.floats("k", [4], [3e38, 3e38, 3e38, 3e38])])
+    var options = ConversionOptions(format: .mlProgram)
+    options.allowNonFinite = true
+    let converted = try Converter.convert(source, options: options)
+    #expect(converted.precisionNotes.contains { $0.contains("'y'") && $0.contains("infinite values") }, "\(converted.precisionNotes)")
+  }
+
+  /// Options a library caller builds by hand are checked like the command line's: compression the writers
+  /// cannot make and normalization counts that fit no image are usage errors, not traps.
+  @Test func impossibleOptionsAreUsageErrors() throws {
+    let source = try Self.source(
+      [ONNXProtos.node("Mul", name: "grow", inputs: ["x", "k"], outputs: ["y"])], initializers: [ONNXTestModels.floats("k", [4], [1, 2, 3, 4])])
+    for method in [WeightCompression.Method.quantize(bits: 3, mode: .symmetric), .palettize(bits: 5), .prune(fraction: 1.5)] {
+      var options = ConversionOptions(format: .mlProgram)
+      options.compression = WeightCompression(method: method)
+      #expect(throws: ConversionError.self) { try Converter.convert(source, options: options) }
+      do {
+        _ = try Converter.convert(source, options: options)
+      } catch let error as ConversionError {
+        #expect(error.kind == .usage, "\(error)")
+      }
+    }
   }
 
   @Test func modelsWithinFloat16StayFloat16() throws {

@@ -46,6 +46,24 @@ public struct WeightCompression: Sendable, Equatable {
     self.seed = seed
   }
 
+  /// What makes this compression one the writers cannot make (bit widths, fractions, group and block
+  /// sizes out of range), or nil. The writers' quantizers trap on such values, so callers check first.
+  public var problem: String? {
+    switch method {
+    case .palettize(let bits) where !Self.palettizeBitsIOS18.contains(bits):
+      return "palettization takes \(Self.palettizeBitsIOS18.map(String.init).joined(separator: ", ")) bits, not \(bits)"
+    case .quantize(let bits, _) where !Self.quantizeBits.contains(bits):
+      return "linear quantization takes \(Self.quantizeBits.map(String.init).joined(separator: " or ")) bits, not \(bits)"
+    case .prune(let fraction) where !(fraction >= 0 && fraction < 1):
+      return "a pruned fraction is at least 0 and below 1, not \(fraction)"
+    default: break
+    }
+    if let groupSize, groupSize < 1 { return "a palette group holds at least one channel, not \(groupSize)" }
+    if let blockSize, blockSize < 1 { return "a quantization block holds at least one channel, not \(blockSize)" }
+    if minimumElements < 0 { return "the smallest compressed tensor size cannot be negative (\(minimumElements))" }
+    return nil
+  }
+
   /// Whether the ML Program form is iOS 18's (`constexpr_lut_to_dense` with uintN indices of the
   /// weight's shape and a table per channel group): grouped palettes or 3-bit indices.
   public var usesIOS18Form: Bool {

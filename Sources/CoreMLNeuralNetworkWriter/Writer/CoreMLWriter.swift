@@ -187,8 +187,8 @@ public enum CoreMLWriter {
     for node in graph.nodes {
       let (firstLayer, firstWeight) = (emitter.layers.count, emitter.deferredWeights.count)
       do { try emitter.emit(node) } catch {
-        if case CoreMLWriterError.unsupportedOperation = error {
-          unsupported.append(error as! CoreMLWriterError)
+        if let writerError = error as? CoreMLWriterError, case .unsupportedOperation = writerError {
+          unsupported.append(writerError)
           continue
         }
         // After a layer that could not be written, a later error may only follow from it.

@@ -106,7 +106,12 @@ struct MILProgramDecoder {
   private func namedType(_ message: CoreML__Specification__MILSpec__NamedValueType, field: String) throws -> MILNamedType {
     let name = CoreMLSpecReader.text(message.name)
     guard let type = message.type else { throw fail("\(field) '\(name)'", "has no type") }
-    return MILNamedType(name: name, type: try valueType(type.pointee, field: "\(field) '\(name)'"))
+    let valueType = try valueType(type.pointee, field: "\(field) '\(name)'")
+    // Core ML computes in float16 and float32; bfloat16 exists only as a storage type of constants.
+    guard valueType.dataType != .bfloat16 else {
+      throw fail("\(field) '\(name)'", "is typed bfloat16; Core ML computes in float16 or float32")
+    }
+    return MILNamedType(name: name, type: valueType)
   }
 
   private func valueType(_ message: MILValueTypeMessage, field: String) throws -> MILTensorType {

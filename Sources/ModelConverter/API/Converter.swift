@@ -45,8 +45,16 @@ public enum Converter {
     if options.precision == nil && options.format == .mlProgram && !Float16Range.float32Reasons(in: source.graph).isEmpty {
       options.precision = .float32
     }
+    if let problem = options.compression?.problem { throw ConversionError.invalidCompression(problem) }
     // Image inputs: the ones named in the options with their preprocessing, else the source's own.
     // (A name given twice is one image input.)
+    if let mean = options.imageMean, !options.imageInputNames.isEmpty {
+      let std = options.imageStd ?? mean.map { _ in 1 }
+      guard mean.count == std.count, mean.count == 1 || mean.count == 3 else {
+        throw ConversionError.invalidImagePreprocessing(
+          input: options.imageInputNames[0], detail: "\(mean.count) means and \(std.count) standard deviations; give one or three of each")
+      }
+    }
     let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
     var graph = source.graph
     for (name, image) in named.sorted(by: { $0.key < $1.key }) {

@@ -50,7 +50,7 @@ enum Float16Range {
       let peak = abs(image.scale) * 255 + ([image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).max() ?? 0)
       if !(peak <= largest) { reasons.append("image input '\(name)' gives the network values up to \(peak) (scale \(image.scale)), beyond float16's largest value 65 504") }
     }
-    guard reasons.isEmpty, Interpreter.unsupportedOperations(in: graph).isEmpty, RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes else {
+    guard Interpreter.unsupportedOperations(in: graph).isEmpty, RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes else {
       return reasons
     }
     // Token ids index an embedding table: uniform values would not be ids, so such a model is not run.
@@ -87,7 +87,13 @@ enum Float16Range {
     for node in graph.nodes {
       // One reason a layer (a source layer may become several nodes).
       guard let peak = worst[node.output], peak > largest, named.insert(layer(node)).inserted else { continue }
-      reasons.append("layer '\(layer(node))' computes values up to \(peak) on sampled inputs, beyond float16's largest value 65 504")
+      if peak.isInfinite {
+        // The source's own values overflow float32: no precision holds them, and where infinities meet
+        // (inf - inf) the result depends on the order a device computes in, so verify will say so.
+        reasons.append("layer '\(layer(node))' computes infinite values on sampled inputs (beyond float32 too); results past it depend on the order of computation")
+      } else {
+        reasons.append("layer '\(layer(node))' computes values up to \(peak) on sampled inputs, beyond float16's largest value 65 504")
+      }
       if reasons.count >= 3 { break }
     }
     return reasons

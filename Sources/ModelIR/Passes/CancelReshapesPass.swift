@@ -3,6 +3,10 @@
 ///
 /// Reshapes, flattens and their inverses keep the row-major order of elements, so only the last shape
 /// of a chain matters.
+///
+/// One scan in graph order: each reshape's input has been settled when the reshape is reached (a value
+/// an identity reshape stood for is read from its source, a reshape of a reshape reads the first one's
+/// source), so a whole chain shrinks in one scan, and one prune removes what nothing reads any more.
 public struct CancelReshapesPass: GraphPass {
   public let name = "cancel-reshapes"
   public init() {}
@@ -15,26 +19,34 @@ public struct CancelReshapesPass: GraphPass {
   }
 
   public func run(_ graph: inout Graph) throws {
-    var changed = true
-    while changed {
-      changed = false
-      for index in graph.nodes.indices where Self.isReshape(graph.nodes[index].operation) {
-        let node = graph.nodes[index]
-        let output = graph[node.output].type.shape
-        if graph[node.inputs[0]].type.shape == output, !graph.outputs.contains(node.output) {
-          // A reshape to the shape it already has.
-          graph.replaceUses(of: node.output, with: node.inputs[0])
-        } else if let producer = graph.nodes.first(where: { $0.output == node.inputs[0] }), Self.isReshape(producer.operation) {
-          // A reshape of a reshape reads the first one's input; the first goes when nothing else reads it.
-          graph.nodes[index].operation = .reshape(targetShape: output)
-          graph.rewire(nodeAt: index, input: 0, to: producer.inputs[0])
-        } else {
-          continue
-        }
-        graph = graph.pruned()
+    let outputs = Set(graph.outputs)
+    // Values read from another value instead (an identity reshape's result from its input).
+    var standsFor: [ValueID: ValueID] = [:]
+    // The node producing each value, as it is after this scan's changes.
+    var producer: [ValueID: Int] = [:]
+    var changed = false
+    for index in graph.nodes.indices {
+      if !standsFor.isEmpty, graph.nodes[index].inputs.contains(where: { standsFor[$0] != nil }) {
+        graph.nodes[index].inputs = graph.nodes[index].inputs.map { standsFor[$0] ?? $0 }
         changed = true
-        break
+      }
+      let node = graph.nodes[index]
+      producer[node.output] = index
+      guard Self.isReshape(node.operation), let input = node.inputs.first else { continue }
+      let shape = graph[node.output].type.shape
+      if let first = producer[input], Self.isReshape(graph.nodes[first].operation), let source = graph.nodes[first].inputs.first {
+        // A reshape of a reshape reads the first one's input; the first goes when nothing else reads it.
+        graph.nodes[index].operation = .reshape(targetShape: shape)
+        graph.rewire(nodeAt: index, input: 0, to: source)
+        changed = true
+      }
+      let source = graph.nodes[index].inputs[0]
+      if graph[source].type.shape == shape, !outputs.contains(node.output) {
+        // A reshape to the shape it already has.
+        standsFor[node.output] = source
+        changed = true
       }
     }
+    if changed { graph = graph.pruned() }
   }
 }
