@@ -85,6 +85,12 @@ enum ModelConvCommand {
       }
     } catch {
       let code = ExitCode(for: error)
+      /// The options that answer an error, when one does (library errors never name flags).
+      func hint(for error: Error) -> String {
+        guard let open = error as? UnknownInputSizes else { return "" }
+        let options = open.inputs.map { "--input-shape \($0.name.contains(where: { " '\"$\\".contains($0) }) ? "'\($0.name)'" : $0.name)=\($0.template)" }
+        return "\n  give them with " + options.joined(separator: " ") + " (the capitals standing for the sizes to choose)"
+      }
       if rest.contains("--json") {
         // Under --json a failure is a JSON document too (on stdout, where the result would have been).
         Console.out(JSONValue.object([
@@ -94,7 +100,7 @@ enum ModelConvCommand {
           ("message", .string(String(describing: error).components(separatedBy: "\n\n")[0])),
         ]).rendered)
       } else {
-        Console.error(String(describing: error))
+        Console.error(String(describing: error) + hint(for: error))
       }
       return code
     }

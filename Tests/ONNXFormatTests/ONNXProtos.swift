@@ -64,7 +64,9 @@ enum ONNXProtos {
   }
 
   /// ModelProto: ir_version (1), producer_name (2), graph (7), opset_import (8) → domain (1), version (2).
-  static func model(irVersion: Int64? = 8, opsets: [(String, Int64)] = [("", 13)], graph: [UInt8]? = ONNXProtos.graph()) -> [UInt8] {
+  static func model(
+    irVersion: Int64? = 8, opsets: [(String, Int64)] = [("", 13)], graph: [UInt8]? = ONNXProtos.graph(), metadata: [(String, String)] = []
+  ) -> [UInt8] {
     ProtoWire.message { w in
       if let irVersion { w.int(1, irVersion) }
       w.string(2, "tests")
@@ -73,6 +75,13 @@ enum ONNXProtos {
         w.bytes(8, ProtoWire.message { o in
           o.string(1, domain)
           o.int(2, version)
+        })
+      }
+      // metadata_props (14): StringStringEntryProto { key 1, value 2 }
+      for (key, value) in metadata {
+        w.bytes(14, ProtoWire.message { e in
+          e.string(1, key)
+          e.string(2, value)
         })
       }
     }

@@ -93,7 +93,10 @@ public struct KerasGraphImporter {
         throw KerasReaderError.invalidConfig(path: model.path, detail: "the shape given for input '\(name)' does not fit its Keras shape \(batchShape.map { $0.int.map(String.init) ?? "None" })")
       }
     } else {
-      guard dims.allSatisfy({ $0 != nil }) else { throw KerasReaderError.unknownInputShape(input: name, shape: dims) }
+      guard dims.allSatisfy({ $0 != nil }) else {
+        // The batch axis (None in every Keras model) is not part of the shape here: it stays 1.
+        throw UnknownInputSizes(path: model.path, inputs: [.init(name: name, dimensions: [.size(1)] + dims.map { $0.map { .size($0) } ?? .open(nil) })])
+      }
       shape = dims.map { $0! }
     }
     return try graphCall { try $0.addInput(name: name, type: TensorType(shape)) }

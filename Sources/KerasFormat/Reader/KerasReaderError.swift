@@ -20,7 +20,6 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
   /// A weight's shape does not match what the layer config implies.
   case weightShapeMismatch(path: String, layer: String, weight: String, expected: [Int], actual: [Int])
   /// An input has unknown dimensions and no shape was given for it.
-  case unknownInputShape(input: String, shape: [Int?])
   /// Shapes in the model do not fit together.
   case graph(path: String, detail: String)
   /// An HDF5 object could not be read.
@@ -76,9 +75,6 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
     case .missingWeight(let path, let layer, let weight): return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
     case .weightShapeMismatch(let path, let layer, let weight, let expected, let actual):
       return "\(path): layer '\(layer)' weight '\(weight)' has shape \(actual), the config implies \(expected)"
-    case .unknownInputShape(let input, let shape):
-      let text = shape.map { $0.map(String.init) ?? "None" }.joined(separator: ", ")
-      return "input '\(input)' has unknown dimensions (None, \(text)); give them with --input-shape \(input)=1,H,W,C"
     case .graph(let path, let detail): return "\(path): \(detail)"
     case .hdf5(let detail): return detail
     case .notRegularFile(let path, let kind):

@@ -33,6 +33,9 @@ public struct ConvertedModel: Sendable {
     }
   }
 
+  /// What the source's import decided where the file left something open (`ImportedSource.notes`).
+  public var sourceNotes: [String] = []
+
   /// Why float16 cannot hold this model's values (`Float16Range`), found at conversion.
   public var float16Reasons: [String] = []
 
@@ -96,7 +99,7 @@ public struct ConvertedModel: Sendable {
           method: compression.summary, minimumElements: compression.minimumElements,
           weightBytesBefore: tensors.reduce(0) { $0 + $1.originalBytes }, weightBytesAfter: tensors.reduce(0) { $0 + $1.writtenBytes },
           compressedCount: tensors.filter { $0.method != nil }.count, skippedCount: tensors.filter { $0.skipped != nil }.count, tensors: tensors)
-      })
+      }, notes: sourceNotes.isEmpty ? nil : sourceNotes)
   }
 }
 
@@ -167,6 +170,9 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
   public var byteCount: Int
   /// With weight compression: the weight constants' bytes before and after, and each tensor.
   public var compression: Compression?
+  /// What the conversion decided where the source left something open (a batch size of 1, sizes from
+  /// the file's metadata, renamed features); absent when nothing was.
+  public var notes: [String]?
 
   public struct Compression: Sendable, Equatable, Codable {
     public var method: String

@@ -118,6 +118,7 @@ public enum Converter {
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
     var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
     model.sourcePaths = source.readPaths
+    model.sourceNotes = source.notes
     model.float16Reasons = options.format == .mlProgram ? float16Reasons : []
     return model
   }

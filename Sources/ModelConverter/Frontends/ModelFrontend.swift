@@ -93,6 +93,9 @@ public struct ImportedSource: Sendable {
   public var tolerance: VerificationTolerance?
   /// The version of the tool that wrote the source, when recorded (Keras' `keras_version`).
   public var producerVersion: String?
+  /// What the import decided where the file left something open (a batch size, sizes taken from its
+  /// metadata, names Core ML cannot use), said in the conversion's summary.
+  public var notes: [String] = []
 
   public init(format: String, modelKind: String, path: String, graph: Graph) {
     self.format = format

@@ -135,6 +135,7 @@ public struct ONNXFrontend: ModelFrontend {
       shortDescription: text(model.docString), version: model.modelVersion > 0 ? String(model.modelVersion) : nil,
       userDefined: model.metadataProps)
     source.producerVersion = text(model.producerVersion)
+    source.notes = imported.notes
     source.provenance = [
       "modelconv.source": "onnx",
       "modelconv.source_onnx_producer": [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(separator: " "),

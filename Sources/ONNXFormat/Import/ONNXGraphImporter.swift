@@ -1,3 +1,4 @@
+import ModelFormats
 import ModelIR
 
 /// An ONNX graph imported into the IR in ONNX's own layout: every tensor keeps its ONNX shape (batch
@@ -12,6 +13,8 @@ public struct ONNXImportedGraph: Sendable {
   public var operatorCounts: [String: Int]
   /// The shape of every ONNX value the import computed or folded, by ONNX name.
   public var valueShapes: [String: [Int]]
+  /// What the import decided that the file left open (a batch axis read as 1, sizes from the file's metadata).
+  public var notes: [String] = []
 }
 
 public enum ONNXGraphImporter {
@@ -83,6 +86,72 @@ public enum ONNXGraphImporter {
     }
   }
 
+  /// The shape each graph input is imported at: the sizes `given` by input name (which may fill open
+  /// sizes but not contradict the file's), else the declared sizes with an open leading batch axis read
+  /// as 1 and an image's open height and width taken from an Ultralytics export's `imgsz` metadata.
+  /// Every input size still open is reported at once (`UnknownInputSizes`). `bound` names inputs given
+  /// values (initializers, constants), which are not inputs.
+  static func inputShapesToImport(
+    _ model: ONNXModel, path: String, given: [String: [Int]], bound: Set<String>
+  ) throws -> (shapes: [String: [Int]], notes: [String]) {
+    var shapes: [String: [Int]] = [:], notes: [String] = [], open: [UnknownInputSizes.Input] = []
+    let inputs = model.graph.inputs.filter { !bound.contains($0.name) }
+    // Ultralytics records the size it exported for: "imgsz": "[640, 640]" (height, width).
+    let recordedSize: [Int]? = model.metadataProps["imgsz"].flatMap { text in
+      let sizes = text.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
+      guard sizes.count == 1 || sizes.count == 2, sizes.allSatisfy({ (1...GraphLimits.maxSize).contains($0) }) else { return nil }
+      return sizes.count == 1 ? [sizes[0], sizes[0]] : sizes
+    }
+    for input in inputs {
+      guard case .tensor(_, let declared) = input.type else { continue }
+      guard let dims = declared ?? given[input.name].map({ $0.map { ONNXDimension.value($0) } }) else {
+        open.append(UnknownInputSizes.Input(name: input.name, dimensions: []))
+        continue
+      }
+      if let sizes = given[input.name] {
+        guard sizes.count == dims.count else {
+          throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' has rank \(dims.count); the shape given has \(sizes.count) axes")
+        }
+        for (axis, (size, dim)) in zip(sizes, dims).enumerated() {
+          if case .value(let fixed) = dim, fixed != size {
+            throw ONNXImportError.invalidGraph(
+              path: path, detail: "input '\(input.name)' axis \(axis) is \(fixed) in the file; the shape given has \(size) (only sizes the file leaves open can be given)")
+          }
+        }
+        shapes[input.name] = sizes
+        continue
+      }
+      var shape: [Int] = [], dimensions: [UnknownInputSizes.Dimension] = [], stillOpen = false
+      for (axis, dim) in dims.enumerated() {
+        switch dim {
+        case .value(let size):
+          shape.append(size)
+          dimensions.append(.size(size))
+        case .symbol, .unknown:
+          let label: String? = { if case .symbol(let name) = dim { return name } else { return nil } }()
+          if axis == 0 && dims.count > 1 {
+            notes.append("input '\(input.name)': the batch axis has no fixed size in the file (\(dim)); converted with batch 1")
+            shape.append(1)
+            dimensions.append(.size(1))
+          } else if let recordedSize, inputs.count == 1, dims.count == 4, axis >= 2 {
+            shape.append(recordedSize[axis - 2])
+            dimensions.append(.size(recordedSize[axis - 2]))
+            if axis == 3 {
+              notes.append("input '\(input.name)': height and width \(recordedSize[0])x\(recordedSize[1]) from the file's 'imgsz' metadata (the size it was exported for)")
+            }
+          } else {
+            shape.append(0)
+            dimensions.append(.open(label))
+            stillOpen = true
+          }
+        }
+      }
+      if stillOpen { open.append(UnknownInputSizes.Input(name: input.name, dimensions: dimensions)) } else { shapes[input.name] = shape }
+    }
+    guard open.isEmpty else { throw UnknownInputSizes(path: path, inputs: open) }
+    return (shapes, notes)
+  }
+
   /// Imports `model`; `inputShapes` fixes named (symbolic) dimensions by input name, and every other
   /// symbolic or unknown dimension must be a leading batch axis (read as 1). `constants` binds graph
   /// inputs to known values (as initializers would).
@@ -109,30 +178,10 @@ public enum ONNXGraphImporter {
     var inputIDs = Set<ValueID>()
     var integerValues = Set<ValueID>()
     var constantNodes: [String: ValueID] = [:]
+    let (shapes, notes) = try inputShapesToImport(model, path: path, given: inputShapes, bound: Set(values.keys))
     for input in graph.inputs where values[input.name] == nil {
-      guard case .tensor(let elementType, let declared) = input.type else {
+      guard case .tensor(let elementType, _) = input.type, let shape = shapes[input.name] else {
         throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' is not a tensor")
-      }
-      guard let dims = declared ?? inputShapes[input.name].map({ $0.map { ONNXDimension.value($0) } }) else {
-        throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' declares no shape; give its shape")
-      }
-      var shape: [Int] = []
-      if let given = inputShapes[input.name] {
-        guard given.count == dims.count else {
-          throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' has rank \(dims.count); the shape given has \(given.count) axes")
-        }
-        shape = given
-      } else {
-        for (axis, dim) in dims.enumerated() {
-          switch dim {
-          case .value(let v): shape.append(v)
-          case .symbol, .unknown:
-            guard axis == 0 else {
-              throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' axis \(axis) has no fixed size (\(dim)); give its shape")
-            }
-            shape.append(1)
-          }
-        }
       }
       do {
         let id = try builder.addInput(name: input.name, type: TensorType(shape))
@@ -188,14 +237,15 @@ public enum ONNXGraphImporter {
     }
     var result = builder.build(outputs: outputs).pruned()
     for (id, name) in zip(result.outputs, outputNames) { try result.claimName(name, for: id) }
-    var shapes: [String: [Int]] = [:]
+    var valueShapes: [String: [Int]] = [:]
     for (name, value) in values {
       switch value {
-      case .tensor(let id): shapes[name] = builder.type(of: id).shape
-      case .constant(let c): shapes[name] = c.shape
+      case .tensor(let id): valueShapes[name] = builder.type(of: id).shape
+      case .constant(let c): valueShapes[name] = c.shape
       }
     }
-    return ONNXImportedGraph(graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts, valueShapes: shapes)
+    return ONNXImportedGraph(
+      graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts, valueShapes: valueShapes, notes: notes)
   }
 
   /// Replaces the tensor outputs of the node just imported (whose inputs were all constants) by their

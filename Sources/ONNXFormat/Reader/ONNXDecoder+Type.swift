@@ -34,7 +34,11 @@ extension ONNXDecoder {
     return try messages(shape.dim, shape.n_dim, "shape.dim").enumerated().map { index, dim in
       switch dim.value_case {
       case ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE:
-        guard dim.dim_value >= 0 else { throw invalid("shape dimension \(index) is \(dim.dim_value); sizes cannot be negative") }
+        // Exporters write an unknown size as -1 (paddle2onnx) or 0 as well as leaving it out; a real
+        // size of 0 would make an empty tensor, which no model takes as an input.
+        if dim.dim_value == -1 || dim.dim_value == 0 { return .unknown }
+        guard dim.dim_value > 0 else { throw invalid("shape dimension \(index) is \(dim.dim_value); a size is -1 or 0 (unknown) or positive") }
+        guard dim.dim_value <= Int64(Int32.max) else { throw invalid("shape dimension \(index) is \(dim.dim_value), beyond any tensor size") }
         return .value(Int(dim.dim_value))
       case ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM:
         let name = try text(dim.dim_param, "shape dimension \(index) dim_param")

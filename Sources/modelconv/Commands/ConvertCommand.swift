@@ -344,6 +344,7 @@ enum ConvertCommand: Subcommand {
         "  weights \(compression.method): \(compression.weightBytesBefore) -> \(compression.weightBytesAfter) bytes (\(String(format: "%.1f", ratio))x), "
           + "\(compression.compressedCount) tensors compressed, \(compression.skippedCount) kept (fewer than \(compression.minimumElements) elements)")
     }
+    for note in summary.notes ?? [] { lines.append("  note    \(note)") }
     lines.append("Wrote \(output) (\(summary.byteCount) bytes)")
     Console.out(lines.joined(separator: "\n"))
   }
