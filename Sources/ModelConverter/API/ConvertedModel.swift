@@ -33,8 +33,11 @@ public struct ConvertedModel: Sendable {
     }
   }
 
-  /// What the source's import decided where the file left something open (`ImportedSource.notes`).
+  /// What the source's import decided where the file left something open (`ImportedSource.notes`),
+  /// and the features renamed.
   public var sourceNotes: [String] = []
+  /// Inputs and outputs whose source names the format cannot hold, with the names written.
+  public var renames: [FeatureRename] = []
 
   /// Why float16 cannot hold this model's values (`Float16Range`), found at conversion.
   public var float16Reasons: [String] = []
@@ -99,7 +102,7 @@ public struct ConvertedModel: Sendable {
           method: compression.summary, minimumElements: compression.minimumElements,
           weightBytesBefore: tensors.reduce(0) { $0 + $1.originalBytes }, weightBytesAfter: tensors.reduce(0) { $0 + $1.writtenBytes },
           compressedCount: tensors.filter { $0.method != nil }.count, skippedCount: tensors.filter { $0.skipped != nil }.count, tensors: tensors)
-      }, notes: sourceNotes.isEmpty ? nil : sourceNotes)
+      }, notes: sourceNotes.isEmpty ? nil : sourceNotes, renamed: renames.isEmpty ? nil : renames)
   }
 }
 
@@ -173,6 +176,8 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
   /// What the conversion decided where the source left something open (a batch size of 1, sizes from
   /// the file's metadata, renamed features); absent when nothing was.
   public var notes: [String]?
+  /// Inputs and outputs renamed because the format cannot hold their source names; absent when none was.
+  public var renamed: [FeatureRename]?
 
   public struct Compression: Sendable, Equatable, Codable {
     public var method: String

@@ -83,7 +83,7 @@ public enum Converter {
     }
     let ledger = ImageInputLedger(named.mapValues(\.scaler))
     try pipeline(for: options, imageInputs: ledger).run(&graph)
-    let imageInputs = ledger.current
+    var imageInputs = ledger.current
     // Values beyond float16's range found now, not by verify in the written file: a float16 program
     // becomes float32 unless float16 was asked for (then the notes warn).
     var float16Reasons = Float16Range.float32Reasons(in: source.graph)
@@ -96,7 +96,7 @@ public enum Converter {
     }
 
     // A classifier: the labels given, else the source's own (with its predicted feature name).
-    let classifier =
+    var classifier =
       options.classLabels.map {
         ClassifierSettings(labels: $0, predictedFeatureName: options.predictedFeatureName, probabilitiesOutput: options.predictedProbabilitiesOutput)
       } ?? source.classifier
@@ -110,7 +110,17 @@ public enum Converter {
     metadata.userDefined["modelconv.version"] = ModelConverterVersion.current
 
     // The source's multiarray declarations, but for inputs that became images.
-    let declaredArrays = source.declaredArrays.filter { imageInputs[$0.key] == nil }
+    var declaredArrays = source.declaredArrays.filter { imageInputs[$0.key] == nil }
+
+    // Names the format cannot hold are renamed, and everything keyed by a feature name follows.
+    let renames = FeatureNaming.renames(
+      inputs: graph.inputs.map { graph[$0].name }, outputs: graph.outputs.map { graph[$0].name }, format: options.format)
+    try FeatureNaming.apply(renames, to: &graph)
+    for rename in renames {
+      if let image = imageInputs.removeValue(forKey: rename.from) { imageInputs[rename.to] = image }
+      if let declared = declaredArrays.removeValue(forKey: rename.from) { declaredArrays[rename.to] = declared }
+      if rename.kind == "output", classifier?.probabilitiesOutput == rename.from { classifier?.probabilitiesOutput = rename.to }
+    }
     var writerOptions = CoreMLWriterOptions(
       imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target,
       declaredArrays: declaredArrays)
@@ -118,7 +128,8 @@ public enum Converter {
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
     var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
     model.sourcePaths = source.readPaths
-    model.sourceNotes = source.notes
+    model.sourceNotes = source.notes + renames.map { "\($0.description) (\(options.format == .mlProgram ? "ML Program feature names are identifiers" : "renamed")): the app uses '\($0.to)'" }
+    model.renames = renames
     model.float16Reasons = options.format == .mlProgram ? float16Reasons : []
     return model
   }

@@ -222,21 +222,27 @@ struct Comparison {
       }
     }
     let outputsByValue = Dictionary(zip(source.outputs, graph.outputs), uniquingKeysWith: { first, _ in first })
+    // An ML Program's value names are MIL identifiers: where two source names become the same identifier
+    // (`sigmoid_0.tmp_0` and `sigmoid_0_tmp_0`), a blob of that name may stand for either, so neither is
+    // paired by name. A classic network's blob names are the names themselves.
+    var sanitizedCounts: [String: Int] = [:]
+    if !classic { for node in source.nodes { sanitizedCounts[milIdentifier(source[node.output].name), default: 0] += 1 } }
+    func unambiguous(_ name: String) -> Bool { classic || (sanitizedCounts[milIdentifier(name)] ?? 0) <= 1 }
     for node in source.nodes {
       let keras = node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName)
-      if let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, keras: keras) }
+      if unambiguous(source[node.output].name), let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, keras: keras) }
       if let output = outputsByValue[node.output] { add(node.output, output, keras: keras) }
     }
     // Blobs named after a source value the conversion's passes rewrote without reordering its elements
     // (unit axes dropped: `__unit_axes`; a copy: `__copy`), or under its MIL identifier (an ONNX name such
     // as `/layer1/Conv_output_0` written as `_layer1_Conv_output_0`): compared when the sizes other than 1
     // agree in order. A value computed in another layout (`__before_transpose`) is not.
-    var sourceByName: [String: ValueID] = [:], sanitizedCounts: [String: Int] = [:]
-    for node in source.nodes { sanitizedCounts[milIdentifier(source[node.output].name), default: 0] += 1 }
+    var sourceByName: [String: ValueID] = [:]
     for node in source.nodes {
       let name = source[node.output].name
+      guard unambiguous(name) else { continue }
       sourceByName[name] = node.output
-      if sanitizedCounts[milIdentifier(name)] == 1, sourceByName[milIdentifier(name)] == nil { sourceByName[milIdentifier(name)] = node.output }
+      if sourceByName[milIdentifier(name)] == nil { sourceByName[milIdentifier(name)] = node.output }
     }
     let origins = Dictionary(source.nodes.map { ($0.output, $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName)) }, uniquingKeysWith: { first, _ in first })
     let sourceNames = Set(source.nodes.map { source[$0.output].name })

@@ -168,6 +168,7 @@ struct GraphEdit {
   private var redirects: [ValueID: ValueID] = [:]
   private var touchedNodes = Set<Int>(), touchedValues = Set<ValueID>()
   private var names: Set<String>?
+  private var nextNumber: [String: Int] = [:]
 
   init(_ graph: Graph) { valueBase = graph.values.count }
 
@@ -190,11 +191,18 @@ struct GraphEdit {
   /// Marks more values as touched by the change just claimed.
   mutating func touch(values: [ValueID]) { touchedValues.formUnion(values) }
 
-  /// A new value named `base` (or `base_`, `base__`, ... when taken).
+  /// A new value named `base` (or `base_2`, `base_3`, ... when taken). The next number to try is kept
+  /// per base: a constant that thousands of nodes share gets thousands of new values named after it, and
+  /// probing from the start each time (or growing a suffix) made that quadratic.
   mutating func newValue(named base: String, type: TensorType, in graph: Graph) -> ValueID {
     if names == nil { names = Set(graph.values.map(\.name)) }
     var name = base
-    while names?.contains(name) == true { name += "_" }
+    if names?.contains(name) == true {
+      var number = nextNumber[base] ?? 2
+      while names?.contains("\(base)_\(number)") == true { number += 1 }
+      name = "\(base)_\(number)"
+      nextNumber[base] = number + 1
+    }
     names?.insert(name)
     newValues.append(Value(name: name, type: type))
     return valueBase + newValues.count - 1
