@@ -59,6 +59,32 @@ public struct Graph: Sendable, Equatable {
     Graph(values: self.values, nodes: nodes, inputs: inputs, outputs: values).pruned()
   }
 
+  /// Input `id` arrives as the tensor whose axis `i` is the value's axis `order[i]`: a new input of that
+  /// shape takes the input's name and place, and a permute back gives the old value (renamed), so every
+  /// reader stays. Writers use it to declare a feature in the order the source declares it.
+  public mutating func permuteInput(_ id: ValueID, order: [Int]) {
+    guard let position = inputs.firstIndex(of: id) else { return }
+    let name = values[id].name, type = values[id].type
+    values[id].name = unusedName(name + "__declared_order")
+    let stored = values.count
+    values.append(Value(name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType)))
+    let inverse = (0..<order.count).map { axis in order.firstIndex(of: axis) ?? axis }
+    nodes.insert(Node(name: name + "__to_graph_order", operation: .permute(order: inverse), inputs: [stored], output: id), at: 0)
+    inputs[position] = stored
+  }
+
+  /// Output `id` is given as the tensor whose axis `i` is the value's axis `order[i]`: a permute of the
+  /// value takes the output's name and place (the value is renamed).
+  public mutating func permuteOutput(_ id: ValueID, order: [Int]) {
+    guard let position = outputs.firstIndex(of: id) else { return }
+    let name = values[id].name, type = values[id].type
+    values[id].name = unusedName(name + "__graph_order")
+    let given = values.count
+    values.append(Value(name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType)))
+    nodes.append(Node(name: name + "__to_declared_order", operation: .permute(order: order), inputs: [id], output: given))
+    outputs[position] = given
+  }
+
   /// The graph without node `index`, its readers reading its single input instead.
   ///
   /// The node's output must not be a graph output.

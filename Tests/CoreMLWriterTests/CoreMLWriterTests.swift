@@ -146,14 +146,20 @@ import Testing
     }
   }
 
-  @Test func float16OverflowIsAnError() throws {
+  /// A float16 network stores a layer whose weights float16 cannot hold (70 000 > 65 504) in float32, all
+  /// of that layer's weights alike (Core ML reads each layer's weights in the form they are stored); the
+  /// other layers stay float16 (issue 35).
+  @Test func weightsBeyondFloat16KeepTheirLayerInFloat32() throws {
     var builder = GraphBuilder()
     let input = try builder.addInput(name: "x", type: TensorType([2]))
-    let output = try builder.add(.dense(Dense(kernel: Constant(shape: [2, 1], values: [1, 70000]), bias: nil)), name: "big", inputs: [input])
+    let small = try builder.add(.dense(Dense(kernel: Constant(shape: [2, 2], values: [1, 2, 3, 4]), bias: nil)), name: "small", inputs: [input])
+    let output = try builder.add(
+      .dense(Dense(kernel: Constant(shape: [2, 1], values: [1, 70000]), bias: Constant(shape: [1], values: [0.5]))), name: "big", inputs: [small])
     let graph = builder.build(outputs: [output])
-    #expect(throws: CoreMLWriterError.float16Overflow(layer: "big", value: 70000)) {
-      try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(precision: .float16))
-    }
+    let spec = try CoreMLSpecReader.read(try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(precision: .float16)), path: "mixed.mlmodel")
+    let big = try #require(spec.layer(named: "big")), smallLayer = try #require(spec.layer(named: "small"))
+    #expect(!big.usesFloat16 && big.namedWeights["weights"] == [1, 70000] && big.namedWeights["bias"] == [0.5])
+    #expect(smallLayer.usesFloat16)
   }
 
   @Test func metadataRecordsConverterAndSource() throws {

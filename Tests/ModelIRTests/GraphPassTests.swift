@@ -109,6 +109,32 @@ import Testing
     Self.expectSameOutputs(graph, rewritten)
   }
 
+  /// An operation holding a weight float16 cannot store (and one reading such a constant node) computes
+  /// between casts to float32 and back; nothing else changes, and a second run changes nothing.
+  @Test func float32IslandsWrapOnlyTheOperationsWithWeightsBeyondFloat16() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([4]))
+    let relu = try builder.add(.activation(.relu), name: "relu", inputs: [x])
+    let big = try builder.add(.constant(Constant(shape: [4], values: [1.05e7, 1, 1, 1])), name: "big", inputs: [])
+    let scaled = try builder.add(.elementwise(.multiply), name: "scaled", inputs: [relu, big])
+    let small = try builder.add(.constant(Constant(shape: [4], values: [1, 2, 3, 4])), name: "small", inputs: [])
+    let y = try builder.add(.elementwise(.add), name: "shift", inputs: [scaled, small])
+    var graph = builder.build(outputs: [y])
+    #expect(Float32IslandsPass.operations(in: graph).map { graph.nodes[$0].name } == ["scaled"])
+    try Float32IslandsPass().run(&graph)
+    let kinds = graph.nodes.map { node -> String in
+      if case .cast(let type) = node.operation { return "cast.\(type.rawValue)" }
+      return node.name
+    }
+    #expect(kinds == ["relu", "big", "cast.float32", "scaled", "cast.float16", "small", "shift"])
+    let scaledNode = try #require(graph.nodes.first { $0.name == "scaled" })
+    #expect(graph[scaledNode.inputs[0]].type.dataType == .float32 && graph[scaledNode.output].type.dataType == .float32)
+    #expect(graph.outputs == [y])
+    let once = graph
+    try Float32IslandsPass().run(&graph)
+    #expect(graph == once)
+  }
+
   /// Core ML's `[1, C, H, W]` blob between a channels-first transpose and the transpose back: the unit
   /// axis moves out of the way and the two transposes cancel.
   @Test func unitAxisReshapeMovesPastTranspose() throws {

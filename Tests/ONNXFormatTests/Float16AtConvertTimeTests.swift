@@ -1,3 +1,4 @@
+import CoreMLCommon
 import CoreMLFormat
 import Foundation
 import ModelConverter
@@ -50,6 +51,38 @@ import Testing
     #expect(converted.writerOptions.precision == .float32)
     #expect(converted.precisionNotes.contains { $0.contains("holds a weight of") }, "\(converted.precisionNotes)")
     #expect(report.passed)
+  }
+
+  /// A folded BatchNorm scale of 1.05e7 on a channel that is always 0 (Relu(x - 2) for x in [-1, 1]), as
+  /// in a real exported model: the weight float16 cannot store, every value within it. The default ML
+  /// Program stays float16 with only that multiply in float32; float16 asked for refuses, naming the
+  /// layer; a classic network stored in float16 keeps that layer's weights in float32. Expected values are
+  /// the float32 arithmetic of the source, through verify.
+  @Test func aWeightBeyondFloat16OnlyKeepsItsOperationInFloat32() throws {
+    let source = try Self.source(
+      [
+        ONNXProtos.node("Sub", name: "shift", inputs: ["x", "b"], outputs: ["t"]), ONNXProtos.node("Relu", name: "dead", inputs: ["t"], outputs: ["r"]),
+        ONNXProtos.node("Mul", name: "folded_bn", inputs: ["r", "k"], outputs: ["y"]),
+      ],
+      initializers: [ONNXTestModels.floats("b", [4], [2, 0, 0, 0]), ONNXTestModels.floats("k", [4], [1.05e7, 0.5, 2, 3])])
+    let (mixed, report) = try Self.convertAndVerify(source, precision: nil)
+    #expect(mixed.writerOptions.precision == .float16)
+    #expect(mixed.precisionNotes.count == 1 && mixed.precisionNotes[0].contains("within the float16 program"), "\(mixed.precisionNotes)")
+    #expect(mixed.graph.nodes.contains { if case .cast(.float32) = $0.operation { return true } else { return false } })
+    #expect(report.passed, "\(report.outputs)")
+    // Asked for, float16 is strict: the writer names the layer and its value.
+    #expect(throws: CoreMLWriterError.self) { _ = try Self.convertAndVerify(source, precision: .float16) }
+    // A classic network with float16 storage keeps the layer's weights in float32.
+    var classic = ConversionOptions(format: .neuralNetwork)
+    classic.precision = .float16
+    let network = try Converter.convert(source, options: classic)
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("f16nn-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let output = directory.appendingPathComponent("m.mlmodel")
+    try network.write(to: output)
+    let networkReport = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 3))
+    #expect(networkReport.passed, "\(networkReport.outputs)")
   }
 
   /// Values that overflow float32 itself (x in [-1, 1] times 3e38 twice; 9e76 is no float32) are named as

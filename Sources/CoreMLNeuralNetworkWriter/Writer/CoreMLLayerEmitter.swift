@@ -25,6 +25,13 @@ struct CoreMLLayerEmitter {
 
   /// Emits the layers for one node; the last layer writes the node's output blob.
   mutating func emit(_ node: Node) throws {
+    // A float16 model stores a layer whose weights float16 cannot hold (a folded BatchNorm scale of
+    // 1.05e7) in float32, all of that layer's weights alike.
+    let storage = builder.precision
+    defer { builder.precision = storage }
+    if storage == .float16, node.operation.constants.contains(where: Float32IslandsPass.isBeyondFloat16) {
+      builder.precision = .float32
+    }
     let inputs = node.inputs.map { graph[$0].name }
     let output = graph[node.output].name
     func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: node.name, detail: detail) }

@@ -177,7 +177,17 @@ public enum CoreMLWriter {
   }
 
   /// The classic rank-5 layers, one group per node.
-  static func rank5Network(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
+  static func rank5Network(_ given: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
+    // A rank-3 array the source declares channels last ([1, H, W, C] from an NHWC ONNX graph) is declared
+    // [H, W, C], its elements in that order: the classic blob holds it as C=H, H=W, W=C, so the value is
+    // permuted to [W, C, H] on the way out (and from it on the way in). Otherwise Core ML's [C, H, W].
+    var graph = given
+    for id in given.inputs where options.imageInputs[given[id].name] == nil && given[id].type.shape.count == 3 {
+      if let declared = options.declaredArrays[given[id].name], !declared.channelsFirst, declared.shape.count >= 3 { graph.permuteInput(id, order: [1, 2, 0]) }
+    }
+    for id in given.outputs where given[id].type.shape.count == 3 {
+      if let declared = options.declaredArrays[given[id].name], !declared.channelsFirst, declared.shape.count >= 3 { graph.permuteOutput(id, order: [1, 2, 0]) }
+    }
     var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
     emitter.builder.compression = options.compression
     // Each node's layers with the weights they are packed with.

@@ -12,7 +12,9 @@ import CoreMLSpec
 /// and for float16 the first value outside float16's range, in that order, is the error.
 struct NeuralNetworkBuilder {
   let arena: MessageArena
-  let precision: WeightPrecision
+  /// The storage of the weights written now (a layer whose weights float16 cannot store keeps float32
+  /// in a float16 model: Core ML reads each layer's weights in the form they are stored).
+  var precision: WeightPrecision
   /// The layers in network order.
   private(set) var layers: [UnsafeMutablePointer<NNLayer>] = []
   /// Weights in the order they were registered.

@@ -105,8 +105,12 @@ extension MILEmitter {
   }
 
   mutating func emitConstant(_ node: Node, _ constant: Constant) throws {
-    let name = resultName(node.output, layout: .natural, dataType: computeType)
-    let result = try builder.const(constant.values, shape: [1] + constant.shape, computeType, name: name.name, exactName: name.exact)
+    // A constant float16 cannot store stays float32 when every reader computes in float32
+    // (`Float32IslandsPass` puts them there); otherwise the writer's float16 check names it.
+    let keepsFloat32 = computeType == .fp16 && Float32IslandsPass.isBeyondFloat16(constant) && readersComputeInFloat32(node.output)
+    let dataType: MILElementType = keepsFloat32 ? .fp32 : computeType
+    let name = resultName(node.output, layout: .natural, dataType: dataType)
+    let result = try builder.const(constant.values, shape: [1] + constant.shape, dataType, name: name.name, exactName: name.exact)
     if name.exact { builder.claim(name.name) }
     define(node.output, .natural, result)
   }
@@ -190,5 +194,23 @@ extension MILEmitter {
       node.output, .natural, "slice_by_index",
       [("x", .tensor(x)), ("begin", .ints([0] + slice.begin)), ("end", .ints([1] + slice.end)), ("stride", .ints([1] + slice.strides))],
       dataType: x.dataType)
+  }
+
+  /// Whether every node reading `value` reads all its other inputs in float32 (casts to float32 or
+  /// constants float16 cannot store), as `Float32IslandsPass` leaves them. Linear; asked only for the
+  /// rare constants beyond float16.
+  func readersComputeInFloat32(_ value: ValueID) -> Bool {
+    var producers: [ValueID: Node] = [:]
+    for node in graph.nodes { producers[node.output] = node }
+    return graph.nodes.allSatisfy { reader in
+      guard reader.inputs.contains(value) else { return true }
+      return reader.inputs.allSatisfy { input in
+        switch producers[input]?.operation {
+        case .cast(.float32)?: return true
+        case .constant(let other)?: return Float32IslandsPass.isBeyondFloat16(other)
+        default: return false
+        }
+      }
+    }
   }
 }

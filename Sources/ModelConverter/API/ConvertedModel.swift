@@ -27,11 +27,16 @@ public struct ConvertedModel: Sendable {
   /// a warning that it may overflow. Empty for a neural network or a model without such layers.
   public var precisionNotes: [String] {
     guard format == .mlProgram else { return [] }
+    let mixed = float32Operations.map { "\($0): its operation computes in float32 within the float16 program" }
     switch writerOptions.precision {
     case .float32: return float16Reasons.map { "\($0): the ML Program computes in float32" }
-    case .float16: return float16Reasons.map { "\($0): float16 was asked for and may overflow to infinity" }
+    case .float16: return mixed + float16Reasons.map { "\($0): float16 was asked for and may overflow to infinity" }
     }
   }
+
+  /// Layers of a float16 ML Program whose weights float16 cannot store, kept in float32 where they are
+  /// (`Float32IslandsPass`), with why.
+  public var float32Operations: [String] = []
 
   /// What the source's import decided where the file left something open (`ImportedSource.notes`),
   /// and the features renamed.

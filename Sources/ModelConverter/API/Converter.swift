@@ -86,12 +86,21 @@ public enum Converter {
     var imageInputs = ledger.current
     // Values beyond float16's range found now, not by verify in the written file: a float16 program
     // becomes float32 unless float16 was asked for (then the notes warn).
+    // Weights float16 cannot store, in a model whose values all stay within it, keep only their own
+    // operations in float32 (mixed precision); asked for, float16 stays strict and the writer names them.
     var float16Reasons = Float16Range.float32Reasons(in: source.graph)
+    var float32Operations: [String] = []
     if options.format == .mlProgram && options.resolvedPrecision == .float16 {
-      float16Reasons += Float16Range.valueReasons(in: graph, imageInputs: imageInputs)
-      if given.precision == nil && !float16Reasons.isEmpty {
-        options.precision = .float32
-        try RemoveFloat16CastsPass().run(&graph)
+      let found = Float16Range.reasons(in: graph, imageInputs: imageInputs)
+      if given.precision == nil && float16Reasons.isEmpty && found.values.isEmpty && !found.weights.isEmpty {
+        try Float32IslandsPass().run(&graph)
+        float32Operations = found.weights
+      } else {
+        float16Reasons += found.weights + found.values
+        if given.precision == nil && !float16Reasons.isEmpty {
+          options.precision = .float32
+          try RemoveFloat16CastsPass().run(&graph)
+        }
       }
     }
 
@@ -131,6 +140,7 @@ public enum Converter {
     model.sourceNotes = source.notes + renames.map { "\($0.description) (\(options.format == .mlProgram ? "ML Program feature names are identifiers" : "renamed")): the app uses '\($0.to)'" }
     model.renames = renames
     model.float16Reasons = options.format == .mlProgram ? float16Reasons : []
+    model.float32Operations = float32Operations
     return model
   }
 }

@@ -36,29 +36,49 @@ enum Float16Range {
   /// The reasons the converted graph gives: weights beyond float16, and values beyond it on sampled inputs
   /// (`imageInputs`: the image inputs' scale and biases, by input name, whose graph input is the tensor after them).
   static func valueReasons(in graph: Graph, imageInputs: [String: ImagePreprocessing]) -> [String] {
+    let found = reasons(in: graph, imageInputs: imageInputs)
+    return found.weights + found.values
+  }
+
+  /// The layers holding weights float16 cannot store (a constant node is named by its readers), in graph order.
+  static func weightReasons(in graph: Graph) -> [String] {
+    var reasons: [String] = [], named = Set<String>()
+    func layer(_ node: Node) -> String { node.origin?.name ?? node.name }
+    var bigConstants: [ValueID: Float] = [:]
+    for node in graph.nodes {
+      if case .constant(let constant) = node.operation {
+        if let big = constant.values.first(where: { $0.isFinite && abs($0) > largest }) { bigConstants[node.output] = big }
+        continue
+      }
+      let big = node.operation.constants.lazy.compactMap { $0.values.first(where: { $0.isFinite && abs($0) > largest }) }.first
+        ?? node.inputs.lazy.compactMap { bigConstants[$0] }.first
+      guard let big, named.insert(layer(node)).inserted else { continue }
+      reasons.append("layer '\(layer(node))' holds a weight of \(big), beyond float16's largest value 65 504")
+    }
+    return reasons
+  }
+
+  /// The reasons split: weights float16 cannot store (which mixed precision keeps in float32 where they
+  /// are), and values beyond float16 on sampled inputs or from an image scaler (which only a float32
+  /// program holds).
+  static func reasons(in graph: Graph, imageInputs: [String: ImagePreprocessing]) -> (weights: [String], values: [String]) {
+    let weights = weightReasons(in: graph)
     var reasons: [String] = []
     func layer(_ node: Node) -> String { node.origin?.name ?? node.name }
-    for node in graph.nodes {
-      for constant in node.operation.constants {
-        guard let big = constant.values.first(where: { $0.isFinite && abs($0) > largest }) else { continue }
-        reasons.append("layer '\(layer(node))' holds a weight of \(big), beyond float16's largest value 65 504")
-        break
-      }
-    }
     // An image scaler taking pixels 0-255 beyond float16 (a hostile scale of 3.4e38).
     for (name, image) in imageInputs.sorted(by: { $0.key < $1.key }) {
       let peak = abs(image.scale) * 255 + ([image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).max() ?? 0)
       if !(peak <= largest) { reasons.append("image input '\(name)' gives the network values up to \(peak) (scale \(image.scale)), beyond float16's largest value 65 504") }
     }
     guard Interpreter.unsupportedOperations(in: graph).isEmpty, RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes else {
-      return reasons
+      return (weights, reasons)
     }
     // Token ids index an embedding table: uniform values would not be ids, so such a model is not run.
     let readsTokens = graph.nodes.contains { node in
       if case .embedding = node.operation { return true }
       return false
     }
-    if readsTokens { return reasons }
+    if readsTokens { return (weights, reasons) }
     var generator = SplitMix64(seed: 0)
     var worst: [ValueID: Float] = [:]
     let interpreter = Interpreter(graph: graph, kernels: .direct, observed: Set(graph.nodes.map(\.output)))
@@ -77,7 +97,7 @@ enum Float16Range {
         }
       }
       // Inputs that are not finite make nothing to measure (a source's own NaN scaler is refused elsewhere).
-      guard inputs.allSatisfy({ $0.values.allSatisfy(\.isFinite) }) else { return reasons }
+      guard inputs.allSatisfy({ $0.values.allSatisfy(\.isFinite) }) else { return (weights, reasons) }
       for (id, tensor) in interpreter.runObserving(inputs).observed {
         let peak = tensor.values.reduce(Float(0)) { abs($1).isNaN ? $0 : max($0, abs($1)) }
         worst[id] = max(worst[id] ?? 0, peak)
@@ -85,6 +105,8 @@ enum Float16Range {
     }
     var named = Set<String>()
     for node in graph.nodes {
+      // A constant's values are weights (above); what is computed from them is checked here.
+      if case .constant = node.operation { continue }
       // One reason a layer (a source layer may become several nodes).
       guard let peak = worst[node.output], peak > largest, named.insert(layer(node)).inserted else { continue }
       if peak.isInfinite {
@@ -96,6 +118,6 @@ enum Float16Range {
       }
       if reasons.count >= 3 { break }
     }
-    return reasons
+    return (weights, reasons)
   }
 }

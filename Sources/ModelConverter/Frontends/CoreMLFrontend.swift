@@ -66,7 +66,10 @@ public struct CoreMLFrontend: ModelFrontend {
       else { continue }
       var channelsFirst = false
       if case .channelsFirst = form { channelsFirst = true }
-      let declared = DeclaredArray(shape: shape, channelsFirst: channelsFirst)
+      // A description that leaves the shape out (coremltools' classic outputs) gives the shape the
+      // network computes there, in Core ML's own layout: the app receives that array.
+      let computed = (model.graph.inputs + model.graph.outputs).first { model.graph[$0].name == feature.name }.map { model.graph[$0].type.shape }
+      let declared = DeclaredArray(shape: shape.isEmpty ? computed ?? shape : shape, channelsFirst: channelsFirst)
       if declared.fits(graph[id].type.shape) { source.declaredArrays[name] = declared }
     }
     for input in model.inputs {

@@ -18,6 +18,20 @@ struct Comparison {
 
   /// The vocabulary of the Embedding that reads graph input `id`, if one does.
   /// The layout of a converted feature declared exactly as the source declared it (the same bytes), if it is.
+  /// The layout of a feature the source declares (`sourceName`), checked against the shape the converted
+  /// model declares for it (`feature`, `shape`): the same sizes in the same order, unit axes aside (a
+  /// classic network has no batch axis, and holds a vector as `[C, 1, 1]`). Another shape is another interface, whatever the
+  /// values: the app reads the array in the shape it is declared in, never through a guessed transposition.
+  static func checkedDeclaredLayout(sourceName: String, feature: String, shape: [Int], options: VerificationOptions) throws -> TensorLayout? {
+    guard let declared = options.sourceDeclarations[sourceName] else { return nil }
+    func sizes(_ shape: [Int]) -> [Int] { shape.filter { $0 != 1 } }
+    guard sizes(declared.shape) == sizes(shape) else {
+      throw VerificationError.interfaceMismatch(
+        "'\(feature)' is declared \(shape) in the converted model; the source declares '\(sourceName)' as \(declared.shape)\(declared.channelsFirst ? "" : " (channels last)")")
+    }
+    return declared.channelsFirst ? .channelsFirst : .sameOrder
+  }
+
   static func declaredLayout(_ name: String, shape: [Int], options: VerificationOptions) -> TensorLayout? {
     guard let declared = options.sourceDeclarations[name], declared.shape == shape else { return nil }
     return declared.channelsFirst ? .channelsFirst : .sameOrder
@@ -100,7 +114,9 @@ struct Comparison {
     var preprocessing: [PreprocessingParity] = []
     plans = try zip(source.inputs, converted.inputs).map { id, input in
       let sourceShape = source[id].type.shape
-      guard let layout = Self.declaredLayout(input.name, shape: input.shape, options: options)
+      // An image input is the image Core ML makes of a pixel buffer, whatever array the source declared.
+      let declared = input.image != nil ? nil : try Self.checkedDeclaredLayout(sourceName: source[id].name, feature: input.name, shape: input.shape, options: options)
+      guard let layout = declared
         ?? TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil)
       else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
@@ -128,7 +144,8 @@ struct Comparison {
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
       let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
       let name = converted.graph[convertedID].name
-      guard let layout = Self.declaredLayout(name, shape: coreML, options: options) ?? TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
+      let declared = try Self.checkedDeclaredLayout(sourceName: source[sourceID].name, feature: name, shape: coreML, options: options)
+      guard let layout = declared ?? TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
         throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: keras, converted: coreML)
       }
       return layout
@@ -218,6 +235,13 @@ struct Comparison {
         let node = source.nodes[fold.nodeIndex]
         add(node.output, blob, keras: node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName))
       } else {
+        add(id, blob, keras: LayerOrigin(name: source[id].name, type: "input"))
+      }
+    }
+    // An input a classic network declares in the source's channels-last order is permuted into the
+    // network's own order first (`Graph.permuteInput`): that blob holds the source's input.
+    for id in source.inputs {
+      if let blob = converted.blobs[source[id].name + "__declared_order"], !graph.inputs.contains(blob) {
         add(id, blob, keras: LayerOrigin(name: source[id].name, type: "input"))
       }
     }
