@@ -5,7 +5,10 @@ import ModelIR
 ///
 /// A NaN or infinite weight (also a float64 weight beyond float32's range, which reads as infinity)
 /// and a negative BatchNormalization variance make the converted model output NaN or infinity
-/// where Keras' output may be finite, or hide that the file is corrupt. `allowNonFinite` keeps them.
+/// where Keras' output may be finite, or hide that the file is corrupt. A weight of 2^112 (5.2e33) or more
+/// is refused too: no trained model holds one, and its products reach float32's limit, where whether a
+/// sum overflows depends on the order a device adds in (weights of 9e37 and 3.4e38 from the hostile corpus
+/// made files whose two formats disagreed). `allowNonFinite` keeps them.
 enum WeightValueCheck {
   static func check(_ graph: Graph) throws {
     // Every weight scanned on every core; the first bad one in graph order is reported, as a serial scan would.
@@ -13,13 +16,15 @@ enum WeightValueCheck {
       namedConstants(node.operation).map { (layer: node.origin?.name ?? node.name, weight: $0.0, constant: $0.1) }
     }
     let found = SlotBox<Int?>(count: weights.count)
-    DispatchQueue.concurrentPerform(iterations: weights.count) { found.set($0, firstNonFinite(weights[$0].constant.values)) }
+    DispatchQueue.concurrentPerform(iterations: weights.count) { found.set($0, firstUnusable(weights[$0].constant.values)) }
     for (item, index) in zip(weights, found.values) {
       if let index = index ?? nil {
         let value = item.constant.values[index]
         throw ConversionError.invalidWeightValue(
           layer: item.layer, weight: item.weight,
-          detail: "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")")
+          detail: value.isFinite
+            ? "element \(index) is \(value), 2^112 (5.2e33) or more: its products reach float32's limit, where results depend on the order of computation"
+            : "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")")
       }
     }
     for node in graph.nodes {
@@ -31,19 +36,19 @@ enum WeightValueCheck {
     }
   }
 
-  /// The index of the first NaN or infinity. Scans whole blocks without branching first (a float is
-  /// not finite when its exponent bits are all ones), so the common all-finite case vectorizes.
-  static func firstNonFinite(_ values: [Float]) -> Int? {
+  /// The index of the first NaN, infinity or magnitude of 2^112 or more. Scans whole blocks without
+  /// branching first (such a float's biased exponent is 239 or more: adding 17 to the exponent field
+  /// carries into the sign bit), so the common case vectorizes.
+  static func firstUnusable(_ values: [Float]) -> Int? {
     values.withUnsafeBufferPointer { buffer in
       buffer.withMemoryRebound(to: UInt32.self) { bits in
         let block = 4096
         var start = 0
         while start < bits.count {
           let end = min(start + block, bits.count)
-          // Adding 1 to the exponent field carries into the sign bit exactly when the field is all ones.
           var carries: UInt32 = 0
-          for index in start..<end { carries |= (bits[index] & 0x7F80_0000) &+ 0x0080_0000 }
-          if carries & 0x8000_0000 != 0 { return (start..<end).first { bits[$0] & 0x7F80_0000 == 0x7F80_0000 } }
+          for index in start..<end { carries |= (bits[index] & 0x7F80_0000) &+ (17 << 23) }
+          if carries & 0x8000_0000 != 0 { return (start..<end).first { bits[$0] & 0x7F80_0000 >= (239 << 23) } }
           start = end
         }
         return nil
