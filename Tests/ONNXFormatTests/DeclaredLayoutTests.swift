@@ -51,4 +51,27 @@ import Testing
     try converted.write(to: url)
     #expect(throws: VerificationError.self) { try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 1)) }
   }
+
+  /// tf2onnx writes a one-channel image's transpose to channels first as a Reshape [1, H, W, 1] ->
+  /// [1, 1, H, W] (the same element order): the input is channels last all the same, declared [1, H, W, 1]
+  /// (`[H, W, 1]` in a classic network), not read as an image of H channels.
+  @Test func aOneChannelImageReshapedToChannelsFirstIsChannelsLast() throws {
+    let weights = (0..<18).map { Float(($0 * 5) % 7) / 7 - 0.4 }
+    let model = try ONNXTestModels.model(
+      nodes: [
+        ONNXProtos.node("Reshape", name: "to_nchw", inputs: ["x", "shape"], outputs: ["x_nchw"]),
+        ONNXProtos.node("Conv", name: "conv", inputs: ["x_nchw", "w"], outputs: ["c"], attributes: [ONNXTestModels.intsAttribute("pads", [1, 1, 1, 1])]),
+        ONNXProtos.node("Transpose", name: "to_nhwc", inputs: ["c"], outputs: ["y"], attributes: [ONNXTestModels.intsAttribute("perm", [0, 2, 3, 1])]),
+      ],
+      inputs: [("x", [1, 4, 5, 1])], outputs: [("y", [1, 4, 5, 2])],
+      initializers: [ONNXTestModels.int64s("shape", [4], [1, 1, 4, 5]), ONNXTestModels.floats("w", [2, 1, 3, 3], weights)], opset: 13)
+    let source = try ONNXFrontend.source(model, path: "gray.onnx", options: SourceOptions())
+    #expect(source.graph.inputs.map { source.graph[$0].type.shape } == [[4, 5, 1]])
+    let program = try Converter.convert(source, options: ConversionOptions(format: .mlProgram, precision: .float32))
+    #expect(program.summary.inputs.map(\.type.shape) == [[1, 4, 5, 1]])
+    let network = try Converter.convert(source, options: ConversionOptions(format: .neuralNetwork))
+    #expect(network.summary.inputs.map(\.type.shape) == [[4, 5, 1]])
+    try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
+    try ONNXTestModels.convertAndVerify(model, format: .mlProgram)
+  }
 }

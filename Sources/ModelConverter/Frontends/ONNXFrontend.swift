@@ -60,13 +60,25 @@ public struct ONNXFrontend: ModelFrontend {
       for output in node.outputs { producers[output] = node }
     }
     func isTranspose(_ node: ONNXNode, _ perm: [Int]) -> Bool { node.opType == "Transpose" && node.attribute("perm")?.ints == perm }
+    let initializers = Dictionary(graph.initializers.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    // A one-channel image [N, H, W, 1] reaches channels first by a Reshape to [N, 1, H, W] (the same element
+    // order: tf2onnx's optimizer writes its Transpose so); the sizes must be the declared ones.
+    func isUnitChannelTranspose(_ node: ONNXNode, of input: ONNXValueInfo) -> Bool {
+      guard node.opType == "Reshape", node.inputs.first == input.name, node.inputs.count == 2, let shape = input.shape, shape.count == 4,
+        shape[3] == .value(1), case .value(let height) = shape[1], case .value(let width) = shape[2], height > 1 || width > 1,
+        let target = try? initializers[node.inputs[1]]?.intValues(), target.count == 4
+      else { return false }
+      let batchFits: Bool
+      if case .value(let batch) = shape[0] { batchFits = [batch, -1, 0].contains(target[0]) } else { batchFits = [1, -1, 0].contains(target[0]) }
+      return batchFits && Array(target[1...]) == [1, height, width]
+    }
     var result = Set<String>()
     for input in graph.inputs {
       var frontier = [input.name], seen = Set<String>(), transposes = 0, other = false, channelsFirst = false
       while let name = frontier.popLast(), !channelsFirst, seen.count < 256 {
         guard seen.insert(name).inserted else { continue }
         for node in readers[name] ?? [] {
-          if isTranspose(node, [0, 3, 1, 2]) {
+          if isTranspose(node, [0, 3, 1, 2]) || isUnitChannelTranspose(node, of: input) {
             transposes += 1
           } else if channelsFirstOperators.contains(node.opType) {
             channelsFirst = true
