@@ -106,7 +106,7 @@ extension ONNXNodeContext {
   mutating func pad() throws {
     let shape = try self.shape(0)
     let mode = try string("mode", "constant")
-    guard mode == "constant" else { throw invalid("mode '\(mode)' is not supported (constant only)") }
+    guard ["constant", "reflect", "edge"].contains(mode) else { throw invalid("mode '\(mode)' is not supported (constant, reflect and edge are)") }
     var pads: [Int]
     var value: Float = 0
     if opset < 11 {
@@ -132,7 +132,51 @@ extension ONNXNodeContext {
       define(try add(.reshape(targetShape: shape), [try tensor(0)]))
       return
     }
+    guard mode == "constant" else {
+      define(try mirroredPad(before: before, after: after, reflect: mode == "reflect"))
+      return
+    }
     define(try add(.constantPad(ConstantPadding(before: before, after: after, value: value)), [try tensor(0)]))
+  }
+
+  /// `reflect` and `edge` padding as ONNX defines them, axis by axis: reflect mirrors the tensor without
+  /// repeating its border (`[1, 2, 3, 4]` padded by 2 is `[3, 2, 1, 2, 3, 4, 3, 2]`), edge repeats the
+  /// border (`[1, 1, 1, 2, 3, 4, 4, 4]`). Written as one-index slices joined along the axis, which every
+  /// writer and the runtime hold; reflect pads must be smaller than the axis (as onnxruntime requires),
+  /// edge pads at most `maximumEdgePad` (each is one slice).
+  mutating func mirroredPad(before: [Int], after: [Int], reflect: Bool) throws -> ValueID {
+    let maximumEdgePad = 1024
+    var x = try tensor(0)
+    var current = try self.shape(0)
+    for axis in current.indices where before[axis] > 0 || after[axis] > 0 {
+      let size = current[axis]
+      if reflect {
+        guard before[axis] < size, after[axis] < size else {
+          throw invalid("reflect pads \(before[axis]) and \(after[axis]) on axis \(axis) must be smaller than its size \(size)")
+        }
+      } else {
+        guard before[axis] <= maximumEdgePad, after[axis] <= maximumEdgePad else {
+          throw invalid("edge pads \(before[axis]) and \(after[axis]) on axis \(axis) (at most \(maximumEdgePad) are read)")
+        }
+      }
+      let source = x, shape = current
+      var slices: [Int: ValueID] = [:]
+      func index(_ i: Int) throws -> ValueID {
+        if let done = slices[i] { return done }
+        var begin = [Int](repeating: 0, count: shape.count), end = shape
+        (begin[axis], end[axis]) = (i, i + 1)
+        let part = try add(.slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [source], suffix: "__axis\(axis)_\(i)")
+        slices[i] = part
+        return part
+      }
+      var parts: [ValueID] = []
+      for k in stride(from: before[axis], through: 1, by: -1) { parts.append(try index(reflect ? k : 0)) }
+      parts.append(source)
+      for k in stride(from: 1, through: after[axis], by: 1) { parts.append(try index(reflect ? size - 1 - k : size - 1)) }
+      x = try add(.concatenate(axis: axis), parts, suffix: "__padded\(axis)")
+      current[axis] += before[axis] + after[axis]
+    }
+    return x
   }
 
   /// Equal parts, or the sizes given (attribute before opset 13, input from 13, `num_outputs` from 18).

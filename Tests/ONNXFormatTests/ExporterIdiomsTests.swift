@@ -1,0 +1,32 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+import ONNXFormat
+import ReferenceRuntime
+import Testing
+
+/// Forms other exporters write (issue 35). Expected values are ONNX's documented semantics computed by hand.
+@Suite struct ExporterIdiomsTests {
+  /// `Pad` in reflect and edge modes (PyTorch's ReflectionPad2d and ReplicationPad2d export so): on
+  /// `[1, 2, 3, 4]` padded by 2 on both sides, reflect gives `[3, 2, 1, 2, 3, 4, 3, 2]` (the border is
+  /// not repeated) and edge `[1, 1, 1, 2, 3, 4, 4, 4]`.
+  @Test(arguments: [("reflect", [Float](arrayLiteral: 3, 2, 1, 2, 3, 4, 3, 2)), ("edge", [1, 1, 1, 2, 3, 4, 4, 4])])
+  func padModes(mode: String, expected: [Float]) throws {
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node("Pad", name: "pad", inputs: ["x", "pads"], outputs: ["y"], attributes: [ONNXTestModels.stringAttribute("mode", mode)])],
+      inputs: [("x", [1, 4])], outputs: [("y", [1, 8])], initializers: [ONNXTestModels.int64s("pads", [4], [0, 2, 0, 2])], opset: 13)
+    let source = try ONNXFrontend.source(model, path: "pad.onnx", options: SourceOptions())
+    let output = Interpreter(graph: source.graph, kernels: .direct).run([Tensor(shape: source.graph[source.graph.inputs[0]].type.shape, values: [1, 2, 3, 4])])
+    #expect(output[0].values == expected)
+    try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
+    try ONNXTestModels.convertAndVerify(model, format: .mlProgram)
+  }
+
+  /// Reflect pads as large as the axis are not defined (onnxruntime refuses them): refused, naming the node.
+  @Test func reflectPadsBeyondTheAxisAreRefused() throws {
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node("Pad", name: "pad", inputs: ["x", "pads"], outputs: ["y"], attributes: [ONNXTestModels.stringAttribute("mode", "reflect")])],
+      inputs: [("x", [1, 4])], outputs: [("y", [1, 12])], initializers: [ONNXTestModels.int64s("pads", [4], [0, 4, 0, 4])], opset: 13)
+    #expect(throws: ONNXImportError.self) { try ONNXFrontend.source(model, path: "pad.onnx", options: SourceOptions()) }
+  }
+}
