@@ -29,4 +29,19 @@ import Testing
       inputs: [("x", [1, 4])], outputs: [("y", [1, 12])], initializers: [ONNXTestModels.int64s("pads", [4], [0, 4, 0, 4])], opset: 13)
     #expect(throws: ONNXImportError.self) { try ONNXFrontend.source(model, path: "pad.onnx", options: SourceOptions()) }
   }
+
+  /// `Div` of two computed tensors and by a constant in a classic network (a multiply by the inverse; it
+  /// was refused as having no classic layer), against the source within verify's float32 rule.
+  @Test func divisionIsWrittenInAClassicNetwork() throws {
+    let model = try ONNXTestModels.model(
+      nodes: [
+        ONNXProtos.node("Sigmoid", name: "s", inputs: ["x"], outputs: ["d"]),
+        ONNXProtos.node("Div", name: "ratio", inputs: ["x", "d"], outputs: ["r"]),
+        ONNXProtos.node("Div", name: "scaled", inputs: ["r", "k"], outputs: ["y"]),
+      ],
+      inputs: [("x", [1, 4])], outputs: [("y", [1, 4])], initializers: [ONNXTestModels.floats("k", [4], [3, -7, 0.25, 11])], opset: 13)
+    let written = try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
+    let spec = try CoreMLSpecReader.read(contentsOf: written)
+    #expect(spec.layers.contains { $0.kind.hasPrefix("unary") }, "\(spec.layers.map(\.kind))")
+  }
 }

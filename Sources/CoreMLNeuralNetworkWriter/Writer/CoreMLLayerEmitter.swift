@@ -370,7 +370,8 @@ struct CoreMLLayerEmitter {
     builder.permute(name, input: input, output: output, axes: axes)
   }
 
-  /// add, subtract (as `add` of the negated second input), multiply, average, max or min of blobs.
+  /// add, subtract (as `add` of the negated second input), multiply, divide (a multiply by the inverse),
+  /// average, max or min of blobs.
   mutating func emitElementwise(_ kind: ElementwiseKind, name: String, inputs: [String], output: String) throws {
     var inputs = inputs
     let operation: NeuralNetworkElementwise
@@ -383,6 +384,13 @@ struct CoreMLLayerEmitter {
       inputs[1] = negated + "_output"
       operation = .add
     case .multiply: operation = .multiply
+    case .divide:
+      // No classic division layer before specification 4: a / b = a * (1 / b), the unary inverse computing
+      // 1 / (b + epsilon) with the smallest normal epsilon (0 would read as 1e-6), within one rounding of a / b.
+      let inverse = name + "__inverse__"
+      builder.unary(.inverse, inverse, input: inputs[1], output: inverse + "_output", epsilon: Self.unaryEpsilon(0))
+      inputs[1] = inverse + "_output"
+      operation = .multiply
     case .average: operation = .average
     case .maximum: operation = .max
     case .minimum: operation = .min
