@@ -44,4 +44,14 @@ import Testing
     let spec = try CoreMLSpecReader.read(contentsOf: written)
     #expect(spec.layers.contains { $0.kind.hasPrefix("unary") }, "\(spec.layers.map(\.kind))")
   }
+
+  /// Softmax over an axis other than the last in a classic network (it was refused): the axis moved to
+  /// Core ML's channels, the softmax, and back; a rank-2 sequence and a rank-3 tensor.
+  @Test(arguments: [([1, 3, 4], 1), ([1, 2, 3, 4], 2), ([1, 2, 3, 4], 1)])
+  func softmaxOverAnyAxisInAClassicNetwork(shape: [Int], axis: Int) throws {
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node("Softmax", name: "soft", inputs: ["x"], outputs: ["y"], attributes: [ONNXTestModels.intAttribute("axis", axis)])],
+      inputs: [("x", shape)], outputs: [("y", shape)], opset: 13)
+    try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
+  }
 }

@@ -76,8 +76,21 @@ struct CoreMLLayerEmitter {
 
     case .softmax(let axis):
       // Core ML's classic softmax runs over C, which is Keras' last axis.
-      guard axis == inputShape.count - 1 else { throw unsupported("softmax on axis \(axis) of \(inputShape) (only the last axis)") }
-      builder.softmax(node.name, input: inputs[0], output: output)
+      if axis == inputShape.count - 1 {
+        builder.softmax(node.name, input: inputs[0], output: output)
+      } else if inputShape.count == 3 || inputShape.count == 2 {
+        // Over another axis: that axis moved to C, the softmax, and moved back (a [T, C] sequence swaps
+        // Core ML's sequence and channel axes; an [H, W, C] tensor swaps the axis with C).
+        var order = Array(0..<inputShape.count)
+        order.swapAt(axis, inputShape.count - 1)
+        let coreMLOrder = inputShape.count == 2 ? [1, 0, 2, 3] : Self.coreMLPermutation(order)
+        let moved = node.name + "__softmax_axis_last"
+        emitPermute(coreMLOrder, name: moved, input: inputs[0], output: moved + "_output")
+        builder.softmax(node.name + "__softmax", input: moved + "_output", output: node.name + "__softmax_output")
+        emitPermute(coreMLOrder, name: node.name, input: node.name + "__softmax_output", output: output)
+      } else {
+        throw unsupported("softmax on axis \(axis) of \(inputShape) (the last axis, or any axis of [T, C] and [H, W, C] tensors)")
+      }
 
     case .pooling2D(let pool):
       emitPooling(
