@@ -89,9 +89,19 @@ extension Operation {
       case .clippedReLU(let maxValue, let slope, let threshold): (finite, notNaN) = ([slope, threshold], maxValue.map { [$0] } ?? [])
       case .clip(let low, let high): notNaN = [low, high]
       case .thresholdedReLU(let theta): notNaN = [theta]
+      // Core ML's unary function f(scale * x + shift) with its power, threshold or epsilon (a shift of inf
+      // in a classic unary layer made every value infinite).
+      // (alpha is read by power and threshold, epsilon by inverse, rsqrt and log, and only there.)
+      case .unary(let function):
+        finite = [function.scale, function.shift]
+        if [.power, .threshold].contains(function.kind) { finite.append(function.alpha) }
+        if [.inverse, .rsqrt, .log].contains(function.kind) { finite.append(function.epsilon) }
       default: break
       }
       guard finite.allSatisfy(\.isFinite), !notNaN.contains(where: \.isNaN) else {
+        if case .unary(let f) = activation {
+          throw fail("unary \(f.kind) (alpha \(f.alpha), epsilon \(f.epsilon), scale \(f.scale), shift \(f.shift)) has a parameter that is not a finite number")
+        }
         throw fail("activation \(activation) has a parameter that is not a finite number")
       }
       if case .parametricReLU(let alpha) = activation {
