@@ -24,8 +24,8 @@ public enum Operation: Sendable, Equatable {
   case channelShuffle(axis: Int, groups: Int)
   case zeroPadding2D(Box2D)
   case cropping2D(Box2D)
-  /// Upsampling by integer factors: nearest neighbour, or bilinear with half-pixel centres.
-  case upsampling2D(height: Int, width: Int, bilinear: Bool)
+  /// Upsampling by integer factors: nearest neighbour, or bilinear sampling as `mode` says.
+  case upsampling2D(height: Int, width: Int, mode: UpsamplingMode)
   case elementwise(ElementwiseKind)
   case concatenate(axis: Int)
   /// A constant tensor (no inputs).

@@ -200,8 +200,8 @@ public struct Interpreter: Sendable {
       return Kernels.window(x, outputShape: outputShape) { y, xx in (y - box.top, xx - box.left) }
     case .cropping2D(let box):
       return Kernels.window(x, outputShape: outputShape) { y, xx in (y + box.top, xx + box.left) }
-    case .upsampling2D(let fh, let fw, let bilinear):
-      return bilinear ? Kernels.bilinear(x, outputShape: outputShape) : Kernels.window(x, outputShape: outputShape) { y, xx in (y / fh, xx / fw) }
+    case .upsampling2D(let fh, let fw, let mode):
+      return mode.isBilinear ? Kernels.bilinear(x, outputShape: outputShape, mode: mode) : Kernels.window(x, outputShape: outputShape) { y, xx in (y / fh, xx / fw) }
     case .elementwise(let kind):
       if kernels == .fast, let result = FastKernels.elementwise(kind, inputs, outputShape: outputShape) { return result }
       return Kernels.elementwise(kind, inputs, outputShape: outputShape)

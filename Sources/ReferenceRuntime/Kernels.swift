@@ -102,13 +102,13 @@ enum Kernels {
   }
 
   /// Bilinear resize with half-pixel centres (TensorFlow's `resize(..., "bilinear")`).
-  static func bilinear(_ x: Tensor, outputShape: [Int]) -> [Float] {
+  static func bilinear(_ x: Tensor, outputShape: [Int], mode: UpsamplingMode) -> [Float] {
     let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
     let (oh, ow) = (outputShape[0], outputShape[1])
     func sample(_ out: Int, _ outSize: Int, _ inSize: Int) -> (Int, Int, Float) {
-      let position = max((Float(out) + 0.5) * Float(inSize) / Float(outSize) - 0.5, 0)
+      let position = min(mode.position(out, outputSize: outSize, inputSize: inSize), Double(inSize - 1))
       let low = min(Int(position), inSize - 1)
-      return (low, min(low + 1, inSize - 1), position - Float(low))
+      return (low, min(low + 1, inSize - 1), Float(position - Double(low)))
     }
     var result = [Float](repeating: 0, count: oh * ow * c)
     for y in 0..<oh {

@@ -439,7 +439,7 @@ import Testing
     outputs.append(try b.add(.activation(.unary(UnaryFunction(kind: .power, alpha: 2))), name: "squared", inputs: [v]))
     let table = Constant(shape: [5, 2], values: (0..<10).map { Float($0) / 3 })
     outputs.append(try b.add(.embedding(table: table), name: "embedded", inputs: [tokens]))
-    let image = try b.add(.upsampling2D(height: 2, width: 1, bilinear: true), name: "bilinear", inputs: [x])
+    let image = try b.add(.upsampling2D(height: 2, width: 1, mode: .bilinear), name: "bilinear", inputs: [x])
     let pooled = try b.add(.globalPooling2D(kind: .max, keepDims: true), name: "global_max", inputs: [image])
     outputs.append(try b.add(.elementwise(.power), name: "power", inputs: [pooled, try b.add(.constant(.filled(2, shape: [1, 1, 3])), name: "two", inputs: [])]))
     outputs.append(try b.add(.softmax(axis: 0), name: "softmax0", inputs: [try b.add(.permute(order: [2, 0, 1]), name: "permuted", inputs: [x])]))

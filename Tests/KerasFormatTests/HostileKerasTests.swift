@@ -276,7 +276,7 @@ import Testing
   @Test func shapeArithmeticThrowsInsteadOfTrapping() throws {
     var builder = GraphBuilder()
     let input = try builder.addInput(name: "x", type: TensorType([4, 4, 2]))
-    #expect(throws: GraphError.self) { try builder.add(.upsampling2D(height: 1 << 62, width: 1 << 62, bilinear: false), name: "up", inputs: [input]) }
+    #expect(throws: GraphError.self) { try builder.add(.upsampling2D(height: 1 << 62, width: 1 << 62, mode: .nearest), name: "up", inputs: [input]) }
     #expect(throws: GraphError.self) { try builder.add(.zeroPadding2D(Box2D(top: Int.max, bottom: Int.max, left: 0, right: 0)), name: "pad", inputs: [input]) }
     #expect(throws: GraphError.self) { try builder.add(.zeroPadding2D(Box2D(top: -3, bottom: 0, left: 0, right: 0)), name: "negative", inputs: [input]) }
     #expect(throws: GraphError.self) { try builder.add(.cropping2D(Box2D(top: -1, bottom: 0, left: 0, right: 0)), name: "crop", inputs: [input]) }

@@ -152,10 +152,17 @@ struct CoreMLLayerEmitter {
     case .cropping2D(let box):
       builder.crop(node.name, input: inputs[0], output: output, amounts: [(box.top, box.bottom), (box.left, box.right)])
 
-    case .upsampling2D(let height, let width, let bilinear):
-      // Keras resizes with half-pixel centres, which is Core ML's ALIGN_CORNERS_FALSE (specification 5).
-      builder.upsample(
-        node.name, input: inputs[0], output: output, scalingFactor: [height, width], mode: bilinear ? .bilinearAlignCornersFalse : .nearestNeighbor)
+    case .upsampling2D(let height, let width, let mode):
+      // Half-pixel centres (Keras) are Core ML's ALIGN_CORNERS_FALSE and aligned corners its
+      // ALIGN_CORNERS_TRUE (specification 5); i / f its DEFAULT for integer factors (specification 1).
+      let upsampling: NeuralNetworkUpsampleMode
+      switch mode {
+      case .nearest: upsampling = .nearestNeighbor
+      case .bilinear: upsampling = .bilinearAlignCornersFalse
+      case .bilinearAlignCorners: upsampling = .bilinearAlignCornersTrue
+      case .bilinearAsymmetric: upsampling = .bilinearDefault
+      }
+      builder.upsample(node.name, input: inputs[0], output: output, scalingFactor: [height, width], mode: upsampling)
 
     case .elementwise(let kind):
       try requireClassicBroadcast(node)

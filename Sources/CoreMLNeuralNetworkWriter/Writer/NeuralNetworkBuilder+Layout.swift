@@ -12,6 +12,10 @@ enum NeuralNetworkUpsampleMode {
   case nearestNeighbor
   /// Bilinear with half-pixel centres (`ALIGN_CORNERS_FALSE`).
   case bilinearAlignCornersFalse
+  /// Bilinear with the corners aligned (`ALIGN_CORNERS_TRUE`).
+  case bilinearAlignCornersTrue
+  /// Bilinear sampling at `i / f` (`DEFAULT`).
+  case bilinearDefault
 }
 
 /// Layers that move, join, split, pad or resize blobs.
@@ -93,9 +97,16 @@ extension NeuralNetworkBuilder {
     let params = arena.message(core_ml__specification__upsample_layer_params__init)
     params.pointee.n_scalingfactor = scalingFactor.count
     params.pointee.scalingfactor = uint64s(scalingFactor)
-    if mode == .bilinearAlignCornersFalse {
+    switch mode {
+    case .nearestNeighbor: break
+    case .bilinearDefault:
       params.pointee.mode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR
-      params.pointee.linearupsamplemode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE
+    case .bilinearAlignCornersFalse, .bilinearAlignCornersTrue:
+      params.pointee.mode = CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR
+      params.pointee.linearupsamplemode =
+        mode == .bilinearAlignCornersTrue
+        ? CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_TRUE
+        : CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE
       requireSpecificationVersion(5)
     }
     append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE, \.upsample, params)

@@ -152,16 +152,28 @@ extension MILEmitter {
       [("x", .tensor(x)), ("axes", .ints(axes)), ("keep_dims", .bool(keepDims))], dataType: x.dataType)
   }
 
-  mutating func emitUpsampling(_ node: Node, height: Int, width: Int, bilinear: Bool) throws {
+  mutating func emitUpsampling(_ node: Node, height: Int, width: Int, mode: UpsamplingMode) throws {
     try requireImages(node)
     let x = try spatialInput(node)
-    if bilinear {
-      // align_corners false samples at (i + 0.5) / scale - 0.5: TensorFlow's half-pixel centres.
+    switch mode {
+    case .bilinear, .bilinearAlignCorners:
+      // align_corners false samples at (i + 0.5) / scale - 0.5: TensorFlow's half-pixel centres; true
+      // at i * (n - 1) / (scale * n - 1).
       try spatialOutput(
         node, "upsample_bilinear",
-        [("x", .tensor(x)), ("scale_factor_height", .int(height)), ("scale_factor_width", .int(width)), ("align_corners", .bool(false))],
+        [("x", .tensor(x)), ("scale_factor_height", .int(height)), ("scale_factor_width", .int(width)), ("align_corners", .bool(mode == .bilinearAlignCorners))],
         dataType: x.dataType)
-    } else {
+    case .bilinearAsymmetric:
+      // resize_bilinear's DEFAULT sampling reads i * (n - n / m) / (m - 1) for an output of m, which is
+      // i / scale for m = scale * n (iOS 15; upsample_bilinear needs iOS 16's half_pixel_centers for it).
+      let output = graph[node.output].type.shape
+      guard output.count == 3 else { throw CoreMLWriterError.unsupportedOperation(layer: node.name, detail: "upsampling to shape \(output)") }
+      let (outHeight, outWidth) = (output[0], output[1])
+      try spatialOutput(
+        node, "resize_bilinear",
+        [("x", .tensor(x)), ("target_size_height", .int(outHeight)), ("target_size_width", .int(outWidth)), ("sampling_mode", .string("DEFAULT"))],
+        dataType: x.dataType)
+    case .nearest:
       try spatialOutput(
         node, "upsample_nearest_neighbor",
         [("x", .tensor(x)), ("scale_factor_height", .int(height)), ("scale_factor_width", .int(width))], dataType: x.dataType)

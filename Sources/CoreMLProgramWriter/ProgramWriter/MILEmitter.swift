@@ -153,7 +153,7 @@ struct MILEmitter {
     case .convolutionTranspose(let conv): try emitConvolutionTranspose(node, conv)
     case .pooling2D(let pool): try emitPooling(node, pool)
     case .globalPooling2D(let kind, let keepDims): try emitGlobalPooling(node, kind: kind, keepDims: keepDims)
-    case .upsampling2D(let h, let w, let bilinear): try emitUpsampling(node, height: h, width: w, bilinear: bilinear)
+    case .upsampling2D(let h, let w, let mode): try emitUpsampling(node, height: h, width: w, mode: mode)
     case .zeroPadding2D(let box): try emitZeroPadding(node, box)
     case .cropping2D(let box): try emitCropping(node, box)
     case .activation(let activation): try emitActivation(node, activation)

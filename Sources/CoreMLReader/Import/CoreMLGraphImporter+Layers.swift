@@ -249,12 +249,21 @@ extension CoreMLGraphImporter {
     case .upsample(let p):
       guard p.scalingFactor.count == 2 else { throw unsupported("fractional scaling factors") }
       let factors = try sizes(p.scalingFactor, "scalingFactor", count: 2)
-      let bilinear = p.mode == .known(.bilinear)
-      // Only ALIGN_CORNERS_FALSE (half-pixel centres) matches the IR's bilinear resize.
-      guard !bilinear || p.linearUpsampleMode == .known(.alignCornersFalse) else {
-        throw unsupported("bilinear mode \(p.linearUpsampleMode.rawValue) (only ALIGN_CORNERS_FALSE)")
+      var mode = UpsamplingMode.nearest
+      if p.mode == .known(.bilinear) {
+        // NeuralNetwork.proto: DEFAULT samples at i * (Xin - Xin / Xout) / (Xout - 1), which for an
+        // integer factor f is i / f; ALIGN_CORNERS_TRUE at i * (Xin - 1) / (Xout - 1); ALIGN_CORNERS_FALSE
+        // at half-pixel centres.
+        switch p.linearUpsampleMode {
+        case .known(.standard): mode = .bilinearAsymmetric
+        case .known(.alignCornersTrue): mode = .bilinearAlignCorners
+        case .known(.alignCornersFalse): mode = .bilinear
+        default: throw unsupported("linearUpsampleMode \(p.linearUpsampleMode.rawValue)")
+        }
+      } else if p.mode != .known(.nearestNeighbor) {
+        throw unsupported("interpolation mode \(p.mode.rawValue)")
       }
-      return [try spatial(.upsampling2D(height: factors[0], width: factors[1], bilinear: bilinear), x)]
+      return [try spatial(.upsampling2D(height: factors[0], width: factors[1], mode: mode), x)]
 
     case .transpose(let p): return [try add(.permute(order: p.axes), [x])]
 

@@ -370,18 +370,51 @@ extension MILProgramImporter {
     guard h >= s[2], w >= s[3], h % s[2] == 0, w % s[3] == 0, h / s[2] <= 4096, w / s[3] <= 4096 else {
       throw unsupported("target size \(h) x \(w) from \(s[2]) x \(s[3]) (whole multiples are supported)")
     }
-    return try spatial(x) { _ in .upsampling2D(height: h / s[2], width: w / s[3], bilinear: false) }
+    return try spatial(x) { _ in .upsampling2D(height: h / s[2], width: w / s[3], mode: .nearest) }
+  }
+
+  /// `resize_bilinear` to whole multiples of the input size. Its sampling modes (MIL op definitions):
+  /// DEFAULT reads `i * (n - n / m) / (m - 1)` for an output of `m`, which is `i / f` for `m = f * n`;
+  /// ALIGN_CORNERS and STRICT_ALIGN_CORNERS `i * (n - 1) / (m - 1)` (they differ only for `m = 1`);
+  /// UNALIGN_CORNERS the half-pixel centres. OFFSET_CORNERS is another grid, not read.
+  mutating func resizeBilinear() throws -> ValueID {
+    let x = try tensor("x")
+    let s = shape(x)
+    guard s.count == 4 else { throw invalid("needs [N, C, H, W], got \(s)") }
+    let (h, w) = (try int("target_size_height", 1), try int("target_size_width", 1))
+    guard h >= s[2], w >= s[3], h % s[2] == 0, w % s[3] == 0, h / s[2] <= 4096, w / s[3] <= 4096 else {
+      throw unsupported("target size \(h) x \(w) from \(s[2]) x \(s[3]) (whole multiples are supported)")
+    }
+    let mode: UpsamplingMode
+    switch try string("sampling_mode", "DEFAULT") {
+    case "DEFAULT": mode = .bilinearAsymmetric
+    case "ALIGN_CORNERS", "STRICT_ALIGN_CORNERS": mode = .bilinearAlignCorners
+    case "UNALIGN_CORNERS": mode = .bilinear
+    case let other: throw unsupported("sampling_mode \(other)")
+    }
+    return try spatial(x) { _ in .upsampling2D(height: h / s[2], width: w / s[3], mode: mode) }
   }
 
   mutating func upsample() throws -> ValueID {
     let x = try tensor("x")
     guard shape(x).count == 4 else { throw invalid("needs [N, C, H, W], got \(shape(x))") }
-    let bilinear = operation.type == "upsample_bilinear"
-    if bilinear, try bool("align_corners", true) { throw unsupported("align_corners=True (the half-pixel form, align_corners=False, is supported)") }
+    var mode = UpsamplingMode.nearest
+    if operation.type == "upsample_bilinear" {
+      // align_corners (default true) aligns the corners; without it iOS 15 samples at half-pixel
+      // centres, and iOS 16's half_pixel_centers (default: not align_corners) false samples at i / f.
+      let aligned = try bool("align_corners", true)
+      let halfPixel = try bool("half_pixel_centers", !aligned)
+      switch (aligned, halfPixel) {
+      case (true, false): mode = .bilinearAlignCorners
+      case (false, true): mode = .bilinear
+      case (false, false): mode = .bilinearAsymmetric
+      case (true, true): throw invalid("align_corners and half_pixel_centers both true")
+      }
+    }
     let (fh, fw) = (try float("scale_factor_height", 1), try float("scale_factor_width", 1))
     guard fh == fh.rounded(), fw == fw.rounded(), fh >= 1, fw >= 1, fh <= 4096, fw <= 4096 else {
       throw unsupported("scale factors \(fh) x \(fw) (positive integers are supported)")
     }
-    return try spatial(x) { _ in .upsampling2D(height: Int(fh), width: Int(fw), bilinear: bilinear) }
+    return try spatial(x) { _ in .upsampling2D(height: Int(fh), width: Int(fw), mode: mode) }
   }
 }

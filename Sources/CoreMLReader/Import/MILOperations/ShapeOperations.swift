@@ -18,6 +18,7 @@ extension MILOperationRegistry {
     "upsample_nearest_neighbor": MILOperationEntry { try $0.define(try $0.upsample()) },
     "upsample_bilinear": MILOperationEntry { try $0.define(try $0.upsample()) },
     "resize_nearest_neighbor": MILOperationEntry { try $0.define(try $0.resizeNearestNeighbor()) },
+    "resize_bilinear": MILOperationEntry { try $0.define(try $0.resizeBilinear()) },
   ]
 }
 

@@ -92,7 +92,7 @@ extension KerasGraphImporter {
   }
 
   mutating func convertUpSampling1D(_ call: KerasLayerCall) throws -> ValueID {
-    try asRow(try call.single(), .upsampling2D(height: 1, width: try call.reader.int("size", default: 2), bilinear: false), call)
+    try asRow(try call.single(), .upsampling2D(height: 1, width: try call.reader.int("size", default: 2), mode: .nearest), call)
   }
 
   mutating func convertRepeatVector(_ call: KerasLayerCall) throws -> ValueID {

@@ -65,6 +65,6 @@ extension KerasGraphImporter {
     guard interpolation == "nearest" || interpolation == "bilinear" else {
       throw reader.fail("interpolation '\(interpolation)' is not supported (nearest or bilinear)")
     }
-    return try add(.upsampling2D(height: size[0], width: size[1], bilinear: interpolation == "bilinear"), [try call.single()], call)
+    return try add(.upsampling2D(height: size[0], width: size[1], mode: interpolation == "bilinear" ? .bilinear : .nearest), [try call.single()], call)
   }
 }

@@ -229,7 +229,7 @@ extension ONNXNodeContext {
   }
 
   /// Integer upscaling of H and W of an `[N, C, H, W]` tensor: nearest (asymmetric, floor, as Keras'
-  /// UpSampling2D), or linear with half-pixel centres (Keras' bilinear).
+  /// UpSampling2D), or linear with half-pixel, aligned-corner or asymmetric coordinates.
   mutating func resize() throws {
     let shape = try self.shape(0)
     guard shape.count == 4 else { throw invalid("input of shape \(shape): only [N, C, H, W] is supported") }
@@ -250,7 +250,7 @@ extension ONNXNodeContext {
     let factors = scales[2...].map { Int($0) }
     guard zip(factors, scales[2...]).allSatisfy({ Float($0) == $1 && $0 >= 1 }) else { throw invalid("scales \(scales): only integer upscaling is supported") }
     let transform = try string("coordinate_transformation_mode", "half_pixel")
-    let bilinear: Bool
+    let sampling: UpsamplingMode
     switch mode {
     case "nearest":
       // Integer upscaling picks the same source pixel for asymmetric floor, the default half-pixel
@@ -262,15 +262,19 @@ extension ONNXNodeContext {
       guard opType == "Upsample" || opset < 11 || samePixel else {
         throw invalid("nearest resizing with \(transform) and \(nearest) is not supported")
       }
-      bilinear = false
+      sampling = .nearest
     case "linear", "bilinear":
-      guard opType != "Upsample", opset >= 11, transform == "half_pixel" || transform == "pytorch_half_pixel" else {
-        throw invalid("linear resizing with \(opset < 11 ? "opset \(opset)'s asymmetric" : transform) coordinates is not supported (half_pixel only)")
+      // Upsample and opset 10's Resize sample at x / scale; opset 11 names its coordinate transformation
+      // (pytorch_half_pixel differs from half_pixel only for an output of one pixel, which upscaling never makes).
+      switch opType == "Upsample" || opset < 11 ? "asymmetric" : transform {
+      case "half_pixel", "pytorch_half_pixel": sampling = .bilinear
+      case "align_corners": sampling = .bilinearAlignCorners
+      case "asymmetric": sampling = .bilinearAsymmetric
+      default: throw invalid("linear resizing with \(transform) coordinates is not supported (half_pixel, pytorch_half_pixel, align_corners and asymmetric are)")
       }
-      bilinear = true
     default: throw invalid("mode '\(mode)' is not supported")
     }
-    let y = try add(.upsampling2D(height: factors[0], width: factors[1], bilinear: bilinear), [try channelsLast(try tensor(0))], suffix: "__nhwc")
+    let y = try add(.upsampling2D(height: factors[0], width: factors[1], mode: sampling), [try channelsLast(try tensor(0))], suffix: "__nhwc")
     define(try channelsFirst(y))
   }
 }
