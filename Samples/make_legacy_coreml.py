@@ -282,11 +282,45 @@ def updatable(out):
     save(builder, out, "updatable", version=4, description="updatable classifier")
 
 
+def image_to_image(out):
+    """An image-to-image network as style-transfer and segmentation models are shipped: a BGR 8x8 image in,
+    a BGR image and a GRAYSCALE mask out (image outputs: Core ML turns the (C, H, W) blobs into pixels)."""
+    r = rng(11)
+    builder = NeuralNetworkBuilder([("photo", datatypes.Array(3, 8, 8))], [("styled", datatypes.Array(3, 8, 8)), ("mask", datatypes.Array(1, 8, 8))])
+    builder.add_convolution("conv", 3, 4, 3, 3, 1, 1, "same", 1, normal(r, 3, 3, 3, 4), normal(r, 4, scale=0.5), True,
+                            input_name="photo", output_name="conv_out")
+    builder.add_activation("tanh", "TANH", "conv_out", "tanh_out")
+    builder.add_convolution("to_rgb", 4, 3, 1, 1, 1, 1, "same", 1, normal(r, 1, 1, 4, 3), None, False,
+                            input_name="tanh_out", output_name="rgb_out")
+    builder.add_activation("styled", "LINEAR", "rgb_out", "styled", params=[127.5, 127.5])
+    builder.add_convolution("to_mask", 4, 1, 1, 1, 1, 1, "same", 1, normal(r, 1, 1, 4, 1), None, False,
+                            input_name="tanh_out", output_name="mask_logits")
+    builder.add_activation("mask_sigmoid", "SIGMOID", "mask_logits", "mask_probability")
+    builder.add_activation("mask", "LINEAR", "mask_probability", "mask", params=[255.0, 0.0])
+    builder.set_pre_processing_parameters(image_input_names=["photo"], is_bgr=True, image_scale=1 / 127.5, red_bias=-1, green_bias=-1, blue_bias=-1)
+    for feature, space in [(builder.spec.description.output[0], "BGR"), (builder.spec.description.output[1], "GRAYSCALE")]:
+        feature.type.imageType.width = 8
+        feature.type.imageType.height = 8
+        feature.type.imageType.colorSpace = ct.proto.FeatureTypes_pb2.ImageFeatureType.ColorSpace.Value(space)
+    save(builder, out, "image_to_image", description="image-to-image network with image outputs")
+
+
+MODELS = ["gray_cnn", "rgb_cnn", "bgr_cnn", "double_arrays", "gru_text", "lstm_text", "lstm_cell_state", "recurrent_stack",
+          "regressor", "updatable", "image_to_image"]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--only", choices=MODELS, help="write this model alone")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.only:
+        if args.only == "lstm_cell_state":
+            lstm_text(args.out, name="lstm_cell_state", cell_output=True)
+        else:
+            globals()[args.only](args.out)
+        return
     gray_cnn(args.out)
     rgb_cnn(args.out)
     bgr_cnn(args.out)
@@ -297,6 +331,7 @@ def main():
     recurrent_stack(args.out)
     regressor(args.out)
     updatable(args.out)
+    image_to_image(args.out)
 
 
 if __name__ == "__main__":

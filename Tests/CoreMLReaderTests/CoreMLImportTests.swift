@@ -27,6 +27,8 @@ import Testing
   static func verify(golden name: String, options: VerificationOptions = VerificationOptions(samples: 4)) throws -> ParityReport {
     var options = options
     options.reference = golden.appendingPathComponent(name + ".reference.h5")
+    // The names make_coreml_golden.py gave coremltools.
+    (options.inputNames, options.outputNames) = try Fixtures.coremltoolsNames(golden.appendingPathComponent(name + ".mlmodel"))
     return try ParityVerifier.verify(source: goldenSource(name), converted: golden.appendingPathComponent(name + ".mlmodel"), options: options)
   }
 

@@ -204,9 +204,10 @@ import Testing
   func verifyComparesProgramsWithKeras(_ name: String) throws {
     let reference = try HDF5File(path: Self.golden.appendingPathComponent(name + ".reference.h5").path)
     let source = Fixtures.root.appendingPathComponent(try #require(try reference.root.stringAttribute("source")))
-    let report = try ParityVerifier.verify(
-      source: source, converted: Self.package(name),
-      options: VerificationOptions(samples: 2, reference: Self.golden.appendingPathComponent(name + ".reference.h5")))
+    var options = VerificationOptions(samples: 2, reference: Self.golden.appendingPathComponent(name + ".reference.h5"))
+    // The names make_mlpackage_golden.py gave coremltools.
+    (options.inputNames, options.outputNames) = try Fixtures.coremltoolsNames(Self.package(name))
+    let report = try ParityVerifier.verify(source: source, converted: Self.package(name), options: options)
     let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
     #expect(report.passed, "\(name): \(failures)")
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.elements > 0 })

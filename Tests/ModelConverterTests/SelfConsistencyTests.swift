@@ -95,6 +95,8 @@ import Testing
     "time_distributed.mlmodel", "time_distributed_program.mlpackage", "time_distributed_pooling_program.mlpackage", "lstm_cell_state.mlmodel",
     // A dense kernel holding -1.48e37 (a hostile mutation): weights of 2^112 or more are refused.
     "case_00086.mlmodel",
+    // Two outputs named 'Identity' (a hostile mutation): feature names must be distinct.
+    "case_00087.mlpackage",
   ]
 
   @Test func theOnnxAndCoreMLSourcesIncludeEveryKind() {
@@ -132,7 +134,10 @@ import Testing
         continue
       }
       let failures = report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" } + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
-      #expect(report.passed, "\(relative) (\(format)): parity broken: \(failures)")
+      let stem = source.deletingPathExtension().lastPathComponent
+      #expect(
+        report.passed || (relative.hasPrefix("legacy_coreml/") && LegacyCoreMLSourceTests.interfaceOnlyLosesStates(report, stem)),
+        "\(relative) (\(format)): parity broken: \(failures) \(report.interface?.differences ?? [])")
     }
     if Self.onnxAndCoreMLRefusedOnPurpose.contains(name) {
       #expect(written == 0, "\(relative) is listed as refused on purpose but converted")

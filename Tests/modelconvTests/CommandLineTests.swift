@@ -144,7 +144,12 @@ import Testing
   @Test(arguments: ["digits_cnn_program", "digits_cnn_program_fp16"])
   func verifyReadsMLPackages(_ name: String) throws {
     let package = Fixtures.url("coremltools/\(name).mlpackage").path
-    let result = try run(["verify", Self.digitsModel, package, "--reference", Fixtures.url("coremltools/\(name).reference.h5").path, "--json"])
+    // The names make_mlpackage_golden.py gave coremltools, as a user gives them.
+    let names = try Fixtures.coremltoolsNames(URL(fileURLWithPath: package))
+    let result = try run([
+      "verify", Self.digitsModel, package, "--reference", Fixtures.url("coremltools/\(name).reference.h5").path, "--json",
+      "--input-names", names.inputs.joined(separator: ","), "--output-names", names.outputs.joined(separator: ","),
+    ])
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     let report = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
     #expect(report?["passed"] as? Bool == true)

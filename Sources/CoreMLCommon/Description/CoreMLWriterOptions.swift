@@ -121,6 +121,16 @@ public struct ClassifierSettings: Sendable, Equatable {
   public var predictedFeatureName: String
   /// The graph output holding the probabilities; nil means the first output.
   public var probabilitiesOutput: String?
+  /// Where the predicted label stands among the model's outputs (a source's own order, such as
+  /// coremltools' label first); nil: after the others.
+  public var labelPosition: Int?
+
+  /// The description's outputs with the label feature placed at `labelPosition`.
+  package func placingLabel<T>(_ label: T, in outputs: [T]) -> [T] {
+    var result = outputs
+    result.insert(label, at: min(max(labelPosition ?? outputs.count, 0), outputs.count))
+    return result
+  }
 
   public init(labels: ClassLabels, predictedFeatureName: String = "classLabel", probabilitiesOutput: String? = nil) {
     self.labels = labels
@@ -158,6 +168,10 @@ public struct ModelMetadata: Sendable, Equatable {
 public struct CoreMLWriterOptions: Sendable, Equatable {
   /// Inputs that become images, by graph input name.
   public var imageInputs: [String: ImagePreprocessing]
+  /// Outputs declared as images, by graph output name: an `[H, W, C]` value (C = 1 for GRAYSCALE, else
+  /// 3) whose elements Core ML turns into the pixels of an image (a classic network from
+  /// specification 1, an ML Program from iOS 16, specification 7).
+  public var imageOutputs: [String: ImageColorSpace] = [:]
   /// Makes the model a classifier when set.
   public var classifier: ClassifierSettings?
   public var precision: WeightPrecision

@@ -102,6 +102,14 @@ package enum ModelDescription {
     }
   }
 
+  /// An image output: `value` is `[H, W, C]`, C matching the colour space's channels.
+  package static func imageOutputFeature(_ value: Value, colorSpace: ImageColorSpace, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    guard value.type.shape.count == 3, value.type.shape[2] == colorSpace.channels else {
+      throw CoreMLWriterError.invalidOption("output '\(value.name)' of shape \(value.type.shape) cannot be a \(colorSpace.rawValue) image ([height, width, \(colorSpace.channels)] can)")
+    }
+    return try imageFeature(value, image: ImagePreprocessing(isBGR: colorSpace == .bgr), arena: arena)
+  }
+
   package static func dictionaryFeature(_ name: String, integerKeys: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     feature(name, arena: arena) { type in
       let dictionary = arena.message(core_ml__specification__dictionary_feature_type__init)

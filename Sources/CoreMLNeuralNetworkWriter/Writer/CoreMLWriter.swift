@@ -74,6 +74,9 @@ public enum CoreMLWriter {
     for name in options.imageInputs.keys.sorted() where !inputNames.contains(name) {
       throw CoreMLWriterError.unknownFeature(kind: "input", name: name, available: inputNames)
     }
+    for name in options.imageOutputs.keys.sorted() where !outputNames.contains(name) {
+      throw CoreMLWriterError.unknownFeature(kind: "output", name: name, available: outputNames)
+    }
 
     let network = try rankN || RankNLowering.isNeeded(graph)
       ? rankNNetwork(graph, options: options, arena: arena) : rank5OrRankNNetwork(graph, options: options, arena: arena)
@@ -101,7 +104,7 @@ public enum CoreMLWriter {
       let isInteger: Bool
       if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
       outputs[index] = ModelDescription.dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
-      outputs.append(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena))
+      outputs = classifier.placingLabel(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena), in: outputs)
       description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
       description.pointee.predictedprobabilitiesname = arena.string(probabilities)
 
@@ -220,7 +223,11 @@ public enum CoreMLWriter {
       if tokens && graph[id].type.shape.count == 1 { return ModelDescription.arrayFeature(graph[id].name, shape: [1], arena: arena) }
       return try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena)
     }
-    let outputs = try graph.outputs.map { try arrayFeature(graph[$0], arena: arena) }
+    // An image output is the [C, H, W] blob of an [H, W, C] value, which Core ML turns into pixels.
+    let outputs = try graph.outputs.map { id in
+      if let space = options.imageOutputs[graph[id].name] { return try ModelDescription.imageOutputFeature(graph[id], colorSpace: space, arena: arena) }
+      return try arrayFeature(graph[id], arena: arena)
+    }
     return WrittenNetwork(
       layers: emitter.layers, groups: groups, specificationVersion: emitter.specificationVersion, inputs: inputs, outputs: outputs, rankN: false,
       compressedTensors: emitter.builder.compressionReports)
@@ -229,6 +236,9 @@ public enum CoreMLWriter {
   /// The rank-N network of `RankNLowering`: features of the ML Program's shapes (`[1] + S`); a classifier's
   /// probabilities, computed `[1, N]`, are reshaped to the `[N]` vector the classifier reads.
   static func rankNNetwork(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
+    if let name = options.imageOutputs.keys.sorted().first {
+      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "an image output of a network of rank-N layers (specification 4) is not written")
+    }
     let program = try MLProgramWriter.recordedProgram(graph, options: options)
     let probabilitiesIndex = try options.classifier.map { try ModelDescription.classifierOutputIndex($0, graph: graph) }
     var renamed: [String: String] = [:]

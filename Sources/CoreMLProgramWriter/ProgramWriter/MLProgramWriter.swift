@@ -15,8 +15,23 @@ public struct MLProgramWriter: CoreMLModelWriter {
   public init() {}
   public var format: ModelFormat { .mlProgram }
 
-  public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
-    let target = options.target ?? options.compression?.oldestTarget ?? .iOS15
+  public func encode(_ graph: Graph, options given: CoreMLWriterOptions) throws -> EncodedModel {
+    var options = given
+    var oldest = options.compression?.oldestTarget ?? .iOS15
+    // An image output is the float32 [1, C, H, W] tensor of its [H, W, C] value (iOS 16, specification 7).
+    for (name, _) in options.imageOutputs {
+      guard let id = graph.outputs.first(where: { graph[$0].name == name }) else {
+        throw CoreMLWriterError.unknownFeature(kind: "output", name: name, available: graph.outputs.map { graph[$0].name })
+      }
+      let shape = graph[id].type.shape
+      guard shape.count == 3 else { throw CoreMLWriterError.invalidOption("output '\(name)' of shape \(shape) cannot be an image ([height, width, channels] can)") }
+      options.declaredArrays[name] = DeclaredArray(shape: [1, shape[2], shape[0], shape[1]], channelsFirst: true)
+      if oldest.specificationVersion < DeploymentTarget.iOS16.specificationVersion { oldest = .iOS16 }
+    }
+    if let target = options.target, !options.imageOutputs.isEmpty, target.specificationVersion < DeploymentTarget.iOS16.specificationVersion {
+      throw CoreMLWriterError.targetTooOld(target: target.name, needs: DeploymentTarget.iOS16.specificationVersion, reason: "an ML Program with an image output needs iOS 16 / macOS 13")
+    }
+    let target = options.target ?? oldest
     guard let opset = target.opset else {
       throw CoreMLWriterError.targetTooOld(target: target.name, needs: DeploymentTarget.iOS15.specificationVersion, reason: "an ML Program needs iOS 15 / macOS 12")
     }
@@ -201,7 +216,7 @@ public struct MLProgramWriter: CoreMLModelWriter {
         blockOutputs.append(x.name)
       }
     }
-    if let classifier = options.classifier { blockOutputs.append(classifier.predictedFeatureName) }
+    if let classifier = options.classifier { blockOutputs = classifier.placingLabel(classifier.predictedFeatureName, in: blockOutputs) }
 
     // Program: version 1, function main in the target's opset.
     let block = arena.message(core_ml__specification__milspec__block__init)
@@ -236,6 +251,7 @@ public struct MLProgramWriter: CoreMLModelWriter {
     description.pointee.n_input = inputs.count
     description.pointee.input = arena.pointerArray(inputs)
     var outputs = try graph.outputs.map { id in
+      if let space = options.imageOutputs[graph[id].name] { return try ModelDescription.imageOutputFeature(graph[id], colorSpace: space, arena: arena) }
       let declared = try Self.declaredArray(graph[id].name, shape: graph[id].type.shape, options: options)
       return ModelDescription.arrayFeature(graph[id].name, shape: declared?.shape ?? [1] + graph[id].type.shape, arena: arena)
     }
@@ -243,7 +259,7 @@ public struct MLProgramWriter: CoreMLModelWriter {
       let isInteger: Bool
       if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
       outputs[index] = ModelDescription.dictionaryFeature(outputNames[index], integerKeys: isInteger, arena: arena)
-      outputs.append(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena))
+      outputs = classifier.placingLabel(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena), in: outputs)
       description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
       description.pointee.predictedprobabilitiesname = arena.string(outputNames[index])
     }

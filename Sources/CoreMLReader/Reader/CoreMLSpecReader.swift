@@ -179,12 +179,17 @@ public enum CoreMLSpecReader {
     let description = pointer.pointee
     let name = text(description.name)
     guard let type = description.type?.pointee else { return .init(name: name, kind: .double) }
+    var feature = kind(of: type, name: name)
+    feature.isOptional = type.isoptional != 0
+    return feature
+  }
+
+  private static func kind(of type: CoreML__Specification__FeatureType, name: String) -> CoreMLModelSpec.Feature {
     switch type.type_case {
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE:
       let array = type.multiarraytype.pointee
       return .init(
-        name: name, kind: .multiArray(shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)),
-        isOptional: type.isoptional != 0)
+        name: name, kind: .multiArray(shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)))
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE:
       let image = type.imagetype.pointee
       let spaces: [UInt32: String] = [10: "GRAYSCALE", 20: "RGB", 30: "BGR", 40: "GRAYSCALE_FLOAT16"]

@@ -78,6 +78,9 @@ public struct ConvertedModel: Sendable {
         let space = image.colorSpace(channels: value.type.shape.last == 1 ? 1 : 3)
         return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
       }
+      if let space = writerOptions.imageOutputs[value.name], value.type.shape.count == 3 {
+        return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
+      }
       // As the written description declares it.
       let shape = encoded.arrayShapes[value.name] ?? value.type.shape
       return .init(name: value.name, type: .init(kind: "multiArray", shape: shape, dataType: "float32"))
@@ -88,7 +91,7 @@ public struct ConvertedModel: Sendable {
       let keyType: String
       if case .integers = classifier.labels { keyType = "int64" } else { keyType = "string" }
       outputs = outputs.map { $0.name == probabilities ? .init(name: $0.name, type: .init(kind: "dictionary", keyType: keyType, valueType: "double")) : $0 }
-      outputs.append(.init(name: classifier.predictedFeatureName, type: .init(kind: keyType)))
+      outputs = classifier.placingLabel(.init(name: classifier.predictedFeatureName, type: .init(kind: keyType)), in: outputs)
     }
     let modelType: String
     switch (format, writerOptions.classifier == nil) {

@@ -120,6 +120,7 @@ public enum Converter {
 
     // The source's multiarray declarations, but for inputs that became images.
     var declaredArrays = source.declaredArrays.filter { imageInputs[$0.key] == nil }
+    var imageOutputs = source.imageOutputs
 
     // Names the format cannot hold are renamed, and everything keyed by a feature name follows.
     let renames = FeatureNaming.renames(
@@ -128,12 +129,14 @@ public enum Converter {
     for rename in renames {
       if let image = imageInputs.removeValue(forKey: rename.from) { imageInputs[rename.to] = image }
       if let declared = declaredArrays.removeValue(forKey: rename.from) { declaredArrays[rename.to] = declared }
+      if rename.kind == "output", let space = imageOutputs.removeValue(forKey: rename.from) { imageOutputs[rename.to] = space }
       if rename.kind == "output", classifier?.probabilitiesOutput == rename.from { classifier?.probabilitiesOutput = rename.to }
     }
     var writerOptions = CoreMLWriterOptions(
       imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target,
       declaredArrays: declaredArrays)
     writerOptions.compression = options.compression
+    writerOptions.imageOutputs = imageOutputs
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
     var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
     model.sourcePaths = source.readPaths

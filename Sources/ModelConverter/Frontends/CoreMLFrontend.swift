@@ -29,6 +29,13 @@ public struct CoreMLFrontend: ModelFrontend {
       throw ConversionError.notApplicable(path: url.path, option: "a custom layer conversion", format: "a Core ML model")
     }
     let spec = try CoreMLSpecReader.read(contentsOf: url)
+    // Feature names are how an app reads and writes them: two features of one name are not a model.
+    for (kind, features) in [("inputs", spec.inputs), ("outputs", spec.outputs)] {
+      var names = Set<String>()
+      for feature in features where !names.insert(feature.name).inserted {
+        throw CoreMLReaderError.invalidNetwork(path: url.path, detail: "two \(kind) are named '\(feature.name)'; feature names must be distinct")
+      }
+    }
     let model = try CoreMLGraphImporter.importModel(spec, path: url.path)
     return try Self.source(model, path: url.path, options: options)
   }
@@ -59,6 +66,16 @@ public struct CoreMLFrontend: ModelFrontend {
     let spec = model.spec
     var source = ImportedSource(format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path, graph: graph)
     source.declaresImageInputs = true
+    for name in model.zeroStateInputs.sorted() where !graph.inputs.contains(where: { graph[$0].name == (renamed[name] ?? name) }) {
+      source.notes.append(
+        "optional input '\(name)' (a recurrent layer's initial state) is not kept: the converted model always starts from zeros, and verify reports the changed interface")
+    }
+    func declared(_ feature: CoreMLModelSpec.Feature) -> InterfaceFeature {
+      var declared = InterfaceFeature(feature)
+      declared.name = renamed[feature.name] ?? feature.name
+      return declared
+    }
+    source.declaredInterface = SourceInterface(inputs: spec.inputs.map(declared), outputs: spec.outputs.map(declared), declaresKinds: true)
     // Multiarrays keep the shapes the source declared (a classic network's (C, H, W) and (D)).
     for feature in spec.inputs + spec.outputs {
       guard case .multiArray(let shape, _) = feature.kind, let form = forms[feature.name], let name = renamed[feature.name],
@@ -76,11 +93,19 @@ public struct CoreMLFrontend: ModelFrontend {
       guard let image = input.image, let name = renamed[input.name] else { continue }
       source.imageInputs[name] = image
     }
+    for feature in spec.outputs {
+      guard case .image(_, _, let colorSpace) = feature.kind, let name = renamed[feature.name] else { continue }
+      guard let space = ImageColorSpace(rawValue: colorSpace) else {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(feature.name)' is an image in colour space \(colorSpace), which is not converted (RGB, BGR and GRAYSCALE are)")
+      }
+      source.imageOutputs[name] = space
+    }
     if !model.classLabels.isEmpty, let probabilities = model.probabilitiesOutput {
       let labels: ClassLabels = spec.stringClassLabels.isEmpty ? .integers(spec.int64ClassLabels) : .strings(spec.stringClassLabels)
-      source.classifier = ClassifierSettings(
-        labels: labels, predictedFeatureName: spec.predictedFeatureName.isEmpty ? "classLabel" : spec.predictedFeatureName,
-        probabilitiesOutput: renamed[probabilities] ?? probabilities)
+      let predicted = spec.predictedFeatureName.isEmpty ? "classLabel" : spec.predictedFeatureName
+      source.classifier = ClassifierSettings(labels: labels, predictedFeatureName: predicted, probabilitiesOutput: renamed[probabilities] ?? probabilities)
+      // The label stays where the source declares it among the outputs.
+      source.classifier?.labelPosition = spec.outputs.firstIndex { $0.name == predicted }
     }
     func text(_ value: String) -> String? { value.isEmpty ? nil : value }
     source.metadata = ModelMetadata(

@@ -77,6 +77,9 @@ public struct ImportedSource: Sendable {
   /// Image inputs the source already declares, by (new) input name, with their preprocessing; the
   /// graph input is the tensor after it.
   public var imageInputs: [String: ImagePreprocessing] = [:]
+  /// Outputs the source declares as images, by (new) output name, with their colour space; the graph
+  /// output is the `[H, W, C]` tensor Core ML turns into pixels.
+  public var imageOutputs: [String: ImageColorSpace] = [:]
   /// Multiarray inputs and outputs to declare as the source declared them, by feature name.
   public var declaredArrays: [String: DeclaredArray] = [:]
   /// Whether reference files (`verify --reference`) hold inputs as the source declares them (saved from
@@ -96,6 +99,18 @@ public struct ImportedSource: Sendable {
   /// What the import decided where the file left something open (a batch size, sizes taken from its
   /// metadata, names Core ML cannot use), said in the conversion's summary.
   public var notes: [String] = []
+  /// The inputs and outputs as the source declares them, in its order (with the names the options
+  /// gave); nil for a format that declares only arrays, whose interface is the graph's own inputs and outputs.
+  public var declaredInterface: SourceInterface?
+
+  /// What a conversion must keep: the declared interface, or the graph's inputs and outputs by name.
+  public var interface: SourceInterface {
+    if let declaredInterface { return declaredInterface }
+    func features(_ ids: [ValueID]) -> [InterfaceFeature] {
+      ids.map { InterfaceFeature(name: graph[$0].name, kind: .array, shape: graph[$0].type.shape, detail: "float32") }
+    }
+    return SourceInterface(inputs: features(graph.inputs), outputs: features(graph.outputs), declaresKinds: false)
+  }
 
   public init(format: String, modelKind: String, path: String, graph: Graph) {
     self.format = format

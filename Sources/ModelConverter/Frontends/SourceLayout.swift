@@ -65,7 +65,8 @@ enum SourceLayout {
       // An image input is read after its scaler: the scaler becomes the source's image preprocessing.
       inputs.append(SourceInput(name: input.name, value: input.image != nil ? model.blobs[input.name] ?? id : id, image: input.image != nil))
     }
-    return try canonicalGraph(source, inputs: inputs, rank5: rank5) { CoreMLReaderError.invalidNetwork(path: path, detail: $0) }
+    let imageOutputs = Set(model.spec.outputs.filter { if case .image = $0.kind { return true } else { return false } }.map(\.name))
+    return try canonicalGraph(source, inputs: inputs, rank5: rank5, imageOutputs: imageOutputs) { CoreMLReaderError.invalidNetwork(path: path, detail: $0) }
   }
 
   /// A graph input as the source declares it: the value the converted graph starts from (an image
@@ -81,7 +82,7 @@ enum SourceLayout {
   /// that only compute what an input replaces (an image scaler) go. `fail` makes the format's error.
   /// `channelsLast` names the inputs and outputs to read as `[1, H, W, C]` in their own order.
   static func canonicalGraph(
-    _ source: Graph, inputs: [SourceInput], rank5: Bool, channelsLast: Set<String> = [], fail: (String) -> Error
+    _ source: Graph, inputs: [SourceInput], rank5: Bool, channelsLast: Set<String> = [], imageOutputs: Set<String> = [], fail: (String) -> Error
   ) throws -> (graph: Graph, forms: [String: Form]) {
     var builder = GraphBuilder()
     var mapped: [ValueID: ValueID] = [:]
@@ -124,10 +125,11 @@ enum SourceLayout {
         throw fail("output '\(name)' depends on an image input's raw pixels, not only on its scaled values")
       }
       let shape = source[id].type.shape
-      guard let form = form(of: shape, image: false, rank5: rank5, channelsLast: channelsLast.contains(name)) else {
+      // An image output is a [C, H, W] tensor (after unit axes), as Core ML makes pixels of it.
+      guard let form = form(of: shape, image: imageOutputs.contains(name), rank5: rank5, channelsLast: channelsLast.contains(name)) else {
         throw fail("output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
-      forms[name] = form
+      if !imageOutputs.contains(name) { forms[name] = form }
       var adapted = value
       builder.origin = LayerOrigin(name: name, type: "output")
       if case .channelsFirst(let c, let h, let w) = form {

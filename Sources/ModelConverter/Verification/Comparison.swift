@@ -104,11 +104,11 @@ struct Comparison {
     self.options = options
     tolerance = options.tolerance(for: converted.spec)
     guard source.inputs.count == converted.inputs.count else {
-      throw VerificationError.interfaceMismatch("the Keras model has \(source.inputs.count) inputs, the Core ML model \(converted.inputs.count)")
+      throw VerificationError.interfaceMismatch("the source has \(source.inputs.count) inputs, the converted model \(converted.inputs.count)")
     }
     guard source.outputs.count == converted.graph.outputs.count else {
       throw VerificationError.interfaceMismatch(
-        "the Keras model has \(source.outputs.count) outputs, the Core ML model \(converted.graph.outputs.count) (besides the class label)")
+        "the source has \(source.outputs.count) outputs, the converted model \(converted.graph.outputs.count) (besides the class label)")
     }
     let classic = converted.usesRank5Mapping
     var preprocessing: [PreprocessingParity] = []
@@ -144,7 +144,11 @@ struct Comparison {
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
       let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
       let name = converted.graph[convertedID].name
-      let declared = try Self.checkedDeclaredLayout(sourceName: source[sourceID].name, feature: name, shape: coreML, options: options)
+      // An image output is a channels-first tensor, as Core ML makes pixels of it.
+      let image = converted.spec.outputs.contains { feature in
+        if case .image = feature.kind { return feature.name == name } else { return false }
+      }
+      let declared = image ? .channelsFirst : try Self.checkedDeclaredLayout(sourceName: source[sourceID].name, feature: name, shape: coreML, options: options)
       guard let layout = declared ?? TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
         throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: keras, converted: coreML)
       }

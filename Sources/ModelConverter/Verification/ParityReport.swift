@@ -88,6 +88,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
   /// model or compute something else than our runtime); any violation fails the check.
   public var violations: [SpecificationViolation]
   public var classifier: ClassifierParity?
+  /// The converted model's inputs and outputs against the source's (nil when the source was a bare graph).
+  public var interface: InterfaceParity?
   public var timing: Timing
   /// The tensors one sample held at most, planned from the shapes, and the samples run at once.
   public var memory: VerificationMemory

@@ -4,7 +4,8 @@ import KerasFormat
 import ModelIR
 import ReferenceRuntime
 
-/// Runs a Keras model and its Core ML conversion on the same inputs and compares what they compute.
+/// Runs a source model and its Core ML conversion on the same inputs and compares what they compute,
+/// and checks that the conversion presents the interface the source declares (`InterfaceParity`).
 ///
 /// Both models run in our float32 reference runtime: the Keras graph as read from the `.h5`, the Core ML
 /// graph as read back from the `.mlmodel`, so a wrong kernel layout, padding, label order or image
@@ -14,7 +15,8 @@ public enum ParityVerifier {
   public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws -> ParityReport {
     let frontend = try Frontends.frontend(for: source)
     // Unknown layers import as custom layers, so that verify says it cannot run them rather than that it cannot read them.
-    let sourceOptions = SourceOptions(inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true), architecture: options.architecture)
+    let sourceOptions = SourceOptions(
+      inputNames: options.inputNames, outputNames: options.outputNames, inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true), architecture: options.architecture)
     return try verify(source: frontend.importSource(at: source, options: sourceOptions), converted: converted, options: options)
   }
 
@@ -32,7 +34,15 @@ public enum ParityVerifier {
     options.sourceTolerance = source.tolerance
     options.sourceDeclarations = source.declaredArrays
     options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
-    return try verify(source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
+    let interface = InterfaceParity.check(source: source.interface, converted: spec)
+    // Another number of inputs or outputs cannot be compared at all: the differences say why.
+    if !interface.passed, source.graph.inputs.count != convertedModel.inputs.count || source.graph.outputs.count != convertedModel.graph.outputs.count {
+      throw VerificationError.interfaceMismatch(interface.differences.joined(separator: "; "))
+    }
+    var report = try verify(source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
+    report.interface = interface
+    report.passed = report.passed && interface.passed
+    return report
   }
 
   /// The time steps of the Core ML inputs that carry a sequence, by input name: Core ML leaves them to
@@ -100,7 +110,7 @@ public enum ParityVerifier {
       absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis,
       maximumRelativeRMSError: tolerance.maximumRelativeRMS, outputs: outputs,
       layers: layers, layersFromSourceValues: comparison.comparesLayersLocally, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
-      classifier: classifier,
+      classifier: classifier, interface: nil,
       timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
       memory: memory,
       passed: violations.isEmpty && outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))

@@ -28,6 +28,10 @@ public struct VerificationOptions: Sendable, Equatable {
   public var expectedLabels: [String]?
   /// The `model.to_json()` architecture when the source is a weights-only `.h5` (Keras 1 files, `save_weights`).
   public var architecture: URL?
+  /// The names the conversion gave the inputs and outputs, in the source's order (its `inputNames` and
+  /// `outputNames`): the interface the converted model must have. Nil: the source's own names.
+  public var inputNames: [String]?
+  public var outputNames: [String]?
   /// Fixed sizes for unknown input dimensions of the Keras model, as in `ConversionOptions.inputShapes`.
   public var inputShapes: [String: [Int]]
   /// Random samples run at once, each on its own core (0: every core). The statistics are accumulated

@@ -18,13 +18,20 @@ enum ConvertCommand: Subcommand {
     image_input_names, class_labels, image_scale, *_bias, is_bgr.
     """
 
+  /// `--input-names` and `--output-names`, which `verify` shares: the names the converted model has.
+  static func namesSpecs(section: String, verb: String) -> [OptionSpec] {
+    [
+      .option("--input-names", value: "A,B", section: section, help: "\(verb) for the inputs, in the source's order (default: the source's names, input1, input2, ... for Keras)."),
+      .option("--output-names", value: "X,Y", section: section, help: "\(verb) for the outputs (default: the source's names, output1, ... for Keras)."),
+    ]
+  }
+
   static let specs: [OptionSpec] = [
     .option("-o", "--output", value: "PATH", section: "OUTPUT", help: "Output file or package; an existing folder (not a package) receives <input name>.mlmodel or .mlpackage. Default: the input's path with .mlmodel, or .mlpackage for --format mlprogram."),
     .option("--format", value: "neuralnetwork|mlprogram", section: "OUTPUT", help: "neuralnetwork: one .mlmodel file of classic layers (iOS 11+); mlprogram: an .mlpackage folder with MIL operations and a weight file (iOS 15+). Default: from the output name (.mlpackage is mlprogram), else neuralnetwork."),
     .option("--target", value: "RELEASE", section: "OUTPUT", help: "Oldest release the model must load on: iOS11-iOS18, macOS10.13-macOS15, tvOS11-tvOS18, watchOS4-watchOS11. Picks the lowest specification version and opset it allows and refuses a model it cannot load. Default: what the model needs (iOS15 for an ML Program)."),
     .option("--precision", value: "float32|float16", section: "OUTPUT", help: "float16 stores weights as half floats (an error for a weight beyond 65504), and an ML Program also computes in float16. Default: float16 for mlprogram, float32 for neuralnetwork."),
-    .option("--input-names", value: "A,B", section: "NAMES", help: "Core ML names for the inputs, in the source's order (default: the source's names, input1, input2, ... for Keras)."),
-    .option("--output-names", value: "X,Y", section: "NAMES", help: "Core ML names for the outputs (default output1, ...)."),
+  ] + namesSpecs(section: "NAMES", verb: "Core ML names") + [
     .option("--input-shape", value: "NAME=1,H,W,C", section: "NAMES", help: "Shape for an input with unknown dimensions (repeatable)."),
     .option("--image-input", "--image-input-names", value: "NAME", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Make this input an image (repeatable, or a comma list)."),
     .option("--image-scale", value: "S", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Multiplies every pixel before the bias is added: a number or a fraction such as 1/255 (default 1)."),

@@ -11,11 +11,14 @@ enum VerifyCommand: Subcommand {
   static let synopsis = "modelconv verify <\(Frontends.sourcePlaceholder("source"))> <converted.mlmodel|converted.mlpackage> [options]"
   static let discussion = """
     Runs both models in modelconv's reference runtime on the same inputs and compares every tensor both
-    compute, layer by layer (Core ML values carry the Keras layers' names), and every output: pixels
+    compute, layer by layer (Core ML values carry the source layers' names), and every output: pixels
     0-255 for image inputs, uniform values in [-1, 1] otherwise. The Core ML side follows Apple's
     documented semantics (NeuralNetwork.proto layers, MIL operations; float16 ML Programs round every
     value to float16). Exits 0 when parity holds, 1 when it breaks; the report names the first layer
-    where the two models part.
+    where the two models part. The interface is checked too: the converted model must have the
+    source's inputs and outputs, by name (renamed only as convert renames names a format cannot hold,
+    or as --input-names/--output-names say), in order, each an image, array or dictionary as the
+    source declares it, equally optional, arrays in the shape the source declares.
 
     Pass rule: |converted - source| <= atol * max(1, RMS of the tensor) + rtol * |source| for every
     element of every compared tensor (float32; at most 1 element in 10^4 may miss it when the tensor's
@@ -33,7 +36,7 @@ enum VerifyCommand: Subcommand {
     .option("--atol", value: "A", section: "SAMPLING", help: "Absolute tolerance, >= 0 (default 1e-5 for float32); giving --atol or --rtol applies the element rule."),
     .option("--rtol", value: "R", section: "SAMPLING", help: "Relative tolerance, >= 0 (default 1e-3 for float32)."),
     .option("--top-k", value: "K", section: "SAMPLING", help: "K for the top-K label agreement (default 3)."),
-  ] + preprocessingSpecs + [
+  ] + preprocessingSpecs + ConvertCommand.namesSpecs(section: "NAMES (as given to convert)", verb: "The names convert gave") + [
     .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute): real Keras (inputs channels last), or onnxruntime for an ONNX model (inputs as the model declares them, NCHW)."),
     .option("--labels", value: "L1,L2,...", section: "OTHER", help: "The labels the classifier should have, in output order."),
     .option("--labels-file", value: "FILE", section: "OTHER", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
@@ -96,6 +99,8 @@ enum VerifyCommand: Subcommand {
     if let labels = try ConvertCommand.classLabels(parsed) { options.expectedLabels = labels.descriptions }
     options.inputShapes = try ConvertCommand.inputShapes(parsed)
     options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
+    options.inputNames = try parsed.list("--input-names")
+    options.outputNames = try parsed.list("--output-names")
     guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
     // Files read in this process must not be FIFOs or devices, which would block forever.
     for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) { try InputFile.checkNotSpecial(path) }
@@ -125,6 +130,15 @@ enum VerifyCommand: Subcommand {
     }
     for violation in report.violations {
       lines.append("  FAIL Core ML rule \(violation.rule): layer '\(violation.layer)' (\(violation.layerType)): \(violation.detail) (Core ML would refuse this or compute something else)")
+    }
+    if let interface = report.interface {
+      if interface.passed {
+        lines.append("  ok   interface: \(interface.summary)" + (interface.kindsChecked ? "" : " (names and order checked; kinds come from convert's options)"))
+      } else {
+        lines.append("  FAIL interface: the converted model presents another interface than the source declares:")
+        for difference in interface.differences { lines.append("       " + difference) }
+      }
+      for note in interface.notes { lines.append("       note: " + note) }
     }
     for input in report.preprocessing {
       if input.checked {
