@@ -17,6 +17,7 @@ mkdir -p out
   --short-description "Handwritten digit classifier (8x8 grayscale)" \
   -o out/Digits.mlmodel
 .build/release/modelconv verify Samples/Digits/digits_cnn.h5 out/Digits.mlmodel \
+  --input-names image --output-names probabilities \
   --reference Samples/Digits/digits_cnn.reference.h5 --image-scale 0.00392156862745098 --labels-file Samples/Digits/labels.txt
 # A Core ML file is a source too: the neural network becomes an ML Program, verified against it.
 .build/release/modelconv convert out/Digits.mlmodel -o out/Digits.mlpackage --verify

@@ -14,7 +14,10 @@ let output = FileManager.default.temporaryDirectory.appendingPathComponent("Digi
 try model.write(to: output)
 
 // Check the Core ML model against the Keras file, layer by layer, on random inputs.
-let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 8))
+// The interface is checked too: tell verify the names the conversion gave.
+var checks = VerificationOptions(samples: 8)
+(checks.inputNames, checks.outputNames) = (["image"], ["probabilities"])
+let report = try ParityVerifier.verify(source: source, converted: output, options: checks)
 guard report.passed else { fatalError("parity broken: \(report)") }
 
 // Look inside it, classify a photo, and score a folder of labelled images.
