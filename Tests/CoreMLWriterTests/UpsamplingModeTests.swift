@@ -52,10 +52,12 @@ import Testing
       let graph = try Self.graph(mode)
       let classic = try CoreMLSpecReader.read(try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions()), path: "up.mlmodel")
       let layer = try #require(classic.layers.first { $0.kind == "upsample" })
-      if case .upsample(let p) = layer.parameters {
-        let documented: [UpsamplingMode: Int] = [.bilinearAsymmetric: 0, .bilinearAlignCorners: 1, .bilinear: 2, .nearest: 0]
-        #expect(p.linearUpsampleMode.rawValue == documented[mode], "\(mode)")
+      guard case .upsample(let p) = layer.parameters else {
+        Issue.record("\(mode): the upsample layer has no upsample parameters")
+        continue
       }
+      let documented: [UpsamplingMode: Int] = [.bilinearAsymmetric: 0, .bilinearAlignCorners: 1, .bilinear: 2, .nearest: 0]
+      #expect(p.linearUpsampleMode.rawValue == documented[mode], "\(mode)")
       let read = try CoreMLGraphImporter.importModel(classic, path: "up.mlmodel")
       #expect(Self.close(Self.runCoreML(read), values), "classic \(mode): \(Self.runCoreML(read))")
 

@@ -38,6 +38,13 @@ public struct CoreMLGraphImporter {
   /// Builds the IR graph of a decoded specification.
   /// An ML Program goes to `MILProgramImporter`.
   public static func importModel(_ spec: CoreMLModelSpec, path: String, sequenceLengths: [String: Int] = [:]) throws -> CoreMLModel {
+    // Feature names are how an app reads and writes a model's values: each may be given once.
+    for (kind, names) in [("input", spec.inputs.map(\.name)), ("output", spec.outputs.map(\.name))] {
+      var seen = Set<String>()
+      if let twice = names.first(where: { !seen.insert($0).inserted }) {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(kind) '\(twice)' is declared twice")
+      }
+    }
     if spec.modelType == "mlProgram" { return try MILProgramImporter.importModel(spec, path: path) }
     var importer = CoreMLGraphImporter(spec: spec, path: path, sequenceLengths: sequenceLengths)
     return try importer.run()
@@ -52,12 +59,10 @@ public struct CoreMLGraphImporter {
   // MARK: Inputs and outputs
 
   mutating func run() throws -> CoreMLModel {
-    // Names a model may give once: features, and layers (Core ML refuses a model naming a layer twice).
-    for (kind, names) in [("input", spec.inputs.map(\.name)), ("output", spec.outputs.map(\.name)), ("layer", spec.layers.map(\.name))] {
-      var seen = Set<String>()
-      if let twice = names.first(where: { !seen.insert($0).inserted }) {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(kind) '\(twice)' is declared twice")
-      }
+    // A layer may be named once too (Core ML refuses a model naming a layer twice); features are checked in `importModel`.
+    var seenLayers = Set<String>()
+    if let twice = spec.layers.map(\.name).first(where: { !seenLayers.insert($0).inserted }) {
+      throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(twice)' is declared twice")
     }
     var inputs: [CoreMLInput] = []
     for feature in spec.inputs { inputs.append(try addInput(feature)) }

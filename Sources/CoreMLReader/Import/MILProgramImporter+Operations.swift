@@ -361,16 +361,23 @@ extension MILProgramImporter {
     throw unsupported("axes \(axes) of rank \(rank) (the last axis, or the channels of [N, C, H, W], are supported)")
   }
 
-  /// `resize_nearest_neighbor` to whole multiples of the input size (an upsampling).
-  mutating func resizeNearestNeighbor() throws -> ValueID {
-    let x = try tensor("x")
+  /// The integer factors of a resize of `[N, C, H, W]` `x` to `target_size_height` x `target_size_width`,
+  /// which must be whole multiples of H and W (an upsampling).
+  mutating func wholeMultipleFactors(_ x: ValueID) throws -> (height: Int, width: Int) {
     let s = shape(x)
     guard s.count == 4 else { throw invalid("needs [N, C, H, W], got \(s)") }
     let (h, w) = (try int("target_size_height", 0), try int("target_size_width", 0))
     guard h >= s[2], w >= s[3], h % s[2] == 0, w % s[3] == 0, h / s[2] <= 4096, w / s[3] <= 4096 else {
       throw unsupported("target size \(h) x \(w) from \(s[2]) x \(s[3]) (whole multiples are supported)")
     }
-    return try spatial(x) { _ in .upsampling2D(height: h / s[2], width: w / s[3], mode: .nearest) }
+    return (h / s[2], w / s[3])
+  }
+
+  /// `resize_nearest_neighbor` to whole multiples of the input size (an upsampling).
+  mutating func resizeNearestNeighbor() throws -> ValueID {
+    let x = try tensor("x")
+    let factors = try wholeMultipleFactors(x)
+    return try spatial(x) { _ in .upsampling2D(height: factors.height, width: factors.width, mode: .nearest) }
   }
 
   /// `resize_bilinear` to whole multiples of the input size. Its sampling modes (MIL op definitions):
@@ -379,12 +386,7 @@ extension MILProgramImporter {
   /// UNALIGN_CORNERS the half-pixel centres. OFFSET_CORNERS is another grid, not read.
   mutating func resizeBilinear() throws -> ValueID {
     let x = try tensor("x")
-    let s = shape(x)
-    guard s.count == 4 else { throw invalid("needs [N, C, H, W], got \(s)") }
-    let (h, w) = (try int("target_size_height", 1), try int("target_size_width", 1))
-    guard h >= s[2], w >= s[3], h % s[2] == 0, w % s[3] == 0, h / s[2] <= 4096, w / s[3] <= 4096 else {
-      throw unsupported("target size \(h) x \(w) from \(s[2]) x \(s[3]) (whole multiples are supported)")
-    }
+    let factors = try wholeMultipleFactors(x)
     let mode: UpsamplingMode
     switch try string("sampling_mode", "DEFAULT") {
     case "DEFAULT": mode = .bilinearAsymmetric
@@ -392,7 +394,7 @@ extension MILProgramImporter {
     case "UNALIGN_CORNERS": mode = .bilinear
     case let other: throw unsupported("sampling_mode \(other)")
     }
-    return try spatial(x) { _ in .upsampling2D(height: h / s[2], width: w / s[3], mode: mode) }
+    return try spatial(x) { _ in .upsampling2D(height: factors.height, width: factors.width, mode: mode) }
   }
 
   mutating func upsample() throws -> ValueID {

@@ -53,8 +53,7 @@ extension CoreMLFrontend {
     let type: ConversionSummary.FeatureType
     switch feature.kind {
     case .multiArray(let shape, let dataType):
-      let names = [65568: "float32", 65552: "float16", 65600: "double", 131104: "int32"]
-      type = .init(kind: "multiArray", shape: shape, dataType: names[dataType] ?? "unknown")
+      type = .init(kind: "multiArray", shape: shape, dataType: InterfaceFeature.arrayDataTypeNames[dataType] ?? "unknown")
     case .image(let width, let height, let colorSpace): type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
     case .dictionary(let keyType): type = .init(kind: "dictionary", keyType: keyType, valueType: "double")
     case .string: type = .init(kind: "string")

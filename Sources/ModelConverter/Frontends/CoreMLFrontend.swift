@@ -29,13 +29,6 @@ public struct CoreMLFrontend: ModelFrontend {
       throw ConversionError.notApplicable(path: url.path, option: "a custom layer conversion", format: "a Core ML model")
     }
     let spec = try CoreMLSpecReader.read(contentsOf: url)
-    // Feature names are how an app reads and writes them: two features of one name are not a model.
-    for (kind, features) in [("inputs", spec.inputs), ("outputs", spec.outputs)] {
-      var names = Set<String>()
-      for feature in features where !names.insert(feature.name).inserted {
-        throw CoreMLReaderError.invalidNetwork(path: url.path, detail: "two \(kind) are named '\(feature.name)'; feature names must be distinct")
-      }
-    }
     let model = try CoreMLGraphImporter.importModel(spec, path: url.path)
     return try Self.source(model, path: url.path, options: options)
   }

@@ -37,12 +37,14 @@ public struct InterfaceFeature: Sendable, Equatable, Codable {
     return text
   }
 
+  /// FeatureTypes.proto's `ArrayDataType` values by name.
+  static let arrayDataTypeNames = [65568: "float32", 65552: "float16", 65600: "double", 131104: "int32"]
+
   /// A feature of a Core ML model description.
   public init(_ feature: CoreMLModelSpec.Feature) {
     switch feature.kind {
     case .multiArray(let shape, let dataType):
-      let names = [65568: "float32", 65552: "float16", 65600: "double", 131104: "int32"]
-      self.init(name: feature.name, kind: .array, shape: shape, detail: names[dataType] ?? "type \(dataType)", isOptional: feature.isOptional)
+      self.init(name: feature.name, kind: .array, shape: shape, detail: Self.arrayDataTypeNames[dataType] ?? "type \(dataType)", isOptional: feature.isOptional)
     case .image(let width, let height, let colorSpace):
       self.init(name: feature.name, kind: .image, shape: [height, width], detail: colorSpace, isOptional: feature.isOptional)
     case .dictionary(let keyType): self.init(name: feature.name, kind: .dictionary, detail: keyType, isOptional: feature.isOptional)
