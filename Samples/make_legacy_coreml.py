@@ -238,10 +238,31 @@ def lstm_text(out, name="lstm_text", cell_output=False):
         [("tokens", datatypes.Array(dim)), ("lstm_h_in", datatypes.Array(hidden)), ("lstm_c_in", datatypes.Array(hidden))], outputs)
     w_h, w_x, b = lstm_weights(r, hidden, dim)
     builder.add_unilstm("lstm", w_h, w_x, b, hidden, dim, ["tokens", "lstm_h_in", "lstm_c_in"], ["lstm_out", "lstm_h_out", "lstm_c_out"])
-    builder.add_inner_product("fc", normal(r, 3, hidden), normal(r, 3, scale=0.5), hidden, 3, True, "lstm_out", "fc_out")
+    w_fc, b_fc = normal(r, 3, hidden), normal(r, 3, scale=0.5)
+    builder.add_inner_product("fc", w_fc, b_fc, hidden, 3, True, "lstm_out", "fc_out")
     builder.add_activation("scores", "SIGMOID", "fc_out", "scores")
     optional(builder, "lstm_h_in", "lstm_c_in")
     save(builder, out, name, description="LSTM text model")
+    if not cell_output:
+        return
+
+    # One step from zero states, NeuralNetwork.proto's LSTM formulas (add_unilstm's gate order i, f, o, z;
+    # sigmoid gates, tanh cell and output activations, no forget bias):
+    # i = s(Wi x + Ri h + bi), f = s(Wf x + Rf h + bf), o = s(Wo x + Ro h + bo), z = tanh(Wz x + Rz h + bz),
+    # c' = f c + i z, h' = o tanh(c').
+    samples = []
+    data = rng(102)
+    for _ in range(3):
+        x = data.uniform(-1, 1, dim)
+        h, c = np.zeros(hidden), np.zeros(hidden)
+        i, f, o = (sigmoid(w_x[k] @ x + w_h[k] @ h + b[k]) for k in range(3))
+        z = np.tanh(w_x[3] @ x + w_h[3] @ h + b[3])
+        c = f * c + i * z
+        h = o * np.tanh(c)
+        samples.append({"inputs": {"tokens": x.tolist()},
+                        "outputs": {"lstm_h_out": h.tolist(), "lstm_c_out": c.tolist(), "scores": sigmoid(w_fc @ h + b_fc).tolist()}})
+    with open(os.path.join(out, name + ".reference.json"), "w") as f:
+        json.dump({"computedBy": "numpy", "samples": samples}, f)
 
 
 def recurrent_stack(out):

@@ -247,6 +247,9 @@ extension Operation {
           weights.bias.map({ $0.count == biasCount }) ?? true
         else { throw fail("recurrent weights \(weights.kernel.shape), \(weights.recurrentKernel.shape) do not fit input \(shape) and \(r.units) units") }
       }
+      if r.returnsCellState {
+        guard r.cell == .lstm, !r.returnSequences else { throw fail("only an LSTM's last step has a cell state to return") }
+      }
       return r.returnSequences ? [shape[0], r.outputUnits] : [r.outputUnits]
 
     case .embedding(let table):

@@ -56,10 +56,13 @@ public struct Recurrent: Sendable, Equatable {
   public var returnSequences: Bool
   /// Process the sequence last step first (a single direction only); sequences come out in that order.
   public var goBackwards: Bool
+  /// An LSTM's final cell state instead of its hidden state (`[units]`, both directions' joined by the
+  /// merge); only with `returnSequences` false.
+  public var returnsCellState: Bool
 
   public init(
     cell: Cell, units: Int, activation: Activation, recurrentActivation: Activation, forward: Weights, backward: Weights? = nil,
-    merge: Merge = .concat, returnSequences: Bool, goBackwards: Bool = false
+    merge: Merge = .concat, returnSequences: Bool, goBackwards: Bool = false, returnsCellState: Bool = false
   ) {
     self.cell = cell
     self.units = units
@@ -70,6 +73,7 @@ public struct Recurrent: Sendable, Equatable {
     self.merge = merge
     self.returnSequences = returnSequences
     self.goBackwards = goBackwards
+    self.returnsCellState = returnsCellState
   }
 
   /// The width of one output step.

@@ -4,10 +4,10 @@ import ModelIR
 enum RecurrentKernel {
   static func run(_ x: Tensor, _ layer: Recurrent) -> [Float] {
     let steps = x.shape[0]
-    let forward = direction(x, layer, layer.forward, reversed: layer.goBackwards)
+    let forward = direction(x, layer, layer.forward, reversed: layer.goBackwards, cellState: layer.returnsCellState)
     guard let backwardWeights = layer.backward else { return layer.returnSequences ? forward.flatMap { $0 } : forward.last! }
     // The backward pass reads the sequence last step first; Keras puts its outputs back in time order.
-    let backward = direction(x, layer, backwardWeights, reversed: true)
+    let backward = direction(x, layer, backwardWeights, reversed: true, cellState: layer.returnsCellState)
     let pairs: [([Float], [Float])] =
       layer.returnSequences ? (0..<steps).map { (forward[$0], backward[steps - 1 - $0]) } : [(forward.last!, backward.last!)]
     return pairs.flatMap { a, b -> [Float] in
@@ -20,8 +20,8 @@ enum RecurrentKernel {
     }
   }
 
-  /// The hidden state after every step, in processing order.
-  static func direction(_ x: Tensor, _ layer: Recurrent, _ weights: Recurrent.Weights, reversed: Bool) -> [[Float]] {
+  /// The hidden state (or an LSTM's cell state, with `cellState`) after every step, in processing order.
+  static func direction(_ x: Tensor, _ layer: Recurrent, _ weights: Recurrent.Weights, reversed: Bool, cellState: Bool = false) -> [[Float]] {
     let (steps, inputs, units) = (x.shape[0], x.shape[1], layer.units)
     let width = layer.cell.gates * units
     let kernel = weights.kernel.values, recurrent = weights.recurrentKernel.values
@@ -68,7 +68,7 @@ enum RecurrentKernel {
         }
         h = (0..<units).map { z[$0] * h[$0] + (1 - z[$0]) * candidate[$0] }
       }
-      outputs.append(h)
+      outputs.append(cellState ? c : h)
     }
     return outputs
   }

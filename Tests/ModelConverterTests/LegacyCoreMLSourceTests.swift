@@ -28,7 +28,7 @@ import Testing
 
   /// Optional recurrent state inputs the converter does not keep yet (issue 35, part 6, left open): the
   /// values agree, and verify reports exactly the missing inputs.
-  static let droppedStates = ["gru_text": ["gru_h_in"], "lstm_text": ["lstm_h_in", "lstm_c_in"]]
+  static let droppedStates = ["gru_text": ["gru_h_in"], "lstm_text": ["lstm_h_in", "lstm_c_in"], "lstm_cell_state": ["lstm_h_in", "lstm_c_in"]]
 
   static func interfaceOnlyLosesStates(_ report: ParityReport, _ name: String) -> Bool {
     guard let states = droppedStates[name], let interface = report.interface else { return false }
@@ -150,15 +150,19 @@ import Testing
     #expect(report.passed || Self.interfaceOnlyLosesStates(report, name), "\(name) NN -> ML Program -> NN: \(Self.describe(report))")
   }
 
-  /// An LSTM whose description declares its final cell state: the IR does not compute it, so both
-  /// writers' conversions are refused with the layer named.
+  /// An LSTM whose description declares its final cell state: the converted model keeps `lstm_c_out` as
+  /// an output, in place, computed (Core ML's LSTM layer's third output; MIL lstm's `output_cell`).
   @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
-  func cellStateOutputIsRefused(_ format: ModelFormat) throws {
-    #expect {
-      _ = try Converter.convert(modelAt: Self.url("lstm_cell_state"), options: ConversionOptions(format: format))
-    } throws: { error in
-      guard case CoreMLReaderError.unsupportedLayer(_, let layer, let kind, let detail) = error else { return false }
-      return layer == "lstm" && kind == "uniDirectionalLSTM" && detail.contains("lstm_c_out") && "\(error)".contains("layer 'lstm'")
+  func cellStateOutputStays(_ format: ModelFormat) throws {
+    let source = Self.url("lstm_cell_state")
+    let output = try Self.convert(source, to: format)
+    let written = try CoreMLSpecReader.read(contentsOf: output)
+    #expect(written.outputs.map(\.name) == ["scores", "lstm_h_out", "lstm_c_out"])
+    let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 8))
+    #expect(report.outputs.map(\.name).contains("lstm_c_out"))
+    #expect(report.outputs.allSatisfy(\.passed) && report.layers.allSatisfy(\.passed), "\(format): \(Self.describe(report))")
+    if format == .mlProgram {
+      #expect(written.program?.operations.contains { $0.type == "lstm" } == true)
     }
   }
 
@@ -176,7 +180,7 @@ import Testing
 
   /// The source side on its own: our reader and runtime reproduce the outputs numpy computed from the
   /// same weights in `make_legacy_coreml.py` (float32 error).
-  @Test(arguments: ["gray_cnn", "gru_text"])
+  @Test(arguments: ["gray_cnn", "gru_text", "lstm_cell_state"])
   func sourceMatchesNumpyForwardPass(_ name: String) throws {
     struct Reference: Decodable {
       struct Sample: Decodable {

@@ -36,6 +36,10 @@ import Testing
     ("convnext_block_opset18", .neuralNetwork), ("shuffle_block", .mlProgram), ("shuffle_block", .neuralNetwork),
     // A transformer (shifted windows, multi-head attention): the classic format is a rank-N network.
     ("tiny_vit", .mlProgram), ("tiny_vit", .neuralNetwork),
+    // LSTMs whose final hidden and cell states (Y_h, Y_c) are outputs: forward over a batch of 2,
+    // bidirectional, reverse (make_onnx_recurrent_states.py).
+    ("recurrent/lstm_states", .mlProgram), ("recurrent/bilstm_states", .mlProgram),
+    ("recurrent/bilstm_states", .neuralNetwork), ("recurrent/lstm_reverse_cell", .mlProgram), ("recurrent/lstm_reverse_cell", .neuralNetwork),
   ]
 
   /// A transformer as a classic network: specification 4 with `EXACT_ARRAY_MAPPING`, the products of two

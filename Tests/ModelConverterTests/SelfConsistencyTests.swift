@@ -84,15 +84,16 @@ import Testing
     found += files("legacy_coreml") { $0.hasSuffix(".mlmodel") }
     found += files("onnx") { $0.hasSuffix(".onnx") && !["not_really.onnx", "truncated.onnx"].contains($0) }
     found += files("onnx/tf2onnx") { $0.hasSuffix(".onnx") }
+    found += files("onnx/recurrent") { $0.hasSuffix(".onnx") }
     found += ["onnx/external_data/mlp_external.onnx"]
     found += files("hostile_onnx_coreml") { $0.hasSuffix(".onnx") || $0.hasSuffix(".mlmodel") || $0.hasSuffix(".mlpackage") }
     return found
   }
 
   /// Sources that no format takes, on purpose (shapes a written model cannot declare, a list the IR does not
-  /// hold, a state output the IR does not compute): each is refused with an error, in both formats.
+  /// hold): each is refused with an error, in both formats.
   static let onnxAndCoreMLRefusedOnPurpose: Set<String> = [
-    "time_distributed.mlmodel", "time_distributed_program.mlpackage", "time_distributed_pooling_program.mlpackage", "lstm_cell_state.mlmodel",
+    "time_distributed_pooling_program.mlpackage",
     // A dense kernel holding -1.48e37 (a hostile mutation): weights of 2^112 or more are refused.
     "case_00086.mlmodel",
     // Two outputs named 'Identity' (a hostile mutation): feature names must be distinct.

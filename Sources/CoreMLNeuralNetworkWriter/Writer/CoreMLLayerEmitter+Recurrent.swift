@@ -33,10 +33,14 @@ extension CoreMLLayerEmitter {
     let inputs = inputShape[1], units = r.units
     // What Core ML's recurrent layers cannot express is written step by step.
     if Self.needsUnrolling(r) {
+      if r.returnsCellState { throw unsupported("an LSTM cell state of a layer written step by step") }
       try emitUnrolled(r, name: name, input: input, output: output, inputShape: inputShape)
       return
     }
-    let stateOutputs = [name + "__h_out", name + "__c_out"]
+    // Core ML's LSTM layers output the sequence or last step, then the final hidden and cell states; the
+    // IR's node is the cell state instead when it asks for it.
+    let sequenceOutput = r.returnsCellState ? name + "__y_out" : output
+    let stateOutputs = [name + "__h_out", r.returnsCellState && r.backward == nil ? output : name + "__c_out"]
 
     switch r.cell {
     case .lstm:
@@ -55,16 +59,21 @@ extension CoreMLLayerEmitter {
       let cellClipThreshold: Float = 50000
       if let backward = r.backward {
         // Core ML's bidirectional LSTM concatenates; other merges split the halves and combine them.
-        let merged = r.merge == .concat ? output : name + "__both___output"
+        let merged = r.merge == .concat && !r.returnsCellState ? output : name + "__both___output"
+        let cellStates = [name + "__c_out", name + "__c_out_backward"]
         try builder.bidirectionalLSTM(
-          name, input: input, outputs: [merged] + stateOutputs + [name + "__h_out_backward", name + "__c_out_backward"],
+          name, input: input, outputs: [merged] + stateOutputs + [name + "__h_out_backward", cellStates[1]],
           inputSize: inputs, outputSize: units, forwardActivations: activations, backwardActivations: activations,
           sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, forward: lstmWeights(r.forward), backward: lstmWeights(backward))
-        if r.merge != .concat { try emitSplitMerge(r.merge, name: name, input: merged, output: output) }
+        if r.returnsCellState {
+          try emitMerge(r.merge, name: name + "__cell_merge__", inputs: cellStates, output: output)
+        } else if r.merge != .concat {
+          try emitSplitMerge(r.merge, name: name, input: merged, output: output)
+        }
         return
       }
       try builder.unidirectionalLSTM(
-        name, input: input, outputs: [output] + stateOutputs, inputSize: inputs, outputSize: units, activations: activations,
+        name, input: input, outputs: [sequenceOutput] + stateOutputs, inputSize: inputs, outputSize: units, activations: activations,
         sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, reverseInput: r.goBackwards, weights: lstmWeights(r.forward))
 
     case .gru:

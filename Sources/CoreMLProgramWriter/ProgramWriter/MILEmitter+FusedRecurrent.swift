@@ -40,7 +40,9 @@ extension MILEmitter {
     let results = try builder.op(plan.type, params, name: temporary(node.output, plan.type).name, outputs: outputs)
     let shape = MILLayout.natural.shape(graph[node.output].type.shape)
     let final = resultName(node.output, layout: .natural, dataType: dt)
-    define(node.output, .natural, try op("reshape", [("x", .tensor(results[recurrent.returnSequences ? 0 : 1])), ("shape", .ints(shape))], final, dt, shape))
+    // lstm's outputs: the sequence (or last step), the final hidden state, the final cell state.
+    let picked = recurrent.returnsCellState ? 2 : recurrent.returnSequences ? 0 : 1
+    define(node.output, .natural, try op("reshape", [("x", .tensor(results[picked])), ("shape", .ints(shape))], final, dt, shape))
     return true
   }
 }

@@ -8,6 +8,10 @@ import ModelIR
 extension MILEmitter {
   mutating func emitRecurrent(_ node: Node, _ recurrent: Recurrent) throws {
     if try emitFusedRecurrent(node, recurrent) { return }
+    if recurrent.returnsCellState {
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: node.origin?.name ?? node.name, detail: "an LSTM cell state of a layer written step by step (activations MIL's lstm does not name)")
+    }
     let x = try tensor(node.inputs[0], .natural)
     let steps = graph[node.inputs[0]].type.shape[0]
     // Every step is several operations: the classic writer's limit on unrolled steps holds here too.

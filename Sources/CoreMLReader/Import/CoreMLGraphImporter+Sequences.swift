@@ -3,8 +3,8 @@ import ModelIR
 
 extension CoreMLGraphImporter {
   /// Embedding and recurrent layers on `[Seq, C, 1, 1]` blobs, as IR operations on `[T, C]` sequences.
-  /// A GRU, simple RNN or LSTM returns its output and its final hidden state (`<layer>_h_out`); an LSTM's
-  /// final cell state and a bidirectional LSTM's final states are not computed.
+  /// A GRU, simple RNN or LSTM returns its output and its final hidden state (`<layer>_h_out`), an LSTM
+  /// also its final cell state, a bidirectional LSTM both directions' final states.
   mutating func sequenceLayer(_ layer: CoreMLModelSpec.Layer, _ x: ValueID) throws -> [ValueID] {
     let s = shape(x)
     guard s.count == 4, s[2] == 1, s[3] == 1, !spec.exactArrayMapping else {
@@ -107,12 +107,39 @@ extension CoreMLGraphImporter {
     let result = try add(.recurrent(recurrent), [sequence])
     let out = shape(result)
     let output = try reshape(result, to: out.count == 2 ? [out[0], out[1], 1, 1] : [1, out[0], 1, 1])
-    if backwardGates != nil || layer.outputs.count < 2 { return [output] }
+    if layer.outputs.count < 2 { return [output] }
+    /// One direction's final hidden or cell state, `[1, units, 1, 1]`, as a layer of its own.
+    func finalState(_ weights: Recurrent.Weights, reversed: Bool, cellState: Bool, _ tag: String) throws -> ValueID {
+      let state = Recurrent(
+        cell: cell, units: units, activation: recurrent.activation, recurrentActivation: recurrent.recurrentActivation, forward: weights,
+        returnSequences: false, goBackwards: reversed, returnsCellState: cellState)
+      return try reshape(try add(.recurrent(state), [sequence], suffix: "__" + tag), to: [1, units, 1, 1])
+    }
+    // Outputs past the first: the final hidden state, an LSTM's final cell state, and for a bidirectional
+    // LSTM the backward direction's two (Core ML's output order). Only those a later layer or the model
+    // reads are computed; the others are left to dead-code removal.
+    if let backward = recurrent.backward {
+      var results = [output]
+      for (index, (weights, reversed, cellState, tag)) in [
+        (recurrent.forward, false, false, "h_forward"), (recurrent.forward, false, true, "c_forward"),
+        (backward, true, false, "h_backward"), (backward, true, true, "c_backward"),
+      ].enumerated() where index + 1 < layer.outputs.count {
+        results.append(try finalState(weights, reversed: reversed, cellState: cellState, tag))
+      }
+      return results
+    }
+    let hidden: ValueID
     // The final hidden state: the output itself, or the sequence's last step.
-    guard returnSequences else { return [output, output] }
-    if out[0] == 1 { return [output, try reshape(output, to: [1, out[1], 1, 1])] }
-    let last = try add(.slice(StridedSlice(begin: [out[0] - 1, 0], end: out, strides: [1, 1])), [result], suffix: "__last_step")
-    return [output, try reshape(last, to: [1, out[1], 1, 1])]
+    if !returnSequences {
+      hidden = output
+    } else if out[0] == 1 {
+      hidden = try reshape(output, to: [1, out[1], 1, 1])
+    } else {
+      let last = try add(.slice(StridedSlice(begin: [out[0] - 1, 0], end: out, strides: [1, 1])), [result], suffix: "__last_step")
+      hidden = try reshape(last, to: [1, out[1], 1, 1])
+    }
+    guard cell == .lstm, layer.outputs.count > 2 else { return [output, hidden] }
+    return [output, hidden, try finalState(recurrent.forward, reversed: reversed, cellState: true, "c")]
   }
 
   /// A recurrent layer's activation.

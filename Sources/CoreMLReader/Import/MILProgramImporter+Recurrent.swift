@@ -90,10 +90,10 @@ extension MILProgramImporter {
     let backward = directions == 2 ? try weights("_back") : nil
 
     let steps = try reshape(x, to: [s[0], s[2]])
-    func layer(_ returnSequences: Bool) -> Recurrent {
+    func layer(_ returnSequences: Bool, cellState: Bool = false) -> Recurrent {
       Recurrent(
         cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation, forward: forward, backward: backward,
-        returnSequences: returnSequences, goBackwards: direction == "reverse")
+        returnSequences: returnSequences, goBackwards: direction == "reverse", returnsCellState: cellState)
     }
     let width = directions * units
     let output = try add(.recurrent(layer(sequences)), [steps], suffix: "__steps")
@@ -102,13 +102,11 @@ extension MILProgramImporter {
       let last = sequences ? try add(.recurrent(layer(false)), [steps], suffix: "__final") : output
       values[try outputName(1)] = try builder.add(.reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(1)), inputs: [last])
     }
-    if type == "lstm", operation.outputs.count > 2, isRead(try outputName(2)) {
-      throw unsupported("the final cell state (output 2) is read, which the importer does not compute")
+    if type == "lstm", operation.outputs.count > 2 {
+      // The final cell state `[1, width]` (both directions' joined), a layer of its own; left to dead-code
+      // removal when nothing reads it.
+      let cellState = try add(.recurrent(layer(false, cellState: true)), [steps], suffix: "__cell")
+      values[try outputName(2)] = try builder.add(.reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(2)), inputs: [cellState])
     }
-  }
-
-  /// Whether a later operation or the block outputs read the value `name`.
-  func isRead(_ name: String) -> Bool {
-    program.outputs.contains(name) || program.operations.contains { op in op.inputs.values.contains { $0.contains(.name(name)) } }
   }
 }

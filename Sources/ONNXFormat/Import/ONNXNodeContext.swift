@@ -18,7 +18,9 @@ public struct ONNXNodeContext {
   var constantNodes: [String: ValueID] = [:]
 
   public var opType: String { node.opType }
-  public var name: String { node.name.isEmpty ? node.outputs.first ?? node.opType : node.name }
+  public var name: String { node.name.isEmpty ? firstOutput ?? node.opType : node.name }
+  /// The first output the node names (an optional output left out is the empty name).
+  var firstOutput: String? { node.outputs.first { !$0.isEmpty } }
 
   /// An error naming this node.
   public func invalid(_ detail: String) -> ONNXImportError {
@@ -108,10 +110,10 @@ public struct ONNXNodeContext {
 
   /// Adds an IR node computing part of this ONNX node (named after its first output and `suffix`).
   public mutating func add(_ operation: Operation, _ inputs: [ValueID], suffix: String = "") throws -> ValueID {
-    builder.origin = LayerOrigin(name: node.outputs.first ?? name, type: node.opType)
+    builder.origin = LayerOrigin(name: firstOutput ?? name, type: node.opType)
     defer { builder.origin = nil }
     do {
-      return try builder.add(operation, name: (node.outputs.first ?? name) + suffix, inputs: inputs)
+      return try builder.add(operation, name: (firstOutput ?? name) + suffix, inputs: inputs)
     } catch let error as GraphError {
       throw invalid("\(error)")
     }

@@ -2,7 +2,8 @@ import ModelIR
 
 extension ONNXOperatorRegistry {
   /// `LSTM`, `GRU` and `RNN`: forward, reverse or bidirectional, zero initial states, no peepholes or
-  /// clipping, every sequence full length; each batch element runs as its own IR recurrent layer.
+  /// clipping, every sequence full length; each batch element runs as its own IR recurrent layer (and
+  /// per output read: `Y`, `Y_h`, an LSTM's `Y_c`).
   static let recurrentOperators: [String: [ONNXOperatorEntry]] =
     entries(["LSTM": [1, 7, 14]]) { try $0.recurrent(.lstm) }
     .merging(entries(["GRU": [1, 3, 7, 14]]) { try $0.recurrent(.gru(resetAfter: false)) }) { $0 + $1 }
@@ -65,7 +66,8 @@ extension ONNXNodeContext {
     for (index, what) in [(5, "initial_h"), (6, "initial_c"), (7, "P")] where hasInput(index) {
       guard try requiredConstant(index, what).floats.allSatisfy({ $0 == 0 }) else { throw invalid("a non-zero \(what) is not supported") }
     }
-    if case .lstm = cell, outputCount > 2, !node.outputs[2].isEmpty { throw invalid("the final cell state Y_c is not supported") }
+    var wantsCell = false
+    if case .lstm = cell { wantsCell = outputCount > 2 && !node.outputs[2].isEmpty }
     let wantsSequence = outputCount > 0 && !node.outputs[0].isEmpty
     let wantsLast = outputCount > 1 && !node.outputs[1].isEmpty
     if direction == "reverse" && wantsSequence { throw invalid("a reverse direction's Y (in time order) is not supported; Y_h is") }
@@ -132,14 +134,14 @@ extension ONNXNodeContext {
       return Recurrent.Weights(kernel: matrix(w, columns: inputSize), recurrentKernel: matrix(r, columns: units), bias: irBias)
     }
     let forward = weights(0), backward = directions == 2 ? weights(1) : nil
-    func layer(_ sequences: Bool) -> Recurrent {
+    func layer(_ sequences: Bool, cellState: Bool = false) -> Recurrent {
       Recurrent(
         cell: cell, units: units, activation: candidate, recurrentActivation: gateActivation, forward: forward, backward: backward,
-        returnSequences: sequences, goBackwards: direction == "reverse")
+        returnSequences: sequences, goBackwards: direction == "reverse", returnsCellState: cellState)
     }
     // One IR layer per batch element (and per output asked for).
     let source = batchFirst ? try add(.permute(order: [1, 0, 2]), [x], suffix: "__seq_first") : x
-    var sequences: [ValueID] = [], lasts: [ValueID] = []
+    var sequences: [ValueID] = [], lasts: [ValueID] = [], cells: [ValueID] = []
     for b in 0..<batch {
       let slice = batch == 1 ? source : try add(
         .slice(StridedSlice(begin: [0, b, 0], end: [steps, b + 1, inputSize], strides: [1, 1, 1])), [source], suffix: "__batch\(b)")
@@ -152,6 +154,10 @@ extension ONNXNodeContext {
         let h = try add(.recurrent(layer(false)), [steps2D], suffix: "__last\(b)")
         lasts.append(try add(.reshape(targetShape: [directions, 1, units]), [h], suffix: "__h\(b)"))
       }
+      if wantsCell {
+        let c = try add(.recurrent(layer(false, cellState: true)), [steps2D], suffix: "__cell\(b)")
+        cells.append(try add(.reshape(targetShape: [directions, 1, units]), [c], suffix: "__c\(b)"))
+      }
     }
     if wantsSequence {
       var y = sequences.count == 1 ? sequences[0] : try add(.concatenate(axis: 2), sequences, suffix: "__y")
@@ -162,6 +168,11 @@ extension ONNXNodeContext {
       var h = lasts.count == 1 ? lasts[0] : try add(.concatenate(axis: 1), lasts, suffix: "__h")
       if batchFirst { h = try add(.permute(order: [1, 0, 2]), [h], suffix: "__h_batch_first") }
       define(h, output: 1)
+    }
+    if wantsCell {
+      var c = cells.count == 1 ? cells[0] : try add(.concatenate(axis: 1), cells, suffix: "__c")
+      if batchFirst { c = try add(.permute(order: [1, 0, 2]), [c], suffix: "__c_batch_first") }
+      define(c, output: 2)
     }
   }
 }
