@@ -13,7 +13,7 @@ make_onnx_fixtures.py's `write_references`: 3 seeded samples uniform(-1, 1), inp
 them, outputs as onnxruntime computes them):
 
 - `lstm_states`: a forward LSTM (opset 14, layout 0) over X [5, 2, 3] (5 steps, batch 2), hidden 4, with
-  Y [5, 1, 2, 4], Y_h [1, 2, 4] and Y_c [1, 2, 4] all graph outputs.
+  Y (reshaped to Y_flat [5, 8]), Y_h [1, 2, 4] and Y_c [1, 2, 4] all graph outputs.
 - `bilstm_states`: a bidirectional LSTM over X [6, 1, 3], hidden 3, outputs Y_h and Y_c [2, 1, 3] only
   (tf2onnx's Bidirectional LSTM export reads them).
 - `lstm_reverse_cell`: a reverse LSTM over X [4, 1, 2], hidden 3, output Y_c only. (onnxruntime 1.20 refuses
@@ -53,11 +53,16 @@ def lstm_model(name, steps_batch_input, hidden, direction, layout, outputs, seed
     attributes = {"hidden_size": hidden, "direction": direction}
     if layout:
         attributes["layout"] = layout
-    node = helper.make_node("LSTM", ["X", "W", "R", "B"], node_outputs, name="lstm", **attributes)
-    graph = helper.make_graph(
-        [node], name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_shape)],
-        [helper.make_tensor_value_info(k, TensorProto.FLOAT, shapes[k]) for k in outputs],
-        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(rr, "R"), numpy_helper.from_array(b, "B")])
+    nodes = [helper.make_node("LSTM", ["X", "W", "R", "B"], node_outputs, name="lstm", **attributes)]
+    initializers = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(rr, "R"), numpy_helper.from_array(b, "B")]
+    declared = [helper.make_tensor_value_info(k, TensorProto.FLOAT, shapes[k]) for k in outputs if k != "Y"]
+    if "Y" in outputs:
+        # As exporters do, Y [T, directions, batch, hidden] is reshaped before it leaves the graph: [T, directions * batch * hidden].
+        flat = [steps, directions * batch * hidden]
+        initializers.append(numpy_helper.from_array(np.array(flat, np.int64), "Y_shape"))
+        nodes.append(helper.make_node("Reshape", ["Y", "Y_shape"], ["Y_flat"], name="flatten_steps"))
+        declared.insert(0, helper.make_tensor_value_info("Y_flat", TensorProto.FLOAT, flat))
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("X", TensorProto.FLOAT, x_shape)], declared, initializers)
     model = helper.make_model(graph, producer_name="onnx.helper", opset_imports=[helper.make_opsetid("", 14)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -87,6 +92,7 @@ def write(folder, name, model, x_shape, seed):
     names = [o.name for o in session.get_outputs()]
     results = [session.run(names, {"X": x}) for x in inputs]
     dims = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in list(model.graph.input) + list(model.graph.output)}
+    assert names == [o.name for o in model.graph.output]
     doc = {"computedBy": f"onnxruntime {ort.__version__}", "producer": "onnx.helper", "opset": 14, "layout": "row-major",
            "inputs": {"X": dims["X"]}, "outputs": {n: dims[n] for n in names},
            "samples": [{"inputs": {"X": shortest(x)}, "outputs": {n: shortest(y) for n, y in zip(names, ys)}}

@@ -36,8 +36,8 @@ import Testing
     ("convnext_block_opset18", .neuralNetwork), ("shuffle_block", .mlProgram), ("shuffle_block", .neuralNetwork),
     // A transformer (shifted windows, multi-head attention): the classic format is a rank-N network.
     ("tiny_vit", .mlProgram), ("tiny_vit", .neuralNetwork),
-    // LSTMs whose final hidden and cell states (Y_h, Y_c) are outputs: forward over a batch of 2,
-    // bidirectional, reverse (make_onnx_recurrent_states.py).
+    // LSTMs whose final hidden and cell states (Y_h, Y_c) are outputs: forward over a batch of 2 (its
+    // sequence Y [5, 1, 2, 4] has no classic form: refused), bidirectional, reverse (make_onnx_recurrent_states.py).
     ("recurrent/lstm_states", .mlProgram), ("recurrent/bilstm_states", .mlProgram),
     ("recurrent/bilstm_states", .neuralNetwork), ("recurrent/lstm_reverse_cell", .mlProgram), ("recurrent/lstm_reverse_cell", .neuralNetwork),
   ]

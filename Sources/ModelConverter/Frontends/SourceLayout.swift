@@ -42,15 +42,17 @@ enum SourceLayout {
       return s == 1 ? .channelsFirst(c: c, h: h, w: w) : nil
     }
     // Exact mapping and ML Programs: the description's shape, batch axis first; an array whose first axis
-    // is not a unit batch axis ([3000, 3000], an LSTM's [T, 1, B, units]) is read whole, in its own order.
+    // is not a unit batch axis ([3000, 3000]) is read whole, in its own order; so is a rank-5 or higher
+    // array after its unit batch axis (coremltools' TimeDistributed input [1, T, H, W, C]).
     switch shape.count {
     case 1: return .sameOrder(shape)
     case 2: return .sameOrder(shape[0] == 1 ? [shape[1]] : shape)
     // [1, T, D] is a sequence; any other rank-3 array is read as (C, H, W), which holds its elements
     // exactly either way (the transposes are the IR's bookkeeping).
     case 3: return shape[0] == 1 ? .sameOrder([shape[1], shape[2]]) : .channelsFirst(c: shape[0], h: shape[1], w: shape[2])
-    case 4: return shape[0] == 1 ? .channelsFirst(c: shape[1], h: shape[2], w: shape[3]) : .sameOrder(shape)
-    default: return .sameOrder(shape)
+    // A rank-4 array of a batch above 1 is not read: importers take rank 4 as NCHW images.
+    case 4: return shape[0] == 1 ? .channelsFirst(c: shape[1], h: shape[2], w: shape[3]) : nil
+    default: return shape[0] == 1 ? .sameOrder(shape) : nil
     }
   }
 
