@@ -372,6 +372,29 @@ import Testing
     var other = try chain(root: 1.5)
     try GeluFusionPass().run(&other)
     #expect(other.nodes.contains { $0.operation == .activation(.erf) })
+
+    // PyTorch's dynamo exporter (opset 18) halves the sum first: x * (0.5 * (1 + erf(x / sqrt(2)))).
+    func halvedFirst(half value: Float) throws -> Graph {
+      var builder = GraphBuilder()
+      let x = try builder.addInput(name: "x", type: TensorType([3, 4]))
+      let c = { (value: Float, name: String) in try builder.add(.constant(Constant(shape: [1], values: [value])), name: name, inputs: []) }
+      let divided = try builder.add(.elementwise(.divide), name: "div", inputs: [x, try c(Float(2).squareRoot(), "root")])
+      let erf = try builder.add(.activation(.erf), name: "erf", inputs: [divided])
+      let plus = try builder.add(.elementwise(.add), name: "plus", inputs: [erf, try c(1, "one")])
+      let halved = try builder.add(.elementwise(.multiply), name: "halved", inputs: [try c(value, "half_c"), plus])
+      let gelu = try builder.add(.elementwise(.multiply), name: "gelu", inputs: [x, halved])
+      return builder.build(outputs: [gelu])
+    }
+    let dynamo = try halvedFirst(half: 0.5)
+    var fused = dynamo
+    try GeluFusionPass().run(&fused)
+    #expect(fused.nodes.map(\.operation) == [.activation(.gelu(approximate: false))])
+    let dynamoInputs = Self.inputs(for: dynamo)
+    let (c, d) = (Interpreter(graph: dynamo).run(dynamoInputs)[0].values, Interpreter(graph: fused).run(dynamoInputs)[0].values)
+    #expect(zip(c, d).allSatisfy { abs($0 - $1) <= 8 * Float.ulpOfOne }, "\(zip(c, d).map { abs($0 - $1) }.max() ?? 0)")
+    var notHalf = try halvedFirst(half: 0.25)
+    try GeluFusionPass().run(&notHalf)
+    #expect(notHalf.nodes.contains { $0.operation == .activation(.erf) })
   }
 
   /// Twelve residual blocks as an ONNX import has them (a batch axis, each convolution between

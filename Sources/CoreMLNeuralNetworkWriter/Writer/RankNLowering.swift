@@ -228,6 +228,25 @@ struct RankNLowering {
         out, input: try input(r), output: out, outputChannels: weight.shape[0], kernelChannels: weight.shape[1], groups: try int(r, "groups"),
         kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"), dilation: try ints(r, "dilations"),
         padding: pad, weights: weight.values, bias: constant(r.param("bias"))?.values)
+    case "upsample_nearest_neighbor", "upsample_bilinear":
+      // The upsample layer scales the last two axes of its input by whole factors (rank 3 and up).
+      try requireRank4(r)
+      let factors = [try int(r, "scale_factor_height"), try int(r, "scale_factor_width")]
+      let mode: NeuralNetworkUpsampleMode =
+        r.type == "upsample_nearest_neighbor" ? .nearestNeighbor
+        : try bool(r, "align_corners", default: false) ? .bilinearAlignCornersTrue : .bilinearAlignCornersFalse
+      builder.upsample(out, input: try input(r), output: out, scalingFactor: factors, mode: mode)
+    case "resize_bilinear":
+      // Only the DEFAULT grid the ML Program writer uses (i / f for whole factors f): the layer's DEFAULT mode.
+      try requireRank4(r)
+      guard try string(r, "sampling_mode") == "DEFAULT" else { throw unsupported("resize_bilinear sampling other than DEFAULT") }
+      let inShape = try tensorOf(r.param("x")).shape, outShape = r.outputs[0].shape
+      let (h, w) = (inShape[inShape.count - 2], inShape[inShape.count - 1])
+      guard h > 0, w > 0, outShape[outShape.count - 2] % h == 0, outShape[outShape.count - 1] % w == 0 else {
+        throw unsupported("resize_bilinear by factors that are not whole")
+      }
+      builder.upsample(
+        out, input: try input(r), output: out, scalingFactor: [outShape[outShape.count - 2] / h, outShape[outShape.count - 1] / w], mode: .bilinearDefault)
     case "max_pool", "avg_pool":
       try requireRank4(r)
       guard !(try bool(r, "ceil_mode", default: false)) else { throw unsupported("pooling with ceil_mode") }

@@ -71,8 +71,11 @@ public struct GeluFusionPass: GraphPass {
     if let half = producer(partner), case .elementwise(.multiply) = half.operation, other(half, scalar: 0.5) == x, same {
       return (x, first)
     }
+    // ((1 + erf) * 0.5) * x (PyTorch's dynamo exporter): the half is a scalar, so only the results' shapes are x's.
+    let sameResult = graph[graph.nodes[first].output].type.shape == graph[x].type.shape
     if scalar(partner, in: graph).map({ abs($0 - 0.5) <= 5e-7 }) == true, let last = onlyReader(graph.nodes[first].output),
-      case .elementwise(.multiply) = graph.nodes[last].operation, graph.nodes[last].inputs.contains(x), same
+      case .elementwise(.multiply) = graph.nodes[last].operation, graph.nodes[last].inputs.contains(x), sameResult,
+      graph[graph.nodes[last].output].type.shape == graph[x].type.shape
     {
       return (x, last)
     }

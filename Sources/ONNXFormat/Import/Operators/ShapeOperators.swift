@@ -19,6 +19,7 @@ extension ONNXOperatorRegistry {
     register(["Shape": [1, 13, 15, 19]]) { try $0.shapeOf() }
     register(["ConstantOfShape": [9, 20]]) { try $0.constantOfShape() }
     register(["Cast": [1, 6, 9, 13, 19]]) { try $0.cast() }
+    register(["CastLike": [15, 19]]) { try $0.castLike() }
     register(["Gather": [1, 11, 13]]) { try $0.gather() }
     register(["Slice": [1, 10, 11, 13]]) { try $0.slice() }
     register(["Pad": [1, 2, 11, 13, 18, 19]]) { try $0.pad() }
@@ -199,6 +200,24 @@ extension ONNXNodeContext {
   mutating func cast() throws {
     let to = try int("to", 1)
     guard let type = ONNXDataType(rawValue: to) else { throw invalid("to \(to) is not a data type") }
+    try cast(to: type)
+  }
+
+  /// `CastLike` (the dynamo exporter's form of a cast): to the element type of input 1, an integer type
+  /// when that is an integer constant or a computed integer, else float.
+  mutating func castLike() throws {
+    let integer: Bool
+    if let target = try constant(1) {
+      integer = target.ints != nil
+    } else if case .tensor(let id)? = values[node.inputs[1]] {
+      integer = integerValues.contains(id)
+    } else {
+      throw invalid("input 1 (target_type) is missing")
+    }
+    try cast(to: integer ? .int64 : .float)
+  }
+
+  mutating func cast(to type: ONNXDataType) throws {
     if let c = try constant(0) {
       if type.isInteger || type == .bool {
         define(ONNXConstant(shape: c.shape, ints: c.floats.map { type == .bool ? ($0 != 0 ? 1 : 0) : Int($0.rounded(.towardZero)) }))
@@ -207,7 +226,14 @@ extension ONNXNodeContext {
       }
       return
     }
-    // Computed tensors are float32 in the IR; a cast to another float type is the value itself.
+    // Computed tensors are float32 in the IR; a cast to another float type is the value itself, and so
+    // is a cast of a computed integer (an integer input, exact arithmetic on it) to another integer type.
+    if type.isInteger, case .tensor(let id)? = values[node.inputs[0]], integerValues.contains(id) {
+      let y = try add(.reshape(targetShape: try shape(0)), [id])
+      integerValues.insert(y)
+      define(y)
+      return
+    }
     guard [.float, .float16, .double].contains(type) else { throw invalid("a cast of a computed tensor to \(type.name) is not supported") }
     define(try add(.reshape(targetShape: try shape(0)), [try tensor(0)]))
   }
