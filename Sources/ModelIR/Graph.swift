@@ -85,6 +85,18 @@ public struct Graph: Sendable, Equatable {
     outputs[position] = given
   }
 
+  /// Output `id` is `operation` applied to it: a node after the value takes the output's name and place
+  /// (the value is renamed), as `permuteOutput` does for a permute.
+  public mutating func appendToOutput(_ id: ValueID, operation: Operation, nodeName: String) {
+    guard let position = outputs.firstIndex(of: id) else { return }
+    let name = values[id].name
+    values[id].name = unusedName(name + "__network")
+    let given = values.count
+    values.append(Value(name: name, type: values[id].type))
+    nodes.append(Node(name: unusedName(nodeName), operation: operation, inputs: [id], output: given))
+    outputs[position] = given
+  }
+
   /// The graph without node `index`, its readers reading its single input instead.
   ///
   /// The node's output must not be a graph output.

@@ -22,6 +22,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case invalidSourcePreprocessing(path: String, input: String, detail: String)
   /// A shape was given for an input the model does not have (by its source or its new name).
   case unknownInput(name: String, known: [String])
+  /// An output asked to be an image is not one of the model's outputs, or not an `[H, W, 1]` / `[H, W, 3]` tensor.
+  case invalidImageOutput(output: String, detail: String)
   /// Weight compression the writers cannot make (a bit width, fraction or size out of range).
   case invalidCompression(String)
 
@@ -35,6 +37,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
       return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
     case .invalidCompression(let detail): return "weight compression: \(detail)"
+    case .invalidImageOutput(let output, let detail): return "image output '\(output)': \(detail)"
     case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
     case .invalidSourcePreprocessing(let path, let input, let detail): return "\(path): image input '\(input)': \(detail)"
     case .unknownInput(let name, let known):
@@ -50,7 +53,7 @@ extension ConversionError: KindedError {
   /// is about the model.
   public var kind: ErrorKind {
     switch self {
-    case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput, .invalidCompression: return .usage
+    case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput, .invalidCompression, .invalidImageOutput: return .usage
     case .labelsFileUnreadable, .labelsFileNotRegular: return .missingInput
     case .invalidLabels, .invalidWeightValue, .invalidSourcePreprocessing: return .badModel
     }

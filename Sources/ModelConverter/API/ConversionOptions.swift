@@ -10,6 +10,10 @@ public struct ConversionOptions: Sendable, Equatable {
   public var outputNames: [String]?
   /// Inputs (by their new names) that become images (`image_input_names`).
   public var imageInputNames: [String]
+  /// Outputs (by their new names) that become images (coremltools' `ImageType` outputs): an `[H, W, 3]`
+  /// or `[H, W, 1]` output whose values are mapped back to pixels by the image preprocessing undone,
+  /// `pixel = (value / channelScale - bias) / scale`, RGB, BGR with `isBGR`, or GRAYSCALE.
+  public var imageOutputNames: [String] = []
   /// Makes a classifier when set (`class_labels`).
   public var classLabels: ClassLabels?
   /// `image_scale`: multiplies every pixel before the biases are added.

@@ -132,6 +132,9 @@ public enum Converter {
       if rename.kind == "output", let space = imageOutputs.removeValue(forKey: rename.from) { imageOutputs[rename.to] = space }
       if rename.kind == "output", classifier?.probabilitiesOutput == rename.from { classifier?.probabilitiesOutput = rename.to }
     }
+    for name in options.imageOutputNames where imageOutputs[name] == nil {
+      imageOutputs[name] = try Self.makeImageOutput(name, in: &graph, preprocessing: options.imagePreprocessing)
+    }
     var writerOptions = CoreMLWriterOptions(
       imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target,
       declaredArrays: declaredArrays)
@@ -145,5 +148,39 @@ public enum Converter {
     model.float16Reasons = options.format == .mlProgram ? float16Reasons : []
     model.float32Operations = float32Operations
     return model
+  }
+
+  /// Output `name` as pixels: the image preprocessing undone, `pixel = value / (scale * channelScale) -
+  /// bias / scale` per channel (a batch normalization of mean 0 and variance 1 after the output, which
+  /// takes its name), and the colour space the channel count and `isBGR` say.
+  static func makeImageOutput(_ name: String, in graph: inout Graph, preprocessing: ImagePreprocessing) throws -> ImageColorSpace {
+    let names = graph.outputs.map { graph[$0].name }
+    guard let id = graph.outputs.first(where: { graph[$0].name == name }) else {
+      throw ConversionError.invalidImageOutput(output: name, detail: "the model's outputs are \(names.map { "'\($0)'" }.joined(separator: ", "))")
+    }
+    let shape = graph[id].type.shape
+    guard shape.count == 3, [1, 3].contains(shape[2]), shape[0] > 0, shape[1] > 0 else {
+      throw ConversionError.invalidImageOutput(output: name, detail: "its shape \(shape) is not [H, W, 3] or [H, W, 1] (channels last, as the IR holds images)")
+    }
+    let channels = shape[2]
+    let space = preprocessing.colorSpace(channels: channels)
+    if let given = preprocessing.normalizationChannels, given != channels {
+      throw ConversionError.invalidImageOutput(output: name, detail: "the normalization is for \(given) channels, the output has \(channels)")
+    }
+    guard preprocessing.scale.isFinite, preprocessing.scale != 0 else {
+      throw ConversionError.invalidImageOutput(output: name, detail: "an image scale of \(preprocessing.scale) cannot be undone")
+    }
+    let biases = preprocessing.networkBiases(channels: channels)
+    let factors = preprocessing.channelScales.map { Array($0.prefix(channels)) } ?? [Float](repeating: 1, count: channels)
+    let gamma = factors.map { 1 / (preprocessing.scale * $0) }, beta = biases.map { -$0 / preprocessing.scale }
+    guard gamma.allSatisfy(\.isFinite), beta.allSatisfy(\.isFinite) else {
+      throw ConversionError.invalidImageOutput(output: name, detail: "the image preprocessing cannot be undone (a zero factor)")
+    }
+    if gamma.allSatisfy({ $0 == 1 }) && beta.allSatisfy({ $0 == 0 }) { return space }
+    let normalization = BatchNormalization(
+      gamma: Constant(shape: [channels], values: gamma), beta: Constant(shape: [channels], values: beta),
+      mean: .filled(0, shape: [channels]), variance: .filled(1, shape: [channels]), epsilon: 0)
+    graph.appendToOutput(id, operation: .batchNormalization(normalization), nodeName: name + "__to_pixels")
+    return space
   }
 }

@@ -88,6 +88,33 @@ struct Comparison {
   /// was checked against the expected one.
   let preprocessing: [PreprocessingParity]
   let outputLayouts: [TensorLayout]
+  /// Image outputs made of a source's array outputs, by output index (see `PixelOutput`).
+  let pixelOutputs: [Int: PixelOutput]
+
+  /// An image output the conversion made of an array output (`--image-output`): Core ML turns the
+  /// output's values into 8-bit pixels, clamped to 0-255. The source's values become the pixels they
+  /// stand for by the image preprocessing undone (the expected one, else the converted model's image
+  /// input's), `pixel = (value / channelScale - bias) / scale`, and both are compared as pixels, within
+  /// one level (where a value lies on a rounding boundary, either side is right).
+  struct PixelOutput {
+    var preprocessing: ImagePreprocessing
+    var channels: Int
+
+    /// Pixels of the source's values `[..., C]` (channels last, as the IR holds them).
+    func pixels(ofSource values: [Float]) -> [Float] {
+      let biases = preprocessing.networkBiases(channels: channels)
+      let factors = preprocessing.channelScales ?? [Float](repeating: 1, count: channels)
+      return values.enumerated().map { index, value in
+        let c = index % channels
+        return Self.pixel((value / factors[min(c, factors.count - 1)] - biases[c]) / preprocessing.scale)
+      }
+    }
+
+    /// What Core ML stores of an image output's value.
+    static func pixel(_ value: Float) -> Float {
+      value.isNaN ? 0 : min(max(value.rounded(), 0), 255)
+    }
+  }
   let sourceRuntime: Interpreter
   let convertedRuntime: Interpreter
   /// Keyed by output index and input kind (`random` / `reference`).
@@ -154,7 +181,18 @@ struct Comparison {
       }
       return layout
     }
-    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic, options: options)
+    var pixelOutputs: [Int: PixelOutput] = [:]
+    for (index, convertedID) in converted.graph.outputs.enumerated() where !options.sourceImageOutputs.contains(source[source.outputs[index]].name) {
+      let name = converted.graph[convertedID].name
+      guard let feature = converted.spec.outputs.first(where: { $0.name == name }), case .image = feature.kind else { continue }
+      let channels = source[source.outputs[index]].type.shape.last ?? 1
+      let preprocessing = options.expectedPreprocessing ?? converted.inputs.lazy.compactMap(\.image).first ?? ImagePreprocessing()
+      pixelOutputs[index] = PixelOutput(preprocessing: preprocessing, channels: channels == 1 ? 1 : 3)
+    }
+    self.pixelOutputs = pixelOutputs
+    // The pixels are not the source's values: compared as pixels at the outputs, not as a layer.
+    let pixelValues = Set(pixelOutputs.keys.map { converted.graph.outputs[$0] })
+    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic, options: options).filter { !pixelValues.contains($0.converted) }
     layerStatistics = Array(repeating: Statistics(), count: pairs.count)
     sourceRuntime = Interpreter(graph: source, observed: Set(pairs.map(\.source)))
     convertedRuntime = Interpreter(graph: converted.graph, observed: Set(pairs.map(\.converted)))
@@ -481,6 +519,18 @@ struct Comparison {
     let kind = expected == nil ? "random" : "reference"
     for index in sourceOutputs.indices {
       let mapped = outputLayouts[index].toKeras(convertedOutputs[index], shape: sourceOutputs[index].shape)
+      if let pixels = pixelOutputs[index] {
+        let actual = mapped.values.map(PixelOutput.pixel)
+        accumulatePixels(.init(output: index, inputs: kind, against: .sourceModel), actual: actual, expected: pixels.pixels(ofSource: sourceOutputs[index].values))
+        if let expected {
+          guard expected[index].values.count == mapped.values.count else {
+            throw VerificationError.invalidReference(path: options.reference?.path ?? "", detail: "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)")
+          }
+          accumulatePixels(.init(output: index, inputs: kind, against: .referenceOutputs), actual: actual, expected: pixels.pixels(ofSource: expected[index].values))
+          accumulate(.init(output: index, inputs: kind, against: .referenceOutputsThroughSource), actual: sourceOutputs[index].values, expected: expected[index].values)
+        }
+        continue
+      }
       accumulate(.init(output: index, inputs: kind, against: .sourceModel), actual: mapped.values, expected: sourceOutputs[index].values)
       if let expected {
         guard expected[index].values.count == mapped.values.count else {
@@ -498,6 +548,22 @@ struct Comparison {
   mutating func accumulate(_ key: StatisticsKey, actual: [Float], expected: [Float]) {
     var stats = statistics[key] ?? Statistics()
     Self.accumulate(&stats, actual: actual, expected: expected, tolerance: tolerance)
+    statistics[key] = stats
+  }
+
+  /// Pixels of an image output: a mismatch is more than one level apart. The statistics' signal and
+  /// noise stay as for values, so the pass rule reads them alike.
+  mutating func accumulatePixels(_ key: StatisticsKey, actual: [Float], expected: [Float]) {
+    var stats = statistics[key] ?? Statistics()
+    for (a, b) in zip(actual, expected) {
+      stats.elements += 1
+      let error = abs(a - b)
+      if error > 1 { stats.mismatches += 1 }
+      stats.maxAbsolute = max(stats.maxAbsolute, error)
+      if b != 0 { stats.maxRelative = max(stats.maxRelative, error / abs(b)) }
+      stats.signal += Double(b) * Double(b)
+      stats.noise += Double(a - b) * Double(a - b)
+    }
     statistics[key] = stats
   }
 

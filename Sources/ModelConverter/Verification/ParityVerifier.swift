@@ -33,6 +33,7 @@ public enum ParityVerifier {
     if options.expectedLabels == nil, let classifier = source.classifier { options.expectedLabels = classifier.labels.descriptions }
     options.sourceTolerance = source.tolerance
     options.sourceDeclarations = source.declaredArrays
+    options.sourceImageOutputs = Set(source.imageOutputs.keys)
     options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
     let interface = InterfaceParity.check(source: source.interface, converted: spec)
     // Another number of inputs or outputs cannot be compared at all: the differences say why.

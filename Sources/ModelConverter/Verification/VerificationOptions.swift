@@ -47,6 +47,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The source's own multiarray declarations (a Core ML source's features), by name: a converted feature
   /// declared with the same shape holds the same bytes, whatever unit axes make its layout ambiguous.
   var sourceDeclarations: [String: DeclaredArray] = [:]
+  /// The source's own image outputs, by name: an image output of the converted model that is not one of
+  /// them holds pixels made of the source's values (`Comparison.PixelOutput`).
+  var sourceImageOutputs: Set<String> = []
   /// Whether a reference file holds the inputs as the source declares them (saved from the source's own
   /// runtime, such as onnxruntime's `[N, C, H, W]`), not in the graph's channels-last layout.
   var referenceInputsAsDeclared = false

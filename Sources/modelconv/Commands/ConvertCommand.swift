@@ -41,6 +41,8 @@ enum ConvertCommand: Subcommand {
     .option("--gray-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to a one-channel (grayscale) image (default 0)."),
     .flag("--bgr", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "The model was trained on BGR channel order."),
   ] + ImageNormalizationOptions.specs(section: "IMAGE INPUTS (network input = scale * pixel + bias)", verb: "network input =") + [
+    .option("--image-output", value: "NAME", section: "IMAGE OUTPUTS (pixel = (network output - bias) / scale)", help: "Make this [1, H, W, 3] or [1, H, W, 1] output an image (repeatable, or a comma list): the image options above undone give its pixels, RGB (BGR with --bgr) or GRAYSCALE; an ML Program needs iOS 16."),
+  ] + [
     .option("--labels", value: "L1,L2,...", section: "CLASSIFIER", help: "Class labels in output order; all integers give int64 labels."),
     .option("--labels-file", value: "FILE", section: "CLASSIFIER", help: "One label per line, or Teachable Machine's \"index label\" lines."),
     .option("--predicted-feature-name", value: "NAME", section: "CLASSIFIER", help: "Output holding the top label (default classLabel)."),
@@ -194,6 +196,7 @@ enum ConvertCommand: Subcommand {
     options.inputNames = try parsed.list("--input-names")
     options.outputNames = try parsed.list("--output-names")
     options.imageInputNames = try parsed.list("--image-input", "--image-input-names") ?? []
+    options.imageOutputNames = try parsed.list("--image-output") ?? []
     options.classLabels = try classLabels(parsed)
     options.imageScale = try parsed.float("--image-scale") ?? 1
     options.redBias = try parsed.float("--red-bias") ?? 0
@@ -228,11 +231,13 @@ enum ConvertCommand: Subcommand {
     options.customLayers.convertUnknown = parsed.flag("--custom-layers")
     options.allowNonFinite = parsed.flag("--allow-nonfinite")
     if let normalization = try ImageNormalizationOptions.values(parsed) {
-      guard !options.imageInputNames.isEmpty else { throw UsageError(message: "--image-mean and --image-std apply to image inputs; name them with --image-input") }
+      guard !options.imageInputNames.isEmpty || !options.imageOutputNames.isEmpty else {
+        throw UsageError(message: "--image-mean and --image-std apply to image inputs and outputs; name them with --image-input or --image-output")
+      }
       (options.imageMean, options.imageStd) = (normalization.mean, normalization.std)
     }
-    if options.imageInputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
-      throw UsageError(message: "--image-scale and the bias options apply to image inputs; name them with --image-input")
+    if options.imageInputNames.isEmpty, options.imageOutputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
+      throw UsageError(message: "--image-scale and the bias options apply to image inputs and outputs; name them with --image-input or --image-output")
     }
     return options
   }

@@ -40,7 +40,7 @@ enum VerifyCommand: Subcommand {
     .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute): real Keras (inputs channels last), or onnxruntime for an ONNX model (inputs as the model declares them, NCHW)."),
     .option("--labels", value: "L1,L2,...", section: "OTHER", help: "The labels the classifier should have, in output order."),
     .option("--labels-file", value: "FILE", section: "OTHER", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
-    .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a Keras input with unknown dimensions (repeatable)."),
+    .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a source input with unknown dimensions, as convert was given it (repeatable)."),
     .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the source as weights only, with this model.to_json() architecture."),
     .flag("--layers", section: "OTHER", help: "Print every compared layer, not only the first mismatch."),
     .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/2, with the per-layer table)."),
