@@ -21,7 +21,7 @@ import Testing
     ("dynamo/tiny_block_opset18", [:]), ("dynamo/tiny_block_opset18_raw", [:]), ("dynamo/tiny_block_opset21", [:]),
     ("dynamo/tiny_block_opset18_dynamic", ["x": [1, 8, 16]]),
     ("paddle/paddle_cnn", [:]), ("paddle/paddle_cnn_opset16", [:]), ("paddle/paddle_seg", [:]), ("paddle/paddle_seg_opset16", [:]),
-    ("ultralytics/yolov8_tiny_cls_64", [:]), ("ultralytics/yolov8_tiny_det_64", [:]), ("ultralytics/yolov8_tiny_det_dynamic", [:]),
+    ("ultralytics/yolov8_tiny_cls_64", [:]), ("ultralytics/yolov8_tiny_det_dynamic", [:]),
   ]
 
   static let cases: [(String, [String: [Int]], ModelFormat)] = fixtures.flatMap { name, shapes in
