@@ -49,6 +49,16 @@ import Testing
     ("reshape", .reshape(targetShape: [20, 6])), ("flatten", .flatten), ("permute", .permute(order: [2, 0, 1])),
     ("slice", .slice(StridedSlice(begin: [1, 0, 2], end: [4, 5, 6], strides: [1, 2, 1]))),
     ("pad", .constantPad(ConstantPadding(before: [1, 0, 0], after: [0, 2, 0], value: -0.5))),
+    // A deconvolution whose crop (TensorFlow's same padding: 1 row and column before, 0 after) is its
+    // explicit padding amounts, and whose valid output is the whole scatter.
+    ("conv_transpose_same", .convolutionTranspose(ConvolutionTranspose(
+      kernel: constant([3, 3, 2, 6], seed: 16), bias: constant([2], seed: 17), strides: [2, 2], padding: .same, outputSize: [8, 10]))),
+    ("conv_transpose_valid", .convolutionTranspose(ConvolutionTranspose(
+      kernel: constant([2, 3, 3, 6], seed: 18), bias: nil, strides: [1, 2], padding: .valid, outputSize: [5, 11]))),
+    ("upsample_nearest", .upsampling2D(height: 2, width: 3, mode: .nearest)),
+    ("upsample_bilinear", .upsampling2D(height: 2, width: 2, mode: .bilinear)),
+    ("upsample_align_corners", .upsampling2D(height: 3, width: 2, mode: .bilinearAlignCorners)),
+    ("upsample_asymmetric", .upsampling2D(height: 2, width: 2, mode: .bilinearAsymmetric)),
   ]
 
   @Test(arguments: imageOperations.map(\.0))

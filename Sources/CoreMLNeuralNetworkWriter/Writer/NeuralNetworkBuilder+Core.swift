@@ -44,8 +44,10 @@ extension NeuralNetworkBuilder {
   mutating func convolution(
     _ name: String, input: String, output: String,
     outputChannels: Int, kernelChannels: Int, groups: Int, kernelSize: [Int], stride: [Int], dilation: [Int],
-    padding: NeuralNetworkPadding, weights: CoreMLWeightValues, bias: CoreMLWeightValues?, deconvolutionOutputShape: [Int]? = nil
+    padding: NeuralNetworkPadding, weights: CoreMLWeightValues, bias: CoreMLWeightValues?, deconvolutionOutputShape: [Int]? = nil,
+    deconvolution: Bool = false
   ) throws {
+    let deconvolution = deconvolution || deconvolutionOutputShape != nil
     let params = arena.message(core_ml__specification__convolution_layer_params__init)
     params.pointee.outputchannels = UInt64(outputChannels)
     params.pointee.kernelchannels = UInt64(kernelChannels)
@@ -56,8 +58,8 @@ extension NeuralNetworkBuilder {
     params.pointee.stride = uint64s(stride)
     params.pointee.n_dilationfactor = dilation.count
     params.pointee.dilationfactor = uint64s(dilation)
+    if deconvolution { params.pointee.isdeconvolution = 1 }
     if let shape = deconvolutionOutputShape {
-      params.pointee.isdeconvolution = 1
       params.pointee.n_outputshape = shape.count
       params.pointee.outputshape = uint64s(shape)
     }
@@ -73,7 +75,7 @@ extension NeuralNetworkBuilder {
       params.pointee.valid = validPadding(amounts)
     }
     // Per output channel; a deconvolution's weights lead with its input channels: one scale for the tensor.
-    params.pointee.weights = try compressibleWeights(weights, channels: deconvolutionOutputShape == nil ? outputChannels : 1, layer: name)
+    params.pointee.weights = try compressibleWeights(weights, channels: deconvolution ? 1 : outputChannels, layer: name)
     if let bias {
       params.pointee.hasbias = 1
       params.pointee.bias = try self.weights(bias, layer: name)

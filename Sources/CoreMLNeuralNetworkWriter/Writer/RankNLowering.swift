@@ -228,6 +228,17 @@ struct RankNLowering {
         out, input: try input(r), output: out, outputChannels: weight.shape[0], kernelChannels: weight.shape[1], groups: try int(r, "groups"),
         kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"), dilation: try ints(r, "dilations"),
         padding: pad, weights: weight.values, bias: constant(r.param("bias"))?.values)
+    case "conv_transpose":
+      // The deconvolution layer with explicit amounts crops them off the full scatter:
+      // H_out = (H_in - 1) * stride + K - (top + bottom) ([rule VALID-PADDING]).
+      guard let weight = constant(r.param("weight")), weight.shape.count == 4 else { throw unsupported("a weight that is not a constant [I, O, kh, kw]") }
+      try requireRank4(r)
+      guard try int(r, "groups") == 1, try ints(r, "dilations").allSatisfy({ $0 == 1 }) else { throw unsupported("a grouped or dilated transposed convolution") }
+      guard r.param("output_shape") == nil else { throw unsupported("conv_transpose with output_shape") }
+      try builder.convolution(
+        out, input: try input(r), output: out, outputChannels: weight.shape[1], kernelChannels: weight.shape[0], groups: 1,
+        kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"), dilation: [1, 1],
+        padding: try customPad(r), weights: weight.values, bias: constant(r.param("bias"))?.values, deconvolution: true)
     case "upsample_nearest_neighbor", "upsample_bilinear":
       // The upsample layer scales the last two axes of its input by whole factors (rank 3 and up).
       try requireRank4(r)

@@ -453,9 +453,17 @@ extension CoreMLGraphImporter {
     }
     let bias = p.hasBias ? Constant(shape: [outputs], values: try weights(p.bias, "bias", count: outputs)) : nil
     var same = false
+    // Explicit amounts without an outputShape crop the full scatter: H_out = (H_in - 1) * stride + K - (top + bottom).
+    var crop: Box2D?
     switch p.padding {
     case .same: same = true
-    case .valid(let amounts): if amounts.contains(where: { $0 != 0 }) { throw unsupported("deconvolution with padding amounts") }
+    case .valid(let amounts):
+      if amounts.contains(where: { $0 != 0 }) {
+        guard p.outputShape.isEmpty else { throw unsupported("deconvolution with both padding amounts and an outputShape") }
+        let edges = try sizes(amounts, "paddingAmounts", allowZero: true)
+        guard edges.count == 4 else { throw unsupported("paddingAmounts of \(edges.count) edges") }
+        crop = Box2D(top: edges[0], bottom: edges[1], left: edges[2], right: edges[3])
+      }
     case .unset: break
     }
     let (hwc, leading) = try channelsLast(x)
@@ -467,7 +475,14 @@ extension CoreMLGraphImporter {
     let conv = ConvolutionTranspose(
       kernel: Constant(shape: [kh, kw, outputs, inputs], values: kernel), bias: bias, strides: strides, padding: same ? .same : .valid,
       outputSize: outputSize)
-    return try channelsFirst(try add(.convolutionTranspose(conv), [hwc]), leading: leading)
+    var result = try add(.convolutionTranspose(conv), [hwc])
+    if let crop {
+      guard crop.top + crop.bottom < outputSize[0], crop.left + crop.right < outputSize[1] else {
+        throw unsupported("paddingAmounts \(crop) leave nothing of a \(outputSize) output")
+      }
+      result = try add(.cropping2D(crop), [result])
+    }
+    return try channelsFirst(result, leading: leading)
   }
 
   mutating func pooling(_ p: PoolingParameters, _ x: ValueID) throws -> ValueID {
