@@ -277,6 +277,39 @@ def recurrent_stack(out):
     save(builder, out, "recurrent_stack", description="simple RNN and bidirectional LSTM")
 
 
+def top_left_conv(out):
+    """Convolutions with TOP_LEFT_HEAVY same padding (spec 1), where the odd total padding falls on the
+    top/left: a 3x3 kernel at stride 2 over 6x6 (total 1 per axis), then a 2x2 kernel at stride 1 (total 1)."""
+    r = rng(12)
+    builder = NeuralNetworkBuilder([("x", datatypes.Array(2, 6, 6))], [("y", datatypes.Array(3, 3, 3))])
+    w1, b1 = normal(r, 3, 3, 2, 4), normal(r, 4, scale=0.5)
+    builder.add_convolution("conv_strided", 2, 4, 3, 3, 2, 2, "same", 1, w1, b1, True, input_name="x", output_name="conv1_out",
+                            same_padding_asymmetry_mode="TOP_LEFT_HEAVY")
+    w2, b2 = normal(r, 2, 2, 4, 3), normal(r, 3, scale=0.5)
+    builder.add_convolution("conv_even_kernel", 4, 3, 2, 2, 1, 1, "same", 1, w2, b2, True, input_name="conv1_out", output_name="y",
+                            same_padding_asymmetry_mode="TOP_LEFT_HEAVY")
+    save(builder, out, "top_left_conv", description="TOP_LEFT_HEAVY same padding")
+
+    # NeuralNetwork.proto's SamePadding: output ceil(H / stride), total padding max(0, (out - 1) * stride + K - H),
+    # TOP_LEFT_HEAVY puts floor(total / 2) on the bottom/right and the rest on the top/left.
+    def same_top_left(x, w, b, stride):
+        kh, kw = w.shape[0], w.shape[1]
+        _, h, wd = x.shape
+        oh, ow = -(-h // stride), -(-wd // stride)
+        th, tw = max(0, (oh - 1) * stride + kh - h), max(0, (ow - 1) * stride + kw - wd)
+        padded = np.pad(x, ((0, 0), (th - th // 2, th // 2), (tw - tw // 2, tw // 2)))
+        return conv_valid(padded, w, b)[:, ::stride, ::stride][:, :oh, :ow]
+
+    samples = []
+    data = rng(103)
+    for _ in range(3):
+        x = data.uniform(-1, 1, (2, 6, 6))
+        y = same_top_left(same_top_left(x, w1, b1, 2), w2, b2, 1)
+        samples.append({"inputs": {"x": x.reshape(-1).tolist()}, "outputs": {"y": y.reshape(-1).tolist()}})
+    with open(os.path.join(out, "top_left_conv.reference.json"), "w") as f:
+        json.dump({"computedBy": "numpy", "samples": samples}, f)
+
+
 def regressor(out):
     """A neuralNetworkRegressor over a DOUBLE (C) vector (spec 1)."""
     r = rng(8)
@@ -327,7 +360,7 @@ def image_to_image(out):
 
 
 MODELS = ["gray_cnn", "rgb_cnn", "bgr_cnn", "double_arrays", "gru_text", "lstm_text", "lstm_cell_state", "recurrent_stack",
-          "regressor", "updatable", "image_to_image"]
+          "regressor", "updatable", "image_to_image", "top_left_conv"]
 
 
 def main():
@@ -353,6 +386,7 @@ def main():
     regressor(args.out)
     updatable(args.out)
     image_to_image(args.out)
+    top_left_conv(args.out)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import Testing
 
   static let convertible = [
     "gray_cnn", "rgb_cnn", "bgr_cnn", "double_arrays", "gru_text", "lstm_text", "recurrent_stack", "regressor", "updatable", "image_to_image",
+    "top_left_conv",
   ]
 
   static func url(_ name: String) -> URL { folder.appendingPathComponent(name + ".mlmodel") }
@@ -180,7 +181,7 @@ import Testing
 
   /// The source side on its own: our reader and runtime reproduce the outputs numpy computed from the
   /// same weights in `make_legacy_coreml.py` (float32 error).
-  @Test(arguments: ["gray_cnn", "gru_text", "lstm_cell_state"])
+  @Test(arguments: ["gray_cnn", "gru_text", "lstm_cell_state", "top_left_conv"])
   func sourceMatchesNumpyForwardPass(_ name: String) throws {
     struct Reference: Decodable {
       struct Sample: Decodable {

@@ -420,8 +420,30 @@ extension CoreMLGraphImporter {
     var (hwc, leading) = try channelsLast(x)
     switch p.padding {
     case .same(let mode):
-      guard mode == .known(.bottomRightHeavy) else { throw unsupported("TOP_LEFT_HEAVY same padding") }
-      padding = .same
+      switch mode {
+      case .known(.bottomRightHeavy): padding = .same
+      case .known(.topLeftHeavy):
+        // [rule SAME-PADDING]: the output is ceil(H / stride) long, the total padding
+        // max(0, (H_out - 1) * stride + K_dilated - H), and TOP_LEFT_HEAVY puts its larger half first:
+        // explicit zero padding, then a valid convolution.
+        let input = shape(hwc)
+        var before: [Int] = [], after: [Int] = []
+        for axis in 0..<2 {
+          let kernel = (axis == 0 ? kh : kw) - 1
+          let (dilatedSpan, overflow) = kernel.multipliedReportingOverflow(by: dilations[axis])
+          guard !overflow, input[axis] <= Int.max / 2 else { throw unsupported("a kernel too large for its dilation") }
+          let outputLength = (input[axis] + strides[axis] - 1) / strides[axis]
+          let (reach, overflow2) = (outputLength - 1).multipliedReportingOverflow(by: strides[axis])
+          guard !overflow2, reach <= Int.max / 2 - dilatedSpan else { throw unsupported("a stride too large for its input") }
+          let total = max(0, reach + dilatedSpan + 1 - input[axis])
+          before.append(total - total / 2)
+          after.append(total / 2)
+        }
+        if before.contains(where: { $0 != 0 }) || after.contains(where: { $0 != 0 }) {
+          hwc = try add(.zeroPadding2D(Box2D(top: before[0], bottom: after[0], left: before[1], right: after[1])), [hwc], suffix: "__pad")
+        }
+      case .unknown(let value): throw unsupported("same padding mode \(value)")
+      }
     case .valid(let paddingAmounts):
       let amounts = try sizes(paddingAmounts, "paddingAmounts", allowZero: true)
       if amounts.count == 4, amounts.contains(where: { $0 != 0 }) {
