@@ -40,6 +40,9 @@ import Testing
     // sequence Y [5, 1, 2, 4] has no classic form: refused), bidirectional, reverse (make_onnx_recurrent_states.py).
     ("recurrent/lstm_states", .mlProgram), ("recurrent/bilstm_states", .mlProgram),
     ("recurrent/bilstm_states", .neuralNetwork), ("recurrent/lstm_reverse_cell", .mlProgram), ("recurrent/lstm_reverse_cell", .neuralNetwork),
+    // If on a size test, and a simple RNN as a Loop of 5 iterations with a scan output (make_onnx_control_flow.py).
+    ("control_flow/if_shape_test", .mlProgram), ("control_flow/if_shape_test", .neuralNetwork),
+    ("control_flow/loop_rnn", .mlProgram), ("control_flow/loop_rnn", .neuralNetwork),
   ]
 
   /// A transformer as a classic network: specification 4 with `EXACT_ARRAY_MAPPING`, the products of two

@@ -3,6 +3,7 @@ import Foundation
 import ModelConverter
 import ONNXFormat
 import ReferenceRuntime
+import TestSupport
 import Testing
 
 /// Forms other exporters write (issue 35). Expected values are ONNX's documented semantics computed by hand.
@@ -53,5 +54,34 @@ import Testing
       nodes: [ONNXProtos.node("Softmax", name: "soft", inputs: ["x"], outputs: ["y"], attributes: [ONNXTestModels.intAttribute("axis", axis)])],
       inputs: [("x", shape)], outputs: [("y", shape)], opset: 13)
     try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
+  }
+
+  /// `If` and `Loop` are imported only where the model fixes what they do when it is read: an `If` whose
+  /// condition is computed from the data, and a `Loop` whose body's condition is, are refused naming the node.
+  @Test func controlFlowThatDependsOnTheDataIsRefused() throws {
+    var ifModel = try ONNXModelReader.read(contentsOf: Fixtures.url("onnx/control_flow/if_shape_test.onnx"))
+    let ifIndex = try #require(ifModel.graph.nodes.firstIndex { $0.opType == "If" })
+    ifModel.graph.nodes[ifIndex].inputs = ["X"]
+    #expect {
+      _ = try ONNXGraphImporter.importGraph(ifModel, path: "if.onnx")
+    } throws: { error in
+      guard case ONNXImportError.invalidNode(_, _, let opType, let detail) = error else { return false }
+      return opType == "If" && detail.contains("cond")
+    }
+
+    var loopModel = try ONNXModelReader.read(contentsOf: Fixtures.url("onnx/control_flow/loop_rnn.onnx"))
+    let loopIndex = try #require(loopModel.graph.nodes.firstIndex { $0.opType == "Loop" })
+    guard case .graph(var body)? = loopModel.graph.nodes[loopIndex].attribute("body") else { Issue.record("no body"); return }
+    // The body's condition becomes a value it computes (its state), after the state is computed.
+    body.nodes.removeFirst()
+    body.nodes.append(ONNXNode(name: "cond_from_data", opType: "Identity", inputs: ["h_out"], outputs: ["cond_out"]))
+    let attributeIndex = try #require(loopModel.graph.nodes[loopIndex].attributes.firstIndex { $0.name == "body" })
+    loopModel.graph.nodes[loopIndex].attributes[attributeIndex].value = .graph(body)
+    #expect {
+      _ = try ONNXGraphImporter.importGraph(loopModel, path: "loop.onnx")
+    } throws: { error in
+      guard case ONNXImportError.invalidNode(_, _, let opType, let detail) = error else { return false }
+      return opType == "Loop" && detail.contains("early exit")
+    }
   }
 }

@@ -28,8 +28,22 @@ public enum ONNXGraphImporter {
   public static func unsupportedOperators(in model: ONNXModel) -> [String] {
     let opset = model.opsetVersion(domain: "") ?? 1
     var counts: [String: Int] = [:]
-    for node in model.graph.nodes where ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) == nil {
-      counts[node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain)::\(node.opType)", default: 0] += 1
+    // The nodes of If and Loop bodies too, as deep as they may nest (an explicit stack: no recursion).
+    var pending: [(nodes: [ONNXNode], depth: Int)] = [(model.graph.nodes, 0)]
+    while let (nodes, depth) = pending.popLast() {
+      for node in nodes {
+        if ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) == nil {
+          counts[node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain)::\(node.opType)", default: 0] += 1
+        }
+        guard depth < ONNXOperatorRegistry.maxSubgraphDepth else { continue }
+        for attribute in node.attributes {
+          switch attribute.value {
+          case .graph(let g): pending.append((g.nodes, depth + 1))
+          case .graphs(let gs): pending += gs.map { ($0.nodes, depth + 1) }
+          default: break
+          }
+        }
+      }
     }
     return counts.keys.sorted().map { counts[$0]! > 1 ? "\($0) (\(counts[$0]!) nodes)" : $0 }
   }

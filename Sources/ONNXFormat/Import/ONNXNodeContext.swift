@@ -16,6 +16,8 @@ public struct ONNXNodeContext {
   /// stays a constant for operators that need its values (a shared initializer: Greater's operand and
   /// Clip's bound).
   var constantNodes: [String: ValueID] = [:]
+  /// How many `If`/`Loop` bodies this node sits in.
+  var depth = 0
 
   public var opType: String { node.opType }
   public var name: String { node.name.isEmpty ? firstOutput ?? node.opType : node.name }

@@ -16,7 +16,7 @@ public enum ONNXOperatorRegistry {
   static let operators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
     for family in [convolutionOperators, poolingOperators, normalizationOperators, elementwiseOperators, activationOperators,
-                   linearOperators, shapeOperators, reductionOperators, recurrentOperators, constantOperators] {
+                   linearOperators, shapeOperators, reductionOperators, recurrentOperators, constantOperators, controlFlowOperators] {
       all.merge(family) { $0 + $1 }
     }
     return all.mapValues { $0.sorted { $0.since < $1.since } }
