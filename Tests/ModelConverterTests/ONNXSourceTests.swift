@@ -43,6 +43,8 @@ import Testing
     // If on a size test, and a simple RNN as a Loop of 5 iterations with a scan output (make_onnx_control_flow.py).
     ("control_flow/if_shape_test", .mlProgram), ("control_flow/if_shape_test", .neuralNetwork),
     ("control_flow/loop_rnn", .mlProgram), ("control_flow/loop_rnn", .neuralNetwork),
+    // keras2onnx/onnxmltools-era forms at opset 8 (attributes where later opsets take inputs; make_onnx_old_opsets.py).
+    ("old_opsets/keras2onnx_opset8", .mlProgram), ("old_opsets/keras2onnx_opset8", .neuralNetwork),
   ]
 
   /// A transformer as a classic network: specification 4 with `EXACT_ARRAY_MAPPING`, the products of two

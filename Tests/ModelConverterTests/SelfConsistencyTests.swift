@@ -86,6 +86,7 @@ import Testing
     found += files("onnx/tf2onnx") { $0.hasSuffix(".onnx") }
     found += files("onnx/recurrent") { $0.hasSuffix(".onnx") }
     found += files("onnx/control_flow") { $0.hasSuffix(".onnx") }
+    found += files("onnx/old_opsets") { $0.hasSuffix(".onnx") }
     found += ["onnx/external_data/mlp_external.onnx"]
     found += files("hostile_onnx_coreml") { $0.hasSuffix(".onnx") || $0.hasSuffix(".mlmodel") || $0.hasSuffix(".mlpackage") }
     return found
