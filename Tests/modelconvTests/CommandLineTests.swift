@@ -193,7 +193,7 @@ import Testing
     #expect((report?["preprocessing"] as? [[String: Any]])?.first?["passed"] as? Bool == false)
     let text = try run(["verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--layers"])
     #expect(text.stdout.contains("FAIL preprocessing of 'input1'"))
-    #expect(text.stdout.contains("Keras 'conv1' (Conv2D) conv1_output <-> Core ML 'conv1' (convolution)"))
+    #expect(text.stdout.contains("source 'conv1' (Conv2D) conv1_output <-> Core ML 'conv1' (convolution)"))
   }
 
   @Test func convertWithVerifyChecksItsOwnPreprocessingAndWarns() throws {

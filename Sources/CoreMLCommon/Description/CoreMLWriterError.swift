@@ -37,7 +37,7 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
       return "layer '\(layer)': weight \(value) is outside the float16 range (max 65504); write float32 weights"
     case .invalidName(let kind, let name, let layer):
       let owner = layer.map { " (made by layer \($0.debugDescription))" } ?? ""
-      return "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in Keras before converting"
+      return "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in the source model before converting"
     case .invalidOption(let detail): return detail
     case .specificationTooLarge(let bytes, let limit, let float32Weights):
       let halves = float32Weights ? "float16 weights (half the size of float32) or " : ""

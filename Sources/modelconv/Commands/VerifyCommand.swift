@@ -54,14 +54,14 @@ enum VerifyCommand: Subcommand {
 
   /// The preprocessing options `convert` and `verify` share, as what the Keras model was trained on.
   static let preprocessingSpecs: [OptionSpec] = {
-    let section = "PREPROCESSING (what the Keras model was trained on, as given to convert)"
+    let section = "PREPROCESSING (what the source model was trained on, as given to convert)"
     return [
-      .option("--image-scale", value: "S", section: section, help: "Expected image scale (a number or a fraction such as 1/255); with the bias options, every image input's scaler and channel order are checked against these and the Keras model gets pixels preprocessed this way. Without them the converted model's own preprocessing is used for both and reported as not checked."),
+      .option("--image-scale", value: "S", section: section, help: "Expected image scale (a number or a fraction such as 1/255); with the bias options, every image input's scaler and channel order are checked against these and the source model gets pixels preprocessed this way. Without them the converted model's own preprocessing is used for both and reported as not checked."),
       .option("--red-bias", value: "B", section: section, help: "Expected red bias."),
       .option("--green-bias", value: "B", section: section, help: "Expected green bias."),
       .option("--blue-bias", value: "B", section: section, help: "Expected blue bias."),
       .option("--gray-bias", value: "B", section: section, help: "Expected gray bias."),
-      .flag("--bgr", section: section, help: "The Keras model was trained on BGR channel order."),
+      .flag("--bgr", section: section, help: "The source model was trained on BGR channel order."),
     ] + ImageNormalizationOptions.specs(section: section, verb: "Expected:")
   }()
 
@@ -185,10 +185,10 @@ enum VerifyCommand: Subcommand {
 
   static func describe(_ layer: LayerParity) -> String {
     if let shapes = layer.shapeMismatch {
-      return "FAIL Keras '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): different shapes, \(shapes)"
+      return "FAIL source '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): different shapes, \(shapes)"
     }
     let snr = layer.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
-    return "\(layer.passed ? "ok  " : "FAIL") Keras '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): "
+    return "\(layer.passed ? "ok  " : "FAIL") source '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): "
       + "max abs \(format(layer.maxAbsoluteError)), max rel \(format(layer.maxRelativeError)), outside tolerance \(String(format: "%.2f", layer.mismatchedShare * 100))%, SNR \(snr)"
   }
 
