@@ -8,7 +8,8 @@ Run by hand (not in CI), in a venv with the pins of requirements-exporters-paddl
     /tmp/venv-exporters-paddle/bin/python Samples/make_exporter_fixtures_paddle.py
 
 Each model is built in paddle's dygraph mode with seeded numpy weights (conv/linear kernels normal/sqrt(fan_in),
-biases normal*0.5, BatchNorm gamma/beta/mean normal, variance uniform(0.5, 2)), saved as an inference model with
+biases normal*0.5, BatchNorm gamma/beta/mean normal, variance uniform(0.5, 2); the layers before hardswish and ReLU6
+scaled by SCALES so the reference samples reach both clipped ends, printed at export), saved as an inference model with
 `paddle.jit.save` (PaddlePaddle 3 writes the PIR program as `model.json` + `model.pdiparams`) with the batch left
 unknown (InputSpec [None, ...]), and converted by the `paddle2onnx` command line with its defaults, as a user
 would run it: `paddle2onnx --model_dir DIR --model_filename model.json --params_filename model.pdiparams
@@ -20,11 +21,11 @@ Writes into `--out` (default `Fixtures/onnx/exporters/paddle/`):
 
 | file | model | opset |
 |---|---|---|
-| `paddle_cnn.onnx` | input `image` [-1,3,32,32] float32: Conv2D 3->8 3x3 s2 + BatchNorm + hardswish, depthwise Conv2D 3x3 (groups 8) + BatchNorm + hardswish, Conv2D 1x1 8->16 + BatchNorm + ReLU6, MaxPool2D 2, AdaptiveAvgPool2D 1, flatten, Linear 16->5, softmax; output [-1,5] | 11 |
+| `paddle_cnn.onnx` | input `image` [-1,3,32,32] float32: Conv2D 3->8 3x3 s2 + BatchNorm + hardswish, depthwise Conv2D 3x3 (groups 8) + BatchNorm + hardswish, Conv2D 1x1 8->16 + BatchNorm + ReLU6, MaxPool2D 2, AvgPool2D 4 (to [16,2,2]), flatten, Linear 64->5, softmax (labels cat, dog, bird, fish, frog); output [-1,5] | 11 |
 | `paddle_cnn_opset16.onnx` | the same model and weights | 16 |
 | `paddle_seg.onnx` | input `image` [-1,3,32,64] float32 (a text-detection map, DBNet-like in small): Conv 3->8 + BN + ReLU (c1, 32x64), Conv 8->16 s2 + BN + ReLU6 (c2), Conv 16->16 s2 + hardswish (c3), bilinear upsampling of c3 to c2's size read at run time (`paddle.shape`) + 1x1 lateral conv of c2, bilinear upsampling to c1's size + 1x1 lateral conv of c1, Conv 3x3 8->4 + ReLU, Conv 1x1 4->1, sigmoid; output [-1,1,32,64] | 11 |
 | `paddle_seg_opset16.onnx` | the same model and weights | 16 |
-| `*.reference.json`, `*.reference.h5` | 3 seeded samples (uniform [-1, 1], NCHW, batch 1), onnxruntime's outputs, checked against paddle's own dygraph outputs (rtol 1e-4, atol 1e-5); formats in exporter_references.py | |
+| `*.reference.json`, `*.reference.h5` | 3 seeded samples (NCHW, batch 1; uniform [-1, 1] for the CNN, multiples of 1/8 in [-1, 1] for the seg model, to keep its JSON under 200 KB), onnxruntime's outputs, checked against paddle's own dygraph outputs (rtol 1e-4, atol 1e-5); formats in exporter_references.py | |
 | `../paddle_manifest.json` | per model: exporter and versions, opset, ir_version, declared input/output dims (unknown dims as written), op-type histogram, the odd forms found in the graph (`features`), notes | |
 
 Known exporter limits met while writing this (paddle 3.3.1 + paddle2onnx 2.1.0): `F.interpolate(...,
@@ -56,10 +57,18 @@ FIXTURES = [
     ("paddle_seg_opset16", "seg", 22, (1, 3, 32, 64), 16),
 ]
 NOTES = {
-    "cnn": "paddle2onnx writes hardswish as HardSigmoid(alpha=1/6, beta=0.5) * x below opset 14 and HardSwish from 14; "
-           "ReLU6 as Clip with min/max inputs; the batch is declared -1; Linear as MatMul + Add; softmax on the last axis.",
-    "seg": "Bilinear upsampling to a size read from another tensor at run time: Shape -> Slice -> Concat (or Cast) "
-           "feeding Resize's sizes input; intermediate names like `conv2d_0.tmp_0` or `p2o.*` are not identifiers.",
+    "cnn": "producer_name and producer_version are empty. Input and output batch declared as the symbol DynamicDimension.0. hardswish is HardSigmoid(alpha=1/6, "
+           "beta=0.5) then Mul at opset 11, HardSwish at 16. ReLU6 is Clip with min/max as initializer inputs "
+           "(helper.constant.0/1) between Identity nodes (auto.cast.*). The first conv's bias is a separate Add of a "
+           "bias Reshape-folded to [1,C,1,1]; flatten is Shape -> Slice -> Concat -> Reshape; Linear is MatMul + Add; "
+           "Softmax axis 1. Names are not identifiers (p2o.pd_op.conv2d.0.0, Add.1, batch_norm2d_0.w_0); output "
+           "fetch_name_0. Weights are initializers.",
+    "seg": "producer_name and producer_version are empty. Not constant-folded: all weights are Constant nodes (no initializers), every conv bias is Reshape(bias, "
+           "Constant [1,-1,1,1]) + Add at run time, 18 Identity nodes. Each bilinear upsampling is Resize(linear, "
+           "half_pixel) with empty Constant roi and scales and a sizes input built at run time: Shape(of the target "
+           "tensor) -> Slice [2:] -> Cast int32 -> Cast int64, concatenated with Shape(x)[0:2]. ReLU6 is Clip with "
+           "Constant min/max inputs, hardswish HardSigmoid + Mul (opset 11) or HardSwish (16). The output batch is a "
+           "second symbol, DynamicDimension.1, not the input's DynamicDimension.0.",
 }
 
 
@@ -77,14 +86,14 @@ def build(kind):
             self.pointwise = nn.Conv2D(8, 16, 1, bias_attr=False)
             self.bn3 = nn.BatchNorm2D(16)
             self.pool = nn.MaxPool2D(2)
-            self.gap = nn.AdaptiveAvgPool2D(1)
-            self.fc = nn.Linear(16, 5)
+            self.avg = nn.AvgPool2D(4)
+            self.fc = nn.Linear(64, 5)
 
         def forward(self, image):
             x = F.hardswish(self.bn1(self.conv1(image)))
             x = F.hardswish(self.bn2(self.depthwise(x)))
             x = self.pool(F.relu6(self.bn3(self.pointwise(x))))
-            x = self.gap(x).flatten(1)
+            x = self.avg(x).flatten(1)
             return F.softmax(self.fc(x), axis=-1)
 
     class Seg(nn.Layer):
@@ -114,6 +123,12 @@ def build(kind):
     return {"cnn": CNN, "seg": Seg}[kind]()
 
 
+# Layers whose weight and bias are scaled so the clipped activations after them (hardswish, ReLU6) reach
+# both ends of their linear range on the reference samples (printed by the export); the classifier scaled down
+# so its softmax is not saturated.
+SCALES = {"bn1": 4.0, "bn2": 4.0, "bn3": 6.0, "c3": 5.0, "fc": 0.2}
+
+
 def randomize(model, seed):
     """Seeded numpy values for every parameter and BatchNorm statistic, in state_dict order."""
     rng = np.random.RandomState(seed)
@@ -128,13 +143,19 @@ def randomize(model, seed):
             value = rng.normal(size=shape) / np.sqrt(fan_in)
         else:
             value = rng.normal(size=shape) * 0.5
+        if key.endswith(("weight", "bias")):
+            value = value * SCALES.get(key.split(".")[0], 1.0)
         tensor.set_value(value.astype(np.float32))
     model.eval()
     return model
 
 
-def samples(shape, seed):
+def samples(shape, seed, kind):
+    """3 seeded inputs in [-1, 1]: uniform for the CNN; for the seg model (18,432 values a sample) multiples of
+    1/8, whose short exact decimals keep its reference JSON under 200 KB."""
     rng = np.random.RandomState(seed)
+    if kind == "seg":
+        return [(rng.randint(-8, 9, size=shape) / 8).astype(np.float32) for _ in range(3)]
     return [rng.uniform(-1, 1, size=shape).astype(np.float32) for _ in range(3)]
 
 
@@ -146,9 +167,22 @@ def export_one(kind, seed, shape, opset, out_path, outputs_path):
     paddle.seed(seed)
     paddle.set_device("cpu")
     model = randomize(build(kind), seed)
-    inputs = samples(shape, seed + 100)
+    inputs = samples(shape, seed + 100, kind)
+    seen = {}
+    watched = {"cnn": {"bn1": "hardswish", "bn2": "hardswish", "bn3": "relu6"},
+               "seg": {"bn2": "relu6", "c3": "hardswish"}}[kind]
+    handles = []
+    for layer_name, activation in watched.items():
+        def hook(_layer, _inputs, output, key=f"{layer_name} ({activation} input)"):
+            seen[key] = output.numpy()
+        handles.append(getattr(model, layer_name).register_forward_post_hook(hook))
     with paddle.no_grad():
         outputs = np.stack([model(paddle.to_tensor(x)).numpy() for x in inputs])
+    for h in handles:
+        h.remove()
+    for key, v in seen.items():  # how much of the clipped pieces the last sample reaches
+        low, high = (-3, 3) if "hardswish" in key else (0, 6)
+        print(f"    {kind}: {key}: {(v < low).mean():.1%} below {low}, {(v > high).mean():.1%} above {high}")
     np.save(outputs_path, outputs)
     with tempfile.TemporaryDirectory() as tmp:
         spec = [paddle.static.InputSpec([None] + list(shape[1:]), "float32", "image")]
@@ -203,7 +237,7 @@ def main():
             with open(path, "wb") as f:
                 f.write(exported[0])
             paddle_outputs = np.load(outputs_path)
-            inputs = samples(shape, seed + 100)
+            inputs = samples(shape, seed + 100, kind)
             write_references(out, name, path, inputs, layout="NCHW",
                              framework_outputs=[[y] for y in paddle_outputs],
                              labels=LABELS if kind == "cnn" else None)
