@@ -171,6 +171,60 @@ def graph_features(model):
     return features
 
 
+def canonical_form(model):
+    """The graph with every name an exporter makes up replaced by what it stands for: graph inputs and outputs
+    keep their names, initializers and Constant values are named by their contents, node outputs by the
+    producing node's position, Identity outputs by their input (Identity nodes only counted). Two exports with equal canonical forms compute the same thing the same way; used
+    where an exporter numbers or picks names nondeterministically (tf2onnx merges duplicate constants in an
+    order that changes from run to run)."""
+    import hashlib
+
+    from onnx import numpy_helper
+
+    def tensor_key(t):
+        a = numpy_helper.to_array(t)
+        return f"{a.dtype}{list(a.shape)}:{hashlib.sha1(a.tobytes()).hexdigest()[:16]}"
+
+    def value_dims(v):
+        return [d if isinstance(d, int) else "?" for d in dims(v)]
+
+    def graph_form(g, outer):
+        names = dict(outer)
+        for i in g.input:
+            names[i.name] = f"input:{i.name}:{elem_type(i)}{value_dims(i)}" if not outer else f"arg{len(names)}"
+        for t in g.initializer:
+            names[t.name] = tensor_key(t)
+        nodes, identities = [], 0
+        for n in g.node:
+            if n.op_type == "Identity":  # an alias: tf2onnx moves Identity nodes between loop outputs from run to run
+                names[n.output[0]] = names.get(n.input[0], f"unknown:{n.input[0]}")
+                identities += 1
+                continue
+            k = len(nodes)
+            attrs = []
+            for a in sorted(n.attribute, key=lambda a: a.name):
+                if a.type == onnx.AttributeProto.GRAPH:
+                    attrs.append((a.name, graph_form(a.g, names)))
+                elif a.type == onnx.AttributeProto.TENSOR:
+                    attrs.append((a.name, tensor_key(a.t)))
+                else:
+                    attrs.append((a.name, repr(onnx.helper.get_attribute_value(a))))
+            ins = tuple(names.get(x, f"unknown:{x}") if x else "" for x in n.input)
+            if n.op_type == "Constant":
+                for o in n.output:
+                    names[o] = f"constant:{attrs}"
+            else:
+                for j, o in enumerate(n.output):
+                    names[o] = f"node{k}:{j}"
+            nodes.append((n.op_type, n.domain, ins, tuple(attrs)))
+        outs = tuple(names.get(o.name, o.name) for o in g.output)
+        return (tuple(nodes), outs, identities)
+
+    m = model
+    return (m.ir_version, tuple((o.domain, o.version) for o in m.opset_import), m.producer_name, m.producer_version,
+            tuple(o.name for o in m.graph.output), graph_form(m.graph, {}))
+
+
 def manifest_entry(path, base, reference, exporter, extra=None):
     m = onnx.load(path)
     onnx.checker.check_model(m, full_check=True)

@@ -81,7 +81,7 @@ import Testing
       _ = try ONNXGraphImporter.importGraph(loopModel, path: "loop.onnx")
     } throws: { error in
       guard case ONNXImportError.invalidNode(_, _, let opType, let detail) = error else { return false }
-      return opType == "Loop" && detail.contains("early exit")
+      return opType == "Loop" && detail.contains("stops on its data")
     }
   }
 }

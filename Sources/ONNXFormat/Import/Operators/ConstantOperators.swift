@@ -3,12 +3,14 @@ import ModelIR
 
 extension ONNXOperatorRegistry {
   /// Operators exporters use on shapes and indices, computed at import when their inputs are constants
-  /// (`Mod`, `Range`, `ScatterND`): a computed input is refused by name. `Not` also takes computed booleans.
+  /// (`Mod`, `Range`, `ScatterND`, `ReduceProd`, as tf2onnx's Tensordot counts elements): a computed input
+  /// is refused by name. `Not` also takes computed booleans.
   static let constantOperators: [String: [ONNXOperatorEntry]] =
     entries(["Mod": [10, 13]]) { try $0.modulo() }
     .merging(entries(["Not": [1]]) { try $0.logicalNot() }) { $0 + $1 }
     .merging(entries(["Range": [11]]) { try $0.range() }) { $0 + $1 }
     .merging(entries(["ScatterND": [11, 13, 16, 18]]) { try $0.scatterND() }) { $0 + $1 }
+    .merging(entries(["ReduceProd": [1, 11, 13, 18]]) { try $0.reduceProduct() }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {
@@ -38,6 +40,41 @@ extension ONNXNodeContext {
     } else {
       guard fmod else { throw invalid("a floating-point Mod needs fmod 1") }
       define(ONNXConstant(shape: shape, floats: (0..<count).map { Foundation.fmod(a.floats[element(a, $0)], b.floats[element(b, $0)]) }))
+    }
+  }
+
+  /// The product over `axes` (all when none are given; axes an input from opset 18), of integers exactly
+  /// (overflow refused) or of floats.
+  mutating func reduceProduct() throws {
+    let x = try foldedInput(0)
+    let keepDims = try int("keepdims", 1) == 1
+    var raw: [Int]?
+    if opset >= 18 {
+      if hasInput(1) { raw = try requiredInts(1, "axes") }
+    } else {
+      raw = try ints("axes")
+    }
+    if raw?.isEmpty ?? true, try int("noop_with_empty_axes", 0) == 1 {
+      define(x)
+      return
+    }
+    let axes = Set(try (raw?.isEmpty ?? true ? Array(x.shape.indices) : raw!).map { try axis($0, rank: x.shape.count, "axes") })
+    let kept = x.shape.enumerated().map { axes.contains($0.offset) ? 1 : $0.element }
+    let shape = keepDims ? kept : x.shape.enumerated().filter { !axes.contains($0.offset) }.map(\.element)
+    let count = kept.reduce(1, *)
+    if let values = x.ints {
+      var result = [Int](repeating: 1, count: count)
+      for (flat, value) in values.enumerated() {
+        let target = Self.broadcastIndex(flat, of: x.shape, into: kept)
+        let (product, overflow) = result[target].multipliedReportingOverflow(by: value)
+        guard !overflow else { throw invalid("the product overflows 64-bit integers") }
+        result[target] = product
+      }
+      define(ONNXConstant(shape: shape, ints: result))
+    } else {
+      var result = [Float](repeating: 1, count: count)
+      for (flat, value) in x.floats.enumerated() { result[Self.broadcastIndex(flat, of: x.shape, into: kept)] *= value }
+      define(ONNXConstant(shape: shape, floats: result))
     }
   }
 

@@ -27,24 +27,36 @@ extension ONNXNodeContext {
     for (index, value) in results.enumerated() { defineValue(value, output: index) }
   }
 
-  /// `Loop` with a constant trip count and a condition that stays true: every iteration imported in turn,
-  /// the loop-carried values passed on, each scan output stacked along a new first axis.
+  /// `Loop` whose iterations are known when the model is read: a constant trip count `M`, a condition known
+  /// at each iteration (TensorFlow's while loops as tf2onnx writes them: no `M`, the body compares a
+  /// carried counter with a carried constant), or both. Every iteration is imported in turn, the
+  /// loop-carried values passed on, each scan output stacked along a new first axis; the loop stops where
+  /// `M` is reached or the condition turns false.
   mutating func loop() throws {
     guard let body = node.attribute("body")?.graph else { throw invalid("attribute 'body' must be a graph") }
-    guard hasInput(0) else { throw invalid("a loop without a trip count (M) runs until its condition says: not supported") }
-    let tripCounts = try requiredInts(0, "M (the trip count)")
-    guard tripCounts.count == 1, tripCounts[0] >= 0 else { throw invalid("M \(tripCounts) must be one count, not negative") }
-    let trips = tripCounts[0]
-    guard trips <= GraphLimits.maxUnrolledSteps else { throw invalid("M \(trips) is more steps than the \(GraphLimits.maxUnrolledSteps) unrolled") }
-    let (bodyNodes, overflow) = body.nodes.count.multipliedReportingOverflow(by: trips)
-    guard !overflow, bodyNodes <= ONNXOperatorRegistry.maxUnrolledNodes else {
-      throw invalid("\(trips) iterations of a \(body.nodes.count)-node body are more than \(ONNXOperatorRegistry.maxUnrolledNodes) nodes")
+    var trips: Int? = nil
+    if hasInput(0) {
+      let tripCounts = try requiredInts(0, "M (the trip count)")
+      guard tripCounts.count == 1, tripCounts[0] >= 0 else { throw invalid("M \(tripCounts) must be one count, not negative") }
+      trips = tripCounts[0]
     }
+    var running = true
     if hasInput(1) {
       let condition = try requiredConstant(1, "cond (a condition known when the model is read)")
       guard condition.floats.count == 1 else { throw invalid("cond has \(condition.floats.count) values, not one") }
-      // A false condition runs no iteration.
-      if condition.floats[0] == 0 && trips > 0 { throw invalid("a loop whose condition is false from the start is not supported") }
+      running = condition.floats[0] != 0
+    } else if trips == nil {
+      throw invalid("a loop with neither a trip count (M) nor a condition never ends")
+    }
+    // Bounded before anything is imported where M says how far it goes; a loop that only its
+    // condition ends is bounded as it runs.
+    let stepLimit = min(trips ?? Int.max, GraphLimits.maxUnrolledSteps)
+    if let trips {
+      guard trips <= GraphLimits.maxUnrolledSteps || !running else { throw invalid("M \(trips) is more steps than the \(GraphLimits.maxUnrolledSteps) unrolled") }
+      let (bodyNodes, overflow) = body.nodes.count.multipliedReportingOverflow(by: min(trips, GraphLimits.maxUnrolledSteps))
+      guard !overflow, bodyNodes <= ONNXOperatorRegistry.maxUnrolledNodes else {
+        throw invalid("\(trips) iterations of a \(body.nodes.count)-node body are more than \(ONNXOperatorRegistry.maxUnrolledNodes) nodes")
+      }
     }
     let carriedCount = inputCount - 2
     guard carriedCount >= 0, body.inputs.count == carriedCount + 2, body.outputs.count >= carriedCount + 1 else {
@@ -55,21 +67,29 @@ extension ONNXNodeContext {
     var carried: [ONNXValue] = []
     for index in 0..<carriedCount { carried.append(try inputValue(index + 2)) }
     var scans = [[ONNXValue]](repeating: [], count: scanCount)
-    for iteration in 0..<trips {
+    var iteration = 0
+    while running && iteration < (trips ?? Int.max) {
+      guard iteration < stepLimit else {
+        throw invalid("the loop runs more than the \(GraphLimits.maxUnrolledSteps) steps unrolled")
+      }
+      let (importedNodes, overflow) = body.nodes.count.multipliedReportingOverflow(by: iteration + 1)
+      guard !overflow, importedNodes <= ONNXOperatorRegistry.maxUnrolledNodes else {
+        throw invalid("\(iteration + 1) iterations of a \(body.nodes.count)-node body are more than \(ONNXOperatorRegistry.maxUnrolledNodes) nodes")
+      }
       var bindings: [String: ONNXValue] = [
         body.inputs[0].name: .constant(ONNXConstant(shape: [], ints: [iteration])),
         body.inputs[1].name: .constant(ONNXConstant(shape: [], ints: [1])),
       ]
       for (index, value) in carried.enumerated() { bindings[body.inputs[index + 2].name] = value }
       let results = try importSubgraph(body, bindings: bindings, tag: "iter\(iteration)")
-      // The condition the body computes must stay true (or the loop would stop early).
-      if case .constant(let c) = results[0] {
-        guard c.floats.first.map({ $0 != 0 }) ?? false else { throw invalid("the body's condition turns false at iteration \(iteration): an early exit is not supported") }
-      } else {
-        throw invalid("the body's condition is computed from the data: an early exit is not supported")
+      // The condition the body computes decides whether another iteration runs: it must be known.
+      guard case .constant(let c) = results[0], c.floats.count == 1 else {
+        throw invalid("the body's condition is computed from the data: a loop that stops on its data is not supported")
       }
+      running = c.floats[0] != 0
       carried = Array(results[1..<(1 + carriedCount)])
       for (index, value) in results[(1 + carriedCount)...].enumerated() { scans[index].append(value) }
+      iteration += 1
     }
     for (index, value) in carried.enumerated() { defineValue(value, output: index) }
     for (index, steps) in scans.enumerated() where carriedCount + index < outputCount {
