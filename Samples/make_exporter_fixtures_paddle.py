@@ -21,22 +21,25 @@ Writes into `--out` (default `Fixtures/onnx/exporters/paddle/`):
 
 | file | model | opset |
 |---|---|---|
-| `paddle_cnn.onnx` | input `image` [-1,3,32,32] float32: Conv2D 3->8 3x3 s2 + BatchNorm + hardswish, depthwise Conv2D 3x3 (groups 8) + BatchNorm + hardswish, Conv2D 1x1 8->16 + BatchNorm + ReLU6, MaxPool2D 2, AvgPool2D 4 (to [16,2,2]), flatten, Linear 64->5, softmax (labels cat, dog, bird, fish, frog); output [-1,5] | 11 |
+| `paddle_cnn.onnx` | input `image` [DynamicDimension.0,3,32,32] float32 (paddle2onnx 2 writes the unknown batch as a symbol, not -1): Conv2D 3->8 3x3 s2 + BatchNorm + hardswish, depthwise Conv2D 3x3 (groups 8) + BatchNorm + hardswish, Conv2D 1x1 8->16 + BatchNorm + ReLU6, MaxPool2D 2, AvgPool2D 4 (to [16,2,2]), flatten, Linear 64->5, softmax (labels cat, dog, bird, fish, frog); output `fetch_name_0` [DynamicDimension.0,5] | 11 |
 | `paddle_cnn_opset16.onnx` | the same model and weights | 16 |
-| `paddle_seg.onnx` | input `image` [-1,3,32,64] float32 (a text-detection map, DBNet-like in small): Conv 3->8 + BN + ReLU (c1, 32x64), Conv 8->16 s2 + BN + ReLU6 (c2), Conv 16->16 s2 + hardswish (c3), bilinear upsampling of c3 to c2's size read at run time (`paddle.shape`) + 1x1 lateral conv of c2, bilinear upsampling to c1's size + 1x1 lateral conv of c1, Conv 3x3 8->4 + ReLU, Conv 1x1 4->1, sigmoid; output [-1,1,32,64] | 11 |
+| `paddle_seg.onnx` | input `image` [DynamicDimension.0,3,32,64] float32 (a text-detection map, DBNet-like in small): Conv 3->8 + BN + ReLU (c1, 32x64), Conv 8->16 s2 + BN + ReLU6 (c2), Conv 16->16 s2 + hardswish (c3), bilinear upsampling of c3 to c2's size read at run time (`paddle.shape`) + 1x1 lateral conv of c2, bilinear upsampling to c1's size + 1x1 lateral conv of c1, Conv 3x3 8->4 + ReLU, Conv 1x1 4->1, sigmoid; output `fetch_name_0` [DynamicDimension.1,1,32,64] | 11 |
 | `paddle_seg_opset16.onnx` | the same model and weights | 16 |
 | `*.reference.json`, `*.reference.h5` | 3 seeded samples (NCHW, batch 1; uniform [-1, 1] for the CNN, multiples of 1/8 in [-1, 1] for the seg model, to keep its JSON under 200 KB), onnxruntime's outputs, checked against paddle's own dygraph outputs (rtol 1e-4, atol 1e-5); formats in exporter_references.py | |
-| `../paddle_manifest.json` | per model: exporter and versions, opset, ir_version, declared input/output dims (unknown dims as written), op-type histogram, the odd forms found in the graph (`features`), notes | |
+| `../paddle_manifest.json` | per model: exporter and versions, opset, ir_version, declared input/output dims (unknown dims as written), op-type histogram, the odd forms found in the graph (`features`), paddle2onnx's warnings, notes | |
 
 Known exporter limits met while writing this (paddle 3.3.1 + paddle2onnx 2.1.0): `F.interpolate(...,
 scale_factor=2.0)` saves its scale as a float64 array, which paddle2onnx 2.1.0 refuses ("the 0th elementwise MUST be
-ir::FloatAttribute"), so the seg model upsamples to sizes instead. `paddle.onnx.export` needs the forward
-argument's name to match the InputSpec's name; the CLI route avoids that.
+ir::FloatAttribute"), so the seg model upsamples to sizes instead. Paddle's dygraph-to-static translation (used by
+`paddle.jit.save` and `paddle.onnx.export`) needs `forward`'s first parameter to be named `self`: otherwise it fails
+with "`forward()` requires `x` arguments, but not found in input `args`". `paddle.onnx.export` runs the same
+converter in process; this script uses the command line on a saved inference model instead.
 """
 
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,8 +65,8 @@ NOTES = {
            "(helper.constant.0/1) between Identity nodes (auto.cast.*). The first conv's bias is a separate Add of a "
            "bias Reshape-folded to [1,C,1,1]; flatten is Shape -> Slice -> Concat -> Reshape; Linear is MatMul + Add; "
            "Softmax axis 1. Names are not identifiers (p2o.pd_op.conv2d.0.0, Add.1, batch_norm2d_0.w_0); output "
-           "fetch_name_0. Weights are initializers.",
-    "seg": "producer_name and producer_version are empty. Not constant-folded: all weights are Constant nodes (no initializers), every conv bias is Reshape(bias, "
+           "fetch_name_0. Weights are initializers; value_info for every intermediate (polygraphy's folding pass).",
+    "seg": "producer_name and producer_version are empty. paddle2onnx's polygraphy constant folding failed (exporter_warnings), so this is its unfolded graph, without value_info: all weights are Constant nodes (no initializers), every conv bias is Reshape(bias, "
            "Constant [1,-1,1,1]) + Add at run time, 18 Identity nodes. Each bilinear upsampling is Resize(linear, "
            "half_pixel) with empty Constant roi and scales and a sizes input built at run time: Shape(of the target "
            "tensor) -> Slice [2:] -> Cast int32 -> Cast int64, concatenated with Shape(x)[0:2]. ReLU6 is Clip with "
@@ -195,6 +198,15 @@ def export_one(kind, seed, shape, opset, out_path, outputs_path):
                               "--opset_version", str(opset)], capture_output=True, text=True)
         if run.returncode != 0 or not os.path.exists(out_path):
             sys.exit(f"paddle2onnx failed ({run.returncode}):\n{run.stdout}\n{run.stderr}")
+    # What paddle2onnx warned about (timestamps and colour codes dropped), for the manifest.
+    warnings = []
+    for line in (run.stdout + run.stderr).splitlines():
+        line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+        match = re.search(r"\[(WARNING|ERROR)\]\s*(.*)", line)
+        if match and "Static PaddlePaddle model will be deleted" not in match.group(2):
+            warnings.append(match.group(2).strip())
+    with open(outputs_path + ".warnings.json", "w") as f:
+        json.dump(warnings, f)
 
 
 def main():
@@ -237,6 +249,8 @@ def main():
             with open(path, "wb") as f:
                 f.write(exported[0])
             paddle_outputs = np.load(outputs_path)
+            with open(outputs_path + ".warnings.json") as f:
+                warnings = json.load(f)
             inputs = samples(shape, seed + 100, kind)
             write_references(out, name, path, inputs, layout="NCHW",
                              framework_outputs=[[y] for y in paddle_outputs],
@@ -247,7 +261,8 @@ def main():
                                    {"framework": f"paddlepaddle {PINS['paddlepaddle']}",
                                     "saved_as": "paddle.jit.save inference model (PIR model.json + model.pdiparams), "
                                                 "InputSpec [None, ...] float32 named image",
-                                    "requested_opset": opset, "seed": seed, "notes": NOTES[kind]})
+                                    "requested_opset": opset, "seed": seed, "exporter_warnings": warnings,
+                                    "notes": NOTES[kind]})
             entries.append(entry)
             print(f"  {entry['path']}: opset {entry['opset']}, ir {m.ir_version}, {entry['bytes']} bytes, "
                   f"inputs {entry['inputs']}, ops {entry['op_types']}")
