@@ -16,6 +16,8 @@ version that has them). Recurrent models look like the Keras 1/2 converter's: th
 `gray_cnn.reference.json` and `gru_text.reference.json` hold seeded inputs and the outputs of the model's
 forward pass computed here in numpy from the same weights (not by Core ML): the source side's independent
 check. Inputs and outputs are flat lists in Core ML's element order ((C, H, W) for images, pixel values 0-255).
+The recurrent references (`gru_text`, `lstm_cell_state`) have three samples that leave the optional state inputs
+out (Core ML reads zeros) and three that give them.
 """
 
 import argparse
@@ -206,18 +208,20 @@ def gru_text(out):
 
     # The gates use SIGMOID: add_gru's default SIGMOID_HARD is written without alpha/beta, whose meaning
     # (0.2/0.5 as Keras, or 0/0 as written) is not settled here.
-    # One step from a zero state (the sequence axis is 1 in a single prediction), Core ML's GRU formulas:
+    # One step from the given or a zero state (the sequence axis is 1 in a single prediction), Core ML's GRU formulas:
     # z = f(Wz x + Rz h + bz), r = f(Wr x + Rr h + br), c = tanh(Wo x + Ro (r * h) + bo), h' = (1 - z) c + z h.
+    # Three samples leave the optional state out (Core ML reads zeros), three give it (seeded, uniform [-1, 1]).
     samples = []
-    data = rng(101)
-    for _ in range(3):
+    data, states = rng(101), rng(103)
+    for k in range(6):
         x = data.uniform(-1, 1, dim)
-        h = np.zeros(hidden)
+        h = np.zeros(hidden) if k < 3 else states.uniform(-1, 1, hidden)
+        given = {} if k < 3 else {"gru_h_in": h.tolist()}
         z = sigmoid(w_x[0] @ x + w_h[0] @ h + b[0])
         rr = sigmoid(w_x[1] @ x + w_h[1] @ h + b[1])
         c = np.tanh(w_x[2] @ x + w_h[2] @ (rr * h) + b[2])
         h = (1 - z) * c + z * h
-        samples.append({"inputs": {"vectors": x.tolist()}, "outputs": {"gru_h_out": h.tolist(), "entities": softmax(w_fc @ h + b_fc).tolist()}})
+        samples.append({"inputs": {"vectors": x.tolist(), **given}, "outputs": {"gru_h_out": h.tolist(), "entities": softmax(w_fc @ h + b_fc).tolist()}})
     with open(os.path.join(out, "gru_text.reference.json"), "w") as f:
         json.dump({"computedBy": "numpy", "samples": samples}, f)
 
@@ -246,20 +250,25 @@ def lstm_text(out, name="lstm_text", cell_output=False):
     if not cell_output:
         return
 
-    # One step from zero states, NeuralNetwork.proto's LSTM formulas (add_unilstm's gate order i, f, o, z;
+    # One step from the given or zero states, NeuralNetwork.proto's LSTM formulas (add_unilstm's gate order i, f, o, z;
     # sigmoid gates, tanh cell and output activations, no forget bias):
     # i = s(Wi x + Ri h + bi), f = s(Wf x + Rf h + bf), o = s(Wo x + Ro h + bo), z = tanh(Wz x + Rz h + bz),
     # c' = f c + i z, h' = o tanh(c').
+    # Three samples leave the optional states out (Core ML reads zeros), three give both (seeded, uniform [-1, 1]).
     samples = []
-    data = rng(102)
-    for _ in range(3):
+    data, states = rng(102), rng(104)
+    for k in range(6):
         x = data.uniform(-1, 1, dim)
-        h, c = np.zeros(hidden), np.zeros(hidden)
+        if k < 3:
+            h, c, given = np.zeros(hidden), np.zeros(hidden), {}
+        else:
+            h, c = states.uniform(-1, 1, hidden), states.uniform(-1, 1, hidden)
+            given = {"lstm_h_in": h.tolist(), "lstm_c_in": c.tolist()}
         i, f, o = (sigmoid(w_x[k] @ x + w_h[k] @ h + b[k]) for k in range(3))
         z = np.tanh(w_x[3] @ x + w_h[3] @ h + b[3])
         c = f * c + i * z
         h = o * np.tanh(c)
-        samples.append({"inputs": {"tokens": x.tolist()},
+        samples.append({"inputs": {"tokens": x.tolist(), **given},
                         "outputs": {"lstm_h_out": h.tolist(), "lstm_c_out": c.tolist(), "scores": sigmoid(w_fc @ h + b_fc).tolist()}})
     with open(os.path.join(out, name + ".reference.json"), "w") as f:
         json.dump({"computedBy": "numpy", "samples": samples}, f)

@@ -67,7 +67,8 @@ public struct Graph: Sendable, Equatable {
     let name = values[id].name, type = values[id].type
     values[id].name = unusedName(name + "__declared_order")
     let stored = values.count
-    values.append(Value(name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType)))
+    values.append(Value(name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType), isOptional: values[id].isOptional))
+    values[id].isOptional = false
     let inverse = (0..<order.count).map { axis in order.firstIndex(of: axis) ?? axis }
     nodes.insert(Node(name: name + "__to_graph_order", operation: .permute(order: inverse), inputs: [stored], output: id), at: 0)
     inputs[position] = stored

@@ -9,12 +9,13 @@ public struct GraphBuilder {
 
   public init() {}
 
-  /// Adds a graph input.
-  public mutating func addInput(name: String, type: TensorType) throws -> ValueID {
+  /// Adds a graph input; an `optional` one may be left out by the caller (zeros then).
+  public mutating func addInput(name: String, type: TensorType, optional: Bool = false) throws -> ValueID {
     guard GraphLimits.areSizes(type.shape), GraphLimits.elementCount(type.shape) != nil else {
       throw GraphError.tooLarge(node: name, detail: "input shape \(type.shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements")
     }
     let id = try addValue(name: name, type: type)
+    values[id].isOptional = optional
     inputs.append(id)
     return id
   }

@@ -236,7 +236,14 @@ extension Operation {
       return result
 
     case .recurrent(let r):
-      try requireArity(1)
+      // x, then optionally the initial states of a single direction: h, and c for an LSTM.
+      let states = r.backward == nil ? (r.cell == .lstm ? [1, 3] : [1, 2]) : [1]
+      guard states.contains(inputShapes.count) else {
+        throw GraphError.arity(node: node, expected: states.map(String.init).joined(separator: " or "), actual: inputShapes.count)
+      }
+      for state in inputShapes.dropFirst() where state != [r.units] {
+        throw fail("an initial state \(state) does not fit \(r.units) units")
+      }
       let shape = inputShapes[0]
       try requirePositive("units", [r.units])
       let width = try checked.multiply(r.cell.gates, r.units)

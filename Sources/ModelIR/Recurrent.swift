@@ -56,6 +56,9 @@ public struct Recurrent: Sendable, Equatable {
   public var returnSequences: Bool
   /// Process the sequence last step first (a single direction only); sequences come out in that order.
   public var goBackwards: Bool
+  // A recurrent node reads `[T, C]`, and in a single direction optionally the initial hidden state
+  // `[units]` and, for an LSTM, then the initial cell state `[units]` (zeros when not given).
+
   /// An LSTM's final cell state instead of its hidden state (`[units]`, both directions' joined by the
   /// merge); only with `returnSequences` false.
   public var returnsCellState: Bool

@@ -220,7 +220,7 @@ public struct Interpreter: Sendable {
     case .constantPad(let padding): return Kernels.constantPad(x, padding, outputShape: outputShape)
     case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
     case .constant(let value): return value.values
-    case .recurrent(let layer): return RecurrentKernel.run(x, layer)
+    case .recurrent(let layer): return RecurrentKernel.run(x, layer, initial: inputs.dropFirst().map(\.values))
     case .layerNormalization(let norm):
       let c = x.shape.last ?? 1
       var result = x.values

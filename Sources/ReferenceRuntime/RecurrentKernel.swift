@@ -2,9 +2,12 @@ import ModelIR
 
 /// Runs SimpleRNN, LSTM and GRU layers step by step, as Keras defines them.
 enum RecurrentKernel {
-  static func run(_ x: Tensor, _ layer: Recurrent) -> [Float] {
+  /// `initial`: the single direction's initial hidden state and (LSTM) cell state, zeros when absent.
+  static func run(_ x: Tensor, _ layer: Recurrent, initial: [[Float]] = []) -> [Float] {
     let steps = x.shape[0]
-    let forward = direction(x, layer, layer.forward, reversed: layer.goBackwards, cellState: layer.returnsCellState)
+    let forward = direction(
+      x, layer, layer.forward, reversed: layer.goBackwards, cellState: layer.returnsCellState,
+      initialH: initial.first, initialC: initial.count > 1 ? initial[1] : nil)
     guard let backwardWeights = layer.backward else { return layer.returnSequences ? forward.flatMap { $0 } : forward.last! }
     // The backward pass reads the sequence last step first; Keras puts its outputs back in time order.
     let backward = direction(x, layer, backwardWeights, reversed: true, cellState: layer.returnsCellState)
@@ -21,7 +24,10 @@ enum RecurrentKernel {
   }
 
   /// The hidden state (or an LSTM's cell state, with `cellState`) after every step, in processing order.
-  static func direction(_ x: Tensor, _ layer: Recurrent, _ weights: Recurrent.Weights, reversed: Bool, cellState: Bool = false) -> [[Float]] {
+  static func direction(
+    _ x: Tensor, _ layer: Recurrent, _ weights: Recurrent.Weights, reversed: Bool, cellState: Bool = false,
+    initialH: [Float]? = nil, initialC: [Float]? = nil
+  ) -> [[Float]] {
     let (steps, inputs, units) = (x.shape[0], x.shape[1], layer.units)
     let width = layer.cell.gates * units
     let kernel = weights.kernel.values, recurrent = weights.recurrentKernel.values
@@ -37,7 +43,7 @@ enum RecurrentKernel {
       }
     }
 
-    var h = [Float](repeating: 0, count: units), c = [Float](repeating: 0, count: units)
+    var h = initialH ?? [Float](repeating: 0, count: units), c = initialC ?? [Float](repeating: 0, count: units)
     var outputs: [[Float]] = []
     for step in 0..<steps {
       let t = reversed ? steps - 1 - step : step

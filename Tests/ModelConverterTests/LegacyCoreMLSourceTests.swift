@@ -27,17 +27,6 @@ import Testing
     return output
   }
 
-  /// Optional recurrent state inputs the converter does not keep yet (issue 35, part 6, left open): the
-  /// values agree, and verify reports exactly the missing inputs.
-  static let droppedStates = ["gru_text": ["gru_h_in"], "lstm_text": ["lstm_h_in", "lstm_c_in"], "lstm_cell_state": ["lstm_h_in", "lstm_c_in"]]
-
-  static func interfaceOnlyLosesStates(_ report: ParityReport, _ name: String) -> Bool {
-    guard let states = droppedStates[name], let interface = report.interface else { return false }
-    let values = report.outputs.allSatisfy(\.passed) && report.layers.allSatisfy(\.passed) && report.violations.isEmpty
-    return values && !interface.passed && interface.differences.count == states.count
-      && zip(interface.differences, states).allSatisfy { $0.hasPrefix("input '\($1)' (array") && $0.hasSuffix("(optional)) is missing") }
-  }
-
   static func describe(_ report: ParityReport) -> String {
     "\(report.firstMismatch.map { "\($0)" } ?? "") \(report.outputs.filter { !$0.passed }) \(report.violations)"
   }
@@ -60,13 +49,17 @@ import Testing
     let source = Self.url(name)
     let output = try Self.convert(source, to: format)
     let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 8))
-    #expect(report.passed || Self.interfaceOnlyLosesStates(report, name), "\(name) -> \(format): \(Self.describe(report))")
+    #expect(report.passed, "\(name) -> \(format): \(Self.describe(report)) \(report.interface?.differences ?? [])")
     #expect(!report.outputs.isEmpty)
 
     // The interface stays: image colour space and size, labels, predicted feature name, outputs.
     let (before, after) = (try CoreMLSpecReader.read(contentsOf: source), try CoreMLSpecReader.read(contentsOf: output))
-    let kept = before.inputs.filter { !$0.isOptional }
-    #expect(after.inputs.map(\.name) == kept.map(\.name), "\(name): optional state inputs are read as zeros and not declared")
+    // Every input stays, in order, equally optional (recurrent state inputs included).
+    let kept = before.inputs
+    #expect(after.inputs.map(\.name) == kept.map(\.name), "\(name)")
+    #expect(after.inputs.map(\.isOptional) == kept.map(\.isOptional), "\(name)")
+    // An ML Program's optional input carries a default of zero (what Core ML's recurrent layers read for a missing state).
+    if format == .mlProgram { #expect(after.inputs.filter(\.isOptional).allSatisfy { $0.defaultValue == 0 }, "\(name)") }
     // Images keep their kind, size and colour space; multiarrays the shapes the source declared.
     for (a, b) in zip(kept, after.inputs) {
       switch (a.kind, b.kind) {
@@ -139,7 +132,7 @@ import Testing
     let half = try Self.convert(source, to: .mlProgram, precision: .float16, name: "half")
     #expect(try CoreMLSpecReader.read(contentsOf: half).usesFloat16)
     let halfReport = try ParityVerifier.verify(source: source, converted: half, options: VerificationOptions(samples: 8))
-    #expect(halfReport.passed || Self.interfaceOnlyLosesStates(halfReport, name), "\(name) float16: \(Self.describe(halfReport))")
+    #expect(halfReport.passed, "\(name) float16: \(Self.describe(halfReport))")
 
     let program = try Self.convert(source, to: .mlProgram, name: "program")
     // Recurrent layers MIL computes exactly are its own operations (a classic GRU's reset-before formula is not).
@@ -148,7 +141,7 @@ import Testing
     #expect(recurrent.allSatisfy(types.contains), "\(name): \(types.sorted())")
     let back = try Self.convert(program, to: .neuralNetwork, name: "back")
     let report = try ParityVerifier.verify(source: source, converted: back, options: VerificationOptions(samples: 8))
-    #expect(report.passed || Self.interfaceOnlyLosesStates(report, name), "\(name) NN -> ML Program -> NN: \(Self.describe(report))")
+    #expect(report.passed, "\(name) NN -> ML Program -> NN: \(Self.describe(report)) \(report.interface?.differences ?? [])")
   }
 
   /// An LSTM whose description declares its final cell state: the converted model keeps `lstm_c_out` as
@@ -167,22 +160,34 @@ import Testing
     }
   }
 
-  /// A state input that is not optional cannot be read as zeros: refused, naming the recurrent layer.
-  @Test func requiredStateInputIsRefused() throws {
+  /// A state input is the recurrent layer's initial state whether optional or required (Core ML reads a
+  /// missing optional one as zeros); an optional input with a default other than zero is refused.
+  @Test func stateInputsAreTheInitialStates() throws {
     var spec = try CoreMLSpecReader.read(contentsOf: Self.url("gru_text"))
     spec.inputs[1].isOptional = false
+    let required = try CoreMLGraphImporter.importModel(spec, path: "gru_text.mlmodel")
+    #expect(required.graph.inputs.map { required.graph[$0].isOptional } == [false, false])
+    #expect(required.graph.nodes.contains { node in
+      guard case .recurrent = node.operation else { return false }
+      return node.inputs.count == 2
+    })
+    spec.inputs[1].isOptional = true
+    spec.inputs[1].defaultValue = 0.5
     #expect {
       _ = try CoreMLGraphImporter.importModel(spec, path: "gru_text.mlmodel")
     } throws: { error in
-      guard case CoreMLReaderError.unsupportedLayer(_, let layer, _, let detail) = error else { return false }
-      return layer == "gru" && detail.contains("gru_h_in")
+      guard case CoreMLReaderError.invalidNetwork(_, let detail) = error else { return false }
+      return detail.contains("gru_h_in") && detail.contains("0.5")
     }
   }
 
-  /// The source side on its own: our reader and runtime reproduce the outputs numpy computed from the
-  /// same weights in `make_legacy_coreml.py` (float32 error).
-  @Test(arguments: ["gray_cnn", "gru_text", "lstm_cell_state", "top_left_conv"])
-  func sourceMatchesNumpyForwardPass(_ name: String) throws {
+  /// The source side, and each converted model as verify reads it back: our reader and runtime reproduce
+  /// the outputs numpy computed from the same weights in `make_legacy_coreml.py` (float32 error); the
+  /// recurrent fixtures' samples leave the optional states out (zeros) or give them.
+  @Test(arguments: ["gray_cnn", "gru_text", "lstm_cell_state", "top_left_conv"].flatMap { name in
+    [nil, ModelFormat.neuralNetwork, .mlProgram].map { (name, $0) }
+  })
+  func matchesNumpyForwardPass(_ name: String, _ format: ModelFormat?) throws {
     struct Reference: Decodable {
       struct Sample: Decodable {
         var inputs: [String: [Double]]
@@ -192,8 +197,11 @@ import Testing
       var samples: [Sample]
     }
     let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf: Self.folder.appendingPathComponent(name + ".reference.json")))
-    #expect(reference.computedBy == "numpy" && reference.samples.count == 3)
-    let model = try CoreMLGraphImporter.importModel(contentsOf: Self.url(name))
+    let withStates = ["gru_text": 3, "lstm_cell_state": 3][name] ?? 0
+    #expect(reference.computedBy == "numpy" && reference.samples.count == 3 + withStates)
+    #expect(reference.samples.filter { $0.inputs.count > 1 }.count == withStates)
+    let url = try format.map { try Self.convert(Self.url(name), to: $0) } ?? Self.url(name)
+    let model = try CoreMLGraphImporter.importModel(contentsOf: url)
     let interpreter = Interpreter(graph: model.graph)
     let outputNames = model.graph.outputs.map { model.graph[$0].name }
     for sample in reference.samples {

@@ -137,10 +137,7 @@ import Testing
         continue
       }
       let failures = report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" } + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
-      let stem = source.deletingPathExtension().lastPathComponent
-      #expect(
-        report.passed || (relative.hasPrefix("legacy_coreml/") && LegacyCoreMLSourceTests.interfaceOnlyLosesStates(report, stem)),
-        "\(relative) (\(format)): parity broken: \(failures) \(report.interface?.differences ?? [])")
+      #expect(report.passed, "\(relative) (\(format)): parity broken: \(failures) \(report.interface?.differences ?? [])")
     }
     if Self.onnxAndCoreMLRefusedOnPurpose.contains(name) {
       #expect(written == 0, "\(relative) is listed as refused on purpose but converted")

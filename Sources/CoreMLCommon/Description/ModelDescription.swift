@@ -87,6 +87,22 @@ package enum ModelDescription {
     }
   }
 
+  /// Marks an input the graph declares optional (`Value.isOptional`): the app may leave it out. With
+  /// `defaultZero` the array also carries `floatDefaultValue` 0 (as coremltools writes an ML Program's
+  /// optional input; specification 5+), else Core ML's recurrent layers read a missing state as zeros.
+  @discardableResult
+  package static func optional(
+    _ feature: UnsafeMutablePointer<CoreML__Specification__FeatureDescription>, _ value: Value, defaultZero: Bool
+  ) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+    guard value.isOptional, let type = feature.pointee.type else { return feature }
+    type.pointee.isoptional = 1
+    if defaultZero, type.pointee.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE, let array = type.pointee.multiarraytype {
+      array.pointee.default_optional_value_case = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE
+      array.pointee.floatdefaultvalue = 0
+    }
+    return feature
+  }
+
   package static func imageFeature(_ value: Value, image: ImagePreprocessing, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     let shape = value.type.shape
     guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else { throw CoreMLWriterError.invalidImageInput(name: value.name, shape: shape) }

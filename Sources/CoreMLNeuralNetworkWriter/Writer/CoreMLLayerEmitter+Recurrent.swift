@@ -28,13 +28,14 @@ extension CoreMLLayerEmitter {
     bias.map { Array($0.values[gate * units..<(gate + 1) * units]) }
   }
 
-  mutating func emitRecurrent(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {
+  /// `states`: the blobs of the initial hidden state and (LSTM) cell state, when the node reads them.
+  mutating func emitRecurrent(_ r: Recurrent, name: String, input: String, states: [String] = [], output: String, inputShape: [Int]) throws {
     func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: name, detail: detail) }
     let inputs = inputShape[1], units = r.units
     // What Core ML's recurrent layers cannot express is written step by step.
     if Self.needsUnrolling(r) {
       if r.returnsCellState { throw unsupported("an LSTM cell state of a layer written step by step") }
-      try emitUnrolled(r, name: name, input: input, output: output, inputShape: inputShape)
+      try emitUnrolled(r, name: name, input: input, initial: states, output: output, inputShape: inputShape)
       return
     }
     // Core ML's LSTM layers output the sequence or last step, then the final hidden and cell states; the
@@ -73,17 +74,17 @@ extension CoreMLLayerEmitter {
         return
       }
       try builder.unidirectionalLSTM(
-        name, input: input, outputs: [sequenceOutput] + stateOutputs, inputSize: inputs, outputSize: units, activations: activations,
+        name, input: input, states: states, outputs: [sequenceOutput] + stateOutputs, inputSize: inputs, outputSize: units, activations: activations,
         sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, reverseInput: r.goBackwards, weights: lstmWeights(r.forward))
 
     case .gru:
       try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
-        try emitter.emitGRU(r, weights, reverse: reverse, name: name, input: input, output: output, inputs: inputs)
+        try emitter.emitGRU(r, weights, reverse: reverse, name: name, input: input, states: states, output: output, inputs: inputs)
       }
 
     case .simple:
       try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
-        try emitter.emitSimpleRNN(r, weights, reverse: reverse, name: name, input: input, output: output, inputs: inputs)
+        try emitter.emitSimpleRNN(r, weights, reverse: reverse, name: name, input: input, states: states, output: output, inputs: inputs)
       }
     }
   }
@@ -105,7 +106,9 @@ extension CoreMLLayerEmitter {
     try emitMerge(r.merge, name: name, inputs: halves, output: output)
   }
 
-  private mutating func emitGRU(_ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, output: String, inputs: Int) throws {
+  private mutating func emitGRU(
+    _ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, states: [String], output: String, inputs: Int
+  ) throws {
     let units = r.units
     func gate(_ matrix: Constant, _ gate: Int) -> CoreMLWeightValues { .values(Self.gateMatrix(matrix, gate: gate, units: units)) }
     func bias(_ gate: Int) -> CoreMLWeightValues { .values(Self.gateBias(w.bias, gate: gate, units: units)!) }
@@ -116,13 +119,15 @@ extension CoreMLLayerEmitter {
       updateRecursion: gate(w.recurrentKernel, 0), resetRecursion: gate(w.recurrentKernel, 1), outputRecursion: gate(w.recurrentKernel, 2),
       bias: w.bias == nil ? nil : (bias(0), bias(1), bias(2)))
     try builder.gru(
-      name, input: input, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: units, activations: activations,
+      name, input: input, states: states, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: units, activations: activations,
       sequenceOutput: r.returnSequences, reverseInput: reverse, weights: weights)
   }
 
-  private mutating func emitSimpleRNN(_ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, output: String, inputs: Int) throws {
+  private mutating func emitSimpleRNN(
+    _ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, states: [String], output: String, inputs: Int
+  ) throws {
     try builder.simpleRecurrent(
-      name, input: input, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: r.units,
+      name, input: input, states: states, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: r.units,
       activation: try recurrentActivation(r.activation, layer: name), sequenceOutput: r.returnSequences, reverseInput: reverse,
       weights: .values(Self.gateMatrix(w.kernel, gate: 0, units: r.units)), recursion: .values(Self.gateMatrix(w.recurrentKernel, gate: 0, units: r.units)),
       bias: w.bias.map { .values($0.values) })

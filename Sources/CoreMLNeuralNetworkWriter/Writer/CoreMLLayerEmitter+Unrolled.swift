@@ -34,7 +34,8 @@ extension CoreMLLayerEmitter {
     }
   }
 
-  mutating func emitUnrolled(_ r: Recurrent, name: String, input: String, output: String, inputShape: [Int]) throws {
+  /// `initial`: a single direction's initial state blobs (h, and c for an LSTM); zeros without.
+  mutating func emitUnrolled(_ r: Recurrent, name: String, input: String, initial: [String] = [], output: String, inputShape: [Int]) throws {
     // Every step is several layers: the step count is limited so conversion stays within memory.
     guard let steps = inputShape.first, steps <= GraphLimits.maxUnrolledSteps else {
       throw CoreMLWriterError.unsupportedOperation(
@@ -42,7 +43,7 @@ extension CoreMLLayerEmitter {
         detail: "this recurrent layer is written step by step, and its \(inputShape.first ?? 0) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)")
     }
     guard let backward = r.backward else {
-      let states = try unrolledStates(r, r.forward, reversed: r.goBackwards, name: name, input: input, inputShape: inputShape)
+      let states = try unrolledStates(r, r.forward, reversed: r.goBackwards, name: name, input: input, initial: initial, inputShape: inputShape)
       try emitSequence(r.returnSequences ? states : [states.last!], name: name, output: output)
       return
     }
@@ -77,7 +78,7 @@ extension CoreMLLayerEmitter {
 
   /// The state blob after every step, in processing order.
   private mutating func unrolledStates(
-    _ r: Recurrent, _ w: Recurrent.Weights, reversed: Bool, name: String, input: String, inputShape: [Int]
+    _ r: Recurrent, _ w: Recurrent.Weights, reversed: Bool, name: String, input: String, initial: [String] = [], inputShape: [Int]
   ) throws -> [String] {
     let (steps, inputs, units) = (inputShape[0], inputShape[1], r.units)
     let width = r.cell.gates * units
@@ -112,7 +113,8 @@ extension CoreMLLayerEmitter {
       weights: Matrix.transposed(w.kernel.values, rows: inputs, columns: width), bias: Array(bias.prefix(width)), inputs: inputs, outputs: width)
     emitPermute(Self.sequenceToRow, name: "\(name)__row__", input: blob("projection"), output: blob("row"))
 
-    var state: String?, cell: String?
+    // nil stands for the zero state.
+    var state: String? = initial.first, cell: String? = initial.count > 1 ? initial[1] : nil
     var states: [String] = []
     for step in 0..<steps {
       let t = reversed ? steps - 1 - step : step

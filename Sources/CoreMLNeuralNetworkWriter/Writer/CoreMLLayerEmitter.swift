@@ -172,7 +172,7 @@ struct CoreMLLayerEmitter {
       try emitConcatenate(axis: axis, rank: inputShape.count, name: node.name, inputs: inputs, output: output)
 
     case .recurrent(let recurrent):
-      try emitRecurrent(recurrent, name: node.name, input: inputs[0], output: output, inputShape: inputShape)
+      try emitRecurrent(recurrent, name: node.name, input: inputs[0], states: Array(inputs.dropFirst()), output: output, inputShape: inputShape)
 
     case .embedding(let table):
       // Core ML's classic embedding looks up one token id per sequence step: a [T] input.

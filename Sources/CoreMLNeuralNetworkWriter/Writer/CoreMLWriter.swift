@@ -221,7 +221,8 @@ public enum CoreMLWriter {
         return node.inputs == [id]
       }
       if tokens && graph[id].type.shape.count == 1 { return ModelDescription.arrayFeature(graph[id].name, shape: [1], arena: arena) }
-      return try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena)
+      return ModelDescription.optional(
+        try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena), graph[id], defaultZero: false)
     }
     // An image output is the [C, H, W] blob of an [H, W, C] value, which Core ML turns into pixels.
     let outputs = try graph.outputs.map { id in

@@ -19,11 +19,12 @@ struct NeuralNetworkLSTMWeights {
 
 /// Recurrent layers over Core ML's sequence axis: specification 1. Their `outputs` are the sequence (or
 /// last step) output followed by the final states (`h`, then `c` for an LSTM; a bidirectional LSTM adds the
-/// backward `h` and `c`).
+/// backward `h` and `c`). `states` are the initial-state blobs the layer reads after its input (`h`, then
+/// `c` for an LSTM), zeros when none are given.
 extension NeuralNetworkBuilder {
   /// A GRU with activations `[recurrent (gates), output]`; weights registered in `NeuralNetworkGRUWeights` order.
   mutating func gru(
-    _ name: String, input: String, outputs: [String], inputSize: Int, outputSize: Int,
+    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int,
     activations: [NeuralNetworkActivation], sequenceOutput: Bool, reverseInput: Bool, weights w: NeuralNetworkGRUWeights
   ) throws {
     let params = arena.message(core_ml__specification__grulayer_params__init)
@@ -46,12 +47,12 @@ extension NeuralNetworkBuilder {
       params.pointee.outputgatebiasvector = try weights(bias.output)
     }
     params.pointee.reverseinput = reverseInput ? 1 : 0
-    append(name, inputs: [input], outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU, \.gru, params)
+    append(name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU, \.gru, params)
   }
 
   /// A simple RNN; weights registered as input matrix, recursion matrix, bias.
   mutating func simpleRecurrent(
-    _ name: String, input: String, outputs: [String], inputSize: Int, outputSize: Int, activation: NeuralNetworkActivation,
+    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int, activation: NeuralNetworkActivation,
     sequenceOutput: Bool, reverseInput: Bool, weights: CoreMLWeightValues, recursion: CoreMLWeightValues, bias: CoreMLWeightValues?
   ) throws {
     let params = arena.message(core_ml__specification__simple_recurrent_layer_params__init)
@@ -66,12 +67,12 @@ extension NeuralNetworkBuilder {
       params.pointee.biasvector = try self.weights(bias, layer: name)
     }
     params.pointee.reverseinput = reverseInput ? 1 : 0
-    append(name, inputs: [input], outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT, \.simplerecurrent, params)
+    append(name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT, \.simplerecurrent, params)
   }
 
   /// A unidirectional LSTM with activations `[recurrent (gates), cell, output]`.
   mutating func unidirectionalLSTM(
-    _ name: String, input: String, outputs: [String], inputSize: Int, outputSize: Int, activations: [NeuralNetworkActivation],
+    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int, activations: [NeuralNetworkActivation],
     sequenceOutput: Bool, cellClipThreshold: Float, reverseInput: Bool, weights: NeuralNetworkLSTMWeights
   ) throws {
     let settings = lstmSettings(sequenceOutput: sequenceOutput, hasBias: weights.bias != nil, cellClipThreshold: cellClipThreshold)
@@ -83,7 +84,7 @@ extension NeuralNetworkBuilder {
     params.pointee.params = settings
     params.pointee.weightparams = try lstmWeights(weights, layer: name)
     params.pointee.reverseinput = reverseInput ? 1 : 0
-    append(name, inputs: [input], outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM, \.unidirectionallstm, params)
+    append(name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM, \.unidirectionallstm, params)
   }
 
   /// A bidirectional LSTM whose output concatenates the forward and backward halves along C; the forward

@@ -20,9 +20,13 @@ extension MILEmitter {
     let width = plan.directions * recurrent.units
     let sequence = try op(
       "reshape", [("x", .tensor(x)), ("shape", .ints([steps, 1, columns]))], temporary(node.output, "steps"), dt, [steps, 1, columns])
+    // The initial states: the node's state inputs (`[1, units]` tensors, a single direction), else zeros.
     let zeros = [Float](repeating: 0, count: width)
-    var params: [(String, MILParam)] = [("x", .tensor(sequence)), ("initial_h", .floats(zeros, shape: [1, width], dt))]
-    if plan.type == "lstm" { params.append(("initial_c", .floats(zeros, shape: [1, width], dt))) }
+    func initial(_ index: Int) throws -> MILParam {
+      node.inputs.count > index ? .tensor(try tensor(node.inputs[index], .natural)) : .floats(zeros, shape: [1, width], dt)
+    }
+    var params: [(String, MILParam)] = [("x", .tensor(sequence)), ("initial_h", try initial(1))]
+    if plan.type == "lstm" { params.append(("initial_c", try initial(2))) }
     let directions = [(recurrent.forward, "")] + (recurrent.backward.map { [($0, "_back")] } ?? [])
     for (weights, suffix) in directions {
       let (ih, hh, bias) = plan.milWeights(weights, units: recurrent.units, columns: columns)

@@ -24,7 +24,12 @@ extension MILEmitter {
       [(recurrent.forward, recurrent.goBackwards, "fw")] + (recurrent.backward.map { [($0, true, "bw")] } ?? [])
     var results: [MILTensor] = []
     for direction in directions {
-      results.append(try unroll(recurrent, direction.weights, x: x, steps: steps, reversed: direction.reversed, tag: direction.tag, output: node.output, timeOrder: direction.tag == "bw"))
+      // A single direction may start from the node's state inputs (h, and c for an LSTM).
+      let initial = try node.inputs.dropFirst().map { try tensor($0, .natural) }
+      results.append(
+        try unroll(
+          recurrent, direction.weights, x: x, steps: steps, reversed: direction.reversed, tag: direction.tag, output: node.output,
+          timeOrder: direction.tag == "bw", initial: initial))
     }
     let dt = x.dataType
     let shape = MILLayout.natural.shape(graph[node.output].type.shape)
@@ -49,7 +54,8 @@ extension MILEmitter {
   /// One direction: the `[1, T, units]` states (in processing order, or time order when `timeOrder`)
   /// with `returnSequences`, else the last state `[1, units]`.
   private func unroll(
-    _ r: Recurrent, _ w: Recurrent.Weights, x: MILTensor, steps: Int, reversed: Bool, tag: String, output: ValueID, timeOrder: Bool
+    _ r: Recurrent, _ w: Recurrent.Weights, x: MILTensor, steps: Int, reversed: Bool, tag: String, output: ValueID, timeOrder: Bool,
+    initial: [MILTensor] = []
   ) throws -> MILTensor {
     let dt = x.dataType
     let units = r.units, gates = r.cell.gates, width = gates * units
@@ -71,7 +77,7 @@ extension MILEmitter {
     let recurrentWeights = Matrix.transposed(w.recurrentKernel.values, rows: units, columns: width)
     let recurrentWeight = try builder.const(recurrentWeights, shape: [width, units], dt, name: name("recurrent_weight").name)
     let zeros = try builder.const([Float](repeating: 0, count: units), shape: [1, units], dt, name: name("zeros").name)
-    var h = zeros, c = zeros
+    var h = initial.first ?? zeros, c = initial.count > 1 ? initial[1] : zeros
     var states: [MILTensor] = []
     func slice(_ t: MILTensor, _ from: Int, _ to: Int, _ suffix: String) throws -> MILTensor {
       try op("slice_by_index", [("x", .tensor(t)), ("begin", .ints([0, from])), ("end", .ints([1, to]))], name(suffix), dt, [1, to - from])

@@ -246,7 +246,8 @@ public struct MLProgramWriter: CoreMLModelWriter {
     let inputs = try graph.inputs.map { id -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
       if let image = options.imageInputs[graph[id].name] { return try ModelDescription.imageFeature(graph[id], image: image, arena: arena) }
       let declared = try Self.declaredArray(graph[id].name, shape: graph[id].type.shape, options: options)
-      return ModelDescription.arrayFeature(graph[id].name, shape: declared?.shape ?? [1] + graph[id].type.shape, arena: arena)
+      return ModelDescription.optional(
+        ModelDescription.arrayFeature(graph[id].name, shape: declared?.shape ?? [1] + graph[id].type.shape, arena: arena), graph[id], defaultZero: true)
     }
     description.pointee.n_input = inputs.count
     description.pointee.input = arena.pointerArray(inputs)

@@ -69,14 +69,32 @@ extension CoreMLGraphImporter {
     if let backwardActivations, backwardActivations.map(\.fieldNumber) != Array(layerActivations.map(\.fieldNumber).prefix(3)) {
       throw unsupported("different activations in the two directions")
     }
-    // Inputs past the first are the initial states (h, and c for an LSTM). The IR's recurrent layers start
-    // from zeros, which is what Core ML uses when an optional state input is not given.
-    for name in layer.inputs.dropFirst() {
-      guard let feature = spec.inputs.first(where: { $0.name == name }), feature.isOptional else {
-        let what = spec.inputs.contains { $0.name == name } ? "a required model input" : "computed by another layer"
-        throw unsupported("its initial state '\(name)' is \(what); only optional state inputs (read as zeros) are supported")
+    // Inputs past the first are the initial states (h, and c for an LSTM; zeros when an optional state
+    // input is not given, as Core ML documents). A single direction reads them as the IR node's state
+    // inputs; a bidirectional LSTM's four states are read as zeros, and only from optional inputs.
+    var initialStates: [ValueID] = []
+    let stateNames = Array(layer.inputs.dropFirst())
+    if backwardGates == nil {
+      guard stateNames.count <= (cell == .lstm ? 2 : 1) else { throw unsupported("\(stateNames.count) state inputs") }
+      for name in stateNames {
+        guard let blob = blobs[name] else { throw unsupported("its initial state '\(name)' is not computed before it") }
+        guard builder.type(of: blob).elementCount == units else {
+          throw unsupported("its initial state '\(name)' of shape \(shape(blob)) is not \(units) values")
+        }
+        initialStates.append(try reshape(blob, to: [units]))
       }
-      zeroStateInputs.insert(name)
+      if cell == .lstm && initialStates.count == 1 {
+        // An LSTM given h only starts from a zero cell state.
+        initialStates.append(try add(.constant(Constant(shape: [units], values: [Float](repeating: 0, count: units))), [], suffix: "__c_in"))
+      }
+    } else {
+      for name in stateNames {
+        guard let feature = spec.inputs.first(where: { $0.name == name }), feature.isOptional else {
+          let what = spec.inputs.contains { $0.name == name } ? "a required model input" : "computed by another layer"
+          throw unsupported("its initial state '\(name)' is \(what); a bidirectional LSTM's states are read as zeros, only from optional inputs")
+        }
+        zeroStateInputs.insert(name)
+      }
     }
 
     /// Core ML's per-gate `[units, inputs]` matrices as the IR's `[inputs, gates * units]` kernel.
@@ -104,7 +122,7 @@ extension CoreMLGraphImporter {
       backward: try backwardGates.map { try direction("backward.", $0) }, merge: .concat,
       returnSequences: returnSequences, goBackwards: reversed)
     let sequence = try reshape(x, to: [steps, channels])
-    let result = try add(.recurrent(recurrent), [sequence])
+    let result = try add(.recurrent(recurrent), [sequence] + initialStates)
     let out = shape(result)
     let output = try reshape(result, to: out.count == 2 ? [out[0], out[1], 1, 1] : [1, out[0], 1, 1])
     if layer.outputs.count < 2 { return [output] }
@@ -113,7 +131,7 @@ extension CoreMLGraphImporter {
       let state = Recurrent(
         cell: cell, units: units, activation: recurrent.activation, recurrentActivation: recurrent.recurrentActivation, forward: weights,
         returnSequences: false, goBackwards: reversed, returnsCellState: cellState)
-      return try reshape(try add(.recurrent(state), [sequence], suffix: "__" + tag), to: [1, units, 1, 1])
+      return try reshape(try add(.recurrent(state), [sequence] + initialStates, suffix: "__" + tag), to: [1, units, 1, 1])
     }
     // Outputs past the first: the final hidden state, an LSTM's final cell state, and for a bidirectional
     // LSTM the backward direction's two (Core ML's output order). Only those a later layer or the model

@@ -141,7 +141,11 @@ public struct CoreMLGraphImporter {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has no fixed shape (\(declared))")
       }
       _ = try elementCount(shape, "input '\(feature.name)' shape")
-      blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape))
+      // An optional input is the IR's (zeros when not given): a default other than zero is not.
+      if feature.isOptional, let fill = feature.defaultValue, fill != 0 {
+        throw CoreMLReaderError.invalidNetwork(path: path, detail: "optional input '\(feature.name)' defaults to \(fill); only a default of zero is supported")
+      }
+      blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape), optional: feature.isOptional)
       return CoreMLInput(name: feature.name, shape: shape)
 
     case .image(let width, let height, let colorSpace):

@@ -2,7 +2,8 @@ import CoreMLCommon
 import ModelIR
 
 extension MILProgramImporter {
-  /// `lstm`, `gru` and `rnn` over `x` of shape `[s, 1, I]` with zero initial states, as one IR recurrent node.
+  /// `lstm`, `gru` and `rnn` over `x` of shape `[s, 1, I]` as one IR recurrent node; initial states are
+  /// zeros, or for a single direction any `[1, units]` tensors (the node's state inputs).
   ///
   /// MIL orders the gates LSTM `input, forget, output, cell` and GRU `reset, output (candidate), update`; the
   /// IR keeps Keras' orders (LSTM `i, f, c, o`, GRU `z, r, h`). MIL's `gru` adds its single bias outside the
@@ -30,12 +31,27 @@ extension MILProgramImporter {
     let gates = cell.gates
     guard weightIH.type.shape[0] % gates == 0, weightIH.type.shape[0] > 0 else { throw invalid("weight_ih \(weightIH.type.shape) is not \(gates) gates") }
     let units = weightIH.type.shape[0] / gates
+    var initialStates: [ValueID] = []
+    var givenStates = false
     for key in ["initial_h", "initial_c"] where type == "lstm" || key == "initial_h" {
-      guard let state = try constant(key) else { throw invalid("required parameter '\(key)' is missing") }
-      guard state.count == directions * units, state.asFloats.allSatisfy({ $0 == 0 }) else {
-        throw unsupported("\(key) must be a constant of zeros (\(directions * units) values)")
+      var computed = false
+      if case .name(let name)? = argument(key), constants[name] == nil, values[name] != nil { computed = true }
+      if !computed {
+        guard let state = try constant(key) else { throw invalid("required parameter '\(key)' is missing") }
+        guard state.count == directions * units else { throw invalid("\(key) has \(state.count) values, needs \(directions * units)") }
+        if state.asFloats.allSatisfy({ $0 == 0 }) {
+          initialStates.append(try add(.constant(.filled(0, shape: [units])), [], suffix: "__" + key))
+          continue
+        }
       }
+      guard directions == 1 else { throw unsupported("\(key) of a bidirectional layer must be a constant of zeros") }
+      let state = try tensor(key)
+      guard builder.type(of: state).elementCount == units else { throw invalid("\(key) of shape \(shape(state)) is not [1, \(units)]") }
+      initialStates.append(try reshape(state, to: [units]))
+      givenStates = true
     }
+    // Zero states are the node's default: only states the program computes become inputs.
+    if !givenStates { initialStates = [] }
     if type == "lstm" {
       for key in ["peephole", "peephole_back"] {
         if let peephole = try constant(key), peephole.asFloats.contains(where: { $0 != 0 }) { throw unsupported("non-zero \(key)") }
@@ -96,16 +112,16 @@ extension MILProgramImporter {
         returnSequences: returnSequences, goBackwards: direction == "reverse", returnsCellState: cellState)
     }
     let width = directions * units
-    let output = try add(.recurrent(layer(sequences)), [steps], suffix: "__steps")
+    let output = try add(.recurrent(layer(sequences)), [steps] + initialStates, suffix: "__steps")
     try define(try reshape(output, to: [sequences ? s[0] : 1, 1, width]))
     if operation.outputs.count > 1 {
-      let last = sequences ? try add(.recurrent(layer(false)), [steps], suffix: "__final") : output
+      let last = sequences ? try add(.recurrent(layer(false)), [steps] + initialStates, suffix: "__final") : output
       values[try outputName(1)] = try builder.add(.reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(1)), inputs: [last])
     }
     if type == "lstm", operation.outputs.count > 2 {
       // The final cell state `[1, width]` (both directions' joined), a layer of its own; left to dead-code
       // removal when nothing reads it.
-      let cellState = try add(.recurrent(layer(false, cellState: true)), [steps], suffix: "__cell")
+      let cellState = try add(.recurrent(layer(false, cellState: true)), [steps] + initialStates, suffix: "__cell")
       values[try outputName(2)] = try builder.add(.reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(2)), inputs: [cellState])
     }
   }

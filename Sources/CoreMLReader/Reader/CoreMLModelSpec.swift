@@ -18,11 +18,15 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     /// Whether the description marks the feature optional (a recurrent layer's state input, as the
     /// Keras converter declared them: Core ML reads zeros when it is not given).
     public var isOptional: Bool
+    /// The value an optional array input is filled with when it is not given (`floatDefaultValue`,
+    /// `doubleDefaultValue` or `intDefaultValue`, specification 5+); nil when the description sets none.
+    public var defaultValue: Double?
 
-    public init(name: String, kind: Kind, isOptional: Bool = false) {
+    public init(name: String, kind: Kind, isOptional: Bool = false, defaultValue: Double? = nil) {
       self.name = name
       self.kind = kind
       self.isOptional = isOptional
+      self.defaultValue = defaultValue
     }
   }
 

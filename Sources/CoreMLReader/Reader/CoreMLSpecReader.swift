@@ -181,6 +181,14 @@ public enum CoreMLSpecReader {
     guard let type = description.type?.pointee else { return .init(name: name, kind: .double) }
     var feature = kind(of: type, name: name)
     feature.isOptional = type.isoptional != 0
+    if type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE, let array = type.multiarraytype?.pointee {
+      switch array.default_optional_value_case {
+      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE: feature.defaultValue = Double(array.floatdefaultvalue)
+      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_DOUBLE_DEFAULT_VALUE: feature.defaultValue = array.doubledefaultvalue
+      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_INT_DEFAULT_VALUE: feature.defaultValue = Double(array.intdefaultvalue)
+      default: break
+      }
+    }
     return feature
   }
 

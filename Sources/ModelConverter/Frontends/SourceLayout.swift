@@ -98,7 +98,8 @@ enum SourceLayout {
         throw fail("input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
       }
       if !input.image { forms[input.name] = form }
-      let value = try builder.addInput(name: input.name, type: TensorType(form.irShape, dataType: source[input.value].type.dataType))
+      let value = try builder.addInput(
+        name: input.name, type: TensorType(form.irShape, dataType: source[input.value].type.dataType), optional: source[input.value].isOptional)
       newInputs.insert(value)
       builder.origin = LayerOrigin(name: input.name, type: "input")
       var adapted = value
