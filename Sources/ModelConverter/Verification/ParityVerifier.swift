@@ -52,6 +52,15 @@ public enum ParityVerifier {
     var lengths: [String: Int] = [:]
     for (feature, id) in zip(spec.inputs, graph.inputs) {
       let shape = graph[id].type.shape
+      // A classic (C) input holding more values than C carries them along the sequence axis (token ids
+      // declared (1), a [T, C] sequence declared (C)), whatever shape the source gives them.
+      if !spec.exactArrayMapping, case .multiArray(let declared, _) = feature.kind, declared.count == 1, declared[0] > 0 {
+        let count = graph[id].type.elementCount
+        if count > declared[0], count % declared[0] == 0 {
+          lengths[feature.name] = count / declared[0]
+          continue
+        }
+      }
       if shape.count == 2 || shape.count == 4 || (shape.count == 1 && Comparison.vocabulary(of: id, in: graph) != nil) {
         lengths[feature.name] = shape[0]
       }

@@ -38,10 +38,11 @@ public struct GraphPipeline: Sendable {
   /// The passes every source graph goes through before a writer sees it: layer normalizations and
   /// channel shuffles written out step by step become one operation each, unit-axis reshapes move down
   /// until they meet, transposes that undo each other cancel, transposes of unit axes become reshapes,
-  /// chains of reshapes shrink.
+  /// a tensor cut into slices and joined again becomes a reshape, chains of reshapes shrink, a constant
+  /// added after a dense layer becomes its bias.
   public static let standard = GraphPipeline([
-    LayerNormFusionPass(), ChannelShuffleFusionPass(), SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), CancelReshapesPass(), SpatialZeroPaddingPass(),
-    GlobalPoolingPass(), GeluFusionPass(),
+    LayerNormFusionPass(), ChannelShuffleFusionPass(), SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), ConcatOfSlicesPass(),
+    CancelReshapesPass(), DenseBiasFoldPass(), SpatialZeroPaddingPass(), GlobalPoolingPass(), GeluFusionPass(),
   ])
 }
 

@@ -326,6 +326,9 @@ public struct SinkUnitReshapesPass: GraphPass {
     switch operation {
     case .activation(.parametricReLU): return nil
     case .activation, .cast: return operation
+    case .embedding:
+      // A lookup per element: unit axes of the ids stay unit axes of the result (before its vector axis).
+      return operation
     case .dense:
       // It reads the last axis, which must be the same on both sides; it does not take on unit axes
       // (a dense layer of `[1, 1, C]` is not one every writer has).

@@ -1,4 +1,4 @@
-/// Turns a transpose that only moves axes of size 1 into a reshape.
+/// Turns a transpose that only moves axes of size 1 (or none) into a reshape.
 ///
 /// When the axes larger than 1 keep their order, a transpose leaves the row-major order of the elements
 /// as it is: it is a reshape to its output shape, which then merges with the reshapes around it. Classic
@@ -17,7 +17,8 @@ public struct UnitPermutesAsReshapesPass: GraphPass {
 
   public func run(_ graph: inout Graph) throws {
     for index in graph.nodes.indices {
-      guard case .permute(let order) = graph.nodes[index].operation, order != Array(order.indices),
+      // The identity order included (a transpose the other passes left with nothing to move).
+      guard case .permute(let order) = graph.nodes[index].operation,
         Self.movesOnlyUnitAxes(order, shape: graph[graph.nodes[index].inputs[0]].type.shape)
       else { continue }
       graph.nodes[index].operation = .reshape(targetShape: graph[graph.nodes[index].output].type.shape)
