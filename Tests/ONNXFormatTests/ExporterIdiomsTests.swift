@@ -84,4 +84,27 @@ import Testing
       return opType == "Loop" && detail.contains("stops on its data")
     }
   }
+
+  /// tf2onnx's Keras Embedding on float ids: `Cast(to INT32)` of a computed float tensor read by a Gather
+  /// from a constant table converts (the embedding looks the ids up as whole numbers); the same cast read
+  /// by anything else is refused, naming the Cast node.
+  @Test func floatIdsCastToIntegersOnlyAsEmbeddingIds() throws {
+    let table = ONNXTestModels.floats("table", [10, 4], (0..<40).map { Float($0) / 10 })
+    let cast = ONNXProtos.node("Cast", name: "to_ids", inputs: ["x"], outputs: ["ids"], attributes: [ONNXTestModels.intAttribute("to", 6)])
+    let embedding = try ONNXTestModels.model(
+      nodes: [cast, ONNXProtos.node("Gather", name: "lookup", inputs: ["table", "ids"], outputs: ["y"])],
+      inputs: [("x", [1, 5])], outputs: [("y", [1, 5, 4])], initializers: [table], opset: 13)
+    for format in [ModelFormat.mlProgram, .neuralNetwork] {
+      try ONNXTestModels.convertAndVerify(embedding, format: format)
+    }
+    let arithmetic = try ONNXTestModels.model(
+      nodes: [cast, ONNXProtos.node("Cast", name: "back", inputs: ["ids"], outputs: ["y"], attributes: [ONNXTestModels.intAttribute("to", 1)])],
+      inputs: [("x", [1, 5])], outputs: [("y", [1, 5])], opset: 13)
+    #expect {
+      _ = try ONNXGraphImporter.importGraph(arithmetic, path: "m.onnx")
+    } throws: { error in
+      guard case ONNXImportError.invalidNode(_, let node, let opType, let detail) = error else { return false }
+      return node == "to_ids" && opType == "Cast" && detail.contains("embedding")
+    }
+  }
 }

@@ -38,8 +38,19 @@ struct Comparison {
   }
 
   static func vocabulary(of id: ValueID, in graph: Graph) -> Int? {
-    for node in graph.nodes where node.inputs == [id] {
-      if case .embedding(let table) = node.operation { return table.shape[0] }
+    // Through reshapes (an ONNX cast of float ids to integers, a batch axis added): at most a few.
+    var current = id
+    for _ in 0..<8 {
+      var next: ValueID?
+      for node in graph.nodes where node.inputs == [current] {
+        switch node.operation {
+        case .embedding(let table): return table.shape[0]
+        case .reshape: next = node.output
+        default: continue
+        }
+      }
+      guard let next else { return nil }
+      current = next
     }
     return nil
   }

@@ -191,6 +191,7 @@ public enum ONNXGraphImporter {
     var inputNames: [String] = []
     var inputIDs = Set<ValueID>()
     var integerValues = Set<ValueID>()
+    var indexCasts: [ValueID: String] = [:]
     var constantNodes: [String: ValueID] = [:]
     let (shapes, notes) = try inputShapesToImport(model, path: path, given: inputShapes, bound: Set(values.keys))
     for input in graph.inputs where values[input.name] == nil {
@@ -214,9 +215,13 @@ public enum ONNXGraphImporter {
       guard let entry = ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) else { continue }
       var context = ONNXNodeContext(
         node: node, opset: opset, path: path, builder: builder, values: values, integerValues: integerValues, constantNodes: constantNodes)
+      context.indexCasts = indexCasts
       builder = GraphBuilder()
       values = [:]
-      defer { (builder, values, integerValues, constantNodes) = (context.builder, context.values, context.integerValues, context.constantNodes) }
+      defer {
+        (builder, values, integerValues, constantNodes) = (context.builder, context.values, context.integerValues, context.constantNodes)
+        indexCasts = context.indexCasts
+      }
       // A node of float constants only is computed now (Swin V2's position-bias MLP of its coordinate
       // table, gathered by a constant index): its outputs become constants for the nodes after it.
       let present = node.inputs.filter { !$0.isEmpty }
@@ -250,6 +255,19 @@ public enum ONNXGraphImporter {
       outputNames.append(output.name)
     }
     var result = builder.build(outputs: outputs).pruned()
+    // A float cast to integers is read only as an embedding's ids (whole numbers there, as the cast's
+    // truncation gives them): anything else would compute with the float values.
+    for (id, castName) in indexCasts.sorted(by: { $0.key < $1.key }) {
+      let readers = result.nodes.filter { $0.inputs.contains(id) }
+      guard !result.outputs.contains(id), readers.allSatisfy({ node in
+        if case .embedding = node.operation { return true }
+        return false
+      }) else {
+        throw ONNXImportError.invalidNode(
+          path: path, node: castName, opType: "Cast",
+          detail: "a cast of a computed float tensor to integers is supported only as the ids of a Gather from a constant table (an embedding), not read by \(readers.map(\.name).filter { !$0.isEmpty }.prefix(3).joined(separator: ", "))")
+      }
+    }
     for (id, name) in zip(result.outputs, outputNames) { try result.claimName(name, for: id) }
     var valueShapes: [String: [Int]] = [:]
     for (name, value) in values {

@@ -16,6 +16,10 @@ public struct ONNXNodeContext {
   /// stays a constant for operators that need its values (a shared initializer: Greater's operand and
   /// Clip's bound).
   var constantNodes: [String: ValueID] = [:]
+  /// Float tensors cast to an integer type (tf2onnx's `Cast` of a Keras Embedding's float ids), by the
+  /// cast's node name: held as the float values, and allowed only as the ids of an embedding (checked
+  /// once the graph is imported), which looks them up as whole numbers.
+  var indexCasts: [ValueID: String] = [:]
   /// How many `If`/`Loop` bodies this node sits in.
   var depth = 0
 

@@ -149,10 +149,11 @@ extension ONNXNodeContext {
       }
       var context = ONNXNodeContext(
         node: inner, opset: opset, path: path, builder: builder, values: scope, integerValues: integerValues, constantNodes: [:])
+      context.indexCasts = indexCasts
       context.depth = depth + 1
       builder = GraphBuilder()
       try entry.handler(&context)
-      (builder, scope, integerValues) = (context.builder, context.values, context.integerValues)
+      (builder, scope, integerValues, indexCasts) = (context.builder, context.values, context.integerValues, context.indexCasts)
     }
     var results: [ONNXValue] = []
     for output in graph.outputs {

@@ -234,6 +234,13 @@ extension ONNXNodeContext {
       define(y)
       return
     }
+    if type.isInteger && type != .bool {
+      // A computed float cast to an integer type: only as an embedding's ids (`indexCasts`).
+      let y = try add(.reshape(targetShape: try shape(0)), [try tensor(0)], suffix: "__ids")
+      indexCasts[y] = name
+      define(y)
+      return
+    }
     guard [.float, .float16, .double].contains(type) else { throw invalid("a cast of a computed tensor to \(type.name) is not supported") }
     define(try add(.reshape(targetShape: try shape(0)), [try tensor(0)]))
   }
