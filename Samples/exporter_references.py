@@ -173,8 +173,10 @@ def graph_features(model):
 
 def canonical_form(model):
     """The graph with every name an exporter makes up replaced by what it stands for: graph inputs and outputs
-    keep their names, initializers and Constant values are named by their contents, node outputs by the
-    producing node's position, Identity outputs by their input (Identity nodes only counted). Two exports with equal canonical forms compute the same thing the same way; used
+    keep their names, initializers and Constant values are named by their contents, node outputs by a hash
+    of the producing node (its op, attributes and named inputs), Identity outputs by their input (Identity
+    nodes only counted), and the nodes are compared as a sorted list: tf2onnx also writes independent nodes
+    in a different order from run to run. Two exports with equal canonical forms compute the same thing the same way; used
     where an exporter numbers or picks names nondeterministically (tf2onnx merges duplicate constants in an
     order that changes from run to run)."""
     import hashlib
@@ -200,7 +202,6 @@ def canonical_form(model):
                 names[n.output[0]] = names.get(n.input[0], f"unknown:{n.input[0]}")
                 identities += 1
                 continue
-            k = len(nodes)
             attrs = []
             for a in sorted(n.attribute, key=lambda a: a.name):
                 if a.type == onnx.AttributeProto.GRAPH:
@@ -210,15 +211,17 @@ def canonical_form(model):
                 else:
                     attrs.append((a.name, repr(onnx.helper.get_attribute_value(a))))
             ins = tuple(names.get(x, f"unknown:{x}") if x else "" for x in n.input)
+            described = (n.op_type, n.domain, ins, tuple(attrs))
             if n.op_type == "Constant":
                 for o in n.output:
                     names[o] = f"constant:{attrs}"
             else:
+                key = hashlib.sha1(repr(described).encode()).hexdigest()[:16]
                 for j, o in enumerate(n.output):
-                    names[o] = f"node{k}:{j}"
-            nodes.append((n.op_type, n.domain, ins, tuple(attrs)))
+                    names[o] = f"node:{key}:{j}"
+            nodes.append(described)
         outs = tuple(names.get(o.name, o.name) for o in g.output)
-        return (tuple(nodes), outs, identities)
+        return (tuple(sorted(nodes, key=repr)), outs, identities)
 
     m = model
     return (m.ir_version, tuple((o.domain, o.version) for o in m.opset_import), m.producer_name, m.producer_version,

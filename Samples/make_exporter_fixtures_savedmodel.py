@@ -28,6 +28,7 @@ Writes into `--out` (default `Fixtures/onnx/exporters/tf_savedmodel/`):
 | `sm_text_lstm.onnx` | input `tokens` [unk,12] int32 token ids < 20: Embedding 20x8, LSTM 6, Dense 3 softmax (labels neg, neu, pos) | `tf.saved_model.save(model, dir)` (Keras' own serving signature, batch unknown) |
 | `sm_text_rnn_gru.onnx` | input `tokens` [unk,12] int32: Embedding 20x8, SimpleRNN 6 (return_sequences), GRU 5 (reset_after), Dense 3 softmax | `model.export(dir)` (Keras' ExportArchive; output named `output_0`) |
 | `sm_text_bilstm_seq.onnx` | input `tokens` [unk,12] int32: Embedding 20x8, Bidirectional(LSTM 4, return_sequences) concat, Dense 3 softmax on every step (a tagger); output [unk,unk,3] | `tf.saved_model.save(model, dir)` |
+| `sm_text_float_ids.onnx` | input `tokens` [unk,12] float32 (Keras' default Input dtype; whole-number ids < 20): Embedding 20x8 (its cast to int32 becomes an ONNX Cast), GlobalAveragePooling1D, Dense 2 softmax (labels neg, pos) | `tf.saved_model.save(model, dir)` |
 | `*.reference.json`, `*.reference.h5` | 3 seeded samples of batch 1 (the image: uniform [-1, 1], NHWC; tokens: uniform integers 0..19), onnxruntime's outputs, checked against the Keras model and the reloaded SavedModel's signature (rtol 1e-4, atol 1e-5); formats in exporter_references.py: token ids are JSON integers and float32 in the HDF5 file (attribute dtype int32) | |
 | `../savedmodel_manifest.json` | per model: exporter and versions, opset, ir_version, declared dims (tf2onnx's `unk__N` symbols kept), op-type histogram, odd forms found (`features`), notes | |
 """
@@ -51,6 +52,7 @@ FIXTURES = [
     ("sm_text_lstm", 32, ["neg", "neu", "pos"]),
     ("sm_text_rnn_gru", 33, None),
     ("sm_text_bilstm_seq", 34, None),
+    ("sm_text_float_ids", 35, ["neg", "pos"]),
 ]
 NOTES = {
     "sm_gray_cnn": "Batch fixed at 1 by the saved signature. tf2onnx keeps the NHWC interface; with one channel the "
@@ -75,6 +77,10 @@ NOTES = {
                           "Squeeze, Concat on axis 2 and Transpose [1,0,2] to [N,T,2H]. The per-step "
                           "Dense is TensorFlow's Tensordot: Shape, Gather, ReduceProd, Concat, Reshape to 2-D, MatMul, "
                           "Reshape back (Casts int32/int64). Output [unk__N, unk__M, 3]: the time axis is unknown too.",
+    "sm_text_float_ids": "Keras' default float32 Input: the token ids arrive as floats and tf2onnx writes Keras "
+                         "Embedding's own cast as Cast(to INT32) of the computed input before Gather (the form "
+                         "tf2onnx exports of Keras text classifiers have). GlobalAveragePooling1D is ReduceMean "
+                         "over the steps; Dense is MatMul + Add.",
 }
 
 
@@ -92,6 +98,13 @@ def build(name):
         x = layers.MaxPooling2D(2, name="pool2")(x)
         out = layers.Dense(7, activation="softmax", name="emotion")(layers.Flatten(name="flatten")(x))
         return tf.keras.Model(image, out, name="gray_cnn")
+    if name == "sm_text_float_ids":
+        # Keras' default Input dtype is float32: Embedding casts the ids to int32 itself.
+        tokens = tf.keras.Input((STEPS,), name="tokens")
+        x = layers.Embedding(VOCAB, 8, name="embed")(tokens)
+        x = layers.GlobalAveragePooling1D(name="pool")(x)
+        out = layers.Dense(2, activation="softmax", name="probs")(x)
+        return tf.keras.Model(tokens, out, name="text_float_ids")
     tokens = tf.keras.Input((STEPS,), dtype="int32", name="tokens")
     x = layers.Embedding(VOCAB, 8, name="embed")(tokens)
     if name == "sm_text_lstm":
@@ -130,7 +143,8 @@ def samples(name, seed):
     rng = np.random.RandomState(seed)
     if name == "sm_gray_cnn":
         return [rng.uniform(-1, 1, size=(1, 48, 48, 1)).astype(np.float32) for _ in range(3)]
-    return [rng.randint(0, VOCAB, size=(1, STEPS)).astype(np.int32) for _ in range(3)]
+    ids = [rng.randint(0, VOCAB, size=(1, STEPS)) for _ in range(3)]
+    return [x.astype(np.float32 if name == "sm_text_float_ids" else np.int32) for x in ids]
 
 
 def export_one(name, seed, out_path, outputs_path):
@@ -229,7 +243,7 @@ def main():
     write_manifest(os.path.join(base, "savedmodel_manifest.json"),
                    "ONNX fixtures written by tf2onnx from TensorFlow SavedModels of seeded tf.keras models "
                    "(Samples/make_exporter_fixtures_savedmodel.py); references hold channels-last (NHWC) float32 "
-                   "images and int32 token ids (stored as float32 in the HDF5 files) of batch 1", entries)
+                   "images, int32 token ids (stored as float32 in the HDF5 files) and float32 token ids of batch 1", entries)
 
 
 if __name__ == "__main__":

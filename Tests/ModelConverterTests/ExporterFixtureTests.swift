@@ -26,8 +26,9 @@ import Testing
 
   /// tf2onnx from SavedModels: a one-channel NHWC image model, and text models whose int32 token ids go
   /// through Gather, a TensorFlow while loop (`Loop` without a trip count), GRU, LSTM and a bidirectional
-  /// LSTM tagger with Tensordot's ReduceProd; in a classic network the ids become Core ML's sequence axis.
-  static let savedModel = ["tf_savedmodel/sm_gray_cnn", "tf_savedmodel/sm_text_lstm", "tf_savedmodel/sm_text_rnn_gru", "tf_savedmodel/sm_text_bilstm_seq"]
+  /// LSTM tagger with Tensordot's ReduceProd, and float ids cast to integers before the lookup (Keras' default
+  /// Input dtype); in a classic network the ids become Core ML's sequence axis.
+  static let savedModel = ["tf_savedmodel/sm_gray_cnn", "tf_savedmodel/sm_text_lstm", "tf_savedmodel/sm_text_rnn_gru", "tf_savedmodel/sm_text_bilstm_seq", "tf_savedmodel/sm_text_float_ids"]
 
   static let cases: [(String, [String: [Int]], ModelFormat)] = (fixtures + savedModel.map { ($0, [:]) }).flatMap { name, shapes in
     [ModelFormat.mlProgram, .neuralNetwork].map { (name, shapes, $0) }

@@ -107,4 +107,25 @@ import Testing
       return node == "to_ids" && opType == "Cast" && detail.contains("embedding")
     }
   }
+
+  /// A reduction over the steps of a sequence (tf2onnx's GlobalAveragePooling1D is ReduceMean over axis 1
+  /// of `[1, T, C]`) in a classic network: the steps moved into a row, a global pooling, for a sum times T.
+  @Test(arguments: ["ReduceMean", "ReduceMax", "ReduceSum"])
+  func reductionOverStepsInAClassicNetwork(_ opType: String) throws {
+    var attributes = [ONNXTestModels.intAttribute("keepdims", 0)]
+    var inputs = ["x"]
+    var initializers: [[UInt8]] = []
+    if opType == "ReduceSum" {
+      inputs.append("axes")
+      initializers.append(ONNXProtos.tensor(name: "axes", dims: [1], dataType: 7, raw: (0..<8).map { $0 == 0 ? 1 : 0 }))
+    } else {
+      attributes.append(ONNXTestModels.intsAttribute("axes", [1]))
+    }
+    let model = try ONNXTestModels.model(
+      nodes: [ONNXProtos.node(opType, name: "pool", inputs: inputs, outputs: ["y"], attributes: attributes)],
+      inputs: [("x", [1, 6, 4])], outputs: [("y", [1, 4])], initializers: initializers, opset: 13)
+    let written = try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
+    let spec = try CoreMLSpecReader.read(contentsOf: written)
+    #expect(spec.layers.contains { $0.kind == "pooling" }, "\(spec.layers.map(\.kind))")
+  }
 }

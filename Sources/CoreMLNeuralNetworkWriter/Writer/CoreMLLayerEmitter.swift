@@ -220,6 +220,19 @@ struct CoreMLLayerEmitter {
       // An image padded in H and W by a constant: the padding layer's constant mode.
       builder.zeroPadding(node.name, input: inputs[0], output: output, amounts: [(pad.before[0], pad.after[0]), (pad.before[1], pad.after[1])], value: pad.value)
 
+    case .reduce(let reduction) where inputShape.count == 2 && reduction.axes == [0] && reduction.kind != .min:
+      // Over the steps of a [T, C] sequence (tf2onnx's GlobalAveragePooling1D, a ReduceMean): the steps
+      // moved into W, then a global pooling over the row; a sum is the mean times T.
+      let row = node.name + "__row___output"
+      emitPermute(Self.sequenceToRow, name: node.name + "__row__", input: inputs[0], output: row)
+      let pooled = reduction.kind == .sum ? node.name + "__mean___output" : output
+      emitPooling(
+        reduction.kind == .max ? .max : .average, kernel: [1, inputShape[0]], stride: [1, 1], padding: .valid, global: true,
+        name: node.name + (reduction.kind == .sum ? "__mean__" : ""), input: row, output: pooled)
+      if reduction.kind == .sum {
+        try emitActivation(.linear(scale: Float(inputShape[0]), offset: 0), name: node.name, input: pooled, output: output, shape: [inputShape[1]])
+      }
+
     case .reduce, .constantPad:
       throw unsupported("\(node.operation.kindName) has no classic Core ML layer")
 
