@@ -34,6 +34,24 @@ import Testing
       #expect(type == "make_list" && !name.isEmpty)
     }
   }
+  /// The reader keeps a control-flow operation's nested blocks (the first step towards running them):
+  /// coremltools' `while_loop` for the rolled LSTM has a condition block (`less` of the counter, one output)
+  /// and a body block (four loop values in and out: the counter, the output list, h and c), as the file
+  /// holds them (read with coremltools' own protobuf classes when this test was written).
+  @Test func nestedBlocksAreRead() throws {
+    let spec = try CoreMLSpecReader.read(contentsOf: Self.package("time_distributed_pooling_program"))
+    let loop = try #require(spec.program?.operations.first { $0.type == "while_loop" })
+    #expect(loop.hasBlocks && loop.blocks.count == 2)
+    let (condition, body) = (loop.blocks[0], loop.blocks[1])
+    #expect(condition.inputs.count == 4 && body.inputs.count == 4)
+    #expect(condition.operations.map(\.type) == ["less"])
+    #expect(condition.outputs == condition.operations.map { $0.outputs[0].name })
+    #expect(body.outputs.count == 4)
+    let bodyTypes = Set(body.operations.map(\.type))
+    #expect(bodyTypes.isSuperset(of: ["list_read", "matmul", "split", "sigmoid", "tanh", "list_write"]), "\(bodyTypes.sorted())")
+    #expect(loop.inputs["loop_vars"]?.count == 4)
+  }
+
   static let reducedPrecisionPrograms = [
     "digits_cnn_program_fp16", "rgb_classifier_program_fp16", "rgb_classifier_program_lut4", "rgb_classifier_program_linear8",
     "rgb_classifier_program_linear8_ios18", "sequential_plain",

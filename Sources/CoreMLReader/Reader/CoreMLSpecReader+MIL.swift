@@ -58,7 +58,28 @@ struct MILProgramDecoder {
     return MILProgram(opset: opset, inputs: inputs, operations: operations, outputs: outputs)
   }
 
-  private mutating func operation(_ message: MILOperationMessage) throws -> MILOperation {
+  /// A nested block; `depth` counts the blocks around it (bounded before recursing; the protobuf reader
+  /// bounds message nesting as well).
+  private mutating func block(_ message: CoreML__Specification__MILSpec__Block, depth: Int, field: String) throws -> MILBlock {
+    guard depth <= Self.maximumBlockDepth else { throw fail(field, "blocks nested more than \(Self.maximumBlockDepth) deep") }
+    var inputs: [MILNamedType] = []
+    for input in CoreMLSpecReader.buffer(message.inputs, message.n_inputs) {
+      guard let input else { continue }
+      inputs.append(try namedType(input.pointee, field: "\(field) input"))
+    }
+    var operations: [MILOperation] = []
+    for operation in CoreMLSpecReader.buffer(message.operations, message.n_operations) {
+      guard let operation else { continue }
+      operations.append(try self.operation(operation.pointee, depth: depth))
+    }
+    let outputs = CoreMLSpecReader.buffer(message.outputs, message.n_outputs).map { CoreMLSpecReader.text($0) }
+    return MILBlock(inputs: inputs, operations: operations, outputs: outputs)
+  }
+
+  /// How deep blocks may nest inside operations (loops in loops).
+  static let maximumBlockDepth = 16
+
+  private mutating func operation(_ message: MILOperationMessage, depth: Int = 0) throws -> MILOperation {
     let type = CoreMLSpecReader.text(message.type)
     var outputs: [MILNamedType] = []
     context = "\(type) operation"
@@ -99,7 +120,12 @@ struct MILProgramDecoder {
       for (key, value) in attributes where key != "name" && inputs[key] == nil { inputs[key] = [.value(value)] }
     }
     var result = MILOperation(type: type, name: name, inputs: inputs, outputs: outputs, value: attributes["val"])
-    result.hasBlocks = message.n_blocks > 0
+    let operationContext = context
+    for (index, block) in CoreMLSpecReader.buffer(message.blocks, message.n_blocks).enumerated() {
+      guard let block = block?.pointee else { throw fail("block \(index)", "an empty block") }
+      result.blocks.append(try self.block(block, depth: depth + 1, field: "\(operationContext), block \(index)"))
+      context = operationContext
+    }
     return result
   }
 

@@ -10,8 +10,11 @@ public struct MILOperation: Sendable, Equatable {
   public var outputs: [MILNamedType]
   /// For `const` operations: the value (from the `val` attribute).
   public var value: MILValue?
-  /// Whether the operation has nested blocks (control flow), which the importer does not run.
-  public var hasBlocks: Bool = false
+  /// The nested blocks of a control-flow operation (`while_loop`'s condition and body, `cond`'s two
+  /// branches), in the file's order; the importer does not run them yet.
+  public var blocks: [MILBlock] = []
+  /// Whether the operation has nested blocks (control flow).
+  public var hasBlocks: Bool { !blocks.isEmpty }
 
   public init(type: String, name: String, inputs: [String: [MILArgument]], outputs: [MILNamedType], value: MILValue? = nil) {
     self.type = type
@@ -42,6 +45,20 @@ public struct MILOperation: Sendable, Equatable {
       return 1
     default: return 0
     }
+  }
+}
+
+/// A block nested in an operation: its inputs (a loop's values in each iteration), its operations and the
+/// names of its outputs.
+public struct MILBlock: Sendable, Equatable {
+  public var inputs: [MILNamedType]
+  public var operations: [MILOperation]
+  public var outputs: [String]
+
+  public init(inputs: [MILNamedType], operations: [MILOperation], outputs: [String]) {
+    self.inputs = inputs
+    self.operations = operations
+    self.outputs = outputs
   }
 }
 
