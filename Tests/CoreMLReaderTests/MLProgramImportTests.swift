@@ -20,18 +20,27 @@ import Testing
     else { return [] }
     return programs.filter { $0["precision"] as? String == "float32" && $0["compression"] == nil }
       .compactMap { ($0["name"] as? String)?.replacingOccurrences(of: ".mlpackage", with: "") }
-      .filter { $0 != "time_distributed_pooling_program" }
   }()
 
-  /// coremltools writes a rolled Keras LSTM as a `while_loop` over tensor lists, which the importer does not run:
-  /// the error names the first such operation.
-  @Test func controlFlowIsRefusedByName() throws {
-    do {
-      _ = try CoreMLGraphImporter.importModel(contentsOf: Self.package("time_distributed_pooling_program"))
-      Issue.record("a while_loop program was imported")
-    } catch let error as CoreMLReaderError {
-      guard case .unsupportedOperation(_, let type, let name, _) = error else { Issue.record("\(error)"); return }
-      #expect(type == "make_list" && !name.isEmpty)
+  /// coremltools writes a rolled Keras LSTM as a `while_loop` over tensor lists: it is unrolled (its
+  /// outputs match Keras in `float32ProgramReproducesKerasOutputs`). A loop whose condition depends on
+  /// the data (here: the counter compared with the model's input) is refused, naming the loop.
+  @Test func loopsThatStopOnTheDataAreRefused() throws {
+    let url = Self.package("time_distributed_pooling_program")
+    let unrolled = try CoreMLGraphImporter.importModel(contentsOf: url)
+    #expect(unrolled.graph.nodes.count > 20)
+    var spec = try CoreMLSpecReader.read(contentsOf: url)
+    var program = try #require(spec.program)
+    let index = try #require(program.operations.firstIndex { $0.type == "while_loop" })
+    var condition = program.operations[index].blocks[0]
+    condition.operations[0].inputs["y"] = [.name("input")]
+    program.operations[index].blocks[0] = condition
+    spec.program = program
+    #expect {
+      _ = try CoreMLGraphImporter.importModel(spec, path: "loop.mlpackage")
+    } throws: { error in
+      guard case CoreMLReaderError.unsupportedOperation(_, let type, _, let detail) = error else { return false }
+      return type == "while_loop" && detail.contains("computed from the data")
     }
   }
   /// The reader keeps a control-flow operation's nested blocks (the first step towards running them):

@@ -95,7 +95,6 @@ import Testing
   /// Sources that no format takes, on purpose (shapes a written model cannot declare, a list the IR does not
   /// hold): each is refused with an error, in both formats.
   static let onnxAndCoreMLRefusedOnPurpose: Set<String> = [
-    "time_distributed_pooling_program.mlpackage",
     // A dense kernel holding -1.48e37 (a hostile mutation): weights of 2^112 or more are refused.
     "case_00086.mlmodel",
     // Two outputs named 'Identity' (a hostile mutation): feature names must be distinct.

@@ -22,6 +22,8 @@ public struct MILProgramImporter {
   var constantOrigins: [String: LayerOrigin] = [:]
   /// A channels-first value to the channels-last value it was transposed from.
   var channelsLastSource: [ValueID: ValueID] = [:]
+  /// Tensor lists by MIL value name: the IR value of each element written so far (control flow).
+  var lists: [String: [ValueID?]] = [:]
   /// The operation being imported.
   var operation = MILOperation(type: "", name: "", inputs: [:], outputs: [])
 

@@ -28,7 +28,7 @@ struct MILOperationEntry {
 enum MILOperationRegistry {
   static let entries: [String: MILOperationEntry] = {
     var table: [String: MILOperationEntry] = [:]
-    for family in [constantOperations, linearOperations, activationOperations, elementwiseOperations, reductionOperations, shapeOperations, recurrentOperations] {
+    for family in [constantOperations, linearOperations, activationOperations, elementwiseOperations, reductionOperations, shapeOperations, recurrentOperations, controlFlowOperations] {
       table.merge(family) { _, _ in preconditionFailure("a MIL operation is registered by two families") }
     }
     return table
@@ -46,7 +46,7 @@ enum MILOperationRegistry {
 extension MILProgramImporter {
   /// Adds the IR nodes of one MIL operation (or records its constant value).
   mutating func importOperation(_ op: MILOperation) throws {
-    guard !op.hasBlocks else { throw unsupported("operations with nested blocks (control flow) are not supported") }
+    guard !op.hasBlocks || op.type == "while_loop" else { throw unsupported("operations with nested blocks (control flow) are not supported") }
     guard let entry = MILOperationRegistry.entries[op.type] else { throw unsupported("the operation type is not supported") }
     let required = entry.introduced(op)
     if let version = program.opsetVersion, version < required {
