@@ -42,6 +42,14 @@ import Testing
       guard case CoreMLReaderError.unsupportedOperation(_, let type, _, let detail) = error else { return false }
       return type == "while_loop" && detail.contains("computed from the data")
     }
+
+    // A bound of a million iterations (a hostile edit): refused with an error, never run that long.
+    var endless = try CoreMLSpecReader.read(contentsOf: url)
+    var endlessProgram = try #require(endless.program)
+    let bound = try #require(endlessProgram.operations.firstIndex { $0.outputs.first?.name == "time_distributed_pooling_lstm_PartitionedCall_strided_slice" })
+    endlessProgram.operations[bound].value?.integers = [1_000_000]
+    endless.program = endlessProgram
+    #expect(throws: CoreMLReaderError.self) { _ = try CoreMLGraphImporter.importModel(endless, path: "endless.mlpackage") }
   }
   /// The reader keeps a control-flow operation's nested blocks (the first step towards running them):
   /// coremltools' `while_loop` for the rolled LSTM has a condition block (`less` of the counter, one output)

@@ -52,7 +52,6 @@ extension MILProgramImporter {
     else { throw invalid("its blocks do not fit its \(count) loop values") }
     var carried = try arguments.map { try loopValue($0) }
     var iterations = 0
-    var imported = 0
     while true {
       for (input, value) in zip(condition.inputs, carried) { bind(input.name, value) }
       try importBlock(condition)
@@ -62,8 +61,6 @@ extension MILProgramImporter {
       }
       if verdict.asFloats[0] == 0 { break }
       guard iterations < GraphLimits.maxUnrolledSteps else { throw unsupported("it runs more than the \(GraphLimits.maxUnrolledSteps) iterations unrolled") }
-      imported += body.operations.count + condition.operations.count
-      guard imported <= Self.maxLoopOperations else { throw unsupported("its iterations hold more than \(Self.maxLoopOperations) operations") }
       for (input, value) in zip(body.inputs, carried) { bind(input.name, value) }
       try importBlock(body)
       operation = loop
@@ -79,6 +76,11 @@ extension MILProgramImporter {
     let saved = builder.origin
     defer { builder.origin = saved }
     for inner in block.operations {
+      // Every operation imported from a block counts, nested loops' included, so loops in loops stay bounded.
+      unrolledOperations += 1
+      guard unrolledOperations <= Self.maxLoopOperations else {
+        throw unsupported("its loops unroll to more than \(Self.maxLoopOperations) operations")
+      }
       operation = inner
       builder.origin = LayerOrigin(name: inner.name, type: inner.type)
       if try foldScalarConstants() { continue }
@@ -141,7 +143,9 @@ extension MILProgramImporter {
     var list = try list("ls")
     let value = try tensor("value")
     let s = shape(value)
-    guard let indices = try ints("indices"), !s.isEmpty, indices.count == s[0] else { throw invalid("indices do not fit value \(s)") }
+    guard let indices = try ints("indices"), !s.isEmpty, indices.count == s[0], indices.count <= GraphLimits.maxUnrolledSteps else {
+      throw invalid("indices do not fit value \(s) (at most \(GraphLimits.maxUnrolledSteps) elements)")
+    }
     for (row, index) in indices.enumerated() {
       guard index >= 0, index < GraphLimits.maxUnrolledSteps else { throw invalid("index \(index)") }
       while list.count <= index { list.append(nil) }
@@ -169,7 +173,9 @@ extension MILProgramImporter {
 
   mutating func listGather() throws {
     let list = try list("ls")
-    guard let indices = try ints("indices"), !indices.isEmpty else { throw invalid("indices must be constants") }
+    guard let indices = try ints("indices"), !indices.isEmpty, indices.count <= GraphLimits.maxUnrolledSteps else {
+      throw invalid("indices must be at most \(GraphLimits.maxUnrolledSteps) constants")
+    }
     var parts: [ValueID] = []
     for index in indices {
       guard index >= 0, index < list.count, let element = list[index] else { throw invalid("gathers element \(index), which no operation wrote") }

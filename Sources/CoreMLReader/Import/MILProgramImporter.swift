@@ -24,6 +24,8 @@ public struct MILProgramImporter {
   var channelsLastSource: [ValueID: ValueID] = [:]
   /// Tensor lists by MIL value name: the IR value of each element written so far (control flow).
   var lists: [String: [ValueID?]] = [:]
+  /// Operations imported from loop blocks so far (bounded by `maxLoopOperations`).
+  var unrolledOperations = 0
   /// The operation being imported.
   var operation = MILOperation(type: "", name: "", inputs: [:], outputs: [])
 
