@@ -50,11 +50,11 @@ let package = Package(
     .target(
       name: "CImageCodecs", path: "Sources/CImageCodecs",
       linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("jpeg")]),
-    .target(name: "ImageFormat", dependencies: ["CImageCodecs"]),
+    .target(name: "ImageFormat", dependencies: ["CImageCodecs", "ModelFormats"]),
     // oneDNN (libdnnl-dev) behind a small C interface: convolution and GEMM kernels chosen from the CPU's
     // instruction sets at run time.
     .target(name: "CComputeKernels", path: "Sources/CComputeKernels", linkerSettings: [.linkedLibrary("dnnl")]),
-    .target(name: "ModelIR"),
+    .target(name: "ModelIR", dependencies: ["ModelFormats"]),
     // Which format a file is, from its bytes: the neutral sniffer every frontend is chosen by.
     .target(name: "ModelFormats", dependencies: ["CProtobufC"]),
     // ONNX: model and tensor files read through libprotobuf-c into plain Swift values, every number checked.

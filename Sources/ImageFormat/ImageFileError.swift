@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why an image file could not be used.
 public enum ImageFileError: Error, Equatable, CustomStringConvertible {
   case unreadable(path: String, reason: String)
@@ -22,4 +23,11 @@ public enum ImageFileError: Error, Equatable, CustomStringConvertible {
 extension ImageFileError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension ImageFileError: KindedError {
+  public var kind: ErrorKind {
+    if case .unreadable = self { return .missingInput }
+    return .badModel
+  }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why a graph could not be built.
 public enum GraphError: Error, Equatable, CustomStringConvertible {
   /// An operation got inputs whose shapes it cannot take.
@@ -23,4 +24,9 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
 extension GraphError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension GraphError: KindedError {
+  /// Shapes that do not fit and sizes beyond the limits come from the model.
+  public var kind: ErrorKind { .badModel }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 
 /// Why an ONNX file could not be read, or a tensor's values not converted. The description names the
 /// file and, below it, where in the file the fault is (graph, node with its op type, attribute,
@@ -33,4 +34,11 @@ public enum ONNXFormatError: Error, Equatable, Sendable, CustomStringConvertible
 extension ONNXFormatError: LocalizedError {
   /// The same text as `description`.
   public var errorDescription: String? { description }
+}
+
+extension ONNXFormatError: KindedError {
+  public var kind: ErrorKind {
+    if case .unreadable = self { return .missingInput }
+    return .badModel
+  }
 }

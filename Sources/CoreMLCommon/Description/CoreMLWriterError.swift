@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why an IR graph could not be written as a Core ML model.
 public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   /// An operation has no Core ML neural-network layer mapping with these attributes.
@@ -51,4 +52,9 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
 extension CoreMLWriterError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension CoreMLWriterError: KindedError {
+  /// What the chosen format cannot express, or options that do not fit the model.
+  public var kind: ErrorKind { .badModel }
 }

@@ -1,5 +1,6 @@
 import CoreMLCommon
 import Foundation
+import ModelFormats
 /// Why a Core ML model could not be read.
 public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
   /// The file could not be opened.
@@ -42,4 +43,11 @@ public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
 extension CoreMLReaderError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension CoreMLReaderError: KindedError {
+  public var kind: ErrorKind {
+    if case .unreadable = self { return .missingInput }
+    return .badModel
+  }
 }

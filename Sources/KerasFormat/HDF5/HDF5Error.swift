@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why an HDF5 file or one of its objects could not be read.
 public enum HDF5Error: Error, Equatable, CustomStringConvertible {
   /// The file is not in HDF5 format.
@@ -23,4 +24,9 @@ public enum HDF5Error: Error, Equatable, CustomStringConvertible {
 extension HDF5Error: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension HDF5Error: KindedError {
+  /// The HDF5 reader runs on a file already found: every failure is about the file's contents.
+  public var kind: ErrorKind { .badModel }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why a Keras model could not be read or turned into a graph.
 public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
   /// The file does not exist or cannot be read.
@@ -92,4 +93,14 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
 extension KerasReaderError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension KerasReaderError: KindedError {
+  /// A file that is not there (or not a regular file) is a missing input; everything else is about the model.
+  public var kind: ErrorKind {
+    switch self {
+    case .fileNotFound, .notRegularFile: return .missingInput
+    default: return .badModel
+    }
+  }
 }

@@ -72,3 +72,12 @@ public enum SourceFormatError: Error, Equatable, Sendable, CustomStringConvertib
 extension SourceFormatError: LocalizedError {
   public var errorDescription: String? { description }
 }
+
+extension SourceFormatError: KindedError {
+  public var kind: ErrorKind {
+    switch self {
+    case .notFound, .notRegularFile: return .missingInput
+    case .unsupported: return .badModel
+    }
+  }
+}

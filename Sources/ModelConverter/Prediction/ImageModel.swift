@@ -3,6 +3,7 @@ import Foundation
 import ImageFormat
 import ModelIR
 import ReferenceRuntime
+import ModelFormats
 
 /// A model loaded to classify photos: a Keras file, fed pixels preprocessed as it was trained
 /// (`ImageModelOptions.preprocessing`), or a converted Core ML model (`.mlmodel` or `.mlpackage`), fed
@@ -190,4 +191,8 @@ public enum PredictionError: Error, Equatable, CustomStringConvertible {
 extension PredictionError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension PredictionError: KindedError {
+  public var kind: ErrorKind { .badModel }
 }

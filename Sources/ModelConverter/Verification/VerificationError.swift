@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 /// Why two models could not be compared at all (as opposed to comparing and differing).
 public enum VerificationError: Error, Equatable, CustomStringConvertible {
   /// The models have different numbers of inputs or outputs.
@@ -32,4 +33,11 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
 extension VerificationError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }
+}
+
+extension VerificationError: KindedError {
+  public var kind: ErrorKind {
+    if case .referenceNotFound = self { return .missingInput }
+    return .badModel
+  }
 }

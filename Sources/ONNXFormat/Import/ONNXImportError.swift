@@ -1,3 +1,4 @@
+import ModelFormats
 /// Why an ONNX graph cannot be imported into the IR.
 public enum ONNXImportError: Error, Equatable, CustomStringConvertible {
   /// Operators with no handler at the model's opset, every one at once: `domain::op` names with counts.
@@ -18,4 +19,8 @@ public enum ONNXImportError: Error, Equatable, CustomStringConvertible {
       return "\(path): \(detail)"
     }
   }
+}
+
+extension ONNXImportError: KindedError {
+  public var kind: ErrorKind { .badModel }
 }

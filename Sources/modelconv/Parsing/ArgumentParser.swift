@@ -1,3 +1,4 @@
+import ModelFormats
 /// A bad command line, reported with exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
   var message: String
@@ -209,4 +210,8 @@ struct ParsedArguments {
     }
     return number
   }
+}
+
+extension UsageError: KindedError {
+  var kind: ErrorKind { .usage }
 }

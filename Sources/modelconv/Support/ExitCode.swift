@@ -1,8 +1,4 @@
-import CoreMLFormat
-import KerasFormat
-import ModelConverter
 import ModelFormats
-import ModelIR
 
 /// Process exit codes, from BSD's sysexits where one fits.
 enum ExitCode: Int32 {
@@ -33,33 +29,18 @@ enum ExitCode: Int32 {
     }
   }
 
-  /// The exit code for an error thrown by the library.
+  /// The exit code for an error: from its kind (every library error says what kind of failure it is);
+  /// anything else (a file system error while writing) is an output that cannot be written.
   init(for error: Error) {
-    if let kinded = error as? KindedError {
-      switch kinded.kind {
-      case .missingInput: self = .noInput
-      case .badModel: self = .badModel
-      case .usage: self = .usage
-      case .cannotWrite: self = .cannotCreate
-      }
+    guard let kinded = error as? KindedError else {
+      self = .cannotCreate
       return
     }
-    switch error {
-    case is UsageError: self = .usage
-    case KerasReaderError.fileNotFound, KerasReaderError.notRegularFile: self = .noInput
-    case SourceFormatError.notFound, SourceFormatError.notRegularFile: self = .noInput
-    case is SourceFormatError: self = .badModel
-    case ConversionError.labelsFileUnreadable, ConversionError.labelsFileNotRegular: self = .noInput
-    case CoreMLReaderError.unreadable: self = .noInput
-    case ONNXFormatError.unreadable: self = .noInput
-    case is ONNXFormatError, is ONNXImportError: self = .badModel
-    case VerificationError.referenceNotFound: self = .noInput
-    case ImageFileError.unreadable: self = .noInput
-    case is ImageFileError, is PredictionError: self = .badModel
-    case is HDF5Error: self = .badModel
-    case is KerasReaderError, is CoreMLWriterError, is GraphError, is ConversionError, is CoreMLReaderError, is VerificationError:
-      self = .badModel
-    default: self = .cannotCreate
+    switch kinded.kind {
+    case .missingInput: self = .noInput
+    case .badModel: self = .badModel
+    case .usage: self = .usage
+    case .cannotWrite: self = .cannotCreate
     }
   }
 }
