@@ -86,7 +86,16 @@ enum ModelConvCommand {
     } catch {
       let code = ExitCode(for: error)
       /// The options that answer an error, when one does (library errors never name flags).
+      // Library errors name no flag: the command line adds the flag that answers them.
       func hint(for error: Error) -> String {
+        switch error {
+        case KerasReaderError.noModelConfig(_, weightsOnly: true): return "\n  give the architecture with --architecture FILE.json"
+        case KerasReaderError.unsupportedFormat(_, let what, _) where what == "a .keras archive": return "\n  leave out --architecture"
+        case ConversionError.invalidWeightValue: return "\n  convert anyway with --allow-nonfinite"
+        case KerasReaderError.unsupportedFormat(_, _, let advice), SourceFormatError.unsupported(_, _, let advice):
+          if advice.contains("model.to_json()") { return "\n  give the architecture with --architecture FILE.json" }
+        default: break
+        }
         guard let open = error as? UnknownInputSizes else { return "" }
         let options = open.inputs.map { "--input-shape \($0.name.contains(where: { " '\"$\\".contains($0) }) ? "'\($0.name)'" : $0.name)=\($0.template)" }
         return "\n  give them with " + options.joined(separator: " ") + " (the capitals standing for the sizes to choose)"

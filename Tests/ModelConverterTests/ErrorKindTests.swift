@@ -40,3 +40,33 @@ import Testing
     }
   }
 }
+
+/// No library error names a command-line flag (issue 36): the library is used without the CLI, whose
+/// own hints add the flags. Every string literal in the library sources is checked (the command line,
+/// the benchmark and mutation tools, and the Keras reader's own child-process arguments aside).
+@Suite struct LibraryMessageTests {
+  @Test func noLibraryMessageNamesAFlag() throws {
+    let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("Sources")
+    let exempt = ["modelconv", "RuntimeBench", "MutationCheck"]
+    let enumerator = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+    var offenders: [String] = []
+    var checked = 0
+    for case let url as URL in enumerator where url.pathExtension == "swift" {
+      let relative = url.path.dropFirst(sources.path.count + 1)
+      guard !exempt.contains(where: { relative.hasPrefix($0 + "/") }), !relative.hasSuffix("KerasReaderIsolation.swift") else { continue }
+      checked += 1
+      let text = try String(contentsOf: url, encoding: .utf8)
+      for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        let code = line.trimmingCharacters(in: .whitespaces)
+        guard !code.hasPrefix("//") else { continue }
+        // A flag inside a string literal: a quote, then text, then `--` and a letter, before the next quote.
+        if code.range(of: #""[^"]*--[a-z][a-z-]*[^"]*""#, options: .regularExpression) != nil {
+          offenders.append("\(relative):\(number + 1): \(code.prefix(120))")
+        }
+      }
+    }
+    #expect(checked > 100)
+    #expect(offenders.isEmpty, "\(offenders)")
+  }
+}

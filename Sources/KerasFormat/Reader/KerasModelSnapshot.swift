@@ -74,7 +74,7 @@ extension KerasModelSnapshot {
     }
     guard try ModelFileFormat.check(weightsPath) == .hdf5 else {
       throw KerasReaderError.unsupportedFormat(
-        path: weightsPath, what: "a .keras archive", advice: "a .keras file holds its architecture: convert it without --architecture")
+        path: weightsPath, what: "a .keras archive", advice: "a .keras file holds its architecture: convert it without a separate one")
     }
     let file = try openHDF5(weightsPath)
     return try HDF5Lock.run { try read(file: file, configText: configText, configPath: architectureJSONPath) }

@@ -62,7 +62,7 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
     case .notHDF5(let path): return "\(path): not an HDF5 file, so not a Keras .h5 model"
     case .noModelConfig(let path, let weightsOnly):
       return weightsOnly
-        ? "\(path): holds Keras weights only (no 'model_config' attribute); pass the architecture JSON from model.to_json() with --architecture"
+        ? "\(path): holds Keras weights only (no 'model_config' attribute); give the architecture JSON from model.to_json() as the architecture, with these weights as the model"
         : "\(path): an HDF5 file without a Keras 'model_config' attribute"
     case .invalidConfig(let path, let detail): return "\(path): invalid Keras model config: \(detail)"
     case .unsupportedLayers(let path, let layers):

@@ -36,7 +36,7 @@ public enum ModelFileFormat: Equatable, Sendable {
     case .tensorFlowLite: return "TensorFlow Lite models cannot be converted back; convert the Keras model it was made from"
     case .onnx: return "give it to modelconv as a model of its own rather than as a Keras file"
     case .tensorFlowProtobuf: return "convert the Keras model instead: load it in Keras and save it with model.save(\"model.keras\")"
-    case .json: return "if it is the architecture from model.to_json(), give it with --architecture and the weights .h5 as the model"
+    case .json: return "if it is the architecture from model.to_json(), give it as the architecture and the weights .h5 as the model"
     default: return "give a Keras model saved with model.save(\"model.keras\") or model.save(\"model.h5\")"
     }
   }

@@ -43,7 +43,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
     case .unknownInput(let name, let known):
       return "a shape is given for input '\(name)', but the model's inputs are \(known.map { "'\($0)'" }.joined(separator: ", "))"
     case .invalidWeightValue(let layer, let weight, let detail):
-      return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (convert anyway with --allow-nonfinite)"
+      return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (it converts only when non-finite weights are allowed)"
     }
   }
 }
