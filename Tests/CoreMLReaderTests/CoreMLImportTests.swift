@@ -1,5 +1,6 @@
 import CoreMLFormat
 import Foundation
+import ModelFormats
 import KerasFormat
 import ModelConverter
 import ReferenceRuntime
@@ -197,13 +198,22 @@ import Testing
   @Test(arguments: ["text_bilstm", "bidirectional_modes", "conv2d_transpose", "layer_norm", "gru_default_variants"])
   func everyFlippedByteOfOurLayersIsAnErrorOrAModel(_ name: String) throws {
     let bytes = try KerasConverter.convert(modelAt: Fixtures.url("layers/tfkeras215/\(name).h5")).bytes
+    var (refused, read) = (0, 0)
     for offset in bytes.indices where bytes.count < 6000 || offset % 7 == 0 {
       var damaged = bytes
       damaged[offset] ^= offset % 2 == 0 ? 0xA5 : 0x7F
-      if let spec = try? CoreMLSpecReader.read(damaged, path: "damaged") {
-        _ = try? CoreMLGraphImporter.importModel(spec, path: "damaged", sequenceLengths: ["input1": 7])
+      do {
+        let spec = try CoreMLSpecReader.read(damaged, path: "damaged")
+        _ = try CoreMLGraphImporter.importModel(spec, path: "damaged", sequenceLengths: ["input1": 7])
+        read += 1
+      } catch {
+        // A clear error: the reader's own, about the model (exit 65), never another kind of failure.
+        #expect(error is CoreMLReaderError && (error as? any KindedError)?.kind == .badModel, "offset \(offset): \(error)")
+        refused += 1
       }
     }
+    // Flipped bytes hit both structure (refused) and weight values (still a model).
+    #expect(refused > 0 && read > 0, "\(name): \(refused) refused, \(read) read")
   }
 
   @Test func truncatedAndCorruptFilesGiveClearErrors() throws {
@@ -220,11 +230,19 @@ import Testing
   @Test(arguments: ["sequential_plain", "depthwise_separable", "digits_cnn"])
   func everyFlippedByteIsAnErrorOrAModelNeverACrash(_ name: String) throws {
     let bytes = [UInt8](try Data(contentsOf: Self.golden.appendingPathComponent(name + ".mlmodel")))
+    var (refused, read) = (0, 0)
     for offset in bytes.indices where bytes.count < 8000 || offset % 5 == 0 {
       var damaged = bytes
       damaged[offset] ^= offset % 2 == 0 ? 0xA5 : 0x7F
-      // Either outcome is fine; what matters is that reading and importing return or throw.
-      if let spec = try? CoreMLSpecReader.read(damaged, path: "damaged") { _ = try? CoreMLGraphImporter.importModel(spec, path: "damaged") }
+      // Either outcome is fine as long as it is a model or the reader's own error about the model.
+      do {
+        _ = try CoreMLGraphImporter.importModel(try CoreMLSpecReader.read(damaged, path: "damaged"), path: "damaged")
+        read += 1
+      } catch {
+        #expect(error is CoreMLReaderError && (error as? any KindedError)?.kind == .badModel, "offset \(offset): \(error)")
+        refused += 1
+      }
     }
+    #expect(refused > 0 && read > 0, "\(name): \(refused) refused, \(read) read")
   }
 }

@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import KerasFormat
 import ModelConverter
+import ModelFormats
 import ModelIR
 import ReferenceRuntime
 import TestSupport
@@ -382,12 +383,23 @@ import Testing
     defer { try? FileManager.default.removeItem(at: directory) }
     for file in [Self.modelFile(package), Self.weightFile(package)] {
       let original = [UInt8](try Data(contentsOf: file))
+      var (refused, read) = (0, 0)
       for offset in original.indices where original.count < 4000 || offset % (original.count / 2000) == 0 {
         var damaged = original
         damaged[offset] ^= offset % 2 == 0 ? 0xA5 : 0x7F
         try Data(damaged).write(to: file)
-        _ = try? CoreMLGraphImporter.importModel(contentsOf: package)
+        do {
+          _ = try CoreMLGraphImporter.importModel(contentsOf: package)
+          read += 1
+        } catch {
+          // The reader's own error about the model (exit 65), never another kind of failure.
+          #expect(error is CoreMLReaderError && (error as? any KindedError)?.kind == .badModel, "\(file.lastPathComponent) offset \(offset): \(error)")
+          refused += 1
+        }
       }
+      // A flipped weight byte is still a model (another number); the model file's structure is refused somewhere.
+      #expect(read > 0, "\(name) \(file.lastPathComponent): every flip refused")
+      if file == Self.modelFile(package) { #expect(refused > 0, "\(name): no flip of the model file refused") }
       try Data(original).write(to: file)
     }
   }
