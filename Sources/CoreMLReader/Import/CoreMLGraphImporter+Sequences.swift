@@ -85,7 +85,7 @@ extension CoreMLGraphImporter {
       }
       if cell == .lstm && initialStates.count == 1 {
         // An LSTM given h only starts from a zero cell state.
-        initialStates.append(try add(.constant(Constant(shape: [units], values: [Float](repeating: 0, count: units))), [], suffix: "__c_in"))
+        initialStates.append(try add(.constant(.filled(0, shape: [units])), [], suffix: "__c_in"))
       }
     } else {
       for name in stateNames {

@@ -45,6 +45,11 @@ public struct CoreMLGraphImporter {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(kind) '\(twice)' is declared twice")
       }
     }
+    // An optional input is the IR's (zeros when not given), in both kinds of model: a default other than zero is not.
+    if let feature = spec.inputs.first(where: { $0.isOptional && ($0.defaultValue ?? 0) != 0 }) {
+      throw CoreMLReaderError.invalidNetwork(
+        path: path, detail: "optional input '\(feature.name)' defaults to \(feature.defaultValue ?? 0); only a default of zero is supported")
+    }
     if spec.modelType == "mlProgram" { return try MILProgramImporter.importModel(spec, path: path) }
     var importer = CoreMLGraphImporter(spec: spec, path: path, sequenceLengths: sequenceLengths)
     return try importer.run()
@@ -141,10 +146,6 @@ public struct CoreMLGraphImporter {
         throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has no fixed shape (\(declared))")
       }
       _ = try elementCount(shape, "input '\(feature.name)' shape")
-      // An optional input is the IR's (zeros when not given): a default other than zero is not.
-      if feature.isOptional, let fill = feature.defaultValue, fill != 0 {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "optional input '\(feature.name)' defaults to \(fill); only a default of zero is supported")
-      }
       blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape), optional: feature.isOptional)
       return CoreMLInput(name: feature.name, shape: shape)
 

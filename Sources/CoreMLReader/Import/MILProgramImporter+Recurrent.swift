@@ -34,9 +34,8 @@ extension MILProgramImporter {
     var initialStates: [ValueID] = []
     var givenStates = false
     for key in ["initial_h", "initial_c"] where type == "lstm" || key == "initial_h" {
-      var computed = false
-      if case .name(let name)? = argument(key), constants[name] == nil, values[name] != nil { computed = true }
-      if !computed {
+      // A constant (or a missing parameter, an error) is read as values; anything else is a computed state.
+      if isConstant(key) || argument(key) == nil {
         guard let state = try constant(key) else { throw invalid("required parameter '\(key)' is missing") }
         guard state.count == directions * units else { throw invalid("\(key) has \(state.count) values, needs \(directions * units)") }
         if state.asFloats.allSatisfy({ $0 == 0 }) {

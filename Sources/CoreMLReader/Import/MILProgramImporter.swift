@@ -129,11 +129,6 @@ public struct MILProgramImporter {
       throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "function input '\(input.name)' has no fixed tensor shape (\(shape))")
     }
     _ = try elementCount(shape, "input '\(input.name)' shape")
-    // An optional input is the IR's (zeros when not given): a default other than zero is not.
-    if feature.isOptional, let fill = feature.defaultValue, fill != 0 {
-      throw CoreMLReaderError.invalidProgram(
-        path: path, operation: "program", detail: "optional input '\(input.name)' defaults to \(fill); only a default of zero is supported")
-    }
     // A float16 input (iOS 16 and later) is rounded to float16 like every float16 value.
     let value = try builder.addInput(
       name: input.name, type: TensorType(shape, dataType: input.type.dataType == .float16 ? .float16 : .float32), optional: feature.isOptional)

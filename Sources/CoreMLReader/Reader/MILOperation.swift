@@ -11,7 +11,8 @@ public struct MILOperation: Sendable, Equatable {
   /// For `const` operations: the value (from the `val` attribute).
   public var value: MILValue?
   /// The nested blocks of a control-flow operation (`while_loop`'s condition and body, `cond`'s two
-  /// branches), in the file's order; the importer does not run them yet.
+  /// branches), in the file's order; the importer runs those of the operations whose registry entry
+  /// takes blocks (`while_loop`).
   public var blocks: [MILBlock] = []
   /// Whether the operation has nested blocks (control flow).
   public var hasBlocks: Bool { !blocks.isEmpty }

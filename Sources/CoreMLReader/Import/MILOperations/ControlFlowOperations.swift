@@ -6,7 +6,7 @@ extension MILOperationRegistry {
   /// compared with a constant), unrolled, and the tensor lists such loops read and write
   /// (`MILProgramImporter+ControlFlow.swift`).
   static let controlFlowOperations: [String: MILOperationEntry] =
-    all(["while_loop"]) { try $0.whileLoop() }
+    ["while_loop": MILOperationEntry(takesBlocks: true) { try $0.whileLoop() }]
     .merging(all(["make_list"]) { try $0.makeList() }) { $1 }
     .merging(all(["list_scatter"]) { try $0.listScatter() }) { $1 }
     .merging(all(["list_read"]) { try $0.listRead() }) { $1 }

@@ -12,10 +12,14 @@ struct MILOperationEntry {
   /// [rule MIL-OPSET] The first opset (CoreML5 = 5 ... CoreML8 = 8) that defines the operation in the
   /// form it is written in.
   let introduced: (MILOperation) -> Int
+  /// Whether the handler runs the operation's nested blocks (control flow); blocks on any other
+  /// operation are refused.
+  var takesBlocks = false
 
-  init(since opset: Int = 5, _ handler: @escaping (inout MILProgramImporter) throws -> Void) {
+  init(since opset: Int = 5, takesBlocks: Bool = false, _ handler: @escaping (inout MILProgramImporter) throws -> Void) {
     self.handler = handler
     self.introduced = { _ in opset }
+    self.takesBlocks = takesBlocks
   }
 
   init(introduced: @escaping (MILOperation) -> Int, _ handler: @escaping (inout MILProgramImporter) throws -> Void) {
@@ -46,8 +50,8 @@ enum MILOperationRegistry {
 extension MILProgramImporter {
   /// Adds the IR nodes of one MIL operation (or records its constant value).
   mutating func importOperation(_ op: MILOperation) throws {
-    guard !op.hasBlocks || op.type == "while_loop" else { throw unsupported("operations with nested blocks (control flow) are not supported") }
     guard let entry = MILOperationRegistry.entries[op.type] else { throw unsupported("the operation type is not supported") }
+    guard !op.hasBlocks || entry.takesBlocks else { throw unsupported("operations with nested blocks (control flow) are not supported") }
     let required = entry.introduced(op)
     if let version = program.opsetVersion, version < required {
       throw invalid("needs opset CoreML\(required) or later; the program's opset is \(program.opset)")
