@@ -6,7 +6,7 @@
 # limit kills is a hang (a FIFO the tool waits on counts so); a run killed otherwise (SIGKILL, out of memory) is
 # killed; a run past the memory limit (ulimit -v) fails to allocate and usually crashes; an output file left
 # after a failure is a partial output; a failure with nothing on stderr a silent failure; a run whose peak
-# resident memory is above the documented bound (README, Limits: 320 MiB + 16 x the case's size: the reader
+# resident memory is above the documented bound (Docs/Fixtures.md, and Docs/Keras.md's Limits: 320 MiB + 16 x the case's size: the reader
 # child's 256 MiB + 16 x allowance and the parent's own) is over-memory. A case's size is the smaller of its
 # apparent size and its allocated blocks, so a sparse 8 GiB file counts for the few KB it occupies. Every case
 # convert accepts is then read back and verified (`modelconv verify SOURCE CONVERTED`) in both formats (.mlmodel

@@ -6,7 +6,7 @@ import Testing
 /// The MIL operations the importer reads are the registry's keys, and the README's list is that list.
 @Suite struct MILOperationRegistryTests {
   @Test func readmeListsExactlyTheRegisteredOperations() throws {
-    let readme = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    let readme = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("Docs/CoreML.md"), encoding: .utf8)
     let marker = "ML Program operations read"
     let start = try #require(readme.range(of: marker))
     let paragraph = String(readme[start.upperBound...]).components(separatedBy: "\n\n")[0]

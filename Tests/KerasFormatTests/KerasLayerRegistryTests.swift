@@ -47,7 +47,7 @@ import Testing
 
   /// The class names in the first column of the README's first table under "Keras layers and their Core ML layers".
   static func readmeClassNames() throws -> Set<String> {
-    let text = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+    let text = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("Docs/Keras.md"), encoding: .utf8)
     let lines = text.components(separatedBy: "\n")
     let heading = try #require(lines.firstIndex(of: "## Keras layers and their Core ML layers"))
     let header = try #require(lines[heading...].firstIndex { $0.hasPrefix("| Keras |") })
@@ -73,7 +73,7 @@ import Testing
   /// Every registered class has a row (or a place in a row) of the README table.
   @Test func everyRegisteredClassIsInTheReadme() throws {
     let missing = Self.registered.subtracting(try Self.readmeClassNames())
-    #expect(missing.isEmpty, "registered but not in the README table: \(missing.sorted())")
+    #expect(missing.isEmpty, "registered but not in the Docs/Keras.md table: \(missing.sorted())")
   }
 
   /// Every class the README table names is registered, or is one of the documented others.
@@ -83,7 +83,7 @@ import Testing
     // Words of the table's prose that are not classes ("Core ML's", "Keras 3's", "Conv2D/Dense/Depthwise/Separable").
     let prose: Set<String> = ["Core", "ML", "Keras", "Depthwise", "Separable"]
     let unknown = try Self.readmeClassNames().subtracting(Self.registered).subtracting(documented).subtracting(prose)
-    #expect(unknown.isEmpty, "in the README table but not registered: \(unknown.sorted())")
+    #expect(unknown.isEmpty, "in the Docs/Keras.md table but not registered: \(unknown.sorted())")
   }
 
   /// The README reader sees the table (a check that reads nothing would pass anything).
