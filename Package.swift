@@ -87,7 +87,7 @@ let package = Package(
       path: "Sources/RuntimeBench"),
     // Tests: one target per module (`swift test --filter KerasFormatTests` runs one), the end-to-end CLI
     // tests in modelconvTests, and what they share (fixture paths, reference files, running modelconv).
-    .target(name: "TestSupport", dependencies: ["KerasFormat", "CoreMLFormat", "CHDF5"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["ModelFormats", "KerasFormat", "CoreMLFormat", "CHDF5"], path: "Tests/TestSupport"),
     .testTarget(name: "ModelIRTests", dependencies: testDependencies),
     .testTarget(name: "ModelFormatsTests", dependencies: testDependencies),
     .testTarget(name: "KerasFormatTests", dependencies: testDependencies),
@@ -98,6 +98,11 @@ let package = Package(
     .testTarget(name: "ImageFormatTests", dependencies: testDependencies),
     .testTarget(name: "ModelConverterTests", dependencies: testDependencies),
     .testTarget(name: "modelconvTests", dependencies: testDependencies),
+    // A toy source format, defined only in this target, plugged in through the frontend protocol and
+    // registry: inspect, convert, verify and exit codes with no module above naming it.
+    .testTarget(
+      name: "FrontendContractTests",
+      dependencies: ["modelconv", "ModelConverter", "ModelFormats", "ModelIR", "CoreMLFormat", "ReferenceRuntime", "TestSupport"]),
   ],
   swiftLanguageModes: [.v5]
 )

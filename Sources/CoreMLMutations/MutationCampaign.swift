@@ -94,13 +94,13 @@ public enum MutationCampaign {
         return Outcome(mutation: mutation, effect: effect, verdict: .killed, named: report.classifier?.passed == false ? "classifier" : "outputs")
       }
       let layer = mutation.layer ?? ""
-      let named = layer == first.kerasLayer || layer.hasPrefix(first.kerasLayer + "_")
+      let named = layer == first.sourceLayer || layer.hasPrefix(first.sourceLayer + "_")
       return Outcome(mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere, named: describe(first))
     }
   }
 
   static func describe(_ layer: LayerParity) -> String {
-    "Keras '\(layer.kerasLayer)' (\(layer.kerasClass)) / Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType))"
+    "Keras '\(layer.sourceLayer)' (\(layer.sourceType)) / Core ML '\(layer.convertedLayer)' (\(layer.convertedType))"
   }
 
   /// "killed K/N (P%), E equivalent skipped"

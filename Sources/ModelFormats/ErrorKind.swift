@@ -15,3 +15,19 @@ public enum ErrorKind: String, Sendable {
 public protocol KindedError: Error {
   var kind: ErrorKind { get }
 }
+
+/// What the caller can change to get past an error, named by the library's options (never by a
+/// command-line flag: a front end says how its users give each option).
+public enum ErrorRemedy: Sendable, Equatable {
+  /// Give the model's architecture separately (`ConversionOptions.architecture`).
+  case giveArchitecture
+  /// Leave the separate architecture out: the file holds its own.
+  case omitArchitecture
+  /// Allow weights that are not finite (`ConversionOptions.allowNonFinite`).
+  case allowNonFinite
+}
+
+/// An error that one change of options answers.
+public protocol RemediableError: Error {
+  var remedy: ErrorRemedy? { get }
+}

@@ -1,6 +1,5 @@
 import Foundation
 import ModelFormats
-import KerasFormat
 import ModelConverter
 
 /// The `modelconv` entry point: dispatches to a subcommand and turns errors into exit codes.
@@ -40,13 +39,13 @@ enum ModelConvCommand {
 
   static func main() {
     let arguments = Array(CommandLine.arguments.dropFirst())
-    // The hidden reader child: parses one untrusted Keras file under CPU and memory limits.
-    if arguments.first == KerasReaderIsolation.childCommand {
-      exit(KerasReaderIsolation.childMain(Array(arguments.dropFirst())))
+    // The hidden reader child: parses one untrusted file under CPU and memory limits.
+    if arguments.first == ReaderIsolation.childCommand {
+      exit(ReaderIsolation.childMain(Array(arguments.dropFirst())))
     }
-    // Every Keras file this process opens is read in such a child, so a file that crashes or hangs
-    // libhdf5 becomes an error (exit 65) instead of taking modelconv down.
-    KerasModelFile.isolation = KerasReaderIsolation.selfExecutable()
+    // Every file a frontend isolates is read in such a child, so a file that crashes or hangs its
+    // reader library (libhdf5) becomes an error (exit 65) instead of taking modelconv down.
+    ReaderIsolation.isolateInChildProcesses()
     let code = run(arguments)
     exit(code.rawValue)
   }
@@ -88,13 +87,11 @@ enum ModelConvCommand {
       /// The options that answer an error, when one does (library errors never name flags).
       // Library errors name no flag: the command line adds the flag that answers them.
       func hint(for error: Error) -> String {
-        switch error {
-        case KerasReaderError.noModelConfig(_, weightsOnly: true): return "\n  give the architecture with --architecture FILE.json"
-        case KerasReaderError.unsupportedFormat(_, let what, _) where what == "a .keras archive": return "\n  leave out --architecture"
-        case ConversionError.invalidWeightValue: return "\n  convert anyway with --allow-nonfinite"
-        case KerasReaderError.unsupportedFormat(_, _, let advice), SourceFormatError.unsupported(_, _, let advice):
-          if advice.contains("model.to_json()") { return "\n  give the architecture with --architecture FILE.json" }
-        default: break
+        switch (error as? any RemediableError)?.remedy {
+        case .giveArchitecture: return "\n  give the architecture with --architecture FILE.json"
+        case .omitArchitecture: return "\n  leave out --architecture"
+        case .allowNonFinite: return "\n  convert anyway with --allow-nonfinite"
+        case nil: break
         }
         guard let open = error as? UnknownInputSizes else { return "" }
         let options = open.inputs.map { "--input-shape \($0.name.contains(where: { " '\"$\\".contains($0) }) ? "'\($0.name)'" : $0.name)=\($0.template)" }

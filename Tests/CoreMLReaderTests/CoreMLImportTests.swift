@@ -142,7 +142,7 @@ import Testing
     let report = try ParityVerifier.verify(
       source: source, converted: output, options: VerificationOptions(samples: 2, reference: Fixtures.url(model + ".reference.h5")))
     let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) [\($0.inputs)] vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
-    #expect(report.passed, "\(model): \(failures) \(report.violations) \(report.firstMismatch.map { "first mismatch \($0.kerasLayer)" } ?? "")")
+    #expect(report.passed, "\(model): \(failures) \(report.violations) \(report.firstMismatch.map { "first mismatch \($0.sourceLayer)" } ?? "")")
   }
 
   /// The same as ML Programs (float32), layer by layer: values whose shape both layouts fit (a `[1, C, H, W]`
@@ -157,7 +157,7 @@ import Testing
     try Converter.convert(modelAt: source, options: ConversionOptions(format: .mlProgram, precision: .float32)).write(to: output)
     let report = try ParityVerifier.verify(
       source: source, converted: output, options: VerificationOptions(samples: 2, reference: Fixtures.url(model + ".reference.h5")))
-    #expect(report.passed, "\(model): \(report.outputs.filter { !$0.passed }.map(\.name)) \(report.firstMismatch.map { "first mismatch \($0.kerasLayer)" } ?? "")")
+    #expect(report.passed, "\(model): \(report.outputs.filter { !$0.passed }.map(\.name)) \(report.firstMismatch.map { "first mismatch \($0.sourceLayer)" } ?? "")")
   }
 
   @Test func mlpackageHoldingANeuralNetworkIsRead() throws {

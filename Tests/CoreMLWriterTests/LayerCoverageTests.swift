@@ -58,7 +58,7 @@ import Testing
   @Test(arguments: dialects)
   func customLayerBecomesCoreMLCustomLayer(_ dialect: String) throws {
     let source = Fixtures.url("layers/\(dialect)/custom_layer.h5")
-    let model = try KerasConverter.convert(modelAt: source, options: ConversionOptions(customLayers: KerasCustomLayers(convertUnknown: true)))
+    let model = try KerasConverter.convert(modelAt: source, options: ConversionOptions(unknownLayersAsCustom: true))
     let spec = try CoreMLSpecReader.read(model.bytes)
     let layer = try #require(spec.layers.first { $0.kind == "custom" })
     #expect(layer.custom?.className == "ScaleShift")
@@ -70,11 +70,13 @@ import Testing
   @Test func registeredConversionShapesTheCustomLayer() throws {
     let source = Fixtures.url("layers/tfkeras215/custom_layer.h5")
     var options = ConversionOptions()
-    options.customLayers.conversions["ScaleShift"] = { layer in
-      CustomLayer(
-        className: "ScaleShiftLayer", parameters: ["shift": .double(layer.config["shift"]?.double ?? 0)], weights: layer.weights,
-        outputShape: layer.inputShapes[0])
-    }
+    options.frontendSettings[KerasCustomLayers.self] = KerasCustomLayers(conversions: [
+      "ScaleShift": { layer in
+        CustomLayer(
+          className: "ScaleShiftLayer", parameters: ["shift": .double(layer.config["shift"]?.double ?? 0)], weights: layer.weights,
+          outputShape: layer.inputShapes[0])
+      }
+    ])
     let spec = try CoreMLSpecReader.read(try KerasConverter.convert(modelAt: source, options: options).bytes)
     let layer = try #require(spec.layers.first { $0.kind == "custom" })
     #expect(layer.custom?.className == "ScaleShiftLayer")

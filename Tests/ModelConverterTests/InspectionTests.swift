@@ -48,7 +48,7 @@ import Testing
   @Test func kerasHeader() throws {
     let inspection = try ModelInspector.inspect(contentsOf: Fixtures.digits.appendingPathComponent("digits_cnn.h5"))
     #expect(inspection.format == .kerasHDF5)
-    #expect(inspection.kerasVersion == "2.15.0")
+    #expect(inspection.producer?.version == "2.15.0")
     #expect(inspection.inputs.map(\.type.shape) == [[8, 8, 1]])
     #expect(inspection.outputs.map(\.type.shape) == [[10]])
     // Outputs are named after the Keras layers that produce them.
@@ -56,14 +56,14 @@ import Testing
     #expect(inspection.specificationVersion == nil && inspection.oldestReleases.isEmpty)
     let archive = try ModelInspector.inspect(contentsOf: Fixtures.url("keras_zip/functional.keras"))
     #expect(archive.format == .kerasArchive)
-    #expect(archive.kerasVersion?.hasPrefix("3.") == true)
+    #expect(archive.producer?.version?.hasPrefix("3.") == true)
   }
 
   /// coremltools wrote these from the same Keras model: the classifier facts are the ones it was given.
   @Test func coremltoolsNeuralNetworkClassifier() throws {
     let inspection = try ModelInspector.inspect(contentsOf: Fixtures.url("coremltools/rgb_classifier.mlmodel"))
     #expect(inspection.format == .mlmodel)
-    #expect(inspection.kind == .neuralNetworkClassifier)
+    #expect(inspection.kind.rawValue == "neuralNetworkClassifier")
     #expect(inspection.labels == ["cat", "dog", "bird", "fish", "frog"])
     let image = try #require(inspection.imageInputs.first)
     #expect(image.colorSpace == "BGR" && image.width == 16 && image.height == 16)
@@ -102,7 +102,7 @@ import Testing
     for (name, type) in [("digits_cnn_program", "float32"), ("digits_cnn_program_fp16", "float16")] {
       let inspection = try ModelInspector.inspect(contentsOf: Fixtures.url("coremltools/\(name).mlpackage"))
       #expect(inspection.format == .mlpackage)
-      #expect(inspection.kind == .mlProgram)
+      #expect(inspection.kind.rawValue == "mlProgram")
       // minimum_deployment_target=iOS15: specification 6, opset CoreML5.
       #expect(inspection.specificationVersion == 6 && inspection.opset == "CoreML5")
       #expect(inspection.oldestReleases.map(\.description) == ["iOS 15", "tvOS 15", "macOS 12", "watchOS 8"])
@@ -181,7 +181,7 @@ import Testing
     let json = try cli.run(["inspect", Fixtures.digits.appendingPathComponent("digits_cnn.h5").path, "--json"])
     #expect(json.status == 0)
     let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
-    #expect(document["schema"] as? String == "modelconv.inspect/1")
+    #expect(document["schema"] as? String == "modelconv.inspect/2")
     #expect(document["format"] as? String == "kerasHDF5")
     #expect(document["specificationVersion"] is NSNull)
     #expect(document["parameterCount"] as? Int == 9802)

@@ -49,14 +49,14 @@ import Testing
     let report = try Self.verify(KerasConverter.convert(modelAt: Self.source, options: Self.options()).bytes)
     #expect(report.passed)
     #expect(report.firstMismatch == nil)
-    let layers = Set(report.layers.map(\.kerasLayer))
+    let layers = Set(report.layers.map(\.sourceLayer))
     #expect(layers.isSuperset(of: ["input1", "conv1", "pool1", "conv2", "flatten", "dense", "probabilities"]))
     // The Dense's own output (the logits) and the softmax after it are both compared.
-    let probabilities = report.layers.filter { $0.kerasLayer == "probabilities" }
+    let probabilities = report.layers.filter { $0.sourceLayer == "probabilities" }
     #expect(probabilities.count == 2)
-    #expect(probabilities.contains { $0.coreMLType == "innerProduct" })
-    #expect(probabilities.contains { $0.coreMLType.contains("softmax") })
-    #expect(report.layers.first?.kerasClass == "input")
+    #expect(probabilities.contains { $0.convertedType == "innerProduct" })
+    #expect(probabilities.contains { $0.convertedType.contains("softmax") })
+    #expect(report.layers.first?.sourceType == "input")
   }
 
   @Test func transposedKernelIsNamedAsTheFirstMismatch() throws {
@@ -64,13 +64,13 @@ import Testing
     let report = try Self.verify(bytes)
     #expect(!report.passed)
     let first = try #require(report.firstMismatch)
-    #expect(first.kerasLayer == "conv2")
-    #expect(first.kerasClass == "Conv2D")
-    #expect(first.coreMLType == "convolution")
+    #expect(first.sourceLayer == "conv2")
+    #expect(first.sourceType == "Conv2D")
+    #expect(first.convertedType == "convolution")
     // Everything before it still agrees.
     let index = try #require(report.layers.firstIndex(of: first))
     #expect(report.layers[..<index].allSatisfy { $0.passed })
-    #expect(report.layers[..<index].contains { $0.kerasLayer == "conv1" })
+    #expect(report.layers[..<index].contains { $0.sourceLayer == "conv1" })
   }
 
   @Test func changedLogitsFailEvenWhenTheSoftmaxHidesThem() throws {
@@ -86,8 +86,8 @@ import Testing
     let report = try Self.verify(bytes)
     #expect(report.outputs.allSatisfy { $0.passed })
     #expect(!report.passed)
-    #expect(report.firstMismatch?.kerasLayer == "probabilities")
-    #expect(report.firstMismatch?.coreMLType == "innerProduct")
+    #expect(report.firstMismatch?.sourceLayer == "probabilities")
+    #expect(report.firstMismatch?.convertedType == "innerProduct")
   }
 
   @Test func wrongImageBiasFailsWhenTheTrainedPreprocessingIsGiven() throws {
@@ -101,8 +101,8 @@ import Testing
     #expect(!checked.passed)
     #expect(checked.preprocessing.first?.passed == false)
     #expect(checked.preprocessing.first?.expectedSummary == "network input = 0.00392157 x pixel + 0, GRAYSCALE")
-    #expect(checked.firstMismatch?.kerasClass == "input")
-    #expect(checked.firstMismatch?.coreMLType == "imageScaler")
+    #expect(checked.firstMismatch?.sourceType == "input")
+    #expect(checked.firstMismatch?.convertedType == "imageScaler")
   }
 
   @Test(arguments: [Float(1), 2 / 255, 255])
@@ -157,7 +157,7 @@ import Testing
     #expect(!strict.passed)
     let broken = try Self.verify(try Self.tampered(precision: .float16) { Self.transposeKernel(&$0, named: "conv1") })
     #expect(!broken.passed)
-    #expect(broken.firstMismatch?.kerasLayer == "conv1")
+    #expect(broken.firstMismatch?.sourceLayer == "conv1")
   }
 
   /// The trained MobileNet-style sample: its first BatchNormalization's moving statistics say what it saw

@@ -83,7 +83,7 @@ import Testing
     let output = try Self.convert("tiny_cnn", to: format, options: ConversionOptions(precision: .float32))
     let report = try ParityVerifier.verify(source: Self.url("tiny_cnn"), converted: output, options: VerificationOptions(samples: 2))
     #expect(report.passed)
-    let compared = Set(report.layers.map(\.kerasLayer))
+    let compared = Set(report.layers.map(\.sourceLayer))
     for node in ["/conv1/Conv_output_0", "/bn1/BatchNormalization_output_0", "/pool/MaxPool_output_0", "/depthwise/Conv_output_0",
       "/pointwise/Conv_output_0", "/res1/Conv_output_0", "/res2/Conv_output_0", "/gap/GlobalAveragePool_output_0"] {
       #expect(compared.contains(node), "\(format): \(node) not compared (compared: \(compared.sorted()))")
@@ -154,8 +154,8 @@ import Testing
 
   @Test func inspectDescribesTheGraph() throws {
     let inspection = try ModelInspector.inspect(contentsOf: Self.url("tiny_cnn"))
-    let onnx = try #require(inspection.onnx)
-    #expect(inspection.format == .onnx && onnx.irVersion == 7 && onnx.producer == "pytorch 2.13.0")
+    let onnx = try #require(inspection.graphDetails)
+    #expect(inspection.format.rawValue == "onnx" && onnx.formatVersion == 7 && inspection.producer == .init(name: "pytorch", version: "2.13.0"))
     #expect(onnx.operatorSets.map { "\($0.domain) \($0.version)" } == ["ai.onnx 13"])
     #expect(onnx.operators.first { $0.opType == "Conv" }?.count == 5 && onnx.operators.allSatisfy(\.supported))
     #expect(onnx.declaredInputs.map(\.dimensions) == [["1", "3", "32", "32"]])

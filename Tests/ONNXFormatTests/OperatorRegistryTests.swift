@@ -23,7 +23,7 @@ import Testing
   /// `inspect --json` carries the same table (`onnx.supportedOperators`).
   @Test func inspectionListsTheRegistry() throws {
     let inspection = try ModelInspector.inspect(contentsOf: Fixtures.url("onnx/tiny_cnn.onnx"))
-    let table = try #require(inspection.onnx).supportedOperators
+    let table = try #require(inspection.graphDetails).supportedOperators
     #expect(table.map(\.opType) == ONNXOperatorRegistry.supported.map(\.opType))
     #expect(table.map(\.since) == ONNXOperatorRegistry.supported.map(\.since))
     #expect(table.contains { $0.opType == "Conv" } && table.contains { $0.opType == "LRN" })

@@ -188,8 +188,8 @@ import Testing
     let report = try JSONSerialization.jsonObject(with: Data(checked.stdout.utf8)) as? [String: Any]
     let layers = report?["layers"] as? [[String: Any]] ?? []
     #expect(layers.count >= 8)
-    #expect(layers.first?["kerasClass"] as? String == "input")
-    #expect((report?["firstMismatch"] as? [String: Any])?["coreMLType"] as? String == "imageScaler")
+    #expect(layers.first?["sourceType"] as? String == "input")
+    #expect((report?["firstMismatch"] as? [String: Any])?["convertedType"] as? String == "imageScaler")
     #expect((report?["preprocessing"] as? [[String: Any]])?.first?["passed"] as? Bool == false)
     let text = try run(["verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--layers"])
     #expect(text.stdout.contains("FAIL preprocessing of 'input1'"))

@@ -237,7 +237,7 @@ import Testing
     let archive = try KerasConverter.convert(modelAt: URL(fileURLWithPath: model))
     let legacy = try KerasConverter.convert(modelAt: Fixtures.url("keras_zip/\(name).h5"))
     #expect(archive.graph == legacy.graph)
-    #expect(archive.sourceKerasVersion == legacy.sourceKerasVersion)
+    #expect(archive.sourceProducerVersion == legacy.sourceProducerVersion)
   }
 
   @Test func labelsParserTakesHostileText() throws {

@@ -104,3 +104,16 @@ extension KerasReaderError: KindedError {
     }
   }
 }
+
+extension KerasReaderError: RemediableError {
+  /// A weights-only file needs its architecture; a `.keras` archive carries its own; a file that is an
+  /// architecture (`model.to_json()`) goes beside the weights.
+  public var remedy: ErrorRemedy? {
+    switch self {
+    case .noModelConfig(_, weightsOnly: true): return .giveArchitecture
+    case .unsupportedFormat(_, let what, _) where what == "a .keras archive": return .omitArchitecture
+    case .unsupportedFormat(_, _, let advice) where advice.contains("model.to_json()"): return .giveArchitecture
+    default: return nil
+    }
+  }
+}

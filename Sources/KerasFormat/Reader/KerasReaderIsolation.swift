@@ -1,4 +1,5 @@
 import Foundation
+import ModelFormats
 
 #if canImport(Glibc)
   import Glibc

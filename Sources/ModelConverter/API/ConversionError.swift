@@ -60,6 +60,13 @@ extension ConversionError: KindedError {
   }
 }
 
+extension ConversionError: RemediableError {
+  public var remedy: ErrorRemedy? {
+    if case .invalidWeightValue = self { return .allowNonFinite }
+    return nil
+  }
+}
+
 extension ConversionError: LocalizedError {
   /// The same text as `description`, so `localizedDescription` says what went wrong.
   public var errorDescription: String? { description }

@@ -1,12 +1,10 @@
-import CoreMLFormat
 import Foundation
-import KerasFormat
 
-/// Options for converting a Keras model, named after coremltools' Keras converter parameters.
+/// Options for converting a model, named after coremltools' converter parameters.
 public struct ConversionOptions: Sendable, Equatable {
-  /// New names for the model inputs, in Keras input order (`input_names`); default `input1`, `input2`, ...
+  /// New names for the model inputs, in the source's input order (`input_names`); default `input1`, `input2`, ...
   public var inputNames: [String]?
-  /// New names for the model outputs, in Keras output order (`output_names`); default `output1`, ...
+  /// New names for the model outputs, in the source's output order (`output_names`); default `output1`, ...
   public var outputNames: [String]?
   /// Inputs (by their new names) that become images (`image_input_names`).
   public var imageInputNames: [String]
@@ -47,16 +45,19 @@ public struct ConversionOptions: Sendable, Equatable {
   public var license: String?
   public var shortDescription: String?
   public var version: String?
-  /// `input_name_shape_dict`: shapes `[1, H, W, C]` for inputs with unknown dimensions, by Keras or new name.
+  /// `input_name_shape_dict`: shapes `[1, H, W, C]` for inputs with unknown dimensions, by source or new name.
   public var inputShapes: [String: [Int]]
-  /// Conversions for Keras layer classes the converter does not know (coremltools'
-  /// `custom_conversion_functions`), and whether all other unknown layers become Core ML custom layers.
-  public var customLayers: KerasCustomLayers
+  /// Whether layers the reader does not know become Core ML custom layers (coremltools'
+  /// `add_custom_layers`) instead of an error.
+  public var unknownLayersAsCustom: Bool
+  /// Settings for one frontend only, by type, such as conversions for layer classes a reader does not
+  /// know (coremltools' `custom_conversion_functions`), which that frontend documents.
+  public var frontendSettings: FrontendSettings
   /// Converts models whose weights hold NaN, infinity, values beyond float32's range or a negative
   /// BatchNormalization variance (`--allow-nonfinite`). Off by default: such a model computes NaN or
   /// infinity in Core ML, so the conversion is refused with `ConversionError.invalidWeightValue`.
   public var allowNonFinite: Bool
-  /// The architecture file when the source holds weights only (Keras' `model.to_json()` beside a `save_weights` file).
+  /// The architecture file when the source holds weights only (an architecture JSON beside a weights-only file).
   public var architecture: URL?
 
   public init(
@@ -66,9 +67,10 @@ public struct ConversionOptions: Sendable, Equatable {
     predictedProbabilitiesOutput: String? = nil, format: ModelFormat = .neuralNetwork, target: DeploymentTarget? = nil,
     precision: WeightPrecision? = nil, author: String? = nil,
     license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:],
-    customLayers: KerasCustomLayers = KerasCustomLayers(), allowNonFinite: Bool = false
+    unknownLayersAsCustom: Bool = false, frontendSettings: FrontendSettings = FrontendSettings(), allowNonFinite: Bool = false
   ) {
-    self.customLayers = customLayers
+    self.unknownLayersAsCustom = unknownLayersAsCustom
+    self.frontendSettings = frontendSettings
     self.allowNonFinite = allowNonFinite
     self.inputNames = inputNames
     self.outputNames = outputNames
@@ -97,7 +99,8 @@ public struct ConversionOptions: Sendable, Equatable {
 
   /// The part of these options that says how the source is read.
   public var sourceOptions: SourceOptions {
-    SourceOptions(inputNames: inputNames, outputNames: outputNames, inputShapes: inputShapes, customLayers: customLayers, architecture: architecture)
+    SourceOptions(inputNames: inputNames, outputNames: outputNames, inputShapes: inputShapes, unknownLayersAsCustom: unknownLayersAsCustom, settings: frontendSettings,
+      architecture: architecture)
   }
 
   /// The image preprocessing shared by every image input.

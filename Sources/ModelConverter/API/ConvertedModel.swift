@@ -16,8 +16,8 @@ public struct ConvertedModel: Sendable {
   public var bytes: [UInt8] { encoded.specification }
   /// The format written.
   public var format: ModelFormat { encoded.format }
-  /// The Keras version that wrote the source file, when recorded.
-  public let sourceKerasVersion: String?
+  /// The version of the tool that wrote the source file, when recorded (Keras' `keras_version`).
+  public let sourceProducerVersion: String?
   /// Every file or folder the conversion read (the source, its external data, its architecture file):
   /// `write(to:)` refuses an output that is, lies inside or contains one of them.
   public var sourcePaths: [String] = []

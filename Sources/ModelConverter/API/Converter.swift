@@ -141,7 +141,7 @@ public enum Converter {
     writerOptions.compression = options.compression
     writerOptions.imageOutputs = imageOutputs
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
-    var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceKerasVersion: source.producerVersion)
+    var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceProducerVersion: source.producerVersion)
     model.sourcePaths = source.readPaths
     model.sourceNotes = source.notes + renames.map { "\($0.description) (\(options.format == .mlProgram ? "ML Program feature names are identifiers" : "renamed")): the app uses '\($0.to)'" }
     model.renames = renames

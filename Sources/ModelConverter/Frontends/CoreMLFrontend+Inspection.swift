@@ -20,13 +20,7 @@ extension CoreMLFrontend {
     var isDirectory: ObjCBool = false
     _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
 
-    let kind: ModelInspection.ModelKind
-    switch spec.modelType {
-    case "neuralNetworkClassifier": kind = .neuralNetworkClassifier
-    case "neuralNetworkRegressor": kind = .neuralNetworkRegressor
-    case "mlProgram": kind = .mlProgram
-    default: kind = .neuralNetwork
-    }
+    let kind = ModelInspection.ModelKind(["neuralNetworkClassifier", "neuralNetworkRegressor", "mlProgram"].contains(spec.modelType) ? spec.modelType : "neuralNetwork")
     let layers: [ModelInspection.Layer]
     let weights: [ModelInspection.WeightStorage]
     let parameters: Int
@@ -37,8 +31,14 @@ extension CoreMLFrontend {
     }
     let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.map(String.init) : spec.stringClassLabels
     func text(_ value: String) -> String? { value.isEmpty ? nil : value }
+    let labelled = !labels.isEmpty
+    let kindText = ["neuralNetworkClassifier": "neural network classifier", "neuralNetworkRegressor": "neural network regressor",
+      "mlProgram": labelled ? "ML Program classifier" : "ML Program"][kind.rawValue] ?? "neural network"
+    let format = isDirectory.boolValue ? "mlpackage" : "mlmodel"
     return ModelInspection(
-      path: url.path, format: isDirectory.boolValue ? .mlpackage : .mlmodel, kind: kind, kerasVersion: nil, kerasBackend: nil,
+      path: url.path, format: .init(format), kind: kind, isRunnable: true,
+      presentation: Self.presentation(format: format, kind: kindText, specificationVersion: spec.specificationVersion, opset: spec.program?.opset,
+        layerNoun: spec.program == nil ? "layer" : "operation"),
       specificationVersion: spec.specificationVersion, opset: spec.program?.opset,
       oldestReleases: DeploymentTarget.oldestReleases(forSpecificationVersion: spec.specificationVersion).map { .init(platform: $0.platform, version: $0.version) },
       inputs: spec.inputs.map(feature), outputs: spec.outputs.map(feature), imageInputs: imageInputs(spec, model), labels: labels,
@@ -46,6 +46,13 @@ extension CoreMLFrontend {
         name: nil, shortDescription: text(spec.shortDescription), author: text(spec.author), license: text(spec.license),
         version: text(spec.version), userDefined: spec.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
       layers: layers, shapesUnavailable: unavailable, parameterCount: parameters, weights: weights)
+  }
+
+  /// How `inspect` shows a Core ML file: its container, kind, specification version and opset.
+  static func presentation(format: String, kind: String, specificationVersion: Int, opset: String?, layerNoun: String) -> ModelInspection.Presentation {
+    var line = "Core ML \(format == "mlpackage" ? "package (.mlpackage)" : "model (.mlmodel)"), \(kind), specification version \(specificationVersion)"
+    if let opset { line += ", opset \(opset)" }
+    return .init(format: line, layerNoun: layerNoun)
   }
 
   /// A model description feature as Xcode shows it.

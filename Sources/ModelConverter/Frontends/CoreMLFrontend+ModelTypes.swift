@@ -10,9 +10,12 @@ extension CoreMLFrontend {
     var isDirectory: ObjCBool = false
     _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
     func text(_ value: String) -> String? { value.isEmpty ? nil : value }
+    let format = isDirectory.boolValue ? "mlpackage" : "mlmodel"
+    let kind = kind(outline.typeName)
     return ModelInspection(
-      path: url.path, format: isDirectory.boolValue ? .mlpackage : .mlmodel, kind: kind(outline.typeName), kerasVersion: nil,
-      kerasBackend: nil, specificationVersion: outline.specificationVersion, opset: nil,
+      path: url.path, format: .init(format), kind: kind, isRunnable: false,
+      presentation: presentation(format: format, kind: kind.rawValue, specificationVersion: outline.specificationVersion, opset: nil, layerNoun: "layer"),
+      specificationVersion: outline.specificationVersion, opset: nil,
       oldestReleases: DeploymentTarget.oldestReleases(forSpecificationVersion: outline.specificationVersion).map {
         .init(platform: $0.platform, version: $0.version)
       },
@@ -23,9 +26,18 @@ extension CoreMLFrontend {
       layers: [], shapesUnavailable: nil, parameterCount: 0, weights: [], subModels: outline.subModels.map(subModel))
   }
 
+  /// Every `Model.Type` case Apple's Model.proto lists, as it names them.
+  static let modelTypeNames: Set<String> = [
+    "neuralNetwork", "neuralNetworkClassifier", "neuralNetworkRegressor", "mlProgram", "pipelineClassifier", "pipelineRegressor", "pipeline",
+    "glmRegressor", "supportVectorRegressor", "treeEnsembleRegressor", "bayesianProbitRegressor", "glmClassifier", "supportVectorClassifier",
+    "treeEnsembleClassifier", "kNearestNeighborsClassifier", "itemSimilarityRecommender", "customModel", "linkedModel",
+    "classConfidenceThresholding", "oneHotEncoder", "imputer", "featureVectorizer", "dictVectorizer", "scaler", "categoricalMapping",
+    "normalizer", "arrayFeatureExtractor", "nonMaximumSuppression", "identity", "textClassifier", "wordTagger", "visionFeaturePrint",
+    "soundAnalysisPreprocessing", "gazetteer", "wordEmbedding", "audioFeaturePrint", "serializedModel",
+  ]
+
   static func kind(_ typeName: String) -> ModelInspection.ModelKind {
-    guard let kind = ModelInspection.ModelKind(rawValue: typeName), !kind.rawValue.hasPrefix("keras") else { return .unknown }
-    return kind
+    modelTypeNames.contains(typeName) ? .init(typeName) : .unknown
   }
 
   static func labels(_ outline: CoreMLModelOutline) -> [String] {
@@ -55,4 +67,10 @@ extension CoreMLFrontend {
     }
     return .init(name: feature.name, type: type)
   }
+}
+
+extension ModelInspection.FileFormat {
+  /// A Core ML model file and a Core ML package folder.
+  public static let mlmodel = Self("mlmodel")
+  public static let mlpackage = Self("mlpackage")
 }

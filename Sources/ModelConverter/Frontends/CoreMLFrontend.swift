@@ -17,6 +17,12 @@ public struct CoreMLFrontend: ModelFrontend {
   public let displayName = "Core ML"
   public let fileExtensions = ["mlmodel", "mlpackage"]
   public let kinds: Set<ModelFileKind> = [.coreMLModel, .coreMLPackage]
+  public let summary = """
+    A Core ML model is a source too: a neural network becomes an ML Program (or the other way where
+    classic layers can express every operation), and keeps its image inputs, labels and description
+    unless options replace them.
+    """
+
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
@@ -25,8 +31,8 @@ public struct CoreMLFrontend: ModelFrontend {
     if !options.inputShapes.isEmpty { throw ConversionError.notApplicable(path: url.path, option: "an input shape", format: "a Core ML model, which declares its own") }
     // (Turning unknown layers into custom layers does not apply either: a Core ML model's custom layers
     // are read as they are. `verify` asks for it for every source, so it is not refused.)
-    if !options.customLayers.conversions.isEmpty {
-      throw ConversionError.notApplicable(path: url.path, option: "a custom layer conversion", format: "a Core ML model")
+    if !options.settings.isEmpty {
+      throw ConversionError.notApplicable(path: url.path, option: "another format's reader settings", format: "a Core ML model")
     }
     let spec = try CoreMLSpecReader.read(contentsOf: url)
     let model = try CoreMLGraphImporter.importModel(spec, path: url.path)

@@ -3,8 +3,23 @@ import ModelFormats
 
 /// The registered source formats: one entry per frontend, chosen by what the sniffer finds in a file.
 public enum Frontends {
-  /// Every frontend, in the order they are asked. A new source format is one more entry here.
-  public static let registered: [any ModelFrontend] = [KerasFrontend(), CoreMLFrontend(), ONNXFrontend()]
+  /// The frontends this library brings. A new source format is one more entry here, or a `register` call.
+  public static let builtIn: [any ModelFrontend] = [KerasFrontend(), CoreMLFrontend(), ONNXFrontend()]
+
+  private static let lock = NSLock()
+  nonisolated(unsafe) private static var added: [any ModelFrontend] = []
+
+  /// Every frontend, in the order they are asked: the built-in ones, then those registered.
+  public static var registered: [any ModelFrontend] { builtIn + lock.withLock { added } }
+
+  /// Adds a frontend (a format another package reads); it is asked after those before it. Registering
+  /// a frontend of the same name again replaces it.
+  public static func register(_ frontend: any ModelFrontend) {
+    lock.withLock {
+      added.removeAll { $0.name == frontend.name }
+      added.append(frontend)
+    }
+  }
 
   /// The frontend that reads the file or package at `url`.
   public static func frontend(for url: URL) throws -> any ModelFrontend {
@@ -15,7 +30,8 @@ public enum Frontends {
       case .notRegularFile(let path, let kind): throw SourceFormatError.notRegularFile(path: path, kind: kind)
       }
     }
-    if let frontend = registered.first(where: { $0.kinds.contains(kind) }) { return frontend }
+    let header = kind == .folder ? [] : Self.header(of: url.path)
+    if let frontend = registered.first(where: { $0.recognizes(kind: kind, header: header) }) { return frontend }
     throw SourceFormatError.unsupported(path: url.path, what: kind.description, advice: advice(for: kind))
   }
 
@@ -35,6 +51,13 @@ public enum Frontends {
   public static var formatNames: String {
     let names = registered.map(\.displayName)
     return names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+  }
+
+  /// The first bytes of a file, for frontends that recognise their files by a signature of their own.
+  static func header(of path: String) -> [UInt8] {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+    defer { try? handle.close() }
+    return (try? handle.read(upToCount: 64)).map { [UInt8]($0) } ?? []
   }
 
   static func advice(for kind: ModelFileKind) -> String {
@@ -71,6 +94,14 @@ public enum SourceFormatError: Error, Equatable, Sendable, CustomStringConvertib
 
 extension SourceFormatError: LocalizedError {
   public var errorDescription: String? { description }
+}
+
+extension SourceFormatError: RemediableError {
+  /// A JSON file given as the model may be the architecture of a weights-only file.
+  public var remedy: ErrorRemedy? {
+    if case .unsupported(_, _, let advice) = self, advice.contains("model.to_json()") { return .giveArchitecture }
+    return nil
+  }
 }
 
 extension SourceFormatError: KindedError {

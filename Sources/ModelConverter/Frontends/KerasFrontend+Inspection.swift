@@ -43,10 +43,19 @@ extension KerasFrontend {
       }
     }
     let parameters = keras.storedParameterCount
+    let archive = format == .kerasArchive
+    var line = archive ? "Keras archive (.keras)" : "Keras HDF5 (.h5)"
+    if let version = keras.kerasVersion { line += ", Keras \(version)" }
+    if let backend = keras.backend { line += ", backend \(backend)" }
+    let sequential = keras.config.kind == .sequential
+    let presentation = ModelInspection.Presentation(
+      format: line, fields: [("Model", ["\(sequential ? "Sequential" : "Functional") '\(keras.config.name ?? "")'"])], layerNoun: "layer",
+      shapesAfterBatch: true, declaresLabels: false)
     return ModelInspection(
-      path: url.path, format: format == .kerasArchive ? .kerasArchive : .kerasHDF5,
-      kind: keras.config.kind == .sequential ? .kerasSequential : .kerasFunctional, kerasVersion: keras.kerasVersion,
-      kerasBackend: keras.backend, specificationVersion: nil, opset: nil, oldestReleases: [],
+      path: url.path, format: archive ? .kerasArchive : .kerasHDF5, kind: .init(sequential ? "kerasSequential" : "kerasFunctional"),
+      isRunnable: true, presentation: presentation,
+      producer: keras.kerasVersion == nil && keras.backend == nil ? nil : .init(name: "Keras", version: keras.kerasVersion, backend: keras.backend),
+      specificationVersion: nil, opset: nil, oldestReleases: [],
       inputs: graph.map { g in g.inputs.map { feature($0, in: g) } } ?? [],
       outputs: graph.map(outputFeatures) ?? [], imageInputs: [], labels: [],
       metadata: .init(name: keras.config.name, userDefined: []), layers: layers, shapesUnavailable: unavailable,
@@ -55,4 +64,10 @@ extension KerasFrontend {
       weights: parameters > 0 ? [.init(dataType: "float32", count: parameters, bytes: parameters * 4)] : [])
   }
 
+}
+
+extension ModelInspection.FileFormat {
+  /// A legacy Keras HDF5 file (`model.save("model.h5")`) and a Keras 3 `.keras` zip archive.
+  public static let kerasHDF5 = Self("kerasHDF5")
+  public static let kerasArchive = Self("kerasArchive")
 }

@@ -10,6 +10,11 @@ public struct KerasFrontend: ModelFrontend {
   public let displayName = "Keras"
   public let fileExtensions = ["h5", "keras"]
   public let kinds: Set<ModelFileKind> = [.hdf5, .zipArchive]
+  public let summary = """
+    A Keras model (.h5 of Keras 1-3 and tf_keras, or a Keras 3 .keras archive) converts with its
+    channels-last layout; its image inputs take the preprocessing it was trained on from the options.
+    """
+
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
@@ -54,7 +59,7 @@ public struct KerasFrontend: ModelFrontend {
     if let unknown = options.inputShapes.keys.sorted().first(where: { !known.contains($0) }) {
       throw ConversionError.unknownInput(name: unknown, known: kerasInputNames)
     }
-    var graph = try KerasGraphImporter.importGraph(keras, inputShapes: shapes, customLayers: options.customLayers)
+    var graph = try KerasGraphImporter.importGraph(keras, inputShapes: shapes, customLayers: Self.customLayers(options))
     let newOutputNames = options.outputNames ?? graph.outputs.indices.map { "output\($0 + 1)" }
     guard newOutputNames.count == graph.outputs.count else {
       throw ConversionError.nameCountMismatch(kind: "output", given: newOutputNames.count, expected: graph.outputs.count)
@@ -62,6 +67,13 @@ public struct KerasFrontend: ModelFrontend {
     for (id, name) in zip(graph.inputs, newInputNames) { try graph.rename(id, to: name) }
     for (id, name) in zip(graph.outputs, newOutputNames) { try graph.rename(id, to: name) }
     return graph
+  }
+
+  /// The custom layer conversions the options carry, with unknown classes made custom when asked.
+  static func customLayers(_ options: SourceOptions) -> KerasCustomLayers {
+    var layers = options.settings[KerasCustomLayers.self] ?? KerasCustomLayers()
+    if options.unknownLayersAsCustom { layers.convertUnknown = true }
+    return layers
   }
 
   /// The Keras names of the model inputs, in order.
@@ -75,3 +87,6 @@ public struct KerasFrontend: ModelFrontend {
     }
   }
 }
+
+/// Conversions for Keras layer classes travel through the neutral options as a frontend setting.
+extension KerasCustomLayers: FrontendSetting {}

@@ -1,4 +1,3 @@
-import CoreMLFormat
 import Foundation
 import ModelFormats
 import ModelIR
@@ -18,8 +17,15 @@ public protocol ModelFrontend: Sendable {
   /// The file name extensions its files usually have, without the dot (files are recognised by their
   /// content; these are for messages and help): ["h5", "keras"].
   var fileExtensions: [String] { get }
+  /// How its models convert, for the command line's help: a sentence or two (what it reads, what the
+  /// converted model keeps at its interface).
+  var summary: String { get }
   /// The file kinds this frontend reads.
   var kinds: Set<ModelFileKind> { get }
+  /// Whether this frontend reads a file the sniffer found to be of `kind`, whose first bytes (up to
+  /// 64; none for a folder) are `header`. By default, whether `kinds` holds `kind`; a format the
+  /// sniffer does not know recognises its own signature.
+  func recognizes(kind: ModelFileKind, header: [UInt8]) -> Bool
   /// Reads the model at `url` into the IR.
   func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource
   /// Describes the model without converting it.
@@ -27,6 +33,8 @@ public protocol ModelFrontend: Sendable {
 }
 
 extension ModelFrontend {
+  public func recognizes(kind: ModelFileKind, header: [UInt8]) -> Bool { kinds.contains(kind) }
+
   /// The format as users name it, for messages: "Keras (.h5, .keras)".
   public var formatDescription: String { "\(displayName) (" + fileExtensions.map { "." + $0 }.joined(separator: ", ") + ")" }
 }
@@ -40,20 +48,57 @@ public struct SourceOptions: Sendable, Equatable {
   public var outputNames: [String]?
   /// Shapes for inputs with unknown dimensions, by source or new name.
   public var inputShapes: [String: [Int]]
-  /// Conversions for layer classes the reader does not know, and whether the rest become custom layers.
-  public var customLayers: KerasCustomLayers
+  /// Whether layers or operators the reader does not know become custom layers (their code lives in the
+  /// app) instead of an error.
+  public var unknownLayersAsCustom: Bool
+  /// Settings that only one frontend understands (the Keras reader's conversions for its custom layer
+  /// classes), by type; a frontend refuses settings it cannot apply.
+  public var settings: FrontendSettings
   /// The architecture file when the model file holds weights only (Keras' `model.to_json()`).
   public var architecture: URL?
 
   public init(
     inputNames: [String]? = nil, outputNames: [String]? = nil, inputShapes: [String: [Int]] = [:],
-    customLayers: KerasCustomLayers = KerasCustomLayers(), architecture: URL? = nil
+    unknownLayersAsCustom: Bool = false, settings: FrontendSettings = FrontendSettings(), architecture: URL? = nil
   ) {
     self.inputNames = inputNames
     self.outputNames = outputNames
     self.inputShapes = inputShapes
-    self.customLayers = customLayers
+    self.unknownLayersAsCustom = unknownLayersAsCustom
+    self.settings = settings
     self.architecture = architecture
+  }
+}
+
+/// A setting only one frontend understands, carried through the neutral options by its type.
+public protocol FrontendSetting: Sendable {
+  /// Whether two settings of this type mean the same (closures cannot be compared: by what they name).
+  func isSame(as other: any FrontendSetting) -> Bool
+}
+
+extension FrontendSetting where Self: Equatable {
+  public func isSame(as other: any FrontendSetting) -> Bool { (other as? Self) == self }
+}
+
+/// Frontend settings by type: at most one of each.
+public struct FrontendSettings: Sendable, Equatable {
+  private var values: [ObjectIdentifier: any FrontendSetting] = [:]
+
+  public init(_ settings: [any FrontendSetting] = []) {
+    for setting in settings { values[ObjectIdentifier(type(of: setting))] = setting }
+  }
+
+  /// The setting of type `type`, if one was given.
+  public subscript<Setting: FrontendSetting>(_ type: Setting.Type) -> Setting? {
+    get { values[ObjectIdentifier(type)] as? Setting }
+    set { values[ObjectIdentifier(type)] = newValue }
+  }
+
+  public var isEmpty: Bool { values.isEmpty }
+
+  public static func == (a: Self, b: Self) -> Bool {
+    a.values.count == b.values.count
+      && a.values.allSatisfy { key, value in b.values[key].map { value.isSame(as: $0) } ?? false }
   }
 }
 

@@ -36,8 +36,8 @@ extension ONNXFrontend {
     }
     let counts = Dictionary(graph.nodes.map { ($0.opType, 1) }, uniquingKeysWith: +)
     let domains = Dictionary(graph.nodes.map { ($0.opType, $0.domain) }, uniquingKeysWith: { first, _ in first })
-    let details = ModelInspection.ONNXDetails(
-      irVersion: model.irVersion, producer: [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(separator: " "),
+    let details = ModelInspection.GraphDetails(
+      formatVersion: model.irVersion,
       operatorSets: model.opsetImports.sorted { $0.key < $1.key }.map { .init(domain: $0.key.isEmpty ? "ai.onnx" : $0.key, version: $0.value) },
       operators: counts.sorted { $0.key < $1.key }.map { op, count in
         .init(opType: op, count: count, supported: ONNXOperatorRegistry.entry(domain: domains[op] ?? "", opType: op, opset: opset) != nil)
@@ -46,15 +46,18 @@ extension ONNXFrontend {
       declaredOutputs: graph.outputs.map { .init(name: $0.name, dimensions: dimensions($0)) },
       supportedOperators: ONNXOperatorRegistry.supported.map { .init(opType: $0.opType, since: $0.since) })
     let parameterCount = graph.initializers.reduce(0) { $0 + $1.elementCount }
-    var inspection = ModelInspection(
-      path: path, format: .onnx, kind: .onnx, kerasVersion: nil, kerasBackend: nil, specificationVersion: nil, opset: "ai.onnx \(opset)",
+    let producer = [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(separator: " ")
+    let presentation = ModelInspection.Presentation(format: "ONNX, IR version \(model.irVersion)" + (producer.isEmpty ? "" : ", made by \(producer)"), layerNoun: "node")
+    return ModelInspection(
+      path: path, format: .init("onnx"), kind: .init("onnx"), isRunnable: true, presentation: presentation,
+      producer: model.producerName.isEmpty ? nil : .init(name: model.producerName, version: model.producerVersion.isEmpty ? nil : model.producerVersion),
+      specificationVersion: nil, opset: "ai.onnx \(opset)",
       oldestReleases: [], inputs: inputs.map(feature), outputs: graph.outputs.map(feature), imageInputs: [], labels: [],
       metadata: .init(
         name: graph.name.isEmpty ? nil : graph.name, shortDescription: model.docString.isEmpty ? nil : model.docString,
         userDefined: model.metadataProps.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
       layers: layers, shapesUnavailable: unavailable, parameterCount: parameterCount,
-      weights: weights.sorted { $0.key < $1.key }.map { .init(dataType: $0.key, count: $0.value.count, bytes: $0.value.bytes) })
-    inspection.onnx = details
-    return inspection
+      weights: weights.sorted { $0.key < $1.key }.map { .init(dataType: $0.key, count: $0.value.count, bytes: $0.value.bytes) },
+      graphDetails: details)
   }
 }

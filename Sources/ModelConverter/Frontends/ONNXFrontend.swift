@@ -16,6 +16,11 @@ public struct ONNXFrontend: ModelFrontend {
   public let displayName = "ONNX"
   public let fileExtensions = ["onnx"]
   public let kinds: Set<ModelFileKind> = [.onnx]
+  public let summary = """
+    An ONNX model (.onnx, with any external data files beside it) converts with its NCHW layout kept at
+    the interface; --image-mean and --image-std give torchvision's (pixel / 255 - mean) / std.
+    """
+
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {

@@ -4,42 +4,20 @@ extension ModelInspection: CustomStringConvertible {
   /// The report `modelconv inspect` prints: a header of fields, then the layer table.
   public var description: String {
     var fields: [(String, [String])] = []
-    let isKeras = format == .kerasHDF5 || format == .kerasArchive
-    switch format {
-    case .kerasHDF5, .kerasArchive:
-      var line = format == .kerasHDF5 ? "Keras HDF5 (.h5)" : "Keras archive (.keras)"
-      if let kerasVersion { line += ", Keras \(kerasVersion)" }
-      if let kerasBackend { line += ", backend \(kerasBackend)" }
-      fields.append(("Format", [line]))
-      fields.append(("Model", ["\(kind == .kerasSequential ? "Sequential" : "Functional") '\(metadata.name ?? "")'"]))
-    case .mlmodel, .mlpackage:
-      let kindText: String
-      switch kind {
-      case .neuralNetworkClassifier: kindText = "neural network classifier"
-      case .neuralNetworkRegressor: kindText = "neural network regressor"
-      case .mlProgram: kindText = labels.isEmpty ? "ML Program" : "ML Program classifier"
-      case .neuralNetwork: kindText = "neural network"
-      default: kindText = kind.rawValue
-      }
-      var line = "Core ML \(format == .mlpackage ? "package (.mlpackage)" : "model (.mlmodel)"), \(kindText), specification version \(specificationVersion ?? 0)"
-      if let opset { line += ", opset \(opset)" }
-      fields.append(("Format", [line]))
-      if !oldestReleases.isEmpty {
-        fields.append(("Loads on", [oldestReleases.map(\.description).joined(separator: ", ") + " and later"]))
-      }
-    case .onnx:
-      let details = onnx
-      fields.append(("Format", ["ONNX, IR version \(details?.irVersion ?? 0)" + (details.map { $0.producer.isEmpty ? "" : ", made by \($0.producer)" } ?? "")]))
-      if let details {
-        fields.append(("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
-        let unsupported = details.operators.filter { !$0.supported }
-        fields.append(("Operators", [details.operators.map { "\($0.opType) \($0.count)" }.joined(separator: ", ")]))
-        fields.append(("Unsupported", [unsupported.isEmpty ? "none" : unsupported.map(\.opType).joined(separator: ", ")]))
-      }
+    fields.append(("Format", [presentation.format]))
+    fields += presentation.fields.map { ($0.name, $0.values) }
+    if !oldestReleases.isEmpty {
+      fields.append(("Loads on", [oldestReleases.map(\.description).joined(separator: ", ") + " and later"]))
     }
-    if let onnx {
-      // ONNX declares dimensions that may be symbolic (a batch axis `N`): as declared.
-      fields.append(("Inputs", onnx.declaredInputs.map { declared in
+    if let details = graphDetails {
+      fields.append(("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
+      let unsupported = details.operators.filter { !$0.supported }
+      fields.append(("Operators", [details.operators.map { "\($0.opType) \($0.count)" }.joined(separator: ", ")]))
+      fields.append(("Unsupported", [unsupported.isEmpty ? "none" : unsupported.map(\.opType).joined(separator: ", ")]))
+    }
+    if let details = graphDetails {
+      // Dimensions as declared, which may be symbolic (a batch axis `N`).
+      fields.append(("Inputs", details.declaredInputs.map { declared in
         "\(declared.name): \(inputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
       }))
     } else {
@@ -54,8 +32,8 @@ extension ModelInspection: CustomStringConvertible {
         return "\(image.input): \(image.colorSpace), scale \(Self.scaleText(image.scale)), " + biases.joined(separator: ", ")
       }))
     }
-    if let onnx {
-      fields.append(("Outputs", onnx.declaredOutputs.map { declared in
+    if let details = graphDetails {
+      fields.append(("Outputs", details.declaredOutputs.map { declared in
         "\(declared.name): \(outputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
       }))
     } else {
@@ -64,7 +42,7 @@ extension ModelInspection: CustomStringConvertible {
     if !labels.isEmpty {
       let shown = labels.prefix(8).joined(separator: ", ")
       fields.append(("Labels", ["\(labels.count): " + shown + (labels.count > 8 ? ", ..." : "")]))
-    } else if !isKeras {
+    } else if presentation.declaresLabels {
       fields.append(("Labels", ["none (not a classifier)"]))
     }
     var metadataLines: [String] = []
@@ -74,7 +52,7 @@ extension ModelInspection: CustomStringConvertible {
     metadataLines += metadata.userDefined.map { "\($0.key): \($0.value)" }
     if !metadataLines.isEmpty { fields.append(("Metadata", metadataLines)) }
     if !subModels.isEmpty { fields.append(("Sub-models", Self.subModelLines(subModels, prefix: ""))) }
-    guard kind.isNeuralNetwork else {
+    guard isRunnable else {
       let article = "aeiou".contains(kind.rawValue.prefix(1)) ? "an" : "a"
       fields.append(("Parameters", ["none: \(article) \(kind.rawValue) is not a neural network (inspect describes it; convert, verify and predict do not run it)"]))
       return ([path] + fields.flatMap { name, values in
@@ -82,7 +60,7 @@ extension ModelInspection: CustomStringConvertible {
       }).joined(separator: "\n")
     }
     let storage = weights.map { "\($0.dataType) \(Self.bytesText($0.bytes))" }.joined(separator: ", ")
-    fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(isKeras ? "layers" : format == .mlpackage ? "operations" : format == .onnx ? "nodes" : "layers")"
+    fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(presentation.layerNoun)s"
       + (weights.isEmpty ? "" : "; weights \(Self.bytesText(weightBytes)) (\(storage))")]))
 
     var lines = [path]
@@ -94,10 +72,10 @@ extension ModelInspection: CustomStringConvertible {
     lines.append("")
     if let shapesUnavailable { lines.append("Output shapes unknown: \(shapesUnavailable)") }
     let rows = layers.map { layer -> [String] in
-      let shape = layer.outputShape.map { isKeras ? "(None" + $0.map { ", \($0)" }.joined() + ")" : "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "?"
+      let shape = layer.outputShape.map { presentation.shapesAfterBatch ? "(None" + $0.map { ", \($0)" }.joined() + ")" : "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "?"
       return [String(layer.name.prefix(48)), layer.type, shape, Self.grouped(layer.parameterCount)]
     }
-    let header = [isKeras ? "Layer" : format == .mlpackage || format == .onnx ? "Operation" : "Layer", "Type", "Output shape", "Params"]
+    let header = [presentation.layerNoun.prefix(1).uppercased() + presentation.layerNoun.dropFirst(), "Type", "Output shape", "Params"]
     let widths = (0..<4).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     for row in [header] + rows {
       let left = (0..<3).map { row[$0].padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()

@@ -1,11 +1,10 @@
-import CoreMLFormat
 import Foundation
 import ImageFormat
 import ModelIR
 import ReferenceRuntime
 import ModelFormats
 
-/// A model loaded to classify photos: a Keras file, fed pixels preprocessed as it was trained
+/// A model loaded to classify photos: a source file, fed pixels preprocessed as it was trained
 /// (`ImageModelOptions.preprocessing`), or a converted Core ML model (`.mlmodel` or `.mlpackage`), fed
 /// 0-255 pixels that its own image scaler preprocesses, as Core ML does on a device.
 public struct ImageModel: Sendable {
@@ -39,7 +38,7 @@ public struct ImageModel: Sendable {
   /// the runtime's kernels keep for the thread that runs it.
   public let bytesPerImage: Int
   /// Whether the preprocessing comes from the options (a source format without image inputs, such as
-  /// Keras) rather than from the model itself.
+  /// a format without image inputs) rather than from the model itself.
   public let takesPreprocessingOptions: Bool
 
   /// Loads a model of any registered source format, recognised by content.
@@ -49,7 +48,7 @@ public struct ImageModel: Sendable {
   }
 
   /// A source read into the IR as a photo classifier: its one `[H, W, 1]` or `[H, W, 3]` input gets the
-  /// source's own image preprocessing, or for a format without image inputs (Keras) the one given.
+  /// source's own image preprocessing, or for a format without image inputs the one given.
   public static func load(_ source: ImportedSource, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
     // The passes only remove work (transposes a Core ML source's edges add and its importer undoes).
     var graph = source.graph
@@ -125,12 +124,12 @@ public struct ImageModel: Sendable {
 
 /// How to load a model for `ImageModel`.
 public struct ImageModelOptions: Sendable, Equatable {
-  /// For a Keras file: the preprocessing it was trained with (scale, biases, BGR), as given to `convert`.
+  /// For a source without image inputs: the preprocessing it was trained with (scale, biases, BGR), as given to `convert`.
   /// Core ML models carry their own.
   public var preprocessing: ImagePreprocessing?
   /// Class names in output order; a Core ML classifier's own labels are used when nil.
   public var labels: ClassLabels?
-  /// Fixed sizes for unknown Keras input dimensions (`1,H,W,C`).
+  /// Fixed sizes for unknown input dimensions (`1,H,W,C`).
   public var inputShapes: [String: [Int]]
 
   public init(preprocessing: ImagePreprocessing? = nil, labels: ClassLabels? = nil, inputShapes: [String: [Int]] = [:]) {

@@ -1,4 +1,3 @@
-import CoreMLFormat
 import Foundation
 import ModelIR
 import ReferenceRuntime
@@ -7,9 +6,9 @@ import ReferenceRuntime
 struct Comparison {
   struct InputPlan {
     var sourceShape: [Int]
-    var input: CoreMLInput
+    var input: ReadBackModel.Input
     var layout: TensorLayout
-    /// For image inputs: what the Keras model expects before its first layer, which is the converted
+    /// For image inputs: what the source model expects before its first layer, which is the converted
     /// model's scaler unless that scaler absorbed a Rescaling or Normalization layer.
     var sourcePreprocessing: ImagePreprocessing?
     /// For token-id inputs of an Embedding: the vocabulary size, ids are drawn below it.
@@ -38,7 +37,7 @@ struct Comparison {
   }
 
   static func vocabulary(of id: ValueID, in graph: Graph) -> Int? {
-    // Through reshapes (an ONNX cast of float ids to integers, a batch axis added): at most a few.
+    // Through reshapes (a cast of float ids to integers, a batch axis added): at most a few.
     var current = id
     for _ in 0..<8 {
       var next: ValueID?
@@ -75,23 +74,23 @@ struct Comparison {
     var noise = 0.0
   }
 
-  /// A tensor both graphs compute, in the order the Keras graph computes it.
+  /// A tensor both graphs compute, in the order the source graph computes it.
   struct TensorPair {
     var source: ValueID
     var converted: ValueID
     /// Nil when the two shapes cannot hold the same tensor: the layer computes something else.
     var layout: TensorLayout?
-    var keras: LayerOrigin
-    var coreML: LayerOrigin
+    var sourceOrigin: LayerOrigin
+    var convertedOrigin: LayerOrigin
     var tensor: String
   }
 
   let source: Graph
-  let converted: CoreMLModel
+  let converted: ReadBackModel
   let options: VerificationOptions
   let tolerance: VerificationTolerance
   let plans: [InputPlan]
-  /// Every tensor compared layer by layer: preprocessed image inputs, then Keras layer outputs whose
+  /// Every tensor compared layer by layer: preprocessed image inputs, then source layer outputs whose
   /// names Core ML blobs carry, then the model outputs.
   let pairs: [TensorPair]
   var layerStatistics: [Statistics]
@@ -136,11 +135,11 @@ struct Comparison {
   /// Per compared sample: source (or expected) probabilities and converted probabilities.
   var classifications: [(expected: [Float], converted: [Float])] = []
 
-  init(source: Graph, converted: CoreMLModel, options: VerificationOptions) throws {
+  init(source: Graph, converted: ReadBackModel, options: VerificationOptions) throws {
     self.source = source
     self.converted = converted
     self.options = options
-    tolerance = options.tolerance(for: converted.spec)
+    tolerance = options.tolerance(forDefault: converted.tolerance)
     guard source.inputs.count == converted.inputs.count else {
       throw VerificationError.interfaceMismatch("the source has \(source.inputs.count) inputs, the converted model \(converted.inputs.count)")
     }
@@ -148,14 +147,14 @@ struct Comparison {
       throw VerificationError.interfaceMismatch(
         "the source has \(source.outputs.count) outputs, the converted model \(converted.graph.outputs.count) (besides the class label)")
     }
-    let classic = converted.usesRank5Mapping
+    let classic = converted.usesChannelsFirstMapping
     var preprocessing: [PreprocessingParity] = []
     plans = try zip(source.inputs, converted.inputs).map { id, input in
       let sourceShape = source[id].type.shape
       // An image input is the image Core ML makes of a pixel buffer, whatever array the source declared.
       let declared = input.image != nil ? nil : try Self.checkedDeclaredLayout(sourceName: source[id].name, feature: input.name, shape: input.shape, options: options)
       guard let layout = declared
-        ?? TensorLayout.match(keras: sourceShape, coreML: input.shape, preferChannelsFirst: classic || input.image != nil)
+        ?? TensorLayout.match(source: sourceShape, converted: input.shape, preferChannelsFirst: classic || input.image != nil)
       else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
@@ -166,7 +165,7 @@ struct Comparison {
         let check = PreprocessingParity(input: input.name, converted: image, colorSpace: space, expected: expectedHere, fold: fold)
         preprocessing.append(check)
         if let expected = expectedHere {
-          // The Keras model gets the pixels as the user says it was trained on them.
+          // The source model gets the pixels as the user says it was trained on them.
           sourcePreprocessing = .init(colorSpace: space, scale: expected.scale, networkBiases: expected.networkBiases(channels: space.channels))
           sourcePreprocessing?.channelScales = expected.channelScales
         } else if let fold {
@@ -180,22 +179,20 @@ struct Comparison {
     }
     self.preprocessing = preprocessing
     outputLayouts = try zip(source.outputs, converted.graph.outputs).map { sourceID, convertedID in
-      let (keras, coreML) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
+      let (sourceShape, convertedShape) = (source[sourceID].type.shape, converted.graph[convertedID].type.shape)
       let name = converted.graph[convertedID].name
       // An image output is a channels-first tensor, as Core ML makes pixels of it.
-      let image = converted.spec.outputs.contains { feature in
-        if case .image = feature.kind { return feature.name == name } else { return false }
-      }
-      let declared = image ? .channelsFirst : try Self.checkedDeclaredLayout(sourceName: source[sourceID].name, feature: name, shape: coreML, options: options)
-      guard let layout = declared ?? TensorLayout.match(keras: keras, coreML: coreML, preferChannelsFirst: classic) else {
-        throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: keras, converted: coreML)
+      let image = converted.declaresImageOutput(name)
+      let declared = image ? .channelsFirst : try Self.checkedDeclaredLayout(sourceName: source[sourceID].name, feature: name, shape: convertedShape, options: options)
+      guard let layout = declared ?? TensorLayout.match(source: sourceShape, converted: convertedShape, preferChannelsFirst: classic) else {
+        throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: sourceShape, converted: convertedShape)
       }
       return layout
     }
     var pixelOutputs: [Int: PixelOutput] = [:]
     for (index, convertedID) in converted.graph.outputs.enumerated() where !options.sourceImageOutputs.contains(source[source.outputs[index]].name) {
       let name = converted.graph[convertedID].name
-      guard let feature = converted.spec.outputs.first(where: { $0.name == name }), case .image = feature.kind else { continue }
+      guard converted.declaresImageOutput(name) else { continue }
       let channels = source[source.outputs[index]].type.shape.last ?? 1
       let preprocessing = options.expectedPreprocessing ?? converted.inputs.lazy.compactMap(\.image).first ?? ImagePreprocessing()
       pixelOutputs[index] = PixelOutput(preprocessing: preprocessing, channels: channels == 1 ? 1 : 3)
@@ -210,14 +207,14 @@ struct Comparison {
   }
 
   /// The tensors both graphs compute. Core ML blobs carry the names of the IR values they were written
-  /// from, so a Keras value and a blob of the same name hold the same tensor; graph inputs are matched
+  /// from, so a source value and a blob of the same name hold the same tensor; graph inputs are matched
   /// after preprocessing (after a Rescaling folded into the scaler), outputs by position.
-  static func pairs(source: Graph, converted: CoreMLModel, plans: [InputPlan], classic: Bool, options: VerificationOptions) -> [TensorPair] {
+  static func pairs(source: Graph, converted: ReadBackModel, plans: [InputPlan], classic: Bool, options: VerificationOptions) -> [TensorPair] {
     let graph = converted.graph
     var producers: [ValueID: Node] = [:]
     for node in graph.nodes { producers[node.output] = node }
     let computed = Set(graph.inputs).union(producers.keys)
-    func coreML(_ id: ValueID) -> LayerOrigin {
+    func convertedOrigin(_ id: ValueID) -> LayerOrigin {
       producers[id].map { $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName) } ?? LayerOrigin(name: graph[id].name, type: "input")
     }
     var result: [TensorPair] = []
@@ -234,19 +231,19 @@ struct Comparison {
       }
     }
     let sourceProducers = Dictionary(source.nodes.map { ($0.output, $0) }, uniquingKeysWith: { first, _ in first })
-    func add(_ sourceID: ValueID, _ blob: ValueID, keras: LayerOrigin) {
+    func add(_ sourceID: ValueID, _ blob: ValueID, origin: LayerOrigin) {
       guard !paired.contains(sourceID) else { return }
       var convertedID = blob
       // A feature declared as the source declared it maps as the source's own (outputs, inputs).
       let declared = graph.outputs.contains(blob) || graph.inputs.contains(blob) ? declaredLayout(graph[blob].name, shape: graph[blob].type.shape, options: options) : nil
-      var layout = declared ?? TensorLayout.match(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape, preferChannelsFirst: classic)
+      var layout = declared ?? TensorLayout.match(source: source[sourceID].type.shape, converted: graph[blob].type.shape, preferChannelsFirst: classic)
       // (Rank-5 classic blobs are all channels first: the shape-based match holds for them.)
-      if declared == nil, !(classic && converted.usesRank5Mapping),
-        TensorLayout.isAmbiguous(keras: source[sourceID].type.shape, coreML: graph[blob].type.shape)
+      if declared == nil, !(classic && converted.usesChannelsFirstMapping),
+        TensorLayout.isAmbiguous(source: source[sourceID].type.shape, converted: graph[blob].type.shape)
       {
         // A [1, C, H, W] blob with C, H and W alike: its shape does not say its layout. Only the result of
         // a source layer defined on [H, W, C] (the IR's spatial operations; an element-wise one may run on
-        // a channels-first source value, as in ONNX graphs) is compared, and only where the converted side
+        // a channels-first source value, as in channels-first graphs) is compared, and only where the converted side
         // says how it is laid out: the reader's channels-last form of a spatial blob, or a value computed
         // channels first. Otherwise what is computed from it is compared.
         let spatial: Bool
@@ -267,7 +264,7 @@ struct Comparison {
           return
         }
       } else if !computed.contains(blob) {
-        // A blob between two spatial layers exists only in its channels-last form, already in Keras order.
+        // A blob between two spatial layers exists only in its channels-last form, already in the source's order.
         guard let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast) else { return }
         let fits = source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })
         // Only another transposition of the same elements exists (a channels-first source tensor the
@@ -278,7 +275,7 @@ struct Comparison {
         (convertedID, layout) = (channelsLast, fits ? .sameOrder : nil)
       }
       paired.insert(sourceID)
-      result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
+      result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, sourceOrigin: origin, convertedOrigin: convertedOrigin(convertedID), tensor: source[sourceID].name))
     }
     // An image input's scaled pixels pair with the source's input, unless per-channel factors (a std per
     // channel) come after the scaler: then only what follows them compares.
@@ -286,16 +283,16 @@ struct Comparison {
       guard let blob = converted.blobs[plan.input.name] else { continue }
       if let fold = InputPreprocessingFold.find(input: id, in: source) {
         let node = source.nodes[fold.nodeIndex]
-        add(node.output, blob, keras: node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName))
+        add(node.output, blob, origin: node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName))
       } else {
-        add(id, blob, keras: LayerOrigin(name: source[id].name, type: "input"))
+        add(id, blob, origin: LayerOrigin(name: source[id].name, type: "input"))
       }
     }
     // An input a classic network declares in the source's channels-last order is permuted into the
     // network's own order first (`Graph.permuteInput`): that blob holds the source's input.
     for id in source.inputs {
       if let blob = converted.blobs[source[id].name + "__declared_order"], !graph.inputs.contains(blob) {
-        add(id, blob, keras: LayerOrigin(name: source[id].name, type: "input"))
+        add(id, blob, origin: LayerOrigin(name: source[id].name, type: "input"))
       }
     }
     let outputsByValue = Dictionary(zip(source.outputs, graph.outputs), uniquingKeysWith: { first, _ in first })
@@ -306,12 +303,12 @@ struct Comparison {
     if !classic { for node in source.nodes { sanitizedCounts[milIdentifier(source[node.output].name), default: 0] += 1 } }
     func unambiguous(_ name: String) -> Bool { classic || (sanitizedCounts[milIdentifier(name)] ?? 0) <= 1 }
     for node in source.nodes {
-      let keras = node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName)
-      if unambiguous(source[node.output].name), let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, keras: keras) }
-      if let output = outputsByValue[node.output] { add(node.output, output, keras: keras) }
+      let origin = node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName)
+      if unambiguous(source[node.output].name), let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, origin: origin) }
+      if let output = outputsByValue[node.output] { add(node.output, output, origin: origin) }
     }
     // Blobs named after a source value the conversion's passes rewrote without reordering its elements
-    // (unit axes dropped: `__unit_axes`; a copy: `__copy`), or under its MIL identifier (an ONNX name such
+    // (unit axes dropped: `__unit_axes`; a copy: `__copy`), or under its MIL identifier (a source name such
     // as `/layer1/Conv_output_0` written as `_layer1_Conv_output_0`): compared when the sizes other than 1
     // agree in order. A value computed in another layout (`__before_transpose`) is not.
     var sourceByName: [String: ValueID] = [:]
@@ -327,7 +324,7 @@ struct Comparison {
     for (name, blob) in converted.blobs.sorted(by: { $0.key < $1.key }) where !graph.inputs.contains(blob) && !sourceNames.contains(name) {
       var base = name
       while let suffix = ["__unit_axes", "__copy"].first(where: { base.hasSuffix($0) }) { base.removeLast(suffix.count) }
-      guard let sourceID = sourceByName[base], !paired.contains(sourceID), let keras = origins[sourceID] else { continue }
+      guard let sourceID = sourceByName[base], !paired.contains(sourceID), let origin = origins[sourceID] else { continue }
       let sizes = source[sourceID].type.shape.filter { $0 != 1 }
       // A spatial result as the reader computes it, channels last (the blob itself may be channels first).
       var candidate: ValueID?
@@ -348,7 +345,7 @@ struct Comparison {
       }
       guard let convertedID = candidate, graph[convertedID].type.shape.filter({ $0 != 1 }) == sizes else { continue }
       paired.insert(sourceID)
-      result.append(TensorPair(source: sourceID, converted: convertedID, layout: .sameOrder, keras: keras, coreML: coreML(convertedID), tensor: source[sourceID].name))
+      result.append(TensorPair(source: sourceID, converted: convertedID, layout: .sameOrder, sourceOrigin: origin, convertedOrigin: convertedOrigin(convertedID), tensor: source[sourceID].name))
     }
     // In the source's order, so the first mismatch is the earliest broken layer.
     let order = Dictionary(source.nodes.enumerated().map { ($0.element.output, $0.offset) }, uniquingKeysWith: { first, _ in first })
@@ -376,36 +373,36 @@ struct Comparison {
       if let image = plan.sourcePreprocessing, let space = plan.input.colorSpace {
         let pixels = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % 256) })
         sourceInputs.append(preprocessed(pixels, image, space))
-        convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
+        convertedInputs.append(plan.layout.toConverted(pixels, shape: plan.input.shape))
       } else if let vocabulary = plan.vocabulary {
         let tokens = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % UInt64(vocabulary)) })
         sourceInputs.append(tokens)
-        convertedInputs.append(plan.layout.toCoreML(tokens, shape: plan.input.shape))
+        convertedInputs.append(plan.layout.toConverted(tokens, shape: plan.input.shape))
       } else {
         let values = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in generator.nextUnit() * 2 - 1 })
         sourceInputs.append(values)
-        convertedInputs.append(plan.layout.toCoreML(values, shape: plan.input.shape))
+        convertedInputs.append(plan.layout.toConverted(values, shape: plan.input.shape))
       }
     }
     return (sourceInputs, convertedInputs)
   }
 
-  /// The reference file's Keras inputs; image inputs of the converted model get the saved pixels (RGB,
-  /// reordered for BGR models), or the Keras input with the converted model's preprocessing undone.
+  /// The reference file's source inputs; image inputs of the converted model get the saved pixels (RGB,
+  /// reordered for BGR models), or the source input with the converted model's preprocessing undone.
   func referenceInputs(_ file: ReferenceFile, sample: Int) throws -> ([Tensor], [Tensor]) {
     var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
-    /// A reference tensor as the source graph takes it: saved in the source's declared layout (an ONNX
+    /// A reference tensor as the source graph takes it: saved in the source's declared layout (a channels-first
     /// model's `[C, H, W]` per sample) when the source says so, else already in the graph's.
     func sourceLayout(_ tensor: Tensor, _ plan: InputPlan) -> Tensor {
       guard options.referenceInputsAsDeclared, options.sourceDeclarations[plan.input.name]?.channelsFirst == true, plan.sourceShape.count == 3 else { return tensor }
       let (h, w, c) = (plan.sourceShape[0], plan.sourceShape[1], plan.sourceShape[2])
-      return TensorLayout.channelsFirst.toKeras(Tensor(shape: [c, h, w], values: tensor.values), shape: plan.sourceShape)
+      return TensorLayout.channelsFirst.toSource(Tensor(shape: [c, h, w], values: tensor.values), shape: plan.sourceShape)
     }
     for (index, plan) in plans.enumerated() {
       let input = sourceLayout(try file.input(index, sample: sample, shape: plan.sourceShape), plan)
       sourceInputs.append(input)
       guard let image = plan.input.image, let space = plan.input.colorSpace else {
-        convertedInputs.append(plan.layout.toCoreML(input, shape: plan.input.shape))
+        convertedInputs.append(plan.layout.toConverted(input, shape: plan.input.shape))
         continue
       }
       var pixels: Tensor
@@ -419,12 +416,12 @@ struct Comparison {
         let factors = expected.channelScales ?? [Float](repeating: 1, count: c)
         pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 / factors[$0 % c] - biases[$0 % c]) / expected.scale })
       }
-      convertedInputs.append(plan.layout.toCoreML(pixels, shape: plan.input.shape))
+      convertedInputs.append(plan.layout.toConverted(pixels, shape: plan.input.shape))
     }
     return (sourceInputs, convertedInputs)
   }
 
-  /// Reference outputs saved as the source declares them (an ONNX model's `[1, C, H, W]`), in the source
+  /// Reference outputs saved as the source declares them (a channels-first model's `[1, C, H, W]`), in the source
   /// graph's layout (`[H, W, C]`), as `referenceInputs` reads the inputs.
   func referenceOutputsInSourceLayout(_ outputs: [Tensor]) -> [Tensor] {
     guard options.referenceInputsAsDeclared else { return outputs }
@@ -433,7 +430,7 @@ struct Comparison {
       let value = source[source.outputs[index]]
       let shape = value.type.shape
       guard options.sourceDeclarations[value.name]?.channelsFirst == true, shape.count == 3, tensor.values.count == shape.reduce(1, *) else { return tensor }
-      return TensorLayout.channelsFirst.toKeras(Tensor(shape: [shape[2], shape[0], shape[1]], values: tensor.values), shape: shape)
+      return TensorLayout.channelsFirst.toSource(Tensor(shape: [shape[2], shape[0], shape[1]], values: tensor.values), shape: shape)
     }
   }
 
@@ -447,7 +444,7 @@ struct Comparison {
   }
 
   /// Runs both models on one sample and accumulates the differences; `expected` replaces the source's
-  /// outputs as the reference when given (the outputs saved from real Keras).
+  /// outputs as the reference when given (the outputs saved from the source framework).
   mutating func compare(sourceInputs: [Tensor], convertedInputs: [Tensor], expected: [Tensor]?) throws {
     try accumulate(run(sourceInputs: sourceInputs, convertedInputs: convertedInputs), expected: expected)
   }
@@ -482,7 +479,7 @@ struct Comparison {
 
   /// Whether each layer tensor is computed from the source's values of the compared tensors before it:
   /// for compressed weights, whose rounding every later layer carries on.
-  var comparesLayersLocally: Bool { converted.spec.quantizationBits > 0 }
+  var comparesLayersLocally: Bool { converted.hasQuantizedWeights }
 
   /// The source's values of the compared tensors, in the converted blobs' layouts, keyed by blob.
   func substitutes(from sourceObserved: [ValueID: Tensor]) -> [ValueID: Tensor] {
@@ -492,7 +489,7 @@ struct Comparison {
       guard let layout = pair.layout, let value = sourceObserved[pair.source] else { continue }
       let shape = converted.graph[pair.converted].type.shape
       guard value.values.count == shape.reduce(1, *) else { continue }
-      substitutes[pair.converted] = layout.toCoreML(value, shape: shape)
+      substitutes[pair.converted] = layout.toConverted(value, shape: shape)
     }
     return substitutes
   }
@@ -523,13 +520,13 @@ struct Comparison {
 
     for (index, pair) in pairs.enumerated() {
       guard let expected = sourceObserved[pair.source], let actual = convertedObserved[pair.converted], let layout = pair.layout else { continue }
-      let mapped = layout.toKeras(actual, shape: expected.shape)
+      let mapped = layout.toSource(actual, shape: expected.shape)
       Self.accumulate(&layerStatistics[index], actual: mapped.values, expected: expected.values, tolerance: tolerance)
     }
 
     let kind = expected == nil ? "random" : "reference"
     for index in sourceOutputs.indices {
-      let mapped = outputLayouts[index].toKeras(convertedOutputs[index], shape: sourceOutputs[index].shape)
+      let mapped = outputLayouts[index].toSource(convertedOutputs[index], shape: sourceOutputs[index].shape)
       if let pixels = pixelOutputs[index] {
         let actual = mapped.values.map(PixelOutput.pixel)
         accumulatePixels(.init(output: index, inputs: kind, against: .sourceModel), actual: actual, expected: pixels.pixels(ofSource: sourceOutputs[index].values))
@@ -594,19 +591,19 @@ struct Comparison {
     }
   }
 
-  /// One row per compared tensor, in the Keras graph's order.
+  /// One row per compared tensor, in the source graph's order.
   func layerReports() -> [LayerParity] {
     zip(pairs, layerStatistics).compactMap { pair, stats in
       guard pair.layout != nil else {
-        let detail = "Keras shape \(source[pair.source].type.shape), Core ML shape \(converted.graph[pair.converted].type.shape)"
+        let detail = "source shape \(source[pair.source].type.shape), converted shape \(converted.graph[pair.converted].type.shape)"
         return LayerParity(
-          kerasLayer: pair.keras.name, kerasClass: pair.keras.type, tensor: pair.tensor, coreMLLayer: pair.coreML.name, coreMLType: pair.coreML.type,
+          sourceLayer: pair.sourceOrigin.name, sourceType: pair.sourceOrigin.type, tensor: pair.tensor, convertedLayer: pair.convertedOrigin.name, convertedType: pair.convertedOrigin.type,
           elements: 0, maxAbsoluteError: .infinity, maxRelativeError: .infinity, mismatchedShare: 1, snrDecibels: nil, passed: false,
           shapeMismatch: detail)
       }
       guard stats.elements > 0 else { return nil }
       return LayerParity(
-        kerasLayer: pair.keras.name, kerasClass: pair.keras.type, tensor: pair.tensor, coreMLLayer: pair.coreML.name, coreMLType: pair.coreML.type,
+        sourceLayer: pair.sourceOrigin.name, sourceType: pair.sourceOrigin.type, tensor: pair.tensor, convertedLayer: pair.convertedOrigin.name, convertedType: pair.convertedOrigin.type,
         elements: stats.elements, maxAbsoluteError: stats.maxAbsolute, maxRelativeError: stats.maxRelative,
         mismatchedShare: Double(stats.mismatches) / Double(stats.elements), snrDecibels: stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise),
         passed: tolerance.passes(mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))

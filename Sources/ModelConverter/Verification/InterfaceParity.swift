@@ -1,4 +1,4 @@
-import CoreMLFormat
+import ModelIR
 
 /// Whether a converted model presents the interface its source declares: the same inputs and outputs,
 /// by name (as a format that cannot hold a name renames it, `FeatureNaming`), in the same order, of the
@@ -19,10 +19,10 @@ public struct InterfaceParity: Sendable, Equatable, Codable {
   public var passed: Bool
 
   /// Compares the source's interface with the converted model's description.
-  static func check(source: SourceInterface, converted spec: CoreMLModelSpec) -> InterfaceParity {
+  static func check(source: SourceInterface, converted: ReadBackModel) -> InterfaceParity {
     check(
-      source: source, inputs: spec.inputs.map(InterfaceFeature.init), outputs: spec.outputs.map(InterfaceFeature.init),
-      format: spec.modelType == "mlProgram" ? .mlProgram : .neuralNetwork, predictedFeatureName: spec.predictedFeatureName)
+      source: source, inputs: converted.declaredInputs, outputs: converted.declaredOutputs, format: converted.format,
+      predictedFeatureName: converted.predictedFeatureName)
   }
 
   /// Compares the source's interface with a converted model's features (`predictedFeatureName`: its

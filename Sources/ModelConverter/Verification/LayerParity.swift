@@ -1,16 +1,16 @@
 import ModelIR
 
-/// The comparison of one tensor that both graphs compute: a Keras layer's output and the Core ML blob
+/// The comparison of one tensor that both graphs compute: a source layer's output and the Core ML blob
 /// of the same name (or the model input after preprocessing, or a model output).
 public struct LayerParity: Sendable, Equatable, Codable {
-  /// The Keras layer that computes the tensor, and its class (`input` for a preprocessed model input).
-  public var kerasLayer: String
-  public var kerasClass: String
-  /// The tensor's name in the Keras graph (`conv2d_output`, `conv2d__activation___output`, ...).
+  /// The source layer that computes the tensor, and its class (`input` for a preprocessed model input).
+  public var sourceLayer: String
+  public var sourceType: String
+  /// The tensor's name in the source graph (`conv2d_output`, `conv2d__activation___output`, ...).
   public var tensor: String
   /// The Core ML layer writing the blob, and its type (`convolution`, `imageScaler`, ...).
-  public var coreMLLayer: String
-  public var coreMLType: String
+  public var convertedLayer: String
+  public var convertedType: String
   public var elements: Int
   public var maxAbsoluteError: Float
   public var maxRelativeError: Float

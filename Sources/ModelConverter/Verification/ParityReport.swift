@@ -1,4 +1,4 @@
-import CoreMLFormat
+import ModelIR
 
 /// What `ParityVerifier` found: per-output and per-layer error statistics, the preprocessing check,
 /// classifier agreement, timing and a verdict.
@@ -7,7 +7,7 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public enum Reference: String, Sendable, Equatable, Codable, CustomStringConvertible {
     /// The source model, run by our runtime on the same inputs.
     case sourceModel
-    /// The outputs the source framework (Keras, onnxruntime) saved in the reference file.
+    /// The outputs the source framework (as onnxruntime or the training framework saved them) saved in the reference file.
     case referenceOutputs
     /// The reference file's outputs, compared with the source model as our runtime reads it (a check of
     /// the reader and runtime, not of the conversion).
@@ -72,8 +72,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
   /// For reduced-precision weights: the largest relative RMS error a tensor may have (see `VerificationTolerance`).
   public var maximumRelativeRMSError: Float?
   public var outputs: [OutputParity]
-  /// Every tensor both models compute, in the Keras model's order: the preprocessed image inputs, the
-  /// Keras layers' outputs (and their pre-activation values, such as the logits before a softmax), the outputs.
+  /// Every tensor both models compute, in the source model's order: the preprocessed image inputs, the
+  /// source layers' outputs (and their pre-activation values, such as the logits before a softmax), the outputs.
   public var layers: [LayerParity]
   /// Whether each row of `layers` was computed from the source's values of the compared tensors before
   /// it (compressed weights, whose rounding every later layer would carry on) rather than from the

@@ -1,32 +1,32 @@
-import CoreMLFormat
 import Foundation
-import KerasFormat
 import ModelIR
 import ReferenceRuntime
 
-/// Runs a source model and its Core ML conversion on the same inputs and compares what they compute,
-/// and checks that the conversion presents the interface the source declares (`InterfaceParity`).
+/// Runs a source model and its conversion on the same inputs and compares what they compute, and checks
+/// that the conversion presents the interface the source declares (`InterfaceParity`).
 ///
-/// Both models run in our float32 reference runtime: the Keras graph as read from the `.h5`, the Core ML
-/// graph as read back from the `.mlmodel`, so a wrong kernel layout, padding, label order or image
+/// Both models run in our float32 reference runtime: the source graph as its frontend reads it, the
+/// converted model as the reader of its format reads it back (`ReadBackReading`, written from the
+/// format's documentation, not from our writer), so a wrong kernel layout, padding, label order or image
 /// preprocessing in the written file shows up as a difference.
 public enum ParityVerifier {
-  /// Compares the source model at `source` (any registered format) with the Core ML model at `converted`.
+  /// Compares the source model at `source` with the converted model at `converted` (any registered formats).
   public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws -> ParityReport {
     let frontend = try Frontends.frontend(for: source)
     // Unknown layers import as custom layers, so that verify says it cannot run them rather than that it cannot read them.
     let sourceOptions = SourceOptions(
-      inputNames: options.inputNames, outputNames: options.outputNames, inputShapes: options.inputShapes, customLayers: KerasCustomLayers(convertUnknown: true), architecture: options.architecture)
+      inputNames: options.inputNames, outputNames: options.outputNames, inputShapes: options.inputShapes, unknownLayersAsCustom: true, architecture: options.architecture)
     return try verify(source: frontend.importSource(at: source, options: sourceOptions), converted: converted, options: options)
   }
 
-  /// Compares a source already read into the IR with the Core ML model at `converted` (`convert --verify`
+  /// Compares a source already read into the IR with the converted model at `converted` (`convert --verify`
   /// reads its source once for both). What the source declares (its image preprocessing, its labels) is
   /// what the converted model is expected to keep, unless the options say otherwise.
   public static func verify(source: ImportedSource, converted: URL, options: VerificationOptions) throws -> ParityReport {
-    let spec = try CoreMLSpecReader.read(contentsOf: converted)
-    let lengths = sequenceLengths(of: spec, from: source.graph)
-    let convertedModel = try CoreMLGraphImporter.importModel(spec, path: converted.path, sequenceLengths: lengths)
+    guard let reader = try Frontends.frontend(for: converted) as? any ReadBackReading else {
+      throw VerificationError.notVerifiable(path: converted.path, format: try Frontends.frontend(for: converted).displayName)
+    }
+    let convertedModel = try reader.readBack(at: converted, source: source.graph)
     var options = options
     // A source's own image inputs are each expected to keep their own preprocessing.
     if options.expectedPreprocessing == nil, options.expectedPreprocessingByInput.isEmpty { options.expectedPreprocessingByInput = source.imageInputs }
@@ -34,8 +34,9 @@ public enum ParityVerifier {
     options.sourceTolerance = source.tolerance
     options.sourceDeclarations = source.declaredArrays
     options.sourceImageOutputs = Set(source.imageOutputs.keys)
+    options.sourceImageInputs = Set(source.imageInputs.keys)
     options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
-    let interface = InterfaceParity.check(source: source.interface, converted: spec)
+    let interface = InterfaceParity.check(source: source.interface, converted: convertedModel)
     // Another number of inputs or outputs cannot be compared at all: the differences say why.
     if !interface.passed, source.graph.inputs.count != convertedModel.inputs.count || source.graph.outputs.count != convertedModel.graph.outputs.count {
       throw VerificationError.interfaceMismatch(interface.differences.joined(separator: "; "))
@@ -46,31 +47,9 @@ public enum ParityVerifier {
     return report
   }
 
-  /// The time steps of the Core ML inputs that carry a sequence, by input name: Core ML leaves them to
-  /// run time, the Keras graph (inputs in the same order) fixes them.
-  public static func sequenceLengths(of spec: CoreMLModelSpec, from graph: Graph) -> [String: Int] {
-    var lengths: [String: Int] = [:]
-    for (feature, id) in zip(spec.inputs, graph.inputs) {
-      let shape = graph[id].type.shape
-      // A classic (C) input holding more values than C carries them along the sequence axis (token ids
-      // declared (1), a [T, C] sequence declared (C)), whatever shape the source gives them.
-      if !spec.exactArrayMapping, case .multiArray(let declared, _) = feature.kind, declared.count == 1, declared[0] > 0 {
-        let count = graph[id].type.elementCount
-        if count > declared[0], count % declared[0] == 0 {
-          lengths[feature.name] = count / declared[0]
-          continue
-        }
-      }
-      if shape.count == 2 || shape.count == 4 || (shape.count == 1 && Comparison.vocabulary(of: id, in: graph) != nil) {
-        lengths[feature.name] = shape[0]
-      }
-    }
-    return lengths
-  }
-
-  /// Compares an IR graph in Keras layout with an imported Core ML model.
+  /// Compares an IR graph with a converted model read back.
   public static func verify(
-    source: Graph, converted: CoreMLModel, sourceName: String, convertedName: String, options: VerificationOptions
+    source: Graph, converted: ReadBackModel, sourceName: String, convertedName: String, options: VerificationOptions
   ) throws -> ParityReport {
     var seen = Set<String>()
     let notRunnable = (Interpreter.unsupportedOperations(in: source) + Interpreter.unsupportedOperations(in: converted.graph)).filter { seen.insert($0).inserted }
@@ -93,7 +72,7 @@ public enum ParityVerifier {
           path: reference.path,
           detail: "holds \(file.inputCount) inputs and \(file.outputCount) outputs; the model has \(source.inputs.count) and \(source.outputs.count)")
       }
-      // The reference's labels describe the Keras model's outputs; they are expected only of a classifier.
+      // The reference's labels describe the source model's outputs; they are expected only of a classifier.
       if expectedLabels == nil && !converted.classLabels.isEmpty { expectedLabels = file.labels }
       for sample in 0..<file.sampleCount {
         let (sourceInputs, convertedInputs) = try comparison.referenceInputs(file, sample: sample)
@@ -104,15 +83,17 @@ public enum ParityVerifier {
     let layers = comparison.layerReports()
     let classifier = comparison.classifierReport(expectedLabels: expectedLabels, k: options.topK)
     var preprocessing = comparison.preprocessing
-    for (index, plan) in comparison.plans.enumerated() where plan.input.image != nil {
+    // Advice about the scale a network was trained on is for inputs the conversion made images of, not
+    // for images the source itself declares with their preprocessing.
+    for (index, plan) in comparison.plans.enumerated() where plan.input.image != nil && !options.sourceImageInputs.contains(plan.input.name) {
       guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }), let image = plan.sourcePreprocessing,
         let space = plan.input.colorSpace
       else { continue }
       preprocessing[row].warnings = PreprocessingAdvisor.warnings(graph: source, input: source.inputs[index], preprocessing: image, colorSpace: space)
     }
-    // What Core ML would refuse or compute differently from our reading (Apple's documented limits,
-    // `Schemas/NeuralNetwork.proto` [rule ...] notes) fails the check, whatever the numbers say.
-    let violations = CoreMLSpecificationRules.violations(in: converted.spec)
+    // What the format's runtime would refuse or compute differently from our reading (for Core ML, Apple's
+    // documented limits, `Schemas/NeuralNetwork.proto` [rule ...] notes) fails the check, whatever the numbers say.
+    let violations = converted.violations
     let ran = max(comparison.runs, 1)
     let tolerance = comparison.tolerance
     return ParityReport(

@@ -1,11 +1,10 @@
-import CoreMLFormat
 import ModelIR
 import ReferenceRuntime
 
 /// Looks for signs that an image input's preprocessing does not fit the model, when no expected
 /// preprocessing was given to check it against.
 ///
-/// Two signs: the scaler leaves pixels at 0-255 or blows them past that range (most Keras models are
+/// Two signs: the scaler leaves pixels at 0-255 or blows them past that range (most image networks are
 /// trained on 0-1 or -1..1 inputs); and the first BatchNormalization sees activations whose spread or
 /// centre is an order of magnitude away from its own moving variance and mean, which record what the
 /// layer saw in training.
@@ -14,14 +13,14 @@ enum PreprocessingAdvisor {
   /// first BatchNormalization's input may be from its training statistics before a warning.
   static let factor: Float = 10
 
-  /// Warnings for image input `input` of `graph` (Keras layout) given its preprocessing and the channel
+  /// Warnings for image input `input` of `graph` (the IR's channels-last layout) given its preprocessing and the channel
   /// order the network receives.
   static func warnings(graph: Graph, input: ValueID, preprocessing image: ImagePreprocessing, colorSpace: ImageColorSpace) -> [String] {
     var warnings: [String] = []
     let biases = image.networkBiases(channels: colorSpace.channels)
     let description = PreprocessingParity.describe(colorSpace: colorSpace.rawValue, scale: image.scale, biases: biases)
     if image.scale == 1 && biases.allSatisfy({ $0 == 0 }) {
-      warnings.append("no image scale or bias: the network sees raw pixels 0-255 (\(description)); Keras models are usually trained on x / 255 or x / 127.5 - 1")
+      warnings.append("no image scale or bias: the network sees raw pixels 0-255 (\(description)); image networks are usually trained on x / 255 or x / 127.5 - 1")
     } else {
       let ends = biases.flatMap { [$0, 255 * image.scale + $0] }
       if let largest = ends.map(abs).max(), largest > 300 {

@@ -1,4 +1,4 @@
-import CoreMLFormat
+import ModelIR
 import Foundation
 
 /// An image input's preprocessing in the converted model, and whether it matches what was expected.

@@ -1,8 +1,7 @@
 import Foundation
-import KerasFormat
 import ReferenceRuntime
 
-/// Inputs and expected outputs saved from real Keras by the `Samples/` scripts.
+/// Inputs and expected outputs saved from the source framework (as onnxruntime or the training framework saved them) by the `Samples/` scripts.
 ///
 /// Layout: `inputs/<i>` and `outputs/<i>` are `[N, ...]` float datasets, one per model input and output;
 /// optional `pixels/<i>` (or a single `pixels` dataset) hold the 0-255 RGB pixels an image input was made
@@ -30,20 +29,8 @@ struct ReferenceFile {
   /// at least one sample, every dataset with that many samples.
   private init(reading url: URL) throws {
     path = url.path
-    let snapshot: KerasModelSnapshot
-    do {
-      snapshot = try KerasModelSnapshot.reference(path: url.path)
-    } catch KerasReaderError.notHDF5 {
-      throw VerificationError.invalidReference(path: url.path, detail: "not an HDF5 file")
-    }
-    var datasets: [String: (shape: [Int], values: [Float])] = [:]
-    for (name, stored) in snapshot.weights[KerasModelSnapshot.referenceGroup] ?? [:] {
-      switch stored {
-      case .values(let shape, let values): datasets[name] = (shape, values)
-      case .unreadable(let detail): throw VerificationError.invalidReference(path: url.path, detail: "cannot read \(name): \(detail)")
-      case .located: throw VerificationError.invalidReference(path: url.path, detail: "cannot read \(name): not loaded")
-      }
-    }
+    let stored = try HDF5Datasets.read(path: url.path)
+    let datasets = stored.datasets
     guard datasets["inputs/0"] != nil, datasets["outputs/0"] != nil else {
       throw VerificationError.invalidReference(path: url.path, detail: "needs datasets inputs/0 and outputs/0")
     }
@@ -53,7 +40,7 @@ struct ReferenceFile {
     for (name, dataset) in datasets.sorted(by: { $0.key < $1.key }) where (dataset.shape.first ?? 0) != sampleCount {
       throw VerificationError.invalidReference(path: url.path, detail: "\(name) has \(dataset.shape.first ?? 0) samples, inputs/0 has \(sampleCount)")
     }
-    labels = snapshot.configText.isEmpty ? nil : try? JSONDecoder().decode([String].self, from: Data(snapshot.configText.utf8))
+    labels = stored.labelsText.isEmpty ? nil : try? JSONDecoder().decode([String].self, from: Data(stored.labelsText.utf8))
   }
 
   private func sample(_ dataset: String, _ sample: Int, shape: [Int]?) throws -> Tensor {

@@ -1,27 +1,27 @@
 import ReferenceRuntime
 
-/// How a Keras tensor (channels-last, no batch) corresponds to a Core ML feature's tensor.
+/// How a source tensor (the IR's channels-last layout, no batch) corresponds to a Core ML feature's tensor.
 enum TensorLayout: Equatable {
   /// Same element order; only the shape differs (size-1 batch axes, `[C]` versus `[C, 1, 1]`).
   case sameOrder
-  /// Keras `[H, W, C]` is Core ML `[..., C, H, W]`.
+  /// The IR's `[H, W, C]` is Core ML's `[..., C, H, W]`.
   case channelsFirst
 
-  /// The layout that maps `keras` onto `coreML`; when both fit, `preferChannelsFirst` decides (true for
+  /// The layout that maps `source` onto `converted`; when both fit, `preferChannelsFirst` decides (true for
   /// the classic rank-5 mapping, whose blobs are always `[C, H, W]`).
   /// Whether both layouts fit these shapes (a `[1, C, H, W]` blob whose C, H and W are alike).
-  static func isAmbiguous(keras: [Int], coreML: [Int]) -> Bool {
-    match(keras: keras, coreML: coreML, preferChannelsFirst: true) == .channelsFirst
-      && match(keras: keras, coreML: coreML, preferChannelsFirst: false) == .sameOrder
+  static func isAmbiguous(source: [Int], converted: [Int]) -> Bool {
+    match(source: source, converted: converted, preferChannelsFirst: true) == .channelsFirst
+      && match(source: source, converted: converted, preferChannelsFirst: false) == .sameOrder
   }
 
-  static func match(keras: [Int], coreML: [Int], preferChannelsFirst: Bool) -> TensorLayout? {
-    guard keras.reduce(1, *) == coreML.reduce(1, *) else { return nil }
+  static func match(source: [Int], converted: [Int], preferChannelsFirst: Bool) -> TensorLayout? {
+    guard source.reduce(1, *) == converted.reduce(1, *) else { return nil }
     // Size-1 axes do not change the row-major element order.
-    let sameFits = keras.filter { $0 != 1 } == coreML.filter { $0 != 1 }
-    let image = Array(keras.suffix(3)), leading = Array(keras.dropLast(3))
-    let channelsFirstFits = keras.count >= 3 && Array(coreML.suffix(3)) == [image[2], image[0], image[1]]
-      && Array(coreML.dropLast(3).drop { $0 == 1 }) == Array(leading.drop { $0 == 1 })
+    let sameFits = source.filter { $0 != 1 } == converted.filter { $0 != 1 }
+    let image = Array(source.suffix(3)), leading = Array(source.dropLast(3))
+    let channelsFirstFits = source.count >= 3 && Array(converted.suffix(3)) == [image[2], image[0], image[1]]
+      && Array(converted.dropLast(3).drop { $0 == 1 }) == Array(leading.drop { $0 == 1 })
     switch (sameFits, channelsFirstFits) {
     case (true, true): return preferChannelsFirst ? .channelsFirst : .sameOrder
     case (false, true): return .channelsFirst
@@ -30,16 +30,16 @@ enum TensorLayout: Equatable {
     }
   }
 
-  /// A Keras-layout tensor as the Core ML tensor of `shape`.
-  func toCoreML(_ tensor: Tensor, shape: [Int]) -> Tensor {
+  /// A tensor in the source graph's layout as the converted tensor of `shape`.
+  func toConverted(_ tensor: Tensor, shape: [Int]) -> Tensor {
     switch self {
     case .sameOrder: return Tensor(shape: shape, values: tensor.values)
     case .channelsFirst: return Tensor(shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [2, 0, 1]))
     }
   }
 
-  /// A Core ML tensor back in the Keras layout of `shape`.
-  func toKeras(_ tensor: Tensor, shape: [Int]) -> Tensor {
+  /// A converted tensor back in the source graph's layout of `shape`.
+  func toSource(_ tensor: Tensor, shape: [Int]) -> Tensor {
     switch self {
     case .sameOrder: return Tensor(shape: shape, values: tensor.values)
     case .channelsFirst: return Tensor(shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [1, 2, 0]))

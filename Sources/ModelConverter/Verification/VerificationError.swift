@@ -12,6 +12,8 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
   case invalidReference(path: String, detail: String)
   /// The reference file does not exist.
   case referenceNotFound(path: String)
+  /// The file given as the converted model is of a format no reader can read back for verification.
+  case notVerifiable(path: String, format: String)
   /// One sample's tensors (every value of both models, planned from their shapes) exceed the memory verify may use.
   case exceedsMemory(path: String, bytesPerSample: Int, limit: Int)
 
@@ -19,9 +21,10 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
     switch self {
     case .interfaceMismatch(let detail): return detail
     case .layoutMismatch(let feature, let source, let converted):
-      return "'\(feature)': the Keras shape \(source) does not correspond to the Core ML shape \(converted)"
+      return "'\(feature)': the source's shape \(source) does not correspond to the converted model's shape \(converted)"
     case .invalidReference(let path, let detail): return "\(path): \(detail)"
     case .referenceNotFound(let path): return "\(path): no such reference file"
+    case .notVerifiable(let path, let format): return "\(path): a \(format) model cannot be the converted side of a verification"
     case .exceedsMemory(let path, let bytes, let limit):
       return "\(path): cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (by default half of the memory this process may have)"
     case .notRunnable(let operations):
@@ -37,7 +40,10 @@ extension VerificationError: LocalizedError {
 
 extension VerificationError: KindedError {
   public var kind: ErrorKind {
-    if case .referenceNotFound = self { return .missingInput }
-    return .badModel
+    switch self {
+    case .referenceNotFound: return .missingInput
+    case .notVerifiable: return .usage
+    default: return .badModel
+    }
   }
 }

@@ -1,7 +1,7 @@
-import CoreMLFormat
+import ModelIR
 import Foundation
 
-/// How `ParityVerifier` compares a Keras model with its Core ML conversion.
+/// How `ParityVerifier` compares a source model with its Core ML conversion.
 public struct VerificationOptions: Sendable, Equatable {
   /// Random inputs to draw (pixels 0-255 for image inputs, uniform in [-1, 1] otherwise).
   public var samples: Int
@@ -11,9 +11,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// (`VerificationTolerance.defaults(for:)`: 1e-5 and 1e-3 for float32 weights, wider for float16 and quantized ones).
   public var absoluteTolerance: Float?
   public var relativeTolerance: Float?
-  /// The preprocessing the Keras model was trained with (the options given to `convert`): when set, the
-  /// converted model's image scaler and channel order must match it, and the Keras model is fed pixels
-  /// preprocessed this way. When nil, the Keras model gets the converted model's own preprocessing, which
+  /// The preprocessing the source model was trained with (the options given to `convert`): when set, the
+  /// converted model's image scaler and channel order must match it, and the source model is fed pixels
+  /// preprocessed this way. When nil, the source model gets the converted model's own preprocessing, which
   /// is then reported as not checked.
   public var expectedPreprocessing: ImagePreprocessing?
   /// The preprocessing each image input is expected to keep, by input name, where it differs per input
@@ -21,18 +21,18 @@ public struct VerificationOptions: Sendable, Equatable {
   public var expectedPreprocessingByInput: [String: ImagePreprocessing] = [:]
   /// K of the top-K label agreement reported for classifiers.
   public var topK: Int
-  /// An HDF5 file with `inputs/<i>`, `outputs/<i>` (and optional `pixels/<i>`) written from real Keras.
+  /// An HDF5 file with `inputs/<i>`, `outputs/<i>` (and optional `pixels/<i>`) written from the source framework.
   public var reference: URL?
   /// The labels the classifier should have, in output order (from `--labels`); nil to skip the check
   /// unless the reference file names them.
   public var expectedLabels: [String]?
-  /// The `model.to_json()` architecture when the source is a weights-only `.h5` (Keras 1 files, `save_weights`).
+  /// The `model.to_json()` architecture when the source holds weights only.
   public var architecture: URL?
   /// The names the conversion gave the inputs and outputs, in the source's order (its `inputNames` and
   /// `outputNames`): the interface the converted model must have. Nil: the source's own names.
   public var inputNames: [String]?
   public var outputNames: [String]?
-  /// Fixed sizes for unknown input dimensions of the Keras model, as in `ConversionOptions.inputShapes`.
+  /// Fixed sizes for unknown input dimensions of the source model, as in `ConversionOptions.inputShapes`.
   public var inputShapes: [String: [Int]]
   /// Random samples run at once, each on its own core (0: every core). The statistics are accumulated
   /// in sample order, so the report does not depend on it.
@@ -50,6 +50,8 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The source's own image outputs, by name: an image output of the converted model that is not one of
   /// them holds pixels made of the source's values (`Comparison.PixelOutput`).
   var sourceImageOutputs: Set<String> = []
+  /// Image inputs the source declares with their own preprocessing: nothing to advise about them.
+  var sourceImageInputs: Set<String> = []
   /// Whether a reference file holds the inputs as the source declares them (saved from the source's own
   /// runtime, such as onnxruntime's `[N, C, H, W]`), not in the graph's channels-last layout.
   var referenceInputsAsDeclared = false
@@ -71,9 +73,9 @@ public struct VerificationOptions: Sendable, Equatable {
     self.inputShapes = inputShapes
   }
 
-  /// The pass rule for a converted model: the given tolerances, or the defaults for its weights.
-  public func tolerance(for spec: CoreMLModelSpec) -> VerificationTolerance {
-    var rule = VerificationTolerance.defaults(for: spec)
+  /// The pass rule for a converted model: the given tolerances, or the default for its weights (`defaultRule`).
+  public func tolerance(forDefault defaultRule: VerificationTolerance) -> VerificationTolerance {
+    var rule = defaultRule
     if let source = sourceTolerance, let limit = source.maximumRelativeRMS, limit > (rule.maximumRelativeRMS ?? 0) { rule = source }
     if let absoluteTolerance { rule.absolute = absoluteTolerance }
     if let relativeTolerance { rule.relative = relativeTolerance }

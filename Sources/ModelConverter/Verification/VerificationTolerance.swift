@@ -1,4 +1,4 @@
-import CoreMLFormat
+import ModelIR
 
 /// The pass rule for every compared tensor, and where its numbers come from.
 ///
@@ -61,7 +61,7 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
   /// verify computes each layer tensor from the source's values of the compared tensors before it
   /// (`ParityReport.layersFromSourceValues`), so only the few layers since then round their weights, and
   /// the depth of the network does not add up. Measured at the worst compared tensor with 8-bit weights
-  /// (u = 1/510; the three shared Keras models, both formats, palettized and linear, every tensor of 256
+  /// (u = 1/510; the three shared real models, both formats, palettized and linear, every tensor of 256
   /// elements or more compressed): 5.2 u (39.9 dB, the Teachable Machine MobileNetV2's small depthwise
   /// kernels, linear per channel); digits and emotion 2-3 u. 16 u (0.031, 30 dB, at 8 bits) keeps a 3x
   /// margin over that; at 4 bits and below the cap decides.
@@ -73,17 +73,16 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
 
   /// The default for a model's weight storage: float32, float16 (u = 2^-11), or n-bit quantized
   /// (u = half a quantization step relative to the weight range, 1 / (2 (2^n - 1))).
-  public static func defaults(for spec: CoreMLModelSpec) -> VerificationTolerance {
-    // Neural-network layers and ML Program constants alike (`CoreMLModelSpec.quantizationBits`, `usesFloat16`).
-    let bits = spec.quantizationBits > 0 ? spec.quantizationBits : nil
-    if let bits {
+  public static func defaults(quantizationBits: Int, usesFloat16: Bool) -> VerificationTolerance {
+    if quantizationBits > 0 {
+      let bits = quantizationBits
       let u = 1 / (2 * Float((1 << bits) - 1))
       let limit = min(compressedStepMultiple * u, loosestRelativeRMS)
       return VerificationTolerance(
         absolute: limit, relative: limit, basis: .quantizedWeights,
         maximumRelativeRMS: limit)
     }
-    if spec.usesFloat16 {
+    if usesFloat16 {
       let limit = roundoffMultiple / 2048
       return VerificationTolerance(
         absolute: limit, relative: limit, basis: .float16Weights, maximumRelativeRMS: limit)

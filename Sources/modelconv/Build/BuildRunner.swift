@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import KerasFormat
 import ModelFormats
 
 /// Runs a manifest's entries, `jobs` at a time, each as a `modelconv convert` child process of this

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import KerasFormat
 import ModelConverter
 
 /// `modelconv build`: converts (and verifies) every model a `modelconv.json` manifest lists.
@@ -61,7 +60,7 @@ enum BuildCommand: Subcommand {
     }
     let stateURL = (outputDirectory ?? manifestURL.deletingLastPathComponent()).appendingPathComponent(BuildState.fileName)
     var state = BuildState.load(stateURL)
-    let executable = KerasReaderIsolation.selfExecutable().executable
+    let executable = ReaderIsolation.selfExecutable
     // Ctrl-C (or SIGTERM): the running children get it too (one process group) and leave their outputs as
     // they were; no further entry starts, leftovers are removed, and the state keeps what finished.
     let stop = NSLock()

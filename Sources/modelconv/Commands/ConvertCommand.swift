@@ -1,28 +1,29 @@
-import CoreMLFormat
 import Foundation
 import ModelFormats
 import ModelConverter
 
-/// `modelconv convert`: Keras `.h5` to Core ML `.mlmodel`, with coremltools' parameter names.
+/// `modelconv convert`: any registered source to Core ML `.mlmodel` or `.mlpackage`, with coremltools' parameter names.
 enum ConvertCommand: Subcommand {
   static let name = "convert"
   static let abstract = "Convert a model (\(Frontends.registered.map(\.formatDescription).joined(separator: ", "))) to a Core ML .mlmodel or .mlpackage"
   static let synopsis = "modelconv convert <\(Frontends.sourcePlaceholder("input"))> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
-  static let discussion = """
-    Converts a Keras model (.h5 of Keras 1-3 and tf_keras, or a Keras 3 .keras archive) into a Core ML
-    neural network (.mlmodel) or ML Program (.mlpackage), a classifier when labels are given. A Core ML
-    model is a source too: a neural network becomes an ML Program (or the other way where classic
-    layers can express every operation), and keeps its image inputs, labels and description unless
-    options replace them. An ONNX model (.onnx, with any external data files beside it) converts with its NCHW layout kept at the interface; --image-mean and --image-std
-    give torchvision's (pixel / 255 - mean) / std. The options mirror coremltools' convert(): input_names, output_names,
-    image_input_names, class_labels, image_scale, *_bias, is_bgr.
+  static var discussion: String {
     """
+    Converts a \(Frontends.formatNames) model into a Core ML neural network (.mlmodel) or ML Program
+    (.mlpackage), a classifier when labels are given.
+
+    """ + Frontends.registered.map(\.summary).joined(separator: "\n") + """
+
+    The options mirror coremltools' convert(): input_names, output_names, image_input_names,
+    class_labels, image_scale, *_bias, is_bgr.
+    """
+  }
 
   /// `--input-names` and `--output-names`, which `verify` shares: the names the converted model has.
   static func namesSpecs(section: String, verb: String) -> [OptionSpec] {
     [
-      .option("--input-names", value: "A,B", section: section, help: "\(verb) for the inputs, in the source's order (default: the source's names, input1, input2, ... for Keras)."),
-      .option("--output-names", value: "X,Y", section: section, help: "\(verb) for the outputs (default: the source's names, output1, ... for Keras)."),
+      .option("--input-names", value: "A,B", section: section, help: "\(verb) for the inputs, in the source's order (default: the source's names, or input1, input2, ... for a source whose names are internal)."),
+      .option("--output-names", value: "X,Y", section: section, help: "\(verb) for the outputs (default: the source's names, or output1, ... as for inputs)."),
     ]
   }
 
@@ -68,7 +69,7 @@ enum ConvertCommand: Subcommand {
     .flag("--allow-nonfinite", section: "OTHER", help: "Write NaN or infinite weights and negative BatchNormalization variances as they are (refused by default: Core ML computes garbage)."),
     .flag("--custom-layers", section: "OTHER", help: "Make unknown layers Core ML custom layers (class name, config values as parameters, weights) instead of failing; the app implements them."),
     .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the input as weights only, with this model.to_json() architecture."),
-    .flag("--json", section: "OTHER", help: "Print a machine-readable summary (schema modelconv.convert/2; errors as modelconv.error/1)."),
+    .flag("--json", section: "OTHER", help: "Print a machine-readable summary (schema modelconv.convert/3; errors as modelconv.error/1)."),
   ]
 
   static let examples = [
@@ -108,7 +109,7 @@ enum ConvertCommand: Subcommand {
       throw UsageError(message: "--samples, --seed, --atol, --rtol and --threads apply to --verify")
     }
     if verify && parsed.value("--architecture") != nil {
-      throw UsageError(message: "--verify needs the full Keras model file, not a weights-only file with --architecture")
+      throw UsageError(message: "--verify needs the full model file, not a weights-only file with --architecture")
     }
 
     // The source is read once: the conversion and --verify both use its graph.
@@ -228,7 +229,7 @@ enum ConvertCommand: Subcommand {
     options.shortDescription = parsed.value("--short-description")
     options.version = parsed.value("--model-version")
     options.inputShapes = try inputShapes(parsed)
-    options.customLayers.convertUnknown = parsed.flag("--custom-layers")
+    options.unknownLayersAsCustom = parsed.flag("--custom-layers")
     options.allowNonFinite = parsed.flag("--allow-nonfinite")
     if let normalization = try ImageNormalizationOptions.values(parsed) {
       guard !options.imageInputNames.isEmpty || !options.imageOutputNames.isEmpty else {
@@ -321,15 +322,15 @@ enum ConvertCommand: Subcommand {
     return shapes
   }
 
-  /// Schema `modelconv.convert/2`: `output`, `summary` (ConversionSummary, typed feature types),
+  /// Schema `modelconv.convert/3`: `output`, `summary` (ConversionSummary, typed feature types),
   /// `warnings` (what looks wrong about each image input's preprocessing, also printed on standard
-  /// error) and `verification` (the `modelconv.verify/2` report without its schema key, or null without --verify).
+  /// error) and `verification` (the `modelconv.verify/3` report without its schema key, or null without --verify).
   static func document(output: String, summary: ConversionSummary, warnings: [String: [String]], verification: ParityReport?) throws -> JSONValue {
     let warningList = warnings.sorted { $0.key < $1.key }.flatMap { input, messages in
       messages.map { JSONValue.object([("input", .string(input)), ("message", .string($0))]) }
     }
     return .object([
-      ("schema", .string("modelconv.convert/2")), ("output", .string(output)), ("summary", try JSONValueEncoder.encode(summary)),
+      ("schema", .string("modelconv.convert/3")), ("output", .string(output)), ("summary", try JSONValueEncoder.encode(summary)),
       ("warnings", .array(warningList)), ("verification", try verification.map(JSONValueEncoder.encode) ?? .null),
     ])
   }

@@ -1,4 +1,3 @@
-import CoreMLFormat
 import Foundation
 import ModelFormats
 import ModelConverter
@@ -12,7 +11,7 @@ enum EvaluateCommand: Subcommand {
     FOLDER holds one subfolder per label with PNG or JPEG images, as Create ML and Turi Create lay it
     out. Each image is classified as `predict` does (same --crop and preprocessing options). Prints
     accuracy, top-K accuracy, per-class precision, recall and F1, and the confusion matrix. With
-    --against, a second model (for example the Keras file and its conversion) runs on the same images:
+    --against, a second model (for example the source file and its conversion) runs on the same images:
     both accuracies, their agreement and the images where they disagree. Folder labels the model does
     not have, and model labels without images, are listed. Images are classified on every core.
     """
@@ -24,7 +23,7 @@ enum EvaluateCommand: Subcommand {
     .option("--crop", value: "center|fit|fill", help: "How images are fitted to the input size (default center)."),
     .option("--labels", value: "L1,L2,...", help: "Class labels in output order (default: the Core ML classifier's own labels, else class indices); applied to both models."),
     .option("--labels-file", value: "FILE", help: "The same, one label per line."),
-    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for a Keras input with unknown dimensions."),
+    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for an input with unknown dimensions."),
     .option("--threads", value: "N", help: "Images classified at once (default: every core)."),
     .flag("--json", help: "Print the report as JSON (schema modelconv.evaluate/1)."),
   ] + PredictCommand.kerasPreprocessingSpecs

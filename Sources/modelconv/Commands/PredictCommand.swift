@@ -2,7 +2,7 @@ import Foundation
 import ModelFormats
 import ModelConverter
 
-/// `modelconv predict`: classifies photos with a Keras file or a converted model.
+/// `modelconv predict`: classifies photos with a source model or a converted one.
 enum PredictCommand: Subcommand {
   static let name = "predict"
   static let abstract = "Classify PNG or JPEG photos with a \(Frontends.formatNames) classifier"
@@ -11,9 +11,9 @@ enum PredictCommand: Subcommand {
     Runs the model in modelconv's reference runtime on each photo, as an app would with Vision:
     the EXIF orientation is applied, the photo is fitted to the model's input size (--crop, Vision's
     imageCropAndScaleOption; an antialiased bilinear filter resamples it), converted to the input's
-    grayscale (BT.601 luma), RGB or BGR, and preprocessed: a Core ML model by its own image scaler, a
-    Keras or ONNX file by --image-scale and the bias options, or --image-mean and --image-std (what it
-    was trained on). Prints the top K labels
+    grayscale (BT.601 luma), RGB or BGR, and preprocessed: a model that declares image inputs (Core ML)
+    by its own image scaler, any other by --image-scale and the bias options, or --image-mean and
+    --image-std (what it was trained on). Prints the top K labels
     with their probabilities per image. An image that cannot be read is reported and the others still
     run (exit 1 when any failed).
     """
@@ -23,14 +23,14 @@ enum PredictCommand: Subcommand {
     .option("--crop", value: "center|fit|fill", help: "center: scale the short side to fit and crop the long one (default); fit: scale the long side to fit, pad with black; fill: stretch to the input size."),
     .option("--labels", value: "L1,L2,...", help: "Class labels in output order (default: the Core ML classifier's own labels, else class indices)."),
     .option("--labels-file", value: "FILE", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
-    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for a Keras input with unknown dimensions."),
+    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for an input with unknown dimensions."),
     .option("--threads", value: "N", help: "Images classified at once (default: every core)."),
     .flag("--json", help: "Print the results as JSON (schema modelconv.predict/1)."),
   ] + kerasPreprocessingSpecs
 
-  /// How a Keras file's input was preprocessed in training (a Core ML model carries its own).
+  /// How a source's input was preprocessed in training (a model that declares image inputs carries its own).
   static let kerasPreprocessingSpecs: [OptionSpec] = {
-    let section = "SOURCE PREPROCESSING (what a Keras or ONNX model was trained on; ignored for Core ML models)"
+    let section = "SOURCE PREPROCESSING (what the model was trained on; ignored for models that declare image inputs, as Core ML's do)"
     return [
       .option("--image-scale", value: "S", section: section, help: "network input = scale * pixel + bias: a number or a fraction such as 1/255 (default 1)."),
       .option("--red-bias", value: "B", section: section, help: "Red bias (default 0)."),
@@ -109,10 +109,10 @@ enum PredictCommand: Subcommand {
     return try ImageModel.load(contentsOf: URL(fileURLWithPath: path), options: options)
   }
 
-  /// Warns when Keras preprocessing options were given but no model of the command is a Keras file.
+  /// Warns when preprocessing options were given but every model of the command declares its own.
   static func warnIfPreprocessingUnused(_ models: [ImageModel], _ parsed: ParsedArguments) {
     guard kerasPreprocessingGiven(parsed), !models.contains(where: \.takesPreprocessingOptions) else { return }
-    Console.warning("\(models.map(\.path).joined(separator: " and ")): Core ML models apply their own image scaler; --image-scale and the bias options only apply to Keras files and are ignored")
+    Console.warning("\(models.map(\.path).joined(separator: " and ")): these models apply their own image preprocessing; --image-scale and the bias options only apply to models without it and are ignored")
   }
 
   /// Whether any option of `kerasPreprocessingSpecs` was given.

@@ -1,10 +1,8 @@
-import CoreMLFormat
 import Foundation
 import ModelFormats
-import KerasFormat
 import ModelConverter
 
-/// `modelconv verify`: runs a Keras model and its Core ML conversion on the same inputs and compares them.
+/// `modelconv verify`: runs a source model and its Core ML conversion on the same inputs and compares them.
 enum VerifyCommand: Subcommand {
   static let name = "verify"
   static let abstract = "Run a source model (\(Frontends.formatNames)) and its Core ML conversion on the same inputs and compare them"
@@ -37,13 +35,13 @@ enum VerifyCommand: Subcommand {
     .option("--rtol", value: "R", section: "SAMPLING", help: "Relative tolerance, >= 0 (default 1e-3 for float32)."),
     .option("--top-k", value: "K", section: "SAMPLING", help: "K for the top-K label agreement (default 3)."),
   ] + preprocessingSpecs + ConvertCommand.namesSpecs(section: "NAMES (as given to convert)", verb: "The names convert gave") + [
-    .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute): real Keras (inputs channels last), or onnxruntime for an ONNX model (inputs as the model declares them, NCHW)."),
+    .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute), with the inputs as the source's own runtime takes them (channels last, or as the model declares them, such as NCHW)."),
     .option("--labels", value: "L1,L2,...", section: "OTHER", help: "The labels the classifier should have, in output order."),
     .option("--labels-file", value: "FILE", section: "OTHER", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
     .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a source input with unknown dimensions, as convert was given it (repeatable)."),
     .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the source as weights only, with this model.to_json() architecture."),
     .flag("--layers", section: "OTHER", help: "Print every compared layer, not only the first mismatch."),
-    .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/2, with the per-layer table)."),
+    .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/3, with the per-layer table)."),
   ]
 
   static let examples = [
@@ -52,7 +50,7 @@ enum VerifyCommand: Subcommand {
     "modelconv verify Old.mlmodel New.mlpackage",
   ]
 
-  /// The preprocessing options `convert` and `verify` share, as what the Keras model was trained on.
+  /// The preprocessing options `convert` and `verify` share, as what the source model was trained on.
   static let preprocessingSpecs: [OptionSpec] = {
     let section = "PREPROCESSING (what the source model was trained on, as given to convert)"
     return [
@@ -103,7 +101,10 @@ enum VerifyCommand: Subcommand {
     options.outputNames = try parsed.list("--output-names")
     guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
     // Files read in this process must not be FIFOs or devices, which would block forever.
-    for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) { try InputFile.checkNotSpecial(path) }
+    for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) {
+      // A FIFO, device or socket could block forever; missing paths and folders are left to the readers.
+      if let kind = PathNode.kind(path), kind != "a regular file", kind != "a folder" { throw SourceFormatError.notRegularFile(path: path, kind: kind) }
+    }
 
     let report = try ParityVerifier.verify(
       source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]), options: options)
@@ -113,9 +114,9 @@ enum VerifyCommand: Subcommand {
 
   static func print(_ report: ParityReport, json: Bool, allLayers: Bool = false) {
     if json {
-      // Schema modelconv.verify/2: the ParityReport fields in declaration order, nulls included.
+      // Schema modelconv.verify/3: the ParityReport fields in declaration order, nulls included.
       if case .object(let fields)? = try? JSONValueEncoder.encode(report) {
-        Console.out(JSONValue.object([("schema", .string("modelconv.verify/2"))] + fields).rendered)
+        Console.out(JSONValue.object([("schema", .string("modelconv.verify/3"))] + fields).rendered)
       }
       return
     }
@@ -185,10 +186,10 @@ enum VerifyCommand: Subcommand {
 
   static func describe(_ layer: LayerParity) -> String {
     if let shapes = layer.shapeMismatch {
-      return "FAIL source '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): different shapes, \(shapes)"
+      return "FAIL source '\(layer.sourceLayer)' (\(layer.sourceType)) \(layer.tensor) <-> Core ML '\(layer.convertedLayer)' (\(layer.convertedType)): different shapes, \(shapes)"
     }
     let snr = layer.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
-    return "\(layer.passed ? "ok  " : "FAIL") source '\(layer.kerasLayer)' (\(layer.kerasClass)) \(layer.tensor) <-> Core ML '\(layer.coreMLLayer)' (\(layer.coreMLType)): "
+    return "\(layer.passed ? "ok  " : "FAIL") source '\(layer.sourceLayer)' (\(layer.sourceType)) \(layer.tensor) <-> Core ML '\(layer.convertedLayer)' (\(layer.convertedType)): "
       + "max abs \(format(layer.maxAbsoluteError)), max rel \(format(layer.maxRelativeError)), outside tolerance \(String(format: "%.2f", layer.mismatchedShare * 100))%, SNR \(snr)"
   }
 

@@ -1,12 +1,11 @@
-import CoreMLCommon
-/// One place where a decoded Core ML model breaks a rule of Apple's NeuralNetwork.proto: something Core ML would
+/// One place where a written model breaks a rule of its format (for Core ML, Apple's NeuralNetwork.proto): something Core ML would
 /// refuse, or compute differently from what the fields seem to say.
 public struct SpecificationViolation: Sendable, Equatable, Codable, CustomStringConvertible {
   /// The layer's name, or empty for a model-level rule.
   public var layer: String
-  /// The layer's kind as `CoreMLModelSpec.Layer.kind` names it (`gru`, `convolution`, ...), or `model`.
+  /// The layer's kind as its format names it (`gru`, `convolution`, ...), or `model`.
   public var layerType: String
-  /// The rule's ID, as tagged `[rule ID]` in Schemas/NeuralNetwork.proto.
+  /// The rule's ID (for Core ML as tagged `[rule ID]` in Schemas/NeuralNetwork.proto).
   public var rule: String
   /// What is wrong, with the offending values.
   public var detail: String

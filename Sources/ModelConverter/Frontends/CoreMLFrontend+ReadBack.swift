@@ -1,0 +1,69 @@
+import CoreMLFormat
+import Foundation
+import ModelIR
+
+/// The Core ML reader as the converted side of verification: a written `.mlmodel` or `.mlpackage` read
+/// back with Apple's documented semantics, its declared interface, its weights' precision and the
+/// rules of NeuralNetwork.proto it breaks.
+extension CoreMLFrontend: ReadBackReading {
+  public func readBack(at url: URL, source: Graph) throws -> ReadBackModel {
+    let spec = try CoreMLSpecReader.read(contentsOf: url)
+    let model = try CoreMLGraphImporter.importModel(spec, path: url.path, sequenceLengths: ParityVerifier.sequenceLengths(of: spec, from: source))
+    return ReadBackModel(model)
+  }
+}
+
+extension ReadBackModel {
+  /// A Core ML model imported by the reader, in verification's terms.
+  public init(_ model: CoreMLModel) {
+    let spec = model.spec
+    self.init(
+      graph: model.graph,
+      inputs: model.inputs.map { Input(name: $0.name, shape: $0.shape, image: $0.image, colorSpace: $0.colorSpace) },
+      declaredInputs: spec.inputs.map(InterfaceFeature.init), declaredOutputs: spec.outputs.map(InterfaceFeature.init),
+      format: spec.modelType == "mlProgram" ? .mlProgram : .neuralNetwork, predictedFeatureName: spec.predictedFeatureName,
+      classLabels: model.classLabels, probabilitiesOutput: model.probabilitiesOutput, blobs: model.blobs,
+      channelsLastValues: model.channelsLastValues, usesChannelsFirstMapping: model.usesRank5Mapping,
+      tolerance: VerificationTolerance.defaults(for: spec), hasQuantizedWeights: spec.quantizationBits > 0,
+      violations: CoreMLSpecificationRules.violations(in: spec))
+  }
+}
+
+extension VerificationTolerance {
+  /// The default for a Core ML model's weight storage: neural-network layers and ML Program constants
+  /// alike (`CoreMLModelSpec.quantizationBits`, `usesFloat16`).
+  public static func defaults(for spec: CoreMLModelSpec) -> VerificationTolerance {
+    defaults(quantizationBits: spec.quantizationBits, usesFloat16: spec.usesFloat16)
+  }
+}
+
+extension ParityVerifier {
+  /// The time steps of the Core ML inputs that carry a sequence, by input name: Core ML leaves them to
+  /// run time, the source graph (inputs in the same order) fixes them.
+  public static func sequenceLengths(of spec: CoreMLModelSpec, from graph: Graph) -> [String: Int] {
+    var lengths: [String: Int] = [:]
+    for (feature, id) in zip(spec.inputs, graph.inputs) {
+      let shape = graph[id].type.shape
+      // A classic (C) input holding more values than C carries them along the sequence axis (token ids
+      // declared (1), a [T, C] sequence declared (C)), whatever shape the source gives them.
+      if !spec.exactArrayMapping, case .multiArray(let declared, _) = feature.kind, declared.count == 1, declared[0] > 0 {
+        let count = graph[id].type.elementCount
+        if count > declared[0], count % declared[0] == 0 {
+          lengths[feature.name] = count / declared[0]
+          continue
+        }
+      }
+      if shape.count == 2 || shape.count == 4 || (shape.count == 1 && Comparison.vocabulary(of: id, in: graph) != nil) {
+        lengths[feature.name] = shape[0]
+      }
+    }
+    return lengths
+  }
+
+  /// Compares an IR graph with an imported Core ML model.
+  public static func verify(
+    source: Graph, converted: CoreMLModel, sourceName: String, convertedName: String, options: VerificationOptions
+  ) throws -> ParityReport {
+    try verify(source: source, converted: ReadBackModel(converted), sourceName: sourceName, convertedName: convertedName, options: options)
+  }
+}
