@@ -10,6 +10,9 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
   case tooLarge(node: String, detail: String)
   /// Two values share a name.
   case duplicateName(String)
+  /// A pass changed what the graph presents: its inputs' or outputs' names, shapes or number (a
+  /// defect of the pass, caught before any writer sees the graph).
+  case passChangedInterface(pass: String, detail: String)
 
   public var description: String {
     switch self {
@@ -17,6 +20,7 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
     case .arity(let node, let expected, let actual): return "layer '\(node)': expects \(expected) inputs, got \(actual)"
     case .tooLarge(let node, let detail): return "layer '\(node)': \(detail)"
     case .duplicateName(let name): return "two tensors are both named '\(name)'"
+    case .passChangedInterface(let pass, let detail): return "the graph pass '\(pass)' changed the model's interface: \(detail)"
     }
   }
 }

@@ -57,7 +57,7 @@ do {
   // As `predict` runs it: the standard passes first (they only remove work, such as the transposes
   // around an ONNX or Core ML graph's spatial operators).
   var passed = source.graph
-  try GraphPipeline.standard.run(&passed)
+  try Pipelines.runtime.run(&passed)
   graph = passed
   kind = source.format
 } catch {

@@ -38,3 +38,20 @@ import Testing
     }
   }
 }
+
+/// What operators say of a layout is a fact on their registry entries, as ONNX's operator
+/// definitions state it: elementwise and explicit-axis operators pass a layout through, the spatial
+/// operators compute on `[N, C, ...]`, the others have their own.
+@Suite struct OperatorLayoutTests {
+  @Test func layoutsAreOnTheEntries() {
+    for op in ["Relu", "Add", "Mul", "Sqrt", "Cast", "Identity", "Dropout", "Pad", "Slice", "Clip", "LeakyRelu"] {
+      #expect(ONNXOperatorRegistry.layout(of: op) == .neutral, "\(op)")
+    }
+    for op in ["Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "InstanceNormalization", "LRN", "Resize", "PRelu"] {
+      #expect(ONNXOperatorRegistry.layout(of: op) == .channelsFirst, "\(op)")
+    }
+    for op in ["Transpose", "Reshape", "Flatten", "Gemm", "ReduceMean", "Concat", "Softmax", "NoSuchOperator"] {
+      #expect(ONNXOperatorRegistry.layout(of: op) == .own, "\(op)")
+    }
+  }
+}

@@ -25,16 +25,16 @@ public enum Converter {
     return try convert(frontend.importSource(at: url, options: options.sourceOptions), options: options)
   }
 
-  /// The passes a conversion runs, in order: float16 casts go when the writer computes in float32 (a
-  /// source ML Program computing in float16), then the standard rewrites, constant folding and, for
-  /// each image input in `imageInputs`, the fold of a scale-and-offset first layer into its scaler; then
-  /// the weight value check.
-  static func pipeline(for options: ConversionOptions, imageInputs: ImageInputLedger) -> GraphPipeline {
-    var passes: [any GraphPass] = []
-    if options.format == .neuralNetwork || options.resolvedPrecision == .float32 { passes.append(RemoveFloat16CastsPass()) }
-    passes += GraphPipeline.standard.passes + [ConstantFoldingPass(), InputPreprocessingFoldPass(ledger: imageInputs), ChannelScaleFoldPass()]
-    if !options.allowNonFinite { passes.append(WeightValueCheckPass()) }
-    return GraphPipeline(passes)
+  /// What the conversion's passes need to know of the options (`Pipelines.conversion`).
+  static func pipelineContext(for options: ConversionOptions, channelScales: [String: [Float]] = [:]) -> Pipelines.Context {
+    Pipelines.Context(
+      channelScales: channelScales, computesInFloat32: options.format == .neuralNetwork || options.resolvedPrecision == .float32,
+      allowsNonFinite: options.allowNonFinite)
+  }
+
+  /// The passes a conversion runs, in order (`Pipelines.declared`, "conversion").
+  static func pipeline(for options: ConversionOptions, imageInputs: ImageInputLedger, channelScales: [String: [Float]] = [:]) -> GraphPipeline {
+    Pipelines.conversion(pipelineContext(for: options, channelScales: channelScales), imageInputs: imageInputs)
   }
 
   /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
@@ -72,17 +72,18 @@ public enum Converter {
           input: name, detail: "\(given) mean and standard deviation value\(given == 1 ? "" : "s") given for an image of \(channels) channel\(channels == 1 ? "" : "s") (give \(channels == 1 ? "one" : "three, R,G,B"))")
       }
     }
-    // Per-channel factors Core ML's scaler cannot hold are computed in the graph (folded into the first
-    // convolution when it takes the input alone); the scaler keeps the rest.
+    // Per-channel factors Core ML's scaler cannot hold are computed in the graph (the pipeline's first
+    // pass; folded into the first convolution when it takes the input alone); the scaler keeps the rest.
+    var channelScales: [String: [Float]] = [:]
     for (name, image) in named {
       guard let factors = image.channelScales, let id = graph.inputs.first(where: { graph[$0].name == name }) else { continue }
       guard graph[id].type.shape.count == 3, graph[id].type.shape.last == factors.count else {
         throw ConversionError.invalidImagePreprocessing(input: name, detail: "\(factors.count) per-channel factors (standard deviations) for a tensor of shape \(graph[id].type.shape)")
       }
-      graph.scaleChannels(of: id, by: factors)
+      channelScales[name] = factors
     }
     let ledger = ImageInputLedger(named.mapValues(\.scaler))
-    try pipeline(for: options, imageInputs: ledger).run(&graph)
+    try pipeline(for: options, imageInputs: ledger, channelScales: channelScales).run(&graph)
     var imageInputs = ledger.current
     // Values beyond float16's range found now, not by verify in the written file: a float16 program
     // becomes float32 unless float16 was asked for (then the notes warn).
@@ -93,13 +94,13 @@ public enum Converter {
     if options.format == .mlProgram && options.resolvedPrecision == .float16 {
       let found = Float16Range.reasons(in: graph, imageInputs: imageInputs)
       if given.precision == nil && float16Reasons.isEmpty && found.values.isEmpty && !found.weights.isEmpty {
-        try Float32IslandsPass().run(&graph)
+        try Pipelines.pipeline("mixedPrecision").run(&graph)
         float32Operations = found.weights
       } else {
         float16Reasons += found.weights + found.values
         if given.precision == nil && !float16Reasons.isEmpty {
           options.precision = .float32
-          try RemoveFloat16CastsPass().run(&graph)
+          try Pipelines.pipeline("float32Fallback").run(&graph)
         }
       }
     }

@@ -85,6 +85,6 @@ enum WeightValueCheck {
 /// `WeightValueCheck` as the last pass of a conversion: the graph is unchanged, or the conversion stops.
 struct WeightValueCheckPass: GraphPass {
   let name = "check-weight-values"
-  var isCheck: Bool { true }
+  var stage: GraphPassStage { .check }
   func run(_ graph: inout Graph) throws { try WeightValueCheck.check(graph) }
 }

@@ -18,7 +18,7 @@ public struct ONNXFrontend: ModelFrontend {
   public let kinds: Set<ModelFileKind> = [.onnx]
   public let summary = """
     An ONNX model (.onnx, with any external data files beside it) converts with its NCHW layout kept at
-    the interface; --image-mean and --image-std give torchvision's (pixel / 255 - mean) / std.
+    the interface; an image mean and standard deviation give torchvision's (pixel / 255 - mean) / std.
     """
 
   public init() {}
@@ -35,18 +35,10 @@ public struct ONNXFrontend: ModelFrontend {
     try Self.inspect(ONNXModelReader.read(contentsOf: url), path: url.path, options: options)
   }
 
-  /// Operators that say nothing of a layout: elementwise ones, and those whose axes are explicit (Pad,
-  /// Slice). A path through them keeps whatever layout its tensor has.
-  static let layoutNeutral: Set<String> = [
-    "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Clip", "Identity", "Cast", "Dropout", "Abs", "Neg", "Sqrt",
-    "Exp", "Log", "Add", "Sub", "Mul", "Div", "Pad", "Slice",
-  ]
-
-  /// Operators that compute on `[N, C, ...]` channels first.
-  static let channelsFirstOperators: Set<String> = [
-    "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
-    "InstanceNormalization", "LRN", "Resize", "Upsample", "PRelu", "SpaceToDepth", "DepthToSpace",
-  ]
+  /// Operators that say nothing of a layout, and those that compute channels first: facts on their
+  /// registry entries (`ONNXOperatorRegistry.layout(of:)`).
+  static func isLayoutNeutral(_ opType: String) -> Bool { ONNXOperatorRegistry.layout(of: opType) == .neutral }
+  static func isChannelsFirst(_ opType: String) -> Bool { ONNXOperatorRegistry.layout(of: opType) == .channelsFirst }
 
   /// The `[1, H, W, C]` inputs and outputs of a TensorFlow export (tf2onnx, keras2onnx), which keeps
   /// TensorFlow's channels-last interface and transposes to channels first before its convolutions.
@@ -85,10 +77,10 @@ public struct ONNXFrontend: ModelFrontend {
         for node in readers[name] ?? [] {
           if isTranspose(node, [0, 3, 1, 2]) || isUnitChannelTranspose(node, of: input) {
             transposes += 1
-          } else if channelsFirstOperators.contains(node.opType) {
+          } else if isChannelsFirst(node.opType) {
             channelsFirst = true
           } else {
-            if !(layoutNeutral.contains(node.opType) && node.inputs.first == name) { other = true }
+            if !(isLayoutNeutral(node.opType) && node.inputs.first == name) { other = true }
             if node.opType != "Transpose" { frontier += node.outputs }
           }
         }
@@ -98,11 +90,11 @@ public struct ONNXFrontend: ModelFrontend {
     for output in graph.outputs {
       var node = producers[output.name]
       for _ in 0..<256 {
-        guard let current = node, layoutNeutral.contains(current.opType) || (tensorFlow && current.opType == "Concat"), let first = current.inputs.first else { break }
+        guard let current = node, isLayoutNeutral(current.opType) || (tensorFlow && current.opType == "Concat"), let first = current.inputs.first else { break }
         node = producers[first]
       }
       if let node, isTranspose(node, [0, 2, 3, 1]) { result.insert(output.name) }
-      if tensorFlow && !(node.map { channelsFirstOperators.contains($0.opType) || $0.opType == "Transpose" } ?? false) { result.insert(output.name) }
+      if tensorFlow && !(node.map { isChannelsFirst($0.opType) || $0.opType == "Transpose" } ?? false) { result.insert(output.name) }
     }
     return result
   }

@@ -52,7 +52,7 @@ public struct ImageModel: Sendable {
   public static func load(_ source: ImportedSource, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
     // The passes only remove work (transposes a Core ML source's edges add and its importer undoes).
     var graph = source.graph
-    try GraphPipeline.standard.run(&graph)
+    try Pipelines.runtime.run(&graph)
     let path = source.path
     guard graph.inputs.count == 1 else { throw PredictionError.notAnImageModel(path: path, detail: "it has \(graph.inputs.count) inputs; a photo fills one") }
     let name = graph[graph.inputs[0]].name

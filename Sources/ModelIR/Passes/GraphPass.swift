@@ -7,13 +7,25 @@ public protocol GraphPass: Sendable {
   /// A short name for listings and errors ("cancel-transposes").
   var name: String { get }
   func run(_ graph: inout Graph) throws
-  /// Whether the pass rewrites the graph (run again while any rewrite changes it) or only checks it
-  /// (run once, after the rewrites).
-  var isCheck: Bool { get }
+  /// When a pipeline runs it: once before the rewrites, among the rewrites (again while any changes
+  /// the graph), or once after them as a check.
+  var stage: GraphPassStage { get }
+}
+
+/// Where a pass runs in a pipeline.
+public enum GraphPassStage: Sendable {
+  /// Once, before the rewrites: a change applied exactly once (scaling an input's channels).
+  case prepare
+  /// With the other rewrites, again while a round changes the graph: it must reach a fixed point.
+  case rewrite
+  /// Once, after the rewrites: reads the graph and throws, or changes nothing.
+  case check
 }
 
 extension GraphPass {
-  public var isCheck: Bool { false }
+  public var stage: GraphPassStage { .rewrite }
+  /// Whether the pass only checks the graph.
+  public var isCheck: Bool { stage == .check }
 }
 
 /// An ordered list of passes.
@@ -22,18 +34,34 @@ public struct GraphPipeline: Sendable {
 
   public init(_ passes: [any GraphPass]) { self.passes = passes }
 
-  /// Runs every rewriting pass in order, and the list again while a round changes the graph (at most
+  /// Runs the passes that prepare the graph once, then every rewriting pass in order, and the list again while a round changes the graph (at most
   /// `rounds` times: each pass only removes or moves nodes forward, so rounds reach a fixed point; a deep
   /// residual network moves its batch axis past one block or so per round), then every check once.
+  ///
+  /// After every pass the graph's interface is checked (as coremltools checks after each of its passes):
+  /// the same inputs and outputs, in order, with the same names and shapes; a pass that changed them
+  /// throws `GraphError.passChangedInterface` naming it.
   public func run(_ graph: inout Graph, rounds: Int = 1_000) throws {
-    let rewrites = passes.filter { !$0.isCheck }
+    let interface = graph.interface
+    func run(_ pass: any GraphPass) throws {
+      try pass.run(&graph)
+      let now = graph.interface
+      guard now == interface else {
+        throw GraphError.passChangedInterface(pass: pass.name, detail: Graph.describeChange(from: interface, to: now))
+      }
+    }
+    for pass in passes where pass.stage == .prepare { try run(pass) }
+    let rewrites = passes.filter { $0.stage == .rewrite }
     for _ in 0..<max(rounds, 1) where !rewrites.isEmpty {
       let before = graph.structure
-      for pass in rewrites { try pass.run(&graph) }
+      for pass in rewrites { try run(pass) }
       if graph.structure == before { break }
     }
-    for pass in passes where pass.isCheck { try pass.run(&graph) }
+    for pass in passes where pass.stage == .check { try run(pass) }
   }
+
+  /// The passes' names, in order.
+  public var names: [String] { passes.map(\.name) }
 
   /// The passes every source graph goes through before a writer sees it: layer normalizations and
   /// channel shuffles written out step by step become one operation each, unit-axis reshapes move down
@@ -70,6 +98,23 @@ struct GraphIndex {
 }
 
 extension Graph {
+  /// The inputs and outputs as an app sees them: names and shapes, in order.
+  struct Interface: Equatable {
+    var inputs: [String]
+    var outputs: [String]
+  }
+
+  var interface: Interface {
+    Interface(inputs: inputs.map { "\(self[$0].name) \(self[$0].type.shape)" }, outputs: outputs.map { "\(self[$0].name) \(self[$0].type.shape)" })
+  }
+
+  static func describeChange(from old: Interface, to new: Interface) -> String {
+    for (kind, before, after) in [("inputs", old.inputs, new.inputs), ("outputs", old.outputs, new.outputs)] where before != after {
+      return "\(kind) were \(before), now \(after)"
+    }
+    return "unchanged"
+  }
+
   /// What the passes change: which nodes there are, what they read and write, and every value's type
   /// (weights are not compared; no pass changes them).
   var structure: [String] {

@@ -4,7 +4,20 @@
 public struct ONNXOperatorEntry: Sendable {
   /// The first opset of the default domain whose semantics this handler implements.
   public var since: Int
+  /// What the operator says of its tensors' layout.
+  public var layout: ONNXOperatorLayout = .own
   let handler: @Sendable (inout ONNXNodeContext) throws -> Void
+}
+
+/// What an operator says of the layout of the tensor it reads, for finding a channels-last interface
+/// in a channels-first format (a TensorFlow export's `[1, H, W, C]` inputs).
+public enum ONNXOperatorLayout: Sendable, Equatable {
+  /// Nothing: elementwise, or its axes are explicit (`Pad`, `Slice`); a path through it keeps its layout.
+  case neutral
+  /// It computes on `[N, C, ...]`, channels first (convolutions, pooling, normalizations, `Resize`).
+  case channelsFirst
+  /// Its own: a reshape, transpose, reduction, ... (the layout does not pass through unchanged).
+  case own
 }
 
 public enum ONNXOperatorRegistry {
@@ -33,8 +46,15 @@ public enum ONNXOperatorRegistry {
     return operators[opType]?.last { $0.since <= opset }
   }
 
-  /// Entries for op types that share one handler (`since` per op type).
-  static func entries(_ versions: [String: [Int]], _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void) -> [String: [ONNXOperatorEntry]] {
-    versions.mapValues { $0.map { ONNXOperatorEntry(since: $0, handler: handler) } }
+  /// What `opType` says of its tensors' layout (`.own` for an operator the importer does not know).
+  public static func layout(of opType: String) -> ONNXOperatorLayout {
+    operators[opType]?.last?.layout ?? .own
+  }
+
+  /// Entries for op types that share one handler (`since` per op type) and layout.
+  static func entries(
+    _ versions: [String: [Int]], layout: ONNXOperatorLayout = .own, _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void
+  ) -> [String: [ONNXOperatorEntry]] {
+    versions.mapValues { $0.map { ONNXOperatorEntry(since: $0, layout: layout, handler: handler) } }
   }
 }

@@ -5,25 +5,25 @@ extension ONNXOperatorRegistry {
   /// the flattened trailing axes, from 13 over one axis).
   static let activationOperators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
-    let simple: [(String, Activation, [Int])] = [
-      ("Relu", .relu, [1, 6, 13, 14]), ("Sigmoid", .sigmoid, [1, 6, 13]), ("Tanh", .tanh, [1, 6, 13]),
-      ("Softplus", .softplus, [1]), ("Softsign", .softsign, [1]),
+    let simple: [(String, Activation, [Int], ONNXOperatorLayout)] = [
+      ("Relu", .relu, [1, 6, 13, 14], .neutral), ("Sigmoid", .sigmoid, [1, 6, 13], .neutral), ("Tanh", .tanh, [1, 6, 13], .neutral),
+      ("Softplus", .softplus, [1], .own), ("Softsign", .softsign, [1], .own),
     ]
-    for (op, activation, versions) in simple { all.merge(entries([op: versions]) { try $0.activation(activation) }) { $0 + $1 } }
-    all.merge(entries(["LeakyRelu": [1, 6, 16]]) { c in try c.activation(.leakyReLU(alpha: try c.float("alpha", 0.01))) }) { $0 + $1 }
+    for (op, activation, versions, layout) in simple { all.merge(entries([op: versions], layout: layout) { try $0.activation(activation) }) { $0 + $1 } }
+    all.merge(entries(["LeakyRelu": [1, 6, 16]], layout: .neutral) { c in try c.activation(.leakyReLU(alpha: try c.float("alpha", 0.01))) }) { $0 + $1 }
     all.merge(entries(["ThresholdedRelu": [10]]) { c in try c.activation(.thresholdedReLU(theta: try c.float("alpha", 1))) }) { $0 + $1 }
-    all.merge(entries(["Elu": [1, 6]]) { c in try c.activation(.elu(alpha: try c.float("alpha", 1))) }) { $0 + $1 }
-    all.merge(entries(["HardSigmoid": [1, 6]]) { c in try c.activation(.hardSigmoid(slope: try c.float("alpha", 0.2), offset: try c.float("beta", 0.5))) }) { $0 + $1 }
-    all.merge(entries(["Selu": [1, 6]]) { try $0.selu() }) { $0 + $1 }
+    all.merge(entries(["Elu": [1, 6]], layout: .neutral) { c in try c.activation(.elu(alpha: try c.float("alpha", 1))) }) { $0 + $1 }
+    all.merge(entries(["HardSigmoid": [1, 6]], layout: .neutral) { c in try c.activation(.hardSigmoid(slope: try c.float("alpha", 0.2), offset: try c.float("beta", 0.5))) }) { $0 + $1 }
+    all.merge(entries(["Selu": [1, 6]], layout: .neutral) { try $0.selu() }) { $0 + $1 }
     all.merge(entries(["HardSwish": [14]]) { try $0.hardSwish() }) { $0 + $1 }
     all.merge(entries(["Gelu": [20]]) { c in
       let approximate = try c.string("approximate", "none")
       guard ["none", "tanh"].contains(approximate) else { throw c.invalid("approximate '\(approximate)' (none or tanh)") }
       try c.activation(.gelu(approximate: approximate == "tanh"))
     }) { $0 + $1 }
-    all.merge(entries(["Clip": [1, 6, 11, 12, 13]]) { try $0.clip() }) { $0 + $1 }
+    all.merge(entries(["Clip": [1, 6, 11, 12, 13]], layout: .neutral) { try $0.clip() }) { $0 + $1 }
     all.merge(entries(["Erf": [9, 13]]) { try $0.activation(.erf) }) { $0 + $1 }
-    all.merge(entries(["PRelu": [1, 6, 7, 9, 16]]) { try $0.parametricReLU() }) { $0 + $1 }
+    all.merge(entries(["PRelu": [1, 6, 7, 9, 16]], layout: .channelsFirst) { try $0.parametricReLU() }) { $0 + $1 }
     all.merge(entries(["Softmax": [1, 11, 13]]) { try $0.softmax(log: false) }) { $0 + $1 }
     all.merge(entries(["LogSoftmax": [1, 11, 13]]) { try $0.softmax(log: true) }) { $0 + $1 }
     return all

@@ -4,7 +4,8 @@ extension ONNXOperatorRegistry {
   /// `Conv` (1-D and 2-D, groups, dilations, explicit or automatic padding) and `ConvTranspose` (2-D,
   /// dilation 1, one group).
   static let convolutionOperators: [String: [ONNXOperatorEntry]] =
-    entries(["Conv": [1, 11]]) { try $0.convolution() }.merging(entries(["ConvTranspose": [1, 11]]) { try $0.convolutionTranspose() }) { $0 + $1 }
+    entries(["Conv": [1, 11]], layout: .channelsFirst) { try $0.convolution() }
+    .merging(entries(["ConvTranspose": [1, 11]], layout: .channelsFirst) { try $0.convolutionTranspose() }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {

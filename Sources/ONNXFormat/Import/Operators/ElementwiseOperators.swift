@@ -14,13 +14,19 @@ extension ONNXOperatorRegistry {
       ("Equal", .equal, [1, 7, 11, 13, 19]), ("Greater", .greaterThan, [1, 7, 9, 13]), ("Less", .lessThan, [1, 7, 9, 13]),
       ("GreaterOrEqual", .greaterEqual, [12, 16]), ("LessOrEqual", .lessEqual, [12, 16]), ("Where", .select, [9, 16]),
     ]
-    for (op, kind, versions) in binary { all.merge(entries([op: versions]) { try $0.elementwise(kind) }) { $0 + $1 } }
+    // The four arithmetic operators pass a layout through (the others are not relied on to).
+    let neutral: Set<String> = ["Add", "Sub", "Mul", "Div", "Sqrt", "Exp", "Log", "Abs", "Neg"]
+    for (op, kind, versions) in binary {
+      all.merge(entries([op: versions], layout: neutral.contains(op) ? .neutral : .own) { try $0.elementwise(kind) }) { $0 + $1 }
+    }
     let unary: [(String, Activation, [Int])] = [
       ("Sqrt", .unary(UnaryFunction(kind: .sqrt)), [1, 6, 13]), ("Exp", .unary(UnaryFunction(kind: .exp)), [1, 6, 13]),
       ("Log", .unary(UnaryFunction(kind: .log)), [1, 6, 13]), ("Abs", .unary(UnaryFunction(kind: .abs)), [1, 6, 13]),
       ("Neg", .linear(scale: -1, offset: 0), [1, 6, 13]), ("Reciprocal", .unary(UnaryFunction(kind: .inverse)), [1, 6, 13]),
     ]
-    for (op, activation, versions) in unary { all.merge(entries([op: versions]) { try $0.unaryFunction(activation) }) { $0 + $1 } }
+    for (op, activation, versions) in unary {
+      all.merge(entries([op: versions], layout: neutral.contains(op) ? .neutral : .own) { try $0.unaryFunction(activation) }) { $0 + $1 }
+    }
     return all
   }()
 }

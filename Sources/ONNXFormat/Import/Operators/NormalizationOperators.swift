@@ -3,10 +3,10 @@ import ModelIR
 extension ONNXOperatorRegistry {
   /// `BatchNormalization` (inference), `LayerNormalization` over the last axis, `InstanceNormalization`.
   static let normalizationOperators: [String: [ONNXOperatorEntry]] =
-    entries(["BatchNormalization": [1, 6, 7, 9, 14, 15]]) { try $0.batchNormalization() }
+    entries(["BatchNormalization": [1, 6, 7, 9, 14, 15]], layout: .channelsFirst) { try $0.batchNormalization() }
     .merging(entries(["LayerNormalization": [17]]) { try $0.layerNormalization() }) { $0 + $1 }
-    .merging(entries(["InstanceNormalization": [1, 6]]) { try $0.instanceNormalization() }) { $0 + $1 }
-    .merging(entries(["LRN": [1, 13]]) { try $0.localResponseNormalization() }) { $0 + $1 }
+    .merging(entries(["InstanceNormalization": [1, 6]], layout: .channelsFirst) { try $0.instanceNormalization() }) { $0 + $1 }
+    .merging(entries(["LRN": [1, 13]], layout: .channelsFirst) { try $0.localResponseNormalization() }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {

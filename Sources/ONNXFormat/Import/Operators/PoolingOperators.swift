@@ -4,10 +4,10 @@ extension ONNXOperatorRegistry {
   /// `MaxPool`, `AveragePool` (explicit or automatic padding, `ceil_mode`, `count_include_pad`),
   /// `GlobalAveragePool`, `GlobalMaxPool`.
   static let poolingOperators: [String: [ONNXOperatorEntry]] =
-    entries(["MaxPool": [1, 8, 10, 11, 12]]) { try $0.pooling(.max) }
-    .merging(entries(["AveragePool": [1, 7, 10, 11, 19]]) { try $0.pooling(.average) }) { $0 + $1 }
-    .merging(entries(["GlobalAveragePool": [1]]) { try $0.globalPooling(.average) }) { $0 + $1 }
-    .merging(entries(["GlobalMaxPool": [1]]) { try $0.globalPooling(.max) }) { $0 + $1 }
+    entries(["MaxPool": [1, 8, 10, 11, 12]], layout: .channelsFirst) { try $0.pooling(.max) }
+    .merging(entries(["AveragePool": [1, 7, 10, 11, 19]], layout: .channelsFirst) { try $0.pooling(.average) }) { $0 + $1 }
+    .merging(entries(["GlobalAveragePool": [1]], layout: .channelsFirst) { try $0.globalPooling(.average) }) { $0 + $1 }
+    .merging(entries(["GlobalMaxPool": [1]], layout: .channelsFirst) { try $0.globalPooling(.max) }) { $0 + $1 }
 }
 
 extension ONNXNodeContext {

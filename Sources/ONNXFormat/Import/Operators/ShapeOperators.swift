@@ -5,10 +5,12 @@ extension ONNXOperatorRegistry {
   /// import time; on computed tensors they are IR reshapes, transposes, slices and concatenations.
   static let shapeOperators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
-    func register(_ versions: [String: [Int]], _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void) {
-      all.merge(entries(versions, handler)) { $0 + $1 }
+    func register(
+      _ versions: [String: [Int]], layout: ONNXOperatorLayout = .own, _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void
+    ) {
+      all.merge(entries(versions, layout: layout, handler)) { $0 + $1 }
     }
-    register(["Identity": [1, 13, 14, 16, 19], "Dropout": [1, 6, 7, 10, 12, 13]]) { try $0.identity() }
+    register(["Identity": [1, 13, 14, 16, 19], "Dropout": [1, 6, 7, 10, 12, 13]], layout: .neutral) { try $0.identity() }
     register(["Flatten": [1, 9, 11, 13]]) { try $0.flatten() }
     register(["Reshape": [1, 5, 13, 14, 19]]) { try $0.reshape() }
     register(["Squeeze": [1, 11, 13]]) { try $0.squeeze() }
@@ -18,15 +20,15 @@ extension ONNXOperatorRegistry {
     register(["Constant": [1, 9, 11, 12, 13, 19]]) { try $0.constantNode() }
     register(["Shape": [1, 13, 15, 19]]) { try $0.shapeOf() }
     register(["ConstantOfShape": [9, 20]]) { try $0.constantOfShape() }
-    register(["Cast": [1, 6, 9, 13, 19]]) { try $0.cast() }
+    register(["Cast": [1, 6, 9, 13, 19]], layout: .neutral) { try $0.cast() }
     register(["CastLike": [15, 19]]) { try $0.castLike() }
     register(["Gather": [1, 11, 13]]) { try $0.gather() }
-    register(["Slice": [1, 10, 11, 13]]) { try $0.slice() }
-    register(["Pad": [1, 2, 11, 13, 18, 19]]) { try $0.pad() }
+    register(["Slice": [1, 10, 11, 13]], layout: .neutral) { try $0.slice() }
+    register(["Pad": [1, 2, 11, 13, 18, 19]], layout: .neutral) { try $0.pad() }
     register(["Split": [1, 2, 11, 13, 18]]) { try $0.split() }
     register(["Expand": [8, 13]]) { try $0.expand() }
-    register(["Resize": [10, 11, 13, 18, 19]]) { try $0.resize() }
-    register(["Upsample": [7, 9]]) { try $0.resize() }
+    register(["Resize": [10, 11, 13, 18, 19]], layout: .channelsFirst) { try $0.resize() }
+    register(["Upsample": [7, 9]], layout: .channelsFirst) { try $0.resize() }
     return all
   }()
 }
