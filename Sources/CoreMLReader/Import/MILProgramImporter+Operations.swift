@@ -43,42 +43,6 @@ extension MILProgramImporter {
     try define(try add(.cast(target), [try tensor("x")]))
   }
 
-  func activation(_ type: String) throws -> Activation {
-    switch type {
-    case "relu": return .relu
-    case "relu6": return .clippedReLU(maxValue: 6, negativeSlope: 0, threshold: 0)
-    case "sigmoid": return .sigmoid
-    case "tanh": return .tanh
-    case "softplus": return .softplus
-    case "softsign": return .softsign
-    case "silu": return .swish
-    case "clip":
-      let (low, high) = (try float("alpha"), try float("beta"))
-      guard low <= high else { throw invalid("needs alpha <= beta, got \(low) and \(high)") }
-      return .clip(min: low, max: high)
-    case "sigmoid_hard": return .hardSigmoid(slope: try float("alpha", 0.2), offset: try float("beta", 0.5))
-    case "leaky_relu": return .leakyReLU(alpha: try float("alpha", 0.01))
-    case "elu": return .elu(alpha: try float("alpha", 1))
-    case "thresholded_relu": return .thresholdedReLU(theta: try float("alpha", 1))
-    case "gelu":
-      switch try string("mode", "EXACT") {
-      case "EXACT": return .gelu(approximate: false)
-      case "TANH_APPROXIMATION": return .gelu(approximate: true)
-      case let mode: throw unsupported("mode '\(mode)' (EXACT and TANH_APPROXIMATION are supported)")
-      }
-    case "linear_activation": return .linear(scale: try float("alpha"), offset: try float("beta", 0))
-    case "threshold": return .unary(UnaryFunction(kind: .threshold, alpha: try float("alpha")))
-    case "sqrt": return .unary(UnaryFunction(kind: .sqrt))
-    case "rsqrt": return .unary(UnaryFunction(kind: .rsqrt, epsilon: try float("epsilon", 1e-12)))
-    case "inverse": return .unary(UnaryFunction(kind: .inverse, epsilon: try float("epsilon", 1e-4)))
-    case "exp": return .unary(UnaryFunction(kind: .exp))
-    case "erf": return .erf
-    case "log": return .unary(UnaryFunction(kind: .log, epsilon: try float("epsilon", .leastNonzeroMagnitude)))
-    case "abs": return .unary(UnaryFunction(kind: .abs))
-    default: throw unsupported("the activation is not supported")
-    }
-  }
-
   // MARK: Convolution and pooling
 
   /// Explicit `[begin, end]` padding per spatial axis for `pad_type`, or nil for the IR's own `same`.

@@ -224,21 +224,9 @@ private struct WeightLayout {
     return result.lowercased()
   }
 
-  /// Weight kinds of a layer class, in the order Keras 3 stores them (trainable, then non-trainable).
+  /// Weight kinds of a layer class, in the order Keras 3 stores them: a fact of the layer registry.
   private static func kinds(_ className: String, _ config: JSONValue) -> [String] {
-    switch className {
-    case "SeparableConv1D", "SeparableConv2D": return ["depthwise_kernel", "pointwise_kernel", "bias"]
-    case "BatchNormalization":
-      return (config["scale"]?.bool ?? true ? ["gamma"] : []) + (config["center"]?.bool ?? true ? ["beta"] : [])
-        + ["moving_mean", "moving_variance"]
-    case "LayerNormalization", "GroupNormalization":
-      return (config["scale"]?.bool ?? true ? ["gamma"] : []) + (config["center"]?.bool ?? true ? ["beta"] : [])
-    case "Embedding": return ["embeddings"]
-    case "PReLU": return ["alpha"]
-    case "Normalization": return ["mean", "variance", "count"]
-    case "SimpleRNNCell", "LSTMCell", "GRUCell": return ["kernel", "recurrent_kernel", "bias"]
-    default: return ["kernel", "bias"]
-    }
+    KerasLayerRegistry.storedWeightKinds(className, config: config)
   }
 
   private mutating func collect(_ layer: JSONValue, group: HDF5Group, prefix: String, into collected: inout [(String, KerasStoredWeight)]) throws {

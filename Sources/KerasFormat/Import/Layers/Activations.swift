@@ -1,7 +1,10 @@
+import ModelFormats
 import ModelIR
 
 extension KerasLayerRegistry {
   /// Activation layers (`Activation` by function name; the named activation classes).
+  static let activationStoredWeights: [String: @Sendable (JSONValue) -> [String]] = ["PReLU": { _ in ["alpha"] }]
+
   static let activationHandlers: [String: KerasLayerHandler] = [
     "Activation": { try $0.convertActivation($1) },
     "ReLU": { try $0.convertReLU($1) },

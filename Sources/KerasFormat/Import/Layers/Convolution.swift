@@ -1,7 +1,14 @@
+import ModelFormats
 import ModelIR
 
 extension KerasLayerRegistry {
   /// 2-D convolutions: plain, depthwise, separable and transposed.
+  /// Weights stored in another order than `kernel`, `bias`.
+  static let convolutionStoredWeights: [String: @Sendable (JSONValue) -> [String]] = [
+    "SeparableConv1D": { _ in ["depthwise_kernel", "pointwise_kernel", "bias"] },
+    "SeparableConv2D": { _ in ["depthwise_kernel", "pointwise_kernel", "bias"] },
+  ]
+
   static let convolutionHandlers: [String: KerasLayerHandler] = [
     "Conv2D": { try $0.convertConv2D($1) },
     "Convolution2D": { try $0.convertConv2D($1) },

@@ -1,6 +1,9 @@
+import ModelFormats
 import ModelIR
 
 extension KerasLayerRegistry {
+  static let embeddingStoredWeights: [String: @Sendable (JSONValue) -> [String]] = ["Embedding": { _ in ["embeddings"] }]
+
   static let embeddingHandlers: [String: KerasLayerHandler] = [
     "Embedding": { try $0.convertEmbedding($1) },
   ]

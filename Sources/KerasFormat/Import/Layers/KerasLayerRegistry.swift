@@ -1,3 +1,4 @@
+import ModelFormats
 import ModelIR
 
 /// Converts one call of a layer into IR nodes and returns the output value.
@@ -25,6 +26,20 @@ enum KerasLayerRegistry {
     ("normalization", normalizationHandlers),
     ("dot", dotHandlers),
   ]
+
+  /// The weight kinds a layer class stores, in the order Keras 3's `.keras` archives store them
+  /// (trainable, then non-trainable), by class name, from each family's `storedWeights` table; a class
+  /// no family lists stores `kernel` then `bias`.
+  static let storedWeights: [String: @Sendable (JSONValue) -> [String]] = [
+    convolutionStoredWeights, normalizationStoredWeights, embeddingStoredWeights, activationStoredWeights, recurrentStoredWeights,
+  ].reduce(into: [:]) { all, family in
+    all.merge(family) { _, _ in preconditionFailure("a Keras class's stored weights are declared by two families") }
+  }
+
+  /// The weight kinds `className` stores, in Keras 3's order.
+  static func storedWeightKinds(_ className: String, config: JSONValue) -> [String] {
+    storedWeights[className]?(config) ?? ["kernel", "bias"]
+  }
 
   /// All handlers by class name.
   static let handlers: [String: KerasLayerHandler] = families.reduce(into: [:]) { all, entry in

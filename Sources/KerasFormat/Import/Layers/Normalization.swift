@@ -1,7 +1,22 @@
+import ModelFormats
 import ModelIR
 
 extension KerasLayerRegistry {
   /// Rescaling and the normalizations (adapted statistics, layer and unit norm).
+  /// Weights stored in another order than `kernel`, `bias`: gamma and beta only when `scale` and
+  /// `center` keep them.
+  static let normalizationStoredWeights: [String: @Sendable (JSONValue) -> [String]] = {
+    @Sendable func affine(_ config: JSONValue) -> [String] {
+      (config["scale"]?.bool ?? true ? ["gamma"] : []) + (config["center"]?.bool ?? true ? ["beta"] : [])
+    }
+    return [
+      "BatchNormalization": { affine($0) + ["moving_mean", "moving_variance"] },
+      "LayerNormalization": affine,
+      "GroupNormalization": affine,
+      "Normalization": { _ in ["mean", "variance", "count"] },
+    ]
+  }()
+
   static let normalizationHandlers: [String: KerasLayerHandler] = [
     "Rescaling": { try $0.convertRescaling($1) },
     "Normalization": { try $0.convertNormalization($1) },

@@ -1,7 +1,15 @@
+import ModelFormats
 import ModelIR
 
 extension KerasLayerRegistry {
   /// SimpleRNN, LSTM and GRU (also the classes Bidirectional may wrap).
+  /// The cells of the recurrent layers store their recurrent kernel between kernel and bias.
+  static let recurrentStoredWeights: [String: @Sendable (JSONValue) -> [String]] = [
+    "SimpleRNNCell": { _ in ["kernel", "recurrent_kernel", "bias"] },
+    "LSTMCell": { _ in ["kernel", "recurrent_kernel", "bias"] },
+    "GRUCell": { _ in ["kernel", "recurrent_kernel", "bias"] },
+  ]
+
   static let recurrentHandlers: [String: KerasLayerHandler] = Dictionary(
     uniqueKeysWithValues: KerasGraphImporter.recurrentClassNames.map { ($0, { try $0.convertRecurrent($1) } as KerasLayerHandler) })
 }
