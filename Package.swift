@@ -21,8 +21,6 @@ import PackageDescription
 /// - `modelconv`: the thin command-line front end.
 /// - `CoreMLMutations`: deliberately broken variants of a written `.mlmodel` (and how much each changes),
 ///   to prove that verification fails wrong conversions; `mutation-check` runs them against a model by hand.
-/// What every test target may import.
-let testDependencies: [Target.Dependency] = ["ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ReferenceRuntime", "CHDF5", "CoreMLMutations", "ImageFormat", "CoreMLSpec", "CProtobufC", "ONNXFormat", "TestSupport"]
 
 let package = Package(
   name: "ModelConverter",
@@ -85,19 +83,38 @@ let package = Package(
     .executableTarget(
       name: "runtime-bench", dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"],
       path: "Sources/RuntimeBench"),
-    // Tests: one target per module (`swift test --filter KerasFormatTests` runs one), the end-to-end CLI
-    // tests in modelconvTests, and what they share (fixture paths, reference files, running modelconv).
-    .target(name: "TestSupport", dependencies: ["ModelFormats", "KerasFormat", "CoreMLFormat", "CHDF5"], path: "Tests/TestSupport"),
-    .testTarget(name: "ModelIRTests", dependencies: testDependencies),
-    .testTarget(name: "ModelFormatsTests", dependencies: testDependencies),
-    .testTarget(name: "KerasFormatTests", dependencies: testDependencies),
-    .testTarget(name: "ONNXFormatTests", dependencies: testDependencies, exclude: ["BackendPassList.txt", "BackendConversionPassList.txt"]),
-    .testTarget(name: "CoreMLReaderTests", dependencies: testDependencies),
-    .testTarget(name: "CoreMLWriterTests", dependencies: testDependencies),
-    .testTarget(name: "ReferenceRuntimeTests", dependencies: testDependencies),
-    .testTarget(name: "ImageFormatTests", dependencies: testDependencies),
-    .testTarget(name: "ModelConverterTests", dependencies: testDependencies),
-    .testTarget(name: "modelconvTests", dependencies: testDependencies),
+    // Tests. Each module's test target depends on that module and the test support targets only (the
+    // reference runtime where it is the oracle), so its tests prove the module stands alone
+    // (`swift test --filter KerasFormatTests` runs one). Tests that need the whole converter (conversions,
+    // verification, the frontends together) are end-to-end: in ModelConverterTests (by area:
+    // Keras/, ONNX/, CoreML/, Writers/, Runtime/) and modelconvTests (the built command line).
+    // TestSupport: fixture paths, temporary folders, running the built modelconv; the others read and
+    // edit the fixtures' own formats.
+    .target(name: "TestSupport", dependencies: ["ModelFormats"], path: "Tests/TestSupport"),
+    .target(name: "KerasTestSupport", dependencies: ["TestSupport", "KerasFormat", "CHDF5"], path: "Tests/KerasTestSupport"),
+    .target(name: "CoreMLTestSupport", dependencies: ["TestSupport", "CoreMLReader"], path: "Tests/CoreMLTestSupport"),
+    .target(name: "ONNXTestSupport", dependencies: ["TestSupport", "ONNXFormat", "ModelIR", "ReferenceRuntime"], path: "Tests/ONNXTestSupport"),
+    .testTarget(name: "ModelIRTests", dependencies: ["ModelIR", "ReferenceRuntime", "TestSupport"]),
+    .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "TestSupport"]),
+    .testTarget(name: "KerasFormatTests", dependencies: ["KerasFormat", "TestSupport", "KerasTestSupport"]),
+    .testTarget(name: "ONNXFormatTests", dependencies: ["ONNXFormat", "TestSupport", "ONNXTestSupport"]),
+    .testTarget(name: "CoreMLReaderTests", dependencies: ["CoreMLReader", "TestSupport", "CoreMLTestSupport"]),
+    .testTarget(name: "CoreMLCommonTests", dependencies: ["CoreMLCommon"]),
+    // The writers are read back by the Core ML reader, the oracle of Apple's documented format.
+    .testTarget(name: "NeuralNetworkWriterTests", dependencies: ["CoreMLNeuralNetworkWriter", "CoreMLReader", "TestSupport", "CoreMLTestSupport"]),
+    .testTarget(name: "ProgramWriterTests", dependencies: ["CoreMLProgramWriter", "CoreMLReader"]),
+    .testTarget(name: "CoreMLMutationsTests", dependencies: ["CoreMLMutations", "CoreMLReader", "TestSupport"]),
+    .testTarget(name: "ReferenceRuntimeTests", dependencies: ["ReferenceRuntime", "ModelIR", "TestSupport"]),
+    .testTarget(name: "ImageFormatTests", dependencies: ["ImageFormat", "TestSupport", "KerasTestSupport"]),
+    .testTarget(
+      name: "ModelConverterTests",
+      dependencies: [
+        "ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "ONNXFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader",
+        "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ReferenceRuntime", "ImageFormat", "CoreMLMutations",
+        "CHDF5", "TestSupport", "KerasTestSupport", "CoreMLTestSupport", "ONNXTestSupport",
+      ],
+      exclude: ["ONNX/BackendPassList.txt", "ONNX/BackendConversionPassList.txt"]),
+    .testTarget(name: "modelconvTests", dependencies: ["ModelConverter", "CoreMLFormat", "KerasFormat", "TestSupport", "KerasTestSupport", "CoreMLTestSupport"]),
     // A toy source format, defined only in this target, plugged in through the frontend protocol and
     // registry: inspect, convert, verify and exit codes with no module above naming it.
     .testTarget(

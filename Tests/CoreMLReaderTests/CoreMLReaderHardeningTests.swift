@@ -3,6 +3,7 @@ import CoreMLReader
 import Foundation
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// The Core ML reader on hostile bytes: nesting bounded before protobuf-c recurses, weight files read by
 /// the ranges the model declares.

@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// The reader's typed layer parameters, checked against a file coremltools wrote: the expected numbers are the
 /// Keras model's configuration (Samples/Digits/digits_cnn.h5: Conv2D 8 and 16 filters, 3x3, padding "same";

@@ -4,6 +4,7 @@ import ModelConverter
 @testable import ModelIR
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Deliberately broken conversions make `ParityVerifier` fail, each for the reason it should; the
 /// correct conversion passes. The reference outputs and pixels come from real Keras (`Samples/Digits`).

@@ -5,6 +5,7 @@ import ModelConverter
 import ModelFormats
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Core ML files as a conversion source: models coremltools wrote from real Keras models, converted to
 /// both formats and checked against the source (in our runtime) and against the outputs real Keras saved

@@ -7,6 +7,7 @@ import ModelFormats
 import ModelIR
 import ONNXFormat
 import Testing
+import CoreMLTestSupport
 
 /// Every library error says what kind of failure it is (issue 36): the command line's exit codes follow
 /// from these kinds alone (66 missing input, 65 bad model, 64 usage, 73 cannot write), with no list of

@@ -4,6 +4,7 @@ import ModelConverter
 import ModelFormats
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Models as other exporters write them (issue 35): tiny networks exported by PyTorch's dynamo exporter
 /// (opsets 18 and 21, optimized and raw), paddle2onnx (opsets 11 and 16, open batch axes), Ultralytics

@@ -3,6 +3,7 @@ import Foundation
 import ModelConverter
 import TestSupport
 import Testing
+import KerasTestSupport
 
 /// An ML Program computes in float16 by default (as coremltools'), except where a layer's values leave
 /// float16's range: a recurrent layer with `exponential` gates (exp overflows float16 above 11.09, and

@@ -4,6 +4,7 @@ import Foundation
 import ModelIR
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// The fold of an image input's first scale-and-offset layer into Core ML's scaler, as a pass on its own.
 @Suite struct InputPreprocessingFoldPassTests {

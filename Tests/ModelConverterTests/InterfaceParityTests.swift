@@ -3,6 +3,7 @@ import Foundation
 @testable import ModelConverter
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// The interface check of `verify` (issue 35, part 6): a converted model must present the inputs and
 /// outputs its source declares, by name, in order, of the same kinds, equally optional. The expected

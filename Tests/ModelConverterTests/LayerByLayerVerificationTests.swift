@@ -4,6 +4,7 @@ import ModelConverter
 @testable import ModelIR
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// `verify` compares every tensor both models compute, names the first layer where they part, checks the
 /// image preprocessing it is given and derives its tolerances from the weight precision. The digits sample

@@ -5,6 +5,7 @@ import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Classic Core ML networks as 2017-2019 converters wrote them (rank-5 mapping, specification 1 and 4,
 /// DOUBLE multiarrays, GRU/LSTM with state inputs and outputs, gray/RGB/BGR images, an updatable

@@ -5,6 +5,7 @@ import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// The mutation engine breaks written Core ML files where it says it does, files stay readable, and
 /// the effect measure tells equivalent mutations from real ones.

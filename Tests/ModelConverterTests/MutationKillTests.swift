@@ -5,6 +5,7 @@ import Foundation
 import ModelConverter
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Correct conversions of the samples and of fixtures covering every layer family, broken in the written
 /// file in every way `CoreMLMutator` knows; `verify` (default options, the expected labels and image

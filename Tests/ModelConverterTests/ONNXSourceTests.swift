@@ -4,6 +4,7 @@ import ModelConverter
 import ONNXFormat
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// ONNX models as a conversion source: small PyTorch exports made by `Samples/make_onnx_fixtures.py`
 /// and tf2onnx exports of Keras fixtures (`make_onnx_tf2onnx.py`), with onnxruntime's outputs saved beside them. Each converts, and

@@ -3,6 +3,7 @@ import Foundation
 import ModelConverter
 import ModelIR
 import Testing
+import CoreMLTestSupport
 
 /// Operations the ML Program writer emits on rank-5 tensors (an image per step of a sequence, or an image
 /// that kept its batch axis, as MaxViT and DenseNet exports do) read back as MIL documents them.

@@ -2,6 +2,7 @@ import Foundation
 import ModelConverter
 import TestSupport
 import Testing
+import KerasTestSupport
 
 /// verify keeps every value of both models for one sample (the layer-by-layer comparison): it plans that
 /// memory from the declared shapes before running, runs as many samples at once as fit in its limit, and

@@ -5,6 +5,7 @@ import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Weight compression as `ct.optimize.coreml` does it: k-means palettization and per-channel linear
 /// quantization, written as iOS 16 constexpr operations. Expected values come from the definitions

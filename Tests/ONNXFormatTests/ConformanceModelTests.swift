@@ -1,6 +1,7 @@
 import Foundation
 import ONNXFormat
 import Testing
+import ONNXTestSupport
 
 /// Every model and tensor file of Debian's libonnx-testdata (ONNX 1.12's conformance suites) reads.
 @Suite struct ConformanceModelTests {

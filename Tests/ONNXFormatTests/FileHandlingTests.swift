@@ -2,6 +2,7 @@ import Foundation
 import ONNXFormat
 import TestSupport
 import Testing
+import ONNXTestSupport
 
 #if canImport(Glibc)
   import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import ONNXFormat
 import Testing
+import ONNXTestSupport
 
 /// Corrupt and hostile bytes: each is refused with an `ONNXFormatError` saying what is wrong and
 /// where, never a crash.

@@ -1,6 +1,7 @@
 import Foundation
 import ONNXFormat
 import Testing
+import ONNXTestSupport
 
 /// What known conformance files hold, checked against values from outside the files: the ONNX 1.12
 /// test generators (onnx/backend/test/case/node/*.py, which wrote these files) and numeric relations

@@ -1,5 +1,6 @@
 import ONNXFormat
 import Testing
+import ONNXTestSupport
 
 /// The typed storage of each element type, and the `[Float]` / `[Int]` accessors' exactness.
 @Suite struct TensorValueTests {

@@ -1,6 +1,5 @@
 import Foundation
 import ModelFormats
-import KerasFormat
 
 /// The built `modelconv`, run as a user runs it.
 public enum Modelconv {

@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// `modelconv build` end to end: a manifest of several models, each reported by name, broken ones not
 /// stopping the others; a second run skips what is up to date; a changed option rebuilds only its entry.

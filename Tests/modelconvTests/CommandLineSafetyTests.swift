@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// `modelconv` never destroys a user's file and refuses options and labels that cannot be right, with
 /// the documented exit codes.

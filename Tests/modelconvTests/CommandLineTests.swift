@@ -2,6 +2,7 @@ import CoreMLFormat
 import Foundation
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// `modelconv` end to end: exit codes, printed summaries and no partial output on failure.
 @Suite struct CommandLineTests {

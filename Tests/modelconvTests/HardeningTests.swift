@@ -5,6 +5,7 @@ import KerasFormat
 import ModelConverter
 import TestSupport
 import Testing
+import CoreMLTestSupport
 
 /// Untrusted input files: corrupt HDF5, blocking paths, other formats, `.keras` archives, threads.
 @Suite struct HardeningTests {
