@@ -12,9 +12,9 @@ import Testing
   @Test func everyPassIsRegisteredOnceUnderItsOwnName() {
     let names = Pipelines.registry.map(\.name)
     #expect(Set(names).count == names.count, "a pass is registered twice")
-    for (name, make) in Pipelines.registry {
-      let pass = make(Self.everything)
-      #expect(pass?.name == name, "\(name) makes \(pass?.name ?? "nothing")")
+    for entry in Pipelines.registry {
+      let pass = entry.make(Self.everything)
+      #expect(pass?.name == entry.name, "\(entry.name) makes \(pass?.name ?? "nothing")")
     }
   }
 

@@ -309,18 +309,34 @@ extension CoreMLLayerParameters {
       for (letter, weights) in zip(["i", "f", "z", "o"], weights.gates) { gate(prefix, letter, weights) }
     }
     switch self {
-    case .convolution(let p): (add("weights", p.weights), add("bias", p.bias))
-    case .innerProduct(let p): (add("weights", p.weights), add("bias", p.bias))
-    case .embedding(let p): (add("weights", p.weights), add("bias", p.bias))
-    case .batchedMatmul(let p): (add("weights", p.weights), add("bias", p.bias))
-    case .batchnorm(let p): (add("gamma", p.gamma), add("beta", p.beta), add("mean", p.mean), add("variance", p.variance))
+    case .convolution(let p):
+      add("weights", p.weights)
+      add("bias", p.bias)
+    case .innerProduct(let p):
+      add("weights", p.weights)
+      add("bias", p.bias)
+    case .embedding(let p):
+      add("weights", p.weights)
+      add("bias", p.bias)
+    case .batchedMatmul(let p):
+      add("weights", p.weights)
+      add("bias", p.bias)
+    case .batchnorm(let p):
+      add("gamma", p.gamma)
+      add("beta", p.beta)
+      add("mean", p.mean)
+      add("variance", p.variance)
     case .activation(.preLU(let alpha)): add("alpha", alpha)
-    case .scale(let p): (add("scale", p.scale), add("bias", p.bias))
+    case .scale(let p):
+      add("scale", p.scale)
+      add("bias", p.bias)
     case .loadConstant(let p), .loadConstantND(let p): add("data", p.data)
     case .simpleRecurrent(let p): gate("", "x", p.gate)
     case .gru(let p): for (letter, weights) in zip(["z", "r", "o"], p.gates) { gate("", letter, weights) }
     case .uniDirectionalLSTM(let p): lstm("", p.weightParams)
-    case .biDirectionalLSTM(let p): (lstm("", p.forwardWeights), lstm("backward.", p.backwardWeights))
+    case .biDirectionalLSTM(let p):
+      lstm("", p.forwardWeights)
+      lstm("backward.", p.backwardWeights)
     default: break
     }
     return result

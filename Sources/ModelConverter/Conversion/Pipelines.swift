@@ -32,17 +32,28 @@ public enum Pipelines {
     }
   }
 
-  /// Every pass by name, each once: the pass for a context, or nil when the context leaves it out.
-  /// (The standard rewrites are `GraphPipeline.standard`'s, declared with the passes in `ModelIR`.)
-  static let registry: [(name: String, make: @Sendable (Context) -> (any GraphPass)?)] = [
-    ("scale-input-channels", { $0.channelScales.isEmpty ? nil : ImageChannelScalesPass(factors: $0.channelScales) }),
-    ("remove-float16-casts", { $0.computesInFloat32 ? RemoveFloat16CastsPass() : nil }),
-  ] + GraphPipeline.standard.passes.map { pass in (pass.name, { _ in pass }) } + [
-    ("fold-constants", { _ in ConstantFoldingPass() }),
-    ("fold-input-preprocessing", { InputPreprocessingFoldPass(ledger: $0.imageInputs) }),
-    ("fold-channel-scales", { _ in ChannelScaleFoldPass() }),
-    ("check-weight-values", { $0.allowsNonFinite ? nil : WeightValueCheckPass() }),
-    ("float32-islands", { _ in Float32IslandsPass() }),
+  /// A pass by name, made for a context (nil when the context leaves it out).
+  struct Registered: Sendable {
+    let name: String
+    let make: @Sendable (Context) -> (any GraphPass)?
+
+    init(_ name: String, _ make: @escaping @Sendable (Context) -> (any GraphPass)?) {
+      self.name = name
+      self.make = make
+    }
+  }
+
+  /// Every pass by name, each once. (The standard rewrites are `GraphPipeline.standard`'s, declared
+  /// with the passes in `ModelIR`.)
+  static let registry: [Registered] = [
+    Registered("scale-input-channels") { $0.channelScales.isEmpty ? nil : ImageChannelScalesPass(factors: $0.channelScales) },
+    Registered("remove-float16-casts") { $0.computesInFloat32 ? RemoveFloat16CastsPass() : nil },
+  ] + GraphPipeline.standard.passes.map { pass in Registered(pass.name) { _ in pass } } + [
+    Registered("fold-constants") { _ in ConstantFoldingPass() },
+    Registered("fold-input-preprocessing") { InputPreprocessingFoldPass(ledger: $0.imageInputs) },
+    Registered("fold-channel-scales") { _ in ChannelScaleFoldPass() },
+    Registered("check-weight-values") { $0.allowsNonFinite ? nil : WeightValueCheckPass() },
+    Registered("float32-islands") { _ in Float32IslandsPass() },
   ]
 
   /// The rewrites every graph goes through before it is written or planned: they only fuse, cancel and

@@ -49,7 +49,7 @@ extension KerasFrontend {
     if let backend = keras.backend { line += ", backend \(backend)" }
     let sequential = keras.config.kind == .sequential
     let presentation = ModelInspection.Presentation(
-      format: line, fields: [("Model", ["\(sequential ? "Sequential" : "Functional") '\(keras.config.name ?? "")'"])], layerNoun: "layer",
+      format: line, fields: [("Model", ["\(sequential ? "Sequential" : "Functional") '\(keras.config.name)'"])], layerNoun: "layer",
       shapesAfterBatch: true, declaresLabels: false)
     return ModelInspection(
       path: url.path, format: archive ? .kerasArchive : .kerasHDF5, kind: .init(sequential ? "kerasSequential" : "kerasFunctional"),

@@ -8,7 +8,7 @@ extension KerasLayerRegistry {
 
   /// Layers that merge several inputs into one.
   static let mergingHandlers: [String: KerasLayerHandler] = elementwiseKinds
-    .mapValues { kind in { try $0.add(.elementwise(kind), $1.inputs, $1) } }
+    .mapValues { kind -> KerasLayerHandler in { try $0.add(.elementwise(kind), $1.inputs, $1) } }
     .merging(["Concatenate": { try $0.convertConcatenate($1) }]) { first, _ in first }
 }
 
