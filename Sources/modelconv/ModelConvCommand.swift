@@ -9,12 +9,15 @@ enum ModelConvCommand {
   struct Entry {
     var name: String
     var abstract: String
+    /// The options it parses against (`--help` included).
+    var specs: [OptionSpec]
     var usage: () -> String
     var main: ([String]) throws -> ExitCode
 
     init<C: Subcommand>(_ command: C.Type) {
       name = C.name
       abstract = C.abstract
+      specs = C.specs + [Options.help]
       usage = { C.usage }
       main = { try C.main($0) }
     }
@@ -97,7 +100,7 @@ enum ModelConvCommand {
         let options = open.inputs.map { "--input-shape \($0.name.contains(where: { " '\"$\\".contains($0) }) ? "'\($0.name)'" : $0.name)=\($0.template)" }
         return "\n  give them with " + options.joined(separator: " ") + " (the capitals standing for the sizes to choose)"
       }
-      if rest.contains("--json") {
+      if rest.contains(where: Options.json.names.contains) {
         // Under --json a failure is a JSON document too (on stdout, where the result would have been).
         Console.out(JSONValue.object([
           ("schema", .string("modelconv.error/1")), ("command", .string(command)), ("exitCode", .number(Double(code.rawValue))),

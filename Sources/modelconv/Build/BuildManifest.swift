@@ -43,17 +43,17 @@ struct BuildManifest {
   ]
 
   /// `convert` options that the manifest does not take: `output` is its own key, and build prints its own reports.
-  static let excludedOptions: Set<String> = ["--output", "--json", "--help"]
+  static let excludedOptions: Set<String> = Set([Options.output, Options.json, Options.help].map(\.key))
   /// Options whose value is a path, resolved against the manifest's folder.
-  static let pathOptions: Set<String> = ["--labels-file", "--architecture"]
-  /// `verify` options passed on to the reference check as well.
-  static let verifyOptions: Set<String> = ["--samples", "--seed", "--atol", "--rtol", "--image-mean", "--image-std", "--input-shape"]
+  static let pathOptions: Set<String> = Set([Options.labelsFile, Options.architecture].map(\.key))
+  /// `verify` options passed on to the reference check as well (`verify` declares each of them).
+  static let verifyOptions: Set<String> = Set(([Options.samples, Options.seed, Options.atol, Options.rtol] + Options.normalization + Options.shapes).map(\.key))
 
   /// The `convert` options a manifest entry may set, by key (the long name without dashes).
   static var options: [(key: String, spec: OptionSpec)] {
     ConvertCommand.specs.compactMap { spec in
-      guard let long = spec.names.first(where: { $0.hasPrefix("--") }), !excludedOptions.contains(long) else { return nil }
-      return (String(long.dropFirst(2)), spec)
+      guard spec.key.hasPrefix("--"), !excludedOptions.contains(spec.key) else { return nil }
+      return (String(spec.key.dropFirst(2)), spec)
     }
   }
 
@@ -115,7 +115,7 @@ struct BuildManifest {
           let hint = OptionSpec.suggestion(for: "--" + key, in: options.map(\.spec)).map { "; did you mean '\($0.dropFirst(2))'?" } ?? ""
           throw problem("unknown key '\(key)'\(hint) (keys are convert's options without the dashes)")
         }
-        let flag = "--" + key
+        let flag = spec.key
         guard spec.takesValue else {
           guard isBoolean(value), let on = value as? Bool else { throw problem("'\(key)' is a flag: true or false") }
           if on { arguments.append(flag) }
@@ -141,7 +141,7 @@ struct BuildManifest {
           if verifyOptions.contains(flag) { verifyArguments += [flag, text] }
         }
       }
-      let format = arguments.firstIndex(of: "--format").map { arguments[$0 + 1] }
+      let format = arguments.firstIndex(of: Options.format.key).map { arguments[$0 + 1] }
       let finalOutput = output ?? outputs.appendingPathComponent(defaultName + (format == "mlprogram" ? ".mlpackage" : ".mlmodel"))
       entries.append(Entry(
         name: name, source: source, output: finalOutput, arguments: arguments, reference: reference, verifyArguments: verifyArguments, inputs: inputs))

@@ -31,6 +31,7 @@ struct BuildRunner {
     var hash = FNV1a()
     hash.add(version)
     hash.add(entry.output.path)
+    // `--reference-check` is no option: it only separates the two argument lists in the hash.
     for argument in entry.arguments + ["--reference-check"] + entry.verifyArguments { hash.add(argument) }
     for input in entry.inputs { hash.addFile(input) }
     return hash.hex
@@ -92,10 +93,10 @@ struct BuildRunner {
       return Result(entry: entry, status: .badInput, exitCode: ExitCode.usage.rawValue, seconds: Date().timeIntervalSince(start), message: conflict.description)
     }
     try? FileManager.default.createDirectory(at: entry.output.deletingLastPathComponent(), withIntermediateDirectories: true)
-    let convert = Self.spawn(executable, ["convert", entry.source.path, "-o", entry.output.path] + entry.arguments)
+    let convert = Self.spawn(executable, [ConvertCommand.name, entry.source.path, Options.output.key, entry.output.path] + entry.arguments)
     var result = Result(entry: entry, status: .converted, exitCode: convert.status, seconds: 0, message: "")
     if convert.status == 0, let reference = entry.reference {
-      let verify = Self.spawn(executable, ["verify", entry.source.path, entry.output.path, "--reference", reference.path] + entry.verifyArguments)
+      let verify = Self.spawn(executable, [VerifyCommand.name, entry.source.path, entry.output.path, Options.reference.key, reference.path] + entry.verifyArguments)
       result.exitCode = verify.status
       if verify.status != 0 { result.message = Self.firstProblem(verify) }
     } else if convert.status != 0 {

@@ -15,20 +15,14 @@ enum BuildCommand: Subcommand {
     entry whose output exists and whose inputs (file contents) and options are unchanged since it last
     succeeded is skipped (the state is .modelconv-build.json in the output folder). Every entry is reported,
     and a broken one does not stop the others; outputs are replaced only once complete.
+    With --json: one JSON object per model (schema modelconv.build/1) and a summary
+    (modelconv.build-summary/1), one per line.
     Exit code: 65 when any entry's input is bad (or the manifest is), else 1 when any parity check failed,
     else 73 when an output could not be written, else 0; 130 when interrupted (Ctrl-C or SIGTERM: no
     further entry starts, the running ones keep their previous outputs, leftovers are removed).
     """
 
-  static let specs: [OptionSpec] = [
-    .option("--manifest", value: "FILE", section: "OPTIONS", help: "The manifest (default: modelconv.json in the current folder)."),
-    .option("-j", "--jobs", value: "N", section: "OPTIONS", help: "Models converted at once (default: every core)."),
-    .option("--only", value: "NAME", section: "OPTIONS", help: "Build only these entries (repeatable, or a comma list)."),
-    .option("--output-dir", value: "DIR", section: "OPTIONS", help: "Resolve relative outputs against this folder instead of the manifest's (and keep the state there)."),
-    .flag("--force", section: "OPTIONS", help: "Convert every entry, even those up to date."),
-    .flag("--json", section: "OPTIONS", help: "Print one JSON object per model (schema modelconv.build/1) and a summary (modelconv.build-summary/1), one per line."),
-    .flag("--print-schema", section: "OPTIONS", help: "Print the manifest's JSON Schema (generated from convert's options) and exit."),
-  ]
+  static let specs: [OptionSpec] = [Options.manifest, Options.jobs, Options.only, Options.outputDir, Options.force, Options.json, Options.printSchema]
 
   static let examples = [
     "modelconv build",
@@ -37,21 +31,21 @@ enum BuildCommand: Subcommand {
   ]
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
-    if parsed.flag("--print-schema") {
+    if parsed.flag(Options.printSchema) {
       Console.out(BuildManifest.schema.trimmingCharacters(in: .newlines))
       return .success
     }
     guard parsed.positionals.isEmpty else { throw UsageError(message: "build takes no positional arguments (the models are in the manifest): \(parsed.positionals)") }
-    let manifestURL = URL(fileURLWithPath: parsed.value("--manifest") ?? "modelconv.json").standardizedFileURL
-    let outputDirectory = parsed.value("--output-dir").map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL }
-    let jobs = try parsed.integer("--jobs", minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
-    let json = parsed.flag("--json")
+    let manifestURL = URL(fileURLWithPath: parsed.value(Options.manifest) ?? "modelconv.json").standardizedFileURL
+    let outputDirectory = parsed.value(Options.outputDir).map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL }
+    let jobs = try parsed.integer(Options.jobs, minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
+    let json = parsed.flag(Options.json)
     var manifest: BuildManifest
     do { manifest = try BuildManifest.load(manifestURL, outputDirectory: outputDirectory) } catch let problem as BuildManifest.Problem {
       if json { printJSON(["schema": "modelconv.error/1", "kind": "badInput", "message": problem.message]) } else { Console.error(problem.message) }
       return .badModel
     }
-    if let only = try parsed.list("--only") {
+    if let only = try parsed.list(Options.only) {
       let unknown = only.filter { name in !manifest.entries.contains { $0.name == name } }
       guard unknown.isEmpty else {
         throw UsageError(message: "no entry named \(unknown.joined(separator: ", ")) in \(manifestURL.path) (it has: \(manifest.entries.map(\.name).joined(separator: ", ")))")
@@ -74,7 +68,7 @@ enum BuildCommand: Subcommand {
       sources.append(source)
     }
     defer { for source in sources { source.cancel() } }
-    var runner = BuildRunner(executable: executable, jobs: jobs, force: parsed.flag("--force"))
+    var runner = BuildRunner(executable: executable, jobs: jobs, force: parsed.flag(Options.force))
     runner.interrupted = { stop.withLock { stopped } }
     let start = Date()
     let results = runner.run(manifest, state: &state, version: ModelConverterVersion.current) { result in

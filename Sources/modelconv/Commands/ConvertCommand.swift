@@ -15,62 +15,19 @@ enum ConvertCommand: Subcommand {
     """ + Frontends.registered.map(\.summary).joined(separator: "\n") + """
 
     The options mirror coremltools' convert(): input_names, output_names, image_input_names,
-    class_labels, image_scale, *_bias, is_bgr.
+    class_labels, image_scale, *_bias, is_bgr. With --json the summary is one JSON document, schema
+    modelconv.convert/3.
     """
   }
 
-  /// `--input-names` and `--output-names`, which `verify` shares: the names the converted model has.
-  static func namesSpecs(section: String, verb: String) -> [OptionSpec] {
-    [
-      .option("--input-names", value: "A,B", section: section, help: "\(verb) for the inputs, in the source's order (default: the source's names, or input1, input2, ... for a source whose names are internal)."),
-      .option("--output-names", value: "X,Y", section: section, help: "\(verb) for the outputs (default: the source's names, or output1, ... as for inputs)."),
-    ]
-  }
-
-  static let specs: [OptionSpec] = [
-    .option("-o", "--output", value: "PATH", section: "OUTPUT", help: "Output file or package; an existing folder (not a package) receives <input name>.mlmodel or .mlpackage. Default: the input's path with .mlmodel, or .mlpackage for --format mlprogram."),
-    .option("--format", value: "neuralnetwork|mlprogram", section: "OUTPUT", help: "neuralnetwork: one .mlmodel file of classic layers (iOS 11+); mlprogram: an .mlpackage folder with MIL operations and a weight file (iOS 15+). Default: from the output name (.mlpackage is mlprogram), else neuralnetwork."),
-    .option("--target", value: "RELEASE", section: "OUTPUT", help: "Oldest release the model must load on: iOS11-iOS18, macOS10.13-macOS15, tvOS11-tvOS18, watchOS4-watchOS11. Picks the lowest specification version and opset it allows and refuses a model it cannot load. Default: what the model needs (iOS15 for an ML Program)."),
-    .option("--precision", value: "float32|float16", section: "OUTPUT", help: "float16 stores weights as half floats (an error for a weight beyond 65504), and an ML Program also computes in float16. Default: float16 for mlprogram, float32 for neuralnetwork."),
-  ] + namesSpecs(section: "NAMES", verb: "Core ML names") + [
-    .option("--input-shape", value: "NAME=1,H,W,C", section: "NAMES", help: "Shape for an input with unknown dimensions (repeatable)."),
-    .option("--image-input", "--image-input-names", value: "NAME", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Make this input an image (repeatable, or a comma list)."),
-    .option("--image-scale", value: "S", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Multiplies every pixel before the bias is added: a number or a fraction such as 1/255 (default 1)."),
-    .option("--red-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the red channel after scaling (default 0)."),
-    .option("--green-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the green channel (default 0)."),
-    .option("--blue-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to the blue channel (default 0)."),
-    .option("--gray-bias", value: "B", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "Added to a one-channel (grayscale) image (default 0)."),
-    .flag("--bgr", section: "IMAGE INPUTS (network input = scale * pixel + bias)", help: "The model was trained on BGR channel order."),
-  ] + ImageNormalizationOptions.specs(section: "IMAGE INPUTS (network input = scale * pixel + bias)", verb: "network input =") + [
-    .option("--image-output", value: "NAME", section: "IMAGE OUTPUTS (pixel = (network output - bias) / scale)", help: "Make this [1, H, W, 3] or [1, H, W, 1] output an image (repeatable, or a comma list): the image options above undone give its pixels, RGB (BGR with --bgr) or GRAYSCALE; an ML Program needs iOS 16."),
-  ] + [
-    .option("--labels", value: "L1,L2,...", section: "CLASSIFIER", help: "Class labels in output order; all integers give int64 labels."),
-    .option("--labels-file", value: "FILE", section: "CLASSIFIER", help: "One label per line, or Teachable Machine's \"index label\" lines."),
-    .option("--predicted-feature-name", value: "NAME", section: "CLASSIFIER", help: "Output holding the top label (default classLabel)."),
-    .option("--predicted-probabilities-output", value: "NAME", section: "CLASSIFIER", help: "Output holding the probabilities (default the first output)."),
-    .option("--palettize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as a k-means lookup table of 2^BITS values (1, 2, 4, 6 or 8; 3 for iOS 18) and BITS-bit indices, as coremltools' palettize_weights (kmeans, per tensor)."),
-    .option("--palettize-groups", value: "G", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "With --palettize: one table per group of G output channels (iOS 18's per_grouped_channel granularity; needs --target iOS18 or none)."),
-    .option("--quantize", value: "BITS", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Store each weight tensor as 8-bit (or, for iOS 18, 4-bit) integers with a scale per output channel, as coremltools' linear_quantize_weights."),
-    .option("--quantize-block-size", value: "B", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "With --quantize: a scale per block of B input channels within each output channel (iOS 18's per_block granularity)."),
-    .option("--prune", value: "FRACTION", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Zero this share (0 to 1, exclusive) of each weight tensor's elements, the smallest in magnitude, and store the rest with a bit mask, as coremltools' prune_weights (OpMagnitudePrunerConfig target_sparsity)."),
-    .option("--quantize-mode", value: "symmetric|affine", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "symmetric: int8, w = scale * q (default); affine: uint8 with a zero point per channel, w = scale * (q - zero)."),
-    .option("--compress-min-size", value: "N", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Weight tensors with fewer elements stay as they are (default 2048, coremltools' weight_threshold)."),
-    .option("--compress-seed", value: "S", section: "WEIGHT COMPRESSION (ML Program, iOS 16+)", help: "Seed of the k-means++ initialisation (default 0): the same model and seed give the same file."),
-    .option("--author", value: "TEXT", section: "METADATA", help: "Model author."),
-    .option("--license", value: "TEXT", section: "METADATA", help: "Model license."),
-    .option("--short-description", value: "TEXT", section: "METADATA", help: "What the model does."),
-    .option("--model-version", value: "TEXT", section: "METADATA", help: "The model's own version string (not modelconv's)."),
-    .flag("--verify", section: "VERIFICATION", help: "After writing, run `modelconv verify` on the result with the labels and image preprocessing given here (exit 1 when parity breaks; the file is kept)."),
-    .option("--samples", value: "N", section: "VERIFICATION", help: "Random inputs for --verify (default 8)."),
-    .option("--threads", value: "N", section: "VERIFICATION", help: "Samples --verify runs at once (default: every core)."),
-    .option("--seed", value: "S", section: "VERIFICATION", help: "Seed for --verify's inputs (default 0)."),
-    .option("--atol", value: "A", section: "VERIFICATION", help: "Absolute tolerance for --verify."),
-    .option("--rtol", value: "R", section: "VERIFICATION", help: "Relative tolerance for --verify."),
-    .flag("--allow-nonfinite", section: "OTHER", help: "Write NaN or infinite weights and negative BatchNormalization variances as they are (refused by default: Core ML computes garbage)."),
-    .flag("--custom-layers", section: "OTHER", help: "Make unknown layers Core ML custom layers (class name, config values as parameters, weights) instead of failing; the app implements them."),
-    .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the input as weights only, with this model.to_json() architecture."),
-    .flag("--json", section: "OTHER", help: "Print a machine-readable summary (schema modelconv.convert/3; errors as modelconv.error/1)."),
-  ]
+  static let specs: [OptionSpec] =
+    [Options.output, Options.format, Options.target, Options.precision]
+    + Options.names + Options.shapes.inSection("NAMES")
+    + [Options.imageInput] + Options.imagePreprocessing + [Options.imageOutput]
+    + Options.labels.inSection("CLASSIFIER") + [Options.predictedFeatureName, Options.predictedProbabilitiesOutput]
+    + Options.compression + Options.metadata
+    + ([Options.verify] + Options.sampling + [Options.threads]).inSection("VERIFICATION")
+    + [Options.allowNonfinite, Options.customLayers, Options.architecture, Options.json.inSection("OTHER")]
 
   static let examples = [
     "modelconv convert model_v6.h5 --input-names image --image-input image --image-scale 1/255 --labels-file emotions.txt -o Emotion.mlmodel",
@@ -85,7 +42,7 @@ enum ConvertCommand: Subcommand {
     }
     let input = parsed.positionals[0]
     var options = try conversionOptions(parsed)
-    var output = parsed.value("--output") ?? defaultOutputPath(for: input, format: options.format)
+    var output = parsed.value(Options.output) ?? defaultOutputPath(for: input, format: options.format)
     // An existing folder that is not a package receives the model under the input's name.
     if let node = AtomicFile.nodeKind(output), node.kind == "a folder", !output.hasSuffix(".mlpackage"), !output.hasSuffix(".mlpackage/"),
       !FileManager.default.fileExists(atPath: URL(fileURLWithPath: output).appendingPathComponent("Manifest.json").path)
@@ -93,33 +50,33 @@ enum ConvertCommand: Subcommand {
       let name = URL(fileURLWithPath: defaultOutputPath(for: input, format: options.format)).lastPathComponent
       output = URL(fileURLWithPath: output).appendingPathComponent(name).path
     }
-    if parsed.value("--format") == nil { options.format = ModelFormat.forPath(output) }
+    if !parsed.isGiven(Options.format) { options.format = ModelFormat.forPath(output) }
     if options.format == .mlProgram && !output.hasSuffix(".mlpackage") && !output.hasSuffix(".mlpackage/") {
       throw UsageError(message: "an ML Program is a folder holding its weights: name the output NAME.mlpackage (got \(output))")
     }
-    try checkOutput(output, inputs: [input] + ["--architecture", "--labels-file"].compactMap { parsed.value($0) })
+    try checkOutput(output, inputs: [input] + [Options.architecture, Options.labelsFile].compactMap(parsed.value))
     // The tool writes .mlmodel files and .mlpackage folders: any other name would be a Core ML model
     // under a name nothing opens as one.
     let written = URL(fileURLWithPath: output).pathExtension
     guard written == "mlmodel" || written == "mlpackage" else {
       throw UsageError(message: "the output \(output) is neither NAME.mlmodel (a neural network) nor NAME.mlpackage (an ML Program), the two formats modelconv writes")
     }
-    let verify = parsed.flag("--verify")
-    if !verify && ["--samples", "--seed", "--atol", "--rtol", "--threads"].contains(where: { parsed.value($0) != nil }) {
+    let verify = parsed.flag(Options.verify)
+    if !verify && (Options.sampling + [Options.threads]).contains(where: parsed.isGiven) {
       throw UsageError(message: "--samples, --seed, --atol, --rtol and --threads apply to --verify")
     }
-    if verify && parsed.value("--architecture") != nil {
+    if verify && parsed.isGiven(Options.architecture) {
       throw UsageError(message: "--verify needs the full model file, not a weights-only file with --architecture")
     }
 
     // The source is read once: the conversion and --verify both use its graph.
     let sourceURL = URL(fileURLWithPath: input)
-    options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
+    options.architecture = parsed.value(Options.architecture).map { URL(fileURLWithPath: $0) }
     let source = try Frontends.frontend(for: sourceURL).importSource(at: sourceURL, options: options.sourceOptions)
     // Now that the source is read, every file it read is known (external data, ...).
-    try SourceProtection.check(output: output, sources: source.readPaths + [parsed.value("--labels-file")].compactMap { $0 })
+    try SourceProtection.check(output: output, sources: source.readPaths + [parsed.value(Options.labelsFile)].compactMap { $0 })
     let model = try Converter.convert(source, options: options)
-    let json = parsed.flag("--json")
+    let json = parsed.flag(Options.json)
     guard verify else {
       try write(model, to: output)
       print(model.summary, output: output, json: json, warnings: model.preprocessingWarnings)
@@ -194,44 +151,44 @@ enum ConvertCommand: Subcommand {
 
   static func conversionOptions(_ parsed: ParsedArguments) throws -> ConversionOptions {
     var options = ConversionOptions()
-    options.inputNames = try parsed.list("--input-names")
-    options.outputNames = try parsed.list("--output-names")
-    options.imageInputNames = try parsed.list("--image-input", "--image-input-names") ?? []
-    options.imageOutputNames = try parsed.list("--image-output") ?? []
-    options.classLabels = try classLabels(parsed)
-    options.imageScale = try parsed.float("--image-scale") ?? 1
-    options.redBias = try parsed.float("--red-bias") ?? 0
-    options.greenBias = try parsed.float("--green-bias") ?? 0
-    options.blueBias = try parsed.float("--blue-bias") ?? 0
-    options.grayBias = try parsed.float("--gray-bias") ?? 0
-    options.isBGR = parsed.flag("--bgr")
-    options.predictedFeatureName = parsed.value("--predicted-feature-name") ?? "classLabel"
-    options.predictedProbabilitiesOutput = parsed.value("--predicted-probabilities-output")
-    if let format = parsed.value("--format") {
+    options.inputNames = try parsed.list(Options.inputNames)
+    options.outputNames = try parsed.list(Options.outputNames)
+    options.imageInputNames = try parsed.list(Options.imageInput) ?? []
+    options.imageOutputNames = try parsed.list(Options.imageOutput) ?? []
+    options.classLabels = try parsed.classLabels()
+    options.imageScale = try parsed.float(Options.imageScale) ?? 1
+    options.redBias = try parsed.float(Options.redBias) ?? 0
+    options.greenBias = try parsed.float(Options.greenBias) ?? 0
+    options.blueBias = try parsed.float(Options.blueBias) ?? 0
+    options.grayBias = try parsed.float(Options.grayBias) ?? 0
+    options.isBGR = parsed.flag(Options.bgr)
+    options.predictedFeatureName = parsed.value(Options.predictedFeatureName) ?? "classLabel"
+    options.predictedProbabilitiesOutput = parsed.value(Options.predictedProbabilitiesOutput)
+    if let format = parsed.value(Options.format) {
       guard let value = ModelFormat(rawValue: format.lowercased()) else {
         throw UsageError(message: "--format must be neuralnetwork or mlprogram, got '\(format)'")
       }
       options.format = value
     }
-    if let target = parsed.value("--target") {
+    if let target = parsed.value(Options.target) {
       guard let value = DeploymentTarget.parse(target) else {
         throw UsageError(message: "--target '\(target)' is not a release this tool knows; use one of \(DeploymentTarget.allNames.joined(separator: ", "))")
       }
       options.target = value
     }
-    if let precision = parsed.value("--precision") {
+    if let precision = parsed.value(Options.precision) {
       guard let value = WeightPrecision(rawValue: precision) else { throw UsageError(message: "--precision must be float32 or float16, got '\(precision)'") }
       options.precision = value
     }
     options.compression = try compression(parsed)
-    options.author = parsed.value("--author")
-    options.license = parsed.value("--license")
-    options.shortDescription = parsed.value("--short-description")
-    options.version = parsed.value("--model-version")
-    options.inputShapes = try inputShapes(parsed)
-    options.unknownLayersAsCustom = parsed.flag("--custom-layers")
-    options.allowNonFinite = parsed.flag("--allow-nonfinite")
-    if let normalization = try ImageNormalizationOptions.values(parsed) {
+    options.author = parsed.value(Options.author)
+    options.license = parsed.value(Options.license)
+    options.shortDescription = parsed.value(Options.shortDescription)
+    options.version = parsed.value(Options.modelVersion)
+    options.inputShapes = try parsed.inputShapes()
+    options.unknownLayersAsCustom = parsed.flag(Options.customLayers)
+    options.allowNonFinite = parsed.flag(Options.allowNonfinite)
+    if let normalization = try ImagePreprocessingOptions.values(parsed) {
       guard !options.imageInputNames.isEmpty || !options.imageOutputNames.isEmpty else {
         throw UsageError(message: "--image-mean and --image-std apply to image inputs and outputs; name them with --image-input or --image-output")
       }
@@ -245,18 +202,18 @@ enum ConvertCommand: Subcommand {
 
   /// `--palettize` or `--quantize`, with their settings.
   static func compression(_ parsed: ParsedArguments) throws -> WeightCompression? {
-    let palettize = parsed.value("--palettize"), quantize = parsed.value("--quantize"), prune = parsed.value("--prune")
-    let extras = ["--quantize-mode", "--compress-min-size", "--compress-seed", "--palettize-groups", "--quantize-block-size"].filter { parsed.value($0) != nil }
+    let palettize = parsed.value(Options.palettize), quantize = parsed.value(Options.quantize), prune = parsed.value(Options.prune)
+    let extras = [Options.quantizeMode, Options.compressMinSize, Options.compressSeed, Options.palettizeGroups, Options.quantizeBlockSize].filter(parsed.isGiven)
     let given = [palettize, quantize, prune].compactMap { $0 }.count
     guard given > 0 else {
-      if let extra = extras.first { throw UsageError(message: "\(extra) applies to --palettize, --quantize or --prune") }
+      if let extra = extras.first { throw UsageError(message: "\(extra.key) applies to --palettize, --quantize or --prune") }
       return nil
     }
     guard given == 1 else { throw UsageError(message: "give one of --palettize, --quantize and --prune") }
     var compression: WeightCompression
     if let prune {
       guard let fraction = Double(prune), fraction > 0, fraction < 1 else { throw UsageError(message: "--prune takes a fraction between 0 and 1, exclusive, got '\(prune)'") }
-      guard parsed.value("--quantize-mode") == nil, parsed.value("--palettize-groups") == nil, parsed.value("--quantize-block-size") == nil else {
+      guard ![Options.quantizeMode, Options.palettizeGroups, Options.quantizeBlockSize].contains(where: parsed.isGiven) else {
         throw UsageError(message: "--quantize-mode, --quantize-block-size and --palettize-groups apply to --quantize and --palettize")
       }
       compression = WeightCompression(method: .prune(fraction: fraction))
@@ -264,10 +221,10 @@ enum ConvertCommand: Subcommand {
       guard let bits = Int(palettize), WeightCompression.palettizeBitsIOS18.contains(bits) else {
         throw UsageError(message: "--palettize takes \(WeightCompression.palettizeBitsIOS18.map(String.init).joined(separator: ", ")) bits (3 needs iOS 18), got '\(palettize)'")
       }
-      guard parsed.value("--quantize-mode") == nil else { throw UsageError(message: "--quantize-mode applies to --quantize") }
-      guard parsed.value("--quantize-block-size") == nil else { throw UsageError(message: "--quantize-block-size applies to --quantize") }
+      guard !parsed.isGiven(Options.quantizeMode) else { throw UsageError(message: "--quantize-mode applies to --quantize") }
+      guard !parsed.isGiven(Options.quantizeBlockSize) else { throw UsageError(message: "--quantize-block-size applies to --quantize") }
       compression = WeightCompression(method: .palettize(bits: bits))
-      if let text = parsed.value("--palettize-groups") {
+      if let text = parsed.value(Options.palettizeGroups) {
         guard let value = Int(text), value >= 1, value <= 1 << 30 else { throw UsageError(message: "--palettize-groups needs a positive integer, got '\(text)'") }
         compression.groupSize = value
       }
@@ -275,51 +232,27 @@ enum ConvertCommand: Subcommand {
       guard let text = quantize, let bits = Int(text), WeightCompression.quantizeBits.contains(bits) else {
         throw UsageError(message: "--quantize takes 8 or 4 (4 needs iOS 18), got '\(quantize ?? "")'")
       }
-      guard parsed.value("--palettize-groups") == nil else { throw UsageError(message: "--palettize-groups applies to --palettize") }
+      guard !parsed.isGiven(Options.palettizeGroups) else { throw UsageError(message: "--palettize-groups applies to --palettize") }
       var mode = WeightCompression.QuantizationMode.symmetric
-      if let text = parsed.value("--quantize-mode") {
+      if let text = parsed.value(Options.quantizeMode) {
         guard let value = WeightCompression.QuantizationMode(rawValue: text) else { throw UsageError(message: "--quantize-mode must be symmetric or affine, got '\(text)'") }
         mode = value
       }
       compression = WeightCompression(method: .quantize(bits: bits, mode: mode))
-      if let text = parsed.value("--quantize-block-size") {
+      if let text = parsed.value(Options.quantizeBlockSize) {
         guard let value = Int(text), value >= 1, value <= 1 << 30 else { throw UsageError(message: "--quantize-block-size needs a positive integer, got '\(text)'") }
         compression.blockSize = value
       }
     }
-    if let text = parsed.value("--compress-min-size") {
+    if let text = parsed.value(Options.compressMinSize) {
       guard let value = Int(text), value >= 1, value <= 1 << 40 else { throw UsageError(message: "--compress-min-size needs a positive integer, got '\(text)'") }
       compression.minimumElements = value
     }
-    if let text = parsed.value("--compress-seed") {
+    if let text = parsed.value(Options.compressSeed) {
       guard let value = UInt64(text) else { throw UsageError(message: "--compress-seed needs a non-negative integer, got '\(text)'") }
       compression.seed = value
     }
     return compression
-  }
-
-  /// `--labels` or `--labels-file` (shared with `verify`).
-  static func classLabels(_ parsed: ParsedArguments) throws -> ClassLabels? {
-    if parsed.value("--labels") != nil && parsed.value("--labels-file") != nil {
-      throw UsageError(message: "give --labels or --labels-file, not both")
-    }
-    if let labels = try parsed.list("--labels") { return try ClassLabels.parse(labels) }
-    if let file = parsed.value("--labels-file") { return try ClassLabels.load(fromFile: file) }
-    return nil
-  }
-
-  /// Every `--input-shape NAME=1,H,W,C` (shared with `verify`).
-  static func inputShapes(_ parsed: ParsedArguments) throws -> [String: [Int]] {
-    var shapes: [String: [Int]] = [:]
-    for entry in parsed.values["--input-shape"] ?? [] {
-      let parts = entry.split(separator: "=", maxSplits: 1)
-      let dims = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Int($0) } : []
-      guard parts.count == 2, !dims.isEmpty, dims.count == parts[1].split(separator: ",").count, dims.allSatisfy({ $0 > 0 }) else {
-        throw UsageError(message: "--input-shape needs NAME=1,H,W,C with positive sizes, got '\(entry)'")
-      }
-      shapes[String(parts[0])] = dims
-    }
-    return shapes
   }
 
   /// Schema `modelconv.convert/3`: `output`, `summary` (ConversionSummary, typed feature types),

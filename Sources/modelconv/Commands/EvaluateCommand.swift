@@ -12,21 +12,15 @@ enum EvaluateCommand: Subcommand {
     out. Each image is classified as `predict` does (same --crop and preprocessing options). Prints
     accuracy, top-K accuracy, per-class precision, recall and F1, and the confusion matrix. With
     --against, a second model (for example the source file and its conversion) runs on the same images:
-    both accuracies, their agreement and the images where they disagree. Folder labels the model does
-    not have, and model labels without images, are listed. Images are classified on every core.
+    both accuracies, their agreement and the images where they disagree. --labels and --labels-file apply
+    to both models (default: a Core ML classifier's own labels, else class indices). Folder labels the
+    model does not have, and model labels without images, are listed. Images are classified on every
+    core. --json prints the report as one document, schema modelconv.evaluate/1.
     """
 
-  static let specs: [OptionSpec] = [
-    .option("--against", value: "MODEL", help: "A second model to run on the same images and compare with."),
-    .option("--report", value: "FILE.html", help: "Write a self-contained HTML page: the confusion matrix as a picture and thumbnails of misclassified images."),
-    .option("--top-k", value: "K", help: "K for the top-K accuracy (default 3)."),
-    .option("--crop", value: "center|fit|fill", help: "How images are fitted to the input size (default center)."),
-    .option("--labels", value: "L1,L2,...", help: "Class labels in output order (default: the Core ML classifier's own labels, else class indices); applied to both models."),
-    .option("--labels-file", value: "FILE", help: "The same, one label per line."),
-    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for an input with unknown dimensions."),
-    .option("--threads", value: "N", help: "Images classified at once (default: every core)."),
-    .flag("--json", help: "Print the report as JSON (schema modelconv.evaluate/1)."),
-  ] + PredictCommand.kerasPreprocessingSpecs
+  static let specs: [OptionSpec] =
+    [Options.against, Options.report, Options.topK, Options.crop] + Options.labels + Options.shapes + [Options.threads, Options.json]
+    + PredictCommand.preprocessingSpecs
 
   static let examples = [
     "modelconv evaluate Digits.mlmodel Samples/Digits/test_images --against Samples/Digits/digits_cnn.h5 --image-scale 1/255",
@@ -35,19 +29,19 @@ enum EvaluateCommand: Subcommand {
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else { throw UsageError(message: "expected a model and a folder\n\n" + usage) }
-    if let report = parsed.value("--report") {
-      try ConvertCommand.checkOutput(report, inputs: [parsed.positionals[0], parsed.positionals[1]] + [parsed.value("--against")].compactMap { $0 })
+    if let report = parsed.value(Options.report) {
+      try ConvertCommand.checkOutput(report, inputs: [parsed.positionals[0], parsed.positionals[1]] + [parsed.value(Options.against)].compactMap { $0 })
     }
     let model = try PredictCommand.loadModel(parsed.positionals[0], parsed)
-    let other = try parsed.value("--against").map { try PredictCommand.loadModel($0, parsed) }
+    let other = try parsed.value(Options.against).map { try PredictCommand.loadModel($0, parsed) }
     PredictCommand.warnIfPreprocessingUnused([model] + [other].compactMap { $0 }, parsed)
     let folder = try LabelledFolder(url: URL(fileURLWithPath: parsed.positionals[1]))
-    var options = EvaluationOptions(topK: try parsed.integer("--top-k", minimum: 1) ?? 3, cropAndScale: try PredictCommand.cropOption(parsed))
-    options.threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? 0
+    var options = EvaluationOptions(topK: try parsed.integer(Options.topK, minimum: 1) ?? 3, cropAndScale: try PredictCommand.cropOption(parsed))
+    options.threads = try parsed.integer(Options.threads, minimum: 1, maximum: 1024) ?? 0
     let progress = ProgressLine(enabled: isatty(STDERR_FILENO) == 1)
     let report = try Evaluation.run(model, on: folder, against: other, options: options) { done, total in progress.update(done, total) }
     progress.finish()
-    if let path = parsed.value("--report") {
+    if let path = parsed.value(Options.report) {
       let html = EvaluationPage.html(report, folder: folder)
       do { try AtomicFile.write(bytes: Array(html.utf8), to: URL(fileURLWithPath: path)) } catch let error as AtomicFile.DestinationError {
         throw UsageError(message: error.description)
@@ -55,7 +49,7 @@ enum EvaluateCommand: Subcommand {
         throw OutputError(path: path, reason: (error as NSError).localizedDescription)
       }
     }
-    if parsed.flag("--json") {
+    if parsed.flag(Options.json) {
       Console.out(json(report).rendered)
     } else {
       Console.out(text(report))

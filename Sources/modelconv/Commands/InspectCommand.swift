@@ -14,15 +14,14 @@ enum InspectCommand: Subcommand {
     color space, scale and biases, the class labels (the first few and the count), the metadata, a
     table of layers (operations, nodes) with their output shapes and parameter counts, the total
     parameter count and the weight bytes by storage type. Output shapes are written as the format
-    writes them (some without the batch axis, as (None, ...)). Models that are not
+    writes them (some without the batch axis, as (None, ...)); --input-shape gives an input's unknown
+    sizes for them. Models that are not
     neural networks (Core ML pipelines, GLM, tree ensembles, text classifiers, ...) are described
-    without layers: type, inputs, outputs, metadata, labels and a pipeline's sub-models.
+    without layers: type, inputs, outputs, metadata, labels and a pipeline's sub-models. --json prints
+    the same as one document, schema modelconv.inspect/2.
     """
 
-  static let specs: [OptionSpec] = [
-    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for an input with unknown dimensions (for the output shapes)."),
-    .flag("--json", help: "Print the same as one JSON document (schema modelconv.inspect/2; errors as modelconv.error/1)."),
-  ]
+  static let specs: [OptionSpec] = Options.shapes + [Options.json]
 
   static let examples = [
     "modelconv inspect Emotion.mlmodel",
@@ -34,8 +33,8 @@ enum InspectCommand: Subcommand {
       throw UsageError(message: "expected one model file\n\n" + usage)
     }
     let inspection = try ModelInspector.inspect(
-      contentsOf: URL(fileURLWithPath: parsed.positionals[0]), inputShapes: try ConvertCommand.inputShapes(parsed))
-    if parsed.flag("--json") {
+      contentsOf: URL(fileURLWithPath: parsed.positionals[0]), inputShapes: try parsed.inputShapes())
+    if parsed.flag(Options.json) {
       guard case .object(let fields) = try JSONValueEncoder.encode(inspection) else { return .failure }
       Console.out(JSONValue.object([("schema", .string("modelconv.inspect/2"))] + fields + [("weightBytes", .number(Double(inspection.weightBytes)))]).rendered)
     } else {

@@ -14,32 +14,18 @@ enum PredictCommand: Subcommand {
     grayscale (BT.601 luma), RGB or BGR, and preprocessed: a model that declares image inputs (Core ML)
     by its own image scaler, any other by --image-scale and the bias options, or --image-mean and
     --image-std (what it was trained on). Prints the top K labels
-    with their probabilities per image. An image that cannot be read is reported and the others still
-    run (exit 1 when any failed).
+    with their probabilities per image: --labels or --labels-file, else a Core ML classifier's own
+    labels, else class indices. An image that cannot be read is reported and the others still
+    run (exit 1 when any failed). --json prints the results as one document, schema modelconv.predict/1.
     """
 
-  static let specs: [OptionSpec] = [
-    .option("--top-k", value: "K", help: "Labels to print per image (default 3)."),
-    .option("--crop", value: "center|fit|fill", help: "center: scale the short side to fit and crop the long one (default); fit: scale the long side to fit, pad with black; fill: stretch to the input size."),
-    .option("--labels", value: "L1,L2,...", help: "Class labels in output order (default: the Core ML classifier's own labels, else class indices)."),
-    .option("--labels-file", value: "FILE", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
-    .option("--input-shape", value: "NAME=1,H,W,C", help: "Shape for an input with unknown dimensions."),
-    .option("--threads", value: "N", help: "Images classified at once (default: every core)."),
-    .flag("--json", help: "Print the results as JSON (schema modelconv.predict/1)."),
-  ] + kerasPreprocessingSpecs
+  static let specs: [OptionSpec] =
+    [Options.topK, Options.crop] + Options.labels + Options.shapes + [Options.threads, Options.json] + preprocessingSpecs
 
-  /// How a source's input was preprocessed in training (a model that declares image inputs carries its own).
-  static let kerasPreprocessingSpecs: [OptionSpec] = {
-    let section = "SOURCE PREPROCESSING (what the model was trained on; ignored for models that declare image inputs, as Core ML's do)"
-    return [
-      .option("--image-scale", value: "S", section: section, help: "network input = scale * pixel + bias: a number or a fraction such as 1/255 (default 1)."),
-      .option("--red-bias", value: "B", section: section, help: "Red bias (default 0)."),
-      .option("--green-bias", value: "B", section: section, help: "Green bias."),
-      .option("--blue-bias", value: "B", section: section, help: "Blue bias."),
-      .option("--gray-bias", value: "B", section: section, help: "Gray bias."),
-      .flag("--bgr", section: section, help: "The model was trained on BGR channel order."),
-    ] + ImageNormalizationOptions.specs(section: section, verb: "network input =")
-  }()
+  /// How a source's input was preprocessed in training (a model that declares image inputs carries its
+  /// own); `evaluate` lists them the same way.
+  static let preprocessingSpecs = Options.imagePreprocessing.inSection(
+    "SOURCE PREPROCESSING (what the model was trained on; ignored for models that declare image inputs, as Core ML's do)")
 
   static let examples = [
     "modelconv predict Emotion.mlmodel face1.jpg face2.png",
@@ -52,13 +38,13 @@ enum PredictCommand: Subcommand {
     }
     let model = try loadModel(parsed.positionals[0], parsed)
     warnIfPreprocessingUnused([model], parsed)
-    let topK = try parsed.integer("--top-k", minimum: 1) ?? 3
+    let topK = try parsed.integer(Options.topK, minimum: 1) ?? 3
     let crop = try cropOption(parsed)
-    let threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
+    let threads = try parsed.integer(Options.threads, minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
     let paths = Array(parsed.positionals.dropFirst())
     let results = Evaluation.classify(paths.map { URL(fileURLWithPath: $0) }, with: model, cropAndScale: crop, threads: threads)
 
-    if parsed.flag("--json") {
+    if parsed.flag(Options.json) {
       let images = zip(paths, results).map { path, result -> JSONValue in
         switch result {
         case .success(let classification):
@@ -96,32 +82,20 @@ enum PredictCommand: Subcommand {
   /// The model with the options of `predict` and `evaluate`.
   static func loadModel(_ path: String, _ parsed: ParsedArguments) throws -> ImageModel {
     var options = ImageModelOptions()
-    if let normalization = try ImageNormalizationOptions.preprocessing(parsed) {
-      options.preprocessing = normalization
-    } else if kerasPreprocessingGiven(parsed) {
-      options.preprocessing = ImagePreprocessing(
-        scale: try parsed.float("--image-scale") ?? 1, redBias: try parsed.float("--red-bias") ?? 0,
-        greenBias: try parsed.float("--green-bias") ?? 0, blueBias: try parsed.float("--blue-bias") ?? 0,
-        grayBias: try parsed.float("--gray-bias") ?? 0, isBGR: parsed.flag("--bgr"))
-    }
-    options.labels = try ConvertCommand.classLabels(parsed)
-    options.inputShapes = try ConvertCommand.inputShapes(parsed)
+    options.preprocessing = try ImagePreprocessingOptions.preprocessing(parsed)
+    options.labels = try parsed.classLabels()
+    options.inputShapes = try parsed.inputShapes()
     return try ImageModel.load(contentsOf: URL(fileURLWithPath: path), options: options)
   }
 
   /// Warns when preprocessing options were given but every model of the command declares its own.
   static func warnIfPreprocessingUnused(_ models: [ImageModel], _ parsed: ParsedArguments) {
-    guard kerasPreprocessingGiven(parsed), !models.contains(where: \.takesPreprocessingOptions) else { return }
+    guard Options.imagePreprocessing.contains(where: parsed.isGiven), !models.contains(where: \.takesPreprocessingOptions) else { return }
     Console.warning("\(models.map(\.path).joined(separator: " and ")): these models apply their own image preprocessing; --image-scale and the bias options only apply to models without it and are ignored")
   }
 
-  /// Whether any option of `kerasPreprocessingSpecs` was given.
-  static func kerasPreprocessingGiven(_ parsed: ParsedArguments) -> Bool {
-    kerasPreprocessingSpecs.contains { spec in spec.names.contains { parsed.value($0) != nil || parsed.flag($0) } }
-  }
-
   static func cropOption(_ parsed: ParsedArguments) throws -> CropAndScale {
-    guard let text = parsed.value("--crop") else { return .centerCrop }
+    guard let text = parsed.value(Options.crop) else { return .centerCrop }
     guard let option = CropAndScale(rawValue: text) else { throw UsageError(message: "--crop must be center, fit or fill, got '\(text)'") }
     return option
   }

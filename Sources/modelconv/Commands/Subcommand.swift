@@ -8,6 +8,7 @@ protocol Subcommand {
   static var synopsis: String { get }
   /// Paragraphs between the usage line and the options.
   static var discussion: String { get }
+  /// The options it takes, built from the declarations in `Options` (`--help` is added to them).
   static var specs: [OptionSpec] { get }
   static var examples: [String] { get }
   /// Runs with already parsed arguments (`--help` is handled before this is called).
@@ -20,8 +21,8 @@ extension Subcommand {
 
   /// Parses `arguments` against `specs`, prints the usage for `-h`/`--help`, else runs the command.
   static func main(_ arguments: [String]) throws -> ExitCode {
-    let parsed = try ParsedArguments(arguments, specs: specs + [.help])
-    if parsed.flag("--help") {
+    let parsed = try ParsedArguments(arguments, specs: specs + [Options.help])
+    if parsed.flag(Options.help) {
       Console.out(usage)
       return .success
     }

@@ -24,25 +24,21 @@ enum VerifyCommand: Subcommand {
     models each tensor's relative RMS error must stay within 64 x 2^-11; for compressed weights (n bits)
     within min(16 / (2 (2^n - 1)), 0.25), each layer tensor computed from the source's values of the
     tensors compared before it (the outputs as the model computes them). Classifiers: the same top-1 label on every sample (up to ties within the tolerance) and the
-    expected labels, when given; image preprocessing, when given.
+    expected labels (--labels, --labels-file), when given; image preprocessing, when given.
+
+    Image preprocessing: with --image-scale and the bias options (or --image-mean and --image-std),
+    every image input's scaler and channel order are checked against them and the source model gets
+    pixels preprocessed this way; without them the converted model's own preprocessing is used for both
+    and reported as not checked. --json prints the full report with the per-layer table, schema
+    modelconv.verify/3.
     """
 
-  static let specs: [OptionSpec] = [
-    .option("--samples", value: "N", section: "SAMPLING", help: "Random inputs to draw (default 8, at most 10000)."),
-    .option("--threads", value: "N", section: "SAMPLING", help: "Samples run at once, one per core (default: every core); the report is the same."),
-    .option("--seed", value: "S", section: "SAMPLING", help: "Seed for the inputs (default 0)."),
-    .option("--atol", value: "A", section: "SAMPLING", help: "Absolute tolerance, >= 0 (default 1e-5 for float32); giving --atol or --rtol applies the element rule."),
-    .option("--rtol", value: "R", section: "SAMPLING", help: "Relative tolerance, >= 0 (default 1e-3 for float32)."),
-    .option("--top-k", value: "K", section: "SAMPLING", help: "K for the top-K label agreement (default 3)."),
-  ] + preprocessingSpecs + ConvertCommand.namesSpecs(section: "NAMES (as given to convert)", verb: "The names convert gave") + [
-    .option("--reference", value: "FILE", section: "OTHER", help: "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute), with the inputs as the source's own runtime takes them (channels last, or as the model declares them, such as NCHW)."),
-    .option("--labels", value: "L1,L2,...", section: "OTHER", help: "The labels the classifier should have, in output order."),
-    .option("--labels-file", value: "FILE", section: "OTHER", help: "The same, one label per line (or Teachable Machine's \"index label\")."),
-    .option("--input-shape", value: "NAME=1,H,W,C", section: "OTHER", help: "Shape for a source input with unknown dimensions, as convert was given it (repeatable)."),
-    .option("--architecture", value: "FILE.json", section: "OTHER", help: "Read the source as weights only, with this model.to_json() architecture."),
-    .flag("--layers", section: "OTHER", help: "Print every compared layer, not only the first mismatch."),
-    .flag("--json", section: "OTHER", help: "Print the full report as JSON (schema modelconv.verify/3, with the per-layer table)."),
-  ]
+  static let specs: [OptionSpec] =
+    (Options.sampling + [Options.threads, Options.topK]).inSection("SAMPLING")
+    + Options.imagePreprocessing.inSection("PREPROCESSING (what the source model was trained on, as given to convert)")
+    + Options.names.inSection("NAMES (as given to convert)")
+    + [Options.reference] + Options.labels.inSection("OTHER") + Options.shapes.inSection("OTHER")
+    + [Options.architecture, Options.layers, Options.json.inSection("OTHER")]
 
   static let examples = [
     "modelconv verify model_v6.h5 Emotion.mlmodel --labels-file emotions.txt --image-scale 1/255",
@@ -50,39 +46,16 @@ enum VerifyCommand: Subcommand {
     "modelconv verify Old.mlmodel New.mlpackage",
   ]
 
-  /// The preprocessing options `convert` and `verify` share, as what the source model was trained on.
-  static let preprocessingSpecs: [OptionSpec] = {
-    let section = "PREPROCESSING (what the source model was trained on, as given to convert)"
-    return [
-      .option("--image-scale", value: "S", section: section, help: "Expected image scale (a number or a fraction such as 1/255); with the bias options, every image input's scaler and channel order are checked against these and the source model gets pixels preprocessed this way. Without them the converted model's own preprocessing is used for both and reported as not checked."),
-      .option("--red-bias", value: "B", section: section, help: "Expected red bias."),
-      .option("--green-bias", value: "B", section: section, help: "Expected green bias."),
-      .option("--blue-bias", value: "B", section: section, help: "Expected blue bias."),
-      .option("--gray-bias", value: "B", section: section, help: "Expected gray bias."),
-      .flag("--bgr", section: section, help: "The source model was trained on BGR channel order."),
-    ] + ImageNormalizationOptions.specs(section: section, verb: "Expected:")
-  }()
-
-  /// The expected preprocessing, when any of its options is given.
-  static func expectedPreprocessing(_ parsed: ParsedArguments) throws -> ImagePreprocessing? {
-    if let normalization = try ImageNormalizationOptions.preprocessing(parsed) { return normalization }
-    let given = ["--image-scale", "--red-bias", "--green-bias", "--blue-bias", "--gray-bias"].contains { parsed.value($0) != nil } || parsed.flag("--bgr")
-    guard given else { return nil }
-    return ImagePreprocessing(
-      scale: try parsed.float("--image-scale") ?? 1, redBias: try parsed.float("--red-bias") ?? 0, greenBias: try parsed.float("--green-bias") ?? 0,
-      blueBias: try parsed.float("--blue-bias") ?? 0, grayBias: try parsed.float("--gray-bias") ?? 0, isBGR: parsed.flag("--bgr"))
-  }
-
   /// The most random samples one run draws: enough for any statistic, and a run stays in minutes.
   static let maximumSamples = 10_000
 
-  /// `--samples`, `--seed`, `--atol`, `--rtol` (shared with `convert --verify`).
+  /// `Options.sampling` and `--threads` (shared with `convert --verify`).
   static func sampling(_ parsed: ParsedArguments, into options: inout VerificationOptions) throws {
-    options.samples = try parsed.integer("--samples", minimum: 0, maximum: maximumSamples) ?? options.samples
-    options.seed = UInt64(try parsed.integer("--seed", minimum: 0) ?? 0)
-    options.absoluteTolerance = try parsed.float("--atol", minimum: 0)
-    options.relativeTolerance = try parsed.float("--rtol", minimum: 0)
-    options.threads = try parsed.integer("--threads", minimum: 1, maximum: 1024) ?? 0
+    options.samples = try parsed.integer(Options.samples, minimum: 0, maximum: maximumSamples) ?? options.samples
+    options.seed = UInt64(try parsed.integer(Options.seed, minimum: 0) ?? 0)
+    options.absoluteTolerance = try parsed.float(Options.atol, minimum: 0)
+    options.relativeTolerance = try parsed.float(Options.rtol, minimum: 0)
+    options.threads = try parsed.integer(Options.threads, minimum: 1, maximum: 1024) ?? 0
   }
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
@@ -91,14 +64,14 @@ enum VerifyCommand: Subcommand {
     }
     var options = VerificationOptions()
     try sampling(parsed, into: &options)
-    options.expectedPreprocessing = try expectedPreprocessing(parsed)
-    options.topK = try parsed.integer("--top-k", minimum: 1) ?? options.topK
-    options.reference = parsed.value("--reference").map { URL(fileURLWithPath: $0) }
-    if let labels = try ConvertCommand.classLabels(parsed) { options.expectedLabels = labels.descriptions }
-    options.inputShapes = try ConvertCommand.inputShapes(parsed)
-    options.architecture = parsed.value("--architecture").map { URL(fileURLWithPath: $0) }
-    options.inputNames = try parsed.list("--input-names")
-    options.outputNames = try parsed.list("--output-names")
+    options.expectedPreprocessing = try ImagePreprocessingOptions.preprocessing(parsed)
+    options.topK = try parsed.integer(Options.topK, minimum: 1) ?? options.topK
+    options.reference = parsed.value(Options.reference).map { URL(fileURLWithPath: $0) }
+    if let labels = try parsed.classLabels() { options.expectedLabels = labels.descriptions }
+    options.inputShapes = try parsed.inputShapes()
+    options.architecture = parsed.value(Options.architecture).map { URL(fileURLWithPath: $0) }
+    options.inputNames = try parsed.list(Options.inputNames)
+    options.outputNames = try parsed.list(Options.outputNames)
     guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
     // Files read in this process must not be FIFOs or devices, which would block forever.
     for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) {
@@ -108,7 +81,7 @@ enum VerifyCommand: Subcommand {
 
     let report = try ParityVerifier.verify(
       source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]), options: options)
-    print(report, json: parsed.flag("--json"), allLayers: parsed.flag("--layers"))
+    print(report, json: parsed.flag(Options.json), allLayers: parsed.flag(Options.layers))
     return report.passed ? .success : .failure
   }
 

@@ -5,8 +5,8 @@ struct UsageError: Error, CustomStringConvertible {
   var description: String { message }
 }
 
-/// One option a command accepts, declared once with its help.
-struct OptionSpec {
+/// One option a command accepts, declared once with its help (every one is a constant of `Options`).
+struct OptionSpec: Equatable {
   /// Every spelling, such as `["-o", "--output"]`; the first long one is its key.
   var names: [String]
   /// The value's placeholder in help (`N`, `FILE`); nil for flags.
@@ -18,6 +18,9 @@ struct OptionSpec {
 
   var takesValue: Bool { value != nil }
 
+  /// The name values are kept under and messages use: the first long spelling (`--output` for `-o, --output`).
+  var key: String { names.first { $0.hasPrefix("--") } ?? names[0] }
+
   /// An option taking a value.
   static func option(_ names: String..., value: String, section: String = "OPTIONS", help: String) -> OptionSpec {
     OptionSpec(names: names, value: value, help: help, section: section)
@@ -27,9 +30,6 @@ struct OptionSpec {
   static func flag(_ names: String..., section: String = "OPTIONS", help: String) -> OptionSpec {
     OptionSpec(names: names, value: nil, help: help, section: section)
   }
-
-  /// `-h`, `--help`.
-  static let help = OptionSpec.flag("-h", "--help", section: "OTHER", help: "Show this help")
 
   /// `--image-scale 1/255`: a number or a fraction.
   static func parseNumber(_ text: String) -> Float? {
@@ -86,10 +86,10 @@ struct HelpPage {
     var lines = ["USAGE: " + synopsis, ""]
     if !discussion.isEmpty { lines += discussion.split(separator: "\n", omittingEmptySubsequences: false).map { String($0) } + [""] }
     var sections: [String] = []
-    for spec in specs + [.help] where !sections.contains(spec.section) { sections.append(spec.section) }
+    for spec in specs + [Options.help] where !sections.contains(spec.section) { sections.append(spec.section) }
     for section in sections {
       lines.append(section + ":")
-      for spec in (specs + [.help]) where spec.section == section {
+      for spec in (specs + [Options.help]) where spec.section == section {
         let label = spec.names.joined(separator: ", ") + (spec.value.map { " " + $0 } ?? "")
         let wrapped = Self.wrap(spec.help, width: 68)
         if label.count <= 27 {
@@ -126,15 +126,19 @@ struct HelpPage {
   }
 }
 
-/// Command-line arguments split into positionals, option values and flags.
+/// Command-line arguments split into positionals, option values and flags, read back by declaration:
+/// `parsed.value(Options.imageScale)`, `parsed.flag(Options.bgr)`.
 struct ParsedArguments {
   private(set) var positionals: [String] = []
-  /// Values by the option's first spelling, in the order given.
-  private(set) var values: [String: [String]] = [:]
-  private(set) var flags: Set<String> = []
+  /// Values by the option's key, in the order given.
+  private var values: [String: [String]] = [:]
+  private var flags: Set<String> = []
+  /// The options the arguments were parsed against, by key: the only ones that may be read.
+  private let declared: [String: OptionSpec]
 
   /// Splits `arguments` against `specs`; accepts `--name value` and `--name=value`.
   init(_ arguments: [String], specs: [OptionSpec]) throws {
+    declared = Dictionary(specs.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
     var index = 0
     while index < arguments.count {
       let argument = arguments[index]
@@ -152,7 +156,6 @@ struct ParsedArguments {
         let hint = OptionSpec.suggestion(for: name, in: specs).map { "; did you mean '\($0)'?" } ?? ""
         throw UsageError(message: "unknown option '\(name)'\(hint) (see --help)")
       }
-      let key = spec.names.first { $0.hasPrefix("--") } ?? spec.names[0]
       if spec.takesValue {
         let value: String
         if let inlineValue {
@@ -162,10 +165,10 @@ struct ParsedArguments {
           value = arguments[index]
           index += 1
         }
-        values[key, default: []].append(value)
+        values[spec.key, default: []].append(value)
       } else {
         guard inlineValue == nil else { throw UsageError(message: "flag '\(name)' takes no value") }
-        flags.insert(key)
+        flags.insert(spec.key)
       }
     }
   }
@@ -175,38 +178,60 @@ struct ParsedArguments {
     return (String(argument[..<equals]), String(argument[argument.index(after: equals)...]))
   }
 
-  func flag(_ name: String) -> Bool { flags.contains(name) }
+  /// Whether the command declared `spec` (under any heading) among the options it parsed against.
+  func isDeclared(_ spec: OptionSpec) -> Bool { declared[spec.key].map { $0.isSameDeclaration(as: spec) } ?? false }
+
+  /// The key of `spec`, which every read goes through. Reading an option the command did not declare,
+  /// or a flag as a value (or the reverse), is a mistake in that command's code: the parser refuses every
+  /// undeclared spelling a user types before anything is read, so no command line reaches this, and it
+  /// stops at once, naming the option, rather than quietly reading "not given".
+  private func key(_ spec: OptionSpec, asValue: Bool) -> String {
+    guard isDeclared(spec) else {
+      preconditionFailure("modelconv: the command reads \(spec.key), which is not among the options it declares")
+    }
+    guard spec.takesValue == asValue else {
+      preconditionFailure("modelconv: the command reads \(spec.key) as \(asValue ? "an option with a value" : "a flag"), but it is declared as \(spec.takesValue ? "an option with a value" : "a flag")")
+    }
+    return spec.key
+  }
+
+  func flag(_ spec: OptionSpec) -> Bool { flags.contains(key(spec, asValue: false)) }
 
   /// The last value of a single-valued option.
-  func value(_ name: String) -> String? { values[name]?.last }
+  func value(_ spec: OptionSpec) -> String? { values[key(spec, asValue: true)]?.last }
+
+  /// Every value of a repeatable option, in the order given.
+  func values(_ spec: OptionSpec) -> [String] { values[key(spec, asValue: true)] ?? [] }
+
+  /// Whether the option (a flag or one taking a value) was given.
+  func isGiven(_ spec: OptionSpec) -> Bool { spec.takesValue ? value(spec) != nil : flag(spec) }
 
   /// Every value of a repeatable option, comma lists split.
-  func list(_ names: String...) throws -> [String]? {
-    var items: [String] = []
-    for name in names {
-      for value in values[name] ?? [] { items += value.split(separator: ",", omittingEmptySubsequences: false).map { String($0) } }
-    }
+  func list(_ spec: OptionSpec) throws -> [String]? {
+    let given = values(spec)
+    let items = given.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map { String($0) } }
     guard !items.isEmpty else { return nil }
     if items.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) {
-      throw UsageError(message: "option '\(names.joined(separator: "/"))' has an empty item in '\(names.compactMap { values[$0]?.joined(separator: " ") }.joined(separator: " "))'")
+      let names = spec.names.filter { $0.hasPrefix("--") }.joined(separator: "/")
+      throw UsageError(message: "option '\(names)' has an empty item in '\(given.joined(separator: " "))'")
     }
     return items
   }
 
-  func float(_ name: String, minimum: Float? = nil) throws -> Float? {
-    guard let text = value(name) else { return nil }
+  func float(_ spec: OptionSpec, minimum: Float? = nil) throws -> Float? {
+    guard let text = value(spec) else { return nil }
     guard let number = OptionSpec.parseNumber(text), number.isFinite else {
-      throw UsageError(message: "option '\(name)' needs a number or a fraction such as 1/255, got '\(text)'")
+      throw UsageError(message: "option '\(spec.key)' needs a number or a fraction such as 1/255, got '\(text)'")
     }
-    if let minimum, number < minimum { throw UsageError(message: "option '\(name)' needs a number >= \(minimum), got '\(text)'") }
+    if let minimum, number < minimum { throw UsageError(message: "option '\(spec.key)' needs a number >= \(minimum), got '\(text)'") }
     return number
   }
 
-  func integer(_ name: String, minimum: Int, maximum: Int = .max) throws -> Int? {
-    guard let text = value(name) else { return nil }
+  func integer(_ spec: OptionSpec, minimum: Int, maximum: Int = .max) throws -> Int? {
+    guard let text = value(spec) else { return nil }
     guard let number = Int(text), number >= minimum, number <= maximum else {
       let range = maximum == .max ? ">= \(minimum)" : "from \(minimum) to \(maximum)"
-      throw UsageError(message: "option '\(name)' needs a whole number \(range), got '\(text)'")
+      throw UsageError(message: "option '\(spec.key)' needs a whole number \(range), got '\(text)'")
     }
     return number
   }
