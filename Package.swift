@@ -56,32 +56,48 @@ let package = Package(
     // Which format a file is, from its bytes: the neutral sniffer every frontend is chosen by.
     .target(name: "ModelFormats", dependencies: ["CProtobufC"]),
     // ONNX: model and tensor files read through libprotobuf-c into plain Swift values, every number checked.
-    .target(name: "ONNXFormat", dependencies: ["ONNXSpec", "CProtobufC", "ModelIR", "ModelFormats"], exclude: ["README.md"]),
+    .target(
+      name: "ONNXFormat", dependencies: ["ONNXSpec", "CProtobufC", "ModelIR", "ModelFormats"], exclude: ["README.md"]),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR", "ModelFormats"]),
     // Core ML: what the reader and both writers share (package and weight-file I/O, the model
     // description, writer options), the reader (into the IR, with Apple's documented rules), the
     // classic neural-network writer, the ML Program writer, and `CoreMLFormat`, which imports them all.
     .target(name: "CoreMLCommon", dependencies: ["CoreMLSpec", "CProtobufC", "ModelIR", "ModelFormats"]),
-    .target(name: "CoreMLReader", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR", "ModelFormats"]),
+    .target(
+      name: "CoreMLReader", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR", "ModelFormats"]),
     .target(name: "CoreMLProgramWriter", dependencies: ["CoreMLCommon", "CoreMLSpec", "CProtobufC", "ModelIR"]),
     // The classic writer lowers the ML Program emitter's operations into rank-N layers for graphs its
     // rank-5 layers cannot hold (as coremltools' neural-network backend lowers MIL).
-    .target(name: "CoreMLNeuralNetworkWriter", dependencies: ["CoreMLCommon", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ModelIR"]),
-    .target(name: "CoreMLFormat", dependencies: ["CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ModelIR"]),
+    .target(
+      name: "CoreMLNeuralNetworkWriter",
+      dependencies: ["CoreMLCommon", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ModelIR"]),
+    .target(
+      name: "CoreMLFormat",
+      dependencies: ["CoreMLCommon", "CoreMLReader", "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "ModelIR"]),
     .target(name: "ReferenceRuntime", dependencies: ["ModelIR", "CComputeKernels"]),
-    .target(name: "ModelConverter", dependencies: ["ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "ReferenceRuntime", "ImageFormat"]),
+    .target(
+      name: "ModelConverter",
+      dependencies: [
+        "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "ReferenceRuntime", "ImageFormat",
+      ]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter", "ModelFormats"]),
     .plugin(name: "ModelConverterPlugin", capability: .buildTool(), dependencies: ["modelconv"]),
     .plugin(
       name: "ConvertModelsCommand",
       capability: .command(
-        intent: .custom(verb: "convert-models", description: "Convert (and verify) the models of each target's modelconv.json in place"),
+        intent: .custom(
+          verb: "convert-models",
+          description: "Convert (and verify) the models of each target's modelconv.json in place"),
         permissions: [.writeToPackageDirectory(reason: "writes the converted models where modelconv.json says")]),
       dependencies: ["modelconv"]),
-    .target(name: "CoreMLMutations", dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
-    .executableTarget(name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
+    .target(
+      name: "CoreMLMutations",
+      dependencies: ["CoreMLSpec", "CProtobufC", "CoreMLFormat", "ModelIR", "ReferenceRuntime", "ModelConverter"]),
     .executableTarget(
-      name: "runtime-bench", dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"],
+      name: "mutation-check", dependencies: ["ModelConverter", "CoreMLMutations"], path: "Sources/MutationCheck"),
+    .executableTarget(
+      name: "runtime-bench",
+      dependencies: ["ModelConverter", "ModelIR", "KerasFormat", "CoreMLFormat", "ReferenceRuntime"],
       path: "Sources/RuntimeBench"),
     // Tests. Each module's test target depends on that module and the test support targets only (the
     // reference runtime where it is the oracle), so its tests prove the module stands alone
@@ -91,9 +107,12 @@ let package = Package(
     // TestSupport: fixture paths, temporary folders, running the built modelconv; the others read and
     // edit the fixtures' own formats.
     .target(name: "TestSupport", dependencies: ["ModelFormats"], path: "Tests/TestSupport"),
-    .target(name: "KerasTestSupport", dependencies: ["TestSupport", "KerasFormat", "CHDF5"], path: "Tests/KerasTestSupport"),
+    .target(
+      name: "KerasTestSupport", dependencies: ["TestSupport", "KerasFormat", "CHDF5"], path: "Tests/KerasTestSupport"),
     .target(name: "CoreMLTestSupport", dependencies: ["TestSupport", "CoreMLReader"], path: "Tests/CoreMLTestSupport"),
-    .target(name: "ONNXTestSupport", dependencies: ["TestSupport", "ONNXFormat", "ModelIR", "ReferenceRuntime"], path: "Tests/ONNXTestSupport"),
+    .target(
+      name: "ONNXTestSupport", dependencies: ["TestSupport", "ONNXFormat", "ModelIR", "ReferenceRuntime"],
+      path: "Tests/ONNXTestSupport"),
     .testTarget(name: "ModelIRTests", dependencies: ["ModelIR", "ReferenceRuntime", "TestSupport"]),
     .testTarget(name: "ModelFormatsTests", dependencies: ["ModelFormats", "TestSupport"]),
     .testTarget(name: "KerasFormatTests", dependencies: ["KerasFormat", "TestSupport", "KerasTestSupport"]),
@@ -101,7 +120,9 @@ let package = Package(
     .testTarget(name: "CoreMLReaderTests", dependencies: ["CoreMLReader", "TestSupport", "CoreMLTestSupport"]),
     .testTarget(name: "CoreMLCommonTests", dependencies: ["CoreMLCommon"]),
     // The writers are read back by the Core ML reader, the oracle of Apple's documented format.
-    .testTarget(name: "NeuralNetworkWriterTests", dependencies: ["CoreMLNeuralNetworkWriter", "CoreMLReader", "TestSupport", "CoreMLTestSupport"]),
+    .testTarget(
+      name: "NeuralNetworkWriterTests",
+      dependencies: ["CoreMLNeuralNetworkWriter", "CoreMLReader", "TestSupport", "CoreMLTestSupport"]),
     .testTarget(name: "ProgramWriterTests", dependencies: ["CoreMLProgramWriter", "CoreMLReader"]),
     .testTarget(name: "CoreMLMutationsTests", dependencies: ["CoreMLMutations", "CoreMLReader", "TestSupport"]),
     .testTarget(name: "ReferenceRuntimeTests", dependencies: ["ReferenceRuntime", "ModelIR", "TestSupport"]),
@@ -109,17 +130,25 @@ let package = Package(
     .testTarget(
       name: "ModelConverterTests",
       dependencies: [
-        "ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "ONNXFormat", "CoreMLFormat", "CoreMLCommon", "CoreMLReader",
-        "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ReferenceRuntime", "ImageFormat", "CoreMLMutations",
+        "ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "ONNXFormat", "CoreMLFormat", "CoreMLCommon",
+        "CoreMLReader",
+        "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ReferenceRuntime",
+        "ImageFormat", "CoreMLMutations",
         "CHDF5", "TestSupport", "KerasTestSupport", "CoreMLTestSupport", "ONNXTestSupport",
       ],
       exclude: ["ONNX/BackendPassList.txt", "ONNX/BackendConversionPassList.txt"]),
-    .testTarget(name: "modelconvTests", dependencies: ["ModelConverter", "CoreMLFormat", "KerasFormat", "TestSupport", "KerasTestSupport", "CoreMLTestSupport"]),
+    .testTarget(
+      name: "modelconvTests",
+      dependencies: [
+        "ModelConverter", "CoreMLFormat", "KerasFormat", "TestSupport", "KerasTestSupport", "CoreMLTestSupport",
+      ]),
     // A toy source format, defined only in this target, plugged in through the frontend protocol and
     // registry: inspect, convert, verify and exit codes with no module above naming it.
     .testTarget(
       name: "FrontendContractTests",
-      dependencies: ["modelconv", "ModelConverter", "ModelFormats", "ModelIR", "CoreMLFormat", "ReferenceRuntime", "TestSupport"]),
+      dependencies: [
+        "modelconv", "ModelConverter", "ModelFormats", "ModelIR", "CoreMLFormat", "ReferenceRuntime", "TestSupport",
+      ]),
   ],
   swiftLanguageModes: [.v5]
 )

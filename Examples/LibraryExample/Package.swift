@@ -7,11 +7,11 @@ import PackageDescription
 let package = Package(
   name: "LibraryExample",
   dependencies: [
-    .package(name: "ModelConverter", path: "../.."),
+    .package(name: "ModelConverter", path: "../..")
   ],
   targets: [
     .executableTarget(
       name: "LibraryExample",
-      dependencies: [.product(name: "ModelConverter", package: "ModelConverter")]),
+      dependencies: [.product(name: "ModelConverter", package: "ModelConverter")])
   ]
 )

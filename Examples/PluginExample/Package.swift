@@ -10,7 +10,7 @@ let package = Package(
     .executableTarget(
       name: "PluginExample",
       dependencies: [.product(name: "ModelConverter", package: "ModelConverter")],
-      plugins: [.plugin(name: "ModelConverterPlugin", package: "ModelConverter")]),
+      plugins: [.plugin(name: "ModelConverterPlugin", package: "ModelConverter")])
   ],
   swiftLanguageModes: [.v5]
 )

@@ -20,12 +20,15 @@ struct ModelConverterPlugin: BuildToolPlugin {
     return try entries.map { entry in
       // SwiftPM puts every generated resource at the bundle's top level: outputs must differ by file name.
       guard names.insert(entry.outputName).inserted else {
-        throw PluginError("\(manifest.path): two entries write \(entry.outputName); the bundle holds resources by file name")
+        throw PluginError(
+          "\(manifest.path): two entries write \(entry.outputName); the bundle holds resources by file name")
       }
       return .buildCommand(
         displayName: "Converting \(entry.name) (modelconv.json)",
         executable: tool.url,
-        arguments: ["build", "--manifest", manifest.path, "--only", entry.name, "--output-dir", output.path, "-j", "1"],
+        arguments: [
+          "build", "--manifest", manifest.path, "--only", entry.name, "--output-dir", output.path, "-j", "1",
+        ],
         inputFiles: [manifest] + entry.inputs,
         outputFiles: [output.appending(path: entry.outputName)])
     }
@@ -49,15 +52,21 @@ enum ManifestEntries {
   static func read(_ manifest: URL) throws -> [ManifestEntry] {
     let folder = manifest.deletingLastPathComponent()
     guard let data = FileManager.default.contents(atPath: manifest.path),
-      let root = try JSONSerialization.jsonObject(with: data) as? [String: Any], let models = root["models"] as? [[String: Any]]
+      let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+      let models = root["models"] as? [[String: Any]]
     else { throw PluginError("\(manifest.path): not a modelconv manifest (a JSON object with a \"models\" list)") }
-    func resolve(_ path: String) -> URL { path.hasPrefix("/") ? URL(fileURLWithPath: path) : folder.appending(path: path) }
+    func resolve(_ path: String) -> URL {
+      path.hasPrefix("/") ? URL(fileURLWithPath: path) : folder.appending(path: path)
+    }
     return try models.enumerated().map { index, entry in
-      guard let source = entry["source"] as? String else { throw PluginError("\(manifest.path): models[\(index)] has no \"source\"") }
+      guard let source = entry["source"] as? String else {
+        throw PluginError("\(manifest.path): models[\(index)] has no \"source\"")
+      }
       let sourceURL = resolve(source)
       let name = entry["name"] as? String ?? sourceURL.deletingPathExtension().lastPathComponent
       let format = entry["format"] as? String
-      let output = (entry["output"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent }
+      let output =
+        (entry["output"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent }
         ?? sourceURL.deletingPathExtension().lastPathComponent + (format == "mlprogram" ? ".mlpackage" : ".mlmodel")
       var inputs = files(sourceURL)
       for key in ["labels-file", "architecture", "reference"] {
@@ -70,7 +79,9 @@ enum ManifestEntries {
   /// A file, or every file of a folder (an `.mlpackage` source).
   static func files(_ url: URL) -> [URL] {
     var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else { return [url] }
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+      return [url]
+    }
     return (FileManager.default.subpaths(atPath: url.path) ?? []).sorted().map { url.appending(path: $0) }.filter {
       var inner: ObjCBool = false
       return FileManager.default.fileExists(atPath: $0.path, isDirectory: &inner) && !inner.boolValue

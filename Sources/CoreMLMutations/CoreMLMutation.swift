@@ -1,4 +1,5 @@
 import Foundation
+
 /// One deliberate error in a written Core ML file, of the kind a wrong converter could make.
 ///
 /// A mutation is identified by all of its fields: `CoreMLMutator.apply` looks it up again among the
@@ -73,7 +74,8 @@ public enum CoreMLMutationError: Error, Equatable, CustomStringConvertible {
     case .malformed: return "the bytes are not a Core ML model"
     case .notANeuralNetwork: return "the model is not a neural network"
     case .notApplicable(let mutation): return "the mutation \(mutation) does not apply to this file"
-    case .notRunnable(let layers): return "the model has layers the runtime cannot run: \(layers.joined(separator: ", "))"
+    case .notRunnable(let layers):
+      return "the model has layers the runtime cannot run: \(layers.joined(separator: ", "))"
     }
   }
 }

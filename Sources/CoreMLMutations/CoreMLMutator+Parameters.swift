@@ -5,7 +5,9 @@ import Foundation
 extension CoreMLMutator {
   // MARK: Activations
 
-  static func activation(_ a: UnsafeMutablePointer<CoreML__Specification__ActivationParams>, _ collector: inout Collector) {
+  static func activation(
+    _ a: UnsafeMutablePointer<CoreML__Specification__ActivationParams>, _ collector: inout Collector
+  ) {
     let p = a.pointee
     /// A float parameter moved by 0.5.
     func bump(_ name: String, _ field: UnsafeMutablePointer<Float>) {
@@ -15,7 +17,9 @@ extension CoreMLMutator {
     }
     func bumpAll(_ name: String, _ params: UnsafeMutablePointer<CoreML__Specification__WeightParams>?) {
       guard let blob = WeightBlob(params) else { return }
-      collector.add(.activationParameter, "\(name): add 0.5 to every value") { blob.values = blob.values.map { $0 + 0.5 } }
+      collector.add(.activationParameter, "\(name): add 0.5 to every value") {
+        blob.values = blob.values.map { $0 + 0.5 }
+      }
     }
     switch p.nonlinearity_type_case {
     case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
@@ -33,7 +37,9 @@ extension CoreMLMutator {
         // Halved (or 0.5 from 0), so that inputs near the usual thresholds cross it.
         let old = l.pointee.alpha
         let new = old == 0 ? 0.5 : old * 0.5
-        collector.add(.activationParameter, "thresholdedReLU alpha \(format(old)) -> \(format(new))") { l.pointee.alpha = new }
+        collector.add(.activationParameter, "thresholdedReLU alpha \(format(old)) -> \(format(new))") {
+          l.pointee.alpha = new
+        }
       }
     case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU:
       bumpAll("PReLU slopes", p.prelu?.pointee.alpha)
@@ -43,17 +49,22 @@ extension CoreMLMutator {
     }
   }
 
-  static func unary(_ u: UnsafeMutablePointer<CoreML__Specification__UnaryFunctionLayerParams>, _ collector: inout Collector) {
+  static func unary(
+    _ u: UnsafeMutablePointer<CoreML__Specification__UnaryFunctionLayerParams>, _ collector: inout Collector
+  ) {
     let p = u.pointee
     switch p.type {
     case CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__THRESHOLD:
       // A tenth (or 0.5 from 0): the clip bound of a relu6 (-6) becomes -0.6, which inputs of unit size reach.
       let new = p.alpha == 0 ? 0.5 : p.alpha * 0.1
-      collector.add(.activationParameter, "threshold alpha \(format(p.alpha)) -> \(format(new))") { u.pointee.alpha = new }
+      collector.add(.activationParameter, "threshold alpha \(format(p.alpha)) -> \(format(new))") {
+        u.pointee.alpha = new
+      }
     case CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__POWER:
       let new = p.alpha + 1
       collector.add(.activationParameter, "power alpha \(format(p.alpha)) -> \(format(new))") { u.pointee.alpha = new }
-    case CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT, CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__INVERSE:
+    case CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT,
+      CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__INVERSE:
       epsilon(&u.pointee.epsilon, name: "epsilon", &collector)
     default: break
     }
@@ -68,7 +79,9 @@ extension CoreMLMutator {
 
   // MARK: Axes
 
-  static func axis(_ layer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>, _ collector: inout Collector) {
+  static func axis(
+    _ layer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>, _ collector: inout Collector
+  ) {
     let l = layer.pointee
     /// The last two entries of an axis order swapped.
     func swapLastTwo<T: BinaryInteger>(_ name: String, _ pointer: UnsafeMutablePointer<T>?, _ count: Int) {
@@ -145,7 +158,10 @@ extension CoreMLMutator {
 
   // MARK: Recurrent gates
 
-  static func lstmGates(_ w: UnsafeMutablePointer<CoreML__Specification__LSTMWeightParams>, _ collector: inout Collector, prefix: String = "") {
+  static func lstmGates(
+    _ w: UnsafeMutablePointer<CoreML__Specification__LSTMWeightParams>, _ collector: inout Collector,
+    prefix: String = ""
+  ) {
     let p = w.pointee
     guard p.inputgateweightmatrix != nil, p.forgetgateweightmatrix != nil else { return }
     // Pointer swaps inside the unpacked tree: each blob is still freed once.
@@ -170,15 +186,21 @@ extension CoreMLMutator {
 
   static func labels(_ model: UnpackedModel, _ collector: inout Collector) {
     let m = model.model.pointee
-    guard m.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER, let n = m.neuralnetworkclassifier?.pointee else { return }
+    guard m.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER,
+      let n = m.neuralnetworkclassifier?.pointee
+    else { return }
     switch n.class_labels_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS:
-      guard let vector = n.stringclasslabels, vector.pointee.n_vector >= 2, let items = vector.pointee.vector else { return }
+      guard let vector = n.stringclasslabels, vector.pointee.n_vector >= 2, let items = vector.pointee.vector else {
+        return
+      }
       let (a, b) = (text(items[0]), text(items[1]))
       guard a != b else { return }
       collector.add(.swappedLabels, "swap class labels '\(a)' and '\(b)'") { exchange(items, 0, 1) }
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS:
-      guard let vector = n.int64classlabels, vector.pointee.n_vector >= 2, let items = vector.pointee.vector, items[0] != items[1] else { return }
+      guard let vector = n.int64classlabels, vector.pointee.n_vector >= 2, let items = vector.pointee.vector,
+        items[0] != items[1]
+      else { return }
       collector.add(.swappedLabels, "swap class labels \(items[0]) and \(items[1])") { exchange(items, 0, 1) }
     default: break
     }
@@ -190,13 +212,16 @@ extension CoreMLMutator {
       let scaler = model.preprocessing.first { entry in
         let featureName = text(entry.pointee.featurename)
         return (featureName == name || featureName.isEmpty)
-          && entry.pointee.preprocessor_case == CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER
+          && entry.pointee.preprocessor_case
+            == CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER
           && entry.pointee.scaler != nil
       }?.pointee.scaler
       let grayscale = image.pointee.colorspace == CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__GRAYSCALE
       if let scaler {
         let old = scaler.pointee.channelscale
-        collector.add(.doubledImageScale, "channelScale of '\(name)' \(format(old)) -> \(format(old * 2))") { scaler.pointee.channelscale = old * 2 }
+        collector.add(.doubledImageScale, "channelScale of '\(name)' \(format(old)) -> \(format(old * 2))") {
+          scaler.pointee.channelscale = old * 2
+        }
         let which = grayscale ? "grayBias" : "red, green and blue biases"
         collector.add(.movedImageBias, "add 0.25 to the \(which) of '\(name)'") {
           scaler.pointee.redbias += 0.25

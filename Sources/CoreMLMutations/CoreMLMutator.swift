@@ -35,7 +35,8 @@ public enum CoreMLMutator {
     var blob: String?
 
     mutating func add(_ kind: CoreMLMutation.Kind, _ detail: String, _ apply: @escaping () -> Void) {
-      list.append(Candidate(mutation: CoreMLMutation(kind: kind, layer: layer, blob: blob, detail: detail), apply: apply))
+      list.append(
+        Candidate(mutation: CoreMLMutation(kind: kind, layer: layer, blob: blob, detail: detail), apply: apply))
     }
   }
 
@@ -65,7 +66,9 @@ public enum CoreMLMutator {
         if let c = l.clip {
           let (low, high) = (c.pointee.minval, c.pointee.maxval)
           let changed = high > low ? low + (high - low) * 0.1 : high + 0.5
-          collector.add(.activationParameter, "clip maxVal \(format(high)) -> \(format(changed))") { c.pointee.maxval = changed }
+          collector.add(.activationParameter, "clip maxVal \(format(high)) -> \(format(changed))") {
+            c.pointee.maxval = changed
+          }
         }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BATCHNORM:
         if let b = l.batchnorm { epsilon(&b.pointee.epsilon, name: "epsilon", &collector) }
@@ -78,7 +81,9 @@ public enum CoreMLMutator {
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM:
         if let w = l.unidirectionallstm?.pointee.weightparams { lstmGates(w, &collector) }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM:
-        if let b = l.bidirectionallstm?.pointee, b.n_weightparams > 0, let w = b.weightparams?[0] { lstmGates(w, &collector, prefix: "forward ") }
+        if let b = l.bidirectionallstm?.pointee, b.n_weightparams > 0, let w = b.weightparams?[0] {
+          lstmGates(w, &collector, prefix: "forward ")
+        }
       case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU:
         if let g = l.gru { gruGates(g, &collector) }
       default:
@@ -94,13 +99,17 @@ public enum CoreMLMutator {
 
   // MARK: Weights
 
-  static func convolution(_ c: UnsafeMutablePointer<CoreML__Specification__ConvolutionLayerParams>, _ collector: inout Collector) {
+  static func convolution(
+    _ c: UnsafeMutablePointer<CoreML__Specification__ConvolutionLayerParams>, _ collector: inout Collector
+  ) {
     let p = c.pointee
     let kernel = ints(p.kernelsize, p.n_kernelsize)
     let (kh, kw) = kernel.count == 2 ? (kernel[0], kernel[1]) : (3, 3)
     let dilation = ints(p.dilationfactor, p.n_dilationfactor)
     let (dh, dw) = dilation.count == 2 ? (max(dilation[0], 1), max(dilation[1], 1)) : (1, 1)
-    let out = Int(clamping: p.outputchannels), kc = Int(clamping: p.kernelchannels), groups = max(1, Int(clamping: p.ngroups))
+    let out = Int(clamping: p.outputchannels)
+    let kc = Int(clamping: p.kernelchannels)
+    let groups = max(1, Int(clamping: p.ngroups))
     let deconv = p.isdeconvolution != 0
     if let w = WeightBlob(p.weights), out > 0, kc > 0, !deconv || out % groups == 0 {
       let (d0, d1) = deconv ? (kc, out / groups) : (out, kc)
@@ -154,7 +163,9 @@ public enum CoreMLMutator {
       collector.add(.transposedKernel, "swap the kernel's height and width axes (\(kh)x\(kw))") {
         let v = w.values
         var t = v
-        for s in 0..<slabs { for y in 0..<kh { for x in 0..<kw { t[s * area + y * kw + x] = v[s * area + x * kw + y] } } }
+        for s in 0..<slabs {
+          for y in 0..<kh { for x in 0..<kw { t[s * area + y * kw + x] = v[s * area + x * kw + y] } }
+        }
         w.values = t
       }
     }
@@ -168,8 +179,11 @@ public enum CoreMLMutator {
     }
   }
 
-  static func swapOutputs(_ w: WeightBlob, _ bias: WeightBlob?, count: Int, rowSize: Int, _ collector: inout Collector) {
-    collector.add(.swappedOutputChannels, "swap output channels 0 and \(count - 1)" + (bias == nil ? "" : " (weights and bias)")) {
+  static func swapOutputs(_ w: WeightBlob, _ bias: WeightBlob?, count: Int, rowSize: Int, _ collector: inout Collector)
+  {
+    collector.add(
+      .swappedOutputChannels, "swap output channels 0 and \(count - 1)" + (bias == nil ? "" : " (weights and bias)")
+    ) {
       var v = w.values
       Blocks.swap(&v, 0, (count - 1) * rowSize, size: rowSize)
       w.values = v
@@ -191,16 +205,21 @@ public enum CoreMLMutator {
     }
   }
 
-  static func innerProduct(_ ip: UnsafeMutablePointer<CoreML__Specification__InnerProductLayerParams>, _ collector: inout Collector) {
+  static func innerProduct(
+    _ ip: UnsafeMutablePointer<CoreML__Specification__InnerProductLayerParams>, _ collector: inout Collector
+  ) {
     let p = ip.pointee
     matrix(
-      p.weights, bias: p.hasbias != 0 ? p.bias : nil, inputs: Int(clamping: p.inputchannels), outputs: Int(clamping: p.outputchannels),
+      p.weights, bias: p.hasbias != 0 ? p.bias : nil, inputs: Int(clamping: p.inputchannels),
+      outputs: Int(clamping: p.outputchannels),
       transposable: false, &collector)
   }
 
   /// A one-input `batchedMatMul`: its stored matrix is `[X1, X2]` in column-major order, that is
   /// `[X2, X1]` (outputs, inputs) row-major as an inner product's, with a bias of X2.
-  static func weightedMatMul(_ m: UnsafeMutablePointer<CoreML__Specification__BatchedMatMulLayerParams>, _ collector: inout Collector) {
+  static func weightedMatMul(
+    _ m: UnsafeMutablePointer<CoreML__Specification__BatchedMatMulLayerParams>, _ collector: inout Collector
+  ) {
     let p = m.pointee
     matrix(
       p.weights, bias: p.hasbias != 0 ? p.bias : nil, inputs: Int(clamping: p.weightmatrixfirstdimension),
@@ -210,7 +229,8 @@ public enum CoreMLMutator {
   /// A stored `[outputs, inputs]` row-major matrix and its bias: swapped outputs, swapped inputs, a changed
   /// bias and, for a square matrix stored in an order the layer defines (`transposable`), the transpose.
   static func matrix(
-    _ weights: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, bias biasParams: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, inputs: Int, outputs: Int,
+    _ weights: UnsafeMutablePointer<CoreML__Specification__WeightParams>?,
+    bias biasParams: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, inputs: Int, outputs: Int,
     transposable: Bool, _ collector: inout Collector
   ) {
     guard let w = WeightBlob(weights), let total = Blocks.product([inputs, outputs]), total == w.count else { return }
@@ -238,7 +258,8 @@ public enum CoreMLMutator {
   // MARK: Padding and pooling
 
   static func convolutionPadding(
-    _ c: UnsafeMutablePointer<CoreML__Specification__ConvolutionLayerParams>, effectiveKernel: (Int, Int), deconvolution: Bool,
+    _ c: UnsafeMutablePointer<CoreML__Specification__ConvolutionLayerParams>, effectiveKernel: (Int, Int),
+    deconvolution: Bool,
     _ collector: inout Collector
   ) {
     let model = collector.model
@@ -256,7 +277,8 @@ public enum CoreMLMutator {
       if deconvolution {
         collector.add(.paddingMode, "same -> valid") {
           restoreLater()
-          c.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
+          c.pointee.convolution_padding_type_case =
+            CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
           c.pointee.valid = model.message(core_ml__specification__valid_padding__init)
         }
       } else if kh > 1 || kw > 1 {
@@ -265,17 +287,21 @@ public enum CoreMLMutator {
           restoreLater()
           let valid = model.message(core_ml__specification__valid_padding__init)
           valid.pointee.paddingamounts = border([(kh - 1, 0), (kw - 1, 0)], model)
-          c.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
+          c.pointee.convolution_padding_type_case =
+            CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID
           c.pointee.valid = valid
         }
       }
     case CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID:
-      if let amounts = c.pointee.valid?.pointee.paddingamounts, !deconvolution, edges(amounts).contains(where: { $0.pointee.startedgesize + $0.pointee.endedgesize > 0 }) {
+      if let amounts = c.pointee.valid?.pointee.paddingamounts, !deconvolution,
+        edges(amounts).contains(where: { $0.pointee.startedgesize + $0.pointee.endedgesize > 0 })
+      {
         borderAmounts(amounts, &collector)
       } else {
         collector.add(.paddingMode, "valid -> same") {
           restoreLater()
-          c.pointee.convolution_padding_type_case = CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
+          c.pointee.convolution_padding_type_case =
+            CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_SAME
           c.pointee.same = model.message(core_ml__specification__same_padding__init)
         }
       }
@@ -283,7 +309,9 @@ public enum CoreMLMutator {
     }
   }
 
-  static func pooling(_ pool: UnsafeMutablePointer<CoreML__Specification__PoolingLayerParams>, _ collector: inout Collector) {
+  static func pooling(
+    _ pool: UnsafeMutablePointer<CoreML__Specification__PoolingLayerParams>, _ collector: inout Collector
+  ) {
     let p = pool.pointee
     let names: [UInt32: String] = [0: "MAX", 1: "AVERAGE", 2: "L2"]
     let type = p.type.rawValue
@@ -294,7 +322,9 @@ public enum CoreMLMutator {
     let same = p.pooling_padding_type_case == CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME
     if type == 1 && same && p.globalpooling == 0 {
       let exclude = p.avgpoolexcludepadding != 0
-      collector.add(.poolingMode, "avgPoolExcludePadding \(exclude) -> \(!exclude)") { pool.pointee.avgpoolexcludepadding = exclude ? 0 : 1 }
+      collector.add(.poolingMode, "avgPoolExcludePadding \(exclude) -> \(!exclude)") {
+        pool.pointee.avgpoolexcludepadding = exclude ? 0 : 1
+      }
     }
     guard p.globalpooling == 0 else { return }
     let model = collector.model
@@ -310,12 +340,15 @@ public enum CoreMLMutator {
     case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME:
       collector.add(.paddingMode, "same -> valid") {
         restoreLater()
-        pool.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
+        pool.pointee.pooling_padding_type_case =
+          CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
         pool.pointee.valid = model.message(core_ml__specification__valid_padding__init)
       }
     case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID,
       CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_INCLUDE_LAST_PIXEL:
-      let from = oldCase == CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID ? "valid" : "includeLastPixel"
+      let from =
+        oldCase == CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_VALID
+        ? "valid" : "includeLastPixel"
       collector.add(.paddingMode, "\(from) -> same") {
         restoreLater()
         pool.pointee.pooling_padding_type_case = CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME
@@ -325,14 +358,18 @@ public enum CoreMLMutator {
     }
   }
 
-  static func edges(_ amounts: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>) -> [UnsafeMutablePointer<CoreML__Specification__BorderAmounts__EdgeSizes>] {
+  static func edges(_ amounts: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>) -> [UnsafeMutablePointer<
+    CoreML__Specification__BorderAmounts__EdgeSizes
+  >] {
     guard let list = amounts.pointee.borderamounts, amounts.pointee.n_borderamounts > 0 else { return [] }
     return UnsafeBufferPointer(start: list, count: amounts.pointee.n_borderamounts).compactMap { $0 }
   }
 
   /// Explicit padding amounts changed without changing the output size: each uneven edge pair swapped,
   /// each even one moved entirely to the start.
-  static func borderAmounts(_ amounts: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>, _ collector: inout Collector) {
+  static func borderAmounts(
+    _ amounts: UnsafeMutablePointer<CoreML__Specification__BorderAmounts>, _ collector: inout Collector
+  ) {
     let list = edges(amounts)
     let old = list.map { ($0.pointee.startedgesize, $0.pointee.endedgesize) }
     guard old.contains(where: { $0.0 + $0.1 > 0 }) else { return }
@@ -346,7 +383,9 @@ public enum CoreMLMutator {
     }
   }
 
-  static func border(_ amounts: [(Int, Int)], _ model: UnpackedModel) -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts> {
+  static func border(_ amounts: [(Int, Int)], _ model: UnpackedModel) -> UnsafeMutablePointer<
+    CoreML__Specification__BorderAmounts
+  > {
     let border = model.message(core_ml__specification__border_amounts__init)
     let edges = amounts.map { start, end -> UnsafeMutablePointer<CoreML__Specification__BorderAmounts__EdgeSizes>? in
       let edge = model.message(core_ml__specification__border_amounts__edge_sizes__init)

@@ -37,7 +37,8 @@ public enum MutationCampaign {
   ///
   /// - Parameter verification: verify's options; the expected labels and preprocessing come from `conversion`.
   public static func run(
-    source: URL, conversion: ConversionOptions, verification: VerificationOptions = VerificationOptions(), directory: URL
+    source: URL, conversion: ConversionOptions, verification: VerificationOptions = VerificationOptions(),
+    directory: URL
   ) throws -> [Outcome] {
     var verification = verification
     verification.expectedLabels = conversion.classLabels?.descriptions
@@ -49,14 +50,18 @@ public enum MutationCampaign {
     let correct = directory.appendingPathComponent("correct.mlmodel")
     try Data(original).write(to: correct)
     let baseline = try ParityVerifier.verify(source: source, converted: correct, options: verification)
-    guard baseline.passed else { throw CampaignError.correctConversionFails(baseline.firstMismatch.map(describe) ?? "\(baseline.violations)") }
+    guard baseline.passed else {
+      throw CampaignError.correctConversionFails(baseline.firstMismatch.map(describe) ?? "\(baseline.violations)")
+    }
 
-    let sequenceLengths = ParityVerifier.sequenceLengths(of: try CoreMLSpecReader.read(original, path: correct.path), from: model.graph)
+    let sequenceLengths = ParityVerifier.sequenceLengths(
+      of: try CoreMLSpecReader.read(original, path: correct.path), from: model.graph)
 
     var outcomes: [Outcome] = []
     for (index, mutation) in try CoreMLMutator.mutations(of: original).enumerated() {
       let bytes = try CoreMLMutator.apply(mutation, to: original)
-      let effect = try MutationEffect.measure(original: original, mutated: bytes, mutation: mutation, sequenceLengths: sequenceLengths)
+      let effect = try MutationEffect.measure(
+        original: original, mutated: bytes, mutation: mutation, sequenceLengths: sequenceLengths)
       if effect <= equivalenceThreshold {
         outcomes.append(Outcome(mutation: mutation, effect: effect, verdict: .equivalent, named: ""))
         continue
@@ -80,22 +85,31 @@ public enum MutationCampaign {
   static func judge(_ mutation: CoreMLMutation, effect: Float, report: ParityReport) -> Outcome {
     guard !report.passed else { return Outcome(mutation: mutation, effect: effect, verdict: .survived, named: "") }
     if let violation = report.violations.first {
-      return Outcome(mutation: mutation, effect: effect, verdict: .killed, named: "Core ML rule \(violation.rule) at '\(violation.layer)'")
+      return Outcome(
+        mutation: mutation, effect: effect, verdict: .killed,
+        named: "Core ML rule \(violation.rule) at '\(violation.layer)'")
     }
     switch mutation.kind {
     case .swappedLabels:
       let named = report.classifier?.labelsMatch == false
-      return Outcome(mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere, named: named ? "class labels" : report.firstMismatch.map(describe) ?? "")
+      return Outcome(
+        mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere,
+        named: named ? "class labels" : report.firstMismatch.map(describe) ?? "")
     case .doubledImageScale, .movedImageBias, .swappedColorOrder:
       let named = report.preprocessing.contains { $0.checked && !$0.passed }
-      return Outcome(mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere, named: named ? "preprocessing" : report.firstMismatch.map(describe) ?? "")
+      return Outcome(
+        mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere,
+        named: named ? "preprocessing" : report.firstMismatch.map(describe) ?? "")
     default:
       guard let first = report.firstMismatch else {
-        return Outcome(mutation: mutation, effect: effect, verdict: .killed, named: report.classifier?.passed == false ? "classifier" : "outputs")
+        return Outcome(
+          mutation: mutation, effect: effect, verdict: .killed,
+          named: report.classifier?.passed == false ? "classifier" : "outputs")
       }
       let layer = mutation.layer ?? ""
       let named = layer == first.sourceLayer || layer.hasPrefix(first.sourceLayer + "_")
-      return Outcome(mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere, named: describe(first))
+      return Outcome(
+        mutation: mutation, effect: effect, verdict: named ? .killed : .killedElsewhere, named: describe(first))
     }
   }
 
@@ -108,14 +122,16 @@ public enum MutationCampaign {
     let counted = outcomes.filter { $0.verdict != .equivalent }
     let killed = counted.filter { $0.verdict == .killed }.count
     let rate = counted.isEmpty ? 100 : Double(killed) / Double(counted.count) * 100
-    return "kill rate \(killed)/\(counted.count) (\(String(format: "%.1f", rate))%), \(outcomes.count - counted.count) equivalent skipped"
+    return
+      "kill rate \(killed)/\(counted.count) (\(String(format: "%.1f", rate))%), \(outcomes.count - counted.count) equivalent skipped"
   }
 
   public enum CampaignError: Error, CustomStringConvertible {
     case correctConversionFails(String)
     public var description: String {
       switch self {
-      case .correctConversionFails(let detail): return "the correct conversion already fails verify (\(detail)); mutations would prove nothing"
+      case .correctConversionFails(let detail):
+        return "the correct conversion already fails verify (\(detail)); mutations would prove nothing"
       }
     }
   }

@@ -17,18 +17,22 @@ public enum MutationEffect {
   ///   - sequenceLengths: time steps of classic-mapping sequence inputs, by input name (1 when absent).
   ///   - samples: how many random inputs to try.
   public static func measure(
-    original: [UInt8], mutated: [UInt8], mutation: CoreMLMutation, sequenceLengths: [String: Int] = [:], samples: Int = 4, seed: UInt64 = 1
+    original: [UInt8], mutated: [UInt8], mutation: CoreMLMutation, sequenceLengths: [String: Int] = [:],
+    samples: Int = 4, seed: UInt64 = 1
   ) throws -> Float {
     let originalSpec = try CoreMLSpecReader.read(original, path: "<original>")
     guard let mutatedSpec = try? CoreMLSpecReader.read(mutated, path: "<mutated>") else { return .infinity }
     if mutation.kind == .swappedLabels {
-      let same = originalSpec.stringClassLabels == mutatedSpec.stringClassLabels && originalSpec.int64ClassLabels == mutatedSpec.int64ClassLabels
+      let same =
+        originalSpec.stringClassLabels == mutatedSpec.stringClassLabels
+        && originalSpec.int64ClassLabels == mutatedSpec.int64ClassLabels
       return same ? 0 : 1
     }
     let a = try CoreMLGraphImporter.importModel(originalSpec, path: "<original>", sequenceLengths: sequenceLengths)
     let unsupported = Interpreter.unsupportedOperations(in: a.graph)
     guard unsupported.isEmpty else { throw CoreMLMutationError.notRunnable(unsupported) }
-    guard let b = try? CoreMLGraphImporter.importModel(mutatedSpec, path: "<mutated>", sequenceLengths: sequenceLengths),
+    guard
+      let b = try? CoreMLGraphImporter.importModel(mutatedSpec, path: "<mutated>", sequenceLengths: sequenceLengths),
       Interpreter.unsupportedOperations(in: b.graph).isEmpty,
       a.graph.inputs.map({ a.graph[$0].type.shape }) == b.graph.inputs.map({ b.graph[$0].type.shape }),
       a.graph.outputs.count == b.graph.outputs.count
@@ -47,7 +51,9 @@ public enum MutationEffect {
     let preprocessing: Set<CoreMLMutation.Kind> = [.doubledImageScale, .movedImageBias, .swappedColorOrder]
     let blob = mutation.blob ?? (preprocessing.contains(mutation.kind) ? a.inputs.first { $0.image != nil }?.name : nil)
     let blobs = blob.flatMap { name in resolve(a, name).flatMap { x in resolve(b, name).map { (x, $0) } } }
-    let (lastA, lastB) = (blobs.map { channelsLast.contains($0.0) } ?? false, blobs.map { channelsLast.contains($0.1) } ?? false)
+    let (lastA, lastB) = (
+      blobs.map { channelsLast.contains($0.0) } ?? false, blobs.map { channelsLast.contains($0.1) } ?? false
+    )
     let runA = Interpreter(graph: a.graph, observed: blobs.map { [$0.0] } ?? [])
     let runB = Interpreter(graph: b.graph, observed: blobs.map { [$0.1] } ?? [])
     var generator = SplitMix64(seed: seed)
@@ -87,7 +93,11 @@ public enum MutationEffect {
     let image = h * w * c
     var values = x.values
     for start in stride(from: 0, to: x.values.count, by: image) {
-      for y in 0..<h { for xx in 0..<w { for k in 0..<c { values[start + (k * h + y) * w + xx] = x.values[start + (y * w + xx) * c + k] } } }
+      for y in 0..<h {
+        for xx in 0..<w {
+          for k in 0..<c { values[start + (k * h + y) * w + xx] = x.values[start + (y * w + xx) * c + k] }
+        }
+      }
     }
     return Tensor(shape: Array(x.shape.dropLast(3)) + [c, h, w], values: values)
   }

@@ -17,7 +17,8 @@ final class UnpackedModel {
     // protobuf-c may point into the input; keep a private copy alive until the tree is freed.
     let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(bytes.count, 1))
     _ = storage.initialize(from: bytes)
-    guard !bytes.isEmpty, let model = core_ml__specification__model__unpack(nil, bytes.count, storage.baseAddress) else {
+    guard !bytes.isEmpty, let model = core_ml__specification__model__unpack(nil, bytes.count, storage.baseAddress)
+    else {
       storage.deallocate()
       throw CoreMLMutationError.malformed
     }
@@ -120,7 +121,9 @@ final class UnpackedModel {
     }
   }
 
-  private func setPreprocessingField(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Preprocessing>?>?, _ count: Int) {
+  private func setPreprocessingField(
+    _ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Preprocessing>?>?, _ count: Int
+  ) {
     let m = model.pointee
     switch m.type_case {
     case CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER:
@@ -137,7 +140,9 @@ final class UnpackedModel {
   }
 
   /// Appends a scaler for `feature` (scale 1, no biases) and returns it; the original list is put back before freeing.
-  func addScaler(for feature: UnsafeMutablePointer<CChar>) -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkImageScaler> {
+  func addScaler(for feature: UnsafeMutablePointer<CChar>) -> UnsafeMutablePointer<
+    CoreML__Specification__NeuralNetworkImageScaler
+  > {
     let scaler = message(core_ml__specification__neural_network_image_scaler__init)
     scaler.pointee.channelscale = 1
     let entry = message(core_ml__specification__neural_network_preprocessing__init)
@@ -145,7 +150,8 @@ final class UnpackedModel {
     entry.pointee.preprocessor_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER
     entry.pointee.scaler = scaler
     let (old, count) = preprocessingField
-    var items: [UnsafeMutablePointer<Preprocessing>?] = old.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
+    var items: [UnsafeMutablePointer<Preprocessing>?] =
+      old.map { Array(UnsafeBufferPointer(start: $0, count: count)) } ?? []
     items.append(entry)
     setPreprocessingField(array(items), items.count)
     onFree { [unowned self] in self.setPreprocessingField(old, count) }
@@ -153,11 +159,15 @@ final class UnpackedModel {
   }
 
   /// The image inputs of the model description.
-  var imageInputs: [(name: UnsafeMutablePointer<CChar>, type: UnsafeMutablePointer<CoreML__Specification__ImageFeatureType>)] {
-    guard let description = model.pointee.description?.pointee, let inputs = description.input, description.n_input > 0 else { return [] }
+  var imageInputs:
+    [(name: UnsafeMutablePointer<CChar>, type: UnsafeMutablePointer<CoreML__Specification__ImageFeatureType>)]
+  {
+    guard let description = model.pointee.description?.pointee, let inputs = description.input, description.n_input > 0
+    else { return [] }
     return UnsafeBufferPointer(start: inputs, count: description.n_input).compactMap { feature in
       guard let feature, let name = feature.pointee.name, let type = feature.pointee.type,
-        type.pointee.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE, let image = type.pointee.imagetype
+        type.pointee.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE,
+        let image = type.pointee.imagetype
       else { return nil }
       return (name, image)
     }

@@ -24,7 +24,8 @@ struct WeightBlob {
     } else if p.float16value.len >= 2 && p.float16value.data != nil {
       storage = .float16
     } else if p.rawvalue.len > 0, p.rawvalue.data != nil, let q = p.quantization, q.pointee.numberofbits == 8,
-      q.pointee.quantization_type_case == CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION,
+      q.pointee.quantization_type_case
+        == CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION,
       let lut = q.pointee.lookuptablequantization, lut.pointee.n_floatvalue == 256, lut.pointee.floatvalue != nil
     {
       storage = .lookUpTable8(table: Array(UnsafeBufferPointer(start: lut.pointee.floatvalue, count: 256)))

@@ -22,7 +22,8 @@ enum ExifReader {
   static func pngOrientation(_ bytes: [UInt8]) -> ExifOrientation? {
     var offset = 8
     while offset + 8 <= bytes.count {
-      let length = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+      let length =
+        Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
       let type = Array(bytes[offset + 4..<offset + 8])
       guard length >= 0, length <= bytes.count - offset - 8 else { return nil }
       if type == Array("eXIf".utf8) { return tiffOrientation(Array(bytes[offset + 8..<offset + 8 + length])) }

@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why an image file could not be used.
 public enum ImageFileError: Error, Equatable, CustomStringConvertible {
   case unreadable(path: String, reason: String)

@@ -21,15 +21,18 @@ public enum ImageScaling {
     case .centerCrop:
       let scale = max(Double(width) / w, Double(height) / h)
       let (cropWidth, cropHeight) = (Double(width) / scale, Double(height) / scale)
-      return resample(image, box: ((w - cropWidth) / 2, (h - cropHeight) / 2, cropWidth, cropHeight), width: width, height: height)
+      return resample(
+        image, box: ((w - cropWidth) / 2, (h - cropHeight) / 2, cropWidth, cropHeight), width: width, height: height)
     case .scaleFit:
       let scale = min(Double(width) / w, Double(height) / h)
-      let fittedWidth = min(width, max(1, Int((w * scale).rounded()))), fittedHeight = min(height, max(1, Int((h * scale).rounded())))
+      let fittedWidth = min(width, max(1, Int((w * scale).rounded())))
+      let fittedHeight = min(height, max(1, Int((h * scale).rounded())))
       let fitted = resample(image, box: (0, 0, w, h), width: fittedWidth, height: fittedHeight)
       var canvas = [UInt8](repeating: 0, count: width * height * 3)
       let (left, top) = ((width - fittedWidth) / 2, (height - fittedHeight) / 2)
       for y in 0..<fittedHeight {
-        let from = y * fittedWidth * 3, to = ((top + y) * width + left) * 3
+        let from = y * fittedWidth * 3
+        let to = ((top + y) * width + left) * 3
         canvas.replaceSubrange(to..<to + fittedWidth * 3, with: fitted.pixels[from..<from + fittedWidth * 3])
       }
       return RGBImage(width: width, height: height, pixels: canvas)
@@ -37,7 +40,9 @@ public enum ImageScaling {
   }
 
   /// The source region `box` (x, y, width, height in pixels) resampled to `width` x `height`.
-  static func resample(_ image: RGBImage, box: (x: Double, y: Double, width: Double, height: Double), width: Int, height: Int) -> RGBImage {
+  static func resample(
+    _ image: RGBImage, box: (x: Double, y: Double, width: Double, height: Double), width: Int, height: Int
+  ) -> RGBImage {
     let columns = weights(from: box.x, length: box.width, sourceSize: image.width, count: width)
     let rows = weights(from: box.y, length: box.height, sourceSize: image.height, count: height)
     // Horizontal pass into floats, then vertical pass, rounding once at the end.
@@ -45,13 +50,19 @@ public enum ImageScaling {
     image.pixels.withUnsafeBufferPointer { source in
       for y in 0..<image.height {
         for (x, taps) in columns.enumerated() {
-          var r: Float = 0, g: Float = 0, b: Float = 0
+          var r: Float = 0
+          var g: Float = 0
+          var b: Float = 0
           for (index, weight) in taps {
             let i = (y * image.width + index) * 3
-            r += weight * Float(source[i]); g += weight * Float(source[i + 1]); b += weight * Float(source[i + 2])
+            r += weight * Float(source[i])
+            g += weight * Float(source[i + 1])
+            b += weight * Float(source[i + 2])
           }
           let o = (y * width + x) * 3
-          horizontal[o] = r; horizontal[o + 1] = g; horizontal[o + 2] = b
+          horizontal[o] = r
+          horizontal[o + 1] = g
+          horizontal[o + 2] = b
         }
       }
     }
@@ -61,10 +72,14 @@ public enum ImageScaling {
         var sum: (Float, Float, Float) = (0, 0, 0)
         for (index, weight) in taps {
           let i = (index * width + x) * 3
-          sum.0 += weight * horizontal[i]; sum.1 += weight * horizontal[i + 1]; sum.2 += weight * horizontal[i + 2]
+          sum.0 += weight * horizontal[i]
+          sum.1 += weight * horizontal[i + 1]
+          sum.2 += weight * horizontal[i + 2]
         }
         let o = (y * width + x) * 3
-        result[o] = clampByte(sum.0); result[o + 1] = clampByte(sum.1); result[o + 2] = clampByte(sum.2)
+        result[o] = clampByte(sum.0)
+        result[o + 1] = clampByte(sum.1)
+        result[o + 2] = clampByte(sum.2)
       }
     }
     return RGBImage(width: width, height: height, pixels: result)
@@ -76,7 +91,8 @@ public enum ImageScaling {
     let support = max(1, scale)
     return (0..<count).map { i in
       let centre = start + (Double(i) + 0.5) * scale
-      let low = max(0, Int((centre - support).rounded(.down))), high = min(sourceSize - 1, Int((centre + support).rounded(.up)))
+      let low = max(0, Int((centre - support).rounded(.down)))
+      let high = min(sourceSize - 1, Int((centre + support).rounded(.up)))
       var taps: [(Int, Double)] = []
       if low <= high {
         for j in low...high {
@@ -96,7 +112,8 @@ public enum ImageScaling {
   public static func grayscale(_ image: RGBImage) -> [UInt8] {
     (0..<image.width * image.height).map { i in
       let p = i * 3
-      return clampByte(0.299 * Float(image.pixels[p]) + 0.587 * Float(image.pixels[p + 1]) + 0.114 * Float(image.pixels[p + 2]))
+      return clampByte(
+        0.299 * Float(image.pixels[p]) + 0.587 * Float(image.pixels[p + 1]) + 0.114 * Float(image.pixels[p + 2]))
     }
   }
 }

@@ -6,7 +6,9 @@ public struct RGBImage: Sendable, Equatable {
   public var pixels: [UInt8]
 
   public init(width: Int, height: Int, pixels: [UInt8]) {
-    precondition(width > 0 && height > 0 && pixels.count == width * height * 3, "RGB image of \(width)x\(height) needs \(width * height * 3) bytes")
+    precondition(
+      width > 0 && height > 0 && pixels.count == width * height * 3,
+      "RGB image of \(width)x\(height) needs \(width * height * 3) bytes")
     self.width = width
     self.height = height
     self.pixels = pixels
@@ -27,7 +29,8 @@ public struct RGBImage: Sendable, Equatable {
     for y in 0..<h {
       for x in 0..<w {
         let (sx, sy) = orientation.sourcePixel(x: x, y: y, width: w, height: h)
-        let from = (sy * width + sx) * 3, to = (y * w + x) * 3
+        let from = (sy * width + sx) * 3
+        let to = (y * w + x) * 3
         result[to] = pixels[from]
         result[to + 1] = pixels[from + 1]
         result[to + 2] = pixels[from + 2]

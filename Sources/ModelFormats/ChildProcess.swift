@@ -16,7 +16,8 @@ package enum ChildProcess {
   /// and stderr go to the given files (created or truncated) or /dev/null. Past `timeout` seconds the
   /// child is killed. Throws the spawn error's text when it cannot start.
   package static func run(
-    _ executable: String, arguments: [String], environment: [String: String], stdout: String? = nil, stderr: String? = nil,
+    _ executable: String, arguments: [String], environment: [String: String], stdout: String? = nil,
+    stderr: String? = nil,
     timeout: Double? = nil
   ) throws -> Status {
     var actions = posix_spawn_file_actions_t()
@@ -24,7 +25,8 @@ package enum ChildProcess {
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     for (fd, path) in [(Int32(1), stdout), (Int32(2), stderr)] {
-      posix_spawn_file_actions_addopen(&actions, fd, path ?? "/dev/null", path == nil ? O_WRONLY : O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+      posix_spawn_file_actions_addopen(
+        &actions, fd, path ?? "/dev/null", path == nil ? O_WRONLY : O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     }
     // Nothing else is inherited: libhdf5 opens files without O_CLOEXEC, and a child holding a copy of a
     // descriptor keeps that file's flock, so another process could not open the file until it exited.
@@ -35,7 +37,9 @@ package enum ChildProcess {
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { for pointer in envp { free(pointer) } }
     let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-    guard spawned == 0 else { throw SpawnError(description: "cannot start \(executable) (\(String(cString: strerror(spawned))))") }
+    guard spawned == 0 else {
+      throw SpawnError(description: "cannot start \(executable) (\(String(cString: strerror(spawned))))")
+    }
     var timedOut = false
     if let timeout {
       // A thread waits for the child to end without reaping it (WNOWAIT), so its end is seen at once and
@@ -64,10 +68,13 @@ package enum ChildProcess {
 
   /// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np` (not in the headers Swift imports), found at
   /// run time; else every descriptor open now (`/proc/self/fd`) is closed in the child.
-  private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-  }()
+  private static let addCloseFrom:
+    (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+      guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+      else { return nil }
+      return unsafeBitCast(
+        symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
   private static func closeInherited(_ actions: inout posix_spawn_file_actions_t) {
     if let addCloseFrom, addCloseFrom(&actions, 3) == 0 { return }

@@ -33,9 +33,13 @@ public enum FormatSniffer {
 
   /// The kind of a folder, from the names it holds.
   static func folderKind(_ path: String) -> ModelFileKind {
-    func has(_ child: String) -> Bool { FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(child)) }
+    func has(_ child: String) -> Bool {
+      FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent(child))
+    }
     if has("saved_model.pb") || has("saved_model.pbtxt") { return .tensorFlowSavedModel }
-    if has("Manifest.json") || has("Data/com.apple.CoreML") || path.lowercased().hasSuffix(".mlpackage") || path.lowercased().hasSuffix(".mlpackage/") {
+    if has("Manifest.json") || has("Data/com.apple.CoreML") || path.lowercased().hasSuffix(".mlpackage")
+      || path.lowercased().hasSuffix(".mlpackage/")
+    {
       return .coreMLPackage
     }
     return .folder
@@ -47,7 +51,8 @@ public enum FormatSniffer {
     let name = name.lowercased()
     if head.isEmpty { return .empty }
     // HDF5 puts its signature at 0, 512, 1024, 2048, ... (a user block may come first).
-    for offset in [0, 512, 1024, 2048] where head.count >= offset + 8 && Array(head[offset..<(offset + 8)]) == hdf5Signature {
+    for offset in [0, 512, 1024, 2048]
+    where head.count >= offset + 8 && Array(head[offset..<(offset + 8)]) == hdf5Signature {
       return .hdf5
     }
     if head.count >= 4, head[0] == 0x50, head[1] == 0x4B, (head[2], head[3]) == (3, 4) || (head[2], head[3]) == (5, 6) {
@@ -76,7 +81,9 @@ public enum FormatSniffer {
     // Both Core ML's Model and ONNX's ModelProto start with field 1 as a varint (tag 0x08):
     // Model.specificationVersion, ModelProto.ir_version.
     guard head.count >= 4, head[0] == 0x08 else {
-      if name.hasSuffix(".pb"), head.first.map({ $0 & 0x07 <= 2 && $0 >> 3 >= 1 }) == true { return .tensorFlowProtobuf }
+      if name.hasSuffix(".pb"), head.first.map({ $0 & 0x07 <= 2 && $0 >> 3 >= 1 }) == true {
+        return .tensorFlowProtobuf
+      }
       return nil
     }
     var index = 1

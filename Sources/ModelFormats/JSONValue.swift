@@ -30,7 +30,11 @@ public indirect enum JSONValue: Sendable {
     case let string as String: self = .string(string)
     case let number as NSNumber:
       // JSONSerialization gives booleans as NSNumber too; their type encoding is "c" (char).
-      if String(cString: number.objCType) == "c" { self = .bool(number.boolValue) } else { self = .number(number.doubleValue) }
+      if String(cString: number.objCType) == "c" {
+        self = .bool(number.boolValue)
+      } else {
+        self = .number(number.doubleValue)
+      }
     default: self = .null
     }
   }
@@ -103,7 +107,9 @@ public indirect enum JSONValue: Sendable {
       return "[\n" + values.map { inner + $0.render(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "]"
     case .object(let fields):
       guard !fields.isEmpty else { return "{}" }
-      return "{\n" + fields.map { inner + Self.quoted($0.0) + ": " + $0.1.render(indent: inner) }.joined(separator: ",\n") + "\n" + indent + "}"
+      return "{\n"
+        + fields.map { inner + Self.quoted($0.0) + ": " + $0.1.render(indent: inner) }.joined(separator: ",\n") + "\n"
+        + indent + "}"
     }
   }
 
@@ -133,7 +139,8 @@ extension JSONValue: Equatable {
     case (.number(let x), .number(let y)): return x == y
     case (.string(let x), .string(let y)): return x == y
     case (.array(let x), .array(let y)): return x == y
-    case (.object(let x), .object(let y)): return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+    case (.object(let x), .object(let y)):
+      return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
     default: return false
     }
   }

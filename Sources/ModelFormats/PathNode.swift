@@ -32,7 +32,9 @@ public enum PathNode {
   /// Up to `count` bytes from the start of a regular file, opened non-blocking and checked again after
   /// opening (a path swapped for a FIFO cannot block).
   public static func prefix(_ path: String, count: Int) throws -> [UInt8] {
-    guard kind(path) == "a regular file", access(path, R_OK) == 0 else { throw FormatSniffer.Failure.notFound(path: path) }
+    guard kind(path) == "a regular file", access(path, R_OK) == 0 else {
+      throw FormatSniffer.Failure.notFound(path: path)
+    }
     let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw FormatSniffer.Failure.notFound(path: path) }
     defer { close(fd) }

@@ -36,28 +36,38 @@ public struct ProtobufNesting {
       let start = position
       let key = try varint(&position, end: range.upperBound)
       let number = key >> 3
-      guard number != 0, number < 1 << 29 else { throw Failure.malformed("invalid field number \(number) at byte \(start)") }
+      guard number != 0, number < 1 << 29 else {
+        throw Failure.malformed("invalid field number \(number) at byte \(start)")
+      }
       switch key & 7 {
       case 0: _ = try varint(&position, end: range.upperBound)
       case 1, 5:
         let size = key & 7 == 1 ? 8 : 4
-        guard range.upperBound - position >= size else { throw Failure.malformed("field \(number) at byte \(start) is cut off") }
+        guard range.upperBound - position >= size else {
+          throw Failure.malformed("field \(number) at byte \(start) is cut off")
+        }
         position += size
       case 2:
         let length = try varint(&position, end: range.upperBound)
         guard length <= UInt64(range.upperBound - position) else {
-          throw Failure.malformed("field \(number) at byte \(start) claims \(length) bytes, \(range.upperBound - position) are left in its message")
+          throw Failure.malformed(
+            "field \(number) at byte \(start) claims \(length) bytes, \(range.upperBound - position) are left in its message"
+          )
         }
         let body = position..<position + Int(length)
         if let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(number)) {
-          if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE, let child = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self) {
+          if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
+            let child = field.pointee.descriptor?.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)
+          {
             try check(body, descriptor: child, depth: depth + 1)
           } else if field.pointee.type == PROTOBUF_C_TYPE_STRING, bytes[body].contains(0) {
             throw Failure.nulInString(field.pointee.name.map { String(cString: $0) } ?? "field \(number)")
           }
         }
         position = body.upperBound
-      default: throw Failure.malformed("field \(number) at byte \(start) has wire type \(key & 7), which these formats do not use")
+      default:
+        throw Failure.malformed(
+          "field \(number) at byte \(start) has wire type \(key & 7), which these formats do not use")
       }
     }
   }

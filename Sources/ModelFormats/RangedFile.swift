@@ -48,7 +48,9 @@ public final class RangedFile {
 
   /// `count` bytes from `offset`; the range must lie inside the file and hold at most `limit` bytes.
   public func read(offset: Int, count: Int, limit: Int = Int.max) throws -> [UInt8] {
-    guard offset >= 0, offset <= size else { throw Failure(detail: "offset \(offset) lies past the end of the \(size)-byte file") }
+    guard offset >= 0, offset <= size else {
+      throw Failure(detail: "offset \(offset) lies past the end of the \(size)-byte file")
+    }
     guard count >= 0, count <= size - offset else {
       throw Failure(detail: "\(count) bytes from offset \(offset) run past the end of the \(size)-byte file")
     }
@@ -60,7 +62,9 @@ public final class RangedFile {
         pread(fd, buffer.baseAddress.map { $0 + filled }, count - filled, off_t(offset + filled))
       }
       if got < 0 && errno == EINTR { continue }
-      guard got > 0 else { throw Failure(detail: got < 0 ? String(cString: strerror(errno)) : "the file ended early (changed while read?)") }
+      guard got > 0 else {
+        throw Failure(detail: got < 0 ? String(cString: strerror(errno)) : "the file ended early (changed while read?)")
+      }
       filled += got
     }
     return bytes
@@ -80,7 +84,9 @@ public final class RangedFile {
   /// `length` bytes (or all to the end) from `offset` of the regular file at `path`, at most `limit`.
   public static func bytes(_ path: String, offset: Int = 0, length: Int? = nil, limit: Int) throws -> [UInt8] {
     let file = try RangedFile(path)
-    guard offset >= 0, offset <= file.size else { throw Failure(detail: "offset \(offset) lies past the end of the \(file.size)-byte file") }
+    guard offset >= 0, offset <= file.size else {
+      throw Failure(detail: "offset \(offset) lies past the end of the \(file.size)-byte file")
+    }
     return try file.read(offset: offset, count: length ?? file.size - offset, limit: limit)
   }
 }

@@ -58,8 +58,12 @@ public enum SourceProtection {
     for source in sources {
       let real = resolved(source)
       if real == target { return Conflict(output: output, source: source, relation: "is") }
-      if target.hasPrefix(real == "/" ? "/" : real + "/") { return Conflict(output: output, source: source, relation: "lies inside") }
-      if real.hasPrefix(target == "/" ? "/" : target + "/") { return Conflict(output: output, source: source, relation: "contains") }
+      if target.hasPrefix(real == "/" ? "/" : real + "/") {
+        return Conflict(output: output, source: source, relation: "lies inside")
+      }
+      if real.hasPrefix(target == "/" ? "/" : target + "/") {
+        return Conflict(output: output, source: source, relation: "contains")
+      }
       if let targetNode, let sourceNode = node(real), targetNode == sourceNode {
         return Conflict(output: output, source: source, relation: "is a hard link to")
       }

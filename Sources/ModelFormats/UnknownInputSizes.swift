@@ -17,7 +17,9 @@ public struct UnknownInputSizes: KindedError, CustomStringConvertible, Sendable 
     }
 
     /// The axes without a size.
-    public var openAxes: [Int] { dimensions.indices.filter { if case .open = dimensions[$0] { return true } else { return false } } }
+    public var openAxes: [Int] {
+      dimensions.indices.filter { if case .open = dimensions[$0] { return true } else { return false } }
+    }
 
     /// The shape with each open size written as its name in capitals (or `N<axis>`), as `1,3,HEIGHT,WIDTH`:
     /// what the user fills in.

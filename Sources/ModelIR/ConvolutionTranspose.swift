@@ -44,7 +44,9 @@ public struct ConvolutionTranspose: Sendable, Equatable {
       }
       return max(total, 0)
     }
-    guard let outputPadding else { return checked(padding == .same ? [] : [max(kernel - stride, 0)], times: (input, stride)) }
+    guard let outputPadding else {
+      return checked(padding == .same ? [] : [max(kernel - stride, 0)], times: (input, stride))
+    }
     let pad = padding == .same ? kernel / 2 : 0
     return checked([kernel, -2 * pad, outputPadding], times: (input - 1, stride))
   }

@@ -17,7 +17,10 @@ public struct CustomLayer: Sendable, Equatable {
   /// The output shape (the IR cannot infer what unknown code computes).
   public var outputShape: [Int]
 
-  public init(className: String, description: String = "", parameters: [String: Parameter] = [:], weights: [Constant] = [], outputShape: [Int]) {
+  public init(
+    className: String, description: String = "", parameters: [String: Parameter] = [:], weights: [Constant] = [],
+    outputShape: [Int]
+  ) {
     self.className = className
     self.description = description
     self.parameters = parameters

@@ -64,13 +64,18 @@ public struct Graph: Sendable, Equatable {
   /// reader stays. Writers use it to declare a feature in the order the source declares it.
   public mutating func permuteInput(_ id: ValueID, order: [Int]) {
     guard let position = inputs.firstIndex(of: id) else { return }
-    let name = values[id].name, type = values[id].type
+    let name = values[id].name
+    let type = values[id].type
     values[id].name = unusedName(name + "__declared_order")
     let stored = values.count
-    values.append(Value(name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType), isOptional: values[id].isOptional))
+    values.append(
+      Value(
+        name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType),
+        isOptional: values[id].isOptional))
     values[id].isOptional = false
     let inverse = (0..<order.count).map { axis in order.firstIndex(of: axis) ?? axis }
-    nodes.insert(Node(name: name + "__to_graph_order", operation: .permute(order: inverse), inputs: [stored], output: id), at: 0)
+    nodes.insert(
+      Node(name: name + "__to_graph_order", operation: .permute(order: inverse), inputs: [stored], output: id), at: 0)
     inputs[position] = stored
   }
 
@@ -78,11 +83,13 @@ public struct Graph: Sendable, Equatable {
   /// value takes the output's name and place (the value is renamed).
   public mutating func permuteOutput(_ id: ValueID, order: [Int]) {
     guard let position = outputs.firstIndex(of: id) else { return }
-    let name = values[id].name, type = values[id].type
+    let name = values[id].name
+    let type = values[id].type
     values[id].name = unusedName(name + "__graph_order")
     let given = values.count
     values.append(Value(name: name, type: TensorType(order.map { type.shape[$0] }, dataType: type.dataType)))
-    nodes.append(Node(name: name + "__to_declared_order", operation: .permute(order: order), inputs: [id], output: given))
+    nodes.append(
+      Node(name: name + "__to_declared_order", operation: .permute(order: order), inputs: [id], output: given))
     outputs[position] = given
   }
 
@@ -103,7 +110,8 @@ public struct Graph: Sendable, Equatable {
   /// The node's output must not be a graph output.
   public func bypassing(nodeAt index: Int) -> Graph {
     let node = nodes[index]
-    precondition(node.inputs.count == 1 && !outputs.contains(node.output), "only a single-input inner node can be bypassed")
+    precondition(
+      node.inputs.count == 1 && !outputs.contains(node.output), "only a single-input inner node can be bypassed")
     var copy = self
     copy.nodes.remove(at: index)
     for i in copy.nodes.indices {

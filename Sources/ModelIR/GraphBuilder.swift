@@ -12,7 +12,11 @@ public struct GraphBuilder {
   /// Adds a graph input; an `optional` one may be left out by the caller (zeros then).
   public mutating func addInput(name: String, type: TensorType, optional: Bool = false) throws -> ValueID {
     guard GraphLimits.areSizes(type.shape), GraphLimits.elementCount(type.shape) != nil else {
-      throw GraphError.tooLarge(node: name, detail: "input shape \(type.shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements")
+      throw GraphError.tooLarge(
+        node: name,
+        detail:
+          "input shape \(type.shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements"
+      )
     }
     let id = try addValue(name: name, type: type)
     values[id].isOptional = optional
@@ -25,7 +29,11 @@ public struct GraphBuilder {
     let shapes = nodeInputs.map { values[$0].type.shape }
     let shape = try operation.outputShape(inputShapes: shapes, node: name)
     guard GraphLimits.areSizes(shape), GraphLimits.elementCount(shape) != nil else {
-      throw GraphError.tooLarge(node: name, detail: "output shape \(shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements")
+      throw GraphError.tooLarge(
+        node: name,
+        detail:
+          "output shape \(shape) needs sizes of 1 to \(GraphLimits.maxSize) and at most \(GraphLimits.maxElementCount) elements"
+      )
     }
     // A cast sets the element type; any other operation computes in float16 when an input is float16.
     let dataType: DataType

@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why a graph could not be built.
 public enum GraphError: Error, Equatable, CustomStringConvertible {
   /// An operation got inputs whose shapes it cannot take.
@@ -20,7 +21,8 @@ public enum GraphError: Error, Equatable, CustomStringConvertible {
     case .arity(let node, let expected, let actual): return "layer '\(node)': expects \(expected) inputs, got \(actual)"
     case .tooLarge(let node, let detail): return "layer '\(node)': \(detail)"
     case .duplicateName(let name): return "two tensors are both named '\(name)'"
-    case .passChangedInterface(let pass, let detail): return "the graph pass '\(pass)' changed the model's interface: \(detail)"
+    case .passChangedInterface(let pass, let detail):
+      return "the graph pass '\(pass)' changed the model's interface: \(detail)"
     }
   }
 }

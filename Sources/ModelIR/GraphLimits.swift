@@ -49,7 +49,9 @@ struct CheckedShape {
     var total = 0
     for value in values {
       let (sum, overflow) = total.addingReportingOverflow(value)
-      guard !overflow, sum <= GraphLimits.maxElementCount else { throw tooLarge("a size of more than \(GraphLimits.maxElementCount)") }
+      guard !overflow, sum <= GraphLimits.maxElementCount else {
+        throw tooLarge("a size of more than \(GraphLimits.maxElementCount)")
+      }
       total = sum
     }
     return total
@@ -57,7 +59,9 @@ struct CheckedShape {
 
   func multiply(_ a: Int, _ b: Int) throws -> Int {
     let (product, overflow) = a.multipliedReportingOverflow(by: b)
-    guard !overflow, product <= GraphLimits.maxElementCount else { throw tooLarge("a size of more than \(GraphLimits.maxElementCount)") }
+    guard !overflow, product <= GraphLimits.maxElementCount else {
+      throw tooLarge("a size of more than \(GraphLimits.maxElementCount)")
+    }
     return product
   }
 

@@ -99,7 +99,9 @@ public enum Operation: Sendable, Equatable {
     case .custom(let layer): return layer.weights
     case .layerNormalization(let norm): return [norm.gamma, norm.beta].compactMap { $0 }
     case .recurrent(let r):
-      return [r.forward, r.backward].compactMap { $0 }.flatMap { [$0.kernel, $0.recurrentKernel] + ($0.bias.map { [$0] } ?? []) }
+      return [r.forward, r.backward].compactMap { $0 }.flatMap {
+        [$0.kernel, $0.recurrentKernel] + ($0.bias.map { [$0] } ?? [])
+      }
     default: return []
     }
   }

@@ -10,7 +10,9 @@ public enum Padding: String, Sendable, Equatable {
   /// Returns 0 (no output) for a stride, kernel or dilation below 1 or a window too large to compute,
   /// so callers refuse such windows instead of dividing by zero or overflowing.
   public func outputLength(input: Int, kernel: Int, stride: Int, dilation: Int = 1) -> Int {
-    guard input >= 0, kernel >= 1, stride >= 1, dilation >= 1, let effectiveKernel = Self.effectiveKernel(kernel, dilation) else { return 0 }
+    guard input >= 0, kernel >= 1, stride >= 1, dilation >= 1,
+      let effectiveKernel = Self.effectiveKernel(kernel, dilation)
+    else { return 0 }
     switch self {
     case .same: return input / stride + (input % stride == 0 ? 0 : 1)
     case .valid: return input >= effectiveKernel ? (input - effectiveKernel) / stride + 1 : 0
@@ -21,7 +23,9 @@ public enum Padding: String, Sendable, Equatable {
   /// `valid` (or the dilated kernel, when larger), `(output - 1) * stride + effectiveKernel` for `same`.
   /// Nil on overflow or invalid parameters.
   public func paddedExtent(input: Int, kernel: Int, stride: Int, dilation: Int = 1) -> Int? {
-    guard input >= 0, kernel >= 1, stride >= 1, dilation >= 1, let effectiveKernel = Self.effectiveKernel(kernel, dilation) else { return nil }
+    guard input >= 0, kernel >= 1, stride >= 1, dilation >= 1,
+      let effectiveKernel = Self.effectiveKernel(kernel, dilation)
+    else { return nil }
     switch self {
     case .valid: return max(input, effectiveKernel)
     case .same:

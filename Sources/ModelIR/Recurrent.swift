@@ -64,7 +64,8 @@ public struct Recurrent: Sendable, Equatable {
   public var returnsCellState: Bool
 
   public init(
-    cell: Cell, units: Int, activation: Activation, recurrentActivation: Activation, forward: Weights, backward: Weights? = nil,
+    cell: Cell, units: Int, activation: Activation, recurrentActivation: Activation, forward: Weights,
+    backward: Weights? = nil,
     merge: Merge = .concat, returnSequences: Bool, goBackwards: Bool = false, returnsCellState: Bool = false
   ) {
     self.cell = cell

@@ -74,7 +74,9 @@ do {
 for outcome in outcomes {
   let place = outcome.mutation.layer.map { "'\($0)'" } ?? "model"
   let effect = String(format: "%.3g", Double(outcome.effect))
-  print("\(outcome.mutation.kind.rawValue)  \(place)  \(outcome.mutation.detail)  effect \(effect)  \(outcome.verdict.rawValue)  \(outcome.named)")
+  print(
+    "\(outcome.mutation.kind.rawValue)  \(place)  \(outcome.mutation.detail)  effect \(effect)  \(outcome.verdict.rawValue)  \(outcome.named)"
+  )
 }
 print(MutationCampaign.summary(outcomes))
 exit(outcomes.allSatisfy { $0.verdict == .killed || $0.verdict == .equivalent } ? 0 : 1)

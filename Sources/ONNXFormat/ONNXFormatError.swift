@@ -23,7 +23,8 @@ public enum ONNXFormatError: Error, Equatable, Sendable, CustomStringConvertible
     switch self {
     case .unreadable(let path, let detail): return "\(path): cannot read the file: \(detail)"
     case .notONNX(let path, let kind): return "\(path): \(kind), not an ONNX file"
-    case .malformed(let path, let detail): return "\(path): not a valid ONNX file (truncated or corrupt protobuf): \(detail)"
+    case .malformed(let path, let detail):
+      return "\(path): not a valid ONNX file (truncated or corrupt protobuf): \(detail)"
     case .invalid(let path, let location, let detail): return "\(path): \(at(location))\(detail)"
     case .unsupported(let path, let location, let detail): return "\(path): \(at(location))not supported: \(detail)"
     case .notRepresentable(let tensor, let detail): return "tensor '\(tensor)': \(detail)"

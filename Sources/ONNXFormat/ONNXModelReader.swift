@@ -13,7 +13,8 @@ public enum ONNXModelReader {
   /// read from files in the model's folder.
   public static func read(contentsOf url: URL) throws -> ONNXModel {
     let bytes: [UInt8]
-    do { bytes = try RangedFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as RangedFile.Failure {
+    do { bytes = try RangedFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as RangedFile.Failure
+    {
       throw ONNXFormatError.unreadable(path: url.path, detail: failure.detail)
     }
     return try read(bytes: bytes, path: url.path, directory: url.deletingLastPathComponent())
@@ -41,17 +42,28 @@ public enum ONNXModelReader {
       try bytes.withUnsafeBufferPointer { buffer in
         let walker = ProtobufNesting(bytes: buffer, maximumDepth: ONNXLimits.maxNestingDepth)
         switch message {
-        case .model: try withUnsafePointer(to: onnx__model_proto__descriptor) { try walker.check(0..<buffer.count, descriptor: $0) }
-        case .tensor: try withUnsafePointer(to: onnx__tensor_proto__descriptor) { try walker.check(0..<buffer.count, descriptor: $0) }
+        case .model:
+          try withUnsafePointer(to: onnx__model_proto__descriptor) {
+            try walker.check(0..<buffer.count, descriptor: $0)
+          }
+        case .tensor:
+          try withUnsafePointer(to: onnx__tensor_proto__descriptor) {
+            try walker.check(0..<buffer.count, descriptor: $0)
+          }
         }
       }
     } catch ProtobufNesting.Failure.malformed(let detail) {
       throw ONNXFormatError.malformed(path: path, detail: detail)
     } catch ProtobufNesting.Failure.nulInString(let field) {
-      throw ONNXFormatError.invalid(path: path, location: "", detail: "a \(field) string holds a NUL character (an external data location or a name cut short)")
+      throw ONNXFormatError.invalid(
+        path: path, location: "",
+        detail: "a \(field) string holds a NUL character (an external data location or a name cut short)")
     } catch ProtobufNesting.Failure.tooDeep {
       throw ONNXFormatError.invalid(
-        path: path, location: "", detail: "messages are nested more than \(ONNXLimits.maxNestingDepth) deep (graphs inside attributes, or types inside types)")
+        path: path, location: "",
+        detail:
+          "messages are nested more than \(ONNXLimits.maxNestingDepth) deep (graphs inside attributes, or types inside types)"
+      )
     }
   }
 }

@@ -10,7 +10,8 @@ public enum ONNXTensorReader {
   /// from files in its folder.
   public static func read(contentsOf url: URL) throws -> ONNXTensor {
     let bytes: [UInt8]
-    do { bytes = try RangedFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as RangedFile.Failure {
+    do { bytes = try RangedFile.bytes(url.path, limit: ONNXLimits.maxFileSize) } catch let failure as RangedFile.Failure
+    {
       throw ONNXFormatError.unreadable(path: url.path, detail: failure.detail)
     }
     return try read(bytes: bytes, path: url.path, directory: url.deletingLastPathComponent())
@@ -20,7 +21,8 @@ public enum ONNXTensorReader {
   public static func read(bytes: [UInt8], path: String = "<memory>.pb", directory: URL? = nil) throws -> ONNXTensor {
     try ONNXFile.refuseOtherFormats(bytes, path: path, allowCoreML: true)
     try ONNXModelReader.checkNesting(bytes, path: path, as: .tensor)
-    guard let tensor = bytes.withUnsafeBufferPointer({ onnx__tensor_proto__unpack(nil, $0.count, $0.baseAddress) }) else {
+    guard let tensor = bytes.withUnsafeBufferPointer({ onnx__tensor_proto__unpack(nil, $0.count, $0.baseAddress) })
+    else {
       throw ONNXFormatError.malformed(path: path, detail: "protobuf-c cannot decode it as a TensorProto")
     }
     defer { onnx__tensor_proto__free_unpacked(tensor, nil) }

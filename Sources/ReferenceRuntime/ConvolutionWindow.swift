@@ -13,8 +13,10 @@ struct ConvolutionWindow {
     self.conv = conv
     height = shape[0]
     width = shape[1]
-    top = conv.padding.leadingPad(input: height, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
-    left = conv.padding.leadingPad(input: width, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
+    top = conv.padding.leadingPad(
+      input: height, kernel: conv.kernelHeight, stride: conv.strideHeight, dilation: conv.dilationHeight)
+    left = conv.padding.leadingPad(
+      input: width, kernel: conv.kernelWidth, stride: conv.strideWidth, dilation: conv.dilationWidth)
   }
 
   /// The input row that tap `ky` of output row `y` reads, or nil in the padding.

@@ -36,14 +36,17 @@ struct ExecutionPlan: Sendable {
     // An observed value counts as read once more, so no step fuses it away.
     for value in observed { consumers[value] += 1 }
     var consumerIndex: [ValueID: Int] = [:]
-    for (index, node) in graph.nodes.enumerated() { for input in node.inputs where consumers[input] == 1 { consumerIndex[input] = index } }
+    for (index, node) in graph.nodes.enumerated() {
+      for input in node.inputs where consumers[input] == 1 { consumerIndex[input] = index }
+    }
 
     var absorbed = Set<Int>()
     // ZeroPadding2D read only by a `valid` convolution: the convolution pads instead (when oneDNN takes it).
     var paddingBefore: [Int: Int] = [:]
     for (index, node) in graph.nodes.enumerated() {
       guard case .zeroPadding2D = node.operation, consumers[node.output] == 1, !graph.outputs.contains(node.output),
-        let consumer = consumerIndex[node.output], case .convolution2D(let conv) = graph.nodes[consumer].operation, conv.padding == .valid,
+        let consumer = consumerIndex[node.output], case .convolution2D(let conv) = graph.nodes[consumer].operation,
+        conv.padding == .valid,
         graph[node.inputs[0]].type.shape.count == 3
       else { continue }
       paddingBefore[consumer] = index
@@ -59,16 +62,22 @@ struct ExecutionPlan: Sendable {
       }
       // The sole consumer of this step's output, when it can be fused.
       func next() -> (Int, Node)? {
-        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output], !graph.outputs.contains(step.output) else { return nil }
+        guard consumers[step.output] == 1, let consumer = consumerIndex[step.output],
+          !graph.outputs.contains(step.output)
+        else { return nil }
         return (consumer, graph.nodes[consumer])
       }
-      if case .convolution2D(let conv) = step.operation, let (consumer, bn) = next(), case .batchNormalization(let norm) = bn.operation {
+      if case .convolution2D(let conv) = step.operation, let (consumer, bn) = next(),
+        case .batchNormalization(let norm) = bn.operation
+      {
         step.operation = .convolution2D(Self.folding(norm, into: conv))
         step.output = bn.output
         absorbed.insert(consumer)
       }
       if Self.acceptsEpilogue(step.operation) {
-        while let (consumer, activation) = next(), case .activation(let function) = activation.operation, Self.isElementwise(function) {
+        while let (consumer, activation) = next(), case .activation(let function) = activation.operation,
+          Self.isElementwise(function)
+        {
           step.epilogue.append(function)
           step.output = activation.output
           absorbed.insert(consumer)
@@ -79,15 +88,20 @@ struct ExecutionPlan: Sendable {
         let input = Array(graph[step.inputs[0]].type.shape.suffix(3))
         let leading = graph[step.inputs[0]].type.shape.count - 3
         let output = Array(graph[step.output].type.shape.dropFirst(max(leading, 0)))
-        step.prepared = PreparedConvolution(conv, inputShape: input, outputShape: output, epilogue: step.epilogue, zeroPadding: padding?.box)
+        step.prepared = PreparedConvolution(
+          conv, inputShape: input, outputShape: output, epilogue: step.epilogue, zeroPadding: padding?.box)
         if let padding, step.prepared == nil {
           // oneDNN refused it: pad first after all, and convolve the padded value.
-          steps.append(Step(operation: padding.node.operation, inputs: padding.node.inputs, output: padding.node.output, epilogue: []))
+          steps.append(
+            Step(
+              operation: padding.node.operation, inputs: padding.node.inputs, output: padding.node.output, epilogue: [])
+          )
           step.inputs = [padding.node.output]
         }
       }
       if case .pooling2D(let pool) = step.operation, graph[step.inputs[0]].type.shape.count == 3 {
-        step.pooling = PreparedPooling(pool, inputShape: graph[step.inputs[0]].type.shape, outputShape: graph[node.output].type.shape)
+        step.pooling = PreparedPooling(
+          pool, inputShape: graph[step.inputs[0]].type.shape, outputShape: graph[node.output].type.shape)
       }
       if let fused = Self.fusingAdd(step, into: &steps, graph: graph, consumers: consumers) { step = fused }
       steps.append(step)
@@ -101,19 +115,23 @@ struct ExecutionPlan: Sendable {
   static func fusingAdd(_ add: Step, into steps: inout [Step], graph: Graph, consumers: [Int]) -> Step? {
     guard case .elementwise(.add) = add.operation, add.inputs.count == 2, add.inputs[0] != add.inputs[1],
       graph[add.output].type.dataType == .float32,
-      graph[add.inputs[0]].type.shape == graph[add.output].type.shape, graph[add.inputs[1]].type.shape == graph[add.output].type.shape
+      graph[add.inputs[0]].type.shape == graph[add.output].type.shape,
+      graph[add.inputs[1]].type.shape == graph[add.output].type.shape
     else { return nil }
     for (k, operand) in add.inputs.enumerated() {
       let other = add.inputs[1 - k]
-      guard consumers[operand] == 1, let index = steps.lastIndex(where: { $0.output == operand }), let prepared = steps[index].prepared,
-        !prepared.accumulates, prepared.remainingEpilogue.isEmpty, case .convolution2D(let conv) = steps[index].operation,
+      guard consumers[operand] == 1, let index = steps.lastIndex(where: { $0.output == operand }),
+        let prepared = steps[index].prepared,
+        !prepared.accumulates, prepared.remainingEpilogue.isEmpty,
+        case .convolution2D(let conv) = steps[index].operation,
         graph[operand].type.dataType == .float32,
         let fused = PreparedConvolution(
           conv, inputShape: prepared.inputShape, outputShape: prepared.outputShape, epilogue: steps[index].epilogue,
           zeroPadding: prepared.zeroPadding, afterSum: add.epilogue)
       else { continue }
       let convolution = steps.remove(at: index)
-      var step = Step(operation: convolution.operation, inputs: convolution.inputs + [other], output: add.output, epilogue: [])
+      var step = Step(
+        operation: convolution.operation, inputs: convolution.inputs + [other], output: add.output, epilogue: [])
       step.prepared = fused
       step.addend = other
       return step
@@ -128,13 +146,16 @@ struct ExecutionPlan: Sendable {
     for activation in activations {
       result.append(activation)
       if result.count >= 3, case .linear(-1, 0) = result[result.count - 3],
-        case .unary(let threshold) = result[result.count - 2], threshold.kind == .threshold, threshold.scale == 1, threshold.shift == 0,
+        case .unary(let threshold) = result[result.count - 2], threshold.kind == .threshold, threshold.scale == 1,
+        threshold.shift == 0,
         case .linear(-1, 0) = result[result.count - 1]
       {
         result.removeLast(3)
         result.append(.clip(min: -.infinity, max: -threshold.alpha))
       }
-      if result.count >= 2, case .relu = result[result.count - 2], case .clip(let low, let high) = result[result.count - 1], low <= 0 {
+      if result.count >= 2, case .relu = result[result.count - 2],
+        case .clip(let low, let high) = result[result.count - 1], low <= 0
+      {
         result.removeLast(2)
         result.append(.clip(min: 0, max: high))
       }
@@ -145,7 +166,8 @@ struct ExecutionPlan: Sendable {
   /// Operations whose output may be transformed in place before anything reads it.
   static func acceptsEpilogue(_ operation: Operation) -> Bool {
     switch operation {
-    case .convolution2D, .convolutionTranspose, .dense, .batchNormalization, .elementwise, .pooling2D, .globalPooling2D: return true
+    case .convolution2D, .convolutionTranspose, .dense, .batchNormalization, .elementwise, .pooling2D, .globalPooling2D:
+      return true
     case .activation(let function): return isElementwise(function)
     default: return false
     }

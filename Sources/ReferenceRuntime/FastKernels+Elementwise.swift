@@ -26,7 +26,8 @@ extension FastKernels {
           while k + 8 <= count {
             let offset = k * MemoryLayout<Float>.stride
             let value = combine(
-              outRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self), otherRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self))
+              outRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self),
+              otherRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self))
             outRaw.storeBytes(of: value, toByteOffset: offset, as: SIMD8<Float>.self)
             k += 8
           }
@@ -42,7 +43,8 @@ extension FastKernels {
 
   /// Global average or max pooling of one `[H, W, C]` image to `[C]` (or `[1, 1, C]`), channels innermost.
   static func globalPooling(_ x: Tensor, kind: PoolingKind) -> [Float] {
-    let c = x.shape[2], pixels = x.shape[0] * x.shape[1]
+    let c = x.shape[2]
+    let pixels = x.shape[0] * x.shape[1]
     var result = [Float](repeating: kind == .max ? -.infinity : 0, count: c)
     x.values.withUnsafeBufferPointer { input in
       result.withUnsafeMutableBufferPointer { out in
@@ -104,7 +106,8 @@ extension FastKernels {
   /// time: the accumulation step of max and average pooling.
   @inline(__always)
   static func accumulate(_ target: UnsafeMutablePointer<Float>, _ source: UnsafePointer<Float>, count: Int, max: Bool) {
-    let t = UnsafeMutableRawPointer(target), s = UnsafeRawPointer(source)
+    let t = UnsafeMutableRawPointer(target)
+    let s = UnsafeRawPointer(source)
     var k = 0
     while k + 8 <= count {
       let offset = k * MemoryLayout<Float>.stride

@@ -9,7 +9,8 @@ import ModelIR
 enum FastKernels {
   /// oneDNN's sgemm on the calling thread alone (row-major, `C = A B + beta C`).
   static func sgemm(
-    _ m: Int, _ n: Int, _ k: Int, _ a: UnsafePointer<Float>, _ lda: Int, _ b: UnsafePointer<Float>, _ ldb: Int, beta: Float,
+    _ m: Int, _ n: Int, _ k: Int, _ a: UnsafePointer<Float>, _ lda: Int, _ b: UnsafePointer<Float>, _ ldb: Int,
+    beta: Float,
     _ c: UnsafeMutablePointer<Float>, _ ldc: Int
   ) {
     let status = mc_sgemm(Int32(m), Int32(n), Int32(k), a, Int32(lda), b, Int32(ldb), beta, c, Int32(ldc), 1)
@@ -43,7 +44,8 @@ enum FastKernels {
       depthwise(x, conv, outputShape: outputShape, into: &result)
       return result
     }
-    let perGroupIn = conv.inputChannelsPerGroup, perGroupOut = oc / conv.groups
+    let perGroupIn = conv.inputChannelsPerGroup
+    let perGroupOut = oc / conv.groups
     let depth = conv.kernelHeight * conv.kernelWidth * perGroupIn
     for group in 0..<conv.groups {
       let patches = im2col(x, conv, outputShape: outputShape, channelOffset: group * perGroupIn)
@@ -74,7 +76,8 @@ enum FastKernels {
 
   /// A pointwise convolution of one group: its im2col rows are the input itself.
   static func readsInputAsIs(_ conv: Convolution2D) -> Bool {
-    conv.kernelHeight == 1 && conv.kernelWidth == 1 && conv.strideHeight == 1 && conv.strideWidth == 1 && conv.groups == 1
+    conv.kernelHeight == 1 && conv.kernelWidth == 1 && conv.strideHeight == 1 && conv.strideWidth == 1
+      && conv.groups == 1
   }
 
   /// Rows of `[kh * kw * channelsPerGroup]` input values, one per output pixel, zeros for padding.
@@ -92,7 +95,8 @@ enum FastKernels {
           for xx in 0..<ow {
             let row = (y * ow + xx) * depth
             window.forEachTap(y, xx) { tap, pixel in
-              let source = pixel * c + channelOffset, target = row + tap * perGroupIn
+              let source = pixel * c + channelOffset
+              let target = row + tap * perGroupIn
               for i in 0..<perGroupIn { out[target + i] = input[source + i] }
             }
           }
@@ -115,13 +119,17 @@ enum FastKernels {
             for xx in 0..<ow {
               let target = (y * ow + xx) * oc
               window.forEachTap(y, xx) { tap, pixel in
-                let source = pixel * c, weights = tap * oc
+                let source = pixel * c
+                let weights = tap * oc
                 if multiplier == 1 {
-                  multiplyAdd(out.baseAddress! + target, input.baseAddress! + source, kernel.baseAddress! + weights, count: c)
+                  multiplyAdd(
+                    out.baseAddress! + target, input.baseAddress! + source, kernel.baseAddress! + weights, count: c)
                 } else {
                   for k in 0..<c {
                     let value = input[source + k]
-                    for j in 0..<multiplier { out[target + k * multiplier + j] += value * kernel[weights + k * multiplier + j] }
+                    for j in 0..<multiplier {
+                      out[target + k * multiplier + j] += value * kernel[weights + k * multiplier + j]
+                    }
                   }
                 }
               }
@@ -134,13 +142,19 @@ enum FastKernels {
 
   /// `out[i] += a[i] * b[i]` for `count` elements, eight lanes at a time.
   @inline(__always)
-  private static func multiplyAdd(_ out: UnsafeMutablePointer<Float>, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int) {
+  private static func multiplyAdd(
+    _ out: UnsafeMutablePointer<Float>, _ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count: Int
+  ) {
     var k = 0
-    let outRaw = UnsafeMutableRawPointer(out), aRaw = UnsafeRawPointer(a), bRaw = UnsafeRawPointer(b)
+    let outRaw = UnsafeMutableRawPointer(out)
+    let aRaw = UnsafeRawPointer(a)
+    let bRaw = UnsafeRawPointer(b)
     while k + 8 <= count {
       let offset = k * MemoryLayout<Float>.stride
-      let sum = outRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
-        + aRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self) * bRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+      let sum =
+        outRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+        + aRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
+        * bRaw.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
       outRaw.storeBytes(of: sum, toByteOffset: offset, as: SIMD8<Float>.self)
       k += 8
     }

@@ -44,7 +44,8 @@ public struct Interpreter: Sendable {
   /// that runs without oneDNN (`FastKernels.patchCount`, one step long). The direct loops hold neither.
   public var kernelBytesPerThread: Int {
     guard kernels == .fast else { return 0 }
-    var total = 0, largestPatches = 0
+    var total = 0
+    var largestPatches = 0
     func add(_ bytes: Int) {
       let (sum, overflow) = total.addingReportingOverflow(bytes)
       total = overflow ? .max : sum
@@ -70,11 +71,14 @@ public struct Interpreter: Sendable {
   /// - Parameter substitutes: observed values that the nodes after them read in place of what their own
   ///   node computed (which is still what `observed` returns): each then measures only the nodes between
   ///   it and the substituted values before it. A substitute must have its value's shape.
-  public func runObserving(_ inputs: [Tensor], substitutes: [ValueID: Tensor] = [:]) -> (outputs: [Tensor], observed: [ValueID: Tensor]) {
+  public func runObserving(_ inputs: [Tensor], substitutes: [ValueID: Tensor] = [:]) -> (
+    outputs: [Tensor], observed: [ValueID: Tensor]
+  ) {
     var kept: [ValueID: Tensor] = [:]
     var values = [Tensor?](repeating: nil, count: graph.values.count)
     for (id, tensor) in zip(graph.inputs, inputs) {
-      precondition(tensor.shape == graph[id].type.shape, "input '\(graph[id].name)' needs shape \(graph[id].type.shape)")
+      precondition(
+        tensor.shape == graph[id].type.shape, "input '\(graph[id].name)' needs shape \(graph[id].type.shape)")
       values[id] = tensor
     }
     // Free each intermediate after its last use, so large models keep few activations alive.
@@ -88,7 +92,9 @@ public struct Interpreter: Sendable {
       if let prepared = step.prepared, let addend = step.addend {
         // The addend's buffer becomes the result: taken over (no copy) when this is its last use.
         result = values[addend]!.values
-        if remainingUses[addend] == 1 && !observed.contains(addend) && !graph.outputs.contains(addend) { values[addend] = nil }
+        if remainingUses[addend] == 1 && !observed.contains(addend) && !graph.outputs.contains(addend) {
+          values[addend] = nil
+        }
         prepared.run(values[step.inputs[0]]!.values, threads: 1, adding: &result)
         for activation in prepared.remainingEpilogue { Kernels.apply(activation, to: &result) }
       } else if let prepared = step.prepared {
@@ -129,7 +135,9 @@ public struct Interpreter: Sendable {
   /// Operations defined on one `[H, W, C]` image, applied to each image when there are leading axes.
   static func isSpatial(_ operation: ModelIR.Operation) -> Bool {
     switch operation {
-    case .convolution2D, .convolutionTranspose, .pooling2D, .globalPooling2D, .zeroPadding2D, .cropping2D, .upsampling2D: return true
+    case .convolution2D, .convolutionTranspose, .pooling2D, .globalPooling2D, .zeroPadding2D, .cropping2D,
+      .upsampling2D:
+      return true
     default: return false
     }
   }
@@ -147,12 +155,16 @@ public struct Interpreter: Sendable {
       let (inImage, outImage) = (Array(x.shape.suffix(3)), Array(outputShape.dropFirst(leadingCount)))
       let (inSize, count) = (inImage.reduce(1, *), x.shape.dropLast(3).reduce(1, *))
       return (0..<count).flatMap { index in
-        evaluate(operation, [Tensor(shape: inImage, values: Array(x.values[index * inSize..<(index + 1) * inSize]))], outputShape: outImage)
+        evaluate(
+          operation, [Tensor(shape: inImage, values: Array(x.values[index * inSize..<(index + 1) * inSize]))],
+          outputShape: outImage)
       }
     }
     switch operation {
     case .convolution2D(let conv):
-      return kernels == .fast ? FastKernels.convolution(x, conv, outputShape: outputShape) : Kernels.convolution(x, conv, outputShape: outputShape)
+      return kernels == .fast
+        ? FastKernels.convolution(x, conv, outputShape: outputShape)
+        : Kernels.convolution(x, conv, outputShape: outputShape)
     case .convolutionTranspose(let conv): return Kernels.convolutionTranspose(x, conv, outputShape: outputShape)
     case .dense(let dense): return kernels == .fast ? FastKernels.dense(x, dense) : Kernels.dense(x, dense)
     case .batchNormalization(let norm):
@@ -161,15 +173,20 @@ public struct Interpreter: Sendable {
       let shifts = (0..<c).map { norm.beta.values[$0] - scales[$0] * norm.mean.values[$0] }
       var result = x.values
       result.withUnsafeMutableBufferPointer { out in
-        for start in stride(from: 0, to: out.count, by: c) { for k in 0..<c { out[start + k] = scales[k] * out[start + k] + shifts[k] } }
+        for start in stride(from: 0, to: out.count, by: c) {
+          for k in 0..<c { out[start + k] = scales[k] * out[start + k] + shifts[k] }
+        }
       }
       return result
     case .activation(let activation): return Kernels.activation(activation, x)
     case .softmax(let axis): return Kernels.softmax(x, axis: axis)
     case .pooling2D(let pool):
-      return kernels == .fast ? FastKernels.pooling(x, pool, outputShape: outputShape) : Kernels.pooling(x, pool, outputShape: outputShape)
+      return kernels == .fast
+        ? FastKernels.pooling(x, pool, outputShape: outputShape) : Kernels.pooling(x, pool, outputShape: outputShape)
     case .globalPooling2D(let kind, _):
-      if kernels == .fast && x.shape.count == 3 && x.shape[0] * x.shape[1] > 0 { return FastKernels.globalPooling(x, kind: kind) }
+      if kernels == .fast && x.shape.count == 3 && x.shape[0] * x.shape[1] > 0 {
+        return FastKernels.globalPooling(x, kind: kind)
+      }
       return Kernels.reduce(x, Reduction(kind: kind == .max ? .max : .mean, axes: [0, 1], keepDims: false))
     case .flatten, .reshape, .cast: return x.values
     case .permute(let order):
@@ -184,13 +201,16 @@ public struct Interpreter: Sendable {
       return result
     case .channelShuffle(let axis, let groups):
       // Output entry j * groups + i of the axis is input entry i * n + j, for every outer and inner index.
-      let count = x.shape[axis], n = count / groups
-      let inner = x.shape.suffix(from: axis + 1).reduce(1, *), outer = x.shape.prefix(axis).reduce(1, *)
+      let count = x.shape[axis]
+      let n = count / groups
+      let inner = x.shape.suffix(from: axis + 1).reduce(1, *)
+      let outer = x.shape.prefix(axis).reduce(1, *)
       var result = [Float](repeating: 0, count: x.values.count)
       for o in 0..<outer {
         for i in 0..<groups {
           for j in 0..<n {
-            let source = (o * count + i * n + j) * inner, target = (o * count + j * groups + i) * inner
+            let source = (o * count + i * n + j) * inner
+            let target = (o * count + j * groups + i) * inner
             for k in 0..<inner { result[target + k] = x.values[source + k] }
           }
         }
@@ -201,9 +221,13 @@ public struct Interpreter: Sendable {
     case .cropping2D(let box):
       return Kernels.window(x, outputShape: outputShape) { y, xx in (y + box.top, xx + box.left) }
     case .upsampling2D(let fh, let fw, let mode):
-      return mode.isBilinear ? Kernels.bilinear(x, outputShape: outputShape, mode: mode) : Kernels.window(x, outputShape: outputShape) { y, xx in (y / fh, xx / fw) }
+      return mode.isBilinear
+        ? Kernels.bilinear(x, outputShape: outputShape, mode: mode)
+        : Kernels.window(x, outputShape: outputShape) { y, xx in (y / fh, xx / fw) }
     case .elementwise(let kind):
-      if kernels == .fast, let result = FastKernels.elementwise(kind, inputs, outputShape: outputShape) { return result }
+      if kernels == .fast, let result = FastKernels.elementwise(kind, inputs, outputShape: outputShape) {
+        return result
+      }
       return Kernels.elementwise(kind, inputs, outputShape: outputShape)
     case .concatenate(let axis):
       let outer = outputShape.prefix(axis).reduce(1, *)
@@ -247,12 +271,15 @@ public struct Interpreter: Sendable {
       let (a, b) = (inputs[0].values, inputs[1].values)
       let product = zip(a, b).reduce(0.0) { $0 + Double($1.0) * Double($1.1) }
       guard cosine else { return [Float(product)] }
-      let norms = (a.reduce(0.0) { $0 + Double($1) * Double($1) } * b.reduce(0.0) { $0 + Double($1) * Double($1) }).squareRoot()
+      let norms = (a.reduce(0.0) { $0 + Double($1) * Double($1) } * b.reduce(0.0) { $0 + Double($1) * Double($1) })
+        .squareRoot()
       return [Float(product / max(norms, 1e-12))]
     case .matMul:
       return kernels == .fast
-        ? MatrixProduct.fast(inputs[0], inputs[1], outputShape: outputShape) : MatrixProduct.direct(inputs[0], inputs[1], outputShape: outputShape)
-    case .custom(let layer): preconditionFailure("custom layer \(layer.className) cannot run; check Interpreter.unsupportedOperations first")
+        ? MatrixProduct.fast(inputs[0], inputs[1], outputShape: outputShape)
+        : MatrixProduct.direct(inputs[0], inputs[1], outputShape: outputShape)
+    case .custom(let layer):
+      preconditionFailure("custom layer \(layer.className) cannot run; check Interpreter.unsupportedOperations first")
     case .embedding(let table):
       let (rows, width) = (table.shape[0], table.shape[1])
       // Indices arrive as floats; out-of-range ones clamp to the table, as a lookup must return a row.

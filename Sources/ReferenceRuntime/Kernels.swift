@@ -13,7 +13,8 @@ enum Kernels {
     let c = x.shape[2]
     let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
     let window = ConvolutionWindow(conv, input: x.shape)
-    let perGroupIn = conv.inputChannelsPerGroup, perGroupOut = oc / conv.groups
+    let perGroupIn = conv.inputChannelsPerGroup
+    let perGroupOut = oc / conv.groups
     var result = [Float](repeating: 0, count: oh * ow * oc)
     for y in 0..<oh {
       for xx in 0..<ow {
@@ -39,7 +40,8 @@ enum Kernels {
     let (h, w, c) = (x.shape[0], x.shape[1], x.shape[2])
     let (oh, ow, oc) = (outputShape[0], outputShape[1], outputShape[2])
     let (kh, kw) = (conv.kernel.shape[0], conv.kernel.shape[1])
-    let top = conv.leadingPad(input: h, axis: 0), left = conv.leadingPad(input: w, axis: 1)
+    let top = conv.leadingPad(input: h, axis: 0)
+    let left = conv.leadingPad(input: w, axis: 1)
     var sums = [Double](repeating: 0, count: oh * ow * oc)
     for pixel in 0..<oh * ow { for o in 0..<oc { sums[pixel * oc + o] = Double(conv.bias?.values[o] ?? 0) } }
     for iy in 0..<h {
@@ -52,7 +54,11 @@ enum Kernels {
             guard xx >= 0, xx < ow else { continue }
             for o in 0..<oc {
               var sum = 0.0
-              for i in 0..<c { sum += Double(x.values[(iy * w + ix) * c + i]) * Double(conv.kernel.values[((ky * kw + kx) * oc + o) * c + i]) }
+              for i in 0..<c {
+                sum +=
+                  Double(x.values[(iy * w + ix) * c + i])
+                  * Double(conv.kernel.values[((ky * kw + kx) * oc + o) * c + i])
+              }
               sums[(y * ow + xx) * oc + o] += sum
             }
           }
@@ -74,12 +80,14 @@ enum Kernels {
           var items: [Float] = []
           for py in 0..<pool.poolHeight {
             for px in 0..<pool.poolWidth {
-              let iy = y * pool.strideHeight + py - top, ix = xx * pool.strideWidth + px - left
+              let iy = y * pool.strideHeight + py - top
+              let ix = xx * pool.strideWidth + px - left
               if iy >= 0, iy < h, ix >= 0, ix < w { items.append(x.values[(iy * w + ix) * c + k]) }
             }
           }
           // Average excludes the padding, as TensorFlow does.
-          result[(y * ow + xx) * c + k] = pool.kind == .max ? items.max()! : Float(items.reduce(0.0) { $0 + Double($1) } / Double(items.count))
+          result[(y * ow + xx) * c + k] =
+            pool.kind == .max ? items.max()! : Float(items.reduce(0.0) { $0 + Double($1) } / Double(items.count))
         }
       }
     }
@@ -221,7 +229,9 @@ enum Kernels {
     for start in stride(from: 0, to: x.values.count, by: c) {
       for k in 0..<c {
         var sum = 0.0
-        for i in max(0, k - lrn.before)...min(c - 1, k + lrn.after) { sum += Double(x.values[start + i]) * Double(x.values[start + i]) }
+        for i in max(0, k - lrn.before)...min(c - 1, k + lrn.after) {
+          sum += Double(x.values[start + i]) * Double(x.values[start + i])
+        }
         let scale = Foundation.pow(Double(lrn.bias) + Double(lrn.alpha) / Double(lrn.size) * sum, Double(lrn.beta))
         result[start + k] = Float(Double(x.values[start + k]) / scale)
       }
@@ -274,7 +284,8 @@ enum Kernels {
     let count = outputShape.reduce(1, *)
     if a.shape == outputShape && b.shape == outputShape { return zip(a.values, b.values).map(combine) }
     let rank = outputShape.count
-    let aStrides = broadcastStrides(a.shape, rank: rank), bStrides = broadcastStrides(b.shape, rank: rank)
+    let aStrides = broadcastStrides(a.shape, rank: rank)
+    let bStrides = broadcastStrides(b.shape, rank: rank)
     var result = [Float](repeating: 0, count: count)
     var coordinates = [Int](repeating: 0, count: rank)
     var (ai, bi) = (0, 0)
@@ -307,7 +318,8 @@ enum Kernels {
         let shape = Broadcasting.shape([result.shape, next.shape]) ?? outputShape
         result = Tensor(shape: shape, values: broadcast(result, next, outputShape: shape, combine))
       }
-      return result.shape == outputShape ? result.values : broadcast(result, Tensor(zeros: outputShape), outputShape: outputShape, +)
+      return result.shape == outputShape
+        ? result.values : broadcast(result, Tensor(zeros: outputShape), outputShape: outputShape, +)
     }
     switch kind {
     case .add: return fold(+)
@@ -346,7 +358,9 @@ enum Kernels {
     var accumulators = [Double](repeating: initial, count: count)
     forEachIndex(x.shape) { index, coordinates in
       var target = 0
-      for axis in coordinates.indices where !reduction.axes.contains(axis) { target += coordinates[axis] * keptStrides[axis] }
+      for axis in coordinates.indices where !reduction.axes.contains(axis) {
+        target += coordinates[axis] * keptStrides[axis]
+      }
       let value = Double(x.values[index])
       switch reduction.kind {
       case .max: accumulators[target] = max(accumulators[target], value)
@@ -378,7 +392,9 @@ enum Kernels {
     var result = [Float](repeating: 0, count: outputShape.reduce(1, *))
     forEachIndex(outputShape) { index, coordinates in
       var source = 0
-      for axis in coordinates.indices { source += (slice.begin[axis] + coordinates[axis] * slice.strides[axis]) * inputStrides[axis] }
+      for axis in coordinates.indices {
+        source += (slice.begin[axis] + coordinates[axis] * slice.strides[axis]) * inputStrides[axis]
+      }
       result[index] = x.values[source]
     }
     return result

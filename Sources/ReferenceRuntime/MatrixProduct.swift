@@ -48,7 +48,9 @@ enum MatrixProduct {
       b.values.withUnsafeBufferPointer { pb in
         result.withUnsafeMutableBufferPointer { pc in
           for (item, offset) in offsets.enumerated() {
-            FastKernels.sgemm(m, n, k, pa.baseAddress! + offset.a, k, pb.baseAddress! + offset.b, n, beta: 0, pc.baseAddress! + item * m * n, n)
+            FastKernels.sgemm(
+              m, n, k, pa.baseAddress! + offset.a, k, pb.baseAddress! + offset.b, n, beta: 0,
+              pc.baseAddress! + item * m * n, n)
           }
         }
       }

@@ -25,23 +25,32 @@ final class PreparedConvolution: @unchecked Sendable {
     // oneDNN's brgconv kernels keep state for every output column (about 480 bytes each, measured with
     // oneDNN 2.6 on AVX-512: 48 MB per convolution of a 100 000-step Conv1D, whose steps are the width),
     // held as long as the primitive; wider outputs run on the im2col path, whose buffer lives one step.
-    guard inputShape.count == 3, outputShape.count == 3, conv.groups >= 1, outputShape[1] <= Self.maxOutputWidth else { return nil }
-    if let zeroPadding, conv.padding != .valid || [zeroPadding.top, zeroPadding.left, zeroPadding.bottom, zeroPadding.right].contains(where: { $0 < 0 }) {
+    guard inputShape.count == 3, outputShape.count == 3, conv.groups >= 1, outputShape[1] <= Self.maxOutputWidth else {
+      return nil
+    }
+    if let zeroPadding,
+      conv.padding != .valid
+        || [zeroPadding.top, zeroPadding.left, zeroPadding.bottom, zeroPadding.right].contains(where: { $0 < 0 })
+    {
       return nil
     }
     let window = ConvolutionWindow(conv, input: inputShape)
     let (top, left) = zeroPadding.map { ($0.top, $0.left) } ?? (window.top, window.left)
     let (kh, kw) = (conv.kernelHeight, conv.kernelWidth)
     // TensorFlow's padding: what is left after the leading pad, none when the window fits without it.
-    let bottom = max((outputShape[0] - 1) * conv.strideHeight + (kh - 1) * conv.dilationHeight + 1 - inputShape[0] - top, 0)
-    let right = max((outputShape[1] - 1) * conv.strideWidth + (kw - 1) * conv.dilationWidth + 1 - inputShape[1] - left, 0)
+    let bottom = max(
+      (outputShape[0] - 1) * conv.strideHeight + (kh - 1) * conv.dilationHeight + 1 - inputShape[0] - top, 0)
+    let right = max(
+      (outputShape[1] - 1) * conv.strideWidth + (kw - 1) * conv.dilationWidth + 1 - inputShape[1] - left, 0)
     var shape = mc_conv_shape(
       in_h: Int32(inputShape[0]), in_w: Int32(inputShape[1]), in_c: Int32(inputShape[2]), out_h: Int32(outputShape[0]),
       out_w: Int32(outputShape[1]), out_c: Int32(outputShape[2]), kernel_h: Int32(kh), kernel_w: Int32(kw),
       stride_h: Int32(conv.strideHeight), stride_w: Int32(conv.strideWidth), dilation_h: Int32(conv.dilationHeight),
       dilation_w: Int32(conv.dilationWidth), pad_top: Int32(top), pad_left: Int32(left), pad_bottom: Int32(bottom),
       pad_right: Int32(right), groups: Int32(conv.groups))
-    var kinds: [Int32] = [], alphas: [Float] = [], betas: [Float] = []
+    var kinds: [Int32] = []
+    var alphas: [Float] = []
+    var betas: [Float] = []
     var rest = epilogue[...]
     while let first = rest.first, let (kind, alpha, beta) = Self.postOp(first) {
       kinds.append(kind)
@@ -66,7 +75,8 @@ final class PreparedConvolution: @unchecked Sendable {
     let created = conv.kernel.values.withUnsafeBufferPointer { weights in
       (conv.bias?.values ?? []).withUnsafeBufferPointer { bias in
         mc_conv_create(
-          &shape, weights.baseAddress, conv.bias == nil ? nil : bias.baseAddress, Int32(kinds.count), kinds, alphas, betas, &error, error.count)
+          &shape, weights.baseAddress, conv.bias == nil ? nil : bias.baseAddress, Int32(kinds.count), kinds, alphas,
+          betas, &error, error.count)
       }
     }
     guard let created else { return nil }
@@ -92,9 +102,12 @@ final class PreparedConvolution: @unchecked Sendable {
     case .relu: return (Int32(MC_POST_RELU), 0, 0)
     case .leakyReLU(let alpha) where alpha.isFinite: return (Int32(MC_POST_RELU), alpha, 0)
     case .clippedReLU(nil, 0, 0): return (Int32(MC_POST_RELU), 0, 0)
-    case .clippedReLU(let maxValue?, 0, 0) where maxValue.isFinite && maxValue >= 0: return (Int32(MC_POST_CLIP), 0, maxValue)
-    case .clip(let low, let high) where low.isFinite && high.isFinite && low <= high: return (Int32(MC_POST_CLIP), low, high)
-    case .linear(let scale, let offset) where scale.isFinite && offset.isFinite: return (Int32(MC_POST_LINEAR), scale, offset)
+    case .clippedReLU(let maxValue?, 0, 0) where maxValue.isFinite && maxValue >= 0:
+      return (Int32(MC_POST_CLIP), 0, maxValue)
+    case .clip(let low, let high) where low.isFinite && high.isFinite && low <= high:
+      return (Int32(MC_POST_CLIP), low, high)
+    case .linear(let scale, let offset) where scale.isFinite && offset.isFinite:
+      return (Int32(MC_POST_LINEAR), scale, offset)
     default: return nil
     }
   }
@@ -109,7 +122,8 @@ final class PreparedConvolution: @unchecked Sendable {
 
   /// The convolution of one `[H, W, C]` image (`values` holds one or more, one after another).
   func run(_ values: [Float], threads: Int) -> [Float] {
-    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    let inSize = inputShape.reduce(1, *)
+    let outSize = outputShape.reduce(1, *)
     let images = values.count / inSize
     // Every element is written by the convolution: no zero fill first.
     return [Float](unsafeUninitializedCapacity: images * outSize) { target, initialized in
@@ -120,10 +134,12 @@ final class PreparedConvolution: @unchecked Sendable {
 
   /// Runs the convolution on each image of `values`, writing (or, when `accumulates`, adding) into `target`.
   private func convolve(_ values: [Float], into target: UnsafeMutablePointer<Float>, threads: Int) {
-    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    let inSize = inputShape.reduce(1, *)
+    let outSize = outputShape.reduce(1, *)
     values.withUnsafeBufferPointer { source in
       for image in 0..<(values.count / inSize) {
-        let status = mc_conv_run(handle, source.baseAddress! + image * inSize, target + image * outSize, Int32(threads), nil, 0)
+        let status = mc_conv_run(
+          handle, source.baseAddress! + image * inSize, target + image * outSize, Int32(threads), nil, 0)
         precondition(status == 0, "oneDNN could not run a convolution it accepted")
       }
     }
@@ -144,9 +160,12 @@ final class PreparedPooling: @unchecked Sendable {
     let bottom = max((outputShape[0] - 1) * pool.strideHeight + pool.poolHeight - inputShape[0] - top, 0)
     let right = max((outputShape[1] - 1) * pool.strideWidth + pool.poolWidth - inputShape[1] - left, 0)
     var shape = mc_pool_shape(
-      in_h: Int32(inputShape[0]), in_w: Int32(inputShape[1]), channels: Int32(inputShape[2]), out_h: Int32(outputShape[0]),
-      out_w: Int32(outputShape[1]), kernel_h: Int32(pool.poolHeight), kernel_w: Int32(pool.poolWidth), stride_h: Int32(pool.strideHeight),
-      stride_w: Int32(pool.strideWidth), pad_top: Int32(top), pad_left: Int32(left), pad_bottom: Int32(bottom), pad_right: Int32(right),
+      in_h: Int32(inputShape[0]), in_w: Int32(inputShape[1]), channels: Int32(inputShape[2]),
+      out_h: Int32(outputShape[0]),
+      out_w: Int32(outputShape[1]), kernel_h: Int32(pool.poolHeight), kernel_w: Int32(pool.poolWidth),
+      stride_h: Int32(pool.strideHeight),
+      stride_w: Int32(pool.strideWidth), pad_top: Int32(top), pad_left: Int32(left), pad_bottom: Int32(bottom),
+      pad_right: Int32(right),
       is_max: pool.kind == .max ? 1 : 0)
     guard let created = mc_pool_create(&shape, nil, 0) else { return nil }
     handle = created
@@ -161,12 +180,14 @@ final class PreparedPooling: @unchecked Sendable {
 
   /// The pooling of one or more `[H, W, C]` images stored one after another.
   func run(_ values: [Float]) -> [Float] {
-    let inSize = inputShape.reduce(1, *), outSize = outputShape.reduce(1, *)
+    let inSize = inputShape.reduce(1, *)
+    let outSize = outputShape.reduce(1, *)
     let images = values.count / inSize
     return [Float](unsafeUninitializedCapacity: images * outSize) { target, initialized in
       values.withUnsafeBufferPointer { source in
         for image in 0..<images {
-          let status = mc_pool_run(handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, nil, 0)
+          let status = mc_pool_run(
+            handle, source.baseAddress! + image * inSize, target.baseAddress! + image * outSize, nil, 0)
           precondition(status == 0, "oneDNN could not run a pooling it accepted")
         }
       }

@@ -8,11 +8,14 @@ enum RecurrentKernel {
     let forward = direction(
       x, layer, layer.forward, reversed: layer.goBackwards, cellState: layer.returnsCellState,
       initialH: initial.first, initialC: initial.count > 1 ? initial[1] : nil)
-    guard let backwardWeights = layer.backward else { return layer.returnSequences ? forward.flatMap { $0 } : forward.last! }
+    guard let backwardWeights = layer.backward else {
+      return layer.returnSequences ? forward.flatMap { $0 } : forward.last!
+    }
     // The backward pass reads the sequence last step first; Keras puts its outputs back in time order.
     let backward = direction(x, layer, backwardWeights, reversed: true, cellState: layer.returnsCellState)
     let pairs: [([Float], [Float])] =
-      layer.returnSequences ? (0..<steps).map { (forward[$0], backward[steps - 1 - $0]) } : [(forward.last!, backward.last!)]
+      layer.returnSequences
+      ? (0..<steps).map { (forward[$0], backward[steps - 1 - $0]) } : [(forward.last!, backward.last!)]
     return pairs.flatMap { a, b -> [Float] in
       switch layer.merge {
       case .concat: return a + b
@@ -30,10 +33,14 @@ enum RecurrentKernel {
   ) -> [[Float]] {
     let (steps, inputs, units) = (x.shape[0], x.shape[1], layer.units)
     let width = layer.cell.gates * units
-    let kernel = weights.kernel.values, recurrent = weights.recurrentKernel.values
-    let bias = weights.bias?.values ?? [Float](repeating: 0, count: layer.cell == .gru(resetAfter: true) ? 2 * width : width)
+    let kernel = weights.kernel.values
+    let recurrent = weights.recurrentKernel.values
+    let bias =
+      weights.bias?.values ?? [Float](repeating: 0, count: layer.cell == .gru(resetAfter: true) ? 2 * width : width)
     func act(_ v: [Float]) -> [Float] { Kernels.activation(layer.activation, Tensor(shape: [v.count], values: v)) }
-    func gate(_ v: [Float]) -> [Float] { Kernels.activation(layer.recurrentActivation, Tensor(shape: [v.count], values: v)) }
+    func gate(_ v: [Float]) -> [Float] {
+      Kernels.activation(layer.recurrentActivation, Tensor(shape: [v.count], values: v))
+    }
     /// `vector · matrix[rows, width]` for the columns `columns`.
     func product(_ vector: [Float], _ matrix: [Float], _ columns: Range<Int>) -> [Float] {
       columns.map { column in
@@ -43,7 +50,8 @@ enum RecurrentKernel {
       }
     }
 
-    var h = initialH ?? [Float](repeating: 0, count: units), c = initialC ?? [Float](repeating: 0, count: units)
+    var h = initialH ?? [Float](repeating: 0, count: units)
+    var c = initialC ?? [Float](repeating: 0, count: units)
     var outputs: [[Float]] = []
     for step in 0..<steps {
       let t = reversed ? steps - 1 - step : step
@@ -60,7 +68,9 @@ enum RecurrentKernel {
         let activated = act(c)
         h = (0..<units).map { o[$0] * activated[$0] }
       case .gru(let resetAfter):
-        let z: [Float], r: [Float], candidate: [Float]
+        let z: [Float]
+        let r: [Float]
+        let candidate: [Float]
         if resetAfter {
           let inner = zip(product(h, recurrent, 0..<width), bias.suffix(width)).map { $0 + $1 }
           z = gate(zip(slice(projected, 0), slice(inner, 0)).map { $0 + $1 })
@@ -70,7 +80,8 @@ enum RecurrentKernel {
           z = gate(zip(slice(projected, 0), product(h, recurrent, 0..<units)).map { $0 + $1 })
           r = gate(zip(slice(projected, 1), product(h, recurrent, units..<2 * units)).map { $0 + $1 })
           let resetState = (0..<units).map { r[$0] * h[$0] }
-          candidate = act(zip(slice(projected, 2), product(resetState, recurrent, 2 * units..<3 * units)).map { $0 + $1 })
+          candidate = act(
+            zip(slice(projected, 2), product(resetState, recurrent, 2 * units..<3 * units)).map { $0 + $1 })
         }
         h = (0..<units).map { z[$0] * h[$0] + (1 - z[$0]) * candidate[$0] }
       }

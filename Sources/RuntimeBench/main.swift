@@ -33,13 +33,17 @@ while let argument = arguments.first {
     positionals.append(argument)
   }
 }
-guard positionals.count == 1 else { fail("usage: runtime-bench MODEL [--threads N] [--runs R] [--warmup W] [--images I]") }
+guard positionals.count == 1 else {
+  fail("usage: runtime-bench MODEL [--threads N] [--runs R] [--warmup W] [--images I]")
+}
 func integer(_ name: String, _ fallback: Int) -> Int {
   guard let text = options[name] else { return fallback }
   guard let value = Int(text), value >= 1 else { fail("\(name) needs a positive integer") }
   return value
 }
-let runs = integer("--runs", 20), warmup = integer("--warmup", 3), threads = integer("--threads", 1)
+let runs = integer("--runs", 20)
+let warmup = integer("--warmup", 3)
+let threads = integer("--threads", 1)
 let images = integer("--images", max(4 * threads, 16))
 var inputShapes: [String: [Int]] = [:]
 if let shape = options["--input-shape"] {
@@ -107,7 +111,8 @@ if options["--threads"] != nil {
 
 func number(_ value: Double?) -> String { value.map { String(format: "%.6g", $0) } ?? "null" }
 let escapedPath = url.path.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-print("""
+print(
+  """
   {"model": "\(escapedPath)", "kind": "\(kind)", "backend": "\(Interpreter.backendDescription)", "runs": \(runs), "warmup": \(warmup), \
   "latencyMedianMs": \(number(median * 1000)), "latencyMinMs": \(number(times[0] * 1000)), "threads": \(threads), "images": \(options["--threads"] == nil ? 0 : images), \
   "imagesPerSecond": \(number(throughput))}

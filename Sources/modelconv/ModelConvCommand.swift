@@ -1,6 +1,6 @@
 import Foundation
-import ModelFormats
 import ModelConverter
+import ModelFormats
 
 /// The `modelconv` entry point: dispatches to a subcommand and turns errors into exit codes.
 @main
@@ -25,15 +25,19 @@ enum ModelConvCommand {
 
   /// Every command, in the order `--help` lists them.
   static let commands = [
-    Entry(ConvertCommand.self), Entry(VerifyCommand.self), Entry(InspectCommand.self), Entry(PredictCommand.self), Entry(EvaluateCommand.self),
+    Entry(ConvertCommand.self), Entry(VerifyCommand.self), Entry(InspectCommand.self), Entry(PredictCommand.self),
+    Entry(EvaluateCommand.self),
     Entry(BuildCommand.self),
   ]
 
   static var usage: String {
     var lines = ["USAGE: modelconv <command> [options]", "", "COMMANDS:"]
-    for command in commands { lines.append("  " + command.name.padding(toLength: 12, withPad: " ", startingAt: 0) + command.abstract) }
+    for command in commands {
+      lines.append("  " + command.name.padding(toLength: 12, withPad: " ", startingAt: 0) + command.abstract)
+    }
     lines += [
-      "", "OPTIONS:", "  -h, --help  Show this help", "  --version   Show the version (with --verbose: the runtime's kernels and the CPU)", "",
+      "", "OPTIONS:", "  -h, --help  Show this help",
+      "  --version   Show the version (with --verbose: the runtime's kernels and the CPU)", "",
       "Run `modelconv help <command>` (or `modelconv <command> --help`) for a command's options, examples",
       "and exit codes.",
     ]
@@ -77,11 +81,14 @@ enum ModelConvCommand {
         return .success
       case "--version":
         // `--version --verbose` adds the runtime's kernels and the CPU, so a slow fallback is visible.
-        Console.out(rest.contains("--verbose") ? ModelConverterVersion.verboseDescription.joined(separator: "\n") : ModelConverterVersion.current)
+        Console.out(
+          rest.contains("--verbose")
+            ? ModelConverterVersion.verboseDescription.joined(separator: "\n") : ModelConverterVersion.current)
         return .success
       default:
         let names = commands.map(\.name)
-        let hint = names.min { OptionSpec.distance(command, $0) < OptionSpec.distance(command, $1) }
+        let hint =
+          names.min { OptionSpec.distance(command, $0) < OptionSpec.distance(command, $1) }
           .flatMap { OptionSpec.distance(command, $0) <= 2 ? "; did you mean '\($0)'?" : nil } ?? ""
         throw UsageError(message: "unknown command '\(command)'\(hint)\n\n" + usage)
       }
@@ -97,17 +104,22 @@ enum ModelConvCommand {
         case nil: break
         }
         guard let open = error as? UnknownInputSizes else { return "" }
-        let options = open.inputs.map { "--input-shape \($0.name.contains(where: { " '\"$\\".contains($0) }) ? "'\($0.name)'" : $0.name)=\($0.template)" }
-        return "\n  give them with " + options.joined(separator: " ") + " (the capitals standing for the sizes to choose)"
+        let options = open.inputs.map {
+          "--input-shape \($0.name.contains(where: { " '\"$\\".contains($0) }) ? "'\($0.name)'" : $0.name)=\($0.template)"
+        }
+        return "\n  give them with " + options.joined(separator: " ")
+          + " (the capitals standing for the sizes to choose)"
       }
       if rest.contains(where: Options.json.names.contains) {
         // Under --json a failure is a JSON document too (on stdout, where the result would have been).
-        Console.out(JSONValue.object([
-          ("schema", .string("modelconv.error/1")), ("command", .string(command)), ("exitCode", .number(Double(code.rawValue))),
-          ("kind", .string(code.kind)),
-          // The message without the help page some usage errors append.
-          ("message", .string(String(describing: error).components(separatedBy: "\n\n")[0])),
-        ]).rendered)
+        Console.out(
+          JSONValue.object([
+            ("schema", .string("modelconv.error/1")), ("command", .string(command)),
+            ("exitCode", .number(Double(code.rawValue))),
+            ("kind", .string(code.kind)),
+            // The message without the help page some usage errors append.
+            ("message", .string(String(describing: error).components(separatedBy: "\n\n")[0])),
+          ]).rendered)
       } else {
         Console.error(String(describing: error) + hint(for: error))
       }

@@ -1,9 +1,9 @@
 import CoreMLCommon
 import CoreMLReader
+import CoreMLTestSupport
 import Foundation
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// The Core ML reader on hostile bytes: nesting bounded before protobuf-c recurses, weight files read by
 /// the ranges the model declares.
@@ -26,7 +26,8 @@ import CoreMLTestSupport
       let operation = field(blockSizes[level + 1])  // Operation { blocks: Block }
       blockSizes[level] = field(operation)  // Block { operations: Operation }
     }
-    let opset = Array("CoreML5".utf8), name = Array("main".utf8)
+    let opset = Array("CoreML5".utf8)
+    let name = Array("main".utf8)
     let specializationEntry = field(opset.count) + field(blockSizes[0])
     let function = field(specializationEntry)
     let functionEntry = field(name.count) + field(function)
@@ -117,7 +118,9 @@ import CoreMLTestSupport
     let outside = directory.appendingPathComponent("outside.mlpackage")
     try FileManager.default.copyItem(at: original, to: outside)
     #expect(throws: Never.self) { try CoreMLSpecReader.read(contentsOf: outside) }
-    for (index, item) in ["Data/com.apple.CoreML/model.mlmodel", "Data/com.apple.CoreML/weights/weight.bin", "Data"].enumerated() {
+    for (index, item) in ["Data/com.apple.CoreML/model.mlmodel", "Data/com.apple.CoreML/weights/weight.bin", "Data"]
+      .enumerated()
+    {
       let package = directory.appendingPathComponent("p\(index).mlpackage")
       try FileManager.default.copyItem(at: original, to: package)
       let link = package.appendingPathComponent(item)

@@ -1,8 +1,8 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// The reader's typed layer parameters, checked against a file coremltools wrote: the expected numbers are the
 /// Keras model's configuration (Samples/Digits/digits_cnn.h5: Conv2D 8 and 16 filters, 3x3, padding "same";
@@ -39,6 +39,7 @@ import CoreMLTestSupport
 
     // Keras' relu activations are ReLU activation layers; the softmax is softmaxND over the last axis.
     #expect(spec.layers.filter { $0.activation == .relu }.count == 3)
-    #expect(spec.layers.contains { if case .softmaxND(let p) = $0.parameters { p.axis == -1 || p.axis == 1 } else { false } })
+    #expect(
+      spec.layers.contains { if case .softmaxND(let p) = $0.parameters { p.axis == -1 || p.axis == 1 } else { false } })
   }
 }

@@ -1,7 +1,8 @@
-@testable import CoreMLReader
 import Foundation
 import TestSupport
 import Testing
+
+@testable import CoreMLReader
 
 /// The MIL operations the importer reads are the registry's keys, and the README's list is that list.
 @Suite struct MILOperationRegistryTests {

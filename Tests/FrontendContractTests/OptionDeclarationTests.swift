@@ -23,7 +23,9 @@ import Testing
       }
     }
     for spec in Options.all {
-      #expect(ModelConvCommand.commands.contains { $0.specs.contains { $0.key == spec.key } }, "Options.\(spec.key) is declared but no command takes it")
+      #expect(
+        ModelConvCommand.commands.contains { $0.specs.contains { $0.key == spec.key } },
+        "Options.\(spec.key) is declared but no command takes it")
     }
   }
 
@@ -34,7 +36,9 @@ import Testing
         let declared = Options.all.first { $0.key == spec.key }
         #expect(declared != nil, "\(command.name): \(spec.key) is not declared in Options")
         if let declared {
-          #expect(declared.isSameDeclaration(as: spec), "\(command.name): \(spec.key) differs from its declaration in Options (names, value or help)")
+          #expect(
+            declared.isSameDeclaration(as: spec),
+            "\(command.name): \(spec.key) differs from its declaration in Options (names, value or help)")
         }
       }
     }
@@ -54,8 +58,12 @@ import Testing
           continue
         }
         let listed = Array(command.specs[start..<start + group.count])
-        #expect(listed.map(\.key) == group.map(\.key), "\(command.name) lists Options.\(name) incompletely or out of order: \(listed.map(\.key))")
-        #expect(zip(listed, group).allSatisfy { $0.isSameDeclaration(as: $1) }, "\(command.name) lists Options.\(name) with other help")
+        #expect(
+          listed.map(\.key) == group.map(\.key),
+          "\(command.name) lists Options.\(name) incompletely or out of order: \(listed.map(\.key))")
+        #expect(
+          zip(listed, group).allSatisfy { $0.isSameDeclaration(as: $1) },
+          "\(command.name) lists Options.\(name) with other help")
         #expect(Set(listed.map(\.section)).count == 1, "\(command.name) splits Options.\(name) over several headings")
       }
     }
@@ -76,7 +84,8 @@ import Testing
   }
 
   @Test func readsGoThroughTheDeclaration() throws {
-    let parsed = try ParsedArguments(["model.h5", "--json", "--input-shape", "x=1,2"], specs: InspectCommand.specs + [Options.help])
+    let parsed = try ParsedArguments(
+      ["model.h5", "--json", "--input-shape", "x=1,2"], specs: InspectCommand.specs + [Options.help])
     #expect(parsed.isDeclared(Options.json) && parsed.isDeclared(Options.inputShape) && parsed.isDeclared(Options.help))
     #expect(!parsed.isDeclared(Options.imageScale))
     #expect(!parsed.isDeclared(Options.labelList))

@@ -1,7 +1,7 @@
+import CoreMLFormat
 import Foundation
 import ModelConverter
 import ModelFormats
-import CoreMLFormat
 import ModelIR
 import ReferenceRuntime
 import TestSupport
@@ -40,14 +40,17 @@ struct ToyFrontend: ModelFrontend {
   }
 
   func parse(_ url: URL) throws -> Parsed {
-    let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+    let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map {
+      $0.split(separator: " ").map(String.init)
+    }
     func fail(_ line: Int, _ detail: String) -> ToyError { ToyError(path: url.path, line: line + 1, detail: detail) }
     guard lines.count >= 2, lines[0] == ["TOYNET", "1"] else { throw fail(0, "not TOYNET 1") }
     guard lines[1].count == 3, lines[1][0] == "input", let size = Int(lines[1][2]), size > 0, size <= 1024 else {
       throw fail(1, "expected 'input NAME SIZE' with 0 < SIZE <= 1024")
     }
     var parsed = Parsed(input: (lines[1][1], size), layers: [])
-    var width = size, index = 2
+    var width = size
+    var index = 2
     while index < lines.count {
       let words = lines[index]
       switch words.first {
@@ -58,9 +61,17 @@ struct ToyFrontend: ModelFrontend {
         guard words.count == 2, let units = Int(words[1]), units > 0, units <= 1024, index + 2 < lines.count,
           lines[index + 1].first == "w", lines[index + 2].first == "b"
         else { throw fail(index, "expected 'dense UNITS' then 'w ...' and 'b ...'") }
-        let kernel = lines[index + 1].dropFirst().compactMap(Float.init), bias = lines[index + 2].dropFirst().compactMap(Float.init)
-        guard kernel.count == width * units, bias.count == units else { throw fail(index, "dense \(units) after \(width) values needs \(width * units) weights and \(units) biases") }
-        parsed.layers.append(("dense", Dense(kernel: Constant(shape: [width, units], values: kernel), bias: Constant(shape: [units], values: bias))))
+        let kernel = lines[index + 1].dropFirst().compactMap(Float.init)
+        let bias = lines[index + 2].dropFirst().compactMap(Float.init)
+        guard kernel.count == width * units, bias.count == units else {
+          throw fail(index, "dense \(units) after \(width) values needs \(width * units) weights and \(units) biases")
+        }
+        parsed.layers.append(
+          (
+            "dense",
+            Dense(
+              kernel: Constant(shape: [width, units], values: kernel), bias: Constant(shape: [units], values: bias))
+          ))
         width = units
         index += 3
       default: throw fail(index, "unknown layer '\(words.first ?? "")'")
@@ -72,7 +83,8 @@ struct ToyFrontend: ModelFrontend {
   func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
     let parsed = try parse(url)
     var builder = GraphBuilder()
-    var value = try builder.addInput(name: options.inputNames?.first ?? parsed.input.name, type: TensorType([parsed.input.size]))
+    var value = try builder.addInput(
+      name: options.inputNames?.first ?? parsed.input.name, type: TensorType([parsed.input.size]))
     for (index, layer) in parsed.layers.enumerated() {
       let operation: ModelIR.Operation = layer.dense.map { .dense($0) } ?? .activation(.relu)
       value = try builder.add(operation, name: "\(layer.kind)_\(index)", inputs: [value])
@@ -84,14 +96,21 @@ struct ToyFrontend: ModelFrontend {
 
   func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {
     let parsed = try parse(url)
-    let parameters = parsed.layers.compactMap(\.dense).reduce(0) { $0 + $1.kernel.values.count + ($1.bias?.values.count ?? 0) }
+    let parameters = parsed.layers.compactMap(\.dense).reduce(0) {
+      $0 + $1.kernel.values.count + ($1.bias?.values.count ?? 0)
+    }
     return ModelInspection(
       path: url.path, format: .init("toy"), kind: .init("toynet"), isRunnable: true,
       presentation: .init(format: "Toy network, version 1", layerNoun: "stage"),
-      inputs: [.init(name: parsed.input.name, type: .init(kind: "multiArray", shape: [parsed.input.size], dataType: "float32"))], outputs: [],
+      inputs: [
+        .init(name: parsed.input.name, type: .init(kind: "multiArray", shape: [parsed.input.size], dataType: "float32"))
+      ], outputs: [],
       metadata: .init(name: nil, userDefined: []),
-      layers: parsed.layers.enumerated().map { .init(name: "\($0.element.kind)_\($0.offset)", type: $0.element.kind, outputShape: nil, parameterCount: 0) },
-      shapesUnavailable: nil, parameterCount: parameters, weights: [.init(dataType: "float32", count: parameters, bytes: parameters * 4)])
+      layers: parsed.layers.enumerated().map {
+        .init(name: "\($0.element.kind)_\($0.offset)", type: $0.element.kind, outputShape: nil, parameterCount: 0)
+      },
+      shapesUnavailable: nil, parameterCount: parameters,
+      weights: [.init(dataType: "float32", count: parameters, bytes: parameters * 4)])
   }
 }
 

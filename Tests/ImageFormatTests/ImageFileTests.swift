@@ -8,9 +8,10 @@ import Testing
 /// against what Pillow made of the same files (`Samples/make_image_fixtures.py`).
 @Suite struct ImageFileTests {
   static let folder = Fixtures.url("images")
-  static let decodable = [
-    "alpha.png", "gray.png", "landscape.png", "palette.png", "portrait.jpg", "orientation6.png",
-  ] + (1...8).map { "orientation\($0).jpg" }
+  static let decodable =
+    [
+      "alpha.png", "gray.png", "landscape.png", "palette.png", "portrait.jpg", "orientation6.png",
+    ] + (1...8).map { "orientation\($0).jpg" }
 
   static func expected(_ path: String) throws -> (shape: [Int], values: [Float]) {
     try HDF5File(path: folder.appendingPathComponent("expected.h5").path).root.floatDataset(path)
@@ -50,19 +51,46 @@ import Testing
 
   @Test func badFilesAreErrorsNamingTheFile() throws {
     func error(_ name: String) -> ImageFileError? {
-      do { _ = try ImageFile.read(contentsOf: Self.folder.appendingPathComponent(name)); return nil } catch { return error as? ImageFileError }
+      do {
+        _ = try ImageFile.read(contentsOf: Self.folder.appendingPathComponent(name))
+        return nil
+      } catch { return error as? ImageFileError }
     }
-    guard case .corrupt(let path, _) = error("truncated.png") else { Issue.record("truncated.png"); return }
+    guard case .corrupt(let path, _) = error("truncated.png") else {
+      Issue.record("truncated.png")
+      return
+    }
     #expect(path.hasSuffix("truncated.png"))
-    guard case .corrupt = error("truncated.jpg") else { Issue.record("truncated.jpg"); return }
-    guard case .tooLarge(_, let detail) = error("giant.png") else { Issue.record("giant.png"); return }
+    guard case .corrupt = error("truncated.jpg") else {
+      Issue.record("truncated.jpg")
+      return
+    }
+    guard case .tooLarge(_, let detail) = error("giant.png") else {
+      Issue.record("giant.png")
+      return
+    }
     #expect(detail.contains("100000x100000"))
-    guard case .unsupportedFormat(_, let what) = error("animation.gif") else { Issue.record("gif"); return }
+    guard case .unsupportedFormat(_, let what) = error("animation.gif") else {
+      Issue.record("gif")
+      return
+    }
     #expect(what.contains("GIF"))
-    guard case .unsupportedFormat = error("empty.png") else { Issue.record("empty"); return }
-    guard case .unsupportedFormat = error("text.jpg") else { Issue.record("text"); return }
-    guard case .unreadable = error("missing.png") else { Issue.record("missing"); return }
-    guard case .unreadable = error("") else { Issue.record("folder"); return }
+    guard case .unsupportedFormat = error("empty.png") else {
+      Issue.record("empty")
+      return
+    }
+    guard case .unsupportedFormat = error("text.jpg") else {
+      Issue.record("text")
+      return
+    }
+    guard case .unreadable = error("missing.png") else {
+      Issue.record("missing")
+      return
+    }
+    guard case .unreadable = error("") else {
+      Issue.record("folder")
+      return
+    }
   }
 
   @Test func pngRoundTrip() throws {

@@ -61,9 +61,13 @@ import Testing
   @Test func locationBeyondTheFileIsUnreadable() throws {
     var snapshot = try KerasModelSnapshot.read(path: Fixtures.url("keras3/batchnorm.h5").path)
     let size = try #require(snapshot.fileIdentity?.size)
-    let (group, entries) = try #require(snapshot.weights.first { $0.value.values.contains { if case .located = $0 { true } else { false } } })
+    let (group, entries) = try #require(
+      snapshot.weights.first { $0.value.values.contains { if case .located = $0 { true } else { false } } })
     let (name, stored) = try #require(entries.first { if case .located = $0.value { true } else { false } })
-    guard case .located(let shape, _) = stored else { Issue.record("not a located weight"); return }
+    guard case .located(let shape, _) = stored else {
+      Issue.record("not a located weight")
+      return
+    }
     for offset in [size - 2, size, Int.max - 3, -8] {
       snapshot.weights[group]![name] = .located(shape: shape, offset: offset)
       let loaded = try snapshot.loadingLocatedWeights()

@@ -1,7 +1,7 @@
 import CHDF5
-import TestSupport
 import Foundation
 import KerasFormat
+import TestSupport
 
 /// Copies of the Keras fixtures edited in place: a config with text replaced, for tests that need a
 /// variant real Keras would also write (an activation swapped, a layer renamed) or one it never would.
@@ -21,7 +21,9 @@ public enum KerasFileEditing {
   /// The root `model_config` attribute's text.
   public static func modelConfig(_ url: URL) throws -> String {
     let file = try HDF5File(path: url.path)
-    guard let text = try file.root.stringAttribute("model_config") else { throw EditError(description: "\(url.path) has no model_config") }
+    guard let text = try file.root.stringAttribute("model_config") else {
+      throw EditError(description: "\(url.path) has no model_config")
+    }
     return text
   }
 
@@ -47,7 +49,9 @@ public enum KerasFileEditing {
   /// Replaces the root `model_config` attribute with this text (a fixed-length string, as h5py writes it).
   public static func setModelConfig(_ url: URL, _ text: String) throws {
     try withWritableFile(url) { file in
-      guard H5Adelete(file, "model_config") >= 0 else { throw EditError(description: "cannot delete model_config in \(url.path)") }
+      guard H5Adelete(file, "model_config") >= 0 else {
+        throw EditError(description: "cannot delete model_config in \(url.path)")
+      }
       let bytes = Array(text.utf8)
       let type = H5Tcopy(chdf5_c_s1())
       defer { H5Tclose(type) }
@@ -57,7 +61,9 @@ public enum KerasFileEditing {
       let attribute = H5Acreate2(file, "model_config", type, space, chdf5_p_default(), chdf5_p_default())
       guard attribute >= 0 else { throw EditError(description: "cannot create model_config in \(url.path)") }
       defer { H5Aclose(attribute) }
-      guard H5Awrite(attribute, type, bytes) >= 0 else { throw EditError(description: "cannot write model_config in \(url.path)") }
+      guard H5Awrite(attribute, type, bytes) >= 0 else {
+        throw EditError(description: "cannot write model_config in \(url.path)")
+      }
     }
   }
 

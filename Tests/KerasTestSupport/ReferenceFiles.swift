@@ -17,7 +17,9 @@ public struct ReferenceFile {
   /// Output shapes without the batch dimension, in model output order.
   public func outputShapes() throws -> [[Int]] {
     let outputs = try require(file.group("outputs"))
-    return try outputs.childNames().sorted { Int($0)! < Int($1)! }.map { Array(try outputs.floatDataset($0).shape.dropFirst()) }
+    return try outputs.childNames().sorted { Int($0)! < Int($1)! }.map {
+      Array(try outputs.floatDataset($0).shape.dropFirst())
+    }
   }
 
   /// Keras layer name → weight name → values in Core ML layout.
@@ -26,7 +28,9 @@ public struct ReferenceFile {
     var result: [String: [String: [Float]]] = [:]
     for layer in group.childNames() {
       let layerGroup = try require(group.group(layer))
-      for weight in layerGroup.childNames() { result[layer, default: [:]][weight] = try layerGroup.floatDataset(weight).values }
+      for weight in layerGroup.childNames() {
+        result[layer, default: [:]][weight] = try layerGroup.floatDataset(weight).values
+      }
     }
     return result
   }
@@ -40,4 +44,3 @@ private func `require`<T>(_ value: T?) throws -> T {
 }
 
 public enum FixtureError: Error { case missing }
-

@@ -1,10 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
-@testable import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
+
+@testable import ModelIR
 
 /// Deliberately broken conversions make `ParityVerifier` fail, each for the reason it should; the
 /// correct conversion passes. The reference outputs and pixels come from real Keras (`Samples/Digits`).
@@ -23,7 +24,8 @@ import CoreMLTestSupport
     defer { try? FileManager.default.removeItem(at: directory) }
     let url = directory.appendingPathComponent("digits.mlmodel")
     try Data(bytes).write(to: url)
-    return try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: samples, reference: reference))
+    return try ParityVerifier.verify(
+      source: source, converted: url, options: VerificationOptions(samples: samples, reference: reference))
   }
 
   /// The converted graph with one node's operation changed, written again by our writer.
@@ -43,7 +45,8 @@ import CoreMLTestSupport
 
   @Test func swappedLabelsFail() throws {
     let swapped = ClassLabels.integers([0, 1, 2, 5, 4, 3, 6, 7, 8, 9])
-    let report = try Self.verify(KerasConverter.convert(modelAt: Self.source, options: Self.options(labels: swapped)).bytes)
+    let report = try Self.verify(
+      KerasConverter.convert(modelAt: Self.source, options: Self.options(labels: swapped)).bytes)
     #expect(!report.passed)
     #expect(report.classifier?.labelsMatch == false)
     // The reference holds one image of each digit, so the 3 and the 5 come out with each other's label.
@@ -52,11 +55,16 @@ import CoreMLTestSupport
 
   @Test func transposedKernelFails() throws {
     let bytes = try Self.tampered { operation in
-      guard case .convolution2D(var conv) = operation, conv.kernelHeight == conv.kernelWidth, conv.kernelHeight > 1 else { return false }
+      guard case .convolution2D(var conv) = operation, conv.kernelHeight == conv.kernelWidth, conv.kernelHeight > 1
+      else { return false }
       // Swap the kernel's height and width axes, as a converter mixing up HWIO and WHIO would.
       let (k, inner) = (conv.kernelHeight, conv.kernel.shape[2] * conv.kernel.shape[3])
       var values = conv.kernel.values
-      for y in 0..<k { for x in 0..<k { for i in 0..<inner { values[(y * k + x) * inner + i] = conv.kernel.values[(x * k + y) * inner + i] } } }
+      for y in 0..<k {
+        for x in 0..<k {
+          for i in 0..<inner { values[(y * k + x) * inner + i] = conv.kernel.values[(x * k + y) * inner + i] }
+        }
+      }
       conv.kernel = Constant(shape: conv.kernel.shape, values: values)
       operation = .convolution2D(conv)
       return true
@@ -98,13 +106,17 @@ import CoreMLTestSupport
     func verify(bgr: Bool) throws -> ParityReport {
       let url = directory.appendingPathComponent("rgb-\(bgr).mlmodel")
       let options = ConversionOptions(
-        imageInputNames: ["input1"], classLabels: .strings(["cat", "dog", "bird", "fish", "frog"]), imageScale: 1 / 127.5,
+        imageInputNames: ["input1"], classLabels: .strings(["cat", "dog", "bird", "fish", "frog"]),
+        imageScale: 1 / 127.5,
         redBias: -1, greenBias: -1, blueBias: -1, isBGR: bgr)
       try KerasConverter.convert(modelAt: source, options: options).write(to: url)
       return try ParityVerifier.verify(
-        source: source, converted: url, options: VerificationOptions(samples: 2, reference: golden.appendingPathComponent("rgb_classifier.reference.h5")))
+        source: source, converted: url,
+        options: VerificationOptions(
+          samples: 2, reference: golden.appendingPathComponent("rgb_classifier.reference.h5")))
     }
-    let right = try verify(bgr: true), wrong = try verify(bgr: false)
+    let right = try verify(bgr: true)
+    let wrong = try verify(bgr: false)
     #expect(right.passed)
     #expect(!wrong.passed)
   }

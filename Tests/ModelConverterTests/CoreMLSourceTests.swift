@@ -1,11 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
 import ModelConverter
 import ModelFormats
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Core ML files as a conversion source: models coremltools wrote from real Keras models, converted to
 /// both formats and checked against the source (in our runtime) and against the outputs real Keras saved
@@ -16,12 +16,18 @@ import CoreMLTestSupport
   /// coremltools-written neural networks and ML Programs that the classic writer can express too.
   static let bothFormats = [
     "digits_cnn.mlmodel", "dense_classifier.mlmodel", "depthwise_separable.mlmodel", "sequential_plain.mlmodel",
-    "conv2d_transpose.mlmodel", "digits_cnn_program.mlpackage", "rgb_classifier_program.mlpackage", "dense_classifier_program.mlpackage",
+    "conv2d_transpose.mlmodel", "digits_cnn_program.mlpackage", "rgb_classifier_program.mlpackage",
+    "dense_classifier_program.mlpackage",
   ]
   /// ML Programs whose operations have no classic layer, or classic networks with layers only an ML Program has.
-  static let programOnly = ["activations.mlmodel", "batchnorm.mlmodel", "layer_norm.mlmodel", "rgb_classifier.mlmodel", "unit_norm_program.mlpackage"]
+  static let programOnly = [
+    "activations.mlmodel", "batchnorm.mlmodel", "layer_norm.mlmodel", "rgb_classifier.mlmodel",
+    "unit_norm_program.mlpackage",
+  ]
 
-  static func convert(_ name: String, to format: ModelFormat, options: ConversionOptions = ConversionOptions()) throws -> (URL, URL) {
+  static func convert(_ name: String, to format: ModelFormat, options: ConversionOptions = ConversionOptions()) throws
+    -> (URL, URL)
+  {
     let source = golden.appendingPathComponent(name)
     var options = options
     options.format = format
@@ -50,7 +56,12 @@ import CoreMLTestSupport
     #expect(after.predictedFeatureName == before.predictedFeatureName)
     #expect(Set(after.outputs.map(\.name)) == Set(before.outputs.map(\.name)))
     #expect(after.userDefined["modelconv.source"] == "coreml")
-    #expect(after.modelType == (format == .mlProgram ? "mlProgram" : before.stringClassLabels.isEmpty && before.int64ClassLabels.isEmpty ? "neuralNetwork" : "neuralNetworkClassifier"))
+    #expect(
+      after.modelType
+        == (format == .mlProgram
+          ? "mlProgram"
+          : before.stringClassLabels.isEmpty && before.int64ClassLabels.isEmpty
+            ? "neuralNetwork" : "neuralNetworkClassifier"))
   }
 
   @Test(arguments: programOnly) func programOnlyModelsConvertToPrograms(_ name: String) throws {
@@ -71,7 +82,8 @@ import CoreMLTestSupport
     let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 4))
     #expect(report.passed, "\(report.firstMismatch.map { "\($0)" } ?? "")")
     #expect {
-      _ = try Converter.convert(modelAt: source, options: ConversionOptions(format: .neuralNetwork, target: DeploymentTarget.parse("iOS12")))
+      _ = try Converter.convert(
+        modelAt: source, options: ConversionOptions(format: .neuralNetwork, target: DeploymentTarget.parse("iOS12")))
     } throws: { error in
       // coremltools wrote UnitNormalization as reduce_sum, maximum with a constant and rsqrt: the sum
       // has no classic rank-5 layer here (the constant is a loadConstant, the maximum a max layer, rsqrt a unary layer).
@@ -96,7 +108,9 @@ import CoreMLTestSupport
     for (from, to, bound) in [(source, program, nil), (program, back, nil), (source, back, float16Bound)] {
       let options = VerificationOptions(samples: 8, absoluteTolerance: bound, relativeTolerance: bound)
       let report = try ParityVerifier.verify(source: from, converted: to, options: options)
-      #expect(report.passed, "\(from.lastPathComponent) -> \(to.lastPathComponent): \(report.firstMismatch.map { "\($0)" } ?? "")")
+      #expect(
+        report.passed,
+        "\(from.lastPathComponent) -> \(to.lastPathComponent): \(report.firstMismatch.map { "\($0)" } ?? "")")
     }
     #expect(try CoreMLSpecReader.read(contentsOf: back).modelType == "neuralNetworkClassifier")
   }
@@ -129,7 +143,8 @@ import CoreMLTestSupport
     // A different image scale is a different model: verify against the source says so.
     let (source2, rescaled) = try Self.convert(
       "digits_cnn.mlmodel", to: .neuralNetwork, options: ConversionOptions(imageInputNames: ["image"], imageScale: 0.5))
-    let report = try ParityVerifier.verify(source: source2, converted: rescaled, options: VerificationOptions(samples: 2))
+    let report = try ParityVerifier.verify(
+      source: source2, converted: rescaled, options: VerificationOptions(samples: 2))
     #expect(!report.passed)
     #expect(report.preprocessing.contains { !$0.passed })
   }
@@ -141,7 +156,9 @@ import CoreMLTestSupport
     try FileManager.default.copyItem(at: Self.golden.appendingPathComponent("digits_cnn.mlmodel"), to: renamed)
     #expect(try FormatSniffer.kind(ofPath: renamed.path) == .coreMLModel)
     #expect(try Frontends.frontend(for: renamed).name == "coreml")
-    #expect(try FormatSniffer.kind(ofPath: Self.golden.appendingPathComponent("digits_cnn_program.mlpackage").path) == .coreMLPackage)
+    #expect(
+      try FormatSniffer.kind(ofPath: Self.golden.appendingPathComponent("digits_cnn_program.mlpackage").path)
+        == .coreMLPackage)
     #expect(try Frontends.frontend(for: Fixtures.url("keras_zip/functional.keras")).name == "keras")
     #expect(try Frontends.frontend(for: Self.golden.appendingPathComponent("conv1d_classifier.h5")).name == "keras")
     let onnx = directory.appendingPathComponent("model.bin")
@@ -150,22 +167,29 @@ import CoreMLTestSupport
     let page = directory.appendingPathComponent("model.onnx")
     try Data("<!DOCTYPE html><html><body>Not Found</body></html>".utf8).write(to: page)
     #expect(throws: SourceFormatError.self) { try Frontends.frontend(for: page) }
-    #expect(throws: SourceFormatError.notFound(path: "/nonexistent/model")) { try Frontends.frontend(for: URL(fileURLWithPath: "/nonexistent/model")) }
+    #expect(throws: SourceFormatError.notFound(path: "/nonexistent/model")) {
+      try Frontends.frontend(for: URL(fileURLWithPath: "/nonexistent/model"))
+    }
   }
 
   @Test func commandLineConvertsCoreML() throws {
     let directory = try Fixtures.temporaryDirectory()
     let output = directory.appendingPathComponent("Digits.mlpackage").path
     let result = try Modelconv.run(
-      ["convert", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, "-o", output, "--verify"], readTimeout: "60")
+      ["convert", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, "-o", output, "--verify"],
+      readTimeout: "60")
     #expect(result.status == 0, "\(result.stderr)")
     #expect(FileManager.default.fileExists(atPath: output + "/Manifest.json"))
-    let verify = try Modelconv.run(["verify", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, output], readTimeout: "60")
+    let verify = try Modelconv.run(
+      ["verify", Self.golden.appendingPathComponent("digits_cnn.mlmodel").path, output], readTimeout: "60")
     #expect(verify.status == 0, "\(verify.stderr)")
     // The classic writer's refusal is a bad-input exit, and leaves nothing behind.
     let refused = directory.appendingPathComponent("norm.mlmodel").path
     let failure = try Modelconv.run(
-      ["convert", Self.golden.appendingPathComponent("unit_norm_program.mlpackage").path, "--target", "iOS12", "-o", refused], readTimeout: "60")
+      [
+        "convert", Self.golden.appendingPathComponent("unit_norm_program.mlpackage").path, "--target", "iOS12", "-o",
+        refused,
+      ], readTimeout: "60")
     #expect(failure.status == 65, "\(failure.stderr)")
     #expect(!FileManager.default.fileExists(atPath: refused))
   }
@@ -174,7 +198,10 @@ import CoreMLTestSupport
   @Test func kerasOnlyOptionsAreRefused() throws {
     let source = Self.golden.appendingPathComponent("digits_cnn.mlmodel")
     var options = ConversionOptions(inputShapes: ["image": [1, 8, 8, 1]])
-    #expect(throws: ConversionError.notApplicable(path: source.path, option: "an input shape", format: "a Core ML model, which declares its own")) {
+    #expect(
+      throws: ConversionError.notApplicable(
+        path: source.path, option: "an input shape", format: "a Core ML model, which declares its own")
+    ) {
       try Converter.convert(modelAt: source, options: options)
     }
     options = ConversionOptions()

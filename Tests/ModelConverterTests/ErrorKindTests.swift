@@ -1,4 +1,5 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ImageFormat
 import KerasFormat
@@ -7,7 +8,6 @@ import ModelFormats
 import ModelIR
 import ONNXFormat
 import Testing
-import CoreMLTestSupport
 
 /// Every library error says what kind of failure it is (issue 36): the command line's exit codes follow
 /// from these kinds alone (66 missing input, 65 bad model, 64 usage, 73 cannot write), with no list of
@@ -47,7 +47,8 @@ import CoreMLTestSupport
 /// the benchmark and mutation tools, and the Keras reader's own child-process arguments aside).
 @Suite struct LibraryMessageTests {
   @Test func noLibraryMessageNamesAFlag() throws {
-    let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
       .appendingPathComponent("Sources")
     let exempt = ["modelconv", "RuntimeBench", "MutationCheck"]
     let enumerator = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
@@ -55,7 +56,8 @@ import CoreMLTestSupport
     var checked = 0
     for case let url as URL in enumerator where url.pathExtension == "swift" {
       let relative = url.path.dropFirst(sources.path.count + 1)
-      guard !exempt.contains(where: { relative.hasPrefix($0 + "/") }), !relative.hasSuffix("KerasReaderIsolation.swift") else { continue }
+      guard !exempt.contains(where: { relative.hasPrefix($0 + "/") }), !relative.hasSuffix("KerasReaderIsolation.swift")
+      else { continue }
       checked += 1
       let text = try String(contentsOf: url, encoding: .utf8)
       for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {

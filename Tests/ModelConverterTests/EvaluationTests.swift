@@ -30,7 +30,8 @@ import Testing
     let url = directory.appendingPathComponent("Digits.mlmodel")
     try KerasConverter.convert(
       modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"),
-      options: ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+      options: ConversionOptions(
+        inputNames: ["image"], imageInputNames: ["image"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     ).write(to: url)
     let folder = try LabelledFolder(url: ImageModelTests.folder)
     #expect(folder.labels == (0...9).map(String.init))
@@ -51,7 +52,8 @@ import Testing
         #expect(report.confusion[label][predicted] == count, "confusion[\(label)][\(predicted)]")
       }
     }
-    #expect(Set(report.misclassified.map(\.path)) == Set(keras.filter { $0.value.truth != $0.value.predicted }.map(\.key)))
+    #expect(
+      Set(report.misclassified.map(\.path)) == Set(keras.filter { $0.value.truth != $0.value.predicted }.map(\.key)))
     for row in report.classes where row.support > 0 {
       let hits = Double(report.confusion[Int(row.label)!][Int(row.label)!])
       #expect(row.recall == hits / Double(row.support))
@@ -64,10 +66,13 @@ import Testing
     defer { try? FileManager.default.removeItem(at: directory) }
     let manager = FileManager.default
     for label in ["3", "7"] {
-      try manager.copyItem(at: ImageModelTests.folder.appendingPathComponent(label), to: directory.appendingPathComponent(label))
+      try manager.copyItem(
+        at: ImageModelTests.folder.appendingPathComponent(label), to: directory.appendingPathComponent(label))
     }
     try manager.createDirectory(at: directory.appendingPathComponent("cats"), withIntermediateDirectories: true)
-    try manager.copyItem(at: ImageModelTests.folder.appendingPathComponent("3/test_213.png"), to: directory.appendingPathComponent("cats/a.png"))
+    try manager.copyItem(
+      at: ImageModelTests.folder.appendingPathComponent("3/test_213.png"),
+      to: directory.appendingPathComponent("cats/a.png"))
     try Data("not a png".utf8).write(to: directory.appendingPathComponent("7/broken.png"))
     try Data().write(to: directory.appendingPathComponent("notes.txt"))
     let folder = try LabelledFolder(url: directory)
@@ -86,13 +91,16 @@ import Testing
     defer { try? FileManager.default.removeItem(at: directory) }
     let manager = FileManager.default
     for (digit, name) in [("3", "Three"), ("7", "Seven")] {
-      try manager.copyItem(at: ImageModelTests.folder.appendingPathComponent(digit), to: directory.appendingPathComponent(name))
+      try manager.copyItem(
+        at: ImageModelTests.folder.appendingPathComponent(digit), to: directory.appendingPathComponent(name))
     }
     let names = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
     let words = try ImageModel.load(
       contentsOf: Fixtures.digits.appendingPathComponent("digits_cnn.h5"),
       options: ImageModelOptions(preprocessing: ImagePreprocessing(scale: 1 / 255), labels: .strings(names)))
-    let report = try Evaluation.run(words, on: try LabelledFolder(url: directory), against: try Self.kerasModel(), options: EvaluationOptions(threads: 1))
+    let report = try Evaluation.run(
+      words, on: try LabelledFolder(url: directory), against: try Self.kerasModel(),
+      options: EvaluationOptions(threads: 1))
     #expect(report.evaluated == 10)
     #expect(report.labelsMatchedIgnoringCase.map { "\($0.folder)→\($0.model)" } == ["Seven→seven", "Three→three"])
     #expect(report.folderLabelsNotInModel.isEmpty)
@@ -100,11 +108,16 @@ import Testing
     #expect(report.agreement == 0 && report.disagreements.count == 10)
     let expected = try Self.kerasPredictions()
     let correct = report.misclassified.count
-    #expect(10 - correct == expected.filter { ($0.key.hasPrefix("3/") || $0.key.hasPrefix("7/")) && $0.value.truth == $0.value.predicted }.count)
+    #expect(
+      10 - correct
+        == expected.filter {
+          ($0.key.hasPrefix("3/") || $0.key.hasPrefix("7/")) && $0.value.truth == $0.value.predicted
+        }.count)
 
     let other = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: other) }
-    try manager.copyItem(at: ImageModelTests.folder.appendingPathComponent("3"), to: other.appendingPathComponent("cats"))
+    try manager.copyItem(
+      at: ImageModelTests.folder.appendingPathComponent("3"), to: other.appendingPathComponent("cats"))
     #expect(throws: PredictionError.self) { try Evaluation.run(words, on: try LabelledFolder(url: other)) }
   }
 }

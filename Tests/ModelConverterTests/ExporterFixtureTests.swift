@@ -1,10 +1,10 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelFormats
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Models as other exporters write them (issue 35): tiny networks exported by PyTorch's dynamo exporter
 /// (opsets 18 and 21, optimized and raw), paddle2onnx (opsets 11 and 16, open batch axes), Ultralytics
@@ -21,7 +21,8 @@ import CoreMLTestSupport
     ("dynamo/small_cnn_opset18", [:]), ("dynamo/small_cnn_opset18_raw", [:]), ("dynamo/small_cnn_opset21", [:]),
     ("dynamo/tiny_block_opset18", [:]), ("dynamo/tiny_block_opset18_raw", [:]), ("dynamo/tiny_block_opset21", [:]),
     ("dynamo/tiny_block_opset18_dynamic", ["x": [1, 8, 16]]),
-    ("paddle/paddle_cnn", [:]), ("paddle/paddle_cnn_opset16", [:]), ("paddle/paddle_seg", [:]), ("paddle/paddle_seg_opset16", [:]),
+    ("paddle/paddle_cnn", [:]), ("paddle/paddle_cnn_opset16", [:]), ("paddle/paddle_seg", [:]),
+    ("paddle/paddle_seg_opset16", [:]),
     ("ultralytics/yolov8_tiny_cls_64", [:]), ("ultralytics/yolov8_tiny_det_dynamic", [:]),
   ]
 
@@ -29,17 +30,23 @@ import CoreMLTestSupport
   /// through Gather, a TensorFlow while loop (`Loop` without a trip count), GRU, LSTM and a bidirectional
   /// LSTM tagger with Tensordot's ReduceProd, and float ids cast to integers before the lookup (Keras' default
   /// Input dtype); in a classic network the ids become Core ML's sequence axis.
-  static let savedModel = ["tf_savedmodel/sm_gray_cnn", "tf_savedmodel/sm_text_lstm", "tf_savedmodel/sm_text_rnn_gru", "tf_savedmodel/sm_text_bilstm_seq", "tf_savedmodel/sm_text_float_ids"]
+  static let savedModel = [
+    "tf_savedmodel/sm_gray_cnn", "tf_savedmodel/sm_text_lstm", "tf_savedmodel/sm_text_rnn_gru",
+    "tf_savedmodel/sm_text_bilstm_seq", "tf_savedmodel/sm_text_float_ids",
+  ]
 
-  static let cases: [(String, [String: [Int]], ModelFormat)] = (fixtures + savedModel.map { ($0, [:]) }).flatMap { name, shapes in
+  static let cases: [(String, [String: [Int]], ModelFormat)] = (fixtures + savedModel.map { ($0, [:]) }).flatMap {
+    name, shapes in
     [ModelFormat.mlProgram, .neuralNetwork].map { (name, shapes, $0) }
   }
 
-  static func convert(_ name: String, _ shapes: [String: [Int]], to format: ModelFormat) throws -> (ConvertedModel, URL) {
+  static func convert(_ name: String, _ shapes: [String: [Int]], to format: ModelFormat) throws -> (ConvertedModel, URL)
+  {
     var options = ConversionOptions(format: format, precision: .float32)
     options.inputShapes = shapes
     let model = try Converter.convert(modelAt: url(name), options: options)
-    let output = try Fixtures.temporaryDirectory().appendingPathComponent((name as NSString).lastPathComponent + "." + format.fileExtension)
+    let output = try Fixtures.temporaryDirectory().appendingPathComponent(
+      (name as NSString).lastPathComponent + "." + format.fileExtension)
     try model.write(to: output)
     return (model, output)
   }
@@ -48,8 +55,12 @@ import CoreMLTestSupport
   func convertsAndMatchesOnnxruntime(_ name: String, _ shapes: [String: [Int]], _ format: ModelFormat) throws {
     let (_, output) = try Self.convert(name, shapes, to: format)
     let report = try ParityVerifier.verify(
-      source: Self.url(name), converted: output, options: VerificationOptions(samples: 3, reference: Self.reference(name), inputShapes: shapes))
-    #expect(report.passed, "\(name) -> \(format): \(report.firstMismatch.map { "\($0)" } ?? "") \(report.outputs.filter { !$0.passed }) \(report.interface?.differences ?? [])")
+      source: Self.url(name), converted: output,
+      options: VerificationOptions(samples: 3, reference: Self.reference(name), inputShapes: shapes))
+    #expect(
+      report.passed,
+      "\(name) -> \(format): \(report.firstMismatch.map { "\($0)" } ?? "") \(report.outputs.filter { !$0.passed }) \(report.interface?.differences ?? [])"
+    )
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.passed })
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputsThroughSource && $0.passed })
   }
@@ -76,7 +87,8 @@ import CoreMLTestSupport
   /// compares its pixels with onnxruntime's mask made pixels; a scale it was not made with fails.
   @Test func segmentationMaskAsImageOutput() throws {
     let name = "paddle/paddle_seg"
-    var options = ConversionOptions(imageInputNames: ["image"], imageScale: 1 / 255, format: .mlProgram, precision: .float32)
+    var options = ConversionOptions(
+      imageInputNames: ["image"], imageScale: 1 / 255, format: .mlProgram, precision: .float32)
     options.imageOutputNames = ["fetch_name_0"]
     let model = try Converter.convert(modelAt: Self.url(name), options: options)
     let output = try Fixtures.temporaryDirectory().appendingPathComponent("mask.mlpackage")
@@ -95,7 +107,8 @@ import CoreMLTestSupport
 
     // Pixels made with another scale than the one expected: the output's pixels differ.
     let wrong = try ParityVerifier.verify(
-      source: Self.url(name), converted: output, options: VerificationOptions(samples: 3, expectedPreprocessing: ImagePreprocessing(scale: 2 / 255)))
+      source: Self.url(name), converted: output,
+      options: VerificationOptions(samples: 3, expectedPreprocessing: ImagePreprocessing(scale: 2 / 255)))
     #expect(!wrong.passed)
     #expect(wrong.outputs.contains { $0.name == "fetch_name_0" && !$0.passed })
 

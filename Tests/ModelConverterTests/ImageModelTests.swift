@@ -55,7 +55,8 @@ import Testing
     defer { try? FileManager.default.removeItem(at: directory) }
     let converted = try KerasConverter.convert(
       modelAt: Self.digits.appendingPathComponent("digits_cnn.h5"),
-      options: ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: Self.labels, imageScale: 1 / 255))
+      options: ConversionOptions(
+        inputNames: ["image"], imageInputNames: ["image"], classLabels: Self.labels, imageScale: 1 / 255))
     let url = directory.appendingPathComponent("Digits.mlmodel")
     try converted.write(to: url)
     let model = try ImageModel.load(contentsOf: url)
@@ -66,10 +67,13 @@ import Testing
   }
 
   @Test func modelsWithoutAnImageInputAreRefused() throws {
-    #expect(throws: PredictionError.self) { try ImageModel.load(contentsOf: Fixtures.url("tfkeras215/dense_classifier.h5")) }
+    #expect(throws: PredictionError.self) {
+      try ImageModel.load(contentsOf: Fixtures.url("tfkeras215/dense_classifier.h5"))
+    }
     #expect(throws: PredictionError.self) {
       try ImageModel.load(
-        contentsOf: Self.digits.appendingPathComponent("digits_cnn.h5"), options: ImageModelOptions(labels: .strings(["a", "b"])))
+        contentsOf: Self.digits.appendingPathComponent("digits_cnn.h5"),
+        options: ImageModelOptions(labels: .strings(["a", "b"])))
     }
   }
 }

@@ -1,10 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
-@testable import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
+
+@testable import ModelConverter
 
 /// The fold of an image input's first scale-and-offset layer into Core ML's scaler, as a pass on its own.
 @Suite struct InputPreprocessingFoldPassTests {
@@ -38,9 +39,13 @@ import CoreMLTestSupport
   /// An image input named twice is one image input (it was a crash to build the table of image inputs).
   @Test func imageInputNamedTwice() throws {
     let model = try Converter.convert(
-      modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"), options: ConversionOptions(imageInputNames: ["input1", "input1"], imageScale: 1 / 255))
+      modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"),
+      options: ConversionOptions(imageInputNames: ["input1", "input1"], imageScale: 1 / 255))
     let spec = try CoreMLSpecReader.read(model.bytes)
     #expect(spec.inputs.count == 1 && spec.preprocessing.count == 1)
-    guard case .image = spec.inputs[0].kind else { Issue.record("not an image input: \(spec.inputs[0])"); return }
+    guard case .image = spec.inputs[0].kind else {
+      Issue.record("not an image input: \(spec.inputs[0])")
+      return
+    }
   }
 }

@@ -1,9 +1,10 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
-@testable import ModelConverter
 import TestSupport
 import Testing
-import CoreMLTestSupport
+
+@testable import ModelConverter
 
 /// The interface check of `verify` (issue 35, part 6): a converted model must present the inputs and
 /// outputs its source declares, by name, in order, of the same kinds, equally optional. The expected
@@ -16,7 +17,10 @@ import CoreMLTestSupport
   static let label = InterfaceFeature(name: "classLabel", kind: .string)
   static let coreML = SourceInterface(inputs: [image, state], outputs: [probabilities, label], declaresKinds: true)
 
-  static func check(_ source: SourceInterface, inputs: [InterfaceFeature], outputs: [InterfaceFeature], format: ModelFormat = .neuralNetwork, label: String = "classLabel") -> InterfaceParity {
+  static func check(
+    _ source: SourceInterface, inputs: [InterfaceFeature], outputs: [InterfaceFeature],
+    format: ModelFormat = .neuralNetwork, label: String = "classLabel"
+  ) -> InterfaceParity {
     InterfaceParity.check(source: source, inputs: inputs, outputs: outputs, format: format, predictedFeatureName: label)
   }
 
@@ -43,7 +47,9 @@ import CoreMLTestSupport
     let array = InterfaceFeature(name: "image", kind: .array, shape: [1, 28, 28, 1], detail: "float32")
     let result = Self.check(Self.coreML, inputs: [array, Self.state], outputs: [Self.probabilities, Self.label])
     #expect(result.differences.count == 1)
-    #expect(result.differences.first?.contains("is an image 28x28 GRAYSCALE in the source, an array float32 [1, 28, 28, 1] in the model") == true)
+    #expect(
+      result.differences.first?.contains(
+        "is an image 28x28 GRAYSCALE in the source, an array float32 [1, 28, 28, 1] in the model") == true)
   }
 
   @Test func anotherColourSpaceOrSizeFails() {
@@ -57,7 +63,10 @@ import CoreMLTestSupport
 
   @Test func swappedOutputsFail() {
     let result = Self.check(Self.coreML, inputs: [Self.image, Self.state], outputs: [Self.label, Self.probabilities])
-    #expect(result.differences == ["the outputs are in another order: probs, classLabel in the source, classLabel, probs in the model"])
+    #expect(
+      result.differences == [
+        "the outputs are in another order: probs, classLabel in the source, classLabel, probs in the model"
+      ])
   }
 
   @Test func anotherArrayElementTypeIsANoteNotAFailure() {
@@ -94,8 +103,14 @@ import CoreMLTestSupport
     let passed = Self.check(source, inputs: [image], outputs: [probabilities, Self.label])
     #expect(passed.passed, "\(passed.differences)")
     #expect(!passed.kindsChecked)
-    let renamed = Self.check(source, inputs: [InterfaceFeature(name: "image", kind: .image, shape: [28, 28], detail: "GRAYSCALE")], outputs: [probabilities, Self.label])
-    #expect(renamed.differences == ["input 'input1' (declared by the source) is missing", "the model has input 'image' (image 28x28 GRAYSCALE), which the source does not declare"])
+    let renamed = Self.check(
+      source, inputs: [InterfaceFeature(name: "image", kind: .image, shape: [28, 28], detail: "GRAYSCALE")],
+      outputs: [probabilities, Self.label])
+    #expect(
+      renamed.differences == [
+        "input 'input1' (declared by the source) is missing",
+        "the model has input 'image' (image 28x28 GRAYSCALE), which the source does not declare",
+      ])
   }
 
   /// End to end: a Keras model converted with new names passes `verify` only when verify is told them.

@@ -1,10 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
-@testable import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
+
+@testable import ModelIR
 
 /// `verify` compares every tensor both models compute, names the first layer where they part, checks the
 /// image preprocessing it is given and derives its tolerances from the weight precision. The digits sample
@@ -13,13 +14,18 @@ import CoreMLTestSupport
   static let source = Fixtures.digits.appendingPathComponent("digits_cnn.h5")
   static let trained = ImagePreprocessing(scale: 1 / 255)
 
-  static func options(grayBias: Float = 0, scale: Float = 1 / 255, precision: WeightPrecision = .float32) -> ConversionOptions {
-    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: scale, grayBias: grayBias)
+  static func options(grayBias: Float = 0, scale: Float = 1 / 255, precision: WeightPrecision = .float32)
+    -> ConversionOptions
+  {
+    var options = ConversionOptions(
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: scale, grayBias: grayBias)
     options.precision = precision
     return options
   }
 
-  static func verify(_ bytes: [UInt8], options: VerificationOptions = VerificationOptions(samples: 4)) throws -> ParityReport {
+  static func verify(_ bytes: [UInt8], options: VerificationOptions = VerificationOptions(samples: 4)) throws
+    -> ParityReport
+  {
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let url = directory.appendingPathComponent("digits.mlmodel")
@@ -40,7 +46,11 @@ import CoreMLTestSupport
     guard node.name == name, case .convolution2D(var conv) = node.operation else { return false }
     let (k, inner) = (conv.kernelHeight, conv.kernel.shape[2] * conv.kernel.shape[3])
     var values = conv.kernel.values
-    for y in 0..<k { for x in 0..<k { for i in 0..<inner { values[(y * k + x) * inner + i] = conv.kernel.values[(x * k + y) * inner + i] } } }
+    for y in 0..<k {
+      for x in 0..<k {
+        for i in 0..<inner { values[(y * k + x) * inner + i] = conv.kernel.values[(x * k + y) * inner + i] }
+      }
+    }
     conv.kernel = Constant(shape: conv.kernel.shape, values: values)
     node.operation = .convolution2D(conv)
     return true
@@ -78,7 +88,9 @@ import CoreMLTestSupport
     // Adding the same amount to every logit leaves the softmax unchanged: the probabilities agree, the
     // logits do not, and a converter that shifted them would still be wrong about the layer.
     let bytes = try Self.tampered { node in
-      guard node.name == "probabilities", case .dense(var dense) = node.operation, var bias = dense.bias else { return false }
+      guard node.name == "probabilities", case .dense(var dense) = node.operation, var bias = dense.bias else {
+        return false
+      }
       bias.values = bias.values.map { $0 + 3 }
       dense.bias = bias
       node.operation = .dense(dense)
@@ -113,15 +125,22 @@ import CoreMLTestSupport
     #expect(!report.passed)
     #expect(report.preprocessing.first?.passed == false)
     let right = try KerasConverter.convert(modelAt: Self.source, options: Self.options()).bytes
-    #expect(try Self.verify(right, options: VerificationOptions(samples: 2, expectedPreprocessing: Self.trained)).passed)
+    #expect(
+      try Self.verify(right, options: VerificationOptions(samples: 2, expectedPreprocessing: Self.trained)).passed)
   }
 
   @Test func missingOrInvertedScaleIsWarnedAboutWhenUnchecked() throws {
-    let none = try Self.verify(KerasConverter.convert(modelAt: Self.source, options: Self.options(scale: 1)).bytes, options: VerificationOptions(samples: 1))
+    let none = try Self.verify(
+      KerasConverter.convert(modelAt: Self.source, options: Self.options(scale: 1)).bytes,
+      options: VerificationOptions(samples: 1))
     #expect(none.preprocessing.first?.warnings.contains { $0.contains("no image scale") } == true)
-    let inverted = try Self.verify(KerasConverter.convert(modelAt: Self.source, options: Self.options(scale: 255)).bytes, options: VerificationOptions(samples: 1))
+    let inverted = try Self.verify(
+      KerasConverter.convert(modelAt: Self.source, options: Self.options(scale: 255)).bytes,
+      options: VerificationOptions(samples: 1))
     #expect(inverted.preprocessing.first?.warnings.contains { $0.contains("beyond the pixel range") } == true)
-    let right = try Self.verify(KerasConverter.convert(modelAt: Self.source, options: Self.options()).bytes, options: VerificationOptions(samples: 1))
+    let right = try Self.verify(
+      KerasConverter.convert(modelAt: Self.source, options: Self.options()).bytes,
+      options: VerificationOptions(samples: 1))
     #expect(right.preprocessing.first?.warnings == [])
   }
 
@@ -133,11 +152,13 @@ import CoreMLTestSupport
     let trained = ImagePreprocessing(scale: 1 / 127.5, redBias: -1, greenBias: -1, blueBias: -1, isBGR: true)
     func verify(bgr: Bool) throws -> ParityReport {
       let url = directory.appendingPathComponent("rgb-\(bgr).mlmodel")
-      var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .strings(["cat", "dog", "bird", "fish", "frog"]))
+      var options = ConversionOptions(
+        imageInputNames: ["input1"], classLabels: .strings(["cat", "dog", "bird", "fish", "frog"]))
       options.imageScale = trained.scale
       (options.redBias, options.greenBias, options.blueBias, options.isBGR) = (-1, -1, -1, bgr)
       try KerasConverter.convert(modelAt: source, options: options).write(to: url)
-      return try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 2, expectedPreprocessing: trained))
+      return try ParityVerifier.verify(
+        source: source, converted: url, options: VerificationOptions(samples: 2, expectedPreprocessing: trained))
     }
     #expect(try verify(bgr: true).passed)
     let wrong = try verify(bgr: false)
@@ -147,7 +168,8 @@ import CoreMLTestSupport
   }
 
   @Test func float16WeightsPassWithTheirOwnToleranceAndStillCatchABrokenKernel() throws {
-    let right = try Self.verify(KerasConverter.convert(modelAt: Self.source, options: Self.options(precision: .float16)).bytes)
+    let right = try Self.verify(
+      KerasConverter.convert(modelAt: Self.source, options: Self.options(precision: .float16)).bytes)
     #expect(right.passed)
     #expect(right.toleranceBasis == .float16Weights)
     #expect(right.maximumRelativeRMSError == Float(64) / 2048)
@@ -171,11 +193,14 @@ import CoreMLTestSupport
     func verify(scale: Float, bias: Float) throws -> ParityReport {
       let url = directory.appendingPathComponent("mobile-\(scale)-\(bias).mlmodel")
       let options = ConversionOptions(
-        imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: scale, redBias: bias, greenBias: bias, blueBias: bias)
+        imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: scale, redBias: bias,
+        greenBias: bias, blueBias: bias)
       let model = try KerasConverter.convert(modelAt: source, options: options)
       try model.write(to: url)
       return try ParityVerifier.verify(
-        source: source, converted: url, options: VerificationOptions(samples: 1, reference: folder.appendingPathComponent("digits_mobile.reference.h5")))
+        source: source, converted: url,
+        options: VerificationOptions(samples: 1, reference: folder.appendingPathComponent("digits_mobile.reference.h5"))
+      )
     }
     let right = try verify(scale: 1 / 127.5, bias: -1)
     #expect(right.passed)

@@ -1,11 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Classic Core ML networks as 2017-2019 converters wrote them (rank-5 mapping, specification 1 and 4,
 /// DOUBLE multiarrays, GRU/LSTM with state inputs and outputs, gray/RGB/BGR images, an updatable
@@ -15,13 +15,16 @@ import CoreMLTestSupport
   static let folder = Fixtures.url("legacy_coreml")
 
   static let convertible = [
-    "gray_cnn", "rgb_cnn", "bgr_cnn", "double_arrays", "gru_text", "lstm_text", "recurrent_stack", "regressor", "updatable", "image_to_image",
+    "gray_cnn", "rgb_cnn", "bgr_cnn", "double_arrays", "gru_text", "lstm_text", "recurrent_stack", "regressor",
+    "updatable", "image_to_image",
     "top_left_conv",
   ]
 
   static func url(_ name: String) -> URL { folder.appendingPathComponent(name + ".mlmodel") }
 
-  static func convert(_ source: URL, to format: ModelFormat, precision: WeightPrecision = .float32, name: String = "converted") throws -> URL {
+  static func convert(
+    _ source: URL, to format: ModelFormat, precision: WeightPrecision = .float32, name: String = "converted"
+  ) throws -> URL {
     let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: format, precision: precision))
     let output = try Fixtures.temporaryDirectory().appendingPathComponent(name + "." + format.fileExtension)
     try model.write(to: output)
@@ -39,7 +42,10 @@ import CoreMLTestSupport
       #expect(spec.specificationVersion == (name == "updatable" ? 4 : 1), "\(name)")
     }
     let double = try CoreMLSpecReader.read(contentsOf: Self.url("double_arrays"))
-    #expect(double.inputs.map(\.kind) == [.multiArray(shape: [3, 8, 8], dataType: 65600), .multiArray(shape: [5], dataType: 65600)])
+    #expect(
+      double.inputs.map(\.kind) == [
+        .multiArray(shape: [3, 8, 8], dataType: 65600), .multiArray(shape: [5], dataType: 65600),
+      ])
     let gru = try CoreMLSpecReader.read(contentsOf: Self.url("gru_text"))
     #expect(gru.inputs.map(\.isOptional) == [false, true])
     #expect(try CoreMLSpecReader.read(contentsOf: Self.url("regressor")).modelType == "neuralNetworkRegressor")
@@ -60,17 +66,22 @@ import CoreMLTestSupport
     #expect(after.inputs.map(\.name) == kept.map(\.name), "\(name)")
     #expect(after.inputs.map(\.isOptional) == kept.map(\.isOptional), "\(name)")
     // An ML Program's optional input carries a default of zero (what Core ML's recurrent layers read for a missing state).
-    if format == .mlProgram { #expect(after.inputs.filter(\.isOptional).allSatisfy { $0.defaultValue == 0 }, "\(name)") }
+    if format == .mlProgram {
+      #expect(after.inputs.filter(\.isOptional).allSatisfy { $0.defaultValue == 0 }, "\(name)")
+    }
     // Images keep their kind, size and colour space; multiarrays the shapes the source declared.
     for (a, b) in zip(kept, after.inputs) {
       switch (a.kind, b.kind) {
       case (.image, _): #expect(a.kind == b.kind, "\(name)")
-      case (.multiArray(let shape, _), .multiArray(let written, _)): #expect(shape == written, "\(name) input \(a.name)")
+      case (.multiArray(let shape, _), .multiArray(let written, _)):
+        #expect(shape == written, "\(name) input \(a.name)")
       default: Issue.record("\(name): input \(a.name) changed kind: \(a.kind) -> \(b.kind)")
       }
     }
     for output in before.outputs {
-      guard case .multiArray(let shape, _) = output.kind, let written = after.outputs.first(where: { $0.name == output.name }) else { continue }
+      guard case .multiArray(let shape, _) = output.kind,
+        let written = after.outputs.first(where: { $0.name == output.name })
+      else { continue }
       guard case .multiArray(let writtenShape, _) = written.kind else { continue }
       #expect(shape == writtenShape, "\(name) output \(output.name)")
     }
@@ -79,22 +90,34 @@ import CoreMLTestSupport
     #expect(Set(after.outputs.map(\.name)) == Set(before.outputs.map(\.name)))
     #expect(after.userDefined["modelconv.source_specification_version"] == String(before.specificationVersion))
     let classifier = !before.stringClassLabels.isEmpty || !before.int64ClassLabels.isEmpty
-    #expect(after.modelType == (format == .mlProgram ? "mlProgram" : classifier ? "neuralNetworkClassifier" : "neuralNetwork"))
+    #expect(
+      after.modelType == (format == .mlProgram ? "mlProgram" : classifier ? "neuralNetworkClassifier" : "neuralNetwork")
+    )
   }
 
   @Test func imageInterfacesAreKept() throws {
-    for (name, colorSpace, size, labels) in [("gray_cnn", "GRAYSCALE", 28, 10), ("rgb_cnn", "RGB", 16, 5), ("bgr_cnn", "BGR", 12, 3)] {
+    for (name, colorSpace, size, labels) in [
+      ("gray_cnn", "GRAYSCALE", 28, 10), ("rgb_cnn", "RGB", 16, 5), ("bgr_cnn", "BGR", 12, 3),
+    ] {
       for format in [ModelFormat.neuralNetwork, .mlProgram] {
         let spec = try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url(name), to: format))
-        #expect(spec.inputs.first?.kind == .image(width: size, height: size, colorSpace: colorSpace), "\(name) -> \(format)")
+        #expect(
+          spec.inputs.first?.kind == .image(width: size, height: size, colorSpace: colorSpace), "\(name) -> \(format)")
         #expect(spec.stringClassLabels.count + spec.int64ClassLabels.count == labels)
         // A neural network keeps the scaler in its preprocessing (an ML Program computes it in the program).
         let source = try CoreMLSpecReader.read(contentsOf: Self.url(name))
-        if format == .neuralNetwork { #expect(spec.preprocessing.map(\.channelScale) == source.preprocessing.map(\.channelScale), "\(name)") }
+        if format == .neuralNetwork {
+          #expect(spec.preprocessing.map(\.channelScale) == source.preprocessing.map(\.channelScale), "\(name)")
+        }
       }
     }
-    #expect(try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url("bgr_cnn"), to: .mlProgram)).int64ClassLabels == [7, 11, 42])
-    #expect(try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url("gray_cnn"), to: .neuralNetwork)).predictedFeatureName == "digit")
+    #expect(
+      try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url("bgr_cnn"), to: .mlProgram)).int64ClassLabels == [
+        7, 11, 42,
+      ])
+    #expect(
+      try CoreMLSpecReader.read(contentsOf: try Self.convert(Self.url("gray_cnn"), to: .neuralNetwork))
+        .predictedFeatureName == "digit")
   }
 
   /// Image outputs stay images (issue 35, part 6): a BGR image and a GRAYSCALE mask, of the source's
@@ -102,7 +125,9 @@ import CoreMLTestSupport
   /// them); an ML Program for iOS 15 is refused rather than written with arrays.
   @Test func imageOutputsStayImages() throws {
     let source = Self.url("image_to_image")
-    let expected: [CoreMLModelSpec.Feature.Kind] = [.image(width: 8, height: 8, colorSpace: "BGR"), .image(width: 8, height: 8, colorSpace: "GRAYSCALE")]
+    let expected: [CoreMLModelSpec.Feature.Kind] = [
+      .image(width: 8, height: 8, colorSpace: "BGR"), .image(width: 8, height: 8, colorSpace: "GRAYSCALE"),
+    ]
     #expect(try CoreMLSpecReader.read(contentsOf: source).outputs.map(\.kind) == expected)
     for format in [ModelFormat.neuralNetwork, .mlProgram] {
       let converted = try Converter.convert(modelAt: source, options: ConversionOptions(format: format))
@@ -113,8 +138,11 @@ import CoreMLTestSupport
       #expect(spec.outputs.map(\.name) == ["styled", "mask"])
       #expect(spec.outputs.map(\.kind) == expected, "\(format)")
       #expect(spec.specificationVersion == (format == .mlProgram ? 7 : 1))
-      let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 3))
-      #expect(report.passed && report.interface?.passed == true, "\(format): \(Self.describe(report)) \(report.interface?.differences ?? [])")
+      let report = try ParityVerifier.verify(
+        source: source, converted: output, options: VerificationOptions(samples: 3))
+      #expect(
+        report.passed && report.interface?.passed == true,
+        "\(format): \(Self.describe(report)) \(report.interface?.differences ?? [])")
     }
     var old = ConversionOptions(format: .mlProgram)
     old.target = DeploymentTarget.parse("iOS15")
@@ -132,17 +160,21 @@ import CoreMLTestSupport
     let source = Self.url(name)
     let half = try Self.convert(source, to: .mlProgram, precision: .float16, name: "half")
     #expect(try CoreMLSpecReader.read(contentsOf: half).usesFloat16)
-    let halfReport = try ParityVerifier.verify(source: source, converted: half, options: VerificationOptions(samples: 8))
+    let halfReport = try ParityVerifier.verify(
+      source: source, converted: half, options: VerificationOptions(samples: 8))
     #expect(halfReport.passed, "\(name) float16: \(Self.describe(halfReport))")
 
     let program = try Self.convert(source, to: .mlProgram, name: "program")
     // Recurrent layers MIL computes exactly are its own operations (a classic GRU's reset-before formula is not).
     let types = Set(try CoreMLSpecReader.read(contentsOf: program).program?.operations.map(\.type) ?? [])
-    let recurrent = ["gru_text": "", "lstm_text": "lstm", "recurrent_stack": "rnn lstm"][name, default: ""].split(separator: " ").map(String.init)
+    let recurrent = ["gru_text": "", "lstm_text": "lstm", "recurrent_stack": "rnn lstm"][name, default: ""].split(
+      separator: " "
+    ).map(String.init)
     #expect(recurrent.allSatisfy(types.contains), "\(name): \(types.sorted())")
     let back = try Self.convert(program, to: .neuralNetwork, name: "back")
     let report = try ParityVerifier.verify(source: source, converted: back, options: VerificationOptions(samples: 8))
-    #expect(report.passed, "\(name) NN -> ML Program -> NN: \(Self.describe(report)) \(report.interface?.differences ?? [])")
+    #expect(
+      report.passed, "\(name) NN -> ML Program -> NN: \(Self.describe(report)) \(report.interface?.differences ?? [])")
   }
 
   /// An LSTM whose description declares its final cell state: the converted model keeps `lstm_c_out` as
@@ -155,7 +187,8 @@ import CoreMLTestSupport
     #expect(written.outputs.map(\.name) == ["scores", "lstm_h_out", "lstm_c_out"])
     let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 8))
     #expect(report.outputs.map(\.name).contains("lstm_c_out"))
-    #expect(report.outputs.allSatisfy(\.passed) && report.layers.allSatisfy(\.passed), "\(format): \(Self.describe(report))")
+    #expect(
+      report.outputs.allSatisfy(\.passed) && report.layers.allSatisfy(\.passed), "\(format): \(Self.describe(report))")
     if format == .mlProgram {
       #expect(written.program?.operations.contains { $0.type == "lstm" } == true)
     }
@@ -168,10 +201,11 @@ import CoreMLTestSupport
     spec.inputs[1].isOptional = false
     let required = try CoreMLGraphImporter.importModel(spec, path: "gru_text.mlmodel")
     #expect(required.graph.inputs.map { required.graph[$0].isOptional } == [false, false])
-    #expect(required.graph.nodes.contains { node in
-      guard case .recurrent = node.operation else { return false }
-      return node.inputs.count == 2
-    })
+    #expect(
+      required.graph.nodes.contains { node in
+        guard case .recurrent = node.operation else { return false }
+        return node.inputs.count == 2
+      })
     spec.inputs[1].isOptional = true
     spec.inputs[1].defaultValue = 0.5
     #expect {
@@ -185,9 +219,10 @@ import CoreMLTestSupport
   /// The source side, and each converted model as verify reads it back: our reader and runtime reproduce
   /// the outputs numpy computed from the same weights in `make_legacy_coreml.py` (float32 error); the
   /// recurrent fixtures' samples leave the optional states out (zeros) or give them.
-  @Test(arguments: ["gray_cnn", "gru_text", "lstm_cell_state", "top_left_conv"].flatMap { name in
-    [nil, ModelFormat.neuralNetwork, .mlProgram].map { (name, $0) }
-  })
+  @Test(
+    arguments: ["gray_cnn", "gru_text", "lstm_cell_state", "top_left_conv"].flatMap { name in
+      [nil, ModelFormat.neuralNetwork, .mlProgram].map { (name, $0) }
+    })
   func matchesNumpyForwardPass(_ name: String, _ format: ModelFormat?) throws {
     struct Reference: Decodable {
       struct Sample: Decodable {
@@ -197,7 +232,8 @@ import CoreMLTestSupport
       var computedBy: String
       var samples: [Sample]
     }
-    let reference = try JSONDecoder().decode(Reference.self, from: Data(contentsOf: Self.folder.appendingPathComponent(name + ".reference.json")))
+    let reference = try JSONDecoder().decode(
+      Reference.self, from: Data(contentsOf: Self.folder.appendingPathComponent(name + ".reference.json")))
     let withStates = ["gru_text": 3, "lstm_cell_state": 3][name] ?? 0
     #expect(reference.computedBy == "numpy" && reference.samples.count == 3 + withStates)
     #expect(reference.samples.filter { $0.inputs.count > 1 }.count == withStates)
@@ -208,11 +244,15 @@ import CoreMLTestSupport
     for sample in reference.samples {
       // Inputs the sample does not give (the optional state) are zeros, as in Core ML.
       let inputs = model.inputs.map { input in
-        Tensor(shape: input.shape, values: sample.inputs[input.name].map { $0.map(Float.init) } ?? [Float](repeating: 0, count: input.shape.reduce(1, *)))
+        Tensor(
+          shape: input.shape,
+          values: sample.inputs[input.name].map { $0.map(Float.init) }
+            ?? [Float](repeating: 0, count: input.shape.reduce(1, *)))
       }
       let results = interpreter.run(inputs)
       for (expectedName, expected) in sample.outputs {
-        let index = try #require(outputNames.firstIndex(of: expectedName), "\(name): no output \(expectedName) in \(outputNames)")
+        let index = try #require(
+          outputNames.firstIndex(of: expectedName), "\(name): no output \(expectedName) in \(outputNames)")
         let actual = results[index].values
         #expect(actual.count == expected.count)
         let worst = zip(actual, expected).map { abs(Double($0) - $1) - (1e-6 + 1e-4 * abs($1)) }.max() ?? 0

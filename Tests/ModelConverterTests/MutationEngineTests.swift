@@ -1,11 +1,11 @@
 import CoreMLFormat
 import CoreMLMutations
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// The mutation engine breaks written Core ML files where it says it does, files stay readable, and
 /// the effect measure tells equivalent mutations from real ones.
@@ -16,7 +16,9 @@ import CoreMLTestSupport
   static func digits(_ precision: WeightPrecision = .float32) throws -> [UInt8] {
     var options = digitsOptions
     options.precision = precision
-    return try KerasConverter.convert(modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"), options: options).bytes
+    return try KerasConverter.convert(
+      modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"), options: options
+    ).bytes
   }
 
   static func fixture(_ name: String, _ options: ConversionOptions = ConversionOptions()) throws -> [UInt8] {
@@ -29,7 +31,9 @@ import CoreMLTestSupport
   }
 
   /// The original and the mutated file, read back.
-  static func applied(_ mutation: CoreMLMutation, to bytes: [UInt8]) throws -> (before: CoreMLModelSpec, after: CoreMLModelSpec) {
+  static func applied(_ mutation: CoreMLMutation, to bytes: [UInt8]) throws -> (
+    before: CoreMLModelSpec, after: CoreMLModelSpec
+  ) {
     let mutated = try CoreMLMutator.apply(mutation, to: bytes)
     return (try CoreMLSpecReader.read(bytes), try CoreMLSpecReader.read(mutated))
   }
@@ -47,7 +51,8 @@ import CoreMLTestSupport
     let mutations = try CoreMLMutator.mutations(of: bytes)
     let kinds = Set(mutations.map(\.kind))
     let expected: Set<CoreMLMutation.Kind> = [
-      .transposedKernel, .flippedKernel, .swappedOutputChannels, .swappedInputChannels, .changedBias, .paddingMode, .poolingMode,
+      .transposedKernel, .flippedKernel, .swappedOutputChannels, .swappedInputChannels, .changedBias, .paddingMode,
+      .poolingMode,
       .axis, .swappedLabels, .doubledImageScale, .movedImageBias,
     ]
     #expect(expected.isSubset(of: kinds), "missing \(expected.subtracting(kinds))")
@@ -116,9 +121,12 @@ import CoreMLTestSupport
       let (a, b) = (try #require(before.layer(named: "conv2")), try #require(after.layer(named: "conv2")))
       let k = try #require(a.convolution?.kernelSize.first)
       let slabs = try #require(a.namedWeights["weights"]).count / (k * k)
-      let original = try #require(a.namedWeights["weights"]), mutated = try #require(b.namedWeights["weights"])
+      let original = try #require(a.namedWeights["weights"])
+      let mutated = try #require(b.namedWeights["weights"])
       #expect(original != mutated)
-      for s in 0..<slabs { for y in 0..<k { for x in 0..<k { #expect(mutated[s * k * k + y * k + x] == original[s * k * k + x * k + y]) } } }
+      for s in 0..<slabs {
+        for y in 0..<k { for x in 0..<k { #expect(mutated[s * k * k + y * k + x] == original[s * k * k + x * k + y]) } }
+      }
       #expect(a.namedWeights["bias"] == b.namedWeights["bias"])
       #expect(b.usesFloat16 == (precision == .float16))
       Self.othersUnchanged(before, after, except: "conv2")
@@ -130,30 +138,40 @@ import CoreMLTestSupport
     let (before, after) = try Self.applied(try Self.mutation(.flippedKernel, layer: "conv1", in: bytes), to: bytes)
     let original = try #require(before.layer(named: "conv1")?.namedWeights["weights"])
     let mutated = try #require(after.layer(named: "conv1")?.namedWeights["weights"])
-    for s in 0..<(original.count / 9) { #expect(Array(mutated[(s * 9)..<(s * 9 + 9)]) == original[(s * 9)..<(s * 9 + 9)].reversed()) }
+    for s in 0..<(original.count / 9) {
+      #expect(Array(mutated[(s * 9)..<(s * 9 + 9)]) == original[(s * 9)..<(s * 9 + 9)].reversed())
+    }
     Self.othersUnchanged(before, after, except: "conv1")
   }
 
   @Test func swappedChannelsMoveWeightsAndBias() throws {
     let bytes = try Self.digits()
     // Dense [out, in]: rows 0 and out-1 trade places with their biases.
-    let (before, after) = try Self.applied(try Self.mutation(.swappedOutputChannels, layer: "dense", in: bytes), to: bytes)
-    let a = try #require(before.layer(named: "dense")), b = try #require(after.layer(named: "dense"))
+    let (before, after) = try Self.applied(
+      try Self.mutation(.swappedOutputChannels, layer: "dense", in: bytes), to: bytes)
+    let a = try #require(before.layer(named: "dense"))
+    let b = try #require(after.layer(named: "dense"))
     let (inputs, outputs) = (try #require(a.innerProduct?.inputChannels), try #require(a.innerProduct?.outputChannels))
     let (w, v) = (try #require(a.namedWeights["weights"]), try #require(b.namedWeights["weights"]))
     #expect(Array(v[0..<inputs]) == Array(w[((outputs - 1) * inputs)...]))
     #expect(Array(v[((outputs - 1) * inputs)...]) == Array(w[0..<inputs]))
     #expect(v[inputs..<((outputs - 1) * inputs)] == w[inputs..<((outputs - 1) * inputs)])
     let (bias, swapped) = (try #require(a.namedWeights["bias"]), try #require(b.namedWeights["bias"]))
-    #expect(swapped.first == bias.last && swapped.last == bias.first && swapped.dropFirst().dropLast() == bias.dropFirst().dropLast())
+    #expect(
+      swapped.first == bias.last && swapped.last == bias.first
+        && swapped.dropFirst().dropLast() == bias.dropFirst().dropLast())
 
     // Convolution [out, in, kh, kw]: input channel slices 0 and in-1 trade places in every output channel.
-    let (before2, after2) = try Self.applied(try Self.mutation(.swappedInputChannels, layer: "conv2", in: bytes), to: bytes)
-    let c = try #require(before2.layer(named: "conv2")), d = try #require(after2.layer(named: "conv2"))
-    let kc = try #require(c.convolution?.kernelChannels), area = 9
+    let (before2, after2) = try Self.applied(
+      try Self.mutation(.swappedInputChannels, layer: "conv2", in: bytes), to: bytes)
+    let c = try #require(before2.layer(named: "conv2"))
+    let d = try #require(after2.layer(named: "conv2"))
+    let kc = try #require(c.convolution?.kernelChannels)
+    let area = 9
     let (x, y) = (try #require(c.namedWeights["weights"]), try #require(d.namedWeights["weights"]))
     for o in 0..<(x.count / (kc * area)) {
-      let first = (o * kc) * area, last = (o * kc + kc - 1) * area
+      let first = (o * kc) * area
+      let last = (o * kc + kc - 1) * area
       #expect(Array(y[first..<(first + area)]) == Array(x[last..<(last + area)]))
       #expect(Array(y[last..<(last + area)]) == Array(x[first..<(first + area)]))
     }
@@ -170,7 +188,8 @@ import CoreMLTestSupport
     let weights = try #require(before.layer(named: "conv1")?.namedWeights["weights"])
     let expected = 0.5 * (original.map(abs).max()! + weights.map(abs).max()!)
     #expect(abs(mutated[0] - original[0] - expected) < 1e-5)
-    #expect(before.layer(named: "conv1")?.namedWeights["weights"] == after.layer(named: "conv1")?.namedWeights["weights"])
+    #expect(
+      before.layer(named: "conv1")?.namedWeights["weights"] == after.layer(named: "conv1")?.namedWeights["weights"])
   }
 
   @Test func paddingPoolingAndAxisSettingsChange() throws {
@@ -204,7 +223,8 @@ import CoreMLTestSupport
 
     // An RGB image input: string labels and the color order.
     let rgb = try Self.fixture(
-      "tfkeras215/nested", ConversionOptions(imageInputNames: ["input1"], classLabels: .strings(["cat", "dog"]), isBGR: false))
+      "tfkeras215/nested",
+      ConversionOptions(imageInputNames: ["input1"], classLabels: .strings(["cat", "dog"]), isBGR: false))
     let (c0, c1) = try Self.applied(try Self.mutation(.swappedColorOrder, in: rgb), to: rgb)
     #expect(c0.inputs.first?.kind == .image(width: 8, height: 8, colorSpace: "RGB"))
     #expect(c1.inputs.first?.kind == .image(width: 8, height: 8, colorSpace: "BGR"))
@@ -218,7 +238,8 @@ import CoreMLTestSupport
     let mutation = try Self.mutation(.swappedGates, in: bytes)
     let name = try #require(mutation.layer)
     let (before, after) = try Self.applied(mutation, to: bytes)
-    let a = try #require(before.layer(named: name)), b = try #require(after.layer(named: name))
+    let a = try #require(before.layer(named: name))
+    let b = try #require(after.layer(named: name))
     for prefix in ["W_", "R_", "b_"] {
       #expect(b.namedWeights[prefix + "i"] == a.namedWeights[prefix + "f"])
       #expect(b.namedWeights[prefix + "f"] == a.namedWeights[prefix + "i"])
@@ -230,8 +251,11 @@ import CoreMLTestSupport
     let gru = try Self.fixture("layers/keras3/gru_reset_before")
     let gates = try Self.mutation(.swappedGates, in: gru)
     let (g0, g1) = try Self.applied(gates, to: gru)
-    let x = try #require(g0.layer(named: gates.layer!)), y = try #require(g1.layer(named: gates.layer!))
-    #expect(y.namedWeights["W_z"] == x.namedWeights["W_r"] && y.namedWeights["W_r"] == x.namedWeights["W_z"] && y.namedWeights["W_o"] == x.namedWeights["W_o"])
+    let x = try #require(g0.layer(named: gates.layer!))
+    let y = try #require(g1.layer(named: gates.layer!))
+    #expect(
+      y.namedWeights["W_z"] == x.namedWeights["W_r"] && y.namedWeights["W_r"] == x.namedWeights["W_z"]
+        && y.namedWeights["W_o"] == x.namedWeights["W_o"])
   }
 
   // MARK: Effect
@@ -241,9 +265,14 @@ import CoreMLTestSupport
     var builder = GraphBuilder()
     let input = try builder.addInput(name: "x", type: TensorType([6, 6, 2]))
     var kernel: [Float] = []
-    for y in 0..<3 { for x in 0..<3 { for i in 0..<2 { for o in 0..<3 { kernel.append(Float(y * x + y + x) * 0.1 + Float(i) - Float(o) * 0.3) } } } }
+    for y in 0..<3 {
+      for x in 0..<3 {
+        for i in 0..<2 { for o in 0..<3 { kernel.append(Float(y * x + y + x) * 0.1 + Float(i) - Float(o) * 0.3) } }
+      }
+    }
     let conv = Convolution2D(
-      kernel: Constant(shape: [3, 3, 2, 3], values: kernel), bias: Constant(shape: [3], values: [0.1, -0.2, 0.3]), strides: [1, 1],
+      kernel: Constant(shape: [3, 3, 2, 3], values: kernel), bias: Constant(shape: [3], values: [0.1, -0.2, 0.3]),
+      strides: [1, 1],
       dilations: [1, 1], padding: .same, groups: 1)
     let output = try builder.add(.convolution2D(conv), name: "conv", inputs: [input])
     var graph = builder.build(outputs: [output])
@@ -259,19 +288,24 @@ import CoreMLTestSupport
     #expect(try MutationEffect.measure(original: bytes, mutated: mutated, mutation: transposed) == 0)
     // Flipping it is not equivalent.
     let flipped = try Self.mutation(.flippedKernel, layer: "conv", in: bytes)
-    #expect(try MutationEffect.measure(original: bytes, mutated: CoreMLMutator.apply(flipped, to: bytes), mutation: flipped) > 0)
+    #expect(
+      try MutationEffect.measure(original: bytes, mutated: CoreMLMutator.apply(flipped, to: bytes), mutation: flipped)
+        > 0)
   }
 
   @Test func realDigitsMutationsHaveAnEffect() throws {
     let bytes = try Self.digits()
     let real: [(CoreMLMutation.Kind, String?)] = [
-      (.transposedKernel, "conv1"), (.flippedKernel, "conv2"), (.swappedOutputChannels, "conv1"), (.swappedInputChannels, "conv2"),
-      (.changedBias, "dense"), (.paddingMode, "conv1"), (.poolingMode, "pool1"), (.axis, "flatten"), (.swappedLabels, nil),
+      (.transposedKernel, "conv1"), (.flippedKernel, "conv2"), (.swappedOutputChannels, "conv1"),
+      (.swappedInputChannels, "conv2"),
+      (.changedBias, "dense"), (.paddingMode, "conv1"), (.poolingMode, "pool1"), (.axis, "flatten"),
+      (.swappedLabels, nil),
       (.doubledImageScale, nil), (.movedImageBias, nil),
     ]
     for (kind, layer) in real {
       let mutation = try Self.mutation(kind, layer: layer, in: bytes)
-      let effect = try MutationEffect.measure(original: bytes, mutated: CoreMLMutator.apply(mutation, to: bytes), mutation: mutation)
+      let effect = try MutationEffect.measure(
+        original: bytes, mutated: CoreMLMutator.apply(mutation, to: bytes), mutation: mutation)
       #expect(effect > 0, "\(mutation)")
     }
     // The unchanged file has no effect at all.
@@ -282,7 +316,9 @@ import CoreMLTestSupport
   @Test func colorOrderEffectIsMeasuredOnTheSamePixels() throws {
     let rgb = try Self.fixture("tfkeras215/nested", ConversionOptions(imageInputNames: ["input1"]))
     let mutation = try Self.mutation(.swappedColorOrder, in: rgb)
-    #expect(try MutationEffect.measure(original: rgb, mutated: CoreMLMutator.apply(mutation, to: rgb), mutation: mutation) > 0)
+    #expect(
+      try MutationEffect.measure(original: rgb, mutated: CoreMLMutator.apply(mutation, to: rgb), mutation: mutation) > 0
+    )
   }
 
   // MARK: Odd input

@@ -1,11 +1,11 @@
 import CoreMLCommon
 import CoreMLFormat
 import CoreMLMutations
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Correct conversions of the samples and of fixtures covering every layer family, broken in the written
 /// file in every way `CoreMLMutator` knows; `verify` (default options, the expected labels and image
@@ -31,13 +31,15 @@ import CoreMLTestSupport
   static let cases: [Case] = [
     Case(
       path: digits + "/digits_cnn.h5",
-      options: ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)),
+      options: ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    ),
     // MobileNet-style, trained (Samples/DigitsMobile): BatchNormalization, ReLU6, padding, depthwise and
     // separable convolutions, a residual Add, global pooling.
     Case(
       path: Fixtures.packageRoot.appendingPathComponent("Samples/DigitsMobile/digits_mobile.h5").path,
       options: ConversionOptions(
-        imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 127.5, redBias: -1, greenBias: -1, blueBias: -1)),
+        imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 127.5, redBias: -1,
+        greenBias: -1, blueBias: -1)),
     // Compressed weights (8-bit lookup tables, every kernel of 16 elements or more): verify compares each
     // layer from the source's values before it, under the written bit width's bound, so a broken layer is
     // still named at its own tensor however much the rounding of the layers before it adds up.
@@ -48,7 +50,8 @@ import CoreMLTestSupport
     Case(
       path: Fixtures.url("coremltools/rgb_classifier.h5").path,
       options: ConversionOptions(
-        imageInputNames: ["input1"], classLabels: .strings(["cat", "dog", "bird", "fish", "frog"]), imageScale: 1 / 127.5,
+        imageInputNames: ["input1"], classLabels: .strings(["cat", "dog", "bird", "fish", "frog"]),
+        imageScale: 1 / 127.5,
         redBias: -1, greenBias: -1, blueBias: -1, isBGR: true)),
     Case(path: Fixtures.url("tfkeras215/activations.h5").path, options: ConversionOptions()),
     Case(path: Fixtures.url("tfkeras215/batchnorm.h5").path, options: ConversionOptions()),
@@ -73,7 +76,8 @@ import CoreMLTestSupport
 
   static func compressed(_ method: WeightCompression.Method) -> ConversionOptions {
     var options = ConversionOptions(
-      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 127.5, redBias: -1, greenBias: -1, blueBias: -1)
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 127.5, redBias: -1,
+      greenBias: -1, blueBias: -1)
     options.compression = WeightCompression(method: method, minimumElements: 16)
     return options
   }
@@ -88,10 +92,14 @@ import CoreMLTestSupport
   @Test(arguments: cases)
   func everyMutationIsKilledAndTheBrokenLayerNamed(_ c: Case) throws {
     let outcomes = try Self.outcomes(c)
-    print("mutation \(MutationCampaign.summary(outcomes)): \(c.path.split(separator: "/").suffix(2).joined(separator: "/"))")
+    print(
+      "mutation \(MutationCampaign.summary(outcomes)): \(c.path.split(separator: "/").suffix(2).joined(separator: "/"))"
+    )
     #expect(outcomes.contains { $0.verdict == .killed })
-    let allowed: Set<MutationCampaign.Verdict> = c.namedShare < 1 ? [.killed, .killedElsewhere, .equivalent] : [.killed, .equivalent]
-    for outcome in outcomes where !allowed.contains(outcome.verdict) && !(outcome.verdict == .survived && outcome.effect < c.survivingEffect) {
+    let allowed: Set<MutationCampaign.Verdict> =
+      c.namedShare < 1 ? [.killed, .killedElsewhere, .equivalent] : [.killed, .equivalent]
+    for outcome in outcomes
+    where !allowed.contains(outcome.verdict) && !(outcome.verdict == .survived && outcome.effect < c.survivingEffect) {
       Issue.record("\(c): \(outcome.mutation) (effect \(outcome.effect)) \(outcome.verdict.rawValue) \(outcome.named)")
     }
     let killed = outcomes.filter { $0.verdict == .killed || $0.verdict == .killedElsewhere }
@@ -105,6 +113,7 @@ import CoreMLTestSupport
       let bytes = try Converter.convert(modelAt: URL(fileURLWithPath: c.path), options: c.options).bytes
       kinds.formUnion(try CoreMLMutator.mutations(of: bytes).map(\.kind))
     }
-    #expect(kinds == Set(CoreMLMutation.Kind.allCases), "missing: \(Set(CoreMLMutation.Kind.allCases).subtracting(kinds))")
+    #expect(
+      kinds == Set(CoreMLMutation.Kind.allCases), "missing: \(Set(CoreMLMutation.Kind.allCases).subtracting(kinds))")
   }
 }

@@ -1,13 +1,15 @@
 import Foundation
-@testable import ModelConverter
 import ModelIR
 import ReferenceRuntime
 import Testing
 
+@testable import ModelConverter
+
 /// The named pipelines, declared in one place, and the check every pipeline makes after each pass.
 @Suite struct PipelinesTests {
   /// A context in which every registered pass takes part.
-  static let everything = Pipelines.Context(channelScales: ["x": [2, 3, 4]], computesInFloat32: true, allowsNonFinite: false)
+  static let everything = Pipelines.Context(
+    channelScales: ["x": [2, 3, 4]], computesInFloat32: true, allowsNonFinite: false)
 
   @Test func everyPassIsRegisteredOnceUnderItsOwnName() {
     let names = Pipelines.registry.map(\.name)
@@ -34,9 +36,12 @@ import Testing
   /// non-finite weights are allowed, no channel scaling without factors.
   @Test func theContextChoosesThePasses() {
     let names = Pipelines.pipeline("conversion", context: .init(computesInFloat32: false, allowsNonFinite: true)).names
-    #expect(!names.contains("remove-float16-casts") && !names.contains("check-weight-values") && !names.contains("scale-input-channels"))
+    #expect(
+      !names.contains("remove-float16-casts") && !names.contains("check-weight-values")
+        && !names.contains("scale-input-channels"))
     let all = Pipelines.pipeline("conversion", context: Self.everything).names
-    #expect(all.first == "scale-input-channels" && all.last == "check-weight-values" && all.contains("remove-float16-casts"))
+    #expect(
+      all.first == "scale-input-channels" && all.last == "check-weight-values" && all.contains("remove-float16-casts"))
   }
 
   static func identityGraph() throws -> Graph {
@@ -51,7 +56,8 @@ import Testing
   @Test func channelScalesRunOnce() throws {
     var graph = try Self.identityGraph()
     try Pipelines.pipeline("conversion", context: Self.everything).run(&graph)
-    let output = try #require(Interpreter(graph: graph).run([Tensor(shape: [2, 2, 3], values: Array(repeating: 1, count: 12))]).first)
+    let output = try #require(
+      Interpreter(graph: graph).run([Tensor(shape: [2, 2, 3], values: Array(repeating: 1, count: 12))]).first)
     #expect(output.values == Array([[Float]](repeating: [2, 3, 4], count: 4).joined()))
   }
 

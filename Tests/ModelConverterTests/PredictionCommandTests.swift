@@ -23,7 +23,8 @@ import Testing
     let picked = [0, 17, 33]
     let images = picked.map { Self.folder + "/" + files[$0] }
     let bad = Fixtures.url("images/truncated.png").path
-    let result = try cli.run(["predict", Self.model] + images + [bad, "--image-scale", "1/255", "--labels-file", Self.labels, "--top-k", "2"])
+    let result = try cli.run(
+      ["predict", Self.model] + images + [bad, "--image-scale", "1/255", "--labels-file", Self.labels, "--top-k", "2"])
     #expect(result.status == 1, "one image is unreadable")
     #expect(result.stderr.contains("truncated.png"))
     let lines = result.stdout.split(separator: "\n").map(String.init)
@@ -38,8 +39,11 @@ import Testing
   }
 
   @Test func predictJSON() throws {
-    let image = Self.folder + "/7/" + (try FileManager.default.contentsOfDirectory(atPath: Self.folder + "/7").sorted()[0])
-    let result = try cli.run(["predict", Self.model, image, "/nonexistent.png", "--image-scale", "0.00392156862745098", "--json"])
+    let image =
+      Self.folder + "/7/" + (try FileManager.default.contentsOfDirectory(atPath: Self.folder + "/7").sorted()[0])
+    let result = try cli.run([
+      "predict", Self.model, image, "/nonexistent.png", "--image-scale", "0.00392156862745098", "--json",
+    ])
     let document = try json(result.stdout)
     #expect(document["schema"] as? String == "modelconv.predict/1")
     let items = try #require(document["images"] as? [[String: Any]])
@@ -54,16 +58,22 @@ import Testing
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let converted = directory.appendingPathComponent("Digits.mlmodel").path
-    let convert = try cli.run(["convert", Self.model, "--image-input", "input1", "--image-scale", "1/255", "--labels-file", Self.labels, "-o", converted])
+    let convert = try cli.run([
+      "convert", Self.model, "--image-input", "input1", "--image-scale", "1/255", "--labels-file", Self.labels, "-o",
+      converted,
+    ])
     #expect(convert.status == 0, "\(convert.stderr)")
     let report = directory.appendingPathComponent("report.html").path
     let result = try cli.run([
-      "evaluate", converted, Self.folder, "--against", Self.model, "--image-scale", "1/255", "--labels-file", Self.labels, "--report", report,
+      "evaluate", converted, Self.folder, "--against", Self.model, "--image-scale", "1/255", "--labels-file",
+      Self.labels, "--report", report,
     ])
     #expect(result.status == 0, "\(result.stderr)")
     #expect(result.stdout.contains("accuracy 98.0%"))
     #expect(result.stdout.contains("agreement 100.0%"))
-    #expect(result.stderr.isEmpty || result.stderr.contains("ignored"), "no progress line when stderr is not a terminal: \(result.stderr)")
+    #expect(
+      result.stderr.isEmpty || result.stderr.contains("ignored"),
+      "no progress line when stderr is not a terminal: \(result.stderr)")
     let html = try String(contentsOfFile: report, encoding: .utf8)
     #expect(html.contains("<svg") && html.contains("data:image/png;base64,"))
     #expect(!html.contains("src=\"http") && !html.contains("<script"), "self-contained")
@@ -84,7 +94,9 @@ import Testing
       #expect(try cli.run([command, "--help"]).stdout == page.stdout)
     }
     let convert = try cli.run(["help", "convert"]).stdout
-    for option in ["--format", "--target", "--precision", "--model-version", "--labels-file", "--image-scale", "--verify"] {
+    for option in [
+      "--format", "--target", "--precision", "--model-version", "--labels-file", "--image-scale", "--verify",
+    ] {
       #expect(convert.contains(option), "\(option) in convert's help")
     }
   }

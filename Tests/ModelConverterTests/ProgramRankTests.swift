@@ -1,9 +1,9 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import Testing
-import CoreMLTestSupport
 
 /// Operations the ML Program writer emits on rank-5 tensors (an image per step of a sequence, or an image
 /// that kept its batch axis, as MaxViT and DenseNet exports do) read back as MIL documents them.
@@ -16,8 +16,10 @@ import CoreMLTestSupport
     let x = try b.addInput(name: "x", type: TensorType([2, 3, 4, 5]))
     let c = 5
     let norm = BatchNormalization(
-      gamma: Constant(shape: [c], values: [1, 2, 0.5, -1, 3]), beta: Constant(shape: [c], values: [0, 0.25, -1, 2, 0.5]),
-      mean: Constant(shape: [c], values: [0.5, -0.5, 1, 0, 2]), variance: Constant(shape: [c], values: [1, 4, 0.25, 2, 9]), epsilon: 1e-3)
+      gamma: Constant(shape: [c], values: [1, 2, 0.5, -1, 3]),
+      beta: Constant(shape: [c], values: [0, 0.25, -1, 2, 0.5]),
+      mean: Constant(shape: [c], values: [0.5, -0.5, 1, 0, 2]),
+      variance: Constant(shape: [c], values: [1, 4, 0.25, 2, 9]), epsilon: 1e-3)
     let y = try b.add(.batchNormalization(norm), name: "bn", inputs: [x])
     let graph = b.build(outputs: [y])
     let source = ImportedSource(format: "ir", modelKind: "ir", path: "bn.ir", graph: graph)
@@ -28,7 +30,8 @@ import CoreMLTestSupport
     try Converter.convert(source, options: ConversionOptions(format: .mlProgram, precision: .float32)).write(to: output)
     let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 2))
     #expect(report.passed, "\(report.outputs) \(report.violations)")
-    let program = try String(contentsOf: output.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel"), encoding: .isoLatin1)
+    let program = try String(
+      contentsOf: output.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel"), encoding: .isoLatin1)
     #expect(program.contains("batch_norm"))
   }
 }

@@ -17,8 +17,11 @@ import Testing
     var found = folders.flatMap { folder -> [String] in
       let files = (try? FileManager.default.contentsOfDirectory(atPath: Fixtures.url(folder).path)) ?? []
       // Whole models only: not reference outputs, nor weights-only files (they need their architecture JSON).
-      return files.filter { ($0.hasSuffix(".h5") && !$0.hasSuffix(".reference.h5") && !$0.hasSuffix(".weights.h5")) || $0.hasSuffix(".keras") }
-        .sorted().map { "\(folder)/\($0)" }
+      return files.filter {
+        ($0.hasSuffix(".h5") && !$0.hasSuffix(".reference.h5") && !$0.hasSuffix(".weights.h5"))
+          || $0.hasSuffix(".keras")
+      }
+      .sorted().map { "\(folder)/\($0)" }
     }
     found += ["../Digits/digits_cnn.h5", "../DigitsMobile/digits_mobile.h5"]
     return found
@@ -64,12 +67,16 @@ import Testing
         // Where real Keras saved reference outputs, they are compared too (a fixture's ML Program against Keras).
         let reference = source.deletingPathExtension().appendingPathExtension("reference.h5")
         let hasReference = FileManager.default.fileExists(atPath: reference.path) && source.pathExtension == "h5"
-        report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 2, reference: hasReference ? reference : nil))
+        report = try ParityVerifier.verify(
+          source: source, converted: output,
+          options: VerificationOptions(samples: 2, reference: hasReference ? reference : nil))
       } catch {
         Issue.record("\(relative) (\(format)): verify refused the file convert wrote: \(error)")
         continue
       }
-      let failures = report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" } + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
+      let failures =
+        report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" }
+        + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
       #expect(report.passed, "\(relative) (\(format)): parity broken: \(failures)")
     }
   }
@@ -78,7 +85,8 @@ import Testing
   /// `Samples/Fixtures/hostile_onnx_coreml`), relative to `Samples/Fixtures`.
   static var onnxAndCoreMLSources: [String] {
     func files(_ folder: String, _ keep: (String) -> Bool) -> [String] {
-      ((try? FileManager.default.contentsOfDirectory(atPath: Fixtures.url(folder).path)) ?? []).filter(keep).sorted().map { "\(folder)/\($0)" }
+      ((try? FileManager.default.contentsOfDirectory(atPath: Fixtures.url(folder).path)) ?? []).filter(keep).sorted()
+        .map { "\(folder)/\($0)" }
     }
     var found = files("coremltools") { $0.hasSuffix(".mlmodel") || $0.hasSuffix("_program.mlpackage") }
     found += files("legacy_coreml") { $0.hasSuffix(".mlmodel") }
@@ -88,7 +96,9 @@ import Testing
     found += files("onnx/control_flow") { $0.hasSuffix(".onnx") }
     found += files("onnx/old_opsets") { $0.hasSuffix(".onnx") }
     found += ["onnx/external_data/mlp_external.onnx"]
-    found += files("hostile_onnx_coreml") { $0.hasSuffix(".onnx") || $0.hasSuffix(".mlmodel") || $0.hasSuffix(".mlpackage") }
+    found += files("hostile_onnx_coreml") {
+      $0.hasSuffix(".onnx") || $0.hasSuffix(".mlmodel") || $0.hasSuffix(".mlpackage")
+    }
     return found
   }
 
@@ -103,7 +113,9 @@ import Testing
 
   @Test func theOnnxAndCoreMLSourcesIncludeEveryKind() {
     let sources = Self.onnxAndCoreMLSources
-    for prefix in ["coremltools/", "legacy_coreml/", "onnx/", "onnx/tf2onnx/", "onnx/external_data/", "hostile_onnx_coreml/"] {
+    for prefix in [
+      "coremltools/", "legacy_coreml/", "onnx/", "onnx/tf2onnx/", "onnx/external_data/", "hostile_onnx_coreml/",
+    ] {
       #expect(sources.contains { $0.hasPrefix(prefix) }, "no source in \(prefix)")
     }
     #expect(sources.filter { $0.hasPrefix("hostile_onnx_coreml/") }.count >= 20)
@@ -135,8 +147,11 @@ import Testing
         Issue.record("\(relative) (\(format)): verify refused the file convert wrote: \(error)")
         continue
       }
-      let failures = report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" } + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
-      #expect(report.passed, "\(relative) (\(format)): parity broken: \(failures) \(report.interface?.differences ?? [])")
+      let failures =
+        report.layers.filter { !$0.passed }.prefix(3).map { "\($0)" }
+        + report.outputs.filter { !$0.passed }.map { "\($0.name): max abs \($0.maxAbsoluteError)" }
+      #expect(
+        report.passed, "\(relative) (\(format)): parity broken: \(failures) \(report.interface?.differences ?? [])")
     }
     if Self.onnxAndCoreMLRefusedOnPurpose.contains(name) {
       #expect(written == 0, "\(relative) is listed as refused on purpose but converted")

@@ -1,8 +1,8 @@
 import Foundation
+import KerasTestSupport
 import ModelConverter
 import TestSupport
 import Testing
-import KerasTestSupport
 
 /// verify keeps every value of both models for one sample (the layer-by-layer comparison): it plans that
 /// memory from the declared shapes before running, runs as many samples at once as fit in its limit, and
@@ -12,7 +12,8 @@ import KerasTestSupport
   /// depthwise_separable (input 10 x 10 x 3) converted, with its input's height changed to `height`.
   static func converted(height: Int) throws -> (source: URL, converted: URL) {
     let source = try KerasFileEditing.edited(
-      "tfkeras215/depthwise_separable.h5", [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, \(height), 10, 3]")])
+      "tfkeras215/depthwise_separable.h5",
+      [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, \(height), 10, 3]")])
     let output = source.deletingPathExtension().appendingPathExtension("mlmodel")
     try Converter.convert(modelAt: source, options: ConversionOptions()).write(to: output)
     return (source, output)
@@ -37,7 +38,10 @@ import KerasTestSupport
     #expect(narrow.passed && wide.passed)
     // One byte less: refused before anything runs, with what it needs and what it may use.
     options.memoryLimit = wide.memory.bytesPerSample - 1
-    #expect(throws: VerificationError.exceedsMemory(path: converted.path, bytesPerSample: wide.memory.bytesPerSample, limit: wide.memory.bytesPerSample - 1)) {
+    #expect(
+      throws: VerificationError.exceedsMemory(
+        path: converted.path, bytesPerSample: wide.memory.bytesPerSample, limit: wide.memory.bytesPerSample - 1)
+    ) {
       try ParityVerifier.verify(source: source, converted: converted, options: options)
     }
   }
@@ -58,7 +62,9 @@ import KerasTestSupport
       // same padding, depth multiplier 2), in float32.
       #expect(bytes >= 2 * 4 * (3_000_000 + 6_000_000), "\(bytes)")
       #expect(bytes > plain.memory.bytesPerSample)
-      #expect("\(VerificationError.exceedsMemory(path: path, bytesPerSample: bytes, limit: limit))".contains("64.0 MiB verify may use"))
+      #expect(
+        "\(VerificationError.exceedsMemory(path: path, bytesPerSample: bytes, limit: limit))".contains(
+          "64.0 MiB verify may use"))
     }
   }
 }
@@ -70,7 +76,8 @@ import KerasTestSupport
     // depthwise_separable with an input of 16 000 000 x 20 x 3 (near the largest axis a file may declare): each of
     // its activations is 3.6 GiB or more, its tensors together several times this machine's memory.
     let source = try KerasFileEditing.edited(
-      "tfkeras215/depthwise_separable.h5", [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, 16000000, 20, 3]")])
+      "tfkeras215/depthwise_separable.h5",
+      [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, 16000000, 20, 3]")])
     do {
       _ = try ImageModel.load(contentsOf: source)
       Issue.record("a model of 3.6 GiB activations loaded within \(RuntimeMemory.describe(RuntimeMemory.defaultLimit))")
@@ -83,8 +90,12 @@ import KerasTestSupport
     // 2000 x 2000 x 3 through its layers (depthwise same x2, depthwise 3 x 3 stride 2 valid: (2000 - 3) / 2 + 1
     // = 999, separable same to 5 filters, separable 3 x 3 valid to 4) is 997 x 997 x 4 = 3 976 036 values.
     let wide = try KerasFileEditing.edited(
-      "tfkeras215/depthwise_separable.h5", [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, 2000, 2000, 3]")])
-    #expect(throws: PredictionError.notAnImageModel(path: wide.path, detail: "its output has 3976036 values; a classifier's scores have at most 1048576")) {
+      "tfkeras215/depthwise_separable.h5",
+      [("\"batch_input_shape\": [null, 10, 10, 3]", "\"batch_input_shape\": [null, 2000, 2000, 3]")])
+    #expect(
+      throws: PredictionError.notAnImageModel(
+        path: wide.path, detail: "its output has 3976036 values; a classifier's scores have at most 1048576")
+    ) {
       try ImageModel.load(contentsOf: wide)
     }
     // The same model as declared (10 x 10 x 3) loads, a few KB of tensors per image.

@@ -1,5 +1,6 @@
-@testable import ModelConverter
 import Testing
+
+@testable import ModelConverter
 
 /// The float32 pass rule: every element within the element rule, or (float32 roundoff carried through a
 /// deep graph) a few elements outside it while the tensor's relative RMS error stays within a few hundred unit

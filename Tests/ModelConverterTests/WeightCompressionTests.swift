@@ -1,11 +1,11 @@
 import CoreMLCommon
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Weight compression as `ct.optimize.coreml` does it: k-means palettization and per-channel linear
 /// quantization, written as iOS 16 constexpr operations. Expected values come from the definitions
@@ -45,7 +45,8 @@ import CoreMLTestSupport
       }
       // ...and each entry is the mean of the values assigned to it, within the histogram's bin width
       // (values are binned into 2^16 bins between the minimum and maximum; a bin is assigned whole).
-      var sums = [Double](repeating: 0, count: 1 << bits), counts = [Double](repeating: 0, count: 1 << bits)
+      var sums = [Double](repeating: 0, count: 1 << bits)
+      var counts = [Double](repeating: 0, count: 1 << bits)
       for (code, value) in zip(result.indices, values) {
         sums[Int(code)] += Double(value)
         counts[Int(code)] += 1
@@ -66,7 +67,8 @@ import CoreMLTestSupport
     // QuantizationParams, coremltools' _convert_array_to_nbit_quantized_bytes): 01 10 11 then padding.
     #expect(Palettizer.pack([1, 2, 3], bits: 2, mostSignificantFirst: true) == [0b0110_1100])
     #expect(Palettizer.pack([5, 3], bits: 4, mostSignificantFirst: true) == [0x53])
-    #expect(Palettizer.pack([1, 0, 1, 1, 0, 0, 0, 1, 1], bits: 1, mostSignificantFirst: true) == [0b1011_0001, 0b1000_0000])
+    #expect(
+      Palettizer.pack([1, 0, 1, 1, 0, 0, 0, 1, 1], bits: 1, mostSignificantFirst: true) == [0b1011_0001, 0b1000_0000])
   }
 
   @Test func linearQuantizationFollowsTheAffineDequantizeDefinition() {
@@ -97,7 +99,8 @@ import CoreMLTestSupport
     let pruned = MagnitudePruner.prune(values, fraction: 0.3)
     #expect(pruned.kept.count == values.count - Int(0.3 * Double(values.count)))
     let smallestKept = pruned.kept.map(abs).min()!
-    let zeroedLargest = values.indices.filter { (pruned.mask[$0 / 8] >> ($0 % 8)) & 1 == 0 }.map { abs(values[$0]) }.max()!
+    let zeroedLargest = values.indices.filter { (pruned.mask[$0 / 8] >> ($0 % 8)) & 1 == 0 }.map { abs(values[$0]) }
+      .max()!
     #expect(zeroedLargest <= smallestKept)
   }
 
@@ -109,9 +112,11 @@ import CoreMLTestSupport
     let decoded = try #require(Self.denseKernels(url).first)
     #expect(decoded.values.filter { $0 == 0 }.count >= original.count / 2)
     for (a, b) in zip(decoded.values, original.values) { #expect(a == 0 || a == b) }
-    let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+    let report = try ParityVerifier.verify(
+      source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
     #expect(report.passed, "\(report.outputs)")
-    var classic = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    var classic = ConversionOptions(
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     classic.compression = WeightCompression(method: .prune(fraction: 0.5))
     #expect(throws: CoreMLWriterError.self) { try Converter.convert(modelAt: Self.digits, options: classic) }
   }
@@ -124,7 +129,8 @@ import CoreMLTestSupport
     let original = try [UInt8](Data(contentsOf: weights))
     let reader = try MILBlobStorage.Reader(bytes: original, path: weights.path)
     // Walk the records (64-byte aligned, each followed by its data) to the mask: the one uint8 blob.
-    var offset = 64, mask: (offset: Int, count: Int)?
+    var offset = 64
+    var mask: (offset: Int, count: Int)?
     for _ in 0..<reader.count {
       let blob = try reader.blob(at: UInt64(offset))
       if blob.dataType == .uint8 { mask = (offset + 64, blob.bytes.count) }
@@ -148,7 +154,8 @@ import CoreMLTestSupport
 
   /// Converts the digits sample with `compression` and reads the package back.
   static func convert(_ compression: WeightCompression?, precision: WeightPrecision) throws -> (ConvertedModel, URL) {
-    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    var options = ConversionOptions(
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .mlProgram
     options.precision = precision
     options.compression = compression
@@ -161,7 +168,8 @@ import CoreMLTestSupport
 
   /// `||decoded - original|| / ||original||`.
   static func relativeError(_ decoded: [Float], _ original: [Float]) -> Float {
-    var error = 0.0, norm = 0.0
+    var error = 0.0
+    var norm = 0.0
     for (a, b) in zip(decoded, original) {
       error += Double(a - b) * Double(a - b)
       norm += Double(b) * Double(b)
@@ -181,7 +189,10 @@ import CoreMLTestSupport
   func compressedPackagesDecodeToTheWeightsTheyWereMadeFrom(precision: WeightPrecision) throws {
     let (_, plainURL) = try Self.convert(nil, precision: precision)
     let original = try #require(Self.denseKernels(plainURL).first)
-    for method in [WeightCompression.Method.palettize(bits: 4), .quantize(bits: 8, mode: .symmetric), .quantize(bits: 8, mode: .affine)] {
+    for method in [
+      WeightCompression.Method.palettize(bits: 4), .quantize(bits: 8, mode: .symmetric),
+      .quantize(bits: 8, mode: .affine),
+    ] {
       let (model, url) = try Self.convert(WeightCompression(method: method), precision: precision)
       let summary = try #require(model.summary.compression)
       // The dense kernel (1 of 9 weight tensors has 2048 elements or more) is compressed; the rest are kept.
@@ -194,7 +205,9 @@ import CoreMLTestSupport
       #expect(decoded.shape == original.shape)
       let measured = Self.relativeError(decoded.values, original.values)
       let reported = try #require(summary.tensors.first { $0.method != nil }?.relativeError)
-      #expect(abs(measured - reported) <= 1e-3 * max(reported, 1e-6) + 1e-6, "\(method): read back \(measured), reported \(reported)")
+      #expect(
+        abs(measured - reported) <= 1e-3 * max(reported, 1e-6) + 1e-6,
+        "\(method): read back \(measured), reported \(reported)")
       if case .quantize = method {
         // Each element within half a step of its output channel's scale: (max - min) / 255 at most.
         let outputs = original.shape[1]
@@ -211,7 +224,8 @@ import CoreMLTestSupport
         #expect(Set(decoded.values).count <= 16, "a 4-bit table has 16 entries")
       }
       // verify holds with the tolerance of the written compression.
-      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      let report = try ParityVerifier.verify(
+        source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
       #expect(report.passed, "\(method): \(report.outputs) \(report.firstMismatch.map { "\($0)" } ?? "")")
       #expect(report.toleranceBasis == .quantizedWeights)
     }
@@ -223,7 +237,9 @@ import CoreMLTestSupport
     _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &folder)
     if !folder.boolValue { return try url.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0 }
     let files = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.fileSizeKey])!
-    return try files.compactMap { $0 as? URL }.reduce(0) { $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0) }
+    return try files.compactMap { $0 as? URL }.reduce(0) {
+      $0 + (try $1.resourceValues(forKeys: [.fileSizeKey]).fileSize ?? 0)
+    }
   }
 
   /// iOS 18's form: uintN indices of the weight's shape and a table per group of output channels (and
@@ -235,7 +251,8 @@ import CoreMLTestSupport
       let (model, url) = try Self.convert(compression, precision: .float32)
       #expect(model.encoded.specificationVersion == 9, "iOS 18 is specification 9")
       #expect(model.summary.compression?.compressedCount == 1)
-      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      let report = try ParityVerifier.verify(
+        source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
       #expect(report.passed || bits < 3, "\(bits) bits, groups of \(group ?? 0): \(report.outputs)")
       // Read back: each group of output channels takes at most 2^bits distinct values.
       let kernel = try #require(Self.denseKernels(url).first { $0.count >= 2048 })
@@ -246,7 +263,8 @@ import CoreMLTestSupport
         #expect(values.count <= 1 << bits, "group \(g): \(values.count) values")
       }
     }
-    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    var options = ConversionOptions(
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .mlProgram
     options.target = .iOS17
     var grouped = WeightCompression(method: .palettize(bits: 4))
@@ -265,7 +283,9 @@ import CoreMLTestSupport
     let (_, plainURL) = try Self.convert(nil, precision: .float32)
     let original = try #require(Self.denseKernels(plainURL).first { $0.count >= 2048 })
     let (inputs, outputs) = (original.shape[0], original.shape[1])  // IR dense kernels are [in, out]
-    for (bits, mode, block) in [(4, .symmetric, nil), (4, .affine, 32), (8, .symmetric, 64)] as [(Int, WeightCompression.QuantizationMode, Int?)] {
+    for (bits, mode, block) in [(4, .symmetric, nil), (4, .affine, 32), (8, .symmetric, 64)]
+      as [(Int, WeightCompression.QuantizationMode, Int?)]
+    {
       var compression = WeightCompression(method: .quantize(bits: bits, mode: mode))
       compression.blockSize = block
       let (model, url) = try Self.convert(compression, precision: .float32)
@@ -276,20 +296,24 @@ import CoreMLTestSupport
         for b in 0..<(inputs / size) {
           let rows = (b * size)..<((b + 1) * size)
           let values = rows.map { original.values[$0 * outputs + o] }
-          let low = min(values.min()!, 0), high = max(values.max()!, 0)
-          let step = mode == .symmetric ? max(-low, high) / Float((1 << (bits - 1)) - 1) : (high - low) / Float((1 << bits) - 1)
+          let low = min(values.min()!, 0)
+          let high = max(values.max()!, 0)
+          let step =
+            mode == .symmetric ? max(-low, high) / Float((1 << (bits - 1)) - 1) : (high - low) / Float((1 << bits) - 1)
           for r in rows {
             #expect(abs(decoded.values[r * outputs + o] - original.values[r * outputs + o]) <= step / 2 * 1.0001 + 1e-7)
           }
         }
       }
-      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      let report = try ParityVerifier.verify(
+        source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
       #expect(report.passed, "\(bits) bits \(mode), blocks of \(block ?? 0): \(report.outputs)")
     }
   }
 
   @Test func targetsThatCannotLoadCompressedWeightsAreRefused() throws {
-    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    var options = ConversionOptions(
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .mlProgram
     options.target = .iOS15
     options.compression = WeightCompression(method: .palettize(bits: 4))
@@ -304,13 +328,17 @@ import CoreMLTestSupport
   /// inner product's weights (the one tensor of 2048 elements or more) quantized per output channel or as a
   /// lookup table, read back within the method's error and verified.
   @Test func classicNetworksQuantizeTheirLayerWeights() throws {
-    var options = ConversionOptions(imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
+    var options = ConversionOptions(
+      imageInputNames: ["input1"], classLabels: .integers(Array(0...9)), imageScale: 1 / 255)
     options.format = .neuralNetwork
     let directory = try Fixtures.temporaryDirectory()
     let plainURL = directory.appendingPathComponent("plain.mlmodel")
     try Converter.convert(modelAt: Self.digits, options: options).write(to: plainURL)
     let original = try #require(Self.denseKernels(plainURL).first)
-    for method in [WeightCompression.Method.palettize(bits: 4), .palettize(bits: 8), .quantize(bits: 8, mode: .symmetric), .quantize(bits: 8, mode: .affine)] {
+    for method in [
+      WeightCompression.Method.palettize(bits: 4), .palettize(bits: 8), .quantize(bits: 8, mode: .symmetric),
+      .quantize(bits: 8, mode: .affine),
+    ] {
       options.compression = WeightCompression(method: method)
       let model = try Converter.convert(modelAt: Self.digits, options: options)
       #expect(model.encoded.specificationVersion == 3, "quantized weights are specification 3")
@@ -320,8 +348,10 @@ import CoreMLTestSupport
       let decoded = try #require(Self.denseKernels(url).first)
       #expect(decoded.shape == original.shape)
       let reported = try #require(model.summary.compression?.tensors.first { $0.method != nil }?.relativeError)
-      #expect(abs(Self.relativeError(decoded.values, original.values) - reported) <= 1e-3 * reported + 1e-6, "\(method)")
-      let report = try ParityVerifier.verify(source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
+      #expect(
+        abs(Self.relativeError(decoded.values, original.values) - reported) <= 1e-3 * reported + 1e-6, "\(method)")
+      let report = try ParityVerifier.verify(
+        source: Self.digits, converted: url, options: VerificationOptions(samples: 4))
       #expect(report.passed, "\(method): \(report.outputs)")
       #expect(report.toleranceBasis == .quantizedWeights)
     }

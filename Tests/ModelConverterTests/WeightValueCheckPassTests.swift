@@ -1,7 +1,8 @@
 import Foundation
-@testable import ModelConverter
 import ModelIR
 import Testing
+
+@testable import ModelConverter
 
 /// The last pass of a conversion on its own (issue 36: every pass tested alone): a check that leaves the
 /// graph as it is, or stops the conversion naming the layer, the weight and the element.
@@ -10,7 +11,9 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([2]))
     builder.origin = LayerOrigin(name: "fc", type: "Dense")
-    let y = try builder.add(.dense(Dense(kernel: Constant(shape: [2, 2], values: kernel), bias: Constant(shape: [2], values: bias))), name: "fc", inputs: [x])
+    let y = try builder.add(
+      .dense(Dense(kernel: Constant(shape: [2, 2], values: kernel), bias: Constant(shape: [2], values: bias))),
+      name: "fc", inputs: [x])
     return builder.build(outputs: [y])
   }
 
@@ -40,7 +43,8 @@ import Testing
     let x = try builder.addInput(name: "x", type: TensorType([2, 2, 2]))
     builder.origin = LayerOrigin(name: "bn", type: "BatchNormalization")
     let norm = BatchNormalization(
-      gamma: Constant(shape: [2], values: [1, 1]), beta: Constant(shape: [2], values: [0, 0]), mean: Constant(shape: [2], values: [0, 0]),
+      gamma: Constant(shape: [2], values: [1, 1]), beta: Constant(shape: [2], values: [0, 0]),
+      mean: Constant(shape: [2], values: [0, 0]),
       variance: Constant(shape: [2], values: [1, -0.5]), epsilon: 1e-3)
     let y = try builder.add(.batchNormalization(norm), name: "bn", inputs: [x])
     var graph = builder.build(outputs: [y])

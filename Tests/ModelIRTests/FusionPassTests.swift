@@ -28,16 +28,22 @@ import Testing
   }
 
   /// Layer normalization of each last-axis row in Double: (x - mean) / sqrt(variance + epsilon) * gamma + beta.
-  static func layerNormalized(_ values: [Float], channels: Int, epsilon: Double, gamma: [Float], beta: [Float]) -> [Float] {
+  static func layerNormalized(_ values: [Float], channels: Int, epsilon: Double, gamma: [Float], beta: [Float])
+    -> [Float]
+  {
     stride(from: 0, to: values.count, by: channels).flatMap { start -> [Float] in
       let row = values[start..<start + channels].map(Double.init)
       let mean = row.reduce(0, +) / Double(channels)
       let variance = row.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(channels)
-      return row.indices.map { Float((row[$0] - mean) / (variance + epsilon).squareRoot() * Double(gamma[$0]) + Double(beta[$0])) }
+      return row.indices.map {
+        Float((row[$0] - mean) / (variance + epsilon).squareRoot() * Double(gamma[$0]) + Double(beta[$0]))
+      }
     }
   }
 
-  static func constant(_ builder: inout GraphBuilder, _ name: String, _ shape: [Int], _ values: [Float]) throws -> ValueID {
+  static func constant(_ builder: inout GraphBuilder, _ name: String, _ shape: [Int], _ values: [Float]) throws
+    -> ValueID
+  {
     try builder.add(.constant(Constant(shape: shape, values: values)), name: name, inputs: [])
   }
 
@@ -54,9 +60,13 @@ import Testing
     let graph = builder.build(outputs: [y])
     let input = Tensor(shape: [2, 6, 2], values: (0..<24).map(Float.init))
     let order = [0, 2, 4, 1, 3, 5]
-    let expected = (0..<2).flatMap { outer in order.flatMap { entry in (0..<2).map { Float(outer * 12 + entry * 2 + $0) } } }
+    let expected = (0..<2).flatMap { outer in
+      order.flatMap { entry in (0..<2).map { Float(outer * 12 + entry * 2 + $0) } }
+    }
     #expect(Self.run(graph, input).values == expected)
-    #expect(throws: GraphError.self) { try ModelIR.Operation.channelShuffle(axis: 1, groups: 4).outputShape(inputShapes: [[2, 6, 2]], node: "bad") }
+    #expect(throws: GraphError.self) {
+      try ModelIR.Operation.channelShuffle(axis: 1, groups: 4).outputShape(inputShapes: [[2, 6, 2]], node: "bad")
+    }
   }
 
   /// torchvision's `x.view(1, 2, C / 2, H, W).transpose(1, 2).view(1, C, H, W)` on an NCHW tensor with its batch
@@ -71,7 +81,9 @@ import Testing
     var rewritten = graph
     try ChannelShuffleFusionPass().run(&rewritten)
     #expect(Self.kinds(rewritten) == ["channelShuffle"])
-    #expect(rewritten.nodes[0].operation == .channelShuffle(axis: 1, groups: 2) && rewritten.nodes[0].inputs == rewritten.inputs)
+    #expect(
+      rewritten.nodes[0].operation == .channelShuffle(axis: 1, groups: 2)
+        && rewritten.nodes[0].inputs == rewritten.inputs)
     #expect(rewritten[rewritten.outputs[0]].name == graph[graph.outputs[0]].name)
     // Channels first: the shuffle moves whole 2x3 planes; channel j * 2 + i is input channel i * 3 + j.
     let input = Self.ramp([1, 6, 2, 3])
@@ -132,8 +144,10 @@ import Testing
     let x = try builder.addInput(name: "x", type: TensorType([3, 4, 6]))
     let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
     let mixed = try builder.add(.channelShuffle(axis: 0, groups: 2), name: "shuffle", inputs: [chw])
-    let first = try builder.add(.slice(StridedSlice(begin: [0, 0, 0], end: [3, 3, 4], strides: [1, 1, 1])), name: "first", inputs: [mixed])
-    let second = try builder.add(.slice(StridedSlice(begin: [3, 0, 0], end: [6, 3, 4], strides: [1, 1, 1])), name: "second", inputs: [mixed])
+    let first = try builder.add(
+      .slice(StridedSlice(begin: [0, 0, 0], end: [3, 3, 4], strides: [1, 1, 1])), name: "first", inputs: [mixed])
+    let second = try builder.add(
+      .slice(StridedSlice(begin: [3, 0, 0], end: [6, 3, 4], strides: [1, 1, 1])), name: "second", inputs: [mixed])
     let back = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [second])
     let relu = try builder.add(.activation(.relu), name: "relu", inputs: [back])
     let again = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw_again", inputs: [relu])
@@ -143,14 +157,20 @@ import Testing
     var rewritten = graph
     try CancelTransposesPass().run(&rewritten)
     #expect(!Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten))")
-    #expect(rewritten.nodes.first { $0.operation.kindName == "channelShuffle" }?.operation == .channelShuffle(axis: 2, groups: 2))
+    #expect(
+      rewritten.nodes.first { $0.operation.kindName == "channelShuffle" }?.operation
+        == .channelShuffle(axis: 2, groups: 2))
     // Channels last now: the first slice keeps channels 0..<3 of the shuffled [3, 4, 6] tensor.
-    #expect(rewritten.nodes.first { $0.name == "first" }?.operation == .slice(StridedSlice(begin: [0, 0, 0], end: [3, 4, 3], strides: [1, 1, 1])))
+    #expect(
+      rewritten.nodes.first { $0.name == "first" }?.operation
+        == .slice(StridedSlice(begin: [0, 0, 0], end: [3, 4, 3], strides: [1, 1, 1])))
     let input = Self.ramp([3, 4, 6])
     #expect(Self.run(rewritten, input).values == Self.run(graph, input).values)
     // Every output channel c < 3 is shuffled channel c; the rest the ReLU of shuffled channel c.
     let shuffled = Self.shuffled(input.values, channels: 6, groups: 2)
-    #expect(Self.run(rewritten, input).values == shuffled.enumerated().map { $0.offset % 6 < 3 ? $0.element : max($0.element, 0) })
+    #expect(
+      Self.run(rewritten, input).values
+        == shuffled.enumerated().map { $0.offset % 6 < 3 ? $0.element : max($0.element, 0) })
   }
 
   /// A unit batch axis in front of a shuffle moves past it (the shuffled axis renumbered) and meets the
@@ -165,7 +185,9 @@ import Testing
     var rewritten = graph
     try GraphPipeline.standard.run(&rewritten)
     #expect(Self.kinds(rewritten) == ["channelShuffle", "reshape"])
-    #expect(rewritten.nodes[0].operation == .channelShuffle(axis: 2, groups: 4) && rewritten.nodes[0].inputs == rewritten.inputs)
+    #expect(
+      rewritten.nodes[0].operation == .channelShuffle(axis: 2, groups: 4)
+        && rewritten.nodes[0].inputs == rewritten.inputs)
     let input = Self.ramp([2, 3, 8])
     #expect(Self.run(rewritten, input).values == Self.shuffled(input.values, channels: 8, groups: 4))
   }
@@ -177,14 +199,16 @@ import Testing
   /// parameters computes the same.
   @Test func layerNormFusesFromReductions() throws {
     let (channels, epsilon): (Int, Float) = (6, 1e-5)
-    let gamma = (0..<channels).map { Float($0) / 4 - 0.5 }, beta = (0..<channels).map { 0.25 * Float($0) }
+    let gamma = (0..<channels).map { Float($0) / 4 - 0.5 }
+    let beta = (0..<channels).map { 0.25 * Float($0) }
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([2, 3, channels]))
     let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "mean", inputs: [x])
     let centered = try builder.add(.elementwise(.subtract), name: "centered", inputs: [x, mean])
     let two = try Self.constant(&builder, "two", [1], [2])
     let squared = try builder.add(.elementwise(.power), name: "squared", inputs: [centered, two])
-    let variance = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
+    let variance = try builder.add(
+      .reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
     let eps = try Self.constant(&builder, "eps", [1], [epsilon])
     let shifted = try builder.add(.elementwise(.add), name: "shifted", inputs: [variance, eps])
     let root = try builder.add(.activation(.unary(UnaryFunction(kind: .sqrt))), name: "root", inputs: [shifted])
@@ -197,13 +221,24 @@ import Testing
     var rewritten = graph
     try LayerNormFusionPass().run(&rewritten)
     #expect(Self.kinds(rewritten) == ["layerNormalization"])
-    #expect(rewritten.nodes[0].operation == .layerNormalization(LayerNormalization(
-      gamma: Constant(shape: [channels], values: gamma), beta: Constant(shape: [channels], values: beta), epsilon: epsilon)))
-    #expect(rewritten[rewritten.outputs[0]].name == graph[graph.outputs[0]].name && rewritten.nodes[0].inputs == rewritten.inputs)
+    #expect(
+      rewritten.nodes[0].operation
+        == .layerNormalization(
+          LayerNormalization(
+            gamma: Constant(shape: [channels], values: gamma), beta: Constant(shape: [channels], values: beta),
+            epsilon: epsilon)))
+    #expect(
+      rewritten[rewritten.outputs[0]].name == graph[graph.outputs[0]].name
+        && rewritten.nodes[0].inputs == rewritten.inputs)
     let input = Self.ramp([2, 3, channels])
-    let expected = Self.layerNormalized(input.values, channels: channels, epsilon: Double(epsilon), gamma: gamma, beta: beta)
-    for (got, want) in zip(Self.run(rewritten, input).values, expected) { #expect(abs(got - want) <= 1e-5 * max(1, abs(want))) }
-    for (got, want) in zip(Self.run(graph, input).values, expected) { #expect(abs(got - want) <= 1e-4 * max(1, abs(want))) }
+    let expected = Self.layerNormalized(
+      input.values, channels: channels, epsilon: Double(epsilon), gamma: gamma, beta: beta)
+    for (got, want) in zip(Self.run(rewritten, input).values, expected) {
+      #expect(abs(got - want) <= 1e-5 * max(1, abs(want)))
+    }
+    for (got, want) in zip(Self.run(graph, input).values, expected) {
+      #expect(abs(got - want) <= 1e-4 * max(1, abs(want)))
+    }
   }
 
   /// The other spellings: the square as `d * d`, `d * rsqrt(variance + epsilon)`, no beta, and constants
@@ -217,7 +252,8 @@ import Testing
     let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "mean", inputs: [x])
     let centered = try builder.add(.elementwise(.subtract), name: "centered", inputs: [x, mean])
     let squared = try builder.add(.elementwise(.multiply), name: "squared", inputs: [centered, centered])
-    let variance = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
+    let variance = try builder.add(
+      .reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
     let eps = try Self.constant(&builder, "eps", [1, 1, 1, 1], [1e-3])
     let shifted = try builder.add(.elementwise(.add), name: "shifted", inputs: [eps, variance])
     let inverse = try builder.add(.activation(.unary(UnaryFunction(kind: .rsqrt))), name: "inverse", inputs: [shifted])
@@ -228,11 +264,17 @@ import Testing
     var rewritten = graph
     try LayerNormFusionPass().run(&rewritten)
     #expect(Self.kinds(rewritten) == ["layerNormalization", "reshape"])
-    #expect(rewritten.nodes[0].operation == .layerNormalization(LayerNormalization(gamma: Constant(shape: [channels], values: gamma), beta: nil, epsilon: 1e-3)))
+    #expect(
+      rewritten.nodes[0].operation
+        == .layerNormalization(
+          LayerNormalization(gamma: Constant(shape: [channels], values: gamma), beta: nil, epsilon: 1e-3)))
     #expect(rewritten[rewritten.outputs[0]].type.shape == [1, 3, 2, channels])
     let input = Self.ramp([3, 2, channels])
-    let expected = Self.layerNormalized(input.values, channels: channels, epsilon: 1e-3, gamma: gamma, beta: [Float](repeating: 0, count: channels))
-    for (got, want) in zip(Self.run(rewritten, input).values, expected) { #expect(abs(got - want) <= 1e-5 * max(1, abs(want))) }
+    let expected = Self.layerNormalized(
+      input.values, channels: channels, epsilon: 1e-3, gamma: gamma, beta: [Float](repeating: 0, count: channels))
+    for (got, want) in zip(Self.run(rewritten, input).values, expected) {
+      #expect(abs(got - want) <= 1e-5 * max(1, abs(want)))
+    }
   }
 
   /// Chains that are no layer normalization stay: the mean over another axis than the last, a centered
@@ -241,11 +283,13 @@ import Testing
     func chain(meanAxis: Int = 2, exposeCentered: Bool = false, exponent: Float = 2) throws -> Graph {
       var builder = GraphBuilder()
       let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
-      let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [meanAxis], keepDims: true)), name: "mean", inputs: [x])
+      let mean = try builder.add(
+        .reduce(Reduction(kind: .mean, axes: [meanAxis], keepDims: true)), name: "mean", inputs: [x])
       let centered = try builder.add(.elementwise(.subtract), name: "centered", inputs: [x, mean])
       let power = try Self.constant(&builder, "power", [1], [exponent])
       let squared = try builder.add(.elementwise(.power), name: "squared", inputs: [centered, power])
-      let variance = try builder.add(.reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
+      let variance = try builder.add(
+        .reduce(Reduction(kind: .mean, axes: [2], keepDims: true)), name: "variance", inputs: [squared])
       let root = try builder.add(.activation(.unary(UnaryFunction(kind: .sqrt))), name: "root", inputs: [variance])
       let out = try builder.add(.elementwise(.divide), name: "out", inputs: [centered, root])
       return builder.build(outputs: exposeCentered ? [out, centered] : [out])

@@ -29,7 +29,8 @@ import Testing
   /// A sum, a reduction over other axes, or over a tensor that is not an image: unchanged.
   @Test func otherReductionsStay() throws {
     for graph in [
-      try Self.reduction(.sum, axes: [0, 1], keepDims: false), try Self.reduction(.mean, axes: [1, 2], keepDims: false),
+      try Self.reduction(.sum, axes: [0, 1], keepDims: false),
+      try Self.reduction(.mean, axes: [1, 2], keepDims: false),
       try Self.reduction(.mean, axes: [0, 1], keepDims: false, shape: [3, 4]),
     ] {
       var rewritten = graph

@@ -11,10 +11,12 @@ import Testing
     var state = seed
     return graph.inputs.map { id in
       let shape = graph[id].type.shape
-      return Tensor(shape: shape, values: (0..<shape.reduce(1, *)).map { _ in
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        return Float(Int(state >> 40) % 2001 - 1000) / 1000
-      })
+      return Tensor(
+        shape: shape,
+        values: (0..<shape.reduce(1, *)).map { _ in
+          state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+          return Float(Int(state >> 40) % 2001 - 1000) / 1000
+        })
     }
   }
 
@@ -29,7 +31,10 @@ import Testing
   static func kinds(_ graph: Graph) -> [String] { graph.nodes.map(\.operation.kindName) }
 
   static func dense(_ inputs: Int, _ units: Int) -> ModelIR.Operation {
-    .dense(Dense(kernel: Constant(shape: [inputs, units], values: (0..<(inputs * units)).map { Float($0 % 7) / 7 - 0.4 }), bias: nil))
+    .dense(
+      Dense(
+        kernel: Constant(shape: [inputs, units], values: (0..<(inputs * units)).map { Float($0 % 7) / 7 - 0.4 }),
+        bias: nil))
   }
 
   @Test func inverseTransposesCancel() throws {
@@ -83,7 +88,8 @@ import Testing
     var rewritten = graph
     try CancelReshapesPass().run(&rewritten)
     #expect(Self.kinds(rewritten) == ["reshape", "activation"])
-    #expect(rewritten.nodes[0].inputs == [rewritten.inputs[0]] && rewritten.nodes[0].operation == .reshape(targetShape: [24]))
+    #expect(
+      rewritten.nodes[0].inputs == [rewritten.inputs[0]] && rewritten.nodes[0].operation == .reshape(targetShape: [24]))
     Self.expectSameOutputs(graph, rewritten)
   }
 
@@ -153,7 +159,10 @@ import Testing
     try GraphPipeline.standard.run(&rewritten)
     #expect(Self.kinds(rewritten) == ["activation", "reshape", "dense", "softmax", "reshape"])
     // No tensor keeps the unit batch axis: every shape is one the classic writer takes.
-    #expect(rewritten.nodes.allSatisfy { rewritten[$0.output].type.shape.first != 1 || rewritten[$0.output].type.shape.count == 1 })
+    #expect(
+      rewritten.nodes.allSatisfy {
+        rewritten[$0.output].type.shape.first != 1 || rewritten[$0.output].type.shape.count == 1
+      })
     #expect(rewritten.nodes.first { $0.operation.kindName == "softmax" }?.operation == .softmax(axis: 0))
     Self.expectSameOutputs(graph, rewritten)
   }
@@ -222,8 +231,11 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([1, 8]))
     let image = try builder.add(.reshape(targetShape: [1, 1, 8, 1]), name: "image", inputs: [x])
-    let pooled = try builder.add(.pooling2D(Pooling2D(kind: .max, pool: [1, 2], strides: [1, 2], padding: .valid)), name: "pool", inputs: [image])
-    let cut = try builder.add(.slice(StridedSlice(begin: [0, 0, 1, 0], end: [1, 1, 4, 1], strides: [1, 1, 1, 1])), name: "cut", inputs: [pooled])
+    let pooled = try builder.add(
+      .pooling2D(Pooling2D(kind: .max, pool: [1, 2], strides: [1, 2], padding: .valid)), name: "pool", inputs: [image])
+    let cut = try builder.add(
+      .slice(StridedSlice(begin: [0, 0, 1, 0], end: [1, 1, 4, 1], strides: [1, 1, 1, 1])), name: "cut", inputs: [pooled]
+    )
     let branch = try builder.add(.activation(.sigmoid), name: "branch", inputs: [image])
     let flatCut = try builder.add(.reshape(targetShape: [3]), name: "flat_cut", inputs: [cut])
     let flatBranch = try builder.add(.reshape(targetShape: [8]), name: "flat_branch", inputs: [branch])
@@ -231,7 +243,9 @@ import Testing
     var rewritten = graph
     try GraphPipeline.standard.run(&rewritten)
     // No rank-4 tensor is left: the pooling and the slice work on the [1, 8, 1] image.
-    #expect(rewritten.nodes.allSatisfy { rewritten[$0.output].type.shape.count <= 3 }, "\(rewritten.nodes.map { rewritten[$0.output].type.shape })")
+    #expect(
+      rewritten.nodes.allSatisfy { rewritten[$0.output].type.shape.count <= 3 },
+      "\(rewritten.nodes.map { rewritten[$0.output].type.shape })")
     Self.expectSameOutputs(graph, rewritten)
   }
 
@@ -256,7 +270,9 @@ import Testing
     var rewritten = graph
     try GraphPipeline.standard.run(&rewritten)
     // The graph output keeps a value of its own: a copy of the concatenation.
-    #expect(Self.kinds(rewritten) == ["activation", "activation", "add", "activation", "concatenate", "reshape"], "\(Self.kinds(rewritten))")
+    #expect(
+      Self.kinds(rewritten) == ["activation", "activation", "add", "activation", "concatenate", "reshape"],
+      "\(Self.kinds(rewritten))")
     #expect(rewritten.nodes.contains { $0.operation == .concatenate(axis: 2) })
     Self.expectSameOutputs(graph, rewritten)
   }
@@ -286,7 +302,8 @@ import Testing
     let nchw = try builder.add(.permute(order: [0, 3, 1, 2]), name: "nchw", inputs: [x])
     let bias = try builder.add(.constant(Constant(shape: [3, 1, 1], values: [0.5, -1, 2])), name: "bias", inputs: [])
     let biased = try builder.add(.elementwise(.add), name: "biased", inputs: [nchw, bias])
-    let pooled = try builder.add(.reduce(Reduction(kind: .mean, axes: [2, 3], keepDims: false)), name: "pooled", inputs: [biased])
+    let pooled = try builder.add(
+      .reduce(Reduction(kind: .mean, axes: [2, 3], keepDims: false)), name: "pooled", inputs: [biased])
     let gate = try builder.add(.activation(.sigmoid), name: "gate", inputs: [pooled])
     let scale = try builder.add(.reshape(targetShape: [1, 3, 1, 1]), name: "scale", inputs: [gate])
     let scaled = try builder.add(.elementwise(.multiply), name: "scaled", inputs: [biased, scale])
@@ -321,12 +338,16 @@ import Testing
   @Test func channelScalesFoldIntoTheConvolution() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([5, 5, 2]))
-    let factors = try builder.add(.constant(Constant(shape: [2], values: [1 / 0.229, 1 / 0.224])), name: "factors", inputs: [])
+    let factors = try builder.add(
+      .constant(Constant(shape: [2], values: [1 / 0.229, 1 / 0.224])), name: "factors", inputs: [])
     let scaled = try builder.add(.elementwise(.multiply), name: "scaled", inputs: [x, factors])
-    let padded = try builder.add(.zeroPadding2D(Box2D(top: 1, bottom: 1, left: 1, right: 1)), name: "pad", inputs: [scaled])
+    let padded = try builder.add(
+      .zeroPadding2D(Box2D(top: 1, bottom: 1, left: 1, right: 1)), name: "pad", inputs: [scaled])
     let kernel = Constant(shape: [3, 3, 1, 4], values: (0..<36).map { Float($0 % 5) / 5 - 0.3 })
     let conv = try builder.add(
-      .convolution2D(Convolution2D(kernel: kernel, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 2)), name: "conv", inputs: [padded])
+      .convolution2D(
+        Convolution2D(kernel: kernel, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 2)),
+      name: "conv", inputs: [padded])
     let graph = builder.build(outputs: [conv])
     var rewritten = graph
     try ChannelScaleFoldPass().run(&rewritten)
@@ -353,7 +374,9 @@ import Testing
     func chain(root: Float) throws -> Graph {
       var builder = GraphBuilder()
       let x = try builder.addInput(name: "x", type: TensorType([2, 6]))
-      let c = { (value: Float, name: String) in try builder.add(.constant(Constant(shape: [1], values: [value])), name: name, inputs: []) }
+      let c = { (value: Float, name: String) in
+        try builder.add(.constant(Constant(shape: [1], values: [value])), name: name, inputs: [])
+      }
       let divided = try builder.add(.elementwise(.divide), name: "div", inputs: [x, try c(root, "root")])
       let erf = try builder.add(.activation(.erf), name: "erf", inputs: [divided])
       let plus = try builder.add(.elementwise(.add), name: "plus", inputs: [erf, try c(1, "one")])
@@ -377,8 +400,11 @@ import Testing
     func halvedFirst(half value: Float) throws -> Graph {
       var builder = GraphBuilder()
       let x = try builder.addInput(name: "x", type: TensorType([3, 4]))
-      let c = { (value: Float, name: String) in try builder.add(.constant(Constant(shape: [1], values: [value])), name: name, inputs: []) }
-      let divided = try builder.add(.elementwise(.divide), name: "div", inputs: [x, try c(Float(2).squareRoot(), "root")])
+      let c = { (value: Float, name: String) in
+        try builder.add(.constant(Constant(shape: [1], values: [value])), name: name, inputs: [])
+      }
+      let divided = try builder.add(
+        .elementwise(.divide), name: "div", inputs: [x, try c(Float(2).squareRoot(), "root")])
       let erf = try builder.add(.activation(.erf), name: "erf", inputs: [divided])
       let plus = try builder.add(.elementwise(.add), name: "plus", inputs: [erf, try c(1, "one")])
       let halved = try builder.add(.elementwise(.multiply), name: "halved", inputs: [try c(value, "half_c"), plus])
@@ -390,7 +416,9 @@ import Testing
     try GeluFusionPass().run(&fused)
     #expect(fused.nodes.map(\.operation) == [.activation(.gelu(approximate: false))])
     let dynamoInputs = Self.inputs(for: dynamo)
-    let (c, d) = (Interpreter(graph: dynamo).run(dynamoInputs)[0].values, Interpreter(graph: fused).run(dynamoInputs)[0].values)
+    let (c, d) = (
+      Interpreter(graph: dynamo).run(dynamoInputs)[0].values, Interpreter(graph: fused).run(dynamoInputs)[0].values
+    )
     #expect(zip(c, d).allSatisfy { abs($0 - $1) <= 8 * Float.ulpOfOne }, "\(zip(c, d).map { abs($0 - $1) }.max() ?? 0)")
     var notHalf = try halvedFirst(half: 0.25)
     try GeluFusionPass().run(&notHalf)
@@ -410,20 +438,27 @@ import Testing
       func conv(_ input: ValueID, _ name: String) throws -> ValueID {
         let nhwc = try builder.add(.permute(order: [0, 2, 3, 1]), name: name + "_to_nhwc", inputs: [input])
         let y = try builder.add(
-          .convolution2D(Convolution2D(kernel: kernel, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)), name: name, inputs: [nhwc])
+          .convolution2D(
+            Convolution2D(kernel: kernel, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)),
+          name: name, inputs: [nhwc])
         return try builder.add(.permute(order: [0, 3, 1, 2]), name: name + "_to_nchw", inputs: [y])
       }
       let a = try builder.add(.activation(.relu), name: "relu\(block)", inputs: [try conv(value, "conv\(block)a")])
       let b = try conv(a, "conv\(block)b")
-      value = try builder.add(.activation(.tanh), name: "out\(block)", inputs: [try builder.add(.elementwise(.add), name: "add\(block)", inputs: [b, value])])
+      value = try builder.add(
+        .activation(.tanh), name: "out\(block)",
+        inputs: [try builder.add(.elementwise(.add), name: "add\(block)", inputs: [b, value])])
     }
     let hwc = try builder.add(.permute(order: [0, 2, 3, 1]), name: "hwc", inputs: [value])
     let out = try builder.add(.reshape(targetShape: [6, 6, 4]), name: "out", inputs: [hwc])
     let graph = builder.build(outputs: [out])
     var rewritten = graph
     try GraphPipeline.standard.run(&rewritten)
-    #expect(!Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten).filter { $0 == "permute" }.count) transposes left")
-    #expect(rewritten.nodes.dropLast().allSatisfy { rewritten[$0.output].type.shape.count == 3 }, "a batch axis is left")
+    #expect(
+      !Self.kinds(rewritten).contains("permute"),
+      "\(Self.kinds(rewritten).filter { $0 == "permute" }.count) transposes left")
+    #expect(
+      rewritten.nodes.dropLast().allSatisfy { rewritten[$0.output].type.shape.count == 3 }, "a batch axis is left")
     Self.expectSameOutputs(graph, rewritten)
   }
 
@@ -434,11 +469,14 @@ import Testing
     let x = try builder.addInput(name: "x", type: TensorType([3, 4, 5]))
     let chw = try builder.add(.permute(order: [2, 0, 1]), name: "chw", inputs: [x])
     let relu = try builder.add(.activation(.relu), name: "relu", inputs: [chw])
-    let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [1, 2], keepDims: false)), name: "mean", inputs: [relu])
+    let mean = try builder.add(
+      .reduce(Reduction(kind: .mean, axes: [1, 2], keepDims: false)), name: "mean", inputs: [relu])
     let graph = builder.build(outputs: [mean])
     var rewritten = graph
     try GraphPipeline.standard.run(&rewritten)
-    #expect(Self.kinds(rewritten).contains("globalPooling2D") && !Self.kinds(rewritten).contains("permute"), "\(Self.kinds(rewritten))")
+    #expect(
+      Self.kinds(rewritten).contains("globalPooling2D") && !Self.kinds(rewritten).contains("permute"),
+      "\(Self.kinds(rewritten))")
     let inputs = Self.inputs(for: graph)
     let (a, b) = (Interpreter(graph: graph).run(inputs)[0].values, Interpreter(graph: rewritten).run(inputs)[0].values)
     // A mean of 12 values summed in another order: within 12 float32 roundings of the largest magnitude.
@@ -449,9 +487,12 @@ import Testing
   @Test func spatialZeroPadding() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([3, 4, 2]))
-    let spatial = try builder.add(.constantPad(ConstantPadding(before: [1, 0, 0], after: [2, 3, 0], value: 0)), name: "spatial", inputs: [x])
-    let channels = try builder.add(.constantPad(ConstantPadding(before: [0, 0, 1], after: [0, 0, 0], value: 0)), name: "channels", inputs: [spatial])
-    let ones = try builder.add(.constantPad(ConstantPadding(before: [1, 1, 0], after: [1, 1, 0], value: 1)), name: "ones", inputs: [channels])
+    let spatial = try builder.add(
+      .constantPad(ConstantPadding(before: [1, 0, 0], after: [2, 3, 0], value: 0)), name: "spatial", inputs: [x])
+    let channels = try builder.add(
+      .constantPad(ConstantPadding(before: [0, 0, 1], after: [0, 0, 0], value: 0)), name: "channels", inputs: [spatial])
+    let ones = try builder.add(
+      .constantPad(ConstantPadding(before: [1, 1, 0], after: [1, 1, 0], value: 1)), name: "ones", inputs: [channels])
     let graph = builder.build(outputs: [ones])
     var rewritten = graph
     try SpatialZeroPaddingPass().run(&rewritten)
@@ -467,12 +508,14 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([6, 6, 4]))
     let chw = try builder.add(.permute(order: [2, 0, 1]), name: "to_chw", inputs: [x])
-    let padded = try builder.add(.constantPad(ConstantPadding(before: [0, 1, 2], after: [0, 1, 0], value: 0)), name: "pad", inputs: [chw])
+    let padded = try builder.add(
+      .constantPad(ConstantPadding(before: [0, 1, 2], after: [0, 1, 0], value: 0)), name: "pad", inputs: [chw])
     let hwc = try builder.add(.permute(order: [1, 2, 0]), name: "to_hwc", inputs: [padded])
     let relu = try builder.add(.activation(.relu), name: "relu", inputs: [hwc])
     let back = try builder.add(.permute(order: [2, 0, 1]), name: "back", inputs: [relu])
     let batched = try builder.add(.reshape(targetShape: [1, 4, 8, 8]), name: "batched", inputs: [back])
-    let mean = try builder.add(.reduce(Reduction(kind: .mean, axes: [2, 3], keepDims: true)), name: "gap", inputs: [batched])
+    let mean = try builder.add(
+      .reduce(Reduction(kind: .mean, axes: [2, 3], keepDims: true)), name: "gap", inputs: [batched])
     let flat = try builder.add(.reshape(targetShape: [4]), name: "flat", inputs: [mean])
     let graph = builder.build(outputs: [flat])
     var rewritten = graph
@@ -518,7 +561,10 @@ import Testing
     try ConstantFoldingPass().run(&folded)
     #expect(GraphPassTests.kinds(folded) == ["constant", "multiply"])
     // (a + b) * 2 - 1, by hand.
-    guard case .constant(let value) = folded.nodes[0].operation else { Issue.record("not folded"); return }
+    guard case .constant(let value) = folded.nodes[0].operation else {
+      Issue.record("not folded")
+      return
+    }
     #expect(value.shape == [2, 3] && value.values == [21, 43, 65, 27, 49, 71])
     #expect(folded[folded.nodes[0].output].name == graph[scaled].name)
     GraphPassTests.expectSameOutputs(graph, folded)

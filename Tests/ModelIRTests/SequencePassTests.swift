@@ -15,8 +15,10 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([3, 8]))
     let y = try builder.add(.reshape(targetShape: [3, 2, 1, 4]), name: "y", inputs: [x])
-    let forward = try builder.add(.slice(StridedSlice(begin: [0, 0, 0, 0], end: [3, 1, 1, 4], strides: [1, 1, 1, 1])), name: "fw", inputs: [y])
-    let backward = try builder.add(.slice(StridedSlice(begin: [0, 1, 0, 0], end: [3, 2, 1, 4], strides: [1, 1, 1, 1])), name: "bw", inputs: [y])
+    let forward = try builder.add(
+      .slice(StridedSlice(begin: [0, 0, 0, 0], end: [3, 1, 1, 4], strides: [1, 1, 1, 1])), name: "fw", inputs: [y])
+    let backward = try builder.add(
+      .slice(StridedSlice(begin: [0, 1, 0, 0], end: [3, 2, 1, 4], strides: [1, 1, 1, 1])), name: "bw", inputs: [y])
     let f = try builder.add(.reshape(targetShape: [3, 1, 4]), name: "fw_squeeze", inputs: [forward])
     let b = try builder.add(.reshape(targetShape: [3, 1, 4]), name: "bw_squeeze", inputs: [backward])
     let joined = try builder.add(.concatenate(axis: 2), name: "join", inputs: [f, b])
@@ -41,7 +43,8 @@ import Testing
     var pieces: [ValueID] = []
     for (index, range) in ranges.enumerated() {
       let slice = try builder.add(
-        .slice(StridedSlice(begin: [0, range.0, 0, 0], end: [3, range.1, 1, 4], strides: [1, 1, 1, 1])), name: "s\(index)", inputs: [x])
+        .slice(StridedSlice(begin: [0, range.0, 0, 0], end: [3, range.1, 1, 4], strides: [1, 1, 1, 1])),
+        name: "s\(index)", inputs: [x])
       pieces.append(try builder.add(.reshape(targetShape: pieceShape), name: "r\(index)", inputs: [slice]))
     }
     let joined = try builder.add(.concatenate(axis: axis), name: "join", inputs: pieces)
@@ -62,7 +65,10 @@ import Testing
     var rewritten = graph
     try DenseBiasFoldPass().run(&rewritten)
     #expect(GraphPassTests.kinds(rewritten) == ["dense"])
-    guard case .dense(let dense)? = rewritten.nodes.first?.operation else { Issue.record("no dense layer"); return }
+    guard case .dense(let dense)? = rewritten.nodes.first?.operation else {
+      Issue.record("no dense layer")
+      return
+    }
     #expect(dense.bias?.values == [0.5, -1, 2])
     #expect(rewritten.nodes.first?.name == "bias_add" && rewritten.outputs == graph.outputs)
     let inputs = GraphPassTests.inputs(for: graph)
@@ -80,7 +86,9 @@ import Testing
       let other: ValueID
       switch variant {
       case 1: other = try builder.add(.activation(.relu), name: "computed", inputs: [projected])
-      case 2: other = try builder.add(.constant(Constant(shape: [5, 3], values: (0..<15).map(Float.init))), name: "grid", inputs: [])
+      case 2:
+        other = try builder.add(
+          .constant(Constant(shape: [5, 3], values: (0..<15).map(Float.init))), name: "grid", inputs: [])
       default: other = try builder.add(.constant(Constant(shape: [3], values: [1, 2, 3])), name: "b", inputs: [])
       }
       let sum = try builder.add(.elementwise(.add), name: "bias_add", inputs: [projected, other])

@@ -1,11 +1,12 @@
 import CProtobufC
 import CoreMLCommon
 import CoreMLReader
-@testable import CoreMLNeuralNetworkWriter
-import CoreMLTestSupport
 import CoreMLSpec
+import CoreMLTestSupport
 import Foundation
 import Testing
+
+@testable import CoreMLNeuralNetworkWriter
 
 /// The neural-network writer's typed builder: layers built through it, packed as the writer streams them
 /// and decoded by the reader, carry the fields Apple's `NeuralNetwork.proto` defines.
@@ -40,12 +41,16 @@ import Testing
   @Test func convolutionAndInnerProductFields() throws {
     var builder = NeuralNetworkBuilder(arena: MessageArena(), precision: .float32)
     try builder.convolution(
-      "conv", input: "image", output: "features", outputChannels: 4, kernelChannels: 3, groups: 1, kernelSize: [3, 5], stride: [2, 1],
+      "conv", input: "image", output: "features", outputChannels: 4, kernelChannels: 3, groups: 1, kernelSize: [3, 5],
+      stride: [2, 1],
       dilation: [1, 2], padding: .same, weights: .values(Self.ramp(4 * 3 * 3 * 5)), bias: .values([1, 2, 3, 4]))
     try builder.convolution(
-      "valid", input: "features", output: "valid_out", outputChannels: 4, kernelChannels: 1, groups: 4, kernelSize: [1, 1], stride: [1, 1],
+      "valid", input: "features", output: "valid_out", outputChannels: 4, kernelChannels: 1, groups: 4,
+      kernelSize: [1, 1], stride: [1, 1],
       dilation: [1, 1], padding: .valid, weights: .values([1, 2, 3, 4]), bias: nil)
-    try builder.innerProduct("dense", input: "flat", output: "scores", inputChannels: 3, outputChannels: 2, weights: .values(Self.ramp(6)), bias: nil)
+    try builder.innerProduct(
+      "dense", input: "flat", output: "scores", inputChannels: 3, outputChannels: 2, weights: .values(Self.ramp(6)),
+      bias: nil)
     #expect(builder.specificationVersion == 1)
     #expect(builder.deferredWeights.count == 4)
 
@@ -77,11 +82,16 @@ import Testing
   @Test func deconvolutionPoolingAndBatchnorm() throws {
     var builder = NeuralNetworkBuilder(arena: MessageArena(), precision: .float32)
     try builder.convolution(
-      "deconv", input: "x", output: "up", outputChannels: 2, kernelChannels: 3, groups: 1, kernelSize: [2, 2], stride: [2, 2],
-      dilation: [1, 1], padding: .valid, weights: .values(Self.ramp(24)), bias: .values([5, 6]), deconvolutionOutputShape: [8, 10])
-    builder.pooling(.average, "pool", input: "up", output: "pooled", kernelSize: [2, 2], stride: [2, 2], padding: .same, global: false, averageExcludesPadding: true)
+      "deconv", input: "x", output: "up", outputChannels: 2, kernelChannels: 3, groups: 1, kernelSize: [2, 2],
+      stride: [2, 2],
+      dilation: [1, 1], padding: .valid, weights: .values(Self.ramp(24)), bias: .values([5, 6]),
+      deconvolutionOutputShape: [8, 10])
+    builder.pooling(
+      .average, "pool", input: "up", output: "pooled", kernelSize: [2, 2], stride: [2, 2], padding: .same,
+      global: false, averageExcludesPadding: true)
     try builder.batchnorm(
-      "norm", input: "pooled", output: "normed", channels: 2, epsilon: 1e-3, gamma: .values([1, 2]), beta: .values([3, 4]), mean: .values([5, 6]),
+      "norm", input: "pooled", output: "normed", channels: 2, epsilon: 1e-3, gamma: .values([1, 2]),
+      beta: .values([3, 4]), mean: .values([5, 6]),
       variance: .values([7, 8]))
 
     let spec = try Self.decoded(builder)
@@ -115,17 +125,20 @@ import Testing
     #expect(builder.specificationVersion == 1)
 
     let spec = try Self.decoded(builder)
-    #expect(spec.layers.map(\.kind) == [
-      "activation.leakyReLU", "activation.sigmoidHard", "activation.PReLU", "max", "concat", "reshape", "slice", "unary",
-    ])
+    #expect(
+      spec.layers.map(\.kind) == [
+        "activation.leakyReLU", "activation.sigmoidHard", "activation.PReLU", "max", "concat", "reshape", "slice",
+        "unary",
+      ])
     #expect(spec.layer(named: "leaky")?.activation == .leakyReLU(alpha: 0.3))
     #expect(spec.layer(named: "hard")?.activation == .sigmoidHard(alpha: 0.2, beta: 0.5))
     #expect(spec.layer(named: "prelu")?.activation == .preLU(alpha: [0.1, 0.2]))
     #expect(spec.layer(named: "max")?.inputs == ["a", "c"])
-    #expect(spec.layer(named: "reshape").flatMap { layer -> [Int]? in
-      guard case .reshape(let r) = layer.parameters else { return nil }
-      return r.targetShape
-    } == [1, 4, 2, 3])
+    #expect(
+      spec.layer(named: "reshape").flatMap { layer -> [Int]? in
+        guard case .reshape(let r) = layer.parameters else { return nil }
+        return r.targetShape
+      } == [1, 4, 2, 3])
     let unary = try #require(spec.layer(named: "rsqrt"))
     let u = try #require(unary.unary)
     #expect(u.type.rawValue == Int(CORE_ML__SPECIFICATION__UNARY_FUNCTION_LAYER_PARAMS__OPERATION__RSQRT.rawValue))
@@ -135,16 +148,20 @@ import Testing
   @Test func recurrentLayers() throws {
     var builder = NeuralNetworkBuilder(arena: MessageArena(), precision: .float32)
     let (inputs, units) = (3, 2)
-    func matrix(_ offset: Float, _ columns: Int) -> CoreMLWeightValues { .values((0..<units * columns).map { offset + Float($0) }) }
+    func matrix(_ offset: Float, _ columns: Int) -> CoreMLWeightValues {
+      .values((0..<units * columns).map { offset + Float($0) })
+    }
     let gru = NeuralNetworkGRUWeights(
       update: matrix(0, inputs), reset: matrix(10, inputs), output: matrix(20, inputs),
       updateRecursion: matrix(30, units), resetRecursion: matrix(40, units), outputRecursion: matrix(50, units),
       bias: (.values([1, 1]), .values([2, 2]), .values([3, 3])))
     try builder.gru(
-      "gru", input: "x", outputs: ["y", "gru__h_out"], inputSize: inputs, outputSize: units, activations: [.sigmoid, .tanh],
+      "gru", input: "x", outputs: ["y", "gru__h_out"], inputSize: inputs, outputSize: units,
+      activations: [.sigmoid, .tanh],
       sequenceOutput: true, reverseInput: false, weights: gru)
     try builder.simpleRecurrent(
-      "rnn", input: "y", outputs: ["z", "rnn__h_out"], inputSize: units, outputSize: units, activation: .relu, sequenceOutput: false,
+      "rnn", input: "y", outputs: ["z", "rnn__h_out"], inputSize: units, outputSize: units, activation: .relu,
+      sequenceOutput: false,
       reverseInput: true, weights: matrix(60, units), recursion: matrix(70, units), bias: nil)
 
     let spec = try Self.decoded(builder)
@@ -153,10 +170,15 @@ import Testing
     let gruParameters = try #require(g.gru)
     #expect(gruParameters.inputVectorSize == 3 && gruParameters.outputVectorSize == 2)
     #expect(gruParameters.sequenceOutput && gruParameters.hasBiasVectors && !gruParameters.reverseInput)
-    #expect(gruParameters.resetGate.weightMatrix == (0..<6).map { 10 + Float($0) } && gruParameters.outputGate.recursionMatrix == (0..<4).map { 50 + Float($0) })
+    #expect(
+      gruParameters.resetGate.weightMatrix == (0..<6).map { 10 + Float($0) }
+        && gruParameters.outputGate.recursionMatrix == (0..<4).map { 50 + Float($0) })
     #expect(gruParameters.outputGate.biasVector == [3, 3])
     let r = try #require(spec.layer(named: "rnn"))
-    guard case .simpleRecurrent(let rnn) = r.parameters else { Issue.record("not a simple recurrent layer"); return }
+    guard case .simpleRecurrent(let rnn) = r.parameters else {
+      Issue.record("not a simple recurrent layer")
+      return
+    }
     #expect(!rnn.hasBiasVector && rnn.reverseInput && !rnn.sequenceOutput)
     #expect(rnn.gate.recursionMatrix == (0..<4).map { 70 + Float($0) } && rnn.gate.biasVector == nil)
   }
@@ -166,7 +188,9 @@ import Testing
     var builder = NeuralNetworkBuilder(arena: MessageArena(), precision: .float32)
     builder.upsample("nearest", input: "x", output: "a", scalingFactor: [2, 2], mode: .nearestNeighbor)
     #expect(builder.specificationVersion == 1)
-    try builder.custom("custom", inputs: ["a"], output: "b", className: "MyLayer", description: "", weights: [], parameters: [("k", .int(3))])
+    try builder.custom(
+      "custom", inputs: ["a"], output: "b", className: "MyLayer", description: "", weights: [],
+      parameters: [("k", .int(3))])
     #expect(builder.specificationVersion == 2)
     builder.upsample("bilinear", input: "b", output: "c", scalingFactor: [2, 3], mode: .bilinearAlignCornersFalse)
     #expect(builder.specificationVersion == 5)
@@ -177,8 +201,11 @@ import Testing
     let bilinear = try #require(spec.layer(named: "bilinear"))
     let up = try #require(bilinear.upsample)
     #expect(up.scalingFactor == [2, 3])
-    #expect(up.mode.rawValue == Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR.rawValue))
-    #expect(up.linearUpsampleMode.rawValue == Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE.rawValue))
+    #expect(
+      up.mode.rawValue == Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__INTERPOLATION_MODE__BILINEAR.rawValue))
+    #expect(
+      up.linearUpsampleMode.rawValue
+        == Int(CORE_ML__SPECIFICATION__UPSAMPLE_LAYER_PARAMS__LINEAR_UPSAMPLE_MODE__ALIGN_CORNERS_FALSE.rawValue))
   }
 
   /// float16 weights need specification 2, are stored as half floats, and a value beyond float16's range
@@ -186,13 +213,16 @@ import Testing
   @Test func float16Weights() throws {
     var builder = NeuralNetworkBuilder(arena: MessageArena(), precision: .float16)
     #expect(builder.specificationVersion == 2)
-    try builder.innerProduct("dense", input: "x", output: "y", inputChannels: 2, outputChannels: 1, weights: .values([0.5, -2]), bias: .values([1]))
+    try builder.innerProduct(
+      "dense", input: "x", output: "y", inputChannels: 2, outputChannels: 1, weights: .values([0.5, -2]),
+      bias: .values([1]))
     let spec = try Self.decoded(builder)
     let dense = try #require(spec.layer(named: "dense"))
     #expect(dense.usesFloat16 && dense.innerProduct?.weights == [0.5, -2] && dense.innerProduct?.bias == [1])
 
     #expect(throws: CoreMLWriterError.self) {
-      try builder.innerProduct("huge", input: "y", output: "z", inputChannels: 1, outputChannels: 1, weights: .values([70000]), bias: nil)
+      try builder.innerProduct(
+        "huge", input: "y", output: "z", inputChannels: 1, outputChannels: 1, weights: .values([70000]), bias: nil)
     }
     #expect(builder.layers.count == 1)
   }

@@ -1,19 +1,22 @@
 import Foundation
 import ONNXFormat
-import Testing
 import ONNXTestSupport
+import Testing
 
 /// Every model and tensor file of Debian's libonnx-testdata (ONNX 1.12's conformance suites) reads.
 @Suite struct ConformanceModelTests {
   @Test(arguments: ONNXTestData.suites)
   func everyModelReads(suite: String) throws {
     let models = ONNXTestData.models(in: suite)
-    #expect(models.count >= ONNXTestData.minimumModelCount[suite, default: 1], "libonnx-testdata missing? \(ONNXTestData.root.path)/\(suite)")
+    #expect(
+      models.count >= ONNXTestData.minimumModelCount[suite, default: 1],
+      "libonnx-testdata missing? \(ONNXTestData.root.path)/\(suite)")
     var failures: [String] = []
     for (name, url) in models {
       do { _ = try ONNXModelReader.read(contentsOf: url) } catch { failures.append("\(name): \(error)") }
     }
-    #expect(failures.isEmpty, "\(failures.count) of \(models.count) models failed:\n\(failures.joined(separator: "\n"))")
+    #expect(
+      failures.isEmpty, "\(failures.count) of \(models.count) models failed:\n\(failures.joined(separator: "\n"))")
   }
 
   /// `input_K.pb` holds the model's K-th fed input (graph inputs that are not initializers), `output_K.pb`
@@ -30,9 +33,12 @@ import ONNXTestSupport
       let initializers = Set(graph.initializers.map(\.name))
       let fed = graph.inputs.filter { !initializers.contains($0.name) }
       let folder = url.deletingLastPathComponent()
-      for set in (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter({ $0.hasPrefix("test_data_set_") }) ?? [] {
+      for set in (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.filter({
+        $0.hasPrefix("test_data_set_")
+      }) ?? [] {
         let setFolder = folder.appendingPathComponent(set)
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: setFolder.path)) ?? [] where file.hasSuffix(".pb") {
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: setFolder.path)) ?? []
+        where file.hasSuffix(".pb") {
           let label = "\(name)/\(set)/\(file)"
           let parts = file.dropLast(3).split(separator: "_")
           let values = parts.first == "input" ? fed : graph.outputs
@@ -43,16 +49,26 @@ import ONNXTestSupport
           let declared = values[index]
           let result = Result { try ONNXTensorReader.read(contentsOf: setFolder.appendingPathComponent(file)) }
           guard case .tensor(let elementType, let shape) = declared.type else {
-            if case .failure(let error) = result, error is ONNXFormatError { refused += 1 } else { failures.append("\(label): a \(declared.type.description) value was not refused") }
+            if case .failure(let error) = result, error is ONNXFormatError {
+              refused += 1
+            } else {
+              failures.append("\(label): a \(declared.type.description) value was not refused")
+            }
             continue
           }
           switch result {
           case .failure(let error): failures.append("\(label): \(error)")
           case .success(let tensor):
             read += 1
-            if tensor.dataType != elementType { failures.append("\(label): \(tensor.dataType) tensor for a declared \(elementType)") }
-            if let shape, !fits(tensor.dims, shape) { failures.append("\(label): dims \(tensor.dims) for a declared \(declared.type.description)") }
-            if tensor.elementCount != tensor.dims.reduce(1, *) { failures.append("\(label): \(tensor.elementCount) values for dims \(tensor.dims)") }
+            if tensor.dataType != elementType {
+              failures.append("\(label): \(tensor.dataType) tensor for a declared \(elementType)")
+            }
+            if let shape, !fits(tensor.dims, shape) {
+              failures.append("\(label): dims \(tensor.dims) for a declared \(declared.type.description)")
+            }
+            if tensor.elementCount != tensor.dims.reduce(1, *) {
+              failures.append("\(label): \(tensor.elementCount) values for dims \(tensor.dims)")
+            }
           }
         }
       }
@@ -65,6 +81,9 @@ import ONNXTestSupport
   }
 
   private func fits(_ dims: [Int], _ shape: [ONNXDimension]) -> Bool {
-    dims.count == shape.count && zip(dims, shape).allSatisfy { size, dim in if case .value(let fixed) = dim { return fixed == size } else { return true } }
+    dims.count == shape.count
+      && zip(dims, shape).allSatisfy { size, dim in
+        if case .value(let fixed) = dim { return fixed == size } else { return true }
+      }
   }
 }

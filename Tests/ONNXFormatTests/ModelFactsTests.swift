@@ -1,7 +1,7 @@
 import Foundation
 import ONNXFormat
-import Testing
 import ONNXTestSupport
+import Testing
 
 /// What known conformance files hold, checked against values from outside the files: the ONNX 1.12
 /// test generators (onnx/backend/test/case/node/*.py, which wrote these files) and numeric relations
@@ -52,7 +52,9 @@ import ONNXTestSupport
   /// cast.py: the FLOAT16 output is the float32 input rounded to half precision, the DOUBLE output the
   /// input widened; both decode through their own storage.
   @Test func castOutputsMatchTheirInputs() throws {
-    for (test, convert) in [("test_cast_FLOAT_to_FLOAT16", { (x: Float) in Float(Float16(x)) }), ("test_cast_FLOAT_to_DOUBLE", { $0 })] {
+    for (test, convert) in [
+      ("test_cast_FLOAT_to_FLOAT16", { (x: Float) in Float(Float16(x)) }), ("test_cast_FLOAT_to_DOUBLE", { $0 }),
+    ] {
       let data = ONNXTestData.test("node", test).appendingPathComponent("test_data_set_0")
       let x = try ONNXTensorReader.read(contentsOf: data.appendingPathComponent("input_0.pb"))
       let y = try ONNXTensorReader.read(contentsOf: data.appendingPathComponent("output_0.pb"))
@@ -67,14 +69,16 @@ import ONNXTestSupport
     let condition = try ONNXTensorReader.read(contentsOf: data.appendingPathComponent("input_0.pb"))
     #expect(condition.dataType == .bool && condition.storage == .bool([true, false, true, true]))
     #expect(try condition.intValues() == [1, 0, 1, 1])
-    #expect(try ONNXTensorReader.read(contentsOf: data.appendingPathComponent("output_0.pb")).floatValues() == [1, 8, 3, 4])
+    #expect(
+      try ONNXTensorReader.read(contentsOf: data.appendingPathComponent("output_0.pb")).floatValues() == [1, 8, 3, 4])
   }
 
   /// constantofshape.py, export_float_ones: the value attribute is a one-element FLOAT tensor 1, the
   /// INT64 input shape [4, 3, 2].
   @Test func constantOfShapeTensorAttribute() throws {
     let folder = ONNXTestData.test("node", "test_constantofshape_float_ones")
-    let node = try #require(try ONNXModelReader.read(contentsOf: folder.appendingPathComponent("model.onnx")).graph.nodes.first)
+    let node = try #require(
+      try ONNXModelReader.read(contentsOf: folder.appendingPathComponent("model.onnx")).graph.nodes.first)
     let value = try #require(node.attribute("value")?.tensor)
     #expect(value.dataType == .float && value.dims == [1] && value.storage == .float32([1]))
     let shape = try ONNXTensorReader.read(contentsOf: folder.appendingPathComponent("test_data_set_0/input_0.pb"))
@@ -87,7 +91,8 @@ import ONNXTestSupport
   /// out of ["monday", "tuesday", "wednesday", "thursday"].
   @Test func stringTensorsAndAttributes() throws {
     let folder = ONNXTestData.test("node", "test_strnormalizer_export_monday_casesensintive_nochangecase")
-    let node = try #require(try ONNXModelReader.read(contentsOf: folder.appendingPathComponent("model.onnx")).graph.nodes.first)
+    let node = try #require(
+      try ONNXModelReader.read(contentsOf: folder.appendingPathComponent("model.onnx")).graph.nodes.first)
     #expect(node.opType == "StringNormalizer" && node.attribute("stopwords") == .strings(["monday"]))
     #expect(node.attribute("is_case_sensitive") == .int(1))
     let x = try ONNXTensorReader.read(contentsOf: folder.appendingPathComponent("test_data_set_0/input_0.pb"))

@@ -9,9 +9,13 @@ public enum ONNXTestData {
   public static let suites = ["node", "pytorch-converted", "pytorch-operator", "simple"]
 
   /// The folder of one test, e.g. `test("node", "test_abs")`.
-  public static func test(_ suite: String, _ name: String) -> URL { root.appendingPathComponent(suite).appendingPathComponent(name) }
+  public static func test(_ suite: String, _ name: String) -> URL {
+    root.appendingPathComponent(suite).appendingPathComponent(name)
+  }
 
-  public static func model(_ suite: String, _ name: String) -> URL { test(suite, name).appendingPathComponent("model.onnx") }
+  public static func model(_ suite: String, _ name: String) -> URL {
+    test(suite, name).appendingPathComponent("model.onnx")
+  }
 
   /// Every model.onnx of a suite, by test name.
   public static func models(in suite: String) -> [(name: String, url: URL)] {
@@ -30,22 +34,31 @@ extension ONNXTestData {
 extension ONNXTestData {
   /// How many tensor files of each suite hold tensors (node: 2887 .pb files, of which 51 hold sequences,
   /// maps or optionals).
-  public static let minimumTensorFileCount = ["node": 2836, "pytorch-converted": 164, "pytorch-operator": 87, "simple": 67]
+  public static let minimumTensorFileCount = [
+    "node": 2836, "pytorch-converted": 164, "pytorch-operator": 87, "simple": 67,
+  ]
 }
 
 extension ONNXTestData {
   /// Files of ONNX 1.12's test data that disagree with their model, read as what they hold: the
   /// BFLOAT16 cast tests store their bfloat16 values as UINT16 tensors (numpy has no bfloat16), and
   /// the CastLike tests' second input (only its type matters) is one value where the model declares [3, 4].
-  public static let tensorFileMismatches = [
-    "test_cast_BFLOAT16_to_FLOAT/test_data_set_0/input_0.pb: uint16 tensor for a declared bfloat16",
-    "test_cast_FLOAT_to_BFLOAT16/test_data_set_0/output_0.pb: uint16 tensor for a declared bfloat16",
-  ] + ["test_castlike_BFLOAT16_to_FLOAT", "test_castlike_BFLOAT16_to_FLOAT_expanded"].flatMap {
-    ["\($0)/test_data_set_0/input_0.pb: uint16 tensor for a declared bfloat16", "\($0)/test_data_set_0/input_1.pb: dims [1] for a declared tensor(FLOAT)[3, 4]"]
-  } + ["test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"].flatMap {
+  public static let tensorFileMismatches =
     [
-      "\($0)/test_data_set_0/output_0.pb: uint16 tensor for a declared bfloat16", "\($0)/test_data_set_0/input_1.pb: uint16 tensor for a declared bfloat16",
-      "\($0)/test_data_set_0/input_1.pb: dims [1] for a declared tensor(BFLOAT16)[3, 4]",
+      "test_cast_BFLOAT16_to_FLOAT/test_data_set_0/input_0.pb: uint16 tensor for a declared bfloat16",
+      "test_cast_FLOAT_to_BFLOAT16/test_data_set_0/output_0.pb: uint16 tensor for a declared bfloat16",
     ]
-  }
+    + ["test_castlike_BFLOAT16_to_FLOAT", "test_castlike_BFLOAT16_to_FLOAT_expanded"].flatMap {
+      [
+        "\($0)/test_data_set_0/input_0.pb: uint16 tensor for a declared bfloat16",
+        "\($0)/test_data_set_0/input_1.pb: dims [1] for a declared tensor(FLOAT)[3, 4]",
+      ]
+    }
+    + ["test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"].flatMap {
+      [
+        "\($0)/test_data_set_0/output_0.pb: uint16 tensor for a declared bfloat16",
+        "\($0)/test_data_set_0/input_1.pb: uint16 tensor for a declared bfloat16",
+        "\($0)/test_data_set_0/input_1.pb: dims [1] for a declared tensor(BFLOAT16)[3, 4]",
+      ]
+    }
 }

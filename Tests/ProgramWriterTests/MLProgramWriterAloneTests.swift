@@ -12,7 +12,8 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([4]))
     let kernel = Constant(shape: [4, 2], values: [1, 0, 0, 1, -1, 0, 0, -1])
-    let y = try builder.add(.dense(Dense(kernel: kernel, bias: Constant(shape: [2], values: [0.5, -0.5]))), name: "fc", inputs: [x])
+    let y = try builder.add(
+      .dense(Dense(kernel: kernel, bias: Constant(shape: [2], values: [0.5, -0.5]))), name: "fc", inputs: [x])
     let z = try builder.add(.activation(.relu), name: "relu", inputs: [y])
     return builder.build(outputs: [z])
   }
@@ -21,7 +22,8 @@ import Testing
   static func writtenAndRead(_ options: CoreMLWriterOptions) throws -> CoreMLModelSpec {
     let encoded = try MLProgramWriter().encode(try denseRelu(), options: options)
     #expect(encoded.format == .mlProgram)
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("program-writer-\(UUID().uuidString).mlpackage")
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "program-writer-\(UUID().uuidString).mlpackage")
     defer { try? FileManager.default.removeItem(at: url) }
     try encoded.write(to: url)
     return try CoreMLSpecReader.read(contentsOf: url)

@@ -9,7 +9,7 @@ import Testing
   static func values(_ count: Int, seed: UInt64) -> [Float] {
     var state = seed
     return (0..<count).map { _ in
-      state = state &* 6364136223846793005 &+ 1442695040888963407
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
       return Float(state >> 40) / Float(1 << 23) - 1
     }
   }
@@ -28,7 +28,9 @@ import Testing
   static func compare(_ operations: [Operation], input shape: [Int], seed: UInt64) throws {
     var builder = GraphBuilder()
     var y = try builder.addInput(name: "x", type: TensorType(shape))
-    for (index, operation) in operations.enumerated() { y = try builder.add(operation, name: "op\(index)", inputs: [y]) }
+    for (index, operation) in operations.enumerated() {
+      y = try builder.add(operation, name: "op\(index)", inputs: [y])
+    }
     let graph = builder.build(outputs: [y])
     let operation = operations[0]
     let input = Tensor(shape: shape, values: values(shape.reduce(1, *), seed: seed))
@@ -48,7 +50,10 @@ import Testing
     let u = Float(1) / Float(1 << 24)
     let bound = Float(terms + 4) * u * magnitude * lipschitz * 2
     let worst = zip(fast.values, direct.values).map { abs($0 - $1) - (1e-5 * abs($1) + bound) }.max() ?? 0
-    #expect(worst <= 0, "\(operation.kindName) on \(shape): fast path differs from the direct loops by \(worst) beyond the error bound \(bound)")
+    #expect(
+      worst <= 0,
+      "\(operation.kindName) on \(shape): fast path differs from the direct loops by \(worst) beyond the error bound \(bound)"
+    )
   }
 
   /// The number of products per output and the largest `sum|w x| + |b|` of a convolution or dense layer.
@@ -105,7 +110,8 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([1, 70_000, 4]))
     let conv = Convolution2D(
-      kernel: Constant(shape: [1, 3, 4, 5], values: Self.values(60, seed: 7)), bias: nil, strides: [1, 1], dilations: [1, 2], padding: .same, groups: 1)
+      kernel: Constant(shape: [1, 3, 4, 5], values: Self.values(60, seed: 7)), bias: nil, strides: [1, 1],
+      dilations: [1, 2], padding: .same, groups: 1)
     let y = try builder.add(.convolution2D(conv), name: "conv", inputs: [x])
     let interpreter = Interpreter(graph: builder.build(outputs: [y]))
     #expect(interpreter.kernelBytesPerThread == 70_000 * 3 * 4 * 4)
@@ -115,14 +121,17 @@ import Testing
   func convolutionMatchesDirectLoops(_ c: ConvolutionCase) throws {
     let count = c.kernel.reduce(1, *)
     let conv = Convolution2D(
-      kernel: Constant(shape: c.kernel, values: Self.values(count, seed: 7)), bias: Constant(shape: [c.kernel[3]], values: Self.values(c.kernel[3], seed: 9)),
+      kernel: Constant(shape: c.kernel, values: Self.values(count, seed: 7)),
+      bias: Constant(shape: [c.kernel[3]], values: Self.values(c.kernel[3], seed: 9)),
       strides: c.strides, dilations: c.dilations, padding: c.padding, groups: c.groups)
     try Self.compare(.convolution2D(conv), input: c.input, seed: 3)
   }
 
   @Test(arguments: [[64], [5, 64], [2, 3, 64]])
   func denseMatchesDirectLoops(_ shape: [Int]) throws {
-    let dense = Dense(kernel: Constant(shape: [64, 10], values: Self.values(640, seed: 5)), bias: Constant(shape: [10], values: Self.values(10, seed: 6)))
+    let dense = Dense(
+      kernel: Constant(shape: [64, 10], values: Self.values(640, seed: 5)),
+      bias: Constant(shape: [10], values: Self.values(10, seed: 6)))
     try Self.compare(.dense(dense), input: shape, seed: 4)
   }
 
@@ -130,36 +139,53 @@ import Testing
   /// four-layer relu6 that Core ML files carry, agree with node-by-node evaluation.
   @Test func fusedChainsMatchDirectLoops() throws {
     let conv = Convolution2D(
-      kernel: Constant(shape: [3, 3, 4, 6], values: Self.values(216, seed: 11)), bias: Constant(shape: [6], values: Self.values(6, seed: 12)),
+      kernel: Constant(shape: [3, 3, 4, 6], values: Self.values(216, seed: 11)),
+      bias: Constant(shape: [6], values: Self.values(6, seed: 12)),
       strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)
     let positive = Self.values(6, seed: 14).map { abs($0) + 0.5 }
     let norm = BatchNormalization(
-      gamma: Constant(shape: [6], values: Self.values(6, seed: 13)), beta: Constant(shape: [6], values: Self.values(6, seed: 15)),
-      mean: Constant(shape: [6], values: Self.values(6, seed: 16)), variance: Constant(shape: [6], values: positive), epsilon: 1e-3)
+      gamma: Constant(shape: [6], values: Self.values(6, seed: 13)),
+      beta: Constant(shape: [6], values: Self.values(6, seed: 15)),
+      mean: Constant(shape: [6], values: Self.values(6, seed: 16)), variance: Constant(shape: [6], values: positive),
+      epsilon: 1e-3)
     let relu6: [Operation] = [
-      .activation(.relu), .activation(.linear(scale: -1, offset: 0)), .activation(.unary(UnaryFunction(kind: .threshold, alpha: -0.5))),
+      .activation(.relu), .activation(.linear(scale: -1, offset: 0)),
+      .activation(.unary(UnaryFunction(kind: .threshold, alpha: -0.5))),
       .activation(.linear(scale: -1, offset: 0)),
     ]
     try Self.compare([.convolution2D(conv), .batchNormalization(norm)] + relu6, input: [6, 6, 4], seed: 17)
-    try Self.compare([.convolution2D(conv), .batchNormalization(norm), .activation(.clippedReLU(maxValue: 0.5, negativeSlope: 0, threshold: 0))], input: [6, 6, 4], seed: 18)
-    try Self.compare([.convolution2D(conv), .activation(.tanh), .activation(.linear(scale: 2, offset: 1))], input: [5, 7, 4], seed: 19)
+    try Self.compare(
+      [
+        .convolution2D(conv), .batchNormalization(norm),
+        .activation(.clippedReLU(maxValue: 0.5, negativeSlope: 0, threshold: 0)),
+      ], input: [6, 6, 4], seed: 18)
+    try Self.compare(
+      [.convolution2D(conv), .activation(.tanh), .activation(.linear(scale: 2, offset: 1))], input: [5, 7, 4], seed: 19)
   }
 
   /// A ZeroPadding2D folded into the `valid` convolution after it (MobileNet's strided blocks), pooling,
   /// global pooling and same-shape elementwise steps agree with node-by-node evaluation.
   @Test func paddingPoolingAndElementwiseMatchDirectLoops() throws {
     let depthwise = Convolution2D(
-      kernel: Constant(shape: [3, 3, 1, 6], values: Self.values(54, seed: 21)), bias: Constant(shape: [6], values: Self.values(6, seed: 22)),
+      kernel: Constant(shape: [3, 3, 1, 6], values: Self.values(54, seed: 21)),
+      bias: Constant(shape: [6], values: Self.values(6, seed: 22)),
       strides: [2, 2], dilations: [1, 1], padding: .valid, groups: 6)
     try Self.compare(
-      [.zeroPadding2D(Box2D(top: 0, bottom: 1, left: 0, right: 1)), .convolution2D(depthwise), .activation(.clip(min: 0, max: 6))],
+      [
+        .zeroPadding2D(Box2D(top: 0, bottom: 1, left: 0, right: 1)), .convolution2D(depthwise),
+        .activation(.clip(min: 0, max: 6)),
+      ],
       input: [9, 9, 6], seed: 23)
     let full = Convolution2D(
-      kernel: Constant(shape: [3, 3, 6, 4], values: Self.values(216, seed: 24)), bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)
-    try Self.compare([.zeroPadding2D(Box2D(top: 2, bottom: 1, left: 1, right: 3)), .convolution2D(full)], input: [7, 8, 6], seed: 25)
+      kernel: Constant(shape: [3, 3, 6, 4], values: Self.values(216, seed: 24)), bias: nil, strides: [1, 1],
+      dilations: [1, 1], padding: .valid, groups: 1)
+    try Self.compare(
+      [.zeroPadding2D(Box2D(top: 2, bottom: 1, left: 1, right: 3)), .convolution2D(full)], input: [7, 8, 6], seed: 25)
     for kind in [PoolingKind.max, .average] {
       for padding in [Padding.same, .valid] {
-        try Self.compare([.pooling2D(Pooling2D(kind: kind, pool: [3, 3], strides: [2, 2], padding: padding))], input: [9, 8, 5], seed: 26)
+        try Self.compare(
+          [.pooling2D(Pooling2D(kind: kind, pool: [3, 3], strides: [2, 2], padding: padding))], input: [9, 8, 5],
+          seed: 26)
       }
       try Self.compare([.globalPooling2D(kind: kind, keepDims: false)], input: [5, 6, 7], seed: 27)
     }
@@ -172,7 +198,10 @@ import Testing
       let b = try builder.addInput(name: "b", type: TensorType([5, 4, 3]))
       let y = try builder.add(.elementwise(kind), name: "y", inputs: [a, b])
       let graph = builder.build(outputs: [y])
-      let inputs = [Tensor(shape: [5, 4, 3], values: Self.values(60, seed: 28)), Tensor(shape: [5, 4, 3], values: Self.values(60, seed: 29))]
+      let inputs = [
+        Tensor(shape: [5, 4, 3], values: Self.values(60, seed: 28)),
+        Tensor(shape: [5, 4, 3], values: Self.values(60, seed: 29)),
+      ]
       let fast = Interpreter(graph: graph, kernels: .fast).run(inputs)[0]
       let direct = Interpreter(graph: graph, kernels: .direct).run(inputs)[0]
       // Two roundings of values at most 2 in magnitude (products at most 1).
@@ -192,11 +221,14 @@ import Testing
   /// evaluation; the other operand, still read later, is left unchanged.
   @Test func residualAddFusedIntoConvolutionMatchesDirectLoops() throws {
     let conv = Convolution2D(
-      kernel: Constant(shape: [3, 3, 4, 4], values: Self.values(144, seed: 31)), bias: Constant(shape: [4], values: Self.values(4, seed: 32)),
+      kernel: Constant(shape: [3, 3, 4, 4], values: Self.values(144, seed: 31)),
+      bias: Constant(shape: [4], values: Self.values(4, seed: 32)),
       strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)
     // (operands swapped, shortcut read again later (its buffer must be copied, not overwritten), the
     // convolution reading the shortcut itself)
-    for (swapped, readAgain, convolvesShortcut) in [(false, true, true), (true, true, true), (false, false, false), (true, false, false)] {
+    for (swapped, readAgain, convolvesShortcut) in [
+      (false, true, true), (true, true, true), (false, false, false), (true, false, false),
+    ] {
       var builder = GraphBuilder()
       let x = try builder.addInput(name: "x", type: TensorType([6, 6, 4]))
       let shortcut = try builder.add(.activation(.tanh), name: "shortcut", inputs: [x])
@@ -210,7 +242,8 @@ import Testing
       let direct = Interpreter(graph: graph, kernels: .direct).run([input])[0]
       let tanhGraph = graph.truncated(at: [shortcut])
       let shortcutValues = Interpreter(graph: tanhGraph, kernels: .direct).run([input])[0]
-      let (terms, magnitude) = try Self.magnitudes(of: .convolution2D(conv), input: convolvesShortcut ? shortcutValues : input)
+      let (terms, magnitude) = try Self.magnitudes(
+        of: .convolution2D(conv), input: convolvesShortcut ? shortcutValues : input)
       // The dot-product bound, one more rounding for the sum, times |shortcut| <= 1 in the product.
       let bound = Float(terms + 6) * Float(1) / Float(1 << 24) * (magnitude + 1) * 2
       let worst = zip(fast.values, direct.values).map { abs($0 - $1) - (1e-5 * abs($1) + bound) }.max() ?? 0
@@ -227,7 +260,8 @@ import Testing
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([2]))
     // y = [[1, 2], [3, 4]]^T x + [0.5, -0.5]; z = relu(y); w = 2 z + 1.
-    let dense = Dense(kernel: Constant(shape: [2, 2], values: [1, 2, 3, 4]), bias: Constant(shape: [2], values: [0.5, -0.5]))
+    let dense = Dense(
+      kernel: Constant(shape: [2, 2], values: [1, 2, 3, 4]), bias: Constant(shape: [2], values: [0.5, -0.5]))
     let y = try builder.add(.dense(dense), name: "y", inputs: [x])
     let z = try builder.add(.activation(.relu), name: "z", inputs: [y])
     let w = try builder.add(.activation(.linear(scale: 2, offset: 1)), name: "w", inputs: [z])

@@ -29,4 +29,3 @@ public enum Fixtures {
     return url
   }
 }
-

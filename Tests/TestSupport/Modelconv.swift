@@ -30,11 +30,15 @@ public enum Modelconv {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("modelconv-run-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
-    let outURL = directory.appendingPathComponent("stdout"), errURL = directory.appendingPathComponent("stderr")
+    let outURL = directory.appendingPathComponent("stdout")
+    let errURL = directory.appendingPathComponent("stderr")
     let status = try ChildProcess.run(
-      executable.path, arguments: [executable.path] + arguments, environment: environment, stdout: outURL.path, stderr: errURL.path)
-    let stdout = (try? Data(contentsOf: outURL)) ?? Data(), stderr = (try? Data(contentsOf: errURL)) ?? Data()
-    var code: Int32 = -1, signaled = false
+      executable.path, arguments: [executable.path] + arguments, environment: environment, stdout: outURL.path,
+      stderr: errURL.path)
+    let stdout = (try? Data(contentsOf: outURL)) ?? Data()
+    let stderr = (try? Data(contentsOf: errURL)) ?? Data()
+    var code: Int32 = -1
+    var signaled = false
     switch status {
     case .exited(let value): code = value
     case .signaled(let signal): (code, signaled) = (signal, true)

@@ -1,8 +1,8 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// `modelconv` never destroys a user's file and refuses options and labels that cannot be right, with
 /// the documented exit codes.
@@ -47,7 +47,9 @@ import CoreMLTestSupport
     for case let path as String in FileManager.default.enumerator(atPath: url.path) ?? NSEnumerator() {
       let file = url.appendingPathComponent(path)
       var folder: ObjCBool = false
-      if FileManager.default.fileExists(atPath: file.path, isDirectory: &folder), !folder.boolValue { result[path] = try Data(contentsOf: file) }
+      if FileManager.default.fileExists(atPath: file.path, isDirectory: &folder), !folder.boolValue {
+        result[path] = try Data(contentsOf: file)
+      }
     }
     return result
   }
@@ -63,7 +65,9 @@ import CoreMLTestSupport
     let link = directory.appendingPathComponent("q.mlpackage")
     try FileManager.default.createSymbolicLink(at: link, withDestinationURL: package)
     let inside = package.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel").path
-    for output in [package.path, package.path + "/", link.path, inside, package.appendingPathComponent("Data/new.mlmodel").path] {
+    for output in [
+      package.path, package.path + "/", link.path, inside, package.appendingPathComponent("Data/new.mlmodel").path,
+    ] {
       for extra in [[], ["--verify"]] {
         let result = try cli.run(["convert", package.path, "-o", output] + extra)
         #expect(result.status == 64, "\(output): \(result.stderr)")
@@ -75,7 +79,9 @@ import CoreMLTestSupport
     #expect(try Self.snapshot(package) == before)
     #expect(!FileManager.default.fileExists(atPath: package.appendingPathComponent("Data/new.mlmodel").path))
     // Another output beside it is fine.
-    #expect(try cli.run(["convert", package.path, "-o", directory.appendingPathComponent("other.mlpackage").path]).status == 0)
+    #expect(
+      try cli.run(["convert", package.path, "-o", directory.appendingPathComponent("other.mlpackage").path]).status == 0
+    )
 
     // An ONNX model whose external data file is named like a Core ML model (same-length rename of the
     // location inside the model, so the protobuf stays valid).
@@ -99,13 +105,18 @@ import CoreMLTestSupport
       #expect(result.stderr.contains("wei.mlmodel"))
     }
     #expect(try Data(contentsOf: weights) == weightBytes)
-    #expect(try cli.run(["convert", model.path, "-o", directory.appendingPathComponent("fine.mlmodel").path]).status == 0)
+    #expect(
+      try cli.run(["convert", model.path, "-o", directory.appendingPathComponent("fine.mlmodel").path]).status == 0)
 
     // evaluate's report never goes over the model or into the folder it reads.
     let images = directory.appendingPathComponent("images")
     try FileManager.default.copyItem(at: Fixtures.digits.appendingPathComponent("test_images"), to: images)
     let converted = directory.appendingPathComponent("digits.mlmodel")
-    #expect(try cli.run(["convert", Self.digits, "--image-input", "input1", "--image-scale", "0.00392156862745098", "--labels-file", Fixtures.digits.appendingPathComponent("labels.txt").path, "-o", converted.path]).status == 0)
+    #expect(
+      try cli.run([
+        "convert", Self.digits, "--image-input", "input1", "--image-scale", "0.00392156862745098", "--labels-file",
+        Fixtures.digits.appendingPathComponent("labels.txt").path, "-o", converted.path,
+      ]).status == 0)
     let imagesBefore = try Self.snapshot(images)
     for report in [converted.path, images.appendingPathComponent("report.html").path] {
       let result = try cli.run(["evaluate", converted.path, images.path, "--report", report])
@@ -165,7 +176,11 @@ import CoreMLTestSupport
     .init(["convert", digits, "--verify", "--atol", "-1"], 64),
     .init(["verify", digits, digits, "--samples", "1000000000"], 64),
     .init(["verify", digits, digits, "--rtol", "-0.5"], 64),
-    .init(["verify", digits, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", "/nonexistent/reference.h5"], 66),
+    .init(
+      [
+        "verify", digits, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference",
+        "/nonexistent/reference.h5",
+      ], 66),
     // Options that name nothing or cannot apply as given (issue 34): never silently dropped.
     .init(["convert", tinyCNN, "--input-shape", "nosuch=1,3,32,32"], 64),
     .init(["convert", digits, "--input-shape", "nosuch=1,8,8,1"], 64),
@@ -192,7 +207,8 @@ import CoreMLTestSupport
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let output = directory.appendingPathComponent("out.mlmodel")
-    let arguments = exitCase.arguments.first == "convert" ? exitCase.arguments + ["-o", output.path] : exitCase.arguments
+    let arguments =
+      exitCase.arguments.first == "convert" ? exitCase.arguments + ["-o", output.path] : exitCase.arguments
     let result = try cli.run(arguments)
     #expect(result.status == exitCase.expected, "\(exitCase): \(result.stdout) \(result.stderr)")
     #expect(!result.stderr.isEmpty)
@@ -226,11 +242,14 @@ import CoreMLTestSupport
     try Data("previous".utf8).write(to: output)
     // A custom layer converts, but verify cannot run it (exit 65): the conversion is not put in place.
     let result = try cli.run([
-      "convert", Fixtures.url("layers/tfkeras215/custom_layer.h5").path, "--custom-layers", "-o", output.path, "--verify", "--samples", "1",
+      "convert", Fixtures.url("layers/tfkeras215/custom_layer.h5").path, "--custom-layers", "-o", output.path,
+      "--verify", "--samples", "1",
     ])
     #expect(result.status == 65, "\(result.stderr)")
     #expect(try Data(contentsOf: output) == Data("previous".utf8))
-    let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0 != "Custom.mlmodel" }
+    let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter {
+      $0 != "Custom.mlmodel"
+    }
     #expect(leftovers.isEmpty, "\(leftovers)")
   }
 }

@@ -1,8 +1,8 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// `modelconv` end to end: exit codes, printed summaries and no partial output on failure.
 @Suite struct CommandLineTests {
@@ -26,7 +26,8 @@ import CoreMLTestSupport
     let result = try run([
       "convert", Fixtures.digits.appendingPathComponent("digits_cnn.h5").path, "--input-names", "image",
       "--output-names", "probabilities", "--image-input", "image", "--image-scale", "0.00392156862745098",
-      "--labels-file", Fixtures.digits.appendingPathComponent("labels.txt").path, "--author", "tests", "-o", output.path,
+      "--labels-file", Fixtures.digits.appendingPathComponent("labels.txt").path, "--author", "tests", "-o",
+      output.path,
     ])
     #expect(result.status == 0, "\(result.stderr)")
     #expect(result.stdout.contains("input   image: image 8x8 GRAYSCALE"))
@@ -67,7 +68,8 @@ import CoreMLTestSupport
     ExitCase(["convert", Fixtures.url("bad/wrong_shape.h5").path], 65),
     ExitCase(["convert", Fixtures.url("bad/unsupported.h5").path], 65),
     ExitCase(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--labels", "a,b"], 65),
-    ExitCase(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--labels-file", "/nonexistent/labels.txt"], 66),
+    ExitCase(
+      ["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--labels-file", "/nonexistent/labels.txt"], 66),
     ExitCase(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "--precision", "int3"], 64),
   ]
 
@@ -99,7 +101,9 @@ import CoreMLTestSupport
   }
 
   @Test func unwritableOutputExits73() throws {
-    let result = try run(["convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "-o", "/nonexistent/dir/out.mlmodel"])
+    let result = try run([
+      "convert", Fixtures.url("tfkeras215/dense_classifier.h5").path, "-o", "/nonexistent/dir/out.mlmodel",
+    ])
     #expect(result.status == 73)
   }
 
@@ -121,7 +125,10 @@ import CoreMLTestSupport
   func convertDigits(labels: String, in directory: URL, extra: [String] = []) throws -> (Result, URL) {
     let output = directory.appendingPathComponent("Digits.mlmodel")
     let result = try run(
-      ["convert", Self.digitsModel, "--image-input", "input1", "--image-scale", "0.00392156862745098", "--labels", labels, "-o", output.path] + extra)
+      [
+        "convert", Self.digitsModel, "--image-input", "input1", "--image-scale", "0.00392156862745098", "--labels",
+        labels, "-o", output.path,
+      ] + extra)
     return (result, output)
   }
 
@@ -148,7 +155,8 @@ import CoreMLTestSupport
     // The names make_mlpackage_golden.py gave coremltools, as a user gives them.
     let names = try Fixtures.coremltoolsNames(URL(fileURLWithPath: package))
     let result = try run([
-      "verify", Self.digitsModel, package, "--reference", Fixtures.url("coremltools/\(name).reference.h5").path, "--json",
+      "verify", Self.digitsModel, package, "--reference", Fixtures.url("coremltools/\(name).reference.h5").path,
+      "--json",
       "--input-names", names.inputs.joined(separator: ","), "--output-names", names.outputs.joined(separator: ","),
     ])
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -184,7 +192,9 @@ import CoreMLTestSupport
     let unchecked = try run(["verify", Self.digitsModel, output.path, "--samples", "2"])
     #expect(unchecked.status == 0)
     #expect(unchecked.stdout.contains("network input = 0.00392157 x pixel + 0.25, GRAYSCALE (not checked"))
-    let checked = try run(["verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--json"])
+    let checked = try run([
+      "verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--json",
+    ])
     #expect(checked.status == 1)
     let report = try JSONSerialization.jsonObject(with: Data(checked.stdout.utf8)) as? [String: Any]
     let layers = report?["layers"] as? [[String: Any]] ?? []
@@ -192,7 +202,9 @@ import CoreMLTestSupport
     #expect(layers.first?["sourceType"] as? String == "input")
     #expect((report?["firstMismatch"] as? [String: Any])?["convertedType"] as? String == "imageScaler")
     #expect((report?["preprocessing"] as? [[String: Any]])?.first?["passed"] as? Bool == false)
-    let text = try run(["verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--layers"])
+    let text = try run([
+      "verify", Self.digitsModel, output.path, "--samples", "2", "--image-scale", "0.00392156862745098", "--layers",
+    ])
     #expect(text.stdout.contains("FAIL preprocessing of 'input1'"))
     #expect(text.stdout.contains("source 'conv1' (Conv2D) conv1_output <-> Core ML 'conv1' (convolution)"))
   }
@@ -201,7 +213,10 @@ import CoreMLTestSupport
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let output = directory.appendingPathComponent("Digits.mlmodel")
-    let noScale = try run(["convert", Self.digitsModel, "--image-input", "input1", "-o", output.path, "--verify", "--samples", "2", "--atol", "1e-4"])
+    let noScale = try run([
+      "convert", Self.digitsModel, "--image-input", "input1", "-o", output.path, "--verify", "--samples", "2", "--atol",
+      "1e-4",
+    ])
     #expect(noScale.status == 0, "\(noScale.stderr)")
     #expect(noScale.stderr.contains("warning: image input 'input1': no image scale or bias"))
     #expect(noScale.stdout.contains("2 random samples"))
@@ -218,7 +233,11 @@ import CoreMLTestSupport
     ExitCase(["verify", digitsModel, Fixtures.url("bad/not_hdf5.h5").path], 65),
     ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier_program.mlpackage").path], 65),
     ExitCase(["verify", digitsModel, Fixtures.url("coremltools/rgb_classifier.mlmodel").path], 65),
-    ExitCase(["verify", digitsModel, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference", Fixtures.url("bad/not_hdf5.h5").path], 65),
+    ExitCase(
+      [
+        "verify", digitsModel, Fixtures.url("coremltools/digits_cnn.mlmodel").path, "--reference",
+        Fixtures.url("bad/not_hdf5.h5").path,
+      ], 65),
   ]
 
   @Test(arguments: verifyFailures)

@@ -1,11 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Dispatch
 import Foundation
 import KerasFormat
 import ModelConverter
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Untrusted input files: corrupt HDF5, blocking paths, other formats, `.keras` archives, threads.
 @Suite struct HardeningTests {
@@ -37,7 +37,9 @@ import CoreMLTestSupport
       bytes[position] ^= UInt8(1 << (random.next() % 8))
       cases.append(("flip\(index)_at\(position)", bytes))
     }
-    for length in stride(from: 0, to: source.count, by: source.count / 12) { cases.append(("cut\(length)", Array(source.prefix(length)))) }
+    for length in stride(from: 0, to: source.count, by: source.count / 12) {
+      cases.append(("cut\(length)", Array(source.prefix(length))))
+    }
     var outcomes: [Int32: Int] = [:]
     for (name, bytes) in cases {
       let input = directory.appendingPathComponent(name + ".h5")
@@ -63,9 +65,12 @@ import CoreMLTestSupport
   @Test func fuzzerFoundHangIsContained() throws {
     let path = Fixtures.url("bad/fuzz_hdf5_hang.h5").path
     let start = Date()
-    let result = try Self.modelconv(["convert", path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("x.mlmodel").path], timeout: "2")
+    let result = try Self.modelconv(
+      ["convert", path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("x.mlmodel").path], timeout: "2")
     #expect(result.status == 65)
-    #expect(result.stderr.contains(path) && result.stderr.contains("did not finish reading the file within 2 s"), "\(result.stderr)")
+    #expect(
+      result.stderr.contains(path) && result.stderr.contains("did not finish reading the file within 2 s"),
+      "\(result.stderr)")
     #expect(Date().timeIntervalSince(start) < 15)
   }
 
@@ -93,7 +98,9 @@ import CoreMLTestSupport
     // `/bin/sh -c 'kill -SEGV $$' __read-keras ...`-like children: a shell script standing in for the reader.
     let directory = try Fixtures.temporaryDirectory()
     let model = Fixtures.url("tfkeras215/sequential_plain.h5").path
-    for (script, expected) in [("kill -SEGV $$", "crashed"), ("sleep 30", "did not finish reading the file within 1 s")] {
+    for (script, expected) in [
+      ("kill -SEGV $$", "crashed"), ("sleep 30", "did not finish reading the file within 1 s"),
+    ] {
       let executable = directory.appendingPathComponent("reader-\(expected.count).sh")
       try "#!/bin/sh\n\(script)\n".write(to: executable, atomically: true, encoding: .utf8)
       try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: executable.path)
@@ -103,7 +110,10 @@ import CoreMLTestSupport
         _ = try isolation.read(.model(path: model))
         Issue.record("no error for \(script)")
       } catch let error as KerasReaderError {
-        guard case .readerFailed(let path, let detail) = error else { Issue.record("\(error)"); continue }
+        guard case .readerFailed(let path, let detail) = error else {
+          Issue.record("\(error)")
+          continue
+        }
         #expect(path == model)
         #expect(detail.contains(expected), "\(detail)")
       }
@@ -129,8 +139,10 @@ import CoreMLTestSupport
 
   /// The Debian libhdf5 is not thread-safe: conversions from many threads must match one at a time.
   @Test func concurrentConversionsMatchSerialOnes() throws {
-    let models = ["keras3/batchnorm.h5", "tfkeras215/sequential_plain.h5", "keras3/merge.h5", "keras3/nested.h5",
-                  "keras_zip/sequential_cnn.keras", "keras_zip/functional.keras", "tfkeras2/pooling.h5", "keras3/conv_variants.h5"]
+    let models = [
+      "keras3/batchnorm.h5", "tfkeras215/sequential_plain.h5", "keras3/merge.h5", "keras3/nested.h5",
+      "keras_zip/sequential_cnn.keras", "keras_zip/functional.keras", "tfkeras2/pooling.h5", "keras3/conv_variants.h5",
+    ]
     let serial = try models.map { try KerasConverter.convert(modelAt: Fixtures.url($0)).bytes }
     final class Box: @unchecked Sendable {
       var results: [[UInt8]?]
@@ -143,7 +155,8 @@ import CoreMLTestSupport
       box.lock.withLock { box.results[index] = bytes }
     }
     for (index, bytes) in box.results.enumerated() {
-      #expect(bytes == serial[index % models.count], "\(models[index % models.count]) differs when converted concurrently")
+      #expect(
+        bytes == serial[index % models.count], "\(models[index % models.count]) differs when converted concurrently")
     }
   }
 
@@ -176,7 +189,9 @@ import CoreMLTestSupport
     #expect(throws: KerasReaderError.externalLink(path: path, object: "/model_weights/conv2d/conv2d/kernel:0")) {
       try KerasModelFile(path: path)
     }
-    let result = try Self.modelconv(["convert", path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("x.mlmodel").path])
+    let result = try Self.modelconv([
+      "convert", path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("x.mlmodel").path,
+    ])
     #expect(result.status == 65)
     #expect(result.stderr.contains("external link"))
   }
@@ -195,9 +210,11 @@ import CoreMLTestSupport
     try Data([0x12, 0x00]).write(to: savedModel.appendingPathComponent("saved_model.pb"))
     // A tiny zip holding one stored entry "a.txt" (not a .keras file).
     let zip: [UInt8] = [
-      0x50, 0x4B, 0x03, 0x04, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0x21, 0, 0x43, 0xBE, 0xB7, 0xE8, 1, 0, 0, 0, 1, 0, 0, 0, 5, 0, 0, 0,
+      0x50, 0x4B, 0x03, 0x04, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0x21, 0, 0x43, 0xBE, 0xB7, 0xE8, 1, 0, 0, 0, 1, 0, 0, 0, 5, 0,
+      0, 0,
       0x61, 0x2E, 0x74, 0x78, 0x74, 0x61,
-      0x50, 0x4B, 0x01, 0x02, 0x14, 0, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0x21, 0, 0x43, 0xBE, 0xB7, 0xE8, 1, 0, 0, 0, 1, 0, 0, 0, 5, 0,
+      0x50, 0x4B, 0x01, 0x02, 0x14, 0, 0x0A, 0, 0, 0, 0, 0, 0, 0, 0x21, 0, 0x43, 0xBE, 0xB7, 0xE8, 1, 0, 0, 0, 1, 0, 0,
+      0, 5, 0,
       0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x61, 0x2E, 0x74, 0x78, 0x74,
       0x50, 0x4B, 0x05, 0x06, 0, 0, 0, 0, 1, 0, 1, 0, 0x33, 0, 0, 0, 0x24, 0, 0, 0, 0, 0,
     ]
@@ -207,9 +224,17 @@ import CoreMLTestSupport
       (try file("model.json", Array("{\"class_name\": \"Sequential\"}".utf8)), "architecture from model.to_json()"),
       (savedModel.path, "SavedModel"),
       // An ONNX header with no graph or operator set: read by the ONNX frontend, which says what is missing.
-      (try file("model.onnx", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8) + [0x1A, 0x03, 0x31, 0x2E, 0x30]), "imports no operator set"),
+      (
+        try file("model.onnx", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8) + [0x1A, 0x03, 0x31, 0x2E, 0x30]),
+        "imports no operator set"
+      ),
       (try file("model.bin", [0x08, 0x07, 0x12, 0x07] + Array("pytorch".utf8)), "imports no operator set"),
-      (try file("model_page.onnx", Array("<!DOCTYPE html><html><head><title>Download</title></head><body>sign in</body></html>\n".utf8)), "an HTML page"),
+      (
+        try file(
+          "model_page.onnx",
+          Array("<!DOCTYPE html><html><head><title>Download</title></head><body>sign in</body></html>\n".utf8)),
+        "an HTML page"
+      ),
       (try file("model.tflite", [0x1C, 0, 0, 0] + Array("TFL3".utf8) + [0, 0, 0x12, 0]), "TensorFlow Lite"),
       (try file("archive.keras", zip), "not a Keras .keras file"),
       (try file("garbage.keras", Array("PK\u{3}\u{4}garbage".utf8)), "not a readable .keras archive"),
@@ -232,7 +257,9 @@ import CoreMLTestSupport
     let output = directory.appendingPathComponent("\(name).mlmodel").path
     let convert = try Self.modelconv(["convert", model, "-o", output])
     #expect(convert.status == 0, "\(convert.stderr)")
-    let verify = try Self.modelconv(["verify", model, output, "--reference", Fixtures.url("keras_zip/\(name).reference.h5").path])
+    let verify = try Self.modelconv([
+      "verify", model, output, "--reference", Fixtures.url("keras_zip/\(name).reference.h5").path,
+    ])
     #expect(verify.status == 0, "\(verify.stderr)")
     // The archive and the legacy .h5 of the same model give the same Core ML model but for the source note.
     let archive = try KerasConverter.convert(modelAt: URL(fileURLWithPath: model))

@@ -30,13 +30,16 @@ public enum LinearQuantizer {
     _ values: [Float], channels: Int, mode: WeightCompression.QuantizationMode, bits: Int = 8, float16: Bool = false
   ) -> Result {
     precondition(channels >= 1 && values.count % channels == 0 && (bits == 8 || bits == 4))
-    let limit = Float((1 << (bits - 1)) - 1), levels = Float((1 << bits) - 1)
+    let limit = Float((1 << (bits - 1)) - 1)
+    let levels = Float((1 << bits) - 1)
     let inner = values.count / channels
     var data = [UInt8](repeating: 0, count: values.count)
-    var scales = [Float](repeating: 1, count: channels), zeros = [UInt8](repeating: 0, count: channels)
+    var scales = [Float](repeating: 1, count: channels)
+    var zeros = [UInt8](repeating: 0, count: channels)
     func stored(_ scale: Float) -> Float { float16 ? Float(Float16(scale)) : scale }
     for c in 0..<channels {
-      var low: Float = 0, high: Float = 0  // 0 stays exact
+      var low: Float = 0
+      var high: Float = 0  // 0 stays exact
       for v in values[(c * inner)..<((c + 1) * inner)] {
         low = min(low, v)
         high = max(high, v)

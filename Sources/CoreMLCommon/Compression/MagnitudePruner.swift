@@ -17,10 +17,13 @@ public enum MagnitudePruner {
       // holding the last one; only that bin's elements are sorted, by (magnitude, index).
       let largest = values.reduce(Float(0)) { max($0, abs($1)) }
       let bins = 1 << 16
-      func bin(_ v: Float) -> Int { largest > 0 ? min(bins - 1, Int(Double(abs(v)) / Double(largest) * Double(bins))) : 0 }
+      func bin(_ v: Float) -> Int {
+        largest > 0 ? min(bins - 1, Int(Double(abs(v)) / Double(largest) * Double(bins))) : 0
+      }
       var counts = [Int](repeating: 0, count: bins)
       for v in values { counts[bin(v)] += 1 }
-      var below = 0, last = 0
+      var below = 0
+      var last = 0
       while below + counts[last] < zeroed {
         below += counts[last]
         last += 1

@@ -29,13 +29,15 @@ public enum Palettizer {
     // table is the same on any machine. Values are finite: the readers and importers check them.
     let blocks = max(1, min(8, values.count >> 16))
     let block = (values.count + blocks - 1) / blocks
-    var lows = [Float](repeating: .infinity, count: blocks), highs = [Float](repeating: -.infinity, count: blocks)
+    var lows = [Float](repeating: .infinity, count: blocks)
+    var highs = [Float](repeating: -.infinity, count: blocks)
     values.withUnsafeBufferPointer { input in
       lows.withUnsafeMutableBufferPointer { lowOut in
         highs.withUnsafeMutableBufferPointer { highOut in
           let (l, h) = (lowOut.baseAddress!, highOut.baseAddress!)
           DispatchQueue.concurrentPerform(iterations: blocks) { b in
-            var lo = Float.infinity, hi = -Float.infinity
+            var lo = Float.infinity
+            var hi = -Float.infinity
             for i in (b * block)..<min(values.count, (b + 1) * block) {
               lo = min(lo, input[i])
               hi = max(hi, input[i])
@@ -45,7 +47,8 @@ public enum Palettizer {
         }
       }
     }
-    let low = lows.min()!, high = highs.max()!
+    let low = lows.min()!
+    let high = highs.max()!
     let bins = high > low ? histogramBins : 1
     let width = bins > 1 ? (Double(high) - Double(low)) / Double(bins) : 1
     var partial = [[Double]](repeating: [], count: blocks)
@@ -64,7 +67,8 @@ public enum Palettizer {
         }
       }
     }
-    var counts = [Double](repeating: 0, count: bins), sums = [Double](repeating: 0, count: bins)
+    var counts = [Double](repeating: 0, count: bins)
+    var sums = [Double](repeating: 0, count: bins)
     for local in partial {
       for bin in 0..<bins where local[2 * bin] > 0 {
         counts[bin] += local[2 * bin]
@@ -72,7 +76,8 @@ public enum Palettizer {
       }
     }
     let occupied = (0..<bins).filter { counts[$0] > 0 }
-    let points = occupied.map { sums[$0] / counts[$0] }, weights = occupied.map { counts[$0] }
+    let points = occupied.map { sums[$0] / counts[$0] }
+    let weights = occupied.map { counts[$0] }
     var centres = initialCentres(points: points, weights: weights, k: k, seed: seed)
     centres = lloyd(points: points, weights: weights, centres: centres)
     var table = centres.map { float16 ? Float(Float16(Float($0))) : Float($0) }
@@ -118,7 +123,8 @@ public enum Palettizer {
   /// neighbours: found by binary search, their mass and moment from prefix sums, so an iteration costs
   /// O(k log points) and running to the fixed point is cheap.
   static func lloyd(points: [Double], weights: [Double], centres start: [Double]) -> [Double] {
-    var prefixMass = [0.0], prefixMoment = [0.0]
+    var prefixMass = [0.0]
+    var prefixMoment = [0.0]
     prefixMass.reserveCapacity(points.count + 1)
     prefixMoment.reserveCapacity(points.count + 1)
     for (p, w) in zip(points, weights) {
@@ -127,7 +133,8 @@ public enum Palettizer {
     }
     /// The number of points at or below `x`.
     func count(atOrBelow x: Double) -> Int {
-      var lo = 0, hi = points.count
+      var lo = 0
+      var hi = points.count
       while lo < hi {
         let mid = (lo + hi) / 2
         if points[mid] <= x { lo = mid + 1 } else { hi = mid }
@@ -174,7 +181,8 @@ public enum Palettizer {
             } else {
               for i in range {
                 let v = input[i]
-                var lo = 0, hi = count
+                var lo = 0
+                var hi = count
                 while lo < hi {
                   let mid = (lo + hi) >> 1
                   if v > bounds[mid] { lo = mid + 1 } else { hi = mid }

@@ -53,7 +53,8 @@ public struct WeightCompression: Sendable, Equatable {
     case .palettize(let bits) where !Self.palettizeBitsIOS18.contains(bits):
       return "palettization takes \(Self.palettizeBitsIOS18.map(String.init).joined(separator: ", ")) bits, not \(bits)"
     case .quantize(let bits, _) where !Self.quantizeBits.contains(bits):
-      return "linear quantization takes \(Self.quantizeBits.map(String.init).joined(separator: " or ")) bits, not \(bits)"
+      return
+        "linear quantization takes \(Self.quantizeBits.map(String.init).joined(separator: " or ")) bits, not \(bits)"
     case .prune(let fraction) where !(fraction >= 0 && fraction < 1):
       return "a pruned fraction is at least 0 and below 1, not \(fraction)"
     default: break
@@ -81,8 +82,10 @@ public struct WeightCompression: Sendable, Equatable {
   /// A short description for summaries: "palettized 4-bit", "linear 8-bit symmetric".
   public var summary: String {
     switch method {
-    case .palettize(let bits): return "palettized \(bits)-bit" + (groupSize.map { ", a table per \($0) channels" } ?? "")
-    case .quantize(let bits, let mode): return "linear \(bits)-bit \(mode.rawValue)" + (blockSize.map { ", blocks of \($0)" } ?? "")
+    case .palettize(let bits):
+      return "palettized \(bits)-bit" + (groupSize.map { ", a table per \($0) channels" } ?? "")
+    case .quantize(let bits, let mode):
+      return "linear \(bits)-bit \(mode.rawValue)" + (blockSize.map { ", blocks of \($0)" } ?? "")
     case .prune(let fraction): return "pruned \(Int((fraction * 100).rounded()))%"
     }
   }
@@ -104,7 +107,10 @@ public struct CompressedTensorReport: Sendable, Equatable, Codable {
   /// Relative RMS error of the decompressed weights (`||w' - w|| / ||w||`).
   public var relativeError: Float?
 
-  public init(name: String, shape: [Int], originalBytes: Int, writtenBytes: Int, method: String?, skipped: String?, relativeError: Float?) {
+  public init(
+    name: String, shape: [Int], originalBytes: Int, writtenBytes: Int, method: String?, skipped: String?,
+    relativeError: Float?
+  ) {
     self.name = name
     self.shape = shape
     self.originalBytes = originalBytes

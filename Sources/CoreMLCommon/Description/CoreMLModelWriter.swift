@@ -113,7 +113,8 @@ public struct EncodedModel: Sendable {
     if url.pathExtension == "mlpackage" {
       try ModelPackage.write(model: { try source.write(to: $0) }, weights: weightSource.producer, to: url)
     } else if format == .mlProgram {
-      throw CoreMLWriterError.invalidOption("an ML Program is saved as an .mlpackage folder (its weights are files in it), not as \(url.lastPathComponent)")
+      throw CoreMLWriterError.invalidOption(
+        "an ML Program is saved as an .mlpackage folder (its weights are files in it), not as \(url.lastPathComponent)")
     } else {
       try AtomicFile.write(to: url) { try source.write(to: $0) }
     }
@@ -128,4 +129,3 @@ public protocol CoreMLModelWriter: Sendable {
   /// in this format for `options.target`.
   func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel
 }
-

@@ -62,7 +62,10 @@ package enum CoreMLWeightValues: Sendable {
     guard capacity > 0 else { return }
     let blocks = stride(from: 0, to: rowCount, by: rowsPerBlock).map { $0..<min($0 + rowsPerBlock, rowCount) }
     let buffers = (0..<min(blocks.count, 2)).map { _ in
-      (values: UnsafeMutablePointer<Float>.allocate(capacity: capacity), halves: float16 ? UnsafeMutablePointer<UInt16>.allocate(capacity: capacity) : nil)
+      (
+        values: UnsafeMutablePointer<Float>.allocate(capacity: capacity),
+        halves: float16 ? UnsafeMutablePointer<UInt16>.allocate(capacity: capacity) : nil
+      )
     }
     let laidOut = DispatchGroup()
     defer {
@@ -82,7 +85,9 @@ package enum CoreMLWeightValues: Sendable {
         return UnsafeRawBufferPointer(start: halves, count: values * 2)
       }
       #if _endian(big)
-        for index in 0..<values { buffer.values[index] = Float(bitPattern: buffer.values[index].bitPattern.littleEndian) }
+        for index in 0..<values {
+          buffer.values[index] = Float(bitPattern: buffer.values[index].bitPattern.littleEndian)
+        }
       #endif
       return UnsafeRawBufferPointer(start: buffer.values, count: values * MemoryLayout<Float>.stride)
     }
@@ -129,7 +134,8 @@ package enum CoreMLWeightValues: Sendable {
   /// result[o][i][t] = kernel[t][i][o] for each tap t = y * kw + x and output channel o in `outputs`. A
   /// 1 x 1 kernel is a plain [ci][co] matrix transpose; otherwise in 16 x 16 (o, i) tiles, each result
   /// run [o][i][0..<taps] written whole, so both sides stay in cache however large ci and co are.
-  private static func fillKernel(_ kernel: Constant, outputs: Range<Int>, into destination: UnsafeMutablePointer<Float>) {
+  private static func fillKernel(_ kernel: Constant, outputs: Range<Int>, into destination: UnsafeMutablePointer<Float>)
+  {
     let (kh, kw, ci, co) = (kernel.shape[0], kernel.shape[1], kernel.shape[2], kernel.shape[3])
     let taps = kh * kw
     kernel.values.withUnsafeBufferPointer { source in

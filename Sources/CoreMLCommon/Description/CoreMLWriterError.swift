@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why an IR graph could not be written as a Core ML model.
 public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   /// An operation has no Core ML neural-network layer mapping with these attributes.
@@ -27,7 +28,8 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
     switch self {
     case .unsupportedOperation(let layer, let detail): return "layer '\(layer)': \(detail)"
     case .unsupportedOperations(let errors):
-      return "\(errors.count) layers cannot be written in this format: " + errors.map(\.description).joined(separator: "; ")
+      return "\(errors.count) layers cannot be written in this format: "
+        + errors.map(\.description).joined(separator: "; ")
     case .unknownFeature(let kind, let name, let available):
       return "no \(kind) named '\(name)' (the model has: \(available.joined(separator: ", ")))"
     case .invalidImageInput(let name, let shape):
@@ -38,13 +40,16 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
       return "layer '\(layer)': weight \(value) is outside the float16 range (max 65504); write float32 weights"
     case .invalidName(let kind, let name, let layer):
       let owner = layer.map { " (made by layer \($0.debugDescription))" } ?? ""
-      return "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in the source model before converting"
+      return
+        "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in the source model before converting"
     case .invalidOption(let detail): return detail
     case .specificationTooLarge(let bytes, let limit, let float32Weights):
       let halves = float32Weights ? "float16 weights (half the size of float32) or " : ""
-      return "the neural network would be \(bytes) bytes, more than the \(limit) bytes one protobuf message may hold, so Core ML could not read it; write \(halves)an ML Program, whose weights live in a separate weight file"
+      return
+        "the neural network would be \(bytes) bytes, more than the \(limit) bytes one protobuf message may hold, so Core ML could not read it; write \(halves)an ML Program, whose weights live in a separate weight file"
     case .targetTooOld(let target, let needs, let reason):
-      return "\(reason), which \(target) cannot load (it reads specification versions up to \(DeploymentTarget.parse(target)?.specificationVersion ?? 0); version \(needs) needs a newer release)"
+      return
+        "\(reason), which \(target) cannot load (it reads specification versions up to \(DeploymentTarget.parse(target)?.specificationVersion ?? 0); version \(needs) needs a newer release)"
     }
   }
 }

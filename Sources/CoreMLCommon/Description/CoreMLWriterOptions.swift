@@ -21,8 +21,10 @@ public struct CoreMLWriterOptions: Sendable, Equatable {
   public var compression: WeightCompression?
 
   public init(
-    imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil, precision: WeightPrecision = .float32,
-    metadata: ModelMetadata = ModelMetadata(), target: DeploymentTarget? = nil, declaredArrays: [String: DeclaredArray] = [:]
+    imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil,
+    precision: WeightPrecision = .float32,
+    metadata: ModelMetadata = ModelMetadata(), target: DeploymentTarget? = nil,
+    declaredArrays: [String: DeclaredArray] = [:]
   ) {
     self.declaredArrays = declaredArrays
     self.imageInputs = imageInputs

@@ -11,16 +11,21 @@ package enum ModelDescription {
   /// the model computes something else than Keras; such names are refused rather than rewritten, so
   /// the converted model keeps the Keras names users look up.
   package static func checkNames(_ graph: Graph) throws {
-    func bad(_ name: String) -> Bool { name.isEmpty || name.unicodeScalars.contains { $0.properties.generalCategory == .control } }
+    func bad(_ name: String) -> Bool {
+      name.isEmpty || name.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
     for id in graph.inputs where bad(graph[id].name) {
       throw CoreMLWriterError.invalidName(kind: "input", name: graph[id].name, layer: nil)
     }
     for node in graph.nodes {
       let layer = node.origin?.name ?? node.name
-      if bad(node.name) || bad(layer) { throw CoreMLWriterError.invalidName(kind: "layer", name: bad(layer) ? layer : node.name, layer: nil) }
+      if bad(node.name) || bad(layer) {
+        throw CoreMLWriterError.invalidName(kind: "layer", name: bad(layer) ? layer : node.name, layer: nil)
+      }
       let output = graph[node.output].name
       if bad(output) {
-        throw CoreMLWriterError.invalidName(kind: graph.outputs.contains(node.output) ? "output" : "tensor", name: output, layer: layer)
+        throw CoreMLWriterError.invalidName(
+          kind: graph.outputs.contains(node.output) ? "output" : "tensor", name: output, layer: layer)
       }
     }
   }
@@ -39,20 +44,27 @@ package enum ModelDescription {
     guard classifier.labels.count == width else {
       throw CoreMLWriterError.labelCountMismatch(labels: classifier.labels.count, output: probabilities, width: width)
     }
-    guard !outputNames.contains(classifier.predictedFeatureName), !inputNames.contains(classifier.predictedFeatureName) else {
+    guard !outputNames.contains(classifier.predictedFeatureName), !inputNames.contains(classifier.predictedFeatureName)
+    else {
       let kind = inputNames.contains(classifier.predictedFeatureName) ? "an input" : "an output"
-      throw CoreMLWriterError.invalidOption("the predicted feature name '\(classifier.predictedFeatureName)' is already \(kind) name")
+      throw CoreMLWriterError.invalidOption(
+        "the predicted feature name '\(classifier.predictedFeatureName)' is already \(kind) name")
     }
-    guard !classifier.predictedFeatureName.isEmpty else { throw CoreMLWriterError.invalidOption("the predicted feature name is empty") }
+    guard !classifier.predictedFeatureName.isEmpty else {
+      throw CoreMLWriterError.invalidOption("the predicted feature name is empty")
+    }
     // Labels are the keys of the probability dictionary: each must be there once.
     var seen = Set<String>()
     for label in classifier.labels.descriptions where label.isEmpty || !seen.insert(label).inserted {
-      throw CoreMLWriterError.invalidOption(label.isEmpty ? "a class label is empty" : "class label '\(label)' appears twice")
+      throw CoreMLWriterError.invalidOption(
+        label.isEmpty ? "a class label is empty" : "class label '\(label)' appears twice")
     }
     return index
   }
 
-  package static func feature(_ name: String, arena: MessageArena, _ configure: (UnsafeMutablePointer<CoreML__Specification__FeatureType>) -> Void) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  package static func feature(
+    _ name: String, arena: MessageArena, _ configure: (UnsafeMutablePointer<CoreML__Specification__FeatureType>) -> Void
+  ) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     let feature = arena.message(core_ml__specification__feature_description__init)
     feature.pointee.name = arena.string(name)
     let type = arena.message(core_ml__specification__feature_type__init)
@@ -68,7 +80,8 @@ package enum ModelDescription {
     for (features, count) in [(description.input, description.n_input), (description.output, description.n_output)] {
       for index in 0..<count {
         guard let feature = features?[index]?.pointee, let name = feature.name, let type = feature.type?.pointee,
-          type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE, let array = type.multiarraytype?.pointee
+          type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE,
+          let array = type.multiarraytype?.pointee
         else { continue }
         shapes[String(cString: name)] = (0..<array.n_shape).map { Int(array.shape[$0]) }
       }
@@ -76,7 +89,9 @@ package enum ModelDescription {
     return shapes
   }
 
-  package static func arrayFeature(_ name: String, shape: [Int], arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  package static func arrayFeature(_ name: String, shape: [Int], arena: MessageArena) -> UnsafeMutablePointer<
+    CoreML__Specification__FeatureDescription
+  > {
     feature(name, arena: arena) { type in
       let array = arena.message(core_ml__specification__array_feature_type__init)
       array.pointee.n_shape = shape.count
@@ -96,37 +111,53 @@ package enum ModelDescription {
   ) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
     guard value.isOptional, let type = feature.pointee.type else { return feature }
     type.pointee.isoptional = 1
-    if defaultZero, type.pointee.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE, let array = type.pointee.multiarraytype {
-      array.pointee.default_optional_value_case = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE
+    if defaultZero, type.pointee.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE,
+      let array = type.pointee.multiarraytype
+    {
+      array.pointee.default_optional_value_case =
+        CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE
       array.pointee.floatdefaultvalue = 0
     }
     return feature
   }
 
-  package static func imageFeature(_ value: Value, image: ImagePreprocessing, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  package static func imageFeature(_ value: Value, image: ImagePreprocessing, arena: MessageArena) throws
+    -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription>
+  {
     let shape = value.type.shape
-    guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else { throw CoreMLWriterError.invalidImageInput(name: value.name, shape: shape) }
+    guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else {
+      throw CoreMLWriterError.invalidImageInput(name: value.name, shape: shape)
+    }
     return feature(value.name, arena: arena) { type in
       let imageType = arena.message(core_ml__specification__image_feature_type__init)
       imageType.pointee.height = Int64(shape[0])
       imageType.pointee.width = Int64(shape[1])
       imageType.pointee.colorspace =
-        shape[2] == 1 ? CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__GRAYSCALE
-        : image.isBGR ? CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__BGR : CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__RGB
+        shape[2] == 1
+        ? CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__GRAYSCALE
+        : image.isBGR
+          ? CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__BGR
+          : CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__COLOR_SPACE__RGB
       type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE
       type.pointee.imagetype = imageType
     }
   }
 
   /// An image output: `value` is `[H, W, C]`, C matching the colour space's channels.
-  package static func imageOutputFeature(_ value: Value, colorSpace: ImageColorSpace, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  package static func imageOutputFeature(_ value: Value, colorSpace: ImageColorSpace, arena: MessageArena) throws
+    -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription>
+  {
     guard value.type.shape.count == 3, value.type.shape[2] == colorSpace.channels else {
-      throw CoreMLWriterError.invalidOption("output '\(value.name)' of shape \(value.type.shape) cannot be a \(colorSpace.rawValue) image ([height, width, \(colorSpace.channels)] can)")
+      throw CoreMLWriterError.invalidOption(
+        "output '\(value.name)' of shape \(value.type.shape) cannot be a \(colorSpace.rawValue) image ([height, width, \(colorSpace.channels)] can)"
+      )
     }
     return try imageFeature(value, image: ImagePreprocessing(isBGR: colorSpace == .bgr), arena: arena)
   }
 
-  package static func dictionaryFeature(_ name: String, integerKeys: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  package static func dictionaryFeature(_ name: String, integerKeys: Bool, arena: MessageArena) -> UnsafeMutablePointer<
+    CoreML__Specification__FeatureDescription
+  > {
     feature(name, arena: arena) { type in
       let dictionary = arena.message(core_ml__specification__dictionary_feature_type__init)
       if integerKeys {
@@ -141,7 +172,9 @@ package enum ModelDescription {
     }
   }
 
-  package static func labelFeature(_ name: String, integer: Bool, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  package static func labelFeature(_ name: String, integer: Bool, arena: MessageArena) -> UnsafeMutablePointer<
+    CoreML__Specification__FeatureDescription
+  > {
     feature(name, arena: arena) { type in
       if integer {
         type.pointee.type_case = CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_INT64_TYPE
@@ -153,7 +186,9 @@ package enum ModelDescription {
     }
   }
 
-  package static func metadata(_ metadata: ModelMetadata, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__Metadata> {
+  package static func metadata(_ metadata: ModelMetadata, arena: MessageArena) -> UnsafeMutablePointer<
+    CoreML__Specification__Metadata
+  > {
     let message = arena.message(core_ml__specification__metadata__init)
     if let text = metadata.shortDescription { message.pointee.shortdescription = arena.string(text) }
     if let text = metadata.version { message.pointee.versionstring = arena.string(text) }

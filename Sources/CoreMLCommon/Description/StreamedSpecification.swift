@@ -63,14 +63,17 @@ package final class StreamedSpecification: @unchecked Sendable {
     let withoutLayers = Self.pack(model)
     // The packed model ends with the network: its tag, its length, then `tail`.
     let lengthBytes = Self.varint(tail.count)
-    precondition(withoutLayers.count >= tail.count + lengthBytes.count + 1 && withoutLayers.suffix(tail.count).elementsEqual(tail)
-      && withoutLayers.dropLast(tail.count).suffix(lengthBytes.count).elementsEqual(lengthBytes), "the network is not the model's last field")
+    precondition(
+      withoutLayers.count >= tail.count + lengthBytes.count + 1 && withoutLayers.suffix(tail.count).elementsEqual(tail)
+        && withoutLayers.dropLast(tail.count).suffix(lengthBytes.count).elementsEqual(lengthBytes),
+      "the network is not the model's last field")
     head = Array(withoutLayers.dropLast(tail.count + lengthBytes.count))
     self.tail = tail
     networkLength = layerSizes.reduce(tail.count) { $0 + 1 + Self.varint($1).count + $1 }
     byteCount = head.count + Self.varint(networkLength).count + networkLength
     setLayers(layers)
-    precondition(core_ml__specification__model__get_packed_size(model) == byteCount, "spliced size differs from protobuf-c's")
+    precondition(
+      core_ml__specification__model__get_packed_size(model) == byteCount, "spliced size differs from protobuf-c's")
   }
 
   /// Sends every byte of the specification to `sink`, in order; rethrows the sink's errors.
@@ -112,14 +115,17 @@ package final class StreamedSpecification: @unchecked Sendable {
   /// in Core ML's layout a block at a time and sent instead. Every deferred weight must be sent so,
   /// whole and once (checked); protobuf-c reading the range itself would fault, never write other numbers.
   private static func withDeferredWeights(
-    _ weights: [DeferredWeight], sink: (UnsafeRawBufferPointer) throws -> Void, _ body: (UnsafeMutablePointer<ProtobufCBuffer>) throws -> Void
+    _ weights: [DeferredWeight], sink: (UnsafeRawBufferPointer) throws -> Void,
+    _ body: (UnsafeMutablePointer<ProtobufCBuffer>) throws -> Void
   ) throws {
     let offsets = weights.reduce(into: [0]) { $0.append($0.last! + $1.byteCount) }
     let total = offsets.last!
     var region: UnsafeMutableRawPointer?
     if total > 0 {
       let mapped = mmap(nil, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-      guard let mapped, mapped != MAP_FAILED else { throw CoreMLWriterError.invalidOption("cannot reserve \(total) bytes of address space for the weights") }
+      guard let mapped, mapped != MAP_FAILED else {
+        throw CoreMLWriterError.invalidOption("cannot reserve \(total) bytes of address space for the weights")
+      }
       region = mapped
     }
     for (weight, offset) in zip(weights, offsets) where weight.values.count > 0 { weight.attach(region! + offset) }
@@ -128,7 +134,8 @@ package final class StreamedSpecification: @unchecked Sendable {
       if let region { munmap(region, total) }
     }
     try withoutActuallyEscaping(sink) { sink in
-      let destination = WeightDestination(sink: sink, weights: weights, region: region.map { UnsafeRawPointer($0) }, offsets: offsets)
+      let destination = WeightDestination(
+        sink: sink, weights: weights, region: region.map { UnsafeRawPointer($0) }, offsets: offsets)
       var buffer = mc_context_buffer(
         base: ProtobufCBuffer(append: { base, length, data in
           let context = UnsafeMutableRawPointer(base!).assumingMemoryBound(to: mc_context_buffer.self).pointee.context!
@@ -158,7 +165,10 @@ package final class StreamedSpecification: @unchecked Sendable {
     var sent: [Bool]
     var error: (any Error)?
 
-    init(sink: @escaping (UnsafeRawBufferPointer) throws -> Void, weights: [DeferredWeight], region: UnsafeRawPointer?, offsets: [Int]) {
+    init(
+      sink: @escaping (UnsafeRawBufferPointer) throws -> Void, weights: [DeferredWeight], region: UnsafeRawPointer?,
+      offsets: [Int]
+    ) {
       self.sink = sink
       self.weights = weights
       self.region = region
@@ -170,8 +180,9 @@ package final class StreamedSpecification: @unchecked Sendable {
       guard let region, data >= region, data < region + offsets.last!,
         let index = offsets.indices.dropLast().last(where: { region + offsets[$0] <= data })
       else { return try sink(UnsafeRawBufferPointer(start: data, count: length)) }
-      precondition(data == region + offsets[index] && length == offsets[index + 1] - offsets[index] && !sent[index],
-                   "protobuf-c did not pack a weight as one run of its values")
+      precondition(
+        data == region + offsets[index] && length == offsets[index + 1] - offsets[index] && !sent[index],
+        "protobuf-c did not pack a weight as one run of its values")
       sent[index] = true
       try weights[index].values.encodedBlocks(float16: weights[index].precision == .float16, sink)
     }

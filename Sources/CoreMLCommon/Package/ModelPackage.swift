@@ -37,7 +37,8 @@ public enum ModelPackage {
     let manifestURL = package.appendingPathComponent("Manifest.json")
     let data: Data
     do { data = Data(try RangedFile.bytes(manifestURL.path, limit: 1 << 20)) } catch let failure as RangedFile.Failure {
-      throw FormatError(path: package.path, detail: "has no readable Manifest.json (\(failure.detail)); is it an .mlpackage folder?")
+      throw FormatError(
+        path: package.path, detail: "has no readable Manifest.json (\(failure.detail)); is it an .mlpackage folder?")
     }
     guard let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
       throw FormatError(path: manifestURL.path, detail: "is not a JSON object")
@@ -46,9 +47,12 @@ public enum ModelPackage {
       throw FormatError(path: manifestURL.path, detail: "has no fileFormatVersion")
     }
     guard version.split(separator: ".").first == "1" else {
-      throw FormatError(path: manifestURL.path, detail: "fileFormatVersion \(version) is newer than 1.x, the version this reader knows")
+      throw FormatError(
+        path: manifestURL.path, detail: "fileFormatVersion \(version) is newer than 1.x, the version this reader knows")
     }
-    guard let entries = manifest["itemInfoEntries"] as? [String: Any], let root = manifest["rootModelIdentifier"] as? String else {
+    guard let entries = manifest["itemInfoEntries"] as? [String: Any],
+      let root = manifest["rootModelIdentifier"] as? String
+    else {
       throw FormatError(path: manifestURL.path, detail: "has no itemInfoEntries or rootModelIdentifier")
     }
     func item(_ id: String) throws -> URL {
@@ -58,11 +62,14 @@ public enum ModelPackage {
       // Items live under Data/; a path leaving it is refused.
       let parts = path.split(separator: "/")
       guard !path.hasPrefix("/"), !parts.contains(".."), !parts.isEmpty else {
-        throw FormatError(path: manifestURL.path, detail: "item \(id) has path '\(path)' outside the package's Data folder")
+        throw FormatError(
+          path: manifestURL.path, detail: "item \(id) has path '\(path)' outside the package's Data folder")
       }
       return package.appendingPathComponent("Data").appendingPathComponent(path)
     }
-    guard entries[root] != nil else { throw FormatError(path: manifestURL.path, detail: "rootModelIdentifier \(root) names no item") }
+    guard entries[root] != nil else {
+      throw FormatError(path: manifestURL.path, detail: "rootModelIdentifier \(root) names no item")
+    }
     let model = try item(root)
     var weights: URL?
     for id in entries.keys.sorted() where id != root {
@@ -76,7 +83,10 @@ public enum ModelPackage {
     for url in [model, weightsFolder, weightsFolder.appendingPathComponent(weightFileName)] {
       let real = SourceProtection.resolved(url.path)
       guard real.hasPrefix(packageRoot == "/" ? "/" : packageRoot + "/") else {
-        throw FormatError(path: package.path, detail: "\(url.path.dropFirst(package.path.count + 1)) resolves to \(real), outside the package (a symbolic link?)")
+        throw FormatError(
+          path: package.path,
+          detail:
+            "\(url.path.dropFirst(package.path.count + 1)) resolves to \(real), outside the package (a symbolic link?)")
       }
     }
     return Contents(modelURL: model, weightsURL: weightsFolder)
@@ -84,14 +94,21 @@ public enum ModelPackage {
 
   /// The manifest coremltools writes: the model item and, when there are weights, the weights folder item.
   package static func manifest(hasWeights: Bool) throws -> Data {
-    let modelID = UUID().uuidString, weightsID = UUID().uuidString
+    let modelID = UUID().uuidString
+    let weightsID = UUID().uuidString
     var entries: [String: [String: String]] = [
-      modelID: ["author": author, "description": "CoreML Model Specification", "name": "model.mlmodel", "path": modelPath]
+      modelID: [
+        "author": author, "description": "CoreML Model Specification", "name": "model.mlmodel", "path": modelPath,
+      ]
     ]
     if hasWeights {
-      entries[weightsID] = ["author": author, "description": "CoreML Model Weights", "name": "weights", "path": weightsPath]
+      entries[weightsID] = [
+        "author": author, "description": "CoreML Model Weights", "name": "weights", "path": weightsPath,
+      ]
     }
-    let manifest: [String: Any] = ["fileFormatVersion": "1.0.0", "itemInfoEntries": entries, "rootModelIdentifier": modelID]
+    let manifest: [String: Any] = [
+      "fileFormatVersion": "1.0.0", "itemInfoEntries": entries, "rootModelIdentifier": modelID,
+    ]
     return try JSONSerialization.data(withJSONObject: manifest, options: [.prettyPrinted, .sortedKeys])
   }
 
@@ -100,7 +117,9 @@ public enum ModelPackage {
   ///
   /// An existing `url` must be a package folder (it has a `Manifest.json`) or absent; anything else is refused.
   public static func write(model: [UInt8], weights: [UInt8]?, to url: URL) throws {
-    try write(model: { try model.withUnsafeBytes($0.write) }, weights: weights.map { bytes in { try bytes.withUnsafeBytes($0.write) } }, to: url)
+    try write(
+      model: { try model.withUnsafeBytes($0.write) },
+      weights: weights.map { bytes in { try bytes.withUnsafeBytes($0.write) } }, to: url)
   }
 
   /// Writes a package like `write(model:weights:to:)`, each file's bytes sent by its producer as they
@@ -110,8 +129,11 @@ public enum ModelPackage {
   ) throws {
     let fileManager = FileManager.default
     if let existing = AtomicFile.nodeKind(url.path) {
-      guard existing.kind == "a folder", fileManager.fileExists(atPath: url.appendingPathComponent("Manifest.json").path) else {
-        throw AtomicFile.DestinationError.notARegularFile(path: url.path, kind: existing.kind == "a folder" ? "a folder that is not an .mlpackage" : existing.kind)
+      guard existing.kind == "a folder",
+        fileManager.fileExists(atPath: url.appendingPathComponent("Manifest.json").path)
+      else {
+        throw AtomicFile.DestinationError.notARegularFile(
+          path: url.path, kind: existing.kind == "a folder" ? "a folder that is not an .mlpackage" : existing.kind)
       }
     }
     let directory = url.deletingLastPathComponent()
@@ -137,11 +159,16 @@ public enum ModelPackage {
   /// the new one is in place.
   package static func install(_ staging: URL, at url: URL) throws {
     guard AtomicFile.nodeKind(url.path) != nil else {
-      if rename(staging.path, url.path) != 0 { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+      if rename(staging.path, url.path) != 0 {
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+      }
       return
     }
-    let old = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).old")
-    guard rename(url.path, old.path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+    let old = url.deletingLastPathComponent().appendingPathComponent(
+      ".\(url.lastPathComponent).\(UUID().uuidString).old")
+    guard rename(url.path, old.path) == 0 else {
+      throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+    }
     guard rename(staging.path, url.path) == 0 else {
       _ = rename(old.path, url.path)
       throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])

@@ -38,7 +38,10 @@ public enum AtomicFile {
       while done < bytes.count {
         let count = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
         if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)]) }
+        guard count > 0 else {
+          throw CocoaError(
+            .fileWriteUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)])
+        }
         done += count
       }
     }
@@ -52,7 +55,8 @@ public enum AtomicFile {
     public var description: String {
       switch self {
       case .notARegularFile(let path, let kind):
-        return "\(path) is \(kind), not a regular file; write the model to a file path (modelconv never replaces special files)"
+        return
+          "\(path) is \(kind), not a regular file; write the model to a file path (modelconv never replaces special files)"
       }
     }
   }
@@ -88,14 +92,18 @@ public enum AtomicFile {
   public static func write(to url: URL, producing produce: (Output) throws -> Void) throws {
     var url = url
     if let existing = nodeKind(url.path) {
-      guard existing.kind == "a regular file" else { throw DestinationError.notARegularFile(path: url.path, kind: existing.kind) }
+      guard existing.kind == "a regular file" else {
+        throw DestinationError.notARegularFile(path: url.path, kind: existing.kind)
+      }
       url = url.resolvingSymlinksInPath()
     }
     let directory = url.deletingLastPathComponent()
     let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
     let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
     guard fd >= 0 else {
-      throw CocoaError(errno == ENOENT ? .fileNoSuchFile : errno == EACCES ? .fileWriteNoPermission : .fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
+      throw CocoaError(
+        errno == ENOENT ? .fileNoSuchFile : errno == EACCES ? .fileWriteNoPermission : .fileWriteUnknown,
+        userInfo: [NSFilePathErrorKey: temporary.path])
     }
     do {
       do {
@@ -107,7 +115,9 @@ public enum AtomicFile {
         throw error
       }
       guard close(fd) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
-      if rename(temporary.path, url.path) != 0 { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+      if rename(temporary.path, url.path) != 0 {
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+      }
     } catch {
       try? FileManager.default.removeItem(at: temporary)
       throw error

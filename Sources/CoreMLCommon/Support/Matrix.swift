@@ -7,7 +7,9 @@ package enum Matrix {
   package static func transposed(_ values: [Float], rows: Int, columns: Int) -> [Float] {
     Constant.newValues(count: values.count) { result in
       values.withUnsafeBufferPointer { source in
-        if let from = source.baseAddress, let to = result.baseAddress { transpose(from, rows: rows, columns: columns, into: to) }
+        if let from = source.baseAddress, let to = result.baseAddress {
+          transpose(from, rows: rows, columns: columns, into: to)
+        }
       }
     }
   }
@@ -16,7 +18,8 @@ package enum Matrix {
   /// (all by default), in 32 x 32 tiles so both sides stay in cache for large matrices, and on every core
   /// for a large one (each writes its own result rows).
   package static func transpose(
-    _ source: UnsafePointer<Float>, rows: Int, columns: Int, resultRows: Range<Int>? = nil, into destination: UnsafeMutablePointer<Float>
+    _ source: UnsafePointer<Float>, rows: Int, columns: Int, resultRows: Range<Int>? = nil,
+    into destination: UnsafeMutablePointer<Float>
   ) {
     let wanted = resultRows ?? 0..<columns
     let tile = 32
@@ -24,8 +27,9 @@ package enum Matrix {
     Self.forEachPart(count: columnTiles, elements: rows * wanted.count) { tiles in
       let end = Swift.min(wanted.lowerBound + tiles.upperBound * tile, wanted.upperBound)
       for c0 in stride(from: wanted.lowerBound + tiles.lowerBound * tile, to: end, by: tile) {
-        transposeTiles(source, rows: rows, columns: columns, columnRange: c0..<Swift.min(c0 + tile, end),
-                       into: destination - wanted.lowerBound * rows)
+        transposeTiles(
+          source, rows: rows, columns: columns, columnRange: c0..<Swift.min(c0 + tile, end),
+          into: destination - wanted.lowerBound * rows)
       }
     }
   }
@@ -34,7 +38,8 @@ package enum Matrix {
   /// below `rows * columns` (an array's count): wrapping arithmetic only drops the overflow checks that
   /// keep the loop from vectorizing.
   private static func transposeTiles(
-    _ source: UnsafePointer<Float>, rows: Int, columns: Int, columnRange: Range<Int>, into destination: UnsafeMutablePointer<Float>
+    _ source: UnsafePointer<Float>, rows: Int, columns: Int, columnRange: Range<Int>,
+    into destination: UnsafeMutablePointer<Float>
   ) {
     let tile = 32
     var r0 = 0

@@ -12,7 +12,9 @@ import ModelIR
 /// - tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, exactly.
 extension CoreMLLayerEmitter {
   /// Abramowitz and Stegun 26.2.17: `p` and `b1...b5`.
-  static let normalTail: (p: Float, b: [Float]) = (0.231_641_9, [0.319_381_530, -0.356_563_782, 1.781_477_937, -1.821_255_978, 1.330_274_429])
+  static let normalTail: (p: Float, b: [Float]) = (
+    0.231_641_9, [0.319_381_530, -0.356_563_782, 1.781_477_937, -1.821_255_978, 1.330_274_429]
+  )
 
   mutating func emitGelu(approximate: Bool, name: String, input: String, output: String) throws {
     var step = 0
@@ -20,7 +22,9 @@ extension CoreMLLayerEmitter {
       step += 1
       return "\(name)__gelu\(step)_\(label)"
     }
-    func unary(_ kind: NeuralNetworkUnaryOperation, _ x: String, scale: Float = 1, shift: Float = 0, label: String) -> String {
+    func unary(_ kind: NeuralNetworkUnaryOperation, _ x: String, scale: Float = 1, shift: Float = 0, label: String)
+      -> String
+    {
       let out = blob(label)
       // Apple reads an epsilon of 0 as 1e-6 ([rule UNARY-DEFAULTS]); 1e-12 keeps 1 / (1 + p|x|) exact to float precision.
       builder.unary(kind, out, input: x, output: out, shift: shift, scale: scale, epsilon: 1e-12)

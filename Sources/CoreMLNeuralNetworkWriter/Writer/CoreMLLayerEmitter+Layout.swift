@@ -32,7 +32,8 @@ extension CoreMLLayerEmitter {
     case 2: return [shape[0], shape[1], 1, 1]
     case 3: return [1, shape[2], shape[0], shape[1]]
     default:
-      throw CoreMLWriterError.unsupportedOperation(layer: layer, detail: "Reshape to rank \(shape.count + 1) (only (D,) and (H, W, C) targets)")
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: layer, detail: "Reshape to rank \(shape.count + 1) (only (D,) and (H, W, C) targets)")
     }
   }
 
@@ -47,15 +48,21 @@ extension CoreMLLayerEmitter {
   /// `[1, C, H, W]`): a CHANNEL_FIRST reshape to `[Seq = groups, C / groups, H, W]` (row-major, so
   /// sequence step i holds channels i * n ..< (i + 1) * n), a permute swapping Seq and C, and a CHANNEL_FIRST
   /// reshape back to `[1, C, H, W]`, whose channel j * groups + i is then input channel i * n + j.
-  mutating func emitChannelShuffle(axis: Int, groups: Int, shape: [Int], name: String, input: String, output: String) throws {
+  mutating func emitChannelShuffle(axis: Int, groups: Int, shape: [Int], name: String, input: String, output: String)
+    throws
+  {
     // A `[1, C]` sequence of one step is the blob `[1, C, 1, 1]` too.
     guard shape.count == 1 || shape.count == 3 || (shape.count == 2 && shape[0] == 1), axis == shape.count - 1 else {
       throw CoreMLWriterError.unsupportedOperation(
-        layer: name, detail: "a channel shuffle of axis \(axis) of \(shape) (classic layers shuffle the channels of a vector or an image only)")
+        layer: name,
+        detail:
+          "a channel shuffle of axis \(axis) of \(shape) (classic layers shuffle the channels of a vector or an image only)"
+      )
     }
     let (c, h, w) = shape.count == 3 ? (shape[2], shape[0], shape[1]) : (shape[shape.count - 1], 1, 1)
     let (grouped, swapped) = (name + "__groups___output", name + "__swapped___output")
-    builder.reshape(name + "__groups__", input: input, output: grouped, targetShape: [groups, c / groups, h, w], channelFirst: true)
+    builder.reshape(
+      name + "__groups__", input: input, output: grouped, targetShape: [groups, c / groups, h, w], channelFirst: true)
     emitPermute([1, 0, 2, 3], name: name + "__swapped__", input: grouped, output: swapped)
     builder.reshape(name, input: swapped, output: output, targetShape: [1, c, h, w], channelFirst: true)
   }

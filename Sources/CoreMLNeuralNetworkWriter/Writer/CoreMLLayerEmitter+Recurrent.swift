@@ -12,7 +12,8 @@ extension CoreMLLayerEmitter {
     case .hardSigmoid(let slope, let offset): return .sigmoidHard(alpha: slope, beta: offset)
     case .linear(let scale, let offset): return .linear(alpha: scale, beta: offset)
     default:
-      throw CoreMLWriterError.unsupportedOperation(layer: layer, detail: "recurrent activation \(activation) (sigmoid, hard_sigmoid, tanh, relu, linear)")
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: layer, detail: "recurrent activation \(activation) (sigmoid, hard_sigmoid, tanh, relu, linear)")
     }
   }
 
@@ -20,7 +21,9 @@ extension CoreMLLayerEmitter {
   static func gateMatrix(_ kernel: Constant, gate: Int, units: Int) -> [Float] {
     let (rows, width) = (kernel.shape[0], kernel.shape[1])
     var result = [Float](repeating: 0, count: rows * units)
-    for row in 0..<rows { for u in 0..<units { result[u * rows + row] = kernel.values[row * width + gate * units + u] } }
+    for row in 0..<rows {
+      for u in 0..<units { result[u * rows + row] = kernel.values[row * width + gate * units + u] }
+    }
     return result
   }
 
@@ -29,9 +32,12 @@ extension CoreMLLayerEmitter {
   }
 
   /// `states`: the blobs of the initial hidden state and (LSTM) cell state, when the node reads them.
-  mutating func emitRecurrent(_ r: Recurrent, name: String, input: String, states: [String] = [], output: String, inputShape: [Int]) throws {
+  mutating func emitRecurrent(
+    _ r: Recurrent, name: String, input: String, states: [String] = [], output: String, inputShape: [Int]
+  ) throws {
     func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: name, detail: detail) }
-    let inputs = inputShape[1], units = r.units
+    let inputs = inputShape[1]
+    let units = r.units
     // What Core ML's recurrent layers cannot express is written step by step.
     if Self.needsUnrolling(r) {
       if r.returnsCellState { throw unsupported("an LSTM cell state of a layer written step by step") }
@@ -46,8 +52,12 @@ extension CoreMLLayerEmitter {
     switch r.cell {
     case .lstm:
       func lstmWeights(_ w: Recurrent.Weights) -> NeuralNetworkLSTMWeights {
-        func gate(_ matrix: Constant, _ gate: Int) -> CoreMLWeightValues { .values(Self.gateMatrix(matrix, gate: gate, units: units)) }
-        func bias(_ gate: Int) -> CoreMLWeightValues? { Self.gateBias(w.bias, gate: gate, units: units).map { .values($0) } }
+        func gate(_ matrix: Constant, _ gate: Int) -> CoreMLWeightValues {
+          .values(Self.gateMatrix(matrix, gate: gate, units: units))
+        }
+        func bias(_ gate: Int) -> CoreMLWeightValues? {
+          Self.gateBias(w.bias, gate: gate, units: units).map { .values($0) }
+        }
         // Keras gate order i, f, c, o.
         return NeuralNetworkLSTMWeights(
           input: gate(w.kernel, 0), forget: gate(w.kernel, 1), block: gate(w.kernel, 2), output: gate(w.kernel, 3),
@@ -55,7 +65,9 @@ extension CoreMLLayerEmitter {
           blockRecursion: gate(w.recurrentKernel, 2), outputRecursion: gate(w.recurrentKernel, 3),
           bias: w.bias == nil ? nil : (bias(0)!, bias(1)!, bias(2)!, bias(3)!))
       }
-      let activations = try [r.recurrentActivation, r.activation, r.activation].map { try recurrentActivation($0, layer: name) }
+      let activations = try [r.recurrentActivation, r.activation, r.activation].map {
+        try recurrentActivation($0, layer: name)
+      }
       // Keras never clips the cell state; Core ML clips at this threshold (coremltools' value).
       let cellClipThreshold: Float = 50000
       if let backward = r.backward {
@@ -65,7 +77,8 @@ extension CoreMLLayerEmitter {
         try builder.bidirectionalLSTM(
           name, input: input, outputs: [merged] + stateOutputs + [name + "__h_out_backward", cellStates[1]],
           inputSize: inputs, outputSize: units, forwardActivations: activations, backwardActivations: activations,
-          sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, forward: lstmWeights(r.forward), backward: lstmWeights(backward))
+          sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, forward: lstmWeights(r.forward),
+          backward: lstmWeights(backward))
         if r.returnsCellState {
           try emitMerge(r.merge, name: name + "__cell_merge__", inputs: cellStates, output: output)
         } else if r.merge != .concat {
@@ -74,17 +87,21 @@ extension CoreMLLayerEmitter {
         return
       }
       try builder.unidirectionalLSTM(
-        name, input: input, states: states, outputs: [sequenceOutput] + stateOutputs, inputSize: inputs, outputSize: units, activations: activations,
-        sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, reverseInput: r.goBackwards, weights: lstmWeights(r.forward))
+        name, input: input, states: states, outputs: [sequenceOutput] + stateOutputs, inputSize: inputs,
+        outputSize: units, activations: activations,
+        sequenceOutput: r.returnSequences, cellClipThreshold: cellClipThreshold, reverseInput: r.goBackwards,
+        weights: lstmWeights(r.forward))
 
     case .gru:
       try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
-        try emitter.emitGRU(r, weights, reverse: reverse, name: name, input: input, states: states, output: output, inputs: inputs)
+        try emitter.emitGRU(
+          r, weights, reverse: reverse, name: name, input: input, states: states, output: output, inputs: inputs)
       }
 
     case .simple:
       try emitDirections(r, name: name, input: input, output: output) { emitter, weights, reverse, name, output in
-        try emitter.emitSimpleRNN(r, weights, reverse: reverse, name: name, input: input, states: states, output: output, inputs: inputs)
+        try emitter.emitSimpleRNN(
+          r, weights, reverse: reverse, name: name, input: input, states: states, output: output, inputs: inputs)
       }
     }
   }
@@ -107,29 +124,37 @@ extension CoreMLLayerEmitter {
   }
 
   private mutating func emitGRU(
-    _ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, states: [String], output: String, inputs: Int
+    _ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, states: [String],
+    output: String, inputs: Int
   ) throws {
     let units = r.units
-    func gate(_ matrix: Constant, _ gate: Int) -> CoreMLWeightValues { .values(Self.gateMatrix(matrix, gate: gate, units: units)) }
+    func gate(_ matrix: Constant, _ gate: Int) -> CoreMLWeightValues {
+      .values(Self.gateMatrix(matrix, gate: gate, units: units))
+    }
     func bias(_ gate: Int) -> CoreMLWeightValues { .values(Self.gateBias(w.bias, gate: gate, units: units)!) }
     let activations = try [r.recurrentActivation, r.activation].map { try recurrentActivation($0, layer: name) }
     // Keras gate order z (update), r (reset), h (output).
     let weights = NeuralNetworkGRUWeights(
       update: gate(w.kernel, 0), reset: gate(w.kernel, 1), output: gate(w.kernel, 2),
-      updateRecursion: gate(w.recurrentKernel, 0), resetRecursion: gate(w.recurrentKernel, 1), outputRecursion: gate(w.recurrentKernel, 2),
+      updateRecursion: gate(w.recurrentKernel, 0), resetRecursion: gate(w.recurrentKernel, 1),
+      outputRecursion: gate(w.recurrentKernel, 2),
       bias: w.bias == nil ? nil : (bias(0), bias(1), bias(2)))
     try builder.gru(
-      name, input: input, states: states, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: units, activations: activations,
+      name, input: input, states: states, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: units,
+      activations: activations,
       sequenceOutput: r.returnSequences, reverseInput: reverse, weights: weights)
   }
 
   private mutating func emitSimpleRNN(
-    _ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, states: [String], output: String, inputs: Int
+    _ r: Recurrent, _ w: Recurrent.Weights, reverse: Bool, name: String, input: String, states: [String],
+    output: String, inputs: Int
   ) throws {
     try builder.simpleRecurrent(
       name, input: input, states: states, outputs: [output, name + "__h_out"], inputSize: inputs, outputSize: r.units,
-      activation: try recurrentActivation(r.activation, layer: name), sequenceOutput: r.returnSequences, reverseInput: reverse,
-      weights: .values(Self.gateMatrix(w.kernel, gate: 0, units: r.units)), recursion: .values(Self.gateMatrix(w.recurrentKernel, gate: 0, units: r.units)),
+      activation: try recurrentActivation(r.activation, layer: name), sequenceOutput: r.returnSequences,
+      reverseInput: reverse,
+      weights: .values(Self.gateMatrix(w.kernel, gate: 0, units: r.units)),
+      recursion: .values(Self.gateMatrix(w.recurrentKernel, gate: 0, units: r.units)),
       bias: w.bias.map { .values($0.values) })
   }
 
@@ -155,6 +180,7 @@ extension CoreMLLayerEmitter {
   mutating func emitEmbedding(_ table: Constant, name: String, input: String, output: String) throws {
     let (vocabulary, width) = (table.shape[0], table.shape[1])
     try builder.embedding(
-      name, input: input, output: output, inputDim: vocabulary, outputChannels: width, weights: .transposed(table.values, rows: vocabulary, columns: width))
+      name, input: input, output: output, inputDim: vocabulary, outputChannels: width,
+      weights: .transposed(table.values, rows: vocabulary, columns: width))
   }
 }

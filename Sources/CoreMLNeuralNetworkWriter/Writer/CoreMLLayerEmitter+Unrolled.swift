@@ -35,24 +35,33 @@ extension CoreMLLayerEmitter {
   }
 
   /// `initial`: a single direction's initial state blobs (h, and c for an LSTM); zeros without.
-  mutating func emitUnrolled(_ r: Recurrent, name: String, input: String, initial: [String] = [], output: String, inputShape: [Int]) throws {
+  mutating func emitUnrolled(
+    _ r: Recurrent, name: String, input: String, initial: [String] = [], output: String, inputShape: [Int]
+  ) throws {
     // Every step is several layers: the step count is limited so conversion stays within memory.
     guard let steps = inputShape.first, steps <= GraphLimits.maxUnrolledSteps else {
       throw CoreMLWriterError.unsupportedOperation(
         layer: name,
-        detail: "this recurrent layer is written step by step, and its \(inputShape.first ?? 0) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)")
+        detail:
+          "this recurrent layer is written step by step, and its \(inputShape.first ?? 0) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)"
+      )
     }
     guard let backward = r.backward else {
-      let states = try unrolledStates(r, r.forward, reversed: r.goBackwards, name: name, input: input, initial: initial, inputShape: inputShape)
+      let states = try unrolledStates(
+        r, r.forward, reversed: r.goBackwards, name: name, input: input, initial: initial, inputShape: inputShape)
       try emitSequence(r.returnSequences ? states : [states.last!], name: name, output: output)
       return
     }
     // Bidirectional: the backward pass runs last step first; Keras puts its outputs back in time order.
-    let forward = try unrolledStates(r, r.forward, reversed: false, name: name + "__forward", input: input, inputShape: inputShape)
-    let backwardStates = try unrolledStates(r, backward, reversed: true, name: name + "__backward", input: input, inputShape: inputShape)
+    let forward = try unrolledStates(
+      r, r.forward, reversed: false, name: name + "__forward", input: input, inputShape: inputShape)
+    let backwardStates = try unrolledStates(
+      r, backward, reversed: true, name: name + "__backward", input: input, inputShape: inputShape)
     let halves = [blob(name, "forward_all"), blob(name, "backward_all")]
     try emitSequence(r.returnSequences ? forward : [forward.last!], name: name + "__forward_all__", output: halves[0])
-    try emitSequence(r.returnSequences ? backwardStates.reversed() : [backwardStates.last!], name: name + "__backward_all__", output: halves[1])
+    try emitSequence(
+      r.returnSequences ? backwardStates.reversed() : [backwardStates.last!], name: name + "__backward_all__",
+      output: halves[1])
     try emitMerge(r.merge, name: name, inputs: halves, output: output)
   }
 
@@ -78,7 +87,8 @@ extension CoreMLLayerEmitter {
 
   /// The state blob after every step, in processing order.
   private mutating func unrolledStates(
-    _ r: Recurrent, _ w: Recurrent.Weights, reversed: Bool, name: String, input: String, initial: [String] = [], inputShape: [Int]
+    _ r: Recurrent, _ w: Recurrent.Weights, reversed: Bool, name: String, input: String, initial: [String] = [],
+    inputShape: [Int]
   ) throws -> [String] {
     let (steps, inputs, units) = (inputShape[0], inputShape[1], r.units)
     let width = r.cell.gates * units
@@ -87,11 +97,14 @@ extension CoreMLLayerEmitter {
     let zeros = [Float](repeating: 0, count: width)
     func blob(_ suffix: String) -> String { self.blob(name, suffix) }
     func part(_ source: String, _ gate: Int, _ label: String, _ prefix: String) -> String {
-      emitSlice(name: "\(name)__\(prefix)\(label)__", input: source, output: blob(prefix + label), axis: .channel, range: gate * units..<(gate + 1) * units)
+      emitSlice(
+        name: "\(name)__\(prefix)\(label)__", input: source, output: blob(prefix + label), axis: .channel,
+        range: gate * units..<(gate + 1) * units)
       return blob(prefix + label)
     }
     func activate(_ activation: Activation, _ source: String, _ label: String, _ prefix: String) throws -> String {
-      try emitActivation(activation, name: "\(name)__\(prefix)\(label)__", input: source, output: blob(prefix + label), shape: [units])
+      try emitActivation(
+        activation, name: "\(name)__\(prefix)\(label)__", input: source, output: blob(prefix + label), shape: [units])
       return blob(prefix + label)
     }
     func combine(_ kind: ElementwiseKind, _ inputs: [String], _ label: String, _ prefix: String) throws -> String {
@@ -99,10 +112,13 @@ extension CoreMLLayerEmitter {
       return blob(prefix + label)
     }
     /// `state · U[:, columns]` (+ `bias`), or nil from the zero state.
-    func recurrent(_ state: String?, _ columns: Range<Int>, bias: [Float]?, _ label: String, _ prefix: String) throws -> String? {
+    func recurrent(_ state: String?, _ columns: Range<Int>, bias: [Float]?, _ label: String, _ prefix: String) throws
+      -> String?
+    {
       guard let state else { return nil }
       try emitInnerProduct(
-        name: "\(name)__\(prefix)\(label)__", input: state, output: blob(prefix + label), weights: Self.columns(w.recurrentKernel, columns),
+        name: "\(name)__\(prefix)\(label)__", input: state, output: blob(prefix + label),
+        weights: Self.columns(w.recurrentKernel, columns),
         bias: bias ?? Array(zeros.prefix(columns.count)), inputs: units, outputs: columns.count)
       return blob(prefix + label)
     }
@@ -110,11 +126,13 @@ extension CoreMLLayerEmitter {
     // Input projections for every step at once, then time moved into W so steps can be sliced out.
     try emitInnerProduct(
       name: "\(name)__projection__", input: input, output: blob("projection"),
-      weights: Matrix.transposed(w.kernel.values, rows: inputs, columns: width), bias: Array(bias.prefix(width)), inputs: inputs, outputs: width)
+      weights: Matrix.transposed(w.kernel.values, rows: inputs, columns: width), bias: Array(bias.prefix(width)),
+      inputs: inputs, outputs: width)
     emitPermute(Self.sequenceToRow, name: "\(name)__row__", input: blob("projection"), output: blob("row"))
 
     // nil stands for the zero state.
-    var state: String? = initial.first, cell: String? = initial.count > 1 ? initial[1] : nil
+    var state: String? = initial.first
+    var cell: String? = initial.count > 1 ? initial[1] : nil
     var states: [String] = []
     for step in 0..<steps {
       let t = reversed ? steps - 1 - step : step
@@ -123,23 +141,27 @@ extension CoreMLLayerEmitter {
       let x = blob(p + "x")
       switch r.cell {
       case .simple:
-        let sum = try recurrent(state, 0..<units, bias: nil, "inner", p).map { try combine(.add, [x, $0], "sum", p) } ?? x
+        let sum =
+          try recurrent(state, 0..<units, bias: nil, "inner", p).map { try combine(.add, [x, $0], "sum", p) } ?? x
         state = try activate(r.activation, sum, "h", p)
 
       case .lstm:
-        let sum = try recurrent(state, 0..<width, bias: nil, "inner", p).map { try combine(.add, [x, $0], "sum", p) } ?? x
+        let sum =
+          try recurrent(state, 0..<width, bias: nil, "inner", p).map { try combine(.add, [x, $0], "sum", p) } ?? x
         let i = try activate(r.recurrentActivation, part(sum, 0, "ipre", p), "i", p)
         let f = try activate(r.recurrentActivation, part(sum, 1, "fpre", p), "f", p)
         let g = try activate(r.activation, part(sum, 2, "gpre", p), "g", p)
         let o = try activate(r.recurrentActivation, part(sum, 3, "opre", p), "o", p)
         let written = try combine(.multiply, [i, g], "written", p)
-        let next = try cell.map { try combine(.add, [try combine(.multiply, [f, $0], "kept", p), written], "c", p) } ?? written
+        let next =
+          try cell.map { try combine(.add, [try combine(.multiply, [f, $0], "kept", p), written], "c", p) } ?? written
         cell = next
         state = try combine(.multiply, [o, try activate(r.activation, next, "cact", p)], "h", p)
 
       case .gru:
         let (xz, xr, xh) = (part(x, 0, "xz", p), part(x, 1, "xr", p), part(x, 2, "xh", p))
-        var z: String, candidateSum: String
+        var z: String
+        var candidateSum: String
         if resetAfter {
           // From the zero state the recurrent product is just the recurrent bias.
           let inner: String
@@ -150,11 +172,14 @@ extension CoreMLLayerEmitter {
             inner = blob(p + "inner")
           }
           z = try activate(r.recurrentActivation, try combine(.add, [xz, part(inner, 0, "iz", p)], "zsum", p), "z", p)
-          let reset = try activate(r.recurrentActivation, try combine(.add, [xr, part(inner, 1, "ir", p)], "rsum", p), "r", p)
-          candidateSum = try combine(.add, [xh, try combine(.multiply, [reset, part(inner, 2, "ih", p)], "reset", p)], "hsum", p)
+          let reset = try activate(
+            r.recurrentActivation, try combine(.add, [xr, part(inner, 1, "ir", p)], "rsum", p), "r", p)
+          candidateSum = try combine(
+            .add, [xh, try combine(.multiply, [reset, part(inner, 2, "ih", p)], "reset", p)], "hsum", p)
         } else if let gates = try recurrent(state, 0..<2 * units, bias: nil, "gates", p), let previous = state {
           z = try activate(r.recurrentActivation, try combine(.add, [xz, part(gates, 0, "iz", p)], "zsum", p), "z", p)
-          let reset = try activate(r.recurrentActivation, try combine(.add, [xr, part(gates, 1, "ir", p)], "rsum", p), "r", p)
+          let reset = try activate(
+            r.recurrentActivation, try combine(.add, [xr, part(gates, 1, "ir", p)], "rsum", p), "r", p)
           let resetState = try combine(.multiply, [reset, previous], "resetstate", p)
           let inner = try recurrent(resetState, 2 * units..<width, bias: nil, "ih", p)!
           candidateSum = try combine(.add, [xh, inner], "hsum", p)
@@ -164,7 +189,8 @@ extension CoreMLLayerEmitter {
         }
         let candidate = try activate(r.activation, candidateSum, "candidate", p)
         // h = ĥ + z ⊙ (h − ĥ), with h − ĥ = −ĥ from the zero state.
-        let difference = try state.map { try combine(.subtract, [$0, candidate], "difference", p) }
+        let difference =
+          try state.map { try combine(.subtract, [$0, candidate], "difference", p) }
           ?? activate(.linear(scale: -1, offset: 0), candidate, "negated", p)
         state = try combine(.add, [candidate, try combine(.multiply, [z, difference], "kept", p)], "h", p)
       }
@@ -173,7 +199,8 @@ extension CoreMLLayerEmitter {
     return states
   }
 
-  mutating func emitSlice(name: String, input: String, output: String, axis: NeuralNetworkSliceAxis, range: Range<Int>) {
+  mutating func emitSlice(name: String, input: String, output: String, axis: NeuralNetworkSliceAxis, range: Range<Int>)
+  {
     builder.slice(name, input: input, output: output, axis: axis, range: range)
   }
 
@@ -183,7 +210,11 @@ extension CoreMLLayerEmitter {
   }
 
   /// `weights` is Core ML's `[outputs, inputs]`.
-  mutating func emitInnerProduct(name: String, input: String, output: String, weights values: [Float], bias: [Float], inputs: Int, outputs: Int) throws {
-    try builder.innerProduct(name, input: input, output: output, inputChannels: inputs, outputChannels: outputs, weights: .values(values), bias: .values(bias))
+  mutating func emitInnerProduct(
+    name: String, input: String, output: String, weights values: [Float], bias: [Float], inputs: Int, outputs: Int
+  ) throws {
+    try builder.innerProduct(
+      name, input: input, output: output, inputChannels: inputs, outputChannels: outputs, weights: .values(values),
+      bias: .values(bias))
   }
 }

@@ -1,6 +1,6 @@
+import CProtobufC
 import CoreMLCommon
 import CoreMLProgramWriter
-import CProtobufC
 import CoreMLSpec
 import Foundation
 import ModelIR
@@ -14,7 +14,9 @@ public enum CoreMLWriter {
   }
 
   /// The serialized `Model` protobuf and the specification version it declares.
-  static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (bytes: [UInt8], version: Int) {
+  static func serializeWithVersion(_ graph: Graph, options: CoreMLWriterOptions) throws -> (
+    bytes: [UInt8], version: Int
+  ) {
     let (specification, version, _, _) = try streamed(graph, options: options)
     return (specification.bytes(), version)
   }
@@ -23,7 +25,8 @@ public enum CoreMLWriter {
   /// refused when it would be larger than `maximumBytes` (known before any weight is laid out).
   /// `rankN` writes a rank-N network whatever the graph (for tests of the lowering).
   static func streamed(
-    _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes, rankN: Bool = false
+    _ graph: Graph, options: CoreMLWriterOptions, maximumBytes: Int = CoreMLLimits.maximumSpecificationBytes,
+    rankN: Bool = false
   ) throws -> (StreamedSpecification, Int, [String: [Int]], [CompressedTensorReport]) {
     let arena = MessageArena()
     let built = try buildModel(graph, options: options, arena: arena, rankN: rankN)
@@ -53,9 +56,13 @@ public enum CoreMLWriter {
       ? streamed(model.pointee.neuralnetworkclassifier!, count: \.n_layers, layers: \.layers)
       : streamed(model.pointee.neuralnetwork!, count: \.n_layers, layers: \.layers)
     guard specification.byteCount <= maximumBytes else {
-      throw CoreMLWriterError.specificationTooLarge(bytes: specification.byteCount, limit: maximumBytes, float32Weights: options.precision == .float32)
+      throw CoreMLWriterError.specificationTooLarge(
+        bytes: specification.byteCount, limit: maximumBytes, float32Weights: options.precision == .float32)
     }
-    return (specification, Int(model.pointee.specificationversion), ModelDescription.arrayShapes(model), built.compressedTensors)
+    return (
+      specification, Int(model.pointee.specificationversion), ModelDescription.arrayShapes(model),
+      built.compressedTensors
+    )
   }
 
   /// Serializes and writes atomically: the destination is replaced only once the new file is complete.
@@ -67,7 +74,10 @@ public enum CoreMLWriter {
 
   static func buildModel(
     _ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena, rankN: Bool = false
-  ) throws -> (model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup], compressedTensors: [CompressedTensorReport]) {
+  ) throws -> (
+    model: UnsafeMutablePointer<CoreML__Specification__Model>, groups: [StreamedSpecification.LayerGroup],
+    compressedTensors: [CompressedTensorReport]
+  ) {
     try ModelDescription.checkNames(graph)
     let inputNames = graph.inputs.map { graph[$0].name }
     let outputNames = graph.outputs.map { graph[$0].name }
@@ -78,7 +88,8 @@ public enum CoreMLWriter {
       throw CoreMLWriterError.unknownFeature(kind: "output", name: name, available: outputNames)
     }
 
-    let network = try rankN || RankNLowering.isNeeded(graph)
+    let network =
+      try rankN || RankNLowering.isNeeded(graph)
       ? rankNNetwork(graph, options: options, arena: arena) : rank5OrRankNNetwork(graph, options: options, arena: arena)
     let groups = network.groups
     let description = arena.message(core_ml__specification__model_description__init)
@@ -86,17 +97,22 @@ public enum CoreMLWriter {
     description.pointee.input = arena.pointerArray(network.inputs)
     var outputs = network.outputs
 
-    let preprocessing = graph.inputs.compactMap { id -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>? in
+    let preprocessing = graph.inputs.compactMap {
+      id -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>? in
       guard let settings = options.imageInputs[graph[id].name] else { return nil }
       return scaler(for: graph[id].name, settings, arena: arena)
     }
     let layers = network.layers
     let model = arena.message(core_ml__specification__model__init)
     model.pointee.specificationversion = network.specificationVersion
-    let arrayMapping = network.rankN
-      ? CORE_ML__SPECIFICATION__NEURAL_NETWORK_MULTI_ARRAY_SHAPE_MAPPING__EXACT_ARRAY_MAPPING : CORE_ML__SPECIFICATION__NEURAL_NETWORK_MULTI_ARRAY_SHAPE_MAPPING__RANK5_ARRAY_MAPPING
-    let imageMapping = network.rankN
-      ? CORE_ML__SPECIFICATION__NEURAL_NETWORK_IMAGE_SHAPE_MAPPING__RANK4_IMAGE_MAPPING : CORE_ML__SPECIFICATION__NEURAL_NETWORK_IMAGE_SHAPE_MAPPING__RANK5_IMAGE_MAPPING
+    let arrayMapping =
+      network.rankN
+      ? CORE_ML__SPECIFICATION__NEURAL_NETWORK_MULTI_ARRAY_SHAPE_MAPPING__EXACT_ARRAY_MAPPING
+      : CORE_ML__SPECIFICATION__NEURAL_NETWORK_MULTI_ARRAY_SHAPE_MAPPING__RANK5_ARRAY_MAPPING
+    let imageMapping =
+      network.rankN
+      ? CORE_ML__SPECIFICATION__NEURAL_NETWORK_IMAGE_SHAPE_MAPPING__RANK4_IMAGE_MAPPING
+      : CORE_ML__SPECIFICATION__NEURAL_NETWORK_IMAGE_SHAPE_MAPPING__RANK5_IMAGE_MAPPING
 
     if let classifier = options.classifier {
       let index = try ModelDescription.classifierOutputIndex(classifier, graph: graph)
@@ -104,7 +120,8 @@ public enum CoreMLWriter {
       let isInteger: Bool
       if case .integers = classifier.labels { isInteger = true } else { isInteger = false }
       outputs[index] = ModelDescription.dictionaryFeature(probabilities, integerKeys: isInteger, arena: arena)
-      outputs = classifier.placingLabel(ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena), in: outputs)
+      outputs = classifier.placingLabel(
+        ModelDescription.labelFeature(classifier.predictedFeatureName, integer: isInteger, arena: arena), in: outputs)
       description.pointee.predictedfeaturename = arena.string(classifier.predictedFeatureName)
       description.pointee.predictedprobabilitiesname = arena.string(probabilities)
 
@@ -121,13 +138,15 @@ public enum CoreMLWriter {
         let vector = arena.message(core_ml__specification__string_vector__init)
         vector.pointee.n_vector = labels.count
         vector.pointee.vector = arena.pointerArray(labels.map(arena.string))
-        classifierNetwork.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS
+        classifierNetwork.pointee.class_labels_case =
+          CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_STRING_CLASS_LABELS
         classifierNetwork.pointee.stringclasslabels = vector
       case .integers(let labels):
         let vector = arena.message(core_ml__specification__int64_vector__init)
         vector.pointee.n_vector = labels.count
         vector.pointee.vector = arena.array(labels)
-        classifierNetwork.pointee.class_labels_case = CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS
+        classifierNetwork.pointee.class_labels_case =
+          CORE_ML__SPECIFICATION__NEURAL_NETWORK_CLASSIFIER__CLASS_LABELS_INT64_CLASS_LABELS
         classifierNetwork.pointee.int64classlabels = vector
       }
       model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER
@@ -165,7 +184,9 @@ public enum CoreMLWriter {
 
   /// The rank-5 layers; where they cannot hold the graph (a rank-6 permute, a dense layer on a rank-4
   /// tensor, ...) and the target loads specification 4, the rank-N network, else the rank-5 layers' errors.
-  static func rank5OrRankNNetwork(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
+  static func rank5OrRankNNetwork(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws
+    -> WrittenNetwork
+  {
     do {
       return try rank5Network(graph, options: options, arena: arena)
     } catch let error as CoreMLWriterError {
@@ -186,10 +207,14 @@ public enum CoreMLWriter {
     // permuted to [W, C, H] on the way out (and from it on the way in). Otherwise Core ML's [C, H, W].
     var graph = given
     for id in given.inputs where options.imageInputs[given[id].name] == nil && given[id].type.shape.count == 3 {
-      if let declared = options.declaredArrays[given[id].name], !declared.channelsFirst, declared.shape.count >= 3 { graph.permuteInput(id, order: [1, 2, 0]) }
+      if let declared = options.declaredArrays[given[id].name], !declared.channelsFirst, declared.shape.count >= 3 {
+        graph.permuteInput(id, order: [1, 2, 0])
+      }
     }
     for id in given.outputs where given[id].type.shape.count == 3 {
-      if let declared = options.declaredArrays[given[id].name], !declared.channelsFirst, declared.shape.count >= 3 { graph.permuteOutput(id, order: [1, 2, 0]) }
+      if let declared = options.declaredArrays[given[id].name], !declared.channelsFirst, declared.shape.count >= 3 {
+        graph.permuteOutput(id, order: [1, 2, 0])
+      }
     }
     var emitter = CoreMLLayerEmitter(arena: arena, graph: graph, precision: options.precision)
     emitter.builder.compression = options.compression
@@ -208,8 +233,9 @@ public enum CoreMLWriter {
         if !unsupported.isEmpty { break }
         throw error
       }
-      groups.append(StreamedSpecification.LayerGroup(
-        layers: Array(emitter.layers[firstLayer...]), weights: Array(emitter.deferredWeights[firstWeight...])))
+      groups.append(
+        StreamedSpecification.LayerGroup(
+          layers: Array(emitter.layers[firstLayer...]), weights: Array(emitter.deferredWeights[firstWeight...])))
     }
     if unsupported.count == 1 { throw unsupported[0] }
     if unsupported.count > 1 { throw CoreMLWriterError.unsupportedOperations(unsupported) }
@@ -220,17 +246,23 @@ public enum CoreMLWriter {
         guard case .embedding = node.operation else { return false }
         return node.inputs == [id]
       }
-      if tokens && graph[id].type.shape.count == 1 { return ModelDescription.arrayFeature(graph[id].name, shape: [1], arena: arena) }
+      if tokens && graph[id].type.shape.count == 1 {
+        return ModelDescription.arrayFeature(graph[id].name, shape: [1], arena: arena)
+      }
       return ModelDescription.optional(
-        try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena), graph[id], defaultZero: false)
+        try inputFeature(graph[id], image: options.imageInputs[graph[id].name], arena: arena), graph[id],
+        defaultZero: false)
     }
     // An image output is the [C, H, W] blob of an [H, W, C] value, which Core ML turns into pixels.
     let outputs = try graph.outputs.map { id in
-      if let space = options.imageOutputs[graph[id].name] { return try ModelDescription.imageOutputFeature(graph[id], colorSpace: space, arena: arena) }
+      if let space = options.imageOutputs[graph[id].name] {
+        return try ModelDescription.imageOutputFeature(graph[id], colorSpace: space, arena: arena)
+      }
       return try arrayFeature(graph[id], arena: arena)
     }
     return WrittenNetwork(
-      layers: emitter.layers, groups: groups, specificationVersion: emitter.specificationVersion, inputs: inputs, outputs: outputs, rankN: false,
+      layers: emitter.layers, groups: groups, specificationVersion: emitter.specificationVersion, inputs: inputs,
+      outputs: outputs, rankN: false,
       compressedTensors: emitter.builder.compressionReports)
   }
 
@@ -238,49 +270,69 @@ public enum CoreMLWriter {
   /// probabilities, computed `[1, N]`, are reshaped to the `[N]` vector the classifier reads.
   static func rankNNetwork(_ graph: Graph, options: CoreMLWriterOptions, arena: MessageArena) throws -> WrittenNetwork {
     if let name = options.imageOutputs.keys.sorted().first {
-      throw CoreMLWriterError.unsupportedOperation(layer: name, detail: "an image output of a network of rank-N layers (specification 4) is not written")
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: name, detail: "an image output of a network of rank-N layers (specification 4) is not written")
     }
     let program = try MLProgramWriter.recordedProgram(graph, options: options)
     let probabilitiesIndex = try options.classifier.map { try ModelDescription.classifierOutputIndex($0, graph: graph) }
     var renamed: [String: String] = [:]
-    if let index = probabilitiesIndex { renamed[program.outputs[index].name] = program.outputs[index].name + "__batched" }
-    var lowering = RankNLowering(arena: arena, precision: options.precision, renamed: renamed, compression: options.compression)
+    if let index = probabilitiesIndex {
+      renamed[program.outputs[index].name] = program.outputs[index].name + "__batched"
+    }
+    var lowering = RankNLowering(
+      arena: arena, precision: options.precision, renamed: renamed, compression: options.compression)
     try lowering.lower(program)
     var builder = lowering.builder
     var groups = lowering.groups
     if let index = probabilitiesIndex {
       let probabilities = program.outputs[index]
       let (firstLayer, firstWeight) = (builder.layers.count, builder.deferredWeights.count)
-      builder.reshapeStatic(probabilities.name, input: renamed[probabilities.name]!, output: probabilities.name, shape: [probabilities.shape.reduce(1, *)])
-      groups.append(StreamedSpecification.LayerGroup(
-        layers: Array(builder.layers[firstLayer...]), weights: Array(builder.deferredWeights[firstWeight...])))
+      builder.reshapeStatic(
+        probabilities.name, input: renamed[probabilities.name]!, output: probabilities.name,
+        shape: [probabilities.shape.reduce(1, *)])
+      groups.append(
+        StreamedSpecification.LayerGroup(
+          layers: Array(builder.layers[firstLayer...]), weights: Array(builder.deferredWeights[firstWeight...])))
     }
-    let inputs = try zip(graph.inputs, program.inputs).map { id, tensor -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
-      if let image = options.imageInputs[graph[id].name] { return try ModelDescription.imageFeature(graph[id], image: image, arena: arena) }
+    let inputs = try zip(graph.inputs, program.inputs).map {
+      id, tensor -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> in
+      if let image = options.imageInputs[graph[id].name] {
+        return try ModelDescription.imageFeature(graph[id], image: image, arena: arena)
+      }
       return ModelDescription.arrayFeature(tensor.name, shape: tensor.shape, arena: arena)
     }
     let outputs = program.outputs.map { ModelDescription.arrayFeature($0.name, shape: $0.shape, arena: arena) }
     return WrittenNetwork(
-      layers: builder.layers, groups: groups, specificationVersion: builder.specificationVersion, inputs: inputs, outputs: outputs, rankN: true,
+      layers: builder.layers, groups: groups, specificationVersion: builder.specificationVersion, inputs: inputs,
+      outputs: outputs, rankN: true,
       compressedTensors: builder.compressionReports)
   }
 
   // MARK: Features
 
-  private static func arrayFeature(_ value: Value, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  private static func arrayFeature(_ value: Value, arena: MessageArena) throws -> UnsafeMutablePointer<
+    CoreML__Specification__FeatureDescription
+  > {
     guard let shape = CoreMLLayerEmitter.coreMLShape(value.type.shape) else {
       throw CoreMLWriterError.unsupportedOperation(
-        layer: value.name, detail: "a model input or output of rank \(value.type.shape.count + 1); classic Core ML takes (D,), (T, D) and (H, W, C)")
+        layer: value.name,
+        detail:
+          "a model input or output of rank \(value.type.shape.count + 1); classic Core ML takes (D,), (T, D) and (H, W, C)"
+      )
     }
     return ModelDescription.arrayFeature(value.name, shape: shape, arena: arena)
   }
 
-  static func inputFeature(_ value: Value, image: ImagePreprocessing?, arena: MessageArena) throws -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription> {
+  static func inputFeature(_ value: Value, image: ImagePreprocessing?, arena: MessageArena) throws
+    -> UnsafeMutablePointer<CoreML__Specification__FeatureDescription>
+  {
     guard let image else { return try arrayFeature(value, arena: arena) }
     return try ModelDescription.imageFeature(value, image: image, arena: arena)
   }
 
-  private static func scaler(for name: String, _ settings: ImagePreprocessing, arena: MessageArena) -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing> {
+  private static func scaler(for name: String, _ settings: ImagePreprocessing, arena: MessageArena)
+    -> UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>
+  {
     let scaler = arena.message(core_ml__specification__neural_network_image_scaler__init)
     scaler.pointee.channelscale = settings.scale
     scaler.pointee.redbias = settings.redBias
@@ -293,6 +345,5 @@ public enum CoreMLWriter {
     entry.pointee.scaler = scaler
     return entry
   }
-
 
 }

@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 
 /// `UnaryFunctionLayerParams.Operation` (the ones the emitters use).
@@ -47,45 +47,59 @@ extension NeuralNetworkBuilder {
     params.pointee.epsilon = epsilon
     params.pointee.shift = shift
     params.pointee.scale = scale
-    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY, \.unary, params)
+    append(
+      name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY, \.unary,
+      params)
   }
 
   /// A reduction over C (blobs `[C, H, W]` become `[1, H, W]`). Specification 1.
   mutating func reduceChannels(_ reduction: NeuralNetworkReduction, _ name: String, input: String, output: String) {
     let params = arena.message(core_ml__specification__reduce_layer_params__init)
     params.pointee.mode =
-      reduction == .average ? CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_OPERATION__AVG : CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_OPERATION__SUMSQUARE
+      reduction == .average
+      ? CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_OPERATION__AVG
+      : CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_OPERATION__SUMSQUARE
     params.pointee.axis = CORE_ML__SPECIFICATION__REDUCE_LAYER_PARAMS__REDUCE_AXIS__C
-    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE, \.reduce, params)
+    append(
+      name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REDUCE, \.reduce,
+      params)
   }
 
   /// `x / sqrt(sum of x^2 over C, H and W + epsilon)`. Specification 1.
   mutating func l2Normalize(_ name: String, input: String, output: String, epsilon: Float) {
     let params = arena.message(core_ml__specification__l2_normalize_layer_params__init)
     params.pointee.epsilon = epsilon
-    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE, \.l2normalize, params)
+    append(
+      name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_L2NORMALIZE,
+      \.l2normalize, params)
   }
 
   /// Local response normalization across C (a window of `localSize` channels). Specification 1.
-  mutating func localResponseNormalization(_ name: String, input: String, output: String, localSize: Int, alpha: Float, beta: Float, k: Float) {
+  mutating func localResponseNormalization(
+    _ name: String, input: String, output: String, localSize: Int, alpha: Float, beta: Float, k: Float
+  ) {
     let params = arena.message(core_ml__specification__lrnlayer_params__init)
     params.pointee.alpha = alpha
     params.pointee.beta = beta
     params.pointee.localsize = UInt64(localSize)
     params.pointee.k = k
-    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LRN, \.lrn, params)
+    append(
+      name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LRN, \.lrn, params)
   }
 
   /// The dot product (or cosine similarity) of two vectors over C. Specification 1.
   mutating func dot(_ name: String, inputs: [String], output: String, cosineSimilarity: Bool) {
     let params = arena.message(core_ml__specification__dot_product_layer_params__init)
     params.pointee.cosinesimilarity = cosineSimilarity ? 1 : 0
-    append(name, inputs: inputs, outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT, \.dot, params)
+    append(
+      name, inputs: inputs, outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_DOT, \.dot, params)
   }
 
   /// `scale * x (+ bias)` with `scale` and `bias` of shape `shape` (`[C]`: per channel), registered in that order.
   /// Specification 1.
-  mutating func scale(_ name: String, input: String, output: String, shape: [Int], scale: CoreMLWeightValues, bias: CoreMLWeightValues?) throws {
+  mutating func scale(
+    _ name: String, input: String, output: String, shape: [Int], scale: CoreMLWeightValues, bias: CoreMLWeightValues?
+  ) throws {
     let params = arena.message(core_ml__specification__scale_layer_params__init)
     params.pointee.n_shapescale = shape.count
     params.pointee.shapescale = uint64s(shape)
@@ -96,7 +110,9 @@ extension NeuralNetworkBuilder {
       params.pointee.shapebias = uint64s(shape)
       params.pointee.bias = try weights(bias, layer: name)
     }
-    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE, \.scale, params)
+    append(
+      name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SCALE, \.scale,
+      params)
   }
 
   /// A constant blob of `[C, H, W]` `shape`, with no inputs. Specification 1.
@@ -105,16 +121,22 @@ extension NeuralNetworkBuilder {
     params.pointee.n_shape = shape.count
     params.pointee.shape = uint64s(shape)
     params.pointee.data = try weights(values, layer: name)
-    append(name, inputs: [], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT, \.loadconstant, params)
+    append(
+      name, inputs: [], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT,
+      \.loadconstant, params)
   }
 
   /// A lookup of token ids below `inputDim` in `[outputChannels, inputDim]` `weights` (no bias). Specification 1.
-  mutating func embedding(_ name: String, input: String, output: String, inputDim: Int, outputChannels: Int, weights: CoreMLWeightValues) throws {
+  mutating func embedding(
+    _ name: String, input: String, output: String, inputDim: Int, outputChannels: Int, weights: CoreMLWeightValues
+  ) throws {
     let params = arena.message(core_ml__specification__embedding_layer_params__init)
     params.pointee.inputdim = UInt64(inputDim)
     params.pointee.outputchannels = UInt64(outputChannels)
     params.pointee.weights = try self.weights(weights, layer: name)
-    append(name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EMBEDDING, \.embedding, params)
+    append(
+      name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EMBEDDING,
+      \.embedding, params)
   }
 
   /// A layer the app implements (`MLCustomLayer` named `className`), with its weights in the order given and
@@ -130,20 +152,25 @@ extension NeuralNetworkBuilder {
     params.pointee.n_weights = weightParams.count
     params.pointee.weights = arena.pointerArray(weightParams)
     let arena = self.arena
-    let entries = parameters.map { key, parameter -> UnsafeMutablePointer<CoreML__Specification__CustomLayerParams__ParametersEntry> in
+    let entries = parameters.map {
+      key, parameter -> UnsafeMutablePointer<CoreML__Specification__CustomLayerParams__ParametersEntry> in
       let value = arena.message(core_ml__specification__custom_layer_params__custom_layer_param_value__init)
       switch parameter {
       case .double(let number):
-        value.pointee.value_case = CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_DOUBLE_VALUE
+        value.pointee.value_case =
+          CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_DOUBLE_VALUE
         value.pointee.doublevalue = number
       case .string(let text):
-        value.pointee.value_case = CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_STRING_VALUE
+        value.pointee.value_case =
+          CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_STRING_VALUE
         value.pointee.stringvalue = arena.string(text)
       case .int(let number):
-        value.pointee.value_case = CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_LONG_VALUE
+        value.pointee.value_case =
+          CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_LONG_VALUE
         value.pointee.longvalue = number
       case .bool(let flag):
-        value.pointee.value_case = CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_BOOL_VALUE
+        value.pointee.value_case =
+          CORE_ML__SPECIFICATION__CUSTOM_LAYER_PARAMS__CUSTOM_LAYER_PARAM_VALUE__VALUE_BOOL_VALUE
         value.pointee.boolvalue = flag ? 1 : 0
       }
       let entry = arena.message(core_ml__specification__custom_layer_params__parameters_entry__init)
@@ -153,7 +180,9 @@ extension NeuralNetworkBuilder {
     }
     params.pointee.n_parameters = entries.count
     params.pointee.parameters = arena.pointerArray(entries)
-    append(name, inputs: inputs, outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM, \.custom, params)
+    append(
+      name, inputs: inputs, outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM, \.custom,
+      params)
     requireSpecificationVersion(2)
   }
 }

@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 
 /// A GRU's `[outputSize, inputSize]` input matrices, `[outputSize, outputSize]` recursion matrices and
@@ -13,8 +13,10 @@ struct NeuralNetworkGRUWeights {
 /// An LSTM's matrices and optional biases per gate (input, forget, block input, output).
 struct NeuralNetworkLSTMWeights {
   var input: CoreMLWeightValues, forget: CoreMLWeightValues, block: CoreMLWeightValues, output: CoreMLWeightValues
-  var inputRecursion: CoreMLWeightValues, forgetRecursion: CoreMLWeightValues, blockRecursion: CoreMLWeightValues, outputRecursion: CoreMLWeightValues
-  var bias: (input: CoreMLWeightValues, forget: CoreMLWeightValues, block: CoreMLWeightValues, output: CoreMLWeightValues)?
+  var inputRecursion: CoreMLWeightValues, forgetRecursion: CoreMLWeightValues, blockRecursion: CoreMLWeightValues,
+    outputRecursion: CoreMLWeightValues
+  var bias:
+    (input: CoreMLWeightValues, forget: CoreMLWeightValues, block: CoreMLWeightValues, output: CoreMLWeightValues)?
 }
 
 /// Recurrent layers over Core ML's sequence axis: specification 1. Their `outputs` are the sequence (or
@@ -33,7 +35,9 @@ extension NeuralNetworkBuilder {
     params.pointee.n_activations = activations.count
     params.pointee.activations = arena.pointerArray(try activations.map { try activationParams($0, layer: name) })
     params.pointee.sequenceoutput = sequenceOutput ? 1 : 0
-    func weights(_ values: CoreMLWeightValues) throws -> UnsafeMutablePointer<WeightParams> { try self.weights(values, layer: name) }
+    func weights(_ values: CoreMLWeightValues) throws -> UnsafeMutablePointer<WeightParams> {
+      try self.weights(values, layer: name)
+    }
     params.pointee.updategateweightmatrix = try weights(w.update)
     params.pointee.resetgateweightmatrix = try weights(w.reset)
     params.pointee.outputgateweightmatrix = try weights(w.output)
@@ -47,13 +51,17 @@ extension NeuralNetworkBuilder {
       params.pointee.outputgatebiasvector = try weights(bias.output)
     }
     params.pointee.reverseinput = reverseInput ? 1 : 0
-    append(name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU, \.gru, params)
+    append(
+      name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GRU, \.gru,
+      params)
   }
 
   /// A simple RNN; weights registered as input matrix, recursion matrix, bias.
   mutating func simpleRecurrent(
-    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int, activation: NeuralNetworkActivation,
-    sequenceOutput: Bool, reverseInput: Bool, weights: CoreMLWeightValues, recursion: CoreMLWeightValues, bias: CoreMLWeightValues?
+    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int,
+    activation: NeuralNetworkActivation,
+    sequenceOutput: Bool, reverseInput: Bool, weights: CoreMLWeightValues, recursion: CoreMLWeightValues,
+    bias: CoreMLWeightValues?
   ) throws {
     let params = arena.message(core_ml__specification__simple_recurrent_layer_params__init)
     params.pointee.inputvectorsize = UInt64(inputSize)
@@ -67,15 +75,19 @@ extension NeuralNetworkBuilder {
       params.pointee.biasvector = try self.weights(bias, layer: name)
     }
     params.pointee.reverseinput = reverseInput ? 1 : 0
-    append(name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT, \.simplerecurrent, params)
+    append(
+      name, inputs: [input] + states, outputs: outputs,
+      CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIMPLE_RECURRENT, \.simplerecurrent, params)
   }
 
   /// A unidirectional LSTM with activations `[recurrent (gates), cell, output]`.
   mutating func unidirectionalLSTM(
-    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int, activations: [NeuralNetworkActivation],
+    _ name: String, input: String, states: [String] = [], outputs: [String], inputSize: Int, outputSize: Int,
+    activations: [NeuralNetworkActivation],
     sequenceOutput: Bool, cellClipThreshold: Float, reverseInput: Bool, weights: NeuralNetworkLSTMWeights
   ) throws {
-    let settings = lstmSettings(sequenceOutput: sequenceOutput, hasBias: weights.bias != nil, cellClipThreshold: cellClipThreshold)
+    let settings = lstmSettings(
+      sequenceOutput: sequenceOutput, hasBias: weights.bias != nil, cellClipThreshold: cellClipThreshold)
     let params = arena.message(core_ml__specification__uni_directional_lstmlayer_params__init)
     params.pointee.inputvectorsize = UInt64(inputSize)
     params.pointee.outputvectorsize = UInt64(outputSize)
@@ -84,7 +96,9 @@ extension NeuralNetworkBuilder {
     params.pointee.params = settings
     params.pointee.weightparams = try lstmWeights(weights, layer: name)
     params.pointee.reverseinput = reverseInput ? 1 : 0
-    append(name, inputs: [input] + states, outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM, \.unidirectionallstm, params)
+    append(
+      name, inputs: [input] + states, outputs: outputs,
+      CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNI_DIRECTIONAL_LSTM, \.unidirectionallstm, params)
   }
 
   /// A bidirectional LSTM whose output concatenates the forward and backward halves along C; the forward
@@ -92,23 +106,33 @@ extension NeuralNetworkBuilder {
   mutating func bidirectionalLSTM(
     _ name: String, input: String, outputs: [String], inputSize: Int, outputSize: Int,
     forwardActivations: [NeuralNetworkActivation], backwardActivations: [NeuralNetworkActivation],
-    sequenceOutput: Bool, cellClipThreshold: Float, forward: NeuralNetworkLSTMWeights, backward: NeuralNetworkLSTMWeights
+    sequenceOutput: Bool, cellClipThreshold: Float, forward: NeuralNetworkLSTMWeights,
+    backward: NeuralNetworkLSTMWeights
   ) throws {
-    let settings = lstmSettings(sequenceOutput: sequenceOutput, hasBias: forward.bias != nil, cellClipThreshold: cellClipThreshold)
+    let settings = lstmSettings(
+      sequenceOutput: sequenceOutput, hasBias: forward.bias != nil, cellClipThreshold: cellClipThreshold)
     let params = arena.message(core_ml__specification__bi_directional_lstmlayer_params__init)
     params.pointee.inputvectorsize = UInt64(inputSize)
     params.pointee.outputvectorsize = UInt64(outputSize)
     params.pointee.n_activationsforwardlstm = forwardActivations.count
-    params.pointee.activationsforwardlstm = arena.pointerArray(try forwardActivations.map { try activationParams($0, layer: name) })
+    params.pointee.activationsforwardlstm = arena.pointerArray(
+      try forwardActivations.map { try activationParams($0, layer: name) })
     params.pointee.n_activationsbackwardlstm = backwardActivations.count
-    params.pointee.activationsbackwardlstm = arena.pointerArray(try backwardActivations.map { try activationParams($0, layer: name) })
+    params.pointee.activationsbackwardlstm = arena.pointerArray(
+      try backwardActivations.map { try activationParams($0, layer: name) })
     params.pointee.params = settings
     params.pointee.n_weightparams = 2
-    params.pointee.weightparams = arena.pointerArray([try lstmWeights(forward, layer: name), try lstmWeights(backward, layer: name)])
-    append(name, inputs: [input], outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM, \.bidirectionallstm, params)
+    params.pointee.weightparams = arena.pointerArray([
+      try lstmWeights(forward, layer: name), try lstmWeights(backward, layer: name),
+    ])
+    append(
+      name, inputs: [input], outputs: outputs, CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_BI_DIRECTIONAL_LSTM,
+      \.bidirectionallstm, params)
   }
 
-  private func lstmSettings(sequenceOutput: Bool, hasBias: Bool, cellClipThreshold: Float) -> UnsafeMutablePointer<CoreML__Specification__LSTMParams> {
+  private func lstmSettings(sequenceOutput: Bool, hasBias: Bool, cellClipThreshold: Float) -> UnsafeMutablePointer<
+    CoreML__Specification__LSTMParams
+  > {
     let settings = arena.message(core_ml__specification__lstmparams__init)
     settings.pointee.sequenceoutput = sequenceOutput ? 1 : 0
     settings.pointee.hasbiasvectors = hasBias ? 1 : 0
@@ -117,9 +141,13 @@ extension NeuralNetworkBuilder {
   }
 
   /// Registered as the four input matrices, the four recursion matrices, then the four biases.
-  private mutating func lstmWeights(_ w: NeuralNetworkLSTMWeights, layer: String) throws -> UnsafeMutablePointer<CoreML__Specification__LSTMWeightParams> {
+  private mutating func lstmWeights(_ w: NeuralNetworkLSTMWeights, layer: String) throws -> UnsafeMutablePointer<
+    CoreML__Specification__LSTMWeightParams
+  > {
     let p = arena.message(core_ml__specification__lstmweight_params__init)
-    func weights(_ values: CoreMLWeightValues) throws -> UnsafeMutablePointer<WeightParams> { try self.weights(values, layer: layer) }
+    func weights(_ values: CoreMLWeightValues) throws -> UnsafeMutablePointer<WeightParams> {
+      try self.weights(values, layer: layer)
+    }
     p.pointee.inputgateweightmatrix = try weights(w.input)
     p.pointee.forgetgateweightmatrix = try weights(w.forget)
     p.pointee.blockinputweightmatrix = try weights(w.block)

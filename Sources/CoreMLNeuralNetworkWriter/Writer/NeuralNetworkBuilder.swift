@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 
 /// Typed construction of classic (rank-5) Core ML neural-network layers: the one place that fills
@@ -44,7 +44,8 @@ struct NeuralNetworkBuilder {
 
   /// Appends a layer whose oneof `layer` is `params`.
   mutating func append<Params>(
-    _ name: String, inputs: [String], outputs: [String], _ layerCase: CoreML__Specification__NeuralNetworkLayer__LayerCase,
+    _ name: String, inputs: [String], outputs: [String],
+    _ layerCase: CoreML__Specification__NeuralNetworkLayer__LayerCase,
     _ field: WritableKeyPath<NNLayer, UnsafeMutablePointer<Params>?>, _ params: UnsafeMutablePointer<Params>
   ) {
     let layer = arena.message(core_ml__specification__neural_network_layer__init)
@@ -89,13 +90,16 @@ struct NeuralNetworkBuilder {
   /// codes `q` become `q + 128` with `bias = -128 * scale`, affine ones keep `q` with `bias = -zero *
   /// scale`. A lookup table holds 2^n floats. Codes are packed most significant bit first, as Core ML
   /// reads `rawValue` (and coremltools writes it).
-  mutating func compressibleWeights(_ values: CoreMLWeightValues, channels: Int, layer: String) throws -> UnsafeMutablePointer<WeightParams> {
+  mutating func compressibleWeights(_ values: CoreMLWeightValues, channels: Int, layer: String) throws
+    -> UnsafeMutablePointer<WeightParams>
+  {
     let elementBytes = precision == .float16 ? 2 : 4
     guard let compression else { return try weights(values, layer: layer) }
     guard values.count >= compression.minimumElements else {
       compressionReports.append(
         CompressedTensorReport(
-          name: layer, shape: [values.count], originalBytes: values.count * elementBytes, writtenBytes: values.count * elementBytes, method: nil,
+          name: layer, shape: [values.count], originalBytes: values.count * elementBytes,
+          writtenBytes: values.count * elementBytes, method: nil,
           skipped: "\(values.count) elements, fewer than \(compression.minimumElements)", relativeError: nil))
       return try weights(values, layer: layer)
     }
@@ -108,10 +112,14 @@ struct NeuralNetworkBuilder {
     var tableBytes = 0
     switch compression.method {
     case .prune:
-      throw CoreMLWriterError.invalidOption("pruned weights (sparse constants) exist in ML Programs (.mlpackage) only; a neural network (.mlmodel) has no sparse weight form")
+      throw CoreMLWriterError.invalidOption(
+        "pruned weights (sparse constants) exist in ML Programs (.mlpackage) only; a neural network (.mlmodel) has no sparse weight form"
+      )
     case .palettize(let n):
       if let group = compression.groupSize {
-        throw CoreMLWriterError.invalidOption("a lookup table per \(group) channels is iOS 18's ML Program form; a neural network (.mlmodel) has one table per weight")
+        throw CoreMLWriterError.invalidOption(
+          "a lookup table per \(group) channels is iOS 18's ML Program form; a neural network (.mlmodel) has one table per weight"
+        )
       }
       bits = n
       let result = Palettizer.palettize(floats, bits: n, seed: compression.seed)
@@ -119,13 +127,16 @@ struct NeuralNetworkBuilder {
       let table = arena.message(core_ml__specification__look_up_table_quantization_params__init)
       table.pointee.n_floatvalue = result.table.count
       table.pointee.floatvalue = arena.array(result.table)
-      quantization.pointee.quantization_type_case = CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION
+      quantization.pointee.quantization_type_case =
+        CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION
       quantization.pointee.lookuptablequantization = table
       tableBytes = result.table.count * 4
       decoded = { result.table[Int(result.indices[$0])] }
     case .quantize(let n, let mode):
       if let block = compression.blockSize {
-        throw CoreMLWriterError.invalidOption("a scale per block of \(block) input channels is iOS 18's ML Program form; a neural network (.mlmodel) has one per output channel")
+        throw CoreMLWriterError.invalidOption(
+          "a scale per block of \(block) input channels is iOS 18's ML Program form; a neural network (.mlmodel) has one per output channel"
+        )
       }
       bits = n
       let result = LinearQuantizer.quantize(floats, channels: channels, mode: mode, bits: n)
@@ -140,7 +151,8 @@ struct NeuralNetworkBuilder {
       linear.pointee.scale = arena.array(result.scales)
       linear.pointee.n_bias = channels
       linear.pointee.bias = arena.array(biases)
-      quantization.pointee.quantization_type_case = CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LINEAR_QUANTIZATION
+      quantization.pointee.quantization_type_case =
+        CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LINEAR_QUANTIZATION
       quantization.pointee.linearquantization = linear
       tableBytes = channels * 8
       decoded = { result.value(at: $0) }
@@ -154,7 +166,8 @@ struct NeuralNetworkBuilder {
     for (i, value) in floats.enumerated() { error.add(decoded: decoded(i), original: value) }
     compressionReports.append(
       CompressedTensorReport(
-        name: layer, shape: [floats.count], originalBytes: floats.count * elementBytes, writtenBytes: packed.count + tableBytes,
+        name: layer, shape: [floats.count], originalBytes: floats.count * elementBytes,
+        writtenBytes: packed.count + tableBytes,
         method: compression.summary, skipped: nil, relativeError: error.value))
     return params
   }

@@ -12,9 +12,11 @@ public struct NeuralNetworkWriter: CoreMLModelWriter {
   public var format: ModelFormat { .neuralNetwork }
 
   public func encode(_ graph: Graph, options: CoreMLWriterOptions) throws -> EncodedModel {
-    let (specification, version, shapes, compressed) = try CoreMLWriter.streamed(graph, options: options, maximumBytes: maximumSpecificationBytes)
+    let (specification, version, shapes, compressed) = try CoreMLWriter.streamed(
+      graph, options: options, maximumBytes: maximumSpecificationBytes)
     if let target = options.target, version > target.specificationVersion {
-      throw CoreMLWriterError.targetTooOld(target: target.name, needs: version, reason: "the layers of this model need specification \(version)")
+      throw CoreMLWriterError.targetTooOld(
+        target: target.name, needs: version, reason: "the layers of this model need specification \(version)")
     }
     var encoded = EncodedModel(format: .neuralNetwork, streamed: specification, specificationVersion: version)
     encoded.arrayShapes = shapes

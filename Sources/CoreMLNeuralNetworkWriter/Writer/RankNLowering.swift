@@ -29,7 +29,9 @@ struct RankNLowering {
   /// The MIL operation being lowered, for errors.
   private var current = ""
 
-  init(arena: MessageArena, precision: WeightPrecision, renamed: [String: String], compression: WeightCompression? = nil) {
+  init(
+    arena: MessageArena, precision: WeightPrecision, renamed: [String: String], compression: WeightCompression? = nil
+  ) {
     builder = NeuralNetworkBuilder(arena: arena, precision: precision)
     builder.compression = compression
     builder.requireSpecificationVersion(4)
@@ -44,8 +46,9 @@ struct RankNLowering {
       current = "\(record.type) '\(record.outputs.first?.name ?? "")'"
       try lower(record)
       if builder.layers.count > firstLayer {
-        groups.append(StreamedSpecification.LayerGroup(
-          layers: Array(builder.layers[firstLayer...]), weights: Array(builder.deferredWeights[firstWeight...])))
+        groups.append(
+          StreamedSpecification.LayerGroup(
+            layers: Array(builder.layers[firstLayer...]), weights: Array(builder.deferredWeights[firstWeight...])))
       }
     }
   }
@@ -102,7 +105,9 @@ struct RankNLowering {
   }
 
   private func scalar(_ record: MILRecord, _ key: String) throws -> Float {
-    guard let c = constant(record.param(key)), c.values.count == 1 else { throw unsupported("'\(key)' is not a float scalar") }
+    guard let c = constant(record.param(key)), c.values.count == 1 else {
+      throw unsupported("'\(key)' is not a float scalar")
+    }
     return c.values.materialized()[0]
   }
 
@@ -125,7 +130,9 @@ struct RankNLowering {
   }
 
   /// The blob of the operation's `x`.
-  private mutating func input(_ record: MILRecord) throws -> String { try blob(record.param("x"), label: output(record) + "_x") }
+  private mutating func input(_ record: MILRecord) throws -> String {
+    try blob(record.param("x"), label: output(record) + "_x")
+  }
 
   private func output(_ record: MILRecord) -> String {
     let name = record.outputs[0].name
@@ -257,7 +264,8 @@ struct RankNLowering {
 
   /// `linear_activation`.
   private mutating func lowerLinearActivation(_ r: MILRecord, _ out: String) throws {
-    try builder.activation(.linear(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
+    try builder.activation(
+      .linear(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
   }
 
   /// `clip`.
@@ -267,7 +275,8 @@ struct RankNLowering {
 
   /// `sigmoid_hard`.
   private mutating func lowerSigmoidHard(_ r: MILRecord, _ out: String) throws {
-    try builder.activation(.sigmoidHard(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
+    try builder.activation(
+      .sigmoidHard(alpha: try scalar(r, "alpha"), beta: try scalar(r, "beta")), out, input: try input(r), output: out)
   }
 
   /// `gelu`.
@@ -309,45 +318,56 @@ struct RankNLowering {
   private mutating func lowerRsqrt(_ r: MILRecord, _ out: String) throws {
     // Apple reads an epsilon of 0 as 1e-6 ([rule UNARY-DEFAULTS]): a zero epsilon is written as the least float.
     let epsilon = r.param("epsilon") == nil ? 1e-12 : try scalar(r, "epsilon")
-    builder.unary(.rsqrt, out, input: try input(r), output: out, epsilon: epsilon == 0 ? .leastNonzeroMagnitude : epsilon)
+    builder.unary(
+      .rsqrt, out, input: try input(r), output: out, epsilon: epsilon == 0 ? .leastNonzeroMagnitude : epsilon)
   }
 
   /// `add`, `sub`, `mul`, `real_div`, `maximum`, `minimum`, `pow` (broadcasting binary operations).
   private mutating func lowerBroadcastable(_ r: MILRecord, _ out: String) throws {
     let kinds: [String: NeuralNetworkBroadcastable] = [
-      "add": .add, "sub": .subtract, "mul": .multiply, "real_div": .divide, "maximum": .max, "minimum": .min, "pow": .pow,
+      "add": .add, "sub": .subtract, "mul": .multiply, "real_div": .divide, "maximum": .max, "minimum": .min,
+      "pow": .pow,
     ]
-    let a = try input(r), b = try blob(r.param("y"), label: out + "_y")
+    let a = try input(r)
+    let b = try blob(r.param("y"), label: out + "_y")
     builder.broadcastable(kinds[r.type]!, out, inputs: [a, b], output: out)
   }
 
   /// `greater`, `greater_equal`, `less`, `less_equal`, `equal`, `not_equal`.
   private mutating func lowerComparison(_ r: MILRecord, _ out: String) throws {
     let kinds: [String: NeuralNetworkComparison] = [
-      "greater": .greaterThan, "greater_equal": .greaterEqual, "less": .lessThan, "less_equal": .lessEqual, "equal": .equal, "not_equal": .notEqual,
+      "greater": .greaterThan, "greater_equal": .greaterEqual, "less": .lessThan, "less_equal": .lessEqual,
+      "equal": .equal, "not_equal": .notEqual,
     ]
-    let a = try input(r), b = try blob(r.param("y"), label: out + "_y")
+    let a = try input(r)
+    let b = try blob(r.param("y"), label: out + "_y")
     builder.comparison(kinds[r.type]!, out, inputs: [a, b], output: out)
   }
 
   /// `select`.
   private mutating func lowerSelect(_ r: MILRecord, _ out: String) throws {
     let condition = try blob(r.param("cond"), label: out + "_cond")
-    let a = try blob(r.param("a"), label: out + "_a"), b = try blob(r.param("b"), label: out + "_b")
+    let a = try blob(r.param("a"), label: out + "_a")
+    let b = try blob(r.param("b"), label: out + "_b")
     builder.whereBroadcastable(out, condition: condition, a: a, b: b, output: out)
   }
 
   /// `linear` (products).
   private mutating func lowerLinear(_ r: MILRecord, _ out: String) throws {
     // MIL's weight [out, in] row-major is the stored [in, out] matrix in column-major order.
-    guard let weight = constant(r.param("weight")), weight.shape.count == 2 else { throw unsupported("a linear weight that is not a constant matrix") }
+    guard let weight = constant(r.param("weight")), weight.shape.count == 2 else {
+      throw unsupported("a linear weight that is not a constant matrix")
+    }
     let bias = constant(r.param("bias"))
-    try builder.batchedMatMul(out, input: try input(r), output: out, rows: weight.shape[1], columns: weight.shape[0], weights: weight.values, bias: bias?.values)
+    try builder.batchedMatMul(
+      out, input: try input(r), output: out, rows: weight.shape[1], columns: weight.shape[0], weights: weight.values,
+      bias: bias?.values)
   }
 
   /// `matmul`.
   private mutating func lowerMatmul(_ r: MILRecord, _ out: String) throws {
-    let transposeX = try bool(r, "transpose_x", default: false), transposeY = try bool(r, "transpose_y", default: false)
+    let transposeX = try bool(r, "transpose_x", default: false)
+    let transposeY = try bool(r, "transpose_y", default: false)
     if let weight = constant(r.param("y")), weight.shape.count == 2, !transposeX, !transposeY {
       // A constant [in, out] right operand: stored in column-major order, its transpose row-major.
       let (rows, columns) = (weight.shape[0], weight.shape[1])
@@ -355,8 +375,10 @@ struct RankNLowering {
         out, input: try input(r), output: out, rows: rows, columns: columns,
         weights: .transposed(weight.values.materialized(), rows: rows, columns: columns), bias: nil)
     } else {
-      let a = try input(r), b = try blob(r.param("y"), label: out + "_y")
-      guard r.outputs[0].shape.count >= 2, (try tensorRank(r.param("x"))) >= 2, (try tensorRank(r.param("y"))) >= 2 else {
+      let a = try input(r)
+      let b = try blob(r.param("y"), label: out + "_y")
+      guard r.outputs[0].shape.count >= 2, (try tensorRank(r.param("x"))) >= 2, (try tensorRank(r.param("y"))) >= 2
+      else {
         throw unsupported("a product of vectors")
       }
       builder.batchedMatMul(out, a: a, b: b, output: out, transposeA: transposeX, transposeB: transposeY)
@@ -365,12 +387,16 @@ struct RankNLowering {
 
   /// `conv` (spatial operations on [1, c, h, w]).
   private mutating func lowerConv(_ r: MILRecord, _ out: String) throws {
-    guard let weight = constant(r.param("weight")), weight.shape.count == 4 else { throw unsupported("a convolution weight that is not a constant [O, I, kh, kw]") }
+    guard let weight = constant(r.param("weight")), weight.shape.count == 4 else {
+      throw unsupported("a convolution weight that is not a constant [O, I, kh, kw]")
+    }
     try requireRank4(r)
     let pad = try customPad(r)
     try builder.convolution(
-      out, input: try input(r), output: out, outputChannels: weight.shape[0], kernelChannels: weight.shape[1], groups: try int(r, "groups"),
-      kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"), dilation: try ints(r, "dilations"),
+      out, input: try input(r), output: out, outputChannels: weight.shape[0], kernelChannels: weight.shape[1],
+      groups: try int(r, "groups"),
+      kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"),
+      dilation: try ints(r, "dilations"),
       padding: pad, weights: weight.values, bias: constant(r.param("bias"))?.values)
   }
 
@@ -378,12 +404,17 @@ struct RankNLowering {
   private mutating func lowerConvTranspose(_ r: MILRecord, _ out: String) throws {
     // The deconvolution layer with explicit amounts crops them off the full scatter:
     // H_out = (H_in - 1) * stride + K - (top + bottom) ([rule VALID-PADDING]).
-    guard let weight = constant(r.param("weight")), weight.shape.count == 4 else { throw unsupported("a weight that is not a constant [I, O, kh, kw]") }
+    guard let weight = constant(r.param("weight")), weight.shape.count == 4 else {
+      throw unsupported("a weight that is not a constant [I, O, kh, kw]")
+    }
     try requireRank4(r)
-    guard try int(r, "groups") == 1, try ints(r, "dilations").allSatisfy({ $0 == 1 }) else { throw unsupported("a grouped or dilated transposed convolution") }
+    guard try int(r, "groups") == 1, try ints(r, "dilations").allSatisfy({ $0 == 1 }) else {
+      throw unsupported("a grouped or dilated transposed convolution")
+    }
     guard r.param("output_shape") == nil else { throw unsupported("conv_transpose with output_shape") }
     try builder.convolution(
-      out, input: try input(r), output: out, outputChannels: weight.shape[1], kernelChannels: weight.shape[0], groups: 1,
+      out, input: try input(r), output: out, outputChannels: weight.shape[1], kernelChannels: weight.shape[0],
+      groups: 1,
       kernelSize: [weight.shape[2], weight.shape[3]], stride: try ints(r, "strides"), dilation: [1, 1],
       padding: try customPad(r), weights: weight.values, bias: constant(r.param("bias"))?.values, deconvolution: true)
   }
@@ -394,7 +425,8 @@ struct RankNLowering {
     try requireRank4(r)
     let factors = [try int(r, "scale_factor_height"), try int(r, "scale_factor_width")]
     let mode: NeuralNetworkUpsampleMode =
-      r.type == "upsample_nearest_neighbor" ? .nearestNeighbor
+      r.type == "upsample_nearest_neighbor"
+      ? .nearestNeighbor
       : try bool(r, "align_corners", default: false) ? .bilinearAlignCornersTrue : .bilinearAlignCornersFalse
     builder.upsample(out, input: try input(r), output: out, scalingFactor: factors, mode: mode)
   }
@@ -403,14 +435,18 @@ struct RankNLowering {
   private mutating func lowerResizeBilinear(_ r: MILRecord, _ out: String) throws {
     // Only the DEFAULT grid the ML Program writer uses (i / f for whole factors f): the layer's DEFAULT mode.
     try requireRank4(r)
-    guard try string(r, "sampling_mode") == "DEFAULT" else { throw unsupported("resize_bilinear sampling other than DEFAULT") }
-    let inShape = try tensorOf(r.param("x")).shape, outShape = r.outputs[0].shape
+    guard try string(r, "sampling_mode") == "DEFAULT" else {
+      throw unsupported("resize_bilinear sampling other than DEFAULT")
+    }
+    let inShape = try tensorOf(r.param("x")).shape
+    let outShape = r.outputs[0].shape
     let (h, w) = (inShape[inShape.count - 2], inShape[inShape.count - 1])
     guard h > 0, w > 0, outShape[outShape.count - 2] % h == 0, outShape[outShape.count - 1] % w == 0 else {
       throw unsupported("resize_bilinear by factors that are not whole")
     }
     builder.upsample(
-      out, input: try input(r), output: out, scalingFactor: [outShape[outShape.count - 2] / h, outShape[outShape.count - 1] / w], mode: .bilinearDefault)
+      out, input: try input(r), output: out,
+      scalingFactor: [outShape[outShape.count - 2] / h, outShape[outShape.count - 1] / w], mode: .bilinearDefault)
   }
 
   /// `max_pool`, `avg_pool`.
@@ -419,7 +455,8 @@ struct RankNLowering {
     guard !(try bool(r, "ceil_mode", default: false)) else { throw unsupported("pooling with ceil_mode") }
     let excludes = try bool(r, "exclude_padding_from_average", default: false)
     builder.pooling(
-      r.type == "max_pool" ? .max : .average, out, input: try input(r), output: out, kernelSize: try ints(r, "kernel_sizes"),
+      r.type == "max_pool" ? .max : .average, out, input: try input(r), output: out,
+      kernelSize: try ints(r, "kernel_sizes"),
       stride: try ints(r, "strides"), padding: try customPad(r), global: false, averageExcludesPadding: excludes)
   }
 
@@ -428,11 +465,15 @@ struct RankNLowering {
     // The layer normalizes axis -3 of its input: [1, C, D...] goes through [1, C, product of the middle axes, last axis].
     let shape = try tensorOf(r.param("x")).shape
     guard shape.count >= 3 else { throw unsupported("batch_norm of a \(shape) tensor") }
-    guard let mean = constant(r.param("mean")), let variance = constant(r.param("variance")) else { throw unsupported("batch_norm statistics that are not constants") }
+    guard let mean = constant(r.param("mean")), let variance = constant(r.param("variance")) else {
+      throw unsupported("batch_norm statistics that are not constants")
+    }
     let c = mean.values.count
     let gamma = constant(r.param("gamma"))?.values ?? .values([Float](repeating: 1, count: c))
     let beta = constant(r.param("beta"))?.values ?? .values([Float](repeating: 0, count: c))
-    let folded = shape.count == 3 ? [1, shape[1], shape[2], 1] : [1, shape[1], shape[2..<(shape.count - 1)].reduce(1, *), shape.last!]
+    let folded =
+      shape.count == 3
+      ? [1, shape[1], shape[2], 1] : [1, shape[1], shape[2..<(shape.count - 1)].reduce(1, *), shape.last!]
     var source = try input(r)
     let direct = folded == shape
     if !direct {
@@ -442,7 +483,8 @@ struct RankNLowering {
     }
     let normalized = direct ? out : fresh(out + "_normalized")
     try builder.batchnorm(
-      normalized, input: source, output: normalized, channels: c, epsilon: try scalar(r, "epsilon"), gamma: gamma, beta: beta, mean: mean.values,
+      normalized, input: source, output: normalized, channels: c, epsilon: try scalar(r, "epsilon"), gamma: gamma,
+      beta: beta, mean: mean.values,
       variance: variance.values)
     if !direct { builder.reshapeStatic(out, input: normalized, output: out, shape: shape) }
   }
@@ -451,18 +493,26 @@ struct RankNLowering {
   private mutating func lowerLayerNorm(_ r: MILRecord, _ out: String) throws {
     let shape = try tensorOf(r.param("x")).shape
     let axes = try ints(r, "axes").map { $0 < 0 ? $0 + shape.count : $0 }
-    guard axes == Array((shape.count - axes.count)..<shape.count) else { throw unsupported("layer_norm over axes \(axes) that are not the last ones") }
+    guard axes == Array((shape.count - axes.count)..<shape.count) else {
+      throw unsupported("layer_norm over axes \(axes) that are not the last ones")
+    }
     let normalized = Array(shape.suffix(axes.count))
     let count = normalized.reduce(1, *)
     let gamma = constant(r.param("gamma"))?.values ?? .values([Float](repeating: 1, count: count))
     let beta = constant(r.param("beta"))?.values ?? .values([Float](repeating: 0, count: count))
-    try builder.layerNormalization(out, input: try input(r), output: out, normalizedShape: normalized, epsilon: try scalar(r, "epsilon"), gamma: gamma, beta: beta)
+    try builder.layerNormalization(
+      out, input: try input(r), output: out, normalizedShape: normalized, epsilon: try scalar(r, "epsilon"),
+      gamma: gamma, beta: beta)
   }
 
   /// `reduce_mean`, `reduce_sum`, `reduce_max`, `reduce_min`.
   private mutating func lowerReduction(_ r: MILRecord, _ out: String) throws {
-    let kinds: [String: NeuralNetworkAxisReduction] = ["reduce_mean": .mean, "reduce_sum": .sum, "reduce_max": .max, "reduce_min": .min]
-    builder.reduce(kinds[r.type]!, out, input: try input(r), output: out, axes: try ints(r, "axes"), keepDims: try bool(r, "keep_dims", default: false))
+    let kinds: [String: NeuralNetworkAxisReduction] = [
+      "reduce_mean": .mean, "reduce_sum": .sum, "reduce_max": .max, "reduce_min": .min,
+    ]
+    builder.reduce(
+      kinds[r.type]!, out, input: try input(r), output: out, axes: try ints(r, "axes"),
+      keepDims: try bool(r, "keep_dims", default: false))
   }
 
   /// `softmax`.
@@ -490,8 +540,11 @@ struct RankNLowering {
 
   /// `slice_by_index`.
   private mutating func lowerSliceByIndex(_ r: MILRecord, _ out: String) throws {
-    guard r.param("begin_mask") == nil, r.param("end_mask") == nil, r.param("squeeze_mask") == nil else { throw unsupported("slice masks") }
-    let begin = try ints(r, "begin"), end = try ints(r, "end")
+    guard r.param("begin_mask") == nil, r.param("end_mask") == nil, r.param("squeeze_mask") == nil else {
+      throw unsupported("slice masks")
+    }
+    let begin = try ints(r, "begin")
+    let end = try ints(r, "end")
     let stride = r.param("stride") == nil ? [Int](repeating: 1, count: begin.count) : try ints(r, "stride")
     builder.sliceStatic(out, input: try input(r), output: out, begin: begin, end: end, strides: stride)
   }
@@ -502,9 +555,12 @@ struct RankNLowering {
     let amounts = try ints(r, "pad")
     let rank = try tensorOf(r.param("x")).shape.count
     // MIL pads the last amounts.count / 2 axes; the constant pad layer takes every axis.
-    let pairs = [(Int, Int)](repeating: (0, 0), count: rank - amounts.count / 2)
+    let pairs =
+      [(Int, Int)](repeating: (0, 0), count: rank - amounts.count / 2)
       + stride(from: 0, to: amounts.count, by: 2).map { (amounts[$0], amounts[$0 + 1]) }
-    builder.constantPad(out, input: try input(r), output: out, amounts: pairs, value: r.param("constant_val") == nil ? 0 : try scalar(r, "constant_val"))
+    builder.constantPad(
+      out, input: try input(r), output: out, amounts: pairs,
+      value: r.param("constant_val") == nil ? 0 : try scalar(r, "constant_val"))
   }
 
   private func tensorOf(_ param: MILParam?) throws -> MILTensor {
@@ -519,7 +575,9 @@ struct RankNLowering {
   }
 
   private func requireRank4(_ r: MILRecord) throws {
-    guard try tensorOf(r.param("x")).shape.count == 4 else { throw unsupported("\(r.type) of a tensor that is not [1, C, H, W]") }
+    guard try tensorOf(r.param("x")).shape.count == 4 else {
+      throw unsupported("\(r.type) of a tensor that is not [1, C, H, W]")
+    }
   }
 
   /// MIL's `pad_type` with `pad` `[top, bottom, left, right]` as the layers' padding.

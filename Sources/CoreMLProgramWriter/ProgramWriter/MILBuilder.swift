@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 import Foundation
 
@@ -156,14 +156,19 @@ final class MILBuilder {
     return type
   }
 
-  func namedType(_ name: String, _ type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType> {
+  func namedType(_ name: String, _ type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<
+    CoreML__Specification__MILSpec__NamedValueType
+  > {
     let named = arena.message(core_ml__specification__milspec__named_value_type__init)
     named.pointee.name = arena.string(name)
     named.pointee.type = type
     return named
   }
 
-  private func immediate(_ tensorValue: UnsafeMutablePointer<CoreML__Specification__MILSpec__TensorValue>, type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<MILValueMessage> {
+  private func immediate(
+    _ tensorValue: UnsafeMutablePointer<CoreML__Specification__MILSpec__TensorValue>,
+    type: UnsafeMutablePointer<MILValueType>
+  ) -> UnsafeMutablePointer<MILValueMessage> {
     let immediate = arena.message(core_ml__specification__milspec__value__immediate_value__init)
     immediate.pointee.value_case = CORE_ML__SPECIFICATION__MILSPEC__VALUE__IMMEDIATE_VALUE__VALUE_TENSOR
     immediate.pointee.tensor = tensorValue
@@ -221,16 +226,24 @@ final class MILBuilder {
   /// A float constant: in `weight.bin` from `blobThreshold` elements on, else inline (float32 as floats,
   /// float16 as raw little-endian bytes). Float16 values beyond ±65504 are refused.
   /// A blob's values are laid out (and converted to float16) only when `weight.bin` is written.
-  func floatValue(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType) throws -> UnsafeMutablePointer<MILValueMessage> {
+  func floatValue(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType) throws
+    -> UnsafeMutablePointer<MILValueMessage>
+  {
     let type = tensorType(dataType, shape)
     if dataType == .fp16, let value = weight.firstOutsideFloat16 {
       throw CoreMLWriterError.float16Overflow(layer: currentLayer, value: value)
     }
-    if weight.count >= Self.blobThreshold { return blobFileValue(blobs.append(weight, float16: dataType == .fp16), type: type) }
+    if weight.count >= Self.blobThreshold {
+      return blobFileValue(blobs.append(weight, float16: dataType == .fp16), type: type)
+    }
     let values = weight.materialized()
     if dataType == .fp16 {
       // Range checked above.
-      return inlineBytes(values.flatMap { v in let bits = Float16(v).bitPattern; return [UInt8(bits & 0xFF), UInt8(bits >> 8)] }, type: type)
+      return inlineBytes(
+        values.flatMap { v in
+          let bits = Float16(v).bitPattern
+          return [UInt8(bits & 0xFF), UInt8(bits >> 8)]
+        }, type: type)
     }
     let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_floats__init)
     repeated.pointee.n_values = values.count
@@ -243,7 +256,9 @@ final class MILBuilder {
 
   // MARK: Operations
 
-  private func attribute(_ key: String, _ value: UnsafeMutablePointer<MILValueMessage>) -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Operation__AttributesEntry> {
+  private func attribute(_ key: String, _ value: UnsafeMutablePointer<MILValueMessage>) -> UnsafeMutablePointer<
+    CoreML__Specification__MILSpec__Operation__AttributesEntry
+  > {
     let entry = arena.message(core_ml__specification__milspec__operation__attributes_entry__init)
     entry.pointee.key = arena.string(key)
     entry.pointee.value = value
@@ -253,13 +268,16 @@ final class MILBuilder {
   /// Appends an operation with its inputs already resolved to bindings.
   private func append(
     _ type: String, name: String, inputs: [(String, [CoreML__Specification__MILSpec__Argument__Binding])],
-    outputs: [UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType>], attributes extra: [(String, UnsafeMutablePointer<MILValueMessage>)] = []
+    outputs: [UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType>],
+    attributes extra: [(String, UnsafeMutablePointer<MILValueMessage>)] = []
   ) {
     let operation = arena.message(core_ml__specification__milspec__operation__init)
     operation.pointee.type = arena.string(type)
-    let entries = inputs.map { key, bindings -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Operation__InputsEntry> in
+    let entries = inputs.map {
+      key, bindings -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Operation__InputsEntry> in
       let argument = arena.message(core_ml__specification__milspec__argument__init)
-      let pointers = bindings.map { binding -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Argument__Binding> in
+      let pointers = bindings.map {
+        binding -> UnsafeMutablePointer<CoreML__Specification__MILSpec__Argument__Binding> in
         let message = arena.message(core_ml__specification__milspec__argument__binding__init)
         message.pointee.binding_case = binding.binding_case
         if binding.binding_case == CORE_ML__SPECIFICATION__MILSPEC__ARGUMENT__BINDING__BINDING_NAME {
@@ -294,25 +312,38 @@ final class MILBuilder {
   }
 
   /// A `const` operation holding `value`, named uniquely after `name`.
-  func const(_ value: UnsafeMutablePointer<MILValueMessage>, dataType: MILElementType, shape: [Int], name: String, exactName: Bool = false) -> MILTensor {
+  func const(
+    _ value: UnsafeMutablePointer<MILValueMessage>, dataType: MILElementType, shape: [Int], name: String,
+    exactName: Bool = false
+  ) -> MILTensor {
     let output = exactName ? name : uniqueName(name)
-    append("const", name: output, inputs: [], outputs: [namedType(output, tensorType(dataType, shape))], attributes: [("val", value)])
+    append(
+      "const", name: output, inputs: [], outputs: [namedType(output, tensorType(dataType, shape))],
+      attributes: [("val", value)])
     return MILTensor(name: output, dataType: dataType, shape: shape)
   }
 
   /// A float constant tensor in `dataType`.
-  func const(_ values: [Float], shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
+  func const(_ values: [Float], shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws
+    -> MILTensor
+  {
     try const(.values(values), shape: shape, dataType, name: name, exactName: exactName)
   }
 
   /// A weight constant tensor in `dataType`; compressed when `compression` says so and it is large enough.
-  func const(_ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false) throws -> MILTensor {
+  func const(
+    _ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool = false
+  ) throws -> MILTensor {
     if let compression, dataType.isFloat, weight.count >= compression.minimumElements {
-      let compressed = try compressedConst(weight, shape: shape, dataType, name: name, exactName: exactName, compression)
-      records.append(MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [compressed]))
+      let compressed = try compressedConst(
+        weight, shape: shape, dataType, name: name, exactName: exactName, compression)
+      records.append(
+        MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [compressed]))
       return compressed
     }
-    let result = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName)
+    let result = const(
+      try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: name, exactName: exactName
+    )
     if let compression, dataType.isFloat {
       let bytes = weight.count * (dataType == .fp16 ? 2 : 4)
       compressionReports.append(
@@ -320,14 +351,17 @@ final class MILBuilder {
           name: result.name, shape: shape, originalBytes: bytes, writtenBytes: bytes, method: nil,
           skipped: "\(weight.count) elements, fewer than \(compression.minimumElements)", relativeError: nil))
     }
-    records.append(MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [result]))
+    records.append(
+      MILRecord(type: "const", params: [("val", .weights(weight, shape: shape, dataType))], outputs: [result]))
     return result
   }
 
   // MARK: Compressed weights
 
   /// A value stored in `weight.bin` at the blob record `offset`.
-  private func blobFileValue(_ offset: UInt64, type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<MILValueMessage> {
+  private func blobFileValue(_ offset: UInt64, type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<
+    MILValueMessage
+  > {
     let blob = arena.message(core_ml__specification__milspec__value__blob_file_value__init)
     blob.pointee.filename = arena.string(Self.weightFile)
     blob.pointee.offset = offset
@@ -339,7 +373,9 @@ final class MILBuilder {
   }
 
   /// An inline value of raw little-endian bytes (MIL keeps int8, uint8, uint32 and float16 immediates so).
-  private func inlineBytes(_ bytes: [UInt8], type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<MILValueMessage> {
+  private func inlineBytes(_ bytes: [UInt8], type: UnsafeMutablePointer<MILValueType>) -> UnsafeMutablePointer<
+    MILValueMessage
+  > {
     let repeated = arena.message(core_ml__specification__milspec__tensor_value__repeated_bytes__init)
     repeated.pointee.values = arena.binary(bytes)
     let tensor = tensorValue()
@@ -349,9 +385,13 @@ final class MILBuilder {
   }
 
   /// int8 or uint8 bytes in `weight.bin` from `blobThreshold` elements on, else inline.
-  private func byteValue(_ bytes: [UInt8], _ dataType: MILElementType, shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
+  private func byteValue(_ bytes: [UInt8], _ dataType: MILElementType, shape: [Int]) -> UnsafeMutablePointer<
+    MILValueMessage
+  > {
     let type = tensorType(dataType, shape)
-    if bytes.count >= Self.blobThreshold { return blobFileValue(blobs.append(dataType == .int8 ? .int8 : .uint8, bytes: bytes), type: type) }
+    if bytes.count >= Self.blobThreshold {
+      return blobFileValue(blobs.append(dataType == .int8 ? .int8 : .uint8, bytes: bytes), type: type)
+    }
     return inlineBytes(bytes, type: type)
   }
 
@@ -360,19 +400,24 @@ final class MILBuilder {
     _ codes: [UInt8], bits: Int, blobType: MILBlobStorage.BlobDataType, _ dataType: MILElementType, shape: [Int]
   ) -> UnsafeMutablePointer<MILValueMessage> {
     let packed = Palettizer.pack(bits == 8 ? codes : codes.map { $0 & UInt8((1 << bits) - 1) }, bits: bits)
-    return blobFileValue(blobs.append(blobType, bytes: packed, paddingBits: packed.count * 8 - codes.count * bits), type: tensorType(dataType, shape))
+    return blobFileValue(
+      blobs.append(blobType, bytes: packed, paddingBits: packed.count * 8 - codes.count * bits),
+      type: tensorType(dataType, shape))
   }
 
   /// uint32 values inline.
   private func uint32Value(_ values: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
-    inlineBytes(values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: UInt32(v) >> (8 * $0)) } }, type: tensorType(.uint32, [values.count]))
+    inlineBytes(
+      values.flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: UInt32(v) >> (8 * $0)) } },
+      type: tensorType(.uint32, [values.count]))
   }
 
   /// The weight as a `constexpr_lut_to_dense` or `constexpr_affine_dequantize` operation (iOS 16 forms,
   /// parameters as attributes, as Core ML reads them). The float values exist once, while the codes are
   /// computed; the report's error is measured against them code by code.
   private func compressedConst(
-    _ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool, _ compression: WeightCompression
+    _ weight: CoreMLWeightValues, shape: [Int], _ dataType: MILElementType, name: String, exactName: Bool,
+    _ compression: WeightCompression
   ) throws -> MILTensor {
     let elementBytes = dataType == .fp16 ? 2 : 4
     let original = weight.count * elementBytes
@@ -384,9 +429,13 @@ final class MILBuilder {
     let type = tensorType(dataType, shape)
     /// The weight as a plain constant after all, with why in the report.
     func kept(_ why: String) throws -> MILTensor {
-      let plain = const(try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName, exactName: true)
+      let plain = const(
+        try floatValue(weight, shape: shape, dataType), dataType: dataType, shape: shape, name: constName,
+        exactName: true)
       compressionReports.append(
-        CompressedTensorReport(name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil, skipped: why, relativeError: nil))
+        CompressedTensorReport(
+          name: constName, shape: shape, originalBytes: original, writtenBytes: original, method: nil, skipped: why,
+          relativeError: nil))
       return plain
     }
     var error = RelativeError()
@@ -413,7 +462,8 @@ final class MILBuilder {
         }
         table += result.table
       }
-      let indicesValue = packedCodes(codes, bits: bits, blobType: MILBlobStorage.BlobDataType(unsignedBits: bits), indexType, shape: shape)
+      let indicesValue = packedCodes(
+        codes, bits: bits, blobType: MILBlobStorage.BlobDataType(unsignedBits: bits), indexType, shape: shape)
       let lutShape = [channels / group] + Array(repeating: 1, count: max(shape.count - 1, 0)) + [1 << bits, 1]
       append(
         "constexpr_lut_to_dense", name: constName, inputs: [], outputs: [namedType(constName, type)],
@@ -442,17 +492,26 @@ final class MILBuilder {
         return try kept("\(inputs) input channels are not a multiple of the block size \(block)")
       }
       let blocks = channels * inputs / block
-      let result = LinearQuantizer.quantize(values, channels: blocks, mode: mode, bits: bits, float16: dataType == .fp16)
+      let result = LinearQuantizer.quantize(
+        values, channels: blocks, mode: mode, bits: bits, float16: dataType == .fp16)
       for (i, value) in values.enumerated() { measure(result.value(at: i), value) }
-      let codeType: MILElementType = bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
-      let blobType: MILBlobStorage.BlobDataType = bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
+      let codeType: MILElementType =
+        bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
+      let blobType: MILBlobStorage.BlobDataType =
+        bits == 4 ? (mode == .symmetric ? .int4 : .uint4) : (mode == .symmetric ? .int8 : .uint8)
       func codes(_ bytes: [UInt8], shape: [Int]) -> UnsafeMutablePointer<MILValueMessage> {
         packedCodes(bytes, bits: bits, blobType: blobType, codeType, shape: shape)
       }
-      let scaleShape = [channels] + (shape.count > 1 ? [inputs / block] + Array(repeating: 1, count: shape.count - 2) : [])
-      var attributes = [("data", codes(result.data, shape: shape)), ("scale", try floatValue(.values(result.scales), shape: scaleShape, dataType))]
+      let scaleShape =
+        [channels] + (shape.count > 1 ? [inputs / block] + Array(repeating: 1, count: shape.count - 2) : [])
+      var attributes = [
+        ("data", codes(result.data, shape: shape)),
+        ("scale", try floatValue(.values(result.scales), shape: scaleShape, dataType)),
+      ]
       if mode == .affine { attributes.append(("offset", codes(result.zeroPoints, shape: scaleShape))) }
-      append("constexpr_blockwise_shift_scale", name: constName, inputs: [], outputs: [namedType(constName, type)], attributes: attributes)
+      append(
+        "constexpr_blockwise_shift_scale", name: constName, inputs: [], outputs: [namedType(constName, type)],
+        attributes: attributes)
       written = (values.count * bits + 7) / 8 + blocks * elementBytes + (mode == .affine ? (blocks * bits + 7) / 8 : 0)
     case .quantize(_, let mode):
       let channels = shape.first ?? 1
@@ -492,7 +551,8 @@ final class MILBuilder {
     }
     compressionReports.append(
       CompressedTensorReport(
-        name: constName, shape: shape, originalBytes: original, writtenBytes: written, method: compression.summary, skipped: nil,
+        name: constName, shape: shape, originalBytes: original, writtenBytes: written, method: compression.summary,
+        skipped: nil,
         relativeError: error.value))
     return MILTensor(name: constName, dataType: dataType, shape: shape)
   }
@@ -502,7 +562,8 @@ final class MILBuilder {
     switch param {
     case .tensor, .tensors: return nil
     case .int(let v): return const(int32Value([Int32(v)], shape: []), dataType: .int32, shape: [], name: name)
-    case .ints(let v): return const(int32Value(v.map { Int32($0) }, shape: [v.count]), dataType: .int32, shape: [v.count], name: name)
+    case .ints(let v):
+      return const(int32Value(v.map { Int32($0) }, shape: [v.count]), dataType: .int32, shape: [v.count], name: name)
     case .bool(let v): return const(boolValue([v], shape: []), dataType: .bool, shape: [], name: name)
     case .string(let v): return const(stringValue([v], shape: []), dataType: .string, shape: [], name: name)
     case .scalar(let v, let type): return try const([v], shape: [], type, name: name)
@@ -512,7 +573,9 @@ final class MILBuilder {
   }
 
   /// Each parameter as bindings; those that are not tensors become `const` operations named `<prefix>_<key>`.
-  private func bindings(_ params: [(String, MILParam)], constantPrefix: String) throws -> [(String, [CoreML__Specification__MILSpec__Argument__Binding])] {
+  private func bindings(_ params: [(String, MILParam)], constantPrefix: String) throws -> [(
+    String, [CoreML__Specification__MILSpec__Argument__Binding]
+  )] {
     try params.map { key, param in
       switch param {
       case .tensor(let t): return (key, [nameBinding(t.name)])
@@ -525,7 +588,10 @@ final class MILBuilder {
   /// Appends operation `type` producing one tensor named `name` (made unique unless `exactName`).
   /// Parameters that are not tensors become `const` operations named `<name>_<key>`.
   @discardableResult
-  func op(_ type: String, _ params: [(String, MILParam)], name: String, exactName: Bool = false, dataType: MILElementType, shape: [Int]) throws -> MILTensor {
+  func op(
+    _ type: String, _ params: [(String, MILParam)], name: String, exactName: Bool = false, dataType: MILElementType,
+    shape: [Int]
+  ) throws -> MILTensor {
     let output = exactName ? name : uniqueName(name)
     if exactName { claim(name) }
     let bindings = try bindings(params, constantPrefix: output)
@@ -537,10 +603,14 @@ final class MILBuilder {
 
   /// Appends operation `type` with several outputs (`lstm`'s sequence, state and cell), named
   /// `<name>`, `<name>_1`, ... and made unique.
-  func op(_ type: String, _ params: [(String, MILParam)], name: String, outputs: [(dataType: MILElementType, shape: [Int])]) throws -> [MILTensor] {
+  func op(
+    _ type: String, _ params: [(String, MILParam)], name: String, outputs: [(dataType: MILElementType, shape: [Int])]
+  ) throws -> [MILTensor] {
     let names = outputs.indices.map { uniqueName($0 == 0 ? name : "\(name)_\($0)") }
     let bindings = try bindings(params, constantPrefix: names[0])
-    append(type, name: names[0], inputs: bindings, outputs: zip(names, outputs).map { namedType($0, tensorType($1.dataType, $1.shape)) })
+    append(
+      type, name: names[0], inputs: bindings,
+      outputs: zip(names, outputs).map { namedType($0, tensorType($1.dataType, $1.shape)) })
     let results = zip(names, outputs).map { MILTensor(name: $0, dataType: $1.dataType, shape: $1.shape) }
     records.append(MILRecord(type: type, params: params, outputs: results))
     return results
@@ -548,10 +618,13 @@ final class MILBuilder {
 
   /// MIL's `classify`: `probabilities` (float32) with the class labels as a list constant given in place;
   /// outputs the top label (named `labelName`) and the label-to-probability dictionary (`probabilitiesName`).
-  func classify(probabilities: MILTensor, labels: [String]?, integerLabels: [Int64]?, labelName: String, probabilitiesName: String) {
+  func classify(
+    probabilities: MILTensor, labels: [String]?, integerLabels: [Int64]?, labelName: String, probabilitiesName: String
+  ) {
     let elementType: MILElementType = integerLabels != nil ? .int64 : .string
     let elements: [UnsafeMutablePointer<MILValueMessage>] =
-      integerLabels.map { $0.map { int64Value([$0], shape: []) } } ?? (labels ?? []).map { stringValue([$0], shape: []) }
+      integerLabels.map { $0.map { int64Value([$0], shape: []) } }
+      ?? (labels ?? []).map { stringValue([$0], shape: []) }
     let list = arena.message(core_ml__specification__milspec__list_value__init)
     list.pointee.n_values = elements.count
     list.pointee.values = arena.pointerArray(elements)

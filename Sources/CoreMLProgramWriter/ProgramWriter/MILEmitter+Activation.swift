@@ -13,7 +13,10 @@ extension MILEmitter {
       let shape = graph[node.inputs[0]].type.shape
       if shape.count >= 2, shape.count <= 3, alpha.count == shape.last!, alpha.count != shape.reduce(1, *) {
         let cf = try tensor(node.inputs[0], .channelsFirst)
-        try produce(node.output, .channelsFirst, "prelu", [("x", .tensor(cf)), ("alpha", .floats(alpha.values, shape: [alpha.count], cf.dataType))], dataType: cf.dataType)
+        try produce(
+          node.output, .channelsFirst, "prelu",
+          [("x", .tensor(cf)), ("alpha", .floats(alpha.values, shape: [alpha.count], cf.dataType))],
+          dataType: cf.dataType)
         return
       }
     }
@@ -21,21 +24,29 @@ extension MILEmitter {
   }
 
   /// Writes `activation(x)` as the value `output` in `layout`.
-  mutating func emitActivation(_ activation: Activation, x: MILTensor, layout: MILLayout, output: ValueID, shape: [Int]) throws {
+  mutating func emitActivation(_ activation: Activation, x: MILTensor, layout: MILLayout, output: ValueID, shape: [Int])
+    throws
+  {
     if case .parametricReLU = activation {
       // The full-shape (or unshaped) slopes broadcast over the natural layout.
       let natural = try tensor(inputID(of: output), .natural)
-      let result = try activate(activation, natural, final: resultName(output, layout: .natural, dataType: natural.dataType), irShape: shape) { temporary(output, $0) }
+      let result = try activate(
+        activation, natural, final: resultName(output, layout: .natural, dataType: natural.dataType), irShape: shape
+      ) { temporary(output, $0) }
       define(output, .natural, result)
       return
     }
-    let result = try activate(activation, x, final: resultName(output, layout: layout, dataType: x.dataType), irShape: shape) { temporary(output, $0) }
+    let result = try activate(
+      activation, x, final: resultName(output, layout: layout, dataType: x.dataType), irShape: shape
+    ) { temporary(output, $0) }
     define(output, layout, result)
   }
 
   /// `activation(x)`: the last operation is named `final`, the others by `temp(suffix)`. Elementwise, so
   /// any layout works, except PReLU's slopes, which broadcast over a natural-layout `x` of IR shape `irShape`.
-  func activate(_ activation: Activation, _ x: MILTensor, final: MILName, irShape: [Int], temp: (String) -> MILName) throws -> MILTensor {
+  func activate(_ activation: Activation, _ x: MILTensor, final: MILName, irShape: [Int], temp: (String) -> MILName)
+    throws -> MILTensor
+  {
     let dt = x.dataType
     func unary(_ type: String, _ extra: [(String, MILParam)] = []) throws -> MILTensor {
       try op(type, [("x", .tensor(x))] + extra, final, dt, x.shape)
@@ -51,39 +62,52 @@ extension MILEmitter {
         return try unary("relu")
       }
       // x >= threshold ? min(x, max) : slope * (x - threshold)
-      let kept = try maxValue.map { try op("minimum", [("x", .tensor(x)), ("y", .scalar($0, dt))], temp("capped"), dt, x.shape) } ?? x
+      let kept =
+        try maxValue.map {
+          try op("minimum", [("x", .tensor(x)), ("y", .scalar($0, dt))], temp("capped"), dt, x.shape)
+        } ?? x
       let shifted = try op("sub", [("x", .tensor(x)), ("y", .scalar(threshold, dt))], temp("shifted"), dt, x.shape)
       let below = try op("mul", [("x", .tensor(shifted)), ("y", .scalar(slope, dt))], temp("below"), dt, x.shape)
-      let condition = try op("greater_equal", [("x", .tensor(x)), ("y", .scalar(threshold, dt))], temp("above"), .bool, x.shape)
-      return try op("select", [("cond", .tensor(condition)), ("a", .tensor(kept)), ("b", .tensor(below))], final, dt, x.shape)
+      let condition = try op(
+        "greater_equal", [("x", .tensor(x)), ("y", .scalar(threshold, dt))], temp("above"), .bool, x.shape)
+      return try op(
+        "select", [("cond", .tensor(condition)), ("a", .tensor(kept)), ("b", .tensor(below))], final, dt, x.shape)
     case .leakyReLU(let alpha): return try unary("leaky_relu", [("alpha", .scalar(alpha, dt))])
     case .parametricReLU(let alpha):
       // relu(x) + alpha * min(x, 0)
       let positive = try op("relu", [("x", .tensor(x))], temp("positive"), dt, x.shape)
       let negative = try op("minimum", [("x", .tensor(x)), ("y", .scalar(0, dt))], temp("negative"), dt, x.shape)
       let alphaShape = alpha.count == irShape.reduce(1, *) ? [1] + irShape : [alpha.count]
-      let scaled = try op("mul", [("x", .tensor(negative)), ("y", .floats(alpha.values, shape: alphaShape, dt))], temp("scaled"), dt, x.shape)
+      let scaled = try op(
+        "mul", [("x", .tensor(negative)), ("y", .floats(alpha.values, shape: alphaShape, dt))], temp("scaled"), dt,
+        x.shape)
       return try op("add", [("x", .tensor(positive)), ("y", .tensor(scaled))], final, dt, x.shape)
     case .elu(let alpha): return try unary("elu", [("alpha", .scalar(alpha, dt))])
     case .selu:
-      let elu = try op("elu", [("x", .tensor(x)), ("alpha", .scalar(Activation.seluAlpha, dt))], temp("elu"), dt, x.shape)
+      let elu = try op(
+        "elu", [("x", .tensor(x)), ("alpha", .scalar(Activation.seluAlpha, dt))], temp("elu"), dt, x.shape)
       return try op("mul", [("x", .tensor(elu)), ("y", .scalar(Activation.seluScale, dt))], final, dt, x.shape)
     case .thresholdedReLU(let theta):
       // Keras keeps x only where x > theta (MIL's thresholded_relu keeps x >= alpha).
       let condition = try op("greater", [("x", .tensor(x)), ("y", .scalar(theta, dt))], temp("above"), .bool, x.shape)
       let zero = try builder.const([0], shape: [], dt, name: temp("zero").name)
-      return try op("select", [("cond", .tensor(condition)), ("a", .tensor(x)), ("b", .tensor(zero))], final, dt, x.shape)
+      return try op(
+        "select", [("cond", .tensor(condition)), ("a", .tensor(x)), ("b", .tensor(zero))], final, dt, x.shape)
     case .sigmoid: return try unary("sigmoid")
-    case .hardSigmoid(let slope, let offset): return try unary("sigmoid_hard", [("alpha", .scalar(slope, dt)), ("beta", .scalar(offset, dt))])
+    case .hardSigmoid(let slope, let offset):
+      return try unary("sigmoid_hard", [("alpha", .scalar(slope, dt)), ("beta", .scalar(offset, dt))])
     case .tanh: return try unary("tanh")
     case .softplus: return try unary("softplus")
     case .softsign: return try unary("softsign")
     case .swish: return try unary("silu")
     case .hardSwish:
       // MIL has no hard swish: x * sigmoid_hard(x) with alpha 1/6, beta 1/2 (clip(x / 6 + 1/2, 0, 1)).
-      let gate = try op("sigmoid_hard", [("x", .tensor(x)), ("alpha", .scalar(1.0 / 6, dt)), ("beta", .scalar(0.5, dt))], temp("gate"), dt, x.shape)
+      let gate = try op(
+        "sigmoid_hard", [("x", .tensor(x)), ("alpha", .scalar(1.0 / 6, dt)), ("beta", .scalar(0.5, dt))], temp("gate"),
+        dt, x.shape)
       return try op("mul", [("x", .tensor(x)), ("y", .tensor(gate))], final, dt, x.shape)
-    case .gelu(let approximate): return try unary("gelu", [("mode", .string(approximate ? "TANH_APPROXIMATION" : "EXACT"))])
+    case .gelu(let approximate):
+      return try unary("gelu", [("mode", .string(approximate ? "TANH_APPROXIMATION" : "EXACT"))])
     case .exponential: return try unary("exp")
     case .erf: return try unary("erf")
     case .clip(let low, let high): return try unary("clip", [("alpha", .scalar(low, dt)), ("beta", .scalar(high, dt))])
@@ -97,11 +121,16 @@ extension MILEmitter {
   }
 
   /// Core ML's unary function family `f(scale * x + shift)`.
-  func unaryFunction(_ function: UnaryFunction, _ x: MILTensor, final: MILName, temp: (String) -> MILName) throws -> MILTensor {
+  func unaryFunction(_ function: UnaryFunction, _ x: MILTensor, final: MILName, temp: (String) -> MILName) throws
+    -> MILTensor
+  {
     let dt = x.dataType
     var v = x
     if function.scale != 1 || function.shift != 0 {
-      v = try op("linear_activation", [("x", .tensor(x)), ("alpha", .scalar(function.scale, dt)), ("beta", .scalar(function.shift, dt))], temp("affine"), dt, x.shape)
+      v = try op(
+        "linear_activation",
+        [("x", .tensor(x)), ("alpha", .scalar(function.scale, dt)), ("beta", .scalar(function.shift, dt))],
+        temp("affine"), dt, x.shape)
     }
     func unary(_ type: String, _ extra: [(String, MILParam)] = []) throws -> MILTensor {
       try op(type, [("x", .tensor(v))] + extra, final, dt, x.shape)

@@ -19,11 +19,13 @@ extension MILEmitter {
     let dt = x.dataType
     let width = plan.directions * recurrent.units
     let sequence = try op(
-      "reshape", [("x", .tensor(x)), ("shape", .ints([steps, 1, columns]))], temporary(node.output, "steps"), dt, [steps, 1, columns])
+      "reshape", [("x", .tensor(x)), ("shape", .ints([steps, 1, columns]))], temporary(node.output, "steps"), dt,
+      [steps, 1, columns])
     // The initial states: the node's state inputs (`[1, units]` tensors, a single direction), else zeros.
     let zeros = [Float](repeating: 0, count: width)
     func initial(_ index: Int) throws -> MILParam {
-      node.inputs.count > index ? .tensor(try tensor(node.inputs[index], .natural)) : .floats(zeros, shape: [1, width], dt)
+      node.inputs.count > index
+        ? .tensor(try tensor(node.inputs[index], .natural)) : .floats(zeros, shape: [1, width], dt)
     }
     var params: [(String, MILParam)] = [("x", .tensor(sequence)), ("initial_h", try initial(1))]
     if plan.type == "lstm" { params.append(("initial_c", try initial(2))) }
@@ -46,7 +48,9 @@ extension MILEmitter {
     let final = resultName(node.output, layout: .natural, dataType: dt)
     // lstm's outputs: the sequence (or last step), the final hidden state, the final cell state.
     let picked = recurrent.returnsCellState ? 2 : recurrent.returnSequences ? 0 : 1
-    define(node.output, .natural, try op("reshape", [("x", .tensor(results[picked])), ("shape", .ints(shape))], final, dt, shape))
+    define(
+      node.output, .natural,
+      try op("reshape", [("x", .tensor(results[picked])), ("shape", .ints(shape))], final, dt, shape))
     return true
   }
 }
@@ -88,7 +92,9 @@ struct FusedRecurrentPlan {
       activations = [("recurrent_activation", gate), ("activation", output)]
       // MIL has no recurrent bias on the candidate.
       for weights in [r.forward] + (r.backward.map { [$0] } ?? []) {
-        if let bias = weights.bias, bias.values[(5 * r.units)..<(6 * r.units)].contains(where: { $0 != 0 }) { return nil }
+        if let bias = weights.bias, bias.values[(5 * r.units)..<(6 * r.units)].contains(where: { $0 != 0 }) {
+          return nil
+        }
       }
     case .gru(resetAfter: false): return nil
     case .simple:
@@ -109,9 +115,13 @@ struct FusedRecurrentPlan {
     func matrix(_ kernel: [Float], columns: Int) -> [Float] {
       // The IR's [columns, gates * units] to MIL's [gates * units, columns].
       var result = [Float](repeating: 0, count: kernel.count)
-      for k in 0..<gates { for u in 0..<units { for c in 0..<columns {
-        result[(milGate[k] * units + u) * columns + c] = kernel[c * gates * units + k * units + u]
-      } } }
+      for k in 0..<gates {
+        for u in 0..<units {
+          for c in 0..<columns {
+            result[(milGate[k] * units + u) * columns + c] = kernel[c * gates * units + k * units + u]
+          }
+        }
+      }
       return result
     }
     let width = gates * units

@@ -10,7 +10,8 @@ extension MILEmitter {
     if try emitFusedRecurrent(node, recurrent) { return }
     if recurrent.returnsCellState {
       throw CoreMLWriterError.unsupportedOperation(
-        layer: node.origin?.name ?? node.name, detail: "an LSTM cell state of a layer written step by step (activations MIL's lstm does not name)")
+        layer: node.origin?.name ?? node.name,
+        detail: "an LSTM cell state of a layer written step by step (activations MIL's lstm does not name)")
     }
     let x = try tensor(node.inputs[0], .natural)
     let steps = graph[node.inputs[0]].type.shape[0]
@@ -18,7 +19,9 @@ extension MILEmitter {
     guard steps <= GraphLimits.maxUnrolledSteps else {
       throw CoreMLWriterError.unsupportedOperation(
         layer: node.origin?.name ?? node.name,
-        detail: "this recurrent layer is written step by step, and its \(steps) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)")
+        detail:
+          "this recurrent layer is written step by step, and its \(steps) steps are more than the limit of \(GraphLimits.maxUnrolledSteps)"
+      )
     }
     let directions: [(weights: Recurrent.Weights, reversed: Bool, tag: String)] =
       [(recurrent.forward, recurrent.goBackwards, "fw")] + (recurrent.backward.map { [($0, true, "bw")] } ?? [])
@@ -28,7 +31,8 @@ extension MILEmitter {
       let initial = try node.inputs.dropFirst().map { try tensor($0, .natural) }
       results.append(
         try unroll(
-          recurrent, direction.weights, x: x, steps: steps, reversed: direction.reversed, tag: direction.tag, output: node.output,
+          recurrent, direction.weights, x: x, steps: steps, reversed: direction.reversed, tag: direction.tag,
+          output: node.output,
           timeOrder: direction.tag == "bw", initial: initial))
     }
     let dt = x.dataType
@@ -40,11 +44,14 @@ extension MILEmitter {
     } else {
       switch recurrent.merge {
       case .concat:
-        result = try op("concat", [("values", .tensors(results)), ("axis", .int(shape.count - 1)), ("interleave", .bool(false))], final, dt, shape)
+        result = try op(
+          "concat", [("values", .tensors(results)), ("axis", .int(shape.count - 1)), ("interleave", .bool(false))],
+          final, dt, shape)
       case .sum: result = try op("add", [("x", .tensor(results[0])), ("y", .tensor(results[1]))], final, dt, shape)
       case .mul: result = try op("mul", [("x", .tensor(results[0])), ("y", .tensor(results[1]))], final, dt, shape)
       case .ave:
-        let sum = try op("add", [("x", .tensor(results[0])), ("y", .tensor(results[1]))], temporary(node.output, "sum"), dt, shape)
+        let sum = try op(
+          "add", [("x", .tensor(results[0])), ("y", .tensor(results[1]))], temporary(node.output, "sum"), dt, shape)
         result = try op("mul", [("x", .tensor(sum)), ("y", .scalar(0.5, dt))], final, dt, shape)
       }
     }
@@ -54,11 +61,14 @@ extension MILEmitter {
   /// One direction: the `[1, T, units]` states (in processing order, or time order when `timeOrder`)
   /// with `returnSequences`, else the last state `[1, units]`.
   private func unroll(
-    _ r: Recurrent, _ w: Recurrent.Weights, x: MILTensor, steps: Int, reversed: Bool, tag: String, output: ValueID, timeOrder: Bool,
+    _ r: Recurrent, _ w: Recurrent.Weights, x: MILTensor, steps: Int, reversed: Bool, tag: String, output: ValueID,
+    timeOrder: Bool,
     initial: [MILTensor] = []
   ) throws -> MILTensor {
     let dt = x.dataType
-    let units = r.units, gates = r.cell.gates, width = gates * units
+    let units = r.units
+    let gates = r.cell.gates
+    let width = gates * units
     let inputWidth = w.kernel.shape[0]
     func name(_ suffix: String) -> MILName { temporary(output, "\(tag)_\(suffix)") }
     // Input projection for all steps at once: x · W + b_input.
@@ -70,17 +80,27 @@ extension MILEmitter {
     }
     let projected = try op(
       "linear",
-      [("x", .tensor(x)), ("weight", .floats(Matrix.transposed(w.kernel.values, rows: inputWidth, columns: width), shape: [width, inputWidth], dt)),
-       ("bias", .floats(inputBias, shape: [width], dt))],
+      [
+        ("x", .tensor(x)),
+        (
+          "weight",
+          .floats(Matrix.transposed(w.kernel.values, rows: inputWidth, columns: width), shape: [width, inputWidth], dt)
+        ),
+        ("bias", .floats(inputBias, shape: [width], dt)),
+      ],
       name("input"), dt, [1, steps, width])
     // Recurrent kernel as linear weights [gates * units, units]; GRU's candidate part is applied separately.
     let recurrentWeights = Matrix.transposed(w.recurrentKernel.values, rows: units, columns: width)
-    let recurrentWeight = try builder.const(recurrentWeights, shape: [width, units], dt, name: name("recurrent_weight").name)
+    let recurrentWeight = try builder.const(
+      recurrentWeights, shape: [width, units], dt, name: name("recurrent_weight").name)
     let zeros = try builder.const([Float](repeating: 0, count: units), shape: [1, units], dt, name: name("zeros").name)
-    var h = initial.first ?? zeros, c = initial.count > 1 ? initial[1] : zeros
+    var h = initial.first ?? zeros
+    var c = initial.count > 1 ? initial[1] : zeros
     var states: [MILTensor] = []
     func slice(_ t: MILTensor, _ from: Int, _ to: Int, _ suffix: String) throws -> MILTensor {
-      try op("slice_by_index", [("x", .tensor(t)), ("begin", .ints([0, from])), ("end", .ints([1, to]))], name(suffix), dt, [1, to - from])
+      try op(
+        "slice_by_index", [("x", .tensor(t)), ("begin", .ints([0, from])), ("end", .ints([1, to]))], name(suffix), dt,
+        [1, to - from])
     }
     func binary(_ type: String, _ a: MILTensor, _ b: MILTensor, _ suffix: String) throws -> MILTensor {
       try op(type, [("x", .tensor(a)), ("y", .tensor(b))], name(suffix), dt, a.shape)
@@ -92,8 +112,11 @@ extension MILEmitter {
     for (index, t) in order.enumerated() {
       let s = "t\(index)"
       let stepSlice = try op(
-        "slice_by_index", [("x", .tensor(projected)), ("begin", .ints([0, t, 0])), ("end", .ints([1, t + 1, width]))], name("\(s)_xs"), dt, [1, 1, width])
-      let xt = try op("reshape", [("x", .tensor(stepSlice)), ("shape", .ints([1, width]))], name("\(s)_x"), dt, [1, width])
+        "slice_by_index",
+        [("x", .tensor(projected)), ("begin", .ints([0, t, 0])), ("end", .ints([1, t + 1, width]))], name("\(s)_xs"),
+        dt, [1, 1, width])
+      let xt = try op(
+        "reshape", [("x", .tensor(stepSlice)), ("shape", .ints([1, width]))], name("\(s)_x"), dt, [1, width])
       var params: [(String, MILParam)] = [("x", .tensor(h)), ("weight", .tensor(recurrentWeight))]
       if let recurrentBias { params.append(("bias", .floats(recurrentBias, shape: [width], dt))) }
       let hr = try op("linear", params, name("\(s)_hr"), dt, [1, width])
@@ -110,7 +133,8 @@ extension MILEmitter {
         c = try binary("add", try binary("mul", f, c, "\(s)_fc"), try binary("mul", i, g, "\(s)_ig"), "\(s)_c")
         h = try binary("mul", o, try act(r.activation, c, "\(s)_ct"), "\(s)_h")
       case .gru(let resetAfter):
-        let zr = try binary("add", try slice(xt, 0, 2 * units, "\(s)_xzr"), try slice(hr, 0, 2 * units, "\(s)_hzr"), "\(s)_zr")
+        let zr = try binary(
+          "add", try slice(xt, 0, 2 * units, "\(s)_xzr"), try slice(hr, 0, 2 * units, "\(s)_hzr"), "\(s)_zr")
         let z = try act(r.recurrentActivation, try slice(zr, 0, units, "\(s)_zz"), "\(s)_u")
         let reset = try act(r.recurrentActivation, try slice(zr, units, 2 * units, "\(s)_zrr"), "\(s)_r")
         let candidateInput = try slice(xt, 2 * units, 3 * units, "\(s)_xh")
@@ -123,7 +147,8 @@ extension MILEmitter {
           let gated = try binary("mul", reset, h, "\(s)_gated")
           let candidateWeights = Array(recurrentWeights[(2 * units * units)..<(3 * units * units)])
           recurrentPart = try op(
-            "linear", [("x", .tensor(gated)), ("weight", .floats(candidateWeights, shape: [units, units], dt))], name("\(s)_rh"), dt, [1, units])
+            "linear", [("x", .tensor(gated)), ("weight", .floats(candidateWeights, shape: [units, units], dt))],
+            name("\(s)_rh"), dt, [1, units])
         }
         let candidate = try act(r.activation, try binary("add", candidateInput, recurrentPart, "\(s)_hsum"), "\(s)_hc")
         // h = z * h + (1 - z) * candidate = candidate + z * (h - candidate)
@@ -134,6 +159,7 @@ extension MILEmitter {
     }
     guard r.returnSequences else { return h }
     let ordered = timeOrder && reversed ? states.reversed() : states
-    return try op("stack", [("values", .tensors(Array(ordered))), ("axis", .int(1))], name("sequence"), dt, [1, steps, units])
+    return try op(
+      "stack", [("values", .tensors(Array(ordered))), ("axis", .int(1))], name("sequence"), dt, [1, steps, units])
   }
 }

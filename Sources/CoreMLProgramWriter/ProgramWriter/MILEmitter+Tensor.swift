@@ -25,7 +25,9 @@ extension MILEmitter {
       if shape == output {
         guard hasChannelsFirst(id) || layout(of: id) == .channelsFirst else { return nil }
       } else {
-        guard shape.dropLast().allSatisfy({ $0 == 1 }), shape.count <= output.count, shape.last == 1 || shape.last == output.last else { return nil }
+        guard shape.dropLast().allSatisfy({ $0 == 1 }), shape.count <= output.count,
+          shape.last == 1 || shape.last == output.last
+        else { return nil }
         vectors.insert(id)
       }
     }
@@ -43,7 +45,9 @@ extension MILEmitter {
         guard vectors.contains(id) else { return try tensor(id, .channelsFirst) }
         let vector = try tensor(id, .natural)
         let shape = [1, graph[id].type.shape.last ?? 1] + [Int](repeating: 1, count: rank - 1)
-        return try op("reshape", [("x", .tensor(vector)), ("shape", .ints(shape))], temporary(id, "channels"), vector.dataType, shape)
+        return try op(
+          "reshape", [("x", .tensor(vector)), ("shape", .ints(shape))], temporary(id, "channels"), vector.dataType,
+          shape)
       }
     } else {
       inputs = try node.inputs.map { try tensor($0, layout) }
@@ -62,12 +66,14 @@ extension MILEmitter {
         if last && final {
           return try produce(out, layout, type, [("x", .tensor(accumulated)), ("y", .tensor(next))], dataType: dt)
         }
-        accumulated = try op(type, [("x", .tensor(accumulated)), ("y", .tensor(next))], temporary(out, "\(type)\(index)"), dt, shape)
+        accumulated = try op(
+          type, [("x", .tensor(accumulated)), ("y", .tensor(next))], temporary(out, "\(type)\(index)"), dt, shape)
       }
       return accumulated
     }
     func comparison(_ type: String) throws {
-      let flags = try op(type, [("x", .tensor(inputs[0])), ("y", .tensor(inputs[1]))], temporary(out, type), .bool, shape)
+      let flags = try op(
+        type, [("x", .tensor(inputs[0])), ("y", .tensor(inputs[1]))], temporary(out, type), .bool, shape)
       try produce(out, layout, "cast", [("x", .tensor(flags)), ("dtype", .string(dt.castName))], dataType: dt)
     }
     switch kind {
@@ -89,28 +95,35 @@ extension MILEmitter {
     case .notEqual: try comparison("not_equal")
     case .select:
       let condition = try op(
-        "not_equal", [("x", .tensor(inputs[0])), ("y", .scalar(0, inputs[0].dataType))], temporary(out, "condition"), .bool, inputs[0].shape)
-      try produce(out, layout, "select", [("cond", .tensor(condition)), ("a", .tensor(inputs[1])), ("b", .tensor(inputs[2]))], dataType: inputs[1].dataType)
+        "not_equal", [("x", .tensor(inputs[0])), ("y", .scalar(0, inputs[0].dataType))], temporary(out, "condition"),
+        .bool, inputs[0].shape)
+      try produce(
+        out, layout, "select", [("cond", .tensor(condition)), ("a", .tensor(inputs[1])), ("b", .tensor(inputs[2]))],
+        dataType: inputs[1].dataType)
     }
   }
 
   mutating func emitConcatenate(_ node: Node, axis: Int) throws {
     let r = rank(node.inputs[0])
     let layout: MILLayout =
-      r >= 2 && node.inputs.allSatisfy({ hasChannelsFirst($0) || self.layout(of: $0) == .channelsFirst }) ? .channelsFirst : .natural
+      r >= 2 && node.inputs.allSatisfy({ hasChannelsFirst($0) || self.layout(of: $0) == .channelsFirst })
+      ? .channelsFirst : .natural
     let inputs = try node.inputs.map { try tensor($0, layout) }
     try produce(
       node.output, layout, "concat",
-      [("values", .tensors(inputs)), ("axis", .int(layout.axis(axis, rank: r))), ("interleave", .bool(false))], dataType: inputs[0].dataType)
+      [("values", .tensors(inputs)), ("axis", .int(layout.axis(axis, rank: r))), ("interleave", .bool(false))],
+      dataType: inputs[0].dataType)
   }
 
   mutating func emitConstant(_ node: Node, _ constant: Constant) throws {
     // A constant float16 cannot store stays float32 when every reader computes in float32
     // (`Float32IslandsPass` puts them there); otherwise the writer's float16 check names it.
-    let keepsFloat32 = computeType == .fp16 && Float32IslandsPass.isBeyondFloat16(constant) && readersComputeInFloat32(node.output)
+    let keepsFloat32 =
+      computeType == .fp16 && Float32IslandsPass.isBeyondFloat16(constant) && readersComputeInFloat32(node.output)
     let dataType: MILElementType = keepsFloat32 ? .fp32 : computeType
     let name = resultName(node.output, layout: .natural, dataType: dataType)
-    let result = try builder.const(constant.values, shape: [1] + constant.shape, dataType, name: name.name, exactName: name.exact)
+    let result = try builder.const(
+      constant.values, shape: [1] + constant.shape, dataType, name: name.name, exactName: name.exact)
     if name.exact { builder.claim(name.name) }
     define(node.output, .natural, result)
   }
@@ -125,7 +138,8 @@ extension MILEmitter {
     case .sum: type = "reduce_sum"
     }
     try produce(
-      node.output, .natural, type, [("x", .tensor(x)), ("axes", .ints(reduction.axes.map { $0 + 1 })), ("keep_dims", .bool(reduction.keepDims))],
+      node.output, .natural, type,
+      [("x", .tensor(x)), ("axes", .ints(reduction.axes.map { $0 + 1 })), ("keep_dims", .bool(reduction.keepDims))],
       dataType: x.dataType)
   }
 
@@ -133,7 +147,9 @@ extension MILEmitter {
     let id = node.inputs[0]
     let layout = rank(id) >= 2 && layout(of: id) == .channelsFirst ? MILLayout.channelsFirst : .natural
     let x = try tensor(id, layout)
-    try produce(node.output, layout, "softmax", [("x", .tensor(x)), ("axis", .int(layout.axis(axis, rank: rank(id))))], dataType: x.dataType)
+    try produce(
+      node.output, layout, "softmax", [("x", .tensor(x)), ("axis", .int(layout.axis(axis, rank: rank(id))))],
+      dataType: x.dataType)
   }
 
   mutating func emitCast(_ node: Node, _ type: DataType) throws {
@@ -142,19 +158,23 @@ extension MILEmitter {
     if x.dataType == target {
       try alias(node.output, x, layout)
     } else {
-      try produce(node.output, layout, "cast", [("x", .tensor(x)), ("dtype", .string(target.castName))], dataType: target)
+      try produce(
+        node.output, layout, "cast", [("x", .tensor(x)), ("dtype", .string(target.castName))], dataType: target)
     }
   }
 
   /// Flatten and reshape: row-major over the channels-last (natural) layout, as Keras does.
   mutating func emitReshape(_ node: Node, target: [Int]) throws {
     let x = try tensor(node.inputs[0], .natural)
-    try produce(node.output, .natural, "reshape", [("x", .tensor(x)), ("shape", .ints([1] + target))], dataType: x.dataType)
+    try produce(
+      node.output, .natural, "reshape", [("x", .tensor(x)), ("shape", .ints([1] + target))], dataType: x.dataType)
   }
 
   mutating func emitPermute(_ node: Node, order: [Int]) throws {
     let x = try tensor(node.inputs[0], .natural)
-    try produce(node.output, .natural, "transpose", [("x", .tensor(x)), ("perm", .ints([0] + order.map { $0 + 1 }))], dataType: x.dataType)
+    try produce(
+      node.output, .natural, "transpose", [("x", .tensor(x)), ("perm", .ints([0] + order.map { $0 + 1 }))],
+      dataType: x.dataType)
   }
 
   /// A channel shuffle in the layout its input already has: a reshape splitting the axis into
@@ -165,10 +185,13 @@ extension MILEmitter {
     let split = Array(x.shape[..<a]) + [groups, x.shape[a] / groups] + Array(x.shape[(a + 1)...])
     var order = Array(split.indices)
     order.swapAt(a, a + 1)
-    let grouped = try op("reshape", [("x", .tensor(x)), ("shape", .ints(split))], temporary(node.output, "groups"), x.dataType, split)
+    let grouped = try op(
+      "reshape", [("x", .tensor(x)), ("shape", .ints(split))], temporary(node.output, "groups"), x.dataType, split)
     let swapped = try op(
-      "transpose", [("x", .tensor(grouped)), ("perm", .ints(order))], temporary(node.output, "swapped"), x.dataType, order.map { split[$0] })
-    try produce(node.output, layout, "reshape", [("x", .tensor(swapped)), ("shape", .ints(x.shape))], dataType: x.dataType)
+      "transpose", [("x", .tensor(grouped)), ("perm", .ints(order))], temporary(node.output, "swapped"), x.dataType,
+      order.map { split[$0] })
+    try produce(
+      node.output, layout, "reshape", [("x", .tensor(swapped)), ("shape", .ints(x.shape))], dataType: x.dataType)
   }
 
   /// A constant pad, channels first when its input is (an image's `[H, W, C]` padded as `[C, H, W]`). The
@@ -176,7 +199,8 @@ extension MILEmitter {
   /// value is below it, so a maximum is the same.
   mutating func emitConstantPad(_ node: Node, _ padding: ConstantPadding) throws {
     let id = node.inputs[0]
-    let layout: MILLayout = rank(id) == 3 && (hasChannelsFirst(id) || self.layout(of: id) == .channelsFirst) ? .channelsFirst : .natural
+    let layout: MILLayout =
+      rank(id) == 3 && (hasChannelsFirst(id) || self.layout(of: id) == .channelsFirst) ? .channelsFirst : .natural
     let x = try tensor(id, layout)
     var pairs = Array(zip(padding.before, padding.after))
     if layout == .channelsFirst { pairs = [pairs[2], pairs[0], pairs[1]] }
@@ -184,7 +208,10 @@ extension MILEmitter {
     if x.dataType == .fp16, abs(value) == Float.greatestFiniteMagnitude { value = value < 0 ? -65504 : 65504 }
     try produce(
       node.output, layout, "pad",
-      [("x", .tensor(x)), ("pad", .ints(pairs.flatMap { [$0.0, $0.1] })), ("mode", .string("constant")), ("constant_val", .scalar(value, x.dataType))],
+      [
+        ("x", .tensor(x)), ("pad", .ints(pairs.flatMap { [$0.0, $0.1] })), ("mode", .string("constant")),
+        ("constant_val", .scalar(value, x.dataType)),
+      ],
       dataType: x.dataType)
   }
 
@@ -192,7 +219,10 @@ extension MILEmitter {
     let x = try tensor(node.inputs[0], .natural)
     try produce(
       node.output, .natural, "slice_by_index",
-      [("x", .tensor(x)), ("begin", .ints([0] + slice.begin)), ("end", .ints([1] + slice.end)), ("stride", .ints([1] + slice.strides))],
+      [
+        ("x", .tensor(x)), ("begin", .ints([0] + slice.begin)), ("end", .ints([1] + slice.end)),
+        ("stride", .ints([1] + slice.strides)),
+      ],
       dataType: x.dataType)
   }
 

@@ -93,8 +93,11 @@ struct MILEmitter {
     let shape = wanted.shape(graph[id].type.shape)
     // Moving only axes of size 1 keeps the element order: a reshape.
     let kept = permutation.filter { source.shape[$0] != 1 }
-    let result = kept == kept.sorted()
-      ? try builder.op("reshape", [("x", .tensor(source)), ("shape", .ints(shape))], name: "\(names[id] ?? graph[id].name)_\(wanted.suffix)", dataType: source.dataType, shape: shape)
+    let result =
+      kept == kept.sorted()
+      ? try builder.op(
+        "reshape", [("x", .tensor(source)), ("shape", .ints(shape))],
+        name: "\(names[id] ?? graph[id].name)_\(wanted.suffix)", dataType: source.dataType, shape: shape)
       : try builder.op(
         "transpose", [("x", .tensor(source)), ("perm", .ints(permutation))],
         name: "\(names[id] ?? graph[id].name)_\(wanted.suffix)", dataType: source.dataType, shape: shape)
@@ -113,7 +116,8 @@ struct MILEmitter {
     let name = names[id] ?? MILIdentifier.sanitize(graph[id].name)
     let effective: MILLayout = rank(id) >= 2 ? layout : .natural
     if featureOutputs.contains(id), effective != .natural || dataType != .fp32 {
-      return MILName(name: "\(name)_\(effective == .natural ? "" : effective.suffix + "_")\(dataType.castName)", exact: false)
+      return MILName(
+        name: "\(name)_\(effective == .natural ? "" : effective.suffix + "_")\(dataType.castName)", exact: false)
     }
     return MILName(name: name, exact: true)
   }
@@ -125,13 +129,17 @@ struct MILEmitter {
 
   /// Appends an operation and returns its tensor.
   @discardableResult
-  func op(_ type: String, _ params: [(String, MILParam)], _ name: MILName, _ dataType: MILElementType, _ shape: [Int]) throws -> MILTensor {
+  func op(_ type: String, _ params: [(String, MILParam)], _ name: MILName, _ dataType: MILElementType, _ shape: [Int])
+    throws -> MILTensor
+  {
     try builder.op(type, params, name: name.name, exactName: name.exact, dataType: dataType, shape: shape)
   }
 
   /// Appends the operation producing node output `id` in `layout` (its type follows `dataType`) and records it.
   @discardableResult
-  mutating func produce(_ id: ValueID, _ layout: MILLayout, _ type: String, _ params: [(String, MILParam)], dataType: MILElementType) throws -> MILTensor {
+  mutating func produce(
+    _ id: ValueID, _ layout: MILLayout, _ type: String, _ params: [(String, MILParam)], dataType: MILElementType
+  ) throws -> MILTensor {
     let name = resultName(id, layout: layout, dataType: dataType)
     let result = try op(type, params, name, dataType, layout.shape(graph[id].type.shape))
     define(id, layout, result)
@@ -147,7 +155,9 @@ struct MILEmitter {
 
   mutating func emit(_ node: Node) throws {
     builder.currentLayer = node.origin?.name ?? node.name
-    func unsupported(_ detail: String) -> CoreMLWriterError { .unsupportedOperation(layer: node.origin?.name ?? node.name, detail: detail) }
+    func unsupported(_ detail: String) -> CoreMLWriterError {
+      .unsupportedOperation(layer: node.origin?.name ?? node.name, detail: detail)
+    }
     switch node.operation {
     case .convolution2D(let conv): try emitConvolution(node, conv)
     case .convolutionTranspose(let conv): try emitConvolutionTranspose(node, conv)
@@ -179,7 +189,9 @@ struct MILEmitter {
     case .embedding(let table): try emitEmbedding(node, table: table)
     case .recurrent(let recurrent): try emitRecurrent(node, recurrent)
     case .custom(let layer):
-      throw unsupported("custom layer '\(layer.className)': ML Programs have no custom layers; write this model as a neural network (.mlmodel) instead")
+      throw unsupported(
+        "custom layer '\(layer.className)': ML Programs have no custom layers; write this model as a neural network (.mlmodel) instead"
+      )
     }
   }
 
@@ -187,7 +199,10 @@ struct MILEmitter {
   func requireImage(_ node: Node) throws {
     guard rank(node.inputs[0]) == 3 else {
       throw CoreMLWriterError.unsupportedOperation(
-        layer: node.origin?.name ?? node.name, detail: "\(node.operation.kindName) on a \(graph[node.inputs[0]].type.shape) tensor (the ML Program writer takes [H, W, C] images only)")
+        layer: node.origin?.name ?? node.name,
+        detail:
+          "\(node.operation.kindName) on a \(graph[node.inputs[0]].type.shape) tensor (the ML Program writer takes [H, W, C] images only)"
+      )
     }
   }
 }

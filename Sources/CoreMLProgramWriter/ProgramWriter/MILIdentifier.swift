@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// MIL's identifier rule ([rule MIL-IDENT] in Schemas/MIL.proto): a letter or underscore, then letters,
 /// digits, underscores or '@'. Shared by the ML Program writer (and usable by the reader).
 public enum MILIdentifier {

@@ -31,7 +31,8 @@ extension MLProgramWriter {
     plain.classifier = nil
     plain.imageInputs = options.imageInputs.mapValues { _ in ImagePreprocessing() }
     let builder = MILBuilder(arena: MessageArena())
-    _ = try MLProgramWriter().buildModel(graph, options: plain, target: .iOS15, opset: DeploymentTarget.iOS15.opset!, builder: builder)
+    _ = try MLProgramWriter().buildModel(
+      graph, options: plain, target: .iOS15, opset: DeploymentTarget.iOS15.opset!, builder: builder)
     let inputs = try graph.inputs.map { id -> MILTensor in
       let value = graph[id]
       if options.imageInputs[value.name] != nil {
@@ -44,7 +45,8 @@ extension MLProgramWriter {
     for record in builder.records { for output in record.outputs { produced[output.name] = output } }
     let outputs = try graph.outputs.map { id -> MILTensor in
       guard let tensor = produced[graph[id].name] ?? inputs.first(where: { $0.name == graph[id].name }) else {
-        throw CoreMLWriterError.unsupportedOperation(layer: graph[id].name, detail: "the program has no value named after this output")
+        throw CoreMLWriterError.unsupportedOperation(
+          layer: graph[id].name, detail: "the program has no value named after this output")
       }
       return tensor
     }

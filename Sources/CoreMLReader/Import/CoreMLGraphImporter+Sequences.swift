@@ -25,11 +25,16 @@ extension CoreMLGraphImporter {
     }
 
     // The four recurrent layers, seen alike: sizes, options, activations and per-gate weights by direction.
-    let gates: [String], cell: Recurrent.Cell
-    var layerActivations: [ActivationParameters], backwardActivations: [ActivationParameters]? = nil
+    let gates: [String]
+    let cell: Recurrent.Cell
+    var layerActivations: [ActivationParameters]
+    var backwardActivations: [ActivationParameters]? = nil
     let (inputs, units): (Int, Int)
-    let hasBias: Bool, returnSequences: Bool, reversed: Bool
-    var forwardGates: [RecurrentGateWeights], backwardGates: [RecurrentGateWeights]? = nil
+    let hasBias: Bool
+    let returnSequences: Bool
+    let reversed: Bool
+    var forwardGates: [RecurrentGateWeights]
+    var backwardGates: [RecurrentGateWeights]? = nil
     var lstmOptions: (peephole: Bool, coupled: Bool, forgetBias: Bool)? = nil
     switch layer.parameters {
     case .simpleRecurrent(let p):
@@ -43,14 +48,22 @@ extension CoreMLGraphImporter {
     case .uniDirectionalLSTM(let p):
       (gates, cell) = (["i", "f", "z", "o"], .lstm)
       (inputs, units, layerActivations) = (p.inputVectorSize, p.outputVectorSize, p.activations)
-      (hasBias, returnSequences, reversed, forwardGates) = (p.params.hasBiasVectors, p.params.sequenceOutput, p.reverseInput, p.weightParams.gates)
-      lstmOptions = (p.params.hasPeepholeVectors || p.weightParams.hasPeepholeVector, p.params.coupledInputAndForgetGate, p.params.forgetBias)
+      (hasBias, returnSequences, reversed, forwardGates) = (
+        p.params.hasBiasVectors, p.params.sequenceOutput, p.reverseInput, p.weightParams.gates
+      )
+      lstmOptions = (
+        p.params.hasPeepholeVectors || p.weightParams.hasPeepholeVector, p.params.coupledInputAndForgetGate,
+        p.params.forgetBias
+      )
     case .biDirectionalLSTM(let p):
       (gates, cell) = (["i", "f", "z", "o"], .lstm)
-      (inputs, units, layerActivations, backwardActivations) = (p.inputVectorSize, p.outputVectorSize, p.activationsForwardLSTM, p.activationsBackwardLSTM)
+      (inputs, units, layerActivations, backwardActivations) = (
+        p.inputVectorSize, p.outputVectorSize, p.activationsForwardLSTM, p.activationsBackwardLSTM
+      )
       (hasBias, returnSequences, reversed) = (p.params.hasBiasVectors, p.params.sequenceOutput, false)
       (forwardGates, backwardGates) = (p.forwardWeights.gates, p.backwardWeights.gates)
-      let peephole = p.params.hasPeepholeVectors || p.forwardWeights.hasPeepholeVector || p.backwardWeights.hasPeepholeVector
+      let peephole =
+        p.params.hasPeepholeVectors || p.forwardWeights.hasPeepholeVector || p.backwardWeights.hasPeepholeVector
       lstmOptions = (peephole, p.params.coupledInputAndForgetGate, p.params.forgetBias)
     default:
       throw unsupported("not an embedding or recurrent layer")
@@ -66,7 +79,9 @@ extension CoreMLGraphImporter {
     guard activations.count == (cell == .lstm ? 3 : cell == .simple ? 1 : 2) else {
       throw unsupported("\(activations.count) activations")
     }
-    if let backwardActivations, backwardActivations.map(\.fieldNumber) != Array(layerActivations.map(\.fieldNumber).prefix(3)) {
+    if let backwardActivations,
+      backwardActivations.map(\.fieldNumber) != Array(layerActivations.map(\.fieldNumber).prefix(3))
+    {
       throw unsupported("different activations in the two directions")
     }
     // Inputs past the first are the initial states (h, and c for an LSTM; zeros when an optional state
@@ -91,7 +106,9 @@ extension CoreMLGraphImporter {
       for name in stateNames {
         guard let feature = spec.inputs.first(where: { $0.name == name }), feature.isOptional else {
           let what = spec.inputs.contains { $0.name == name } ? "a required model input" : "computed by another layer"
-          throw unsupported("its initial state '\(name)' is \(what); a bidirectional LSTM's states are read as zeros, only from optional inputs")
+          throw unsupported(
+            "its initial state '\(name)' is \(what); a bidirectional LSTM's states are read as zeros, only from optional inputs"
+          )
         }
         zeroStateInputs.insert(name)
       }
@@ -102,13 +119,20 @@ extension CoreMLGraphImporter {
       var values = [Float](repeating: 0, count: rows * gates.count * units)
       for (g, gate) in gates.enumerated() {
         let stored = try weights(matrices[g], prefix + matrix + "_" + gate, count: units * rows)
-        for u in 0..<units { for row in 0..<rows { values[row * gates.count * units + g * units + u] = stored[u * rows + row] } }
+        for u in 0..<units {
+          for row in 0..<rows { values[row * gates.count * units + g * units + u] = stored[u * rows + row] }
+        }
       }
       return Constant(shape: [rows, gates.count * units], values: values)
     }
     func direction(_ prefix: String, _ weights: [RecurrentGateWeights]) throws -> Recurrent.Weights {
-      let bias = hasBias
-        ? Constant(shape: [gates.count * units], values: try gates.indices.flatMap { try self.weights(weights[$0].biasVector, prefix + "b_" + gates[$0], count: units) })
+      let bias =
+        hasBias
+        ? Constant(
+          shape: [gates.count * units],
+          values: try gates.indices.flatMap {
+            try self.weights(weights[$0].biasVector, prefix + "b_" + gates[$0], count: units)
+          })
         : nil
       return .init(
         kernel: try kernel(prefix, "W", weights.map(\.weightMatrix), rows: inputs),
@@ -129,9 +153,11 @@ extension CoreMLGraphImporter {
     /// One direction's final hidden or cell state, `[1, units, 1, 1]`, as a layer of its own.
     func finalState(_ weights: Recurrent.Weights, reversed: Bool, cellState: Bool, _ tag: String) throws -> ValueID {
       let state = Recurrent(
-        cell: cell, units: units, activation: recurrent.activation, recurrentActivation: recurrent.recurrentActivation, forward: weights,
+        cell: cell, units: units, activation: recurrent.activation, recurrentActivation: recurrent.recurrentActivation,
+        forward: weights,
         returnSequences: false, goBackwards: reversed, returnsCellState: cellState)
-      return try reshape(try add(.recurrent(state), [sequence] + initialStates, suffix: "__" + tag), to: [1, units, 1, 1])
+      return try reshape(
+        try add(.recurrent(state), [sequence] + initialStates, suffix: "__" + tag), to: [1, units, 1, 1])
     }
     // Outputs past the first: the final hidden state, an LSTM's final cell state, and for a bidirectional
     // LSTM the backward direction's two (Core ML's output order). Only those a later layer or the model
@@ -153,7 +179,8 @@ extension CoreMLGraphImporter {
     } else if out[0] == 1 {
       hidden = try reshape(output, to: [1, out[1], 1, 1])
     } else {
-      let last = try add(.slice(StridedSlice(begin: [out[0] - 1, 0], end: out, strides: [1, 1])), [result], suffix: "__last_step")
+      let last = try add(
+        .slice(StridedSlice(begin: [out[0] - 1, 0], end: out, strides: [1, 1])), [result], suffix: "__last_step")
       hidden = try reshape(last, to: [1, out[1], 1, 1])
     }
     guard cell == .lstm, layer.outputs.count > 2 else { return [output, hidden] }

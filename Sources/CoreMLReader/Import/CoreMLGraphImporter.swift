@@ -37,7 +37,9 @@ public struct CoreMLGraphImporter {
 
   /// Builds the IR graph of a decoded specification.
   /// An ML Program goes to `MILProgramImporter`.
-  public static func importModel(_ spec: CoreMLModelSpec, path: String, sequenceLengths: [String: Int] = [:]) throws -> CoreMLModel {
+  public static func importModel(_ spec: CoreMLModelSpec, path: String, sequenceLengths: [String: Int] = [:]) throws
+    -> CoreMLModel
+  {
     // Feature names are how an app reads and writes a model's values: each may be given once.
     for (kind, names) in [("input", spec.inputs.map(\.name)), ("output", spec.outputs.map(\.name))] {
       var seen = Set<String>()
@@ -48,7 +50,10 @@ public struct CoreMLGraphImporter {
     // An optional input is the IR's (zeros when not given), in both kinds of model: a default other than zero is not.
     if let feature = spec.inputs.first(where: { $0.isOptional && ($0.defaultValue ?? 0) != 0 }) {
       throw CoreMLReaderError.invalidNetwork(
-        path: path, detail: "optional input '\(feature.name)' defaults to \(feature.defaultValue ?? 0); only a default of zero is supported")
+        path: path,
+        detail:
+          "optional input '\(feature.name)' defaults to \(feature.defaultValue ?? 0); only a default of zero is supported"
+      )
     }
     if spec.modelType == "mlProgram" { return try MILProgramImporter.importModel(spec, path: path) }
     var importer = CoreMLGraphImporter(spec: spec, path: path, sequenceLengths: sequenceLengths)
@@ -91,7 +96,8 @@ public struct CoreMLGraphImporter {
     for layer in spec.layers where !Self.recurrentKinds.contains(layer.kind) {
       if let name = layer.inputs.first(where: zeroStateInputs.contains) {
         throw CoreMLReaderError.unsupportedLayer(
-          path: path, layer: layer.name, kind: layer.kind, detail: "reads '\(name)', which a recurrent layer takes as its initial state")
+          path: path, layer: layer.name, kind: layer.kind,
+          detail: "reads '\(name)', which a recurrent layer takes as its initial state")
       }
     }
     let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.map(String.init) : spec.stringClassLabels
@@ -101,24 +107,33 @@ public struct CoreMLGraphImporter {
       if spec.modelType == "neuralNetworkClassifier" && feature.name == spec.predictedFeatureName { continue }
       var blob = feature.name
       if spec.modelType == "neuralNetworkClassifier", case .dictionary = feature.kind {
-        blob = spec.labelProbabilityLayerName.isEmpty ? (spec.layers.last?.outputs.first ?? feature.name) : spec.labelProbabilityLayerName
+        blob =
+          spec.labelProbabilityLayerName.isEmpty
+          ? (spec.layers.last?.outputs.first ?? feature.name) : spec.labelProbabilityLayerName
         probabilities = feature.name
       }
       guard var value = blobs[blob] else {
         if let producer = uncomputedBlobs[blob] { throw uncomputed(blob, producer) }
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(feature.name)' is not produced by any layer (no blob '\(blob)')")
+        throw CoreMLReaderError.invalidNetwork(
+          path: path, detail: "output '\(feature.name)' is not produced by any layer (no blob '\(blob)')")
       }
       if outputs.contains(value) || spec.inputs.contains(where: { $0.name == feature.name }) {
-        value = try builder.add(.reshape(targetShape: builder.type(of: value).shape), name: feature.name, inputs: [value])
+        value = try builder.add(
+          .reshape(targetShape: builder.type(of: value).shape), name: feature.name, inputs: [value])
       }
       outputs.append(value)
     }
     guard !outputs.isEmpty else {
       throw CoreMLReaderError.invalidNetwork(
-        path: path, detail: "the model's description declares no output the network computes\(spec.outputs.isEmpty ? " (it lists no outputs)" : " (only the predicted label)")")
+        path: path,
+        detail:
+          "the model's description declares no output the network computes\(spec.outputs.isEmpty ? " (it lists no outputs)" : " (only the predicted label)")"
+      )
     }
     var graph = builder.build(outputs: outputs).pruned()
-    for (feature, id) in zip(spec.outputs.filter({ !(spec.modelType == "neuralNetworkClassifier" && $0.name == spec.predictedFeatureName) }), outputs)
+    for (feature, id) in zip(
+      spec.outputs.filter({ !(spec.modelType == "neuralNetworkClassifier" && $0.name == spec.predictedFeatureName) }),
+      outputs)
     where graph[id].name != feature.name {
       // The importer names its own values `<layer>_output`; a feature may carry such a name (a layer
       // `bn` writing the output blob `bn_output`): the internal value steps aside.
@@ -139,22 +154,27 @@ public struct CoreMLGraphImporter {
         case 1: shape = [sequenceLengths[feature.name] ?? 1, declared[0], 1, 1]
         case 3: shape = [sequenceLengths[feature.name] ?? 1] + declared
         default:
-          throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has shape \(declared); rank-5 mapping takes rank 1 or 3")
+          throw CoreMLReaderError.invalidNetwork(
+            path: path, detail: "input '\(feature.name)' has shape \(declared); rank-5 mapping takes rank 1 or 3")
         }
       }
       guard !shape.isEmpty, shape.allSatisfy({ $0 > 0 }) else {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' has no fixed shape (\(declared))")
+        throw CoreMLReaderError.invalidNetwork(
+          path: path, detail: "input '\(feature.name)' has no fixed shape (\(declared))")
       }
       _ = try elementCount(shape, "input '\(feature.name)' shape")
-      blobs[feature.name] = try builder.addInput(name: feature.name, type: TensorType(shape), optional: feature.isOptional)
+      blobs[feature.name] = try builder.addInput(
+        name: feature.name, type: TensorType(shape), optional: feature.isOptional)
       return CoreMLInput(name: feature.name, shape: shape)
 
     case .image(let width, let height, let colorSpace):
       guard let space = ImageColorSpace(rawValue: colorSpace), width > 0, height > 0 else {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "image input '\(feature.name)' has color space \(colorSpace), \(width)x\(height)")
+        throw CoreMLReaderError.invalidNetwork(
+          path: path, detail: "image input '\(feature.name)' has color space \(colorSpace), \(width)x\(height)")
       }
       let channels = space.channels
-      let leading: [Int] = spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : [1]
+      let leading: [Int] =
+        spec.exactArrayMapping || spec.rank4ImageMapping ? (spec.rank4ImageMapping ? [1] : [1, 1]) : [1]
       let shape = leading + [channels, height, width]
       _ = try elementCount(shape, "image input '\(feature.name)' size")
       let pixels = try builder.addInput(name: feature.name, type: TensorType(shape))
@@ -170,16 +190,19 @@ public struct CoreMLGraphImporter {
       if scale != 1 || biases.contains(where: { $0 != 0 }) {
         builder.origin = LayerOrigin(name: feature.name, type: "imageScaler")
         defer { builder.origin = nil }
-        value = try builder.add(.activation(.linear(scale: scale, offset: 0)), name: feature.name + "__scale", inputs: [value])
+        value = try builder.add(
+          .activation(.linear(scale: scale, offset: 0)), name: feature.name + "__scale", inputs: [value])
         let biasShape = leading.map { _ in 1 } + [channels, 1, 1]
-        let bias = try builder.add(.constant(Constant(shape: biasShape, values: biases)), name: feature.name + "__bias", inputs: [])
+        let bias = try builder.add(
+          .constant(Constant(shape: biasShape, values: biases)), name: feature.name + "__bias", inputs: [])
         value = try builder.add(.elementwise(.add), name: feature.name + "__preprocessed", inputs: [value, bias])
       }
       blobs[feature.name] = value
       return CoreMLInput(name: feature.name, shape: shape, colorSpace: space, scale: scale, networkBiases: biases)
 
     default:
-      throw CoreMLReaderError.invalidNetwork(path: path, detail: "input '\(feature.name)' is not a multiarray or an image")
+      throw CoreMLReaderError.invalidNetwork(
+        path: path, detail: "input '\(feature.name)' is not a multiarray or an image")
     }
   }
 
@@ -194,7 +217,9 @@ public struct CoreMLGraphImporter {
   func uncomputed(_ blob: String, _ producer: (layer: String, kind: String)) -> CoreMLReaderError {
     .unsupportedLayer(
       path: path, layer: producer.layer, kind: producer.kind,
-      detail: "its state output '\(blob)' (\(producer.kind == "biDirectionalLSTM" ? "a direction's final states" : "the final cell state")) is not computed by the IR's recurrent layers, which output the sequence or the last hidden state only")
+      detail:
+        "its state output '\(blob)' (\(producer.kind == "biDirectionalLSTM" ? "a direction's final states" : "the final cell state")) is not computed by the IR's recurrent layers, which output the sequence or the last hidden state only"
+    )
   }
 
   func shape(_ value: ValueID) -> [Int] { builder.type(of: value).shape }
@@ -219,7 +244,9 @@ public struct CoreMLGraphImporter {
       // Images along the sequence axis stay there; the IR's spatial operations take leading axes.
       return (try add(.permute(order: [0, 2, 3, 1]), [value], suffix: "__to_hwc"), [])
     }
-    guard s.dropLast(3).allSatisfy({ $0 == 1 }) else { throw unsupported("needs a [C, H, W] input with batch 1, got \(s)") }
+    guard s.dropLast(3).allSatisfy({ $0 == 1 }) else {
+      throw unsupported("needs a [C, H, W] input with batch 1, got \(s)")
+    }
     let chw = try reshape(value, to: Array(s.suffix(3)))
     return (try add(.permute(order: [1, 2, 0]), [chw], suffix: "__to_hwc"), leading)
   }
@@ -266,7 +293,9 @@ public struct CoreMLGraphImporter {
     guard index < layer.inputs.count else { throw unsupported("expects at least \(index + 1) inputs") }
     guard let value = blobs[layer.inputs[index]] else {
       if let producer = uncomputedBlobs[layer.inputs[index]] { throw uncomputed(layer.inputs[index], producer) }
-      throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layer.name)' reads blob '\(layer.inputs[index])', which nothing produced before it")
+      throw CoreMLReaderError.invalidNetwork(
+        path: path,
+        detail: "layer '\(layer.name)' reads blob '\(layer.inputs[index])', which nothing produced before it")
     }
     return value
   }
@@ -274,7 +303,8 @@ public struct CoreMLGraphImporter {
   /// Sizes read from the file, checked before any arithmetic so corrupt values give errors, not traps.
   func sizes(_ values: [Int], _ name: String, count: Int? = nil, allowZero: Bool = false) throws -> [Int] {
     guard count.map({ values.count == $0 }) ?? true, GraphLimits.areSizes(values, minimum: allowZero ? 0 : 1) else {
-      throw CoreMLReaderError.invalidNetwork(path: path, detail: "layer '\(layerName)' (\(layerKind)): \(name) \(values) is not valid")
+      throw CoreMLReaderError.invalidNetwork(
+        path: path, detail: "layer '\(layerName)' (\(layerKind)): \(name) \(values) is not valid")
     }
     return values
   }
@@ -285,7 +315,9 @@ public struct CoreMLGraphImporter {
     for size in shape {
       let (next, overflow) = count.multipliedReportingOverflow(by: size)
       guard size > 0, size <= GraphLimits.maxSize, !overflow, next <= GraphLimits.maxElementCount else {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "\(layerName.isEmpty ? "" : "layer '\(layerName)': ")\(name) \(shape) is not a valid shape")
+        throw CoreMLReaderError.invalidNetwork(
+          path: path,
+          detail: "\(layerName.isEmpty ? "" : "layer '\(layerName)': ")\(name) \(shape) is not a valid shape")
       }
       count = next
     }
@@ -295,7 +327,8 @@ public struct CoreMLGraphImporter {
   /// A weight blob of the current layer with at least `count` values (`field` names it in errors).
   func weights(_ values: [Float]?, _ field: String, count: Int) throws -> [Float] {
     guard let values, values.count >= count else {
-      throw CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(field) has \(values?.count ?? 0) values, needs \(count)")
+      throw CoreMLReaderError.invalidWeights(
+        path: path, layer: layerName, detail: "\(field) has \(values?.count ?? 0) values, needs \(count)")
     }
     // Only padding past the needed count (float16 or packed codes) is dropped; most blobs pass as they are.
     return values.count == count ? values : Array(values.prefix(count))

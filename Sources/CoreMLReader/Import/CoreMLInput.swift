@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A Core ML model input as the IR graph of an imported model sees it.
 public struct CoreMLInput: Sendable, Equatable {
   public var name: String

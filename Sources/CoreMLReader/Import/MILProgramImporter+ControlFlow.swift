@@ -43,11 +43,14 @@ extension MILProgramImporter {
 
   mutating func whileLoop() throws {
     let loop = operation
-    guard loop.blocks.count == 2 else { throw invalid("has \(loop.blocks.count) blocks; a while_loop has a condition and a body") }
+    guard loop.blocks.count == 2 else {
+      throw invalid("has \(loop.blocks.count) blocks; a while_loop has a condition and a body")
+    }
     let (condition, body) = (loop.blocks[0], loop.blocks[1])
     let arguments = loop.inputs["loop_vars"] ?? []
     let count = arguments.count
-    guard condition.inputs.count == count, body.inputs.count == count, body.outputs.count == count, loop.outputs.count == count,
+    guard condition.inputs.count == count, body.inputs.count == count, body.outputs.count == count,
+      loop.outputs.count == count,
       condition.outputs.count == 1
     else { throw invalid("its blocks do not fit its \(count) loop values") }
     var carried = try arguments.map { try loopValue($0) }
@@ -57,10 +60,14 @@ extension MILProgramImporter {
       try importBlock(condition)
       operation = loop
       guard case .constant(let verdict) = try lookup(condition.outputs[0]), verdict.count == 1 else {
-        throw unsupported("its condition is computed from the data; only loops whose iterations are known when the model is read are supported")
+        throw unsupported(
+          "its condition is computed from the data; only loops whose iterations are known when the model is read are supported"
+        )
       }
       if verdict.asFloats[0] == 0 { break }
-      guard iterations < GraphLimits.maxUnrolledSteps else { throw unsupported("it runs more than the \(GraphLimits.maxUnrolledSteps) iterations unrolled") }
+      guard iterations < GraphLimits.maxUnrolledSteps else {
+        throw unsupported("it runs more than the \(GraphLimits.maxUnrolledSteps) iterations unrolled")
+      }
       for (input, value) in zip(body.inputs, carried) { bind(input.name, value) }
       try importBlock(body)
       operation = loop
@@ -108,7 +115,10 @@ extension MILProgramImporter {
     } else {
       let value = arithmetic[operation.type]!(a, b)
       if x.type.dataType.isFloat || y.type.dataType.isFloat {
-        result = MILValue(type: MILTensorType(dataType: x.type.dataType.isFloat ? x.type.dataType : y.type.dataType, shape: x.type.shape), floats: [Float(value)])
+        result = MILValue(
+          type: MILTensorType(
+            dataType: x.type.dataType.isFloat ? x.type.dataType : y.type.dataType, shape: x.type.shape),
+          floats: [Float(value)])
       } else {
         guard abs(value) < Double(1 << 31) else { throw invalid("the integer result \(value) overflows") }
         result = MILValue(type: MILTensorType(dataType: x.type.dataType, shape: x.type.shape), integers: [Int64(value)])
@@ -121,7 +131,9 @@ extension MILProgramImporter {
   // MARK: Lists
 
   func list(_ key: String) throws -> [ValueID?] {
-    guard case .name(let name)? = argument(key), let list = lists[name] else { throw unsupported("parameter '\(key)' is not a list made before it") }
+    guard case .name(let name)? = argument(key), let list = lists[name] else {
+      throw unsupported("parameter '\(key)' is not a list made before it")
+    }
     return list
   }
 
@@ -143,15 +155,20 @@ extension MILProgramImporter {
     var list = try list("ls")
     let value = try tensor("value")
     let s = shape(value)
-    guard let indices = try ints("indices"), !s.isEmpty, indices.count == s[0], indices.count <= GraphLimits.maxUnrolledSteps else {
+    guard let indices = try ints("indices"), !s.isEmpty, indices.count == s[0],
+      indices.count <= GraphLimits.maxUnrolledSteps
+    else {
       throw invalid("indices do not fit value \(s) (at most \(GraphLimits.maxUnrolledSteps) elements)")
     }
     for (row, index) in indices.enumerated() {
       guard index >= 0, index < GraphLimits.maxUnrolledSteps else { throw invalid("index \(index)") }
       while list.count <= index { list.append(nil) }
-      var begin = [Int](repeating: 0, count: s.count), end = s
+      var begin = [Int](repeating: 0, count: s.count)
+      var end = s
       (begin[0], end[0]) = (row, row + 1)
-      let slice = try add(.slice(StridedSlice(begin: begin, end: end, strides: [Int](repeating: 1, count: s.count))), [value], suffix: "__\(row)")
+      let slice = try add(
+        .slice(StridedSlice(begin: begin, end: end, strides: [Int](repeating: 1, count: s.count))), [value],
+        suffix: "__\(row)")
       list[index] = try reshape(slice, to: s.count == 1 ? [1] : Array(s.dropFirst()))
     }
     bind(try outputName(), .list(list))
@@ -159,7 +176,9 @@ extension MILProgramImporter {
 
   mutating func listRead() throws {
     let list = try list("ls")
-    guard let element = list[try index("index", count: list.count)] else { throw invalid("reads an element no operation wrote") }
+    guard let element = list[try index("index", count: list.count)] else {
+      throw invalid("reads an element no operation wrote")
+    }
     bind(try outputName(), .tensor(element))
   }
 
@@ -178,7 +197,9 @@ extension MILProgramImporter {
     }
     var parts: [ValueID] = []
     for index in indices {
-      guard index >= 0, index < list.count, let element = list[index] else { throw invalid("gathers element \(index), which no operation wrote") }
+      guard index >= 0, index < list.count, let element = list[index] else {
+        throw invalid("gathers element \(index), which no operation wrote")
+      }
       parts.append(try reshape(element, to: [1] + shape(element)))
     }
     guard Set(parts.map { shape($0) }).count == 1 else { throw invalid("gathers elements of different shapes") }
@@ -187,6 +208,8 @@ extension MILProgramImporter {
 
   mutating func listLength() throws {
     let list = try list("ls")
-    bind(try outputName(), .constant(MILValue(type: MILTensorType(dataType: .int32, shape: []), integers: [Int64(list.count)])))
+    bind(
+      try outputName(),
+      .constant(MILValue(type: MILTensorType(dataType: .int32, shape: []), integers: [Int64(list.count)])))
   }
 }

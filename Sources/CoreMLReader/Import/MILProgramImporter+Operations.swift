@@ -54,7 +54,9 @@ extension MILProgramImporter {
     case "same": return (.same, [Int](repeating: 0, count: 2 * count))
     case "same_lower":
       // [rule MIL-OPSET] same_lower exists from CoreML6 (iOS 16).
-      if let version = program.opsetVersion, version < 6 { throw invalid("pad_type 'same_lower' needs opset CoreML6 or later") }
+      if let version = program.opsetVersion, version < 6 {
+        throw invalid("pad_type 'same_lower' needs opset CoreML6 or later")
+      }
       var pads: [Int] = []
       for i in 0..<count {
         let output = (input[i] + strides[i] - 1) / strides[i]
@@ -74,7 +76,9 @@ extension MILProgramImporter {
   /// Positive integers of a per-axis parameter, defaulting to ones.
   func perAxis(_ key: String, count: Int, fallback: Int = 1) throws -> [Int] {
     guard let values = try ints(key) else { return [Int](repeating: fallback, count: count) }
-    guard values.count == count, GraphLimits.areSizes(values) else { throw invalid("\(key) \(values) must be \(count) positive values") }
+    guard values.count == count, GraphLimits.areSizes(values) else {
+      throw invalid("\(key) \(values) must be \(count) positive values")
+    }
     return values
   }
 
@@ -91,21 +95,31 @@ extension MILProgramImporter {
     guard groups >= 1, s[1] % groups == 0, w[0] % groups == 0, w[1] * groups == s[1] else {
       throw invalid("weight \(w) with \(groups) groups does not fit input \(s)")
     }
-    let strides = try perAxis("strides", count: spatialCount), dilations = try perAxis("dilations", count: spatialCount)
+    let strides = try perAxis("strides", count: spatialCount)
+    let dilations = try perAxis("dilations", count: spatialCount)
     let kernelSizes = Array(w.suffix(spatialCount))
-    var (padding, pads) = try spatialPadding(input: Array(s.suffix(spatialCount)), kernel: kernelSizes, strides: strides, dilations: dilations)
+    var (padding, pads) = try spatialPadding(
+      input: Array(s.suffix(spatialCount)), kernel: kernelSizes, strides: strides, dilations: dilations)
     // As 2-D: [out, in, kh, kw] to the IR's [kh, kw, in, out].
     let (outputs, inputs, kh, kw) = (w[0], w[1], spatialCount == 2 ? w[2] : 1, w[spatialCount + 1])
     let stored = weight.asFloats
     var kernel = [Float](repeating: 0, count: stored.count)
-    for o in 0..<outputs { for i in 0..<inputs { for y in 0..<kh { for xx in 0..<kw {
-      kernel[((y * kw + xx) * inputs + i) * outputs + o] = stored[((o * inputs + i) * kh + y) * kw + xx]
-    } } } }
+    for o in 0..<outputs {
+      for i in 0..<inputs {
+        for y in 0..<kh {
+          for xx in 0..<kw {
+            kernel[((y * kw + xx) * inputs + i) * outputs + o] = stored[((o * inputs + i) * kh + y) * kw + xx]
+          }
+        }
+      }
+    }
     let bias = try vector("bias", count: outputs)
-    let strides2 = spatialCount == 2 ? strides : [1] + strides, dilations2 = spatialCount == 2 ? dilations : [1] + dilations
+    let strides2 = spatialCount == 2 ? strides : [1] + strides
+    let dilations2 = spatialCount == 2 ? dilations : [1] + dilations
     if spatialCount == 1 { pads = [0, 0] + pads }
     let convolution = Convolution2D(
-      kernel: Constant(shape: [kh, kw, inputs, outputs], values: kernel), bias: bias, strides: strides2, dilations: dilations2, padding: padding,
+      kernel: Constant(shape: [kh, kw, inputs, outputs], values: kernel), bias: bias, strides: strides2,
+      dilations: dilations2, padding: padding,
       groups: groups)
     if pads.contains(where: { $0 != 0 }) {
       padding = .valid
@@ -121,7 +135,9 @@ extension MILProgramImporter {
     let s = shape(x)
     let image = s.count == 3 ? try reshape(x, to: [s[0], s[1], 1, s[2]]) : x
     let hwc = try channelsLast(image)
-    return try add(.constantPad(ConstantPadding(before: [0, pads[0], pads[2], 0], after: [0, pads[1], pads[3], 0], value: value)), [hwc], suffix: "__pad")
+    return try add(
+      .constantPad(ConstantPadding(before: [0, pads[0], pads[2], 0], after: [0, pads[1], pads[3], 0], value: value)),
+      [hwc], suffix: "__pad")
   }
 
   /// Runs `op` on a channels-last value and returns it in the MIL layout of the original rank.
@@ -139,8 +155,12 @@ extension MILProgramImporter {
     let input = try tensor("x")
     let weight = try requiredConstant("weight")
     let (inputShape, weightShape) = (shape(input), weight.type.shape)
-    guard inputShape.count == 3 || inputShape.count == 4, weightShape.count == inputShape.count, weightShape[0] == inputShape[1] else {
-      throw unsupported("1-D and 2-D transposed convolutions of [N, C, L] and [N, C, H, W] are supported; input \(inputShape), weight \(weightShape)")
+    guard inputShape.count == 3 || inputShape.count == 4, weightShape.count == inputShape.count,
+      weightShape[0] == inputShape[1]
+    else {
+      throw unsupported(
+        "1-D and 2-D transposed convolutions of [N, C, L] and [N, C, H, W] are supported; input \(inputShape), weight \(weightShape)"
+      )
     }
     // A 1-D transposed convolution is the 2-D one over a height of 1: [N, C, L] as [N, C, 1, L], its
     // parameters with a unit first axis, and the result back to [N, C', L'].
@@ -151,7 +171,9 @@ extension MILProgramImporter {
     let s = shape(x)
     let w = oneD ? [weightShape[0], weightShape[1], 1, weightShape[2]] : weightShape
     guard try int("groups", 1) == 1 else { throw unsupported("groups other than 1") }
-    guard try perAxis("dilations", count: spatialAxes).allSatisfy({ $0 == 1 }) else { throw unsupported("dilations other than 1") }
+    guard try perAxis("dilations", count: spatialAxes).allSatisfy({ $0 == 1 }) else {
+      throw unsupported("dilations other than 1")
+    }
     let strides = lifted(try perAxis("strides", count: spatialAxes), unit: 1)
     let type = try string("pad_type", "valid")
     let givenPads = try ints("pad") ?? [Int](repeating: 0, count: 2 * spatialAxes)
@@ -169,7 +191,8 @@ extension MILProgramImporter {
       // The full output, less pad[2i] leading and pad[2i+1] trailing rows or columns.
       padding = .valid
       size = [(s[2] - 1) * strides[0] + kh, (s[3] - 1) * strides[1] + kw]
-      guard pads.count == 4, pads.allSatisfy({ $0 >= 0 }), pads[0] + pads[1] < size[0], pads[2] + pads[3] < size[1] else {
+      guard pads.count == 4, pads.allSatisfy({ $0 >= 0 }), pads[0] + pads[1] < size[0], pads[2] + pads[3] < size[1]
+      else {
         throw invalid("pad \(pads) must be 4 non-negative values leaving an output of \(size)")
       }
       crop = pads
@@ -192,11 +215,18 @@ extension MILProgramImporter {
     // [in, out, kh, kw] to the IR's [kh, kw, out, in].
     let stored = weight.asFloats
     var kernel = [Float](repeating: 0, count: stored.count)
-    for i in 0..<inputs { for o in 0..<outputs { for y in 0..<kh { for xx in 0..<kw {
-      kernel[((y * kw + xx) * outputs + o) * inputs + i] = stored[((i * outputs + o) * kh + y) * kw + xx]
-    } } } }
+    for i in 0..<inputs {
+      for o in 0..<outputs {
+        for y in 0..<kh {
+          for xx in 0..<kw {
+            kernel[((y * kw + xx) * outputs + o) * inputs + i] = stored[((i * outputs + o) * kh + y) * kw + xx]
+          }
+        }
+      }
+    }
     let op = ConvolutionTranspose(
-      kernel: Constant(shape: [kh, kw, outputs, inputs], values: kernel), bias: try vector("bias", count: outputs), strides: strides, padding: padding,
+      kernel: Constant(shape: [kh, kw, outputs, inputs], values: kernel), bias: try vector("bias", count: outputs),
+      strides: strides, padding: padding,
       outputSize: size)
     let result: ValueID
     if crop.allSatisfy({ $0 == 0 }) {
@@ -205,7 +235,10 @@ extension MILProgramImporter {
       let full = try add(.convolutionTranspose(op), [try channelsLast(x)], suffix: "__full")
       let f = shape(full)
       let cropped = try add(
-        .slice(StridedSlice(begin: [0, crop[0], crop[2], 0], end: [f[0], f[1] - crop[1], f[2] - crop[3], f[3]], strides: [1, 1, 1, 1])), [full],
+        .slice(
+          StridedSlice(
+            begin: [0, crop[0], crop[2], 0], end: [f[0], f[1] - crop[1], f[2] - crop[3], f[3]], strides: [1, 1, 1, 1])),
+        [full],
         suffix: "__nhwc")
       result = try channelsFirst(cropped)
     }
@@ -224,7 +257,8 @@ extension MILProgramImporter {
       throw invalid("kernel_sizes must be \(spatialCount) positive values")
     }
     let strides = try perAxis("strides", count: spatialCount)
-    var (padding, pads) = try spatialPadding(input: Array(s.suffix(spatialCount)), kernel: given, strides: strides, dilations: [1, 1])
+    var (padding, pads) = try spatialPadding(
+      input: Array(s.suffix(spatialCount)), kernel: given, strides: strides, dilations: [1, 1])
     let kind: PoolingKind = operation.type == "max_pool" ? .max : .average
     if kind == .average, try !bool("exclude_padding_from_average", false) {
       // The IR averages over the window's elements inside the input; zero padding counted is explicit padding.
@@ -240,7 +274,9 @@ extension MILProgramImporter {
     } else if kind == .average, pads.contains(where: { $0 != 0 }) {
       throw unsupported("custom padding with exclude_padding_from_average=True")
     }
-    let pool = Pooling2D(kind: kind, pool: spatialCount == 2 ? given : [1] + given, strides: spatialCount == 2 ? strides : [1] + strides, padding: padding)
+    let pool = Pooling2D(
+      kind: kind, pool: spatialCount == 2 ? given : [1] + given, strides: spatialCount == 2 ? strides : [1] + strides,
+      padding: padding)
     if spatialCount == 1 { pads = [0, 0] + pads }
     if pads.contains(where: { $0 != 0 }) {
       let padded = try paddedSpatial(x, pads: pads, value: kind == .max ? -Float.greatestFiniteMagnitude : 0)
@@ -255,7 +291,8 @@ extension MILProgramImporter {
     guard s.count >= 2 else { throw invalid("needs rank 2 or more, got \(s)") }
     let c = s[1]
     let norm = BatchNormalization(
-      gamma: try vector("gamma", count: c) ?? .filled(1, shape: [c]), beta: try vector("beta", count: c) ?? .filled(0, shape: [c]),
+      gamma: try vector("gamma", count: c) ?? .filled(1, shape: [c]),
+      beta: try vector("beta", count: c) ?? .filled(0, shape: [c]),
       mean: try vector("mean", count: c) ?? { throw invalid("required parameter 'mean' is missing") }(),
       variance: try vector("variance", count: c) ?? { throw invalid("required parameter 'variance' is missing") }(),
       epsilon: try float("epsilon", 1e-5))
@@ -265,7 +302,8 @@ extension MILProgramImporter {
     case 5:
       // [N, C, D1, D2, D3] (MIL allows rank 3 to 5): the channels moved last and back.
       let last = try add(.permute(order: [0, 2, 3, 4, 1]), [x], suffix: "__channels_last")
-      return try add(.permute(order: [0, 4, 1, 2, 3]), [try add(.batchNormalization(norm), [last], suffix: "__normalized")])
+      return try add(
+        .permute(order: [0, 4, 1, 2, 3]), [try add(.batchNormalization(norm), [last], suffix: "__normalized")])
     default: throw unsupported("batch_norm of rank \(s.count) (MIL allows 3 to 5)")
     }
   }
@@ -275,17 +313,21 @@ extension MILProgramImporter {
   /// of `y`, removed again, and the batch axes broadcast).
   mutating func matmul() throws -> ValueID {
     var x = try tensor("x")
-    let transposeX = try bool("transpose_x", false), transposeY = try bool("transpose_y", false)
+    let transposeX = try bool("transpose_x", false)
+    let transposeY = try bool("transpose_y", false)
     guard argument("y") != nil else { throw invalid("required parameter 'y' is missing") }
     var s = shape(x)
     guard !s.isEmpty else { throw unsupported("x of rank 0") }
     if isConstant("y"), let y = try constant("y"), y.type.shape.count == 2, s.count >= 2 {
       if transposeX {
-        x = try add(.permute(order: Array(0..<(s.count - 2)) + [s.count - 1, s.count - 2]), [x], suffix: "__transpose_x")
+        x = try add(
+          .permute(order: Array(0..<(s.count - 2)) + [s.count - 1, s.count - 2]), [x], suffix: "__transpose_x")
         s = shape(x)
       }
       let (rows, columns) = (y.type.shape[0], y.type.shape[1])
-      let kernel = transposeY ? transposed(y.asFloats, rows: rows, columns: columns) : Constant(shape: [rows, columns], values: y.asFloats)
+      let kernel =
+        transposeY
+        ? transposed(y.asFloats, rows: rows, columns: columns) : Constant(shape: [rows, columns], values: y.asFloats)
       guard kernel.shape[0] == s.last else { throw invalid("y \(y.type.shape) does not fit x \(s)") }
       return try add(.dense(Dense(kernel: kernel, bias: nil)), [x])
     }
@@ -293,11 +335,20 @@ extension MILProgramImporter {
     var t = shape(y)
     guard !t.isEmpty else { throw unsupported("y of rank 0") }
     func swapLast(_ value: ValueID, _ shape: [Int], _ suffix: String) throws -> ValueID {
-      try add(.permute(order: Array(0..<(shape.count - 2)) + [shape.count - 1, shape.count - 2]), [value], suffix: suffix)
+      try add(
+        .permute(order: Array(0..<(shape.count - 2)) + [shape.count - 1, shape.count - 2]), [value], suffix: suffix)
     }
     let (xVector, yVector) = (s.count == 1, t.count == 1)
-    if xVector { x = try add(.reshape(targetShape: [1, s[0]]), [x], suffix: "__x_row") } else if transposeX { x = try swapLast(x, s, "__transpose_x") }
-    if yVector { y = try add(.reshape(targetShape: [t[0], 1]), [y], suffix: "__y_column") } else if transposeY { y = try swapLast(y, t, "__transpose_y") }
+    if xVector {
+      x = try add(.reshape(targetShape: [1, s[0]]), [x], suffix: "__x_row")
+    } else if transposeX {
+      x = try swapLast(x, s, "__transpose_x")
+    }
+    if yVector {
+      y = try add(.reshape(targetShape: [t[0], 1]), [y], suffix: "__y_column")
+    } else if transposeY {
+      y = try swapLast(y, t, "__transpose_y")
+    }
     (s, t) = (shape(x), shape(y))
     guard s[s.count - 1] == t[t.count - 2] else { throw invalid("y \(shape(y)) does not fit x \(shape(x))") }
     guard xVector || yVector else { return try add(.matMul, [x, y]) }
@@ -315,11 +366,13 @@ extension MILProgramImporter {
     let axes = try (ints("axes") ?? Array(0..<rank)).map { try axis($0, rank: rank) }.sorted()
     let epsilon = try float("epsilon", 1e-5)
     if axes == [rank - 1] {
-      let norm = LayerNormalization(gamma: try vector("gamma", count: s[rank - 1]), beta: try vector("beta", count: s[rank - 1]), epsilon: epsilon)
+      let norm = LayerNormalization(
+        gamma: try vector("gamma", count: s[rank - 1]), beta: try vector("beta", count: s[rank - 1]), epsilon: epsilon)
       return try add(.layerNormalization(norm), [x])
     }
     if axes == [1], rank == 4 {
-      let norm = LayerNormalization(gamma: try vector("gamma", count: s[1]), beta: try vector("beta", count: s[1]), epsilon: epsilon)
+      let norm = LayerNormalization(
+        gamma: try vector("gamma", count: s[1]), beta: try vector("beta", count: s[1]), epsilon: epsilon)
       return try spatial(x) { _ in .layerNormalization(norm) }
     }
     throw unsupported("axes \(axes) of rank \(rank) (the last axis, or the channels of [N, C, H, W], are supported)")

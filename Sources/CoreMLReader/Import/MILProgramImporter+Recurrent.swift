@@ -21,7 +21,9 @@ extension MILProgramImporter {
     if direction == "reverse" && sequences { throw unsupported("a reverse direction with output_sequence=True") }
     let directions = direction == "bidirectional" ? 2 : 1
     let weightIH = try requiredConstant("weight_ih")
-    guard weightIH.type.shape.count == 2, weightIH.type.shape[1] == s[2] else { throw invalid("weight_ih \(weightIH.type.shape) does not fit x \(s)") }
+    guard weightIH.type.shape.count == 2, weightIH.type.shape[1] == s[2] else {
+      throw invalid("weight_ih \(weightIH.type.shape) does not fit x \(s)")
+    }
     let (cell, order): (Recurrent.Cell, [Int])
     switch type {
     case "lstm": (cell, order) = (.lstm, [0, 1, 3, 2])
@@ -29,7 +31,9 @@ extension MILProgramImporter {
     default: (cell, order) = (.simple, [0])
     }
     let gates = cell.gates
-    guard weightIH.type.shape[0] % gates == 0, weightIH.type.shape[0] > 0 else { throw invalid("weight_ih \(weightIH.type.shape) is not \(gates) gates") }
+    guard weightIH.type.shape[0] % gates == 0, weightIH.type.shape[0] > 0 else {
+      throw invalid("weight_ih \(weightIH.type.shape) is not \(gates) gates")
+    }
     let units = weightIH.type.shape[0] / gates
     var initialStates: [ValueID] = []
     var givenStates = false
@@ -37,7 +41,9 @@ extension MILProgramImporter {
       // A constant (or a missing parameter, an error) is read as values; anything else is a computed state.
       if isConstant(key) || argument(key) == nil {
         guard let state = try constant(key) else { throw invalid("required parameter '\(key)' is missing") }
-        guard state.count == directions * units else { throw invalid("\(key) has \(state.count) values, needs \(directions * units)") }
+        guard state.count == directions * units else {
+          throw invalid("\(key) has \(state.count) values, needs \(directions * units)")
+        }
         if state.asFloats.allSatisfy({ $0 == 0 }) {
           initialStates.append(try add(.constant(.filled(0, shape: [units])), [], suffix: "__" + key))
           continue
@@ -45,7 +51,9 @@ extension MILProgramImporter {
       }
       guard directions == 1 else { throw unsupported("\(key) of a bidirectional layer must be a constant of zeros") }
       let state = try tensor(key)
-      guard builder.type(of: state).elementCount == units else { throw invalid("\(key) of shape \(shape(state)) is not [1, \(units)]") }
+      guard builder.type(of: state).elementCount == units else {
+        throw invalid("\(key) of shape \(shape(state)) is not [1, \(units)]")
+      }
       initialStates.append(try reshape(state, to: [units]))
       givenStates = true
     }
@@ -53,28 +61,39 @@ extension MILProgramImporter {
     if !givenStates { initialStates = [] }
     if type == "lstm" {
       for key in ["peephole", "peephole_back"] {
-        if let peephole = try constant(key), peephole.asFloats.contains(where: { $0 != 0 }) { throw unsupported("non-zero \(key)") }
+        if let peephole = try constant(key), peephole.asFloats.contains(where: { $0 != 0 }) {
+          throw unsupported("non-zero \(key)")
+        }
       }
       if try constant("clip") != nil { throw unsupported("clip is not supported") }
     }
 
     /// One direction's weights in the IR's layout and gate order.
     func weights(_ suffix: String) throws -> Recurrent.Weights {
-      let ih = try requiredConstant("weight_ih" + suffix), hh = try requiredConstant("weight_hh" + suffix)
+      let ih = try requiredConstant("weight_ih" + suffix)
+      let hh = try requiredConstant("weight_hh" + suffix)
       guard ih.type.shape == [gates * units, s[2]], hh.type.shape == [gates * units, units] else {
-        throw invalid("weight_ih\(suffix) \(ih.type.shape) / weight_hh\(suffix) \(hh.type.shape) must be [\(gates * units), \(s[2])] / [\(gates * units), \(units)]")
+        throw invalid(
+          "weight_ih\(suffix) \(ih.type.shape) / weight_hh\(suffix) \(hh.type.shape) must be [\(gates * units), \(s[2])] / [\(gates * units), \(units)]"
+        )
       }
       func reordered(_ matrix: [Float], columns: Int) -> Constant {
         // MIL [gates * units, columns] to the IR's [columns, gates * units].
         var result = [Float](repeating: 0, count: matrix.count)
-        for (k, source) in order.enumerated() { for u in 0..<units { for c in 0..<columns {
-          result[c * gates * units + k * units + u] = matrix[(source * units + u) * columns + c]
-        } } }
+        for (k, source) in order.enumerated() {
+          for u in 0..<units {
+            for c in 0..<columns {
+              result[c * gates * units + k * units + u] = matrix[(source * units + u) * columns + c]
+            }
+          }
+        }
         return Constant(shape: [columns, gates * units], values: result)
       }
       var bias: Constant?
       if let given = try constant("bias" + suffix) {
-        guard given.count == gates * units else { throw invalid("bias\(suffix) has \(given.count) values, needs \(gates * units)") }
+        guard given.count == gates * units else {
+          throw invalid("bias\(suffix) has \(given.count) values, needs \(gates * units)")
+        }
         let values = given.asFloats
         var ordered = order.flatMap { values[$0 * units..<($0 + 1) * units] }
         if case .gru = cell { ordered += [Float](repeating: 0, count: gates * units) }
@@ -82,7 +101,9 @@ extension MILProgramImporter {
       } else if case .gru = cell {
         bias = .filled(0, shape: [2 * gates * units])
       }
-      return Recurrent.Weights(kernel: reordered(ih.asFloats, columns: s[2]), recurrentKernel: reordered(hh.asFloats, columns: units), bias: bias)
+      return Recurrent.Weights(
+        kernel: reordered(ih.asFloats, columns: s[2]), recurrentKernel: reordered(hh.asFloats, columns: units),
+        bias: bias)
     }
 
     func activation(_ key: String, _ fallback: String) throws -> Activation {
@@ -107,7 +128,8 @@ extension MILProgramImporter {
     let steps = try reshape(x, to: [s[0], s[2]])
     func layer(_ returnSequences: Bool, cellState: Bool = false) -> Recurrent {
       Recurrent(
-        cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation, forward: forward, backward: backward,
+        cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation, forward: forward,
+        backward: backward,
         returnSequences: returnSequences, goBackwards: direction == "reverse", returnsCellState: cellState)
     }
     let width = directions * units
@@ -115,13 +137,15 @@ extension MILProgramImporter {
     try define(try reshape(output, to: [sequences ? s[0] : 1, 1, width]))
     if operation.outputs.count > 1 {
       let last = sequences ? try add(.recurrent(layer(false)), [steps] + initialStates, suffix: "__final") : output
-      values[try outputName(1)] = try builder.add(.reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(1)), inputs: [last])
+      values[try outputName(1)] = try builder.add(
+        .reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(1)), inputs: [last])
     }
     if type == "lstm", operation.outputs.count > 2 {
       // The final cell state `[1, width]` (both directions' joined), a layer of its own; left to dead-code
       // removal when nothing reads it.
       let cellState = try add(.recurrent(layer(false, cellState: true)), [steps] + initialStates, suffix: "__cell")
-      values[try outputName(2)] = try builder.add(.reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(2)), inputs: [cellState])
+      values[try outputName(2)] = try builder.add(
+        .reshape(targetShape: [1, width]), name: builder.uniqueName(try outputName(2)), inputs: [cellState])
     }
   }
 }

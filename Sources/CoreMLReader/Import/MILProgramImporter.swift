@@ -32,7 +32,8 @@ public struct MILProgramImporter {
   /// Builds the IR graph of a decoded ML Program specification.
   public static func importModel(_ spec: CoreMLModelSpec, path: String) throws -> CoreMLModel {
     guard let program = spec.program else {
-      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "the specification holds no ML Program")
+      throw CoreMLReaderError.invalidProgram(
+        path: path, operation: "program", detail: "the specification holds no ML Program")
     }
     var importer = MILProgramImporter(spec: spec, program: program, path: path)
     do { return try importer.run() } catch let error as GraphError {
@@ -49,11 +50,17 @@ public struct MILProgramImporter {
 
   mutating func run() throws -> CoreMLModel {
     guard program.opsetVersion != nil else {
-      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "unknown opset '\(program.opset)' (CoreML\(MILProgram.knownOpsets.lowerBound) to CoreML\(MILProgram.knownOpsets.upperBound) are read)")
+      throw CoreMLReaderError.invalidProgram(
+        path: path, operation: "program",
+        detail:
+          "unknown opset '\(program.opset)' (CoreML\(MILProgram.knownOpsets.lowerBound) to CoreML\(MILProgram.knownOpsets.upperBound) are read)"
+      )
     }
     guard spec.specificationVersion >= 6 else {
       // [rule MLPROGRAM-SPEC] ML Programs exist from specification version 6 (iOS 15) on.
-      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "specification version \(spec.specificationVersion); ML Programs need 6 or later")
+      throw CoreMLReaderError.invalidProgram(
+        path: path, operation: "program",
+        detail: "specification version \(spec.specificationVersion); ML Programs need 6 or later")
     }
     var inputs: [CoreMLInput] = []
     var imageValues: [String: String] = [:]
@@ -68,7 +75,9 @@ public struct MILProgramImporter {
       builder.origin = LayerOrigin(name: op.name, type: op.type)
       do {
         if op.type == "classify" {
-          guard case .name(let probabilities)? = op.inputs["probabilities"]?.first, values[probabilities] != nil || constants[probabilities] != nil else {
+          guard case .name(let probabilities)? = op.inputs["probabilities"]?.first,
+            values[probabilities] != nil || constants[probabilities] != nil
+          else {
             throw unsupported("needs a probabilities tensor computed before it")
           }
           probabilitiesValue = probabilities
@@ -77,7 +86,8 @@ public struct MILProgramImporter {
         }
         try importOperation(op)
       } catch let error as GraphError {
-        throw CoreMLReaderError.invalidProgram(path: path, operation: "\(op.type) operation '\(op.name)'", detail: "\(error)")
+        throw CoreMLReaderError.invalidProgram(
+          path: path, operation: "\(op.type) operation '\(op.name)'", detail: "\(error)")
       }
     }
     builder.origin = nil
@@ -99,15 +109,21 @@ public struct MILProgramImporter {
         probabilities = feature.name
       }
       guard var value = values[name] else {
-        throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "output '\(feature.name)' is not produced by any operation")
+        throw CoreMLReaderError.invalidProgram(
+          path: path, operation: "program", detail: "output '\(feature.name)' is not produced by any operation")
       }
       if outputs.contains(value) || program.inputs.contains(where: { $0.name == feature.name }) {
-        value = try builder.add(.reshape(targetShape: builder.type(of: value).shape), name: builder.uniqueName(feature.name + "__copy"), inputs: [value])
+        value = try builder.add(
+          .reshape(targetShape: builder.type(of: value).shape), name: builder.uniqueName(feature.name + "__copy"),
+          inputs: [value])
       }
       outputs.append(value)
       names.append(feature.name)
     }
-    guard !outputs.isEmpty else { throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "the model has no tensor outputs") }
+    guard !outputs.isEmpty else {
+      throw CoreMLReaderError.invalidProgram(
+        path: path, operation: "program", detail: "the model has no tensor outputs")
+    }
     var graph = builder.build(outputs: outputs).pruned()
     for (name, id) in zip(names, outputs) where graph[id].name != name {
       try graph.claimName(name, for: id)
@@ -122,21 +138,27 @@ public struct MILProgramImporter {
   /// of the value after them.
   mutating func addInput(_ input: MILNamedType) throws -> (CoreMLInput, String?) {
     guard let feature = spec.inputs.first(where: { $0.name == input.name }) else {
-      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "function input '\(input.name)' has no model input description")
+      throw CoreMLReaderError.invalidProgram(
+        path: path, operation: "program", detail: "function input '\(input.name)' has no model input description")
     }
     let shape = input.type.shape
     guard input.type.isTensor, !shape.isEmpty, shape.allSatisfy({ $0 > 0 }) else {
-      throw CoreMLReaderError.invalidProgram(path: path, operation: "program", detail: "function input '\(input.name)' has no fixed tensor shape (\(shape))")
+      throw CoreMLReaderError.invalidProgram(
+        path: path, operation: "program", detail: "function input '\(input.name)' has no fixed tensor shape (\(shape))")
     }
     _ = try elementCount(shape, "input '\(input.name)' shape")
     // A float16 input (iOS 16 and later) is rounded to float16 like every float16 value.
     let value = try builder.addInput(
-      name: input.name, type: TensorType(shape, dataType: input.type.dataType == .float16 ? .float16 : .float32), optional: feature.isOptional)
+      name: input.name, type: TensorType(shape, dataType: input.type.dataType == .float16 ? .float16 : .float32),
+      optional: feature.isOptional)
     values[input.name] = value
-    guard case .image(let width, let height, let colorSpace) = feature.kind else { return (CoreMLInput(name: input.name, shape: shape), nil) }
+    guard case .image(let width, let height, let colorSpace) = feature.kind else {
+      return (CoreMLInput(name: input.name, shape: shape), nil)
+    }
     guard let space = ImageColorSpace(rawValue: colorSpace), shape == [1, space.channels, height, width] else {
       throw CoreMLReaderError.invalidProgram(
-        path: path, operation: "program", detail: "image input '\(input.name)' (\(colorSpace), \(width)x\(height)) has MIL shape \(shape)")
+        path: path, operation: "program",
+        detail: "image input '\(input.name)' (\(colorSpace), \(width)x\(height)) has MIL shape \(shape)")
     }
     let channels = space.channels
     var scale: Float = 1
@@ -155,7 +177,9 @@ public struct MILProgramImporter {
       }
       return nil
     }
-    if let op = consumer(of: last), op.type == "mul", let factor = otherOperand(op, last), factor.count == 1, let output = op.outputs.first {
+    if let op = consumer(of: last), op.type == "mul", let factor = otherOperand(op, last), factor.count == 1,
+      let output = op.outputs.first
+    {
       scale = factor.asFloats[0]
       last = output.name
     }
@@ -163,7 +187,8 @@ public struct MILProgramImporter {
       let bias = otherOperand(op, last), bias.count == 1 || bias.count == channels, let output = op.outputs.first
     {
       let sign: Float = op.type == "sub" ? -1 : 1
-      biases = bias.count == 1 ? [Float](repeating: sign * bias.asFloats[0], count: channels) : bias.asFloats.map { sign * $0 }
+      biases =
+        bias.count == 1 ? [Float](repeating: sign * bias.asFloats[0], count: channels) : bias.asFloats.map { sign * $0 }
       last = output.name
     }
     return (CoreMLInput(name: input.name, shape: shape, colorSpace: space, scale: scale, networkBiases: biases), last)
@@ -186,7 +211,9 @@ public struct MILProgramImporter {
     var count = 1
     for size in shape {
       let (next, overflow) = count.multipliedReportingOverflow(by: size)
-      guard size > 0, size <= GraphLimits.maxSize, !overflow, next <= GraphLimits.maxElementCount else { throw invalid("\(name) \(shape) is not a valid shape") }
+      guard size > 0, size <= GraphLimits.maxSize, !overflow, next <= GraphLimits.maxElementCount else {
+        throw invalid("\(name) \(shape) is not a valid shape")
+      }
       count = next
     }
     return count
@@ -194,7 +221,9 @@ public struct MILProgramImporter {
 
   /// The name of output `index` of the current operation.
   func outputName(_ index: Int = 0) throws -> String {
-    guard index < operation.outputs.count else { throw invalid("has \(operation.outputs.count) outputs, needs \(index + 1)") }
+    guard index < operation.outputs.count else {
+      throw invalid("has \(operation.outputs.count) outputs, needs \(index + 1)")
+    }
     return operation.outputs[index].name
   }
 
@@ -224,14 +253,18 @@ public struct MILProgramImporter {
   /// The constant value of parameter `key`, or nil when it is absent (an error when it is not constant).
   func constant(_ key: String) throws -> MILValue? {
     guard let argument = argument(key) else {
-      if let arguments = operation.inputs[key], arguments.count > 1 { throw invalid("parameter '\(key)' has \(arguments.count) arguments, takes 1") }
+      if let arguments = operation.inputs[key], arguments.count > 1 {
+        throw invalid("parameter '\(key)' has \(arguments.count) arguments, takes 1")
+      }
       return nil
     }
     switch argument {
     case .value(let value): return value
     case .name(let name):
       guard let value = constants[name] else {
-        if values[name] != nil { throw unsupported("parameter '\(key)' must be a constant, '\(name)' is computed at run time") }
+        if values[name] != nil {
+          throw unsupported("parameter '\(key)' must be a constant, '\(name)' is computed at run time")
+        }
         throw invalid("parameter '\(key)' reads '\(name)', which nothing defined before it")
       }
       return value
@@ -254,7 +287,9 @@ public struct MILProgramImporter {
 
   func ints(_ key: String) throws -> [Int]? {
     guard let value = try constant(key) else { return nil }
-    guard let ints = value.asInts, ints.allSatisfy({ abs($0) <= 1 << 30 }) else { throw invalid("parameter '\(key)' is not a list of integers") }
+    guard let ints = value.asInts, ints.allSatisfy({ abs($0) <= 1 << 30 }) else {
+      throw invalid("parameter '\(key)' is not a list of integers")
+    }
     return ints
   }
 
@@ -286,13 +321,17 @@ public struct MILProgramImporter {
 
   func string(_ key: String, _ fallback: String) throws -> String {
     guard let value = try constant(key) else { return fallback }
-    guard value.type.dataType == .string, value.strings.count == 1 else { throw invalid("parameter '\(key)' is not a string") }
+    guard value.type.dataType == .string, value.strings.count == 1 else {
+      throw invalid("parameter '\(key)' is not a string")
+    }
     return value.strings[0]
   }
 
   /// The IR value of a tensor parameter; a constant becomes a constant node the first time it is used.
   mutating func tensor(_ key: String) throws -> ValueID {
-    guard let argument = argument(key) else { throw invalid("required tensor parameter '\(key)' is missing or has several arguments") }
+    guard let argument = argument(key) else {
+      throw invalid("required tensor parameter '\(key)' is missing or has several arguments")
+    }
     return try tensor(argument, key: key)
   }
 
@@ -300,12 +339,15 @@ public struct MILProgramImporter {
     switch argument {
     case .name(let name):
       if let value = values[name] { return value }
-      guard let value = constants[name] else { throw invalid("parameter '\(key)' reads '\(name)', which nothing defined before it") }
+      guard let value = constants[name] else {
+        throw invalid("parameter '\(key)' reads '\(name)', which nothing defined before it")
+      }
       let node = try constantNode(value, name: name, origin: constantOrigins[name])
       values[name] = node
       return node
     case .value(let value):
-      return try constantNode(value, name: builder.uniqueName("\(operation.outputs.first?.name ?? operation.name)__\(key)"))
+      return try constantNode(
+        value, name: builder.uniqueName("\(operation.outputs.first?.name ?? operation.name)__\(key)"))
     }
   }
 
@@ -314,12 +356,15 @@ public struct MILProgramImporter {
       throw unsupported("a \(value.type.dataType) constant cannot be a tensor operand")
     }
     let shape = value.type.shape.isEmpty ? [1] : value.type.shape
-    guard shape.allSatisfy({ $0 > 0 }), shape.reduce(1, *) == value.count else { throw invalid("constant '\(name)' of shape \(value.type.shape) is empty") }
+    guard shape.allSatisfy({ $0 > 0 }), shape.reduce(1, *) == value.count else {
+      throw invalid("constant '\(name)' of shape \(value.type.shape) is empty")
+    }
     let saved = builder.origin
     // A constant operand belongs to its const (or constexpr) operation, an inline value to the operation reading it.
     builder.origin = origin ?? saved ?? LayerOrigin(name: name, type: "const")
     defer { builder.origin = saved }
-    return try builder.add(.constant(Constant(shape: shape, values: value.asFloats)), name: builder.uniqueName(name), inputs: [])
+    return try builder.add(
+      .constant(Constant(shape: shape, values: value.asFloats)), name: builder.uniqueName(name), inputs: [])
   }
 
   /// A possibly negative axis resolved against `rank`.
@@ -346,7 +391,9 @@ public struct MILProgramImporter {
   }
 
   /// Runs a channels-last IR operation on a MIL `[N, C, H, W]` value (or `[N, C, L]`, as a height-1 image).
-  mutating func spatial(_ input: ValueID, _ makeOperation: (_ nhwc: [Int]) throws -> ModelIR.Operation) throws -> ValueID {
+  mutating func spatial(_ input: ValueID, _ makeOperation: (_ nhwc: [Int]) throws -> ModelIR.Operation) throws
+    -> ValueID
+  {
     let s = shape(input)
     if s.count == 3 {
       let image = try reshape(input, to: [s[0], s[1], 1, s[2]])

@@ -3,7 +3,10 @@ import CoreMLCommon
 // Typed parameters of the classic layers that move, pad, crop or reduce blobs, and of their ND (Core ML 3) variants.
 
 /// `FlattenLayerParams.FlattenOrder` and `ReshapeLayerParams.ReshapeOrder`.
-public enum ChannelOrder: Int, Sendable, Equatable { case channelFirst = 0, channelLast = 1 }
+public enum ChannelOrder: Int, Sendable, Equatable {
+  case channelFirst = 0
+  case channelLast = 1
+}
 
 public struct PaddingParameters: Sendable, Equatable {
   public enum PaddingType: Sendable, Equatable {
@@ -26,8 +29,15 @@ public struct CropParameters: Sendable, Equatable {
 }
 
 public struct UpsampleParameters: Sendable, Equatable {
-  public enum InterpolationMode: Int, Sendable, Equatable { case nearestNeighbor = 0, bilinear = 1 }
-  public enum LinearUpsampleMode: Int, Sendable, Equatable { case standard = 0, alignCornersTrue = 1, alignCornersFalse = 2 }
+  public enum InterpolationMode: Int, Sendable, Equatable {
+    case nearestNeighbor = 0
+    case bilinear = 1
+  }
+  public enum LinearUpsampleMode: Int, Sendable, Equatable {
+    case standard = 0
+    case alignCornersTrue = 1
+    case alignCornersFalse = 2
+  }
   public var scalingFactor: [Int] = []
   public var fractionalScalingFactor: [Float] = []
   public var mode = CoreMLEnumField<InterpolationMode>.known(.nearestNeighbor)
@@ -68,14 +78,22 @@ public struct SequenceRepeatParameters: Sendable, Equatable {
 }
 
 public struct ReorganizeDataParameters: Sendable, Equatable {
-  public enum ReorganizationType: Int, Sendable, Equatable { case spaceToDepth = 0, depthToSpace = 1, pixelShuffle = 2 }
+  public enum ReorganizationType: Int, Sendable, Equatable {
+    case spaceToDepth = 0
+    case depthToSpace = 1
+    case pixelShuffle = 2
+  }
   public var mode = CoreMLEnumField<ReorganizationType>.known(.spaceToDepth)
   public var blockSize = 0
   public init() {}
 }
 
 public struct SliceParameters: Sendable, Equatable {
-  public enum SliceAxis: Int, Sendable, Equatable { case channel = 0, height = 1, width = 2 }
+  public enum SliceAxis: Int, Sendable, Equatable {
+    case channel = 0
+    case height = 1
+    case width = 2
+  }
   public var startIndex = 0
   /// Negative counts from the end (-1 keeps the last element).
   public var endIndex = 0
@@ -87,9 +105,13 @@ public struct SliceParameters: Sendable, Equatable {
 
 public struct ReduceParameters: Sendable, Equatable {
   public enum ReduceOperation: Int, Sendable, Equatable {
-    case sum = 0, avg, prod, logSum, sumSquare, l1, l2, max, min, argMax
+    case sum = 0
+    case avg, prod, logSum, sumSquare, l1, l2, max, min, argMax
   }
-  public enum ReduceAxis: Int, Sendable, Equatable { case chw = 0, hw, c, h, w }
+  public enum ReduceAxis: Int, Sendable, Equatable {
+    case chw = 0
+    case hw, c, h, w
+  }
   public var mode = CoreMLEnumField<ReduceOperation>.known(.sum)
   public var epsilon: Float = 0
   public var axis = CoreMLEnumField<ReduceAxis>.known(.chw)

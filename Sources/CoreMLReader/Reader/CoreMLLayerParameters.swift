@@ -69,7 +69,8 @@ public enum CoreMLLayerParameters: Sendable, Equatable {
 
 /// An enum field read from a file: one of the values the proto names, or the number the file holds when it is
 /// none of them (protobuf keeps unknown enum numbers), so checks can name it.
-public enum CoreMLEnumField<Value>: Sendable, Equatable where Value: RawRepresentable & Sendable & Equatable, Value.RawValue == Int {
+public enum CoreMLEnumField<Value>: Sendable, Equatable
+where Value: RawRepresentable & Sendable & Equatable, Value.RawValue == Int {
   case known(Value)
   case unknown(Int)
 
@@ -112,10 +113,17 @@ public struct ConvolutionParameters: Sendable, Equatable {
   public init() {}
 }
 
-public enum SamePaddingMode: Int, Sendable, Equatable { case bottomRightHeavy = 0, topLeftHeavy = 1 }
+public enum SamePaddingMode: Int, Sendable, Equatable {
+  case bottomRightHeavy = 0
+  case topLeftHeavy = 1
+}
 
 public struct PoolingParameters: Sendable, Equatable {
-  public enum PoolingType: Int, Sendable, Equatable { case max = 0, average = 1, l2 = 2 }
+  public enum PoolingType: Int, Sendable, Equatable {
+    case max = 0
+    case average = 1
+    case l2 = 2
+  }
   public enum Padding: Sendable, Equatable { case valid, same, includeLastPixel, unset }
   public var type = CoreMLEnumField<PoolingType>.known(.max)
   public var kernelSize: [Int] = []
@@ -218,7 +226,8 @@ public enum ActivationParameters: Sendable, Equatable {
   /// The alpha and beta of the activations recurrent layers parameterize (linear, scaled tanh, hard sigmoid).
   public var recurrentAlphaBeta: (alpha: Float, beta: Float)? {
     switch self {
-    case .linear(let alpha, let beta), .scaledTanh(let alpha, let beta), .sigmoidHard(let alpha, let beta): return (alpha, beta)
+    case .linear(let alpha, let beta), .scaledTanh(let alpha, let beta), .sigmoidHard(let alpha, let beta):
+      return (alpha, beta)
     default: return nil
     }
   }
@@ -237,13 +246,20 @@ public struct ClampedReLUParameters: Sendable, Equatable {
 }
 
 public struct GeluParameters: Sendable, Equatable {
-  public enum Mode: Int, Sendable, Equatable { case exact = 0, tanhApproximation = 1, sigmoidApproximation = 2 }
+  public enum Mode: Int, Sendable, Equatable {
+    case exact = 0
+    case tanhApproximation = 1
+    case sigmoidApproximation = 2
+  }
   public var mode = CoreMLEnumField<Mode>.known(.exact)
   public init(mode: CoreMLEnumField<Mode> = .known(.exact)) { self.mode = mode }
 }
 
 public struct UnaryParameters: Sendable, Equatable {
-  public enum Operation: Int, Sendable, Equatable { case sqrt = 0, rsqrt, inverse, power, exp, log, abs, threshold }
+  public enum Operation: Int, Sendable, Equatable {
+    case sqrt = 0
+    case rsqrt, inverse, power, exp, log, abs, threshold
+  }
   public var type = CoreMLEnumField<Operation>.known(.sqrt)
   public var alpha: Float = 0
   /// 0 in the file means 1e-6 ([rule UNARY-DEFAULTS]).

@@ -90,7 +90,9 @@ public struct CoreMLModelOutline: Sendable, Equatable {
   /// Reads a `.mlmodel` file or the model of an `.mlpackage` folder.
   public static func read(contentsOf url: URL) throws -> CoreMLModelOutline {
     var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw CoreMLReaderError.unreadable(path: url.path) }
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+      throw CoreMLReaderError.unreadable(path: url.path)
+    }
     var modelURL = url
     if isDirectory.boolValue {
       do { modelURL = try ModelPackage.contents(of: url).modelURL } catch let error as ModelPackage.FormatError {
@@ -110,10 +112,14 @@ public struct CoreMLModelOutline: Sendable, Equatable {
     let wire: ProtobufWire
     let path: String
 
-    func failure(_ field: String, _ detail: String) -> CoreMLReaderError { .invalidField(path: path, field: field, detail: detail) }
+    func failure(_ field: String, _ detail: String) -> CoreMLReaderError {
+      .invalidField(path: path, field: field, detail: detail)
+    }
 
     func fields(_ range: Range<Int>, _ field: String) throws -> [ProtobufWire.Field] {
-      do { return try wire.fields(in: range) } catch let error as ProtobufWire.Failure { throw failure(field, error.detail) }
+      do { return try wire.fields(in: range) } catch let error as ProtobufWire.Failure {
+        throw failure(field, error.detail)
+      }
     }
 
     func bytes(_ value: ProtobufWire.Value, _ field: String) throws -> Range<Int> {
@@ -122,7 +128,9 @@ public struct CoreMLModelOutline: Sendable, Equatable {
     }
 
     func integers(_ value: ProtobufWire.Value, _ field: String) throws -> [UInt64] {
-      do { return try wire.integers(value) } catch let error as ProtobufWire.Failure { throw failure(field, error.detail) }
+      do { return try wire.integers(value) } catch let error as ProtobufWire.Failure {
+        throw failure(field, error.detail)
+      }
     }
 
     func text(_ value: ProtobufWire.Value, _ field: String) throws -> String { wire.text(try bytes(value, field)) }
@@ -141,7 +149,9 @@ public struct CoreMLModelOutline: Sendable, Equatable {
       var type: (number: UInt32, range: Range<Int>)?
       for f in try fields(range, field) {
         switch f.number {
-        case 1: outline.specificationVersion = Int(Int32(truncatingIfNeeded: try varint(f.value, field + ".specificationVersion")))
+        case 1:
+          outline.specificationVersion = Int(
+            Int32(truncatingIfNeeded: try varint(f.value, field + ".specificationVersion")))
         case 2: try describe(&outline, try bytes(f.value, field + ".description"), field + ".description")
         // 10 is isUpdatable; the Type oneof takes 200 and up (the last one given wins, as for any oneof).
         case 200...:
@@ -158,7 +168,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
       case 200, 201:
         // PipelineClassifier / PipelineRegressor: Pipeline pipeline = 1.
         for f in try fields(type.range, here) where f.number == 1 {
-          outline.subModels = try pipeline(try bytes(f.value, here + ".pipeline"), field: here + ".pipeline", depth: depth)
+          outline.subModels = try pipeline(
+            try bytes(f.value, here + ".pipeline"), field: here + ".pipeline", depth: depth)
         }
         if type.number == 200, let last = outline.subModels.last?.model {
           outline.stringClassLabels = last.stringClassLabels
@@ -194,7 +205,9 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         default: continue
         }
       }
-      for index in models.indices where index < names.count && !names[index].isEmpty { models[index].name = names[index] }
+      for index in models.indices where index < names.count && !names[index].isEmpty {
+        models[index].name = names[index]
+      }
       return models
     }
 
@@ -205,7 +218,9 @@ public struct CoreMLModelOutline: Sendable, Equatable {
 
     /// `message Int64Vector { repeated int64 vector = 1; }` (DataStructures.proto), packed or not.
     func int64Vector(_ range: Range<Int>, _ field: String) throws -> [Int64] {
-      try fields(range, field).filter { $0.number == 1 }.flatMap { try integers($0.value, field) }.map { Int64(bitPattern: $0) }
+      try fields(range, field).filter { $0.number == 1 }.flatMap { try integers($0.value, field) }.map {
+        Int64(bitPattern: $0)
+      }
     }
 
     /// `message ModelDescription` (Model.proto): input = 1, output = 10, predictedFeatureName = 11,
@@ -214,7 +229,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
       for f in try fields(range, field) {
         switch f.number {
         case 1: outline.inputs.append(try feature(try bytes(f.value, field), "\(field).input[\(outline.inputs.count)]"))
-        case 10: outline.outputs.append(try feature(try bytes(f.value, field), "\(field).output[\(outline.outputs.count)]"))
+        case 10:
+          outline.outputs.append(try feature(try bytes(f.value, field), "\(field).output[\(outline.outputs.count)]"))
         case 11: outline.predictedFeatureName = try text(f.value, field + ".predictedFeatureName")
         case 12: outline.predictedProbabilitiesName = try text(f.value, field + ".predictedProbabilitiesName")
         case 100: try metadata(&outline, try bytes(f.value, field + ".metadata"), field + ".metadata")
@@ -233,7 +249,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         case 3: outline.author = try text(f.value, field + ".author")
         case 4: outline.license = try text(f.value, field + ".license")
         case 100:
-          var key = "", value = ""
+          var key = ""
+          var value = ""
           for entry in try fields(try bytes(f.value, field + ".userDefined"), field + ".userDefined") {
             if entry.number == 1 { key = try text(entry.value, field + ".userDefined.key") }
             if entry.number == 2 { value = try text(entry.value, field + ".userDefined.value") }
@@ -276,7 +293,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
               // StateFeatureType: arrayType = 1.
               result.kind = .state(shape: [], dataType: "unknown")
               for s in try fields(body, typeField + ".stateType") where s.number == 1 {
-                let (shape, dataType) = try array(try bytes(s.value, typeField + ".stateType.arrayType"), typeField + ".stateType.arrayType")
+                let (shape, dataType) = try array(
+                  try bytes(s.value, typeField + ".stateType.arrayType"), typeField + ".stateType.arrayType")
                 result.kind = .state(shape: shape, dataType: dataType)
               }
             default: continue
@@ -291,7 +309,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
     /// `message ImageFeatureType` (FeatureTypes.proto): width = 1, height = 2, colorSpace = 3 (GRAYSCALE 10,
     /// RGB 20, BGR 30, GRAYSCALE_FLOAT16 40).
     func image(_ range: Range<Int>, _ field: String) throws -> Feature.Kind {
-      var width = 0, height = 0
+      var width = 0
+      var height = 0
       var colorSpace = "INVALID"
       for f in try fields(range, field) {
         guard case .varint(let v) = f.value else { continue }
@@ -315,7 +334,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         case 1: shape += try integers(f.value, field + ".shape").map { Int(Int64(bitPattern: $0)) }
         case 2:
           guard case .varint(let v) = f.value else { continue }
-          dataType = [65568: "float32", 65600: "double", 131104: "int32", 131080: "int8", 65552: "float16"][v] ?? "unknown"
+          dataType =
+            [65568: "float32", 65600: "double", 131104: "int32", 131080: "int8", 65552: "float16"][v] ?? "unknown"
         default: continue
         }
       }

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A Swift view of a decoded Core ML model: its description and its neural-network layers or ML Program.
 ///
 /// This is what the reader hands to callers (and tests) instead of protobuf-c structs.
@@ -46,7 +47,8 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     public var quantizationBits: Int = 0
 
     public init(
-      name: String, kind: String, inputs: [String], outputs: [String], parameters: CoreMLLayerParameters, usesFloat16: Bool = false,
+      name: String, kind: String, inputs: [String], outputs: [String], parameters: CoreMLLayerParameters,
+      usesFloat16: Bool = false,
       quantizationBits: Int = 0
     ) {
       (self.name, self.kind, self.inputs, self.outputs) = (name, kind, inputs, outputs)
@@ -68,7 +70,9 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     public var blueBias: Float
     public var grayBias: Float
 
-    public init(featureName: String, channelScale: Float, redBias: Float, greenBias: Float, blueBias: Float, grayBias: Float) {
+    public init(
+      featureName: String, channelScale: Float, redBias: Float, greenBias: Float, blueBias: Float, grayBias: Float
+    ) {
       self.featureName = featureName
       self.channelScale = channelScale
       self.redBias = redBias

@@ -1,6 +1,7 @@
 import CoreMLCommon
 import Foundation
 import ModelFormats
+
 /// Why a Core ML model could not be read.
 public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
   /// The file could not be opened.
@@ -28,13 +29,15 @@ public enum CoreMLReaderError: Error, Equatable, CustomStringConvertible {
     case .unreadable(let path): return "\(path): cannot read the file"
     case .malformed(let path): return "\(path): not a valid Core ML model (truncated or corrupt protobuf)"
     case .unsupportedModelType(let path, let type):
-      return "\(path): the model is a \(type); only neuralNetwork, neuralNetworkClassifier, neuralNetworkRegressor and mlProgram models can be read"
+      return
+        "\(path): the model is a \(type); only neuralNetwork, neuralNetworkClassifier, neuralNetworkRegressor and mlProgram models can be read"
     case .invalidWeights(let path, let layer, let detail): return "\(path): layer '\(layer)': \(detail)"
     case .unsupportedLayer(let path, let layer, let kind, let detail):
       return "\(path): layer '\(layer)' (\(kind)): \(detail)"
     case .invalidNetwork(let path, let detail): return "\(path): \(detail)"
     case .invalidProgram(let path, let operation, let detail): return "\(path): \(operation): \(detail)"
-    case .unsupportedOperation(let path, let type, let name, let detail): return "\(path): \(type) operation '\(name)': \(detail)"
+    case .unsupportedOperation(let path, let type, let name, let detail):
+      return "\(path): \(type) operation '\(name)': \(detail)"
     case .invalidField(let path, let field, let detail): return "\(path): \(field): \(detail)"
     }
   }

@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 
 extension CoreMLSpecReader {
@@ -12,8 +12,10 @@ extension CoreMLSpecReader {
     310: "permute", 320: "concat", 330: "split", 340: "sequenceRepeat", 345: "reorganizeData", 350: "slice",
     400: "simpleRecurrent", 410: "gru", 420: "uniDirectionalLSTM", 430: "biDirectionalLSTM", 500: "custom", 600: "copy",
     660: "clip", 795: "gelu", 815: "equal", 820: "notEqual", 825: "lessThan", 827: "lessEqual", 830: "greaterThan",
-    832: "greaterEqual", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable", 885: "powBroadcastable",
-    890: "divideBroadcastable", 900: "multiplyBroadcastable", 905: "subtractBroadcastable", 920: "tile", 950: "softmaxND",
+    832: "greaterEqual", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable",
+    885: "powBroadcastable",
+    890: "divideBroadcastable", 900: "multiplyBroadcastable", 905: "subtractBroadcastable", 920: "tile",
+    950: "softmaxND",
     980: "concatND", 985: "transpose", 995: "sliceStatic", 1045: "batchedMatmul", 1070: "loadConstantND",
     1120: "squeeze", 1125: "expandDims", 1130: "flattenTo2D", 1140: "reshapeStatic", 1155: "constantPad",
     1260: "reduceMax", 1265: "reduceMin", 1270: "reduceSum", 1280: "reduceMean", 1330: "whereBroadcastable",
@@ -36,7 +38,8 @@ extension CoreMLSpecReader {
   /// A weight blob as floats: float32 as is, float16 widened, `rawValue` dequantized (linear or lookup table).
   /// `count`, when known, is the number of weights the layer needs; packed codes beyond it are padding.
   static func decodeWeights(
-    _ pointer: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, count expected: Int? = nil, fail: (String) -> Error
+    _ pointer: UnsafeMutablePointer<CoreML__Specification__WeightParams>?, count expected: Int? = nil,
+    fail: (String) -> Error
   ) throws -> DecodedWeights? {
     guard let params = pointer?.pointee else { return nil }
     if params.n_floatvalue > 0 { return DecodedWeights(values: buffer(params.floatvalue, params.n_floatvalue)) }
@@ -50,7 +53,9 @@ extension CoreMLSpecReader {
     }
     let raw = params.rawvalue
     guard raw.len > 0, let data = raw.data else { return DecodedWeights(values: []) }
-    guard let quantization = params.quantization?.pointee else { throw fail("rawValue without quantization parameters") }
+    guard let quantization = params.quantization?.pointee else {
+      throw fail("rawValue without quantization parameters")
+    }
     let bits = Int(clamping: quantization.numberofbits)
     guard (1...8).contains(bits) else { throw fail("quantization with \(bits) bits (1 to 8 are valid)") }
     // Values are packed most significant bit first, as coremltools packs them.
@@ -69,15 +74,19 @@ extension CoreMLSpecReader {
     switch quantization.quantization_type_case {
     case CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LINEAR_QUANTIZATION:
       let linear = quantization.linearquantization.pointee
-      let scales = buffer(linear.scale, linear.n_scale), biases = buffer(linear.bias, linear.n_bias)
+      let scales = buffer(linear.scale, linear.n_scale)
+      let biases = buffer(linear.bias, linear.n_bias)
       guard !scales.isEmpty, scales.count == biases.count, count % scales.count == 0 || count >= scales.count else {
         throw fail("linear quantization has \(scales.count) scales and \(biases.count) biases")
       }
-      return DecodedWeights(values: codes.map { Float($0) }, bits: bits).dequantizedLinear(scales: scales, biases: biases)
+      return DecodedWeights(values: codes.map { Float($0) }, bits: bits).dequantizedLinear(
+        scales: scales, biases: biases)
     case CORE_ML__SPECIFICATION__QUANTIZATION_PARAMS__QUANTIZATION_TYPE_LOOKUP_TABLE_QUANTIZATION:
       let table = quantization.lookuptablequantization.pointee
       let entries = buffer(table.floatvalue, table.n_floatvalue)
-      guard entries.count == 1 << bits else { throw fail("lookup table has \(entries.count) entries for \(bits)-bit codes") }
+      guard entries.count == 1 << bits else {
+        throw fail("lookup table has \(entries.count) entries for \(bits)-bit codes")
+      }
       return DecodedWeights(values: codes.map { entries[$0] }, bits: bits)
     default:
       throw fail("rawValue with neither linear nor lookup-table quantization")
@@ -104,12 +113,17 @@ extension CoreMLSpecReader {
     }
   }
 
-  static func layer(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>, path: String) throws -> CoreMLModelSpec.Layer {
+  static func layer(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkLayer>, path: String) throws
+    -> CoreMLModelSpec.Layer
+  {
     let l = pointer.pointee
     let layerName = text(l.name)
-    var half = false, bits = 0
+    var half = false
+    var bits = 0
     let decode: WeightDecoder = { name, params, count in
-      let fail = { (detail: String) -> Error in CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \(detail)") }
+      let fail = { (detail: String) -> Error in
+        CoreMLReaderError.invalidWeights(path: path, layer: layerName, detail: "\(name): \(detail)")
+      }
       guard let decoded = try decodeWeights(params, count: count, fail: fail) else { return nil }
       half = half || decoded.half
       bits = max(bits, decoded.bits)
@@ -128,19 +142,24 @@ extension CoreMLSpecReader {
       parameters = try recurrentParameters(l, decode: decode) ?? .notDecoded
     }
     return CoreMLModelSpec.Layer(
-      name: layerName, kind: kind, inputs: buffer(l.input, l.n_input).map { text($0) }, outputs: buffer(l.output, l.n_output).map { text($0) },
+      name: layerName, kind: kind, inputs: buffer(l.input, l.n_input).map { text($0) },
+      outputs: buffer(l.output, l.n_output).map { text($0) },
       parameters: parameters, usesFloat16: half, quantizationBits: bits)
   }
 
   /// An `ActivationParams` message; `decode` is nil for a recurrent layer's activations, whose PReLU slopes are not read.
-  static func activation(_ a: CoreML__Specification__ActivationParams, decode: WeightDecoder?) throws -> ActivationParameters {
+  static func activation(_ a: CoreML__Specification__ActivationParams, decode: WeightDecoder?) throws
+    -> ActivationParameters
+  {
     switch a.nonlinearity_type_case {
     case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LINEAR:
       guard let p = a.linear?.pointee else { return .linear(alpha: 0, beta: 0) }
       return .linear(alpha: p.alpha, beta: p.beta)
     case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_RE_LU: return .relu
-    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU: return .leakyReLU(alpha: a.leakyrelu?.pointee.alpha ?? 0)
-    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU: return .thresholdedReLU(alpha: a.thresholdedrelu?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_LEAKY_RE_LU:
+      return .leakyReLU(alpha: a.leakyrelu?.pointee.alpha ?? 0)
+    case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_THRESHOLDED_RE_LU:
+      return .thresholdedReLU(alpha: a.thresholdedrelu?.pointee.alpha ?? 0)
     case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_PRE_LU:
       return .preLU(alpha: try decode?("alpha", a.prelu?.pointee.alpha, nil) ?? nil)
     case CORE_ML__SPECIFICATION__ACTIVATION_PARAMS__NONLINEARITY_TYPE_TANH: return .tanh
@@ -162,14 +181,22 @@ extension CoreMLSpecReader {
   static func flag(_ value: protobuf_c_boolean) -> Bool { value != 0 }
 
   /// The classic (Core ML 1 and 2) layers other than activations and the recurrent family; nil for other layers.
-  static func classicParameters(_ l: CoreML__Specification__NeuralNetworkLayer, decode: WeightDecoder) throws -> CoreMLLayerParameters? {
+  static func classicParameters(_ l: CoreML__Specification__NeuralNetworkLayer, decode: WeightDecoder) throws
+    -> CoreMLLayerParameters?
+  {
     switch l.layer_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CONVOLUTION:
       guard let c = l.convolution?.pointee else { return .convolution(ConvolutionParameters()) }
       var p = ConvolutionParameters()
-      (p.outputChannels, p.kernelChannels, p.nGroups) = (Int(clamping: c.outputchannels), Int(clamping: c.kernelchannels), Int(clamping: c.ngroups))
-      (p.kernelSize, p.stride, p.dilationFactor) = (ints(c.kernelsize, c.n_kernelsize), ints(c.stride, c.n_stride), ints(c.dilationfactor, c.n_dilationfactor))
-      (p.hasBias, p.isDeconvolution, p.outputShape) = (flag(c.hasbias), flag(c.isdeconvolution), ints(c.outputshape, c.n_outputshape))
+      (p.outputChannels, p.kernelChannels, p.nGroups) = (
+        Int(clamping: c.outputchannels), Int(clamping: c.kernelchannels), Int(clamping: c.ngroups)
+      )
+      (p.kernelSize, p.stride, p.dilationFactor) = (
+        ints(c.kernelsize, c.n_kernelsize), ints(c.stride, c.n_stride), ints(c.dilationfactor, c.n_dilationfactor)
+      )
+      (p.hasBias, p.isDeconvolution, p.outputShape) = (
+        flag(c.hasbias), flag(c.isdeconvolution), ints(c.outputshape, c.n_outputshape)
+      )
       switch c.convolution_padding_type_case {
       case CORE_ML__SPECIFICATION__CONVOLUTION_LAYER_PARAMS__CONVOLUTION_PADDING_TYPE_VALID:
         p.padding = .valid(paddingAmounts: borders(c.valid?.pointee.paddingamounts))
@@ -213,7 +240,8 @@ extension CoreMLSpecReader {
         p.padding = .valid
         p.paddingAmounts = borders(c.valid?.pointee.paddingamounts)
       case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_SAME: p.padding = .same
-      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_INCLUDE_LAST_PIXEL: p.padding = .includeLastPixel
+      case CORE_ML__SPECIFICATION__POOLING_LAYER_PARAMS__POOLING_PADDING_TYPE_INCLUDE_LAST_PIXEL:
+        p.padding = .includeLastPixel
       default: p.padding = .unset
       }
       return .pooling(p)
@@ -222,7 +250,9 @@ extension CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_RESHAPE:
       var p = ReshapeParameters()
       if let c = l.reshape?.pointee {
-        (p.targetShape, p.mode) = (buffer(c.targetshape, c.n_targetshape).map { Int($0) }, .init(rawValue: Int(c.mode.rawValue)))
+        (p.targetShape, p.mode) = (
+          buffer(c.targetshape, c.n_targetshape).map { Int($0) }, .init(rawValue: Int(c.mode.rawValue))
+        )
       }
       return .reshape(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_PERMUTE:
@@ -232,7 +262,8 @@ extension CoreMLSpecReader {
       guard let c = l.padding?.pointee else { return .padding(p) }
       p.paddingAmounts = borders(c.paddingamounts)
       switch c.padding_type_case {
-      case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT: p.type = .constant(value: c.constant?.pointee.value ?? 0)
+      case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_CONSTANT:
+        p.type = .constant(value: c.constant?.pointee.value ?? 0)
       case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_REFLECTION: p.type = .reflection
       case CORE_ML__SPECIFICATION__PADDING_LAYER_PARAMS__PADDING_TYPE_REPLICATION: p.type = .replication
       default: p.type = .unset
@@ -244,17 +275,25 @@ extension CoreMLSpecReader {
       return .crop(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_REORGANIZE_DATA:
       var p = ReorganizeDataParameters()
-      if let c = l.reorganizedata?.pointee { (p.mode, p.blockSize) = (.init(rawValue: Int(c.mode.rawValue)), Int(clamping: c.blocksize)) }
+      if let c = l.reorganizedata?.pointee {
+        (p.mode, p.blockSize) = (.init(rawValue: Int(c.mode.rawValue)), Int(clamping: c.blocksize))
+      }
       return .reorganizeData(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LRN:
       var p = LRNParameters()
-      if let c = l.lrn?.pointee { (p.alpha, p.beta, p.localSize, p.k) = (c.alpha, c.beta, Int(clamping: c.localsize), c.k) }
+      if let c = l.lrn?.pointee {
+        (p.alpha, p.beta, p.localSize, p.k) = (c.alpha, c.beta, Int(clamping: c.localsize), c.k)
+      }
       return .lrn(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UPSAMPLE:
       var p = UpsampleParameters()
       if let c = l.upsample?.pointee {
-        (p.scalingFactor, p.fractionalScalingFactor) = (ints(c.scalingfactor, c.n_scalingfactor), buffer(c.fractionalscalingfactor, c.n_fractionalscalingfactor))
-        (p.mode, p.linearUpsampleMode) = (.init(rawValue: Int(c.mode.rawValue)), .init(rawValue: Int(c.linearupsamplemode.rawValue)))
+        (p.scalingFactor, p.fractionalScalingFactor) = (
+          ints(c.scalingfactor, c.n_scalingfactor), buffer(c.fractionalscalingfactor, c.n_fractionalscalingfactor)
+        )
+        (p.mode, p.linearUpsampleMode) = (
+          .init(rawValue: Int(c.mode.rawValue)), .init(rawValue: Int(c.linearupsamplemode.rawValue))
+        )
       }
       return .upsample(p)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_UNARY:
@@ -270,14 +309,18 @@ extension CoreMLSpecReader {
       return .concat(ConcatParameters(sequenceConcat: flag(l.concat?.pointee.sequenceconcat ?? 0)))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SOFTMAX: return .softmax
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COPY: return .copy
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD: return .elementwise(.add(alpha: l.add?.pointee.alpha ?? 0))
-    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY: return .elementwise(.multiply(alpha: l.multiply?.pointee.alpha ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_ADD:
+      return .elementwise(.add(alpha: l.add?.pointee.alpha ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MULTIPLY:
+      return .elementwise(.multiply(alpha: l.multiply?.pointee.alpha ?? 0))
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_AVERAGE: return .elementwise(.average)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MAX: return .elementwise(.max)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_MIN: return .elementwise(.min)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_LOAD_CONSTANT:
       var p = LoadConstantParameters()
-      if let c = l.loadconstant?.pointee { (p.shape, p.data) = (ints(c.shape, c.n_shape), try decode("data", c.data, nil)) }
+      if let c = l.loadconstant?.pointee {
+        (p.shape, p.data) = (ints(c.shape, c.n_shape), try decode("data", c.data, nil))
+      }
       return .loadConstant(p)
     default: return nil
     }

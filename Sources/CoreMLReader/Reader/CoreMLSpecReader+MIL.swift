@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 import Foundation
 import ModelIR
@@ -39,7 +39,9 @@ struct MILProgramDecoder {
       throw fail("functions", "the program has no 'main' function")
     }
     let opset = CoreMLSpecReader.text(main.opset)
-    let blocks = CoreMLSpecReader.buffer(main.block_specializations, main.n_block_specializations).compactMap { $0?.pointee }
+    let blocks = CoreMLSpecReader.buffer(main.block_specializations, main.n_block_specializations).compactMap {
+      $0?.pointee
+    }
     guard let block = blocks.first(where: { CoreMLSpecReader.text($0.key) == opset })?.value?.pointee else {
       throw fail("block_specializations", "function 'main' has no block for its opset '\(opset)'")
     }
@@ -60,8 +62,12 @@ struct MILProgramDecoder {
 
   /// A nested block; `depth` counts the blocks around it (bounded before recursing; the protobuf reader
   /// bounds message nesting as well).
-  private mutating func block(_ message: CoreML__Specification__MILSpec__Block, depth: Int, field: String) throws -> MILBlock {
-    guard depth <= Self.maximumBlockDepth else { throw fail(field, "blocks nested more than \(Self.maximumBlockDepth) deep") }
+  private mutating func block(_ message: CoreML__Specification__MILSpec__Block, depth: Int, field: String) throws
+    -> MILBlock
+  {
+    guard depth <= Self.maximumBlockDepth else {
+      throw fail(field, "blocks nested more than \(Self.maximumBlockDepth) deep")
+    }
     var inputs: [MILNamedType] = []
     for input in CoreMLSpecReader.buffer(message.inputs, message.n_inputs) {
       guard let input else { continue }
@@ -129,7 +135,9 @@ struct MILProgramDecoder {
     return result
   }
 
-  private func namedType(_ message: CoreML__Specification__MILSpec__NamedValueType, field: String) throws -> MILNamedType {
+  private func namedType(_ message: CoreML__Specification__MILSpec__NamedValueType, field: String) throws
+    -> MILNamedType
+  {
     let name = CoreMLSpecReader.text(message.name)
     guard let type = message.type else { throw fail("\(field) '\(name)'", "has no type") }
     let valueType = try valueType(type.pointee, field: "\(field) '\(name)'")
@@ -156,14 +164,17 @@ struct MILProgramDecoder {
         switch dimension.dimension_case {
         case CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_CONSTANT:
           let size = dimension.constant?.pointee.size ?? 0
-          guard size <= UInt64(GraphLimits.maxSize) else { throw fail(field, "dimension \(size) is more than \(GraphLimits.maxSize)") }
+          guard size <= UInt64(GraphLimits.maxSize) else {
+            throw fail(field, "dimension \(size) is more than \(GraphLimits.maxSize)")
+          }
           return Int(size)
         case CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_UNKNOWN: return -1
         default: throw fail(field, "a dimension that is neither constant nor unknown")
         }
       }
       return MILTensorType(dataType: dataType, shape: shape)
-    case CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_LIST_TYPE, CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_TUPLE_TYPE,
+    case CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_LIST_TYPE,
+      CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_TUPLE_TYPE,
       CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_DICTIONARY_TYPE:
       return MILTensorType(dataType: .unused, shape: [], isTensor: false)
     default: throw fail(field, "a value type that is not set")
@@ -176,7 +187,9 @@ struct MILProgramDecoder {
     for size in type.shape {
       guard size >= 0 else { throw fail(field, "a constant of shape \(type.shape) has an unknown dimension") }
       let (next, overflow) = count.multipliedReportingOverflow(by: size)
-      guard !overflow, next <= Self.maximumElements else { throw fail(field, "shape \(type.shape) holds too many elements") }
+      guard !overflow, next <= Self.maximumElements else {
+        throw fail(field, "shape \(type.shape) holds too many elements")
+      }
       count = next
     }
     return count
@@ -199,7 +212,8 @@ struct MILProgramDecoder {
       return try immediateTensor(tensor, type: type, count: count, field: field)
     case CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_BLOB_FILE_VALUE:
       guard let blob = message.blobfilevalue?.pointee else { throw fail(field, "an empty blob file value") }
-      return try blobValue(fileName: CoreMLSpecReader.text(blob.filename), offset: blob.offset, type: type, count: count, field: field)
+      return try blobValue(
+        fileName: CoreMLSpecReader.text(blob.filename), offset: blob.offset, type: type, count: count, field: field)
     default: throw fail(field, "a value with neither immediate data nor a blob file reference")
     }
   }
@@ -231,7 +245,9 @@ struct MILProgramDecoder {
     _ tensor: CoreML__Specification__MILSpec__TensorValue, type: MILTensorType, count: Int, field: String
   ) throws -> MILValue {
     func checked<T>(_ values: [T], _ what: String) throws -> [T] {
-      guard values.count == count else { throw fail(field, "\(values.count) \(what) for shape \(type.shape) (\(count) elements)") }
+      guard values.count == count else {
+        throw fail(field, "\(values.count) \(what) for shape \(type.shape) (\(count) elements)")
+      }
       return values
     }
     var result = MILValue(type: type)
@@ -246,10 +262,18 @@ struct MILProgramDecoder {
       result.floats = try checked(values, "doubles").map { Float($0) }
     case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_INTS:
       let values = tensor.ints.map { CoreMLSpecReader.buffer($0.pointee.values, $0.pointee.n_values) } ?? []
-      if type.dataType.isFloat { result.floats = try checked(values, "ints").map { Float($0) } } else { result.integers = try checked(values, "ints").map { Int64($0) } }
+      if type.dataType.isFloat {
+        result.floats = try checked(values, "ints").map { Float($0) }
+      } else {
+        result.integers = try checked(values, "ints").map { Int64($0) }
+      }
     case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_LONG_INTS:
       let values = tensor.longints.map { CoreMLSpecReader.buffer($0.pointee.values, $0.pointee.n_values) } ?? []
-      if type.dataType.isFloat { result.floats = try checked(values, "long ints").map { Float($0) } } else { result.integers = try checked(values, "long ints") }
+      if type.dataType.isFloat {
+        result.floats = try checked(values, "long ints").map { Float($0) }
+      } else {
+        result.integers = try checked(values, "long ints")
+      }
     case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BOOLS:
       let values = tensor.bools.map { CoreMLSpecReader.buffer($0.pointee.values, $0.pointee.n_values) } ?? []
       result.integers = try checked(values, "bools").map { $0 != 0 ? 1 : 0 }
@@ -259,7 +283,8 @@ struct MILProgramDecoder {
       result.strings = try checked(values, "strings").map { CoreMLSpecReader.text($0) }
     case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES:
       let data = tensor.bytes?.pointee.values
-      let bytes: [UInt8] = data.flatMap { $0.data.map { Array(UnsafeBufferPointer(start: $0, count: data!.len)) } } ?? []
+      let bytes: [UInt8] =
+        data.flatMap { $0.data.map { Array(UnsafeBufferPointer(start: $0, count: data!.len)) } } ?? []
       try unpack(bytes, into: &result, count: count, field: field)
     default:
       // An empty tensor has no value case set.
@@ -285,7 +310,8 @@ struct MILProgramDecoder {
       [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
         bytes.withUnsafeBytes { raw in
           for index in 0..<count {
-            buffer[index] = convert(Word(littleEndian: raw.loadUnaligned(fromByteOffset: index * MemoryLayout<Word>.size, as: Word.self)))
+            buffer[index] = convert(
+              Word(littleEndian: raw.loadUnaligned(fromByteOffset: index * MemoryLayout<Word>.size, as: Word.self)))
           }
         }
         initialized = count
@@ -318,12 +344,17 @@ struct MILProgramDecoder {
     }
   }
 
-  private mutating func blobValue(fileName: String, offset: UInt64, type: MILTensorType, count: Int, field: String) throws -> MILValue {
+  private mutating func blobValue(fileName: String, offset: UInt64, type: MILTensorType, count: Int, field: String)
+    throws -> MILValue
+  {
     guard fileName == ModelPackage.programWeightFileName else {
-      throw fail(field, "blob file '\(fileName)' is not \(ModelPackage.programWeightFileName), the package's weight file")
+      throw fail(
+        field, "blob file '\(fileName)' is not \(ModelPackage.programWeightFileName), the package's weight file")
     }
     if weights == nil {
-      guard let weightsURL else { throw fail(field, "refers to \(fileName), but a bare .mlmodel file has no weights folder") }
+      guard let weightsURL else {
+        throw fail(field, "refers to \(fileName), but a bare .mlmodel file has no weights folder")
+      }
       let url = weightsURL.appendingPathComponent(ModelPackage.weightFileName)
       do { weights = try MILBlobStorage.Reader(contentsOf: url) } catch let error as MILBlobStorage.FormatError {
         throw CoreMLReaderError.invalidProgram(path: path, operation: context, detail: "\(field): \(error.description)")
@@ -335,7 +366,9 @@ struct MILProgramDecoder {
     // all) is refused before its data is read.
     let (bits, overflow) = count.multipliedReportingOverflow(by: max(type.dataType.bits, 0))
     let neededBytes = overflow ? Int.max : (bits + 7) / 8
-    do { blob = try weights.blob(at: offset, expectedBytes: type.dataType.bits > 0 ? neededBytes : nil) } catch let error as MILBlobStorage.FormatError {
+    do { blob = try weights.blob(at: offset, expectedBytes: type.dataType.bits > 0 ? neededBytes : nil) } catch let
+      error as MILBlobStorage.FormatError
+    {
       throw CoreMLReaderError.invalidProgram(path: path, operation: context, detail: "\(field): \(error.description)")
     }
     let expected: MILBlobStorage.BlobDataType?

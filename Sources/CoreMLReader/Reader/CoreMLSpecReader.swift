@@ -1,5 +1,5 @@
-import CoreMLCommon
 import CProtobufC
+import CoreMLCommon
 import CoreMLSpec
 import Foundation
 import ModelFormats
@@ -10,9 +10,13 @@ public enum CoreMLSpecReader {
   ///
   /// - Parameter weightsURL: for an ML Program, the package folder holding `weight.bin`; an ML Program read
   ///   without one (a bare `.mlmodel` file) is an error, since its weights live outside the file.
-  public static func read(_ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil) throws -> CoreMLModelSpec {
+  public static func read(_ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil) throws -> CoreMLModelSpec
+  {
     try checkNesting(bytes, path: path)
-    guard let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }) else {
+    guard
+      let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }
+      )
+    else {
       throw CoreMLReaderError.malformed(path: path)
     }
     defer { core_ml__specification__model__free_unpacked(model, nil) }
@@ -21,7 +25,8 @@ public enum CoreMLSpecReader {
     var spec = CoreMLModelSpec(
       specificationVersion: Int(m.specificationversion), modelType: "", inputs: [], outputs: [],
       predictedFeatureName: "", predictedProbabilitiesName: "", layers: [], preprocessing: [],
-      stringClassLabels: [], int64ClassLabels: [], labelProbabilityLayerName: "", exactArrayMapping: false, rank4ImageMapping: false,
+      stringClassLabels: [], int64ClassLabels: [], labelProbabilityLayerName: "", exactArrayMapping: false,
+      rank4ImageMapping: false,
       shortDescription: "", author: "", license: "", version: "", userDefined: [:])
     if let description = m.description?.pointee {
       spec.inputs = buffer(description.input, description.n_input).compactMap { $0.map(feature) }
@@ -29,7 +34,9 @@ public enum CoreMLSpecReader {
       // Arrays of at most 16 axes, as MIL's tensor types (a program written for a higher rank could not hold it).
       for feature in spec.inputs + spec.outputs {
         if case .multiArray(let shape, _) = feature.kind, shape.count > 16 {
-          throw CoreMLReaderError.invalidField(path: path, field: "description.\(feature.name)", detail: "an array of rank \(shape.count); at most 16 axes are read")
+          throw CoreMLReaderError.invalidField(
+            path: path, field: "description.\(feature.name)",
+            detail: "an array of rank \(shape.count); at most 16 axes are read")
         }
       }
       spec.predictedFeatureName = text(description.predictedfeaturename)
@@ -87,7 +94,8 @@ public enum CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM:
       guard let weightsURL else {
         throw CoreMLReaderError.invalidProgram(
-          path: path, operation: "program", detail: "an ML Program must be read from its .mlpackage folder (its weights live beside the model file)")
+          path: path, operation: "program",
+          detail: "an ML Program must be read from its .mlpackage folder (its weights live beside the model file)")
       }
       guard let program = m.mlprogram?.pointee else { throw CoreMLReaderError.malformed(path: path) }
       spec.modelType = "mlProgram"
@@ -97,12 +105,23 @@ public enum CoreMLSpecReader {
       var decoder = MILProgramDecoder(path: path, weightsURL: weightsURL)
       let decoded = try decoder.decode(program)
       spec.program = decoded
-      if let classify = decoded.operations.first(where: { $0.type == "classify" }), case .value(let classes)? = classify.inputs["classes"]?.first {
-        if classes.type.dataType == .string { spec.stringClassLabels = classes.strings } else { spec.int64ClassLabels = classes.integers }
-      } else if let classify = decoded.operations.first(where: { $0.type == "classify" }), case .name(let name)? = classify.inputs["classes"]?.first,
+      if let classify = decoded.operations.first(where: { $0.type == "classify" }),
+        case .value(let classes)? = classify.inputs["classes"]?.first
+      {
+        if classes.type.dataType == .string {
+          spec.stringClassLabels = classes.strings
+        } else {
+          spec.int64ClassLabels = classes.integers
+        }
+      } else if let classify = decoded.operations.first(where: { $0.type == "classify" }),
+        case .name(let name)? = classify.inputs["classes"]?.first,
         let classes = decoded.producer(of: name)?.value
       {
-        if classes.type.dataType == .string { spec.stringClassLabels = classes.strings } else { spec.int64ClassLabels = classes.integers }
+        if classes.type.dataType == .string {
+          spec.stringClassLabels = classes.strings
+        } else {
+          spec.int64ClassLabels = classes.integers
+        }
       }
     default:
       // Model types our schema leaves out arrive as unknown fields; their field number names them.
@@ -129,7 +148,9 @@ public enum CoreMLSpecReader {
     } catch ProtobufNesting.Failure.tooDeep {
       throw CoreMLReaderError.invalidField(
         path: path, field: "Model",
-        detail: "messages are nested more than \(ProtobufNesting.defaultDepth) deep (blocks inside operations, layers inside loops, models inside pipelines); Core ML's own parser refuses such files too")
+        detail:
+          "messages are nested more than \(ProtobufNesting.defaultDepth) deep (blocks inside operations, layers inside loops, models inside pipelines); Core ML's own parser refuses such files too"
+      )
     }
   }
 
@@ -137,7 +158,9 @@ public enum CoreMLSpecReader {
   /// `Manifest.json`; an ML Program's weights are read from the package's weights folder).
   public static func read(contentsOf url: URL) throws -> CoreMLModelSpec {
     var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw CoreMLReaderError.unreadable(path: url.path) }
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+      throw CoreMLReaderError.unreadable(path: url.path)
+    }
     guard isDirectory.boolValue else {
       return try read(specificationBytes(at: url, path: url.path), path: url.path)
     }
@@ -145,7 +168,8 @@ public enum CoreMLSpecReader {
     do { contents = try ModelPackage.contents(of: url) } catch let error as ModelPackage.FormatError {
       throw CoreMLReaderError.invalidProgram(path: url.path, operation: "package", detail: error.description)
     }
-    return try read(specificationBytes(at: contents.modelURL, path: url.path), path: url.path, weightsURL: contents.weightsURL)
+    return try read(
+      specificationBytes(at: contents.modelURL, path: url.path), path: url.path, weightsURL: contents.weightsURL)
   }
 
   /// The bytes of a serialized `Model` file, refused before reading when the file is larger than one
@@ -156,9 +180,13 @@ public enum CoreMLSpecReader {
     if file.size > CoreMLLimits.maximumSpecificationBytes {
       throw CoreMLReaderError.invalidField(
         path: path, field: "Model",
-        detail: "the specification is \(file.size) bytes, more than the \(CoreMLLimits.maximumSpecificationBytes) bytes one protobuf message may hold (Core ML cannot load it either)")
+        detail:
+          "the specification is \(file.size) bytes, more than the \(CoreMLLimits.maximumSpecificationBytes) bytes one protobuf message may hold (Core ML cannot load it either)"
+      )
     }
-    do { return try file.readAll(limit: CoreMLLimits.maximumSpecificationBytes) } catch { throw CoreMLReaderError.unreadable(path: url.path) }
+    do { return try file.readAll(limit: CoreMLLimits.maximumSpecificationBytes) } catch {
+      throw CoreMLReaderError.unreadable(path: url.path)
+    }
   }
 
   /// `Model.Type` oneof cases by field number, for naming models the reader does not handle.
@@ -173,19 +201,28 @@ public enum CoreMLSpecReader {
 
   static func text(_ pointer: UnsafeMutablePointer<CChar>?) -> String { pointer.map { String(cString: $0) } ?? "" }
 
-  static func ints(_ pointer: UnsafeMutablePointer<UInt64>?, _ count: Int) -> [Int] { buffer(pointer, count).map { Int(clamping: $0) } }
+  static func ints(_ pointer: UnsafeMutablePointer<UInt64>?, _ count: Int) -> [Int] {
+    buffer(pointer, count).map { Int(clamping: $0) }
+  }
 
-  private static func feature(_ pointer: UnsafeMutablePointer<CoreML__Specification__FeatureDescription>) -> CoreMLModelSpec.Feature {
+  private static func feature(_ pointer: UnsafeMutablePointer<CoreML__Specification__FeatureDescription>)
+    -> CoreMLModelSpec.Feature
+  {
     let description = pointer.pointee
     let name = text(description.name)
     guard let type = description.type?.pointee else { return .init(name: name, kind: .double) }
     var feature = kind(of: type, name: name)
     feature.isOptional = type.isoptional != 0
-    if type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE, let array = type.multiarraytype?.pointee {
+    if type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE,
+      let array = type.multiarraytype?.pointee
+    {
       switch array.default_optional_value_case {
-      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE: feature.defaultValue = Double(array.floatdefaultvalue)
-      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_DOUBLE_DEFAULT_VALUE: feature.defaultValue = array.doubledefaultvalue
-      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_INT_DEFAULT_VALUE: feature.defaultValue = Double(array.intdefaultvalue)
+      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE:
+        feature.defaultValue = Double(array.floatdefaultvalue)
+      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_DOUBLE_DEFAULT_VALUE:
+        feature.defaultValue = array.doubledefaultvalue
+      case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_INT_DEFAULT_VALUE:
+        feature.defaultValue = Double(array.intdefaultvalue)
       default: break
       }
     }
@@ -197,13 +234,21 @@ public enum CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE:
       let array = type.multiarraytype.pointee
       return .init(
-        name: name, kind: .multiArray(shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)))
+        name: name,
+        kind: .multiArray(
+          shape: buffer(array.shape, array.n_shape).map { Int($0) }, dataType: Int(array.datatype.rawValue)))
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE:
       let image = type.imagetype.pointee
       let spaces: [UInt32: String] = [10: "GRAYSCALE", 20: "RGB", 30: "BGR", 40: "GRAYSCALE_FLOAT16"]
-      return .init(name: name, kind: .image(width: Int(clamping: image.width), height: Int(clamping: image.height), colorSpace: spaces[image.colorspace.rawValue] ?? "INVALID"))
+      return .init(
+        name: name,
+        kind: .image(
+          width: Int(clamping: image.width), height: Int(clamping: image.height),
+          colorSpace: spaces[image.colorspace.rawValue] ?? "INVALID"))
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_DICTIONARY_TYPE:
-      let keyType = type.dictionarytype.pointee.key_type_case == CORE_ML__SPECIFICATION__DICTIONARY_FEATURE_TYPE__KEY_TYPE_INT64_KEY_TYPE ? "int64" : "string"
+      let keyType =
+        type.dictionarytype.pointee.key_type_case
+          == CORE_ML__SPECIFICATION__DICTIONARY_FEATURE_TYPE__KEY_TYPE_INT64_KEY_TYPE ? "int64" : "string"
       return .init(name: name, kind: .dictionary(keyType: keyType))
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_STRING_TYPE: return .init(name: name, kind: .string)
     case CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_INT64_TYPE: return .init(name: name, kind: .int64)
@@ -211,8 +256,11 @@ public enum CoreMLSpecReader {
     }
   }
 
-  private static func scaler(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>) -> CoreMLModelSpec.ImageScaler? {
-    guard pointer.pointee.preprocessor_case == CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER else { return nil }
+  private static func scaler(_ pointer: UnsafeMutablePointer<CoreML__Specification__NeuralNetworkPreprocessing>)
+    -> CoreMLModelSpec.ImageScaler?
+  {
+    guard pointer.pointee.preprocessor_case == CORE_ML__SPECIFICATION__NEURAL_NETWORK_PREPROCESSING__PREPROCESSOR_SCALER
+    else { return nil }
     let scaler = pointer.pointee.scaler.pointee
     return .init(
       featureName: text(pointer.pointee.featurename), channelScale: scaler.channelscale, redBias: scaler.redbias,

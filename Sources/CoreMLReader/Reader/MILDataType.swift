@@ -1,9 +1,28 @@
 import CoreMLCommon
+
 /// MIL scalar types, with the `DataType` enum's numbers from `Schemas/MIL.proto`.
 public enum MILDataType: Int, Sendable, Equatable {
-  case unused = 0, bool = 1, string = 2, float16 = 10, float32 = 11, float64 = 12, bfloat16 = 13
-  case int8 = 21, int16 = 22, int32 = 23, int64 = 24, int4 = 25
-  case uint8 = 31, uint16 = 32, uint32 = 33, uint64 = 34, uint4 = 35, uint2 = 36, uint1 = 37, uint6 = 38, uint3 = 39
+  case unused = 0
+  case bool = 1
+  case string = 2
+  case float16 = 10
+  case float32 = 11
+  case float64 = 12
+  case bfloat16 = 13
+  case int8 = 21
+  case int16 = 22
+  case int32 = 23
+  case int64 = 24
+  case int4 = 25
+  case uint8 = 31
+  case uint16 = 32
+  case uint32 = 33
+  case uint64 = 34
+  case uint4 = 35
+  case uint2 = 36
+  case uint1 = 37
+  case uint6 = 38
+  case uint3 = 39
 
   /// Bits per element in packed storage (0 for strings and unused).
   public var bits: Int {

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A named, typed value: a function input or an operation output.
 public struct MILNamedType: Sendable, Equatable {
   public var name: String

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// One MIL operation of a program's `main` block.
 public struct MILOperation: Sendable, Equatable {
   /// The operation type (`conv`, `linear`, `const`, `constexpr_lut_to_dense`, ...).
@@ -17,7 +18,9 @@ public struct MILOperation: Sendable, Equatable {
   /// Whether the operation has nested blocks (control flow).
   public var hasBlocks: Bool { !blocks.isEmpty }
 
-  public init(type: String, name: String, inputs: [String: [MILArgument]], outputs: [MILNamedType], value: MILValue? = nil) {
+  public init(
+    type: String, name: String, inputs: [String: [MILArgument]], outputs: [MILNamedType], value: MILValue? = nil
+  ) {
     self.type = type
     self.name = name
     self.inputs = inputs

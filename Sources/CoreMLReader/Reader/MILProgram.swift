@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A Swift view of an ML Program's `main` function: its inputs, operations (in order) and outputs.
 ///
 /// Constant values (immediate or read from `weight.bin`) are decoded into `MILValue`s by the reader, with
@@ -24,7 +25,9 @@ public struct MILProgram: Sendable, Equatable {
 
   /// The opset's number (5 for `CoreML5`), or nil for an unknown opset name.
   public var opsetVersion: Int? {
-    guard opset.hasPrefix("CoreML"), let number = Int(opset.dropFirst(6)), Self.knownOpsets.contains(number), "CoreML\(number)" == opset else { return nil }
+    guard opset.hasPrefix("CoreML"), let number = Int(opset.dropFirst(6)), Self.knownOpsets.contains(number),
+      "CoreML\(number)" == opset
+    else { return nil }
     return number
   }
 
@@ -39,5 +42,7 @@ public struct MILProgram: Sendable, Equatable {
   }
 
   /// The operation producing the value `name`.
-  public func producer(of name: String) -> MILOperation? { operations.first { $0.outputs.contains { $0.name == name } } }
+  public func producer(of name: String) -> MILOperation? {
+    operations.first { $0.outputs.contains { $0.name == name } }
+  }
 }

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A MIL tensor type. Unknown dimensions are -1; a scalar has rank 0.
 public struct MILTensorType: Sendable, Equatable {
   public var dataType: MILDataType

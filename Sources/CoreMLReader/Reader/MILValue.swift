@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A decoded constant MIL value with its declared type.
 ///
 /// Floats (fp32, fp16 widened, fp64 narrowed) are in `floats`; integer and bool types in `integers`

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// A bounds-checked reader of the protobuf wire format, for the parts of a Core ML file that our generated
 /// schema leaves out (see `CoreMLModelOutline`).
 ///
@@ -46,7 +47,9 @@ struct ProtobufWire {
       case 0:
         fields.append(.init(number: number, value: .varint(try varint(&position, end: range.upperBound))))
       case 1:
-        guard range.upperBound - position >= 8 else { throw Failure(detail: "field \(number) at byte \(start): 8-byte value cut off") }
+        guard range.upperBound - position >= 8 else {
+          throw Failure(detail: "field \(number) at byte \(start): 8-byte value cut off")
+        }
         var value: UInt64 = 0
         for i in 0..<8 { value |= UInt64(bytes[position + i]) << (8 * UInt64(i)) }
         position += 8
@@ -54,18 +57,24 @@ struct ProtobufWire {
       case 2:
         let length = try varint(&position, end: range.upperBound)
         guard length <= UInt64(range.upperBound - position) else {
-          throw Failure(detail: "field \(number) at byte \(start) claims \(length) bytes, \(range.upperBound - position) left in its message")
+          throw Failure(
+            detail:
+              "field \(number) at byte \(start) claims \(length) bytes, \(range.upperBound - position) left in its message"
+          )
         }
         fields.append(.init(number: number, value: .bytes(position..<position + Int(length))))
         position += Int(length)
       case 5:
-        guard range.upperBound - position >= 4 else { throw Failure(detail: "field \(number) at byte \(start): 4-byte value cut off") }
+        guard range.upperBound - position >= 4 else {
+          throw Failure(detail: "field \(number) at byte \(start): 4-byte value cut off")
+        }
         var value: UInt32 = 0
         for i in 0..<4 { value |= UInt32(bytes[position + i]) << (8 * UInt32(i)) }
         position += 4
         fields.append(.init(number: number, value: .fixed32(value)))
       default:
-        throw Failure(detail: "field \(number) at byte \(start) has wire type \(key & 7), which Core ML files do not use")
+        throw Failure(
+          detail: "field \(number) at byte \(start) has wire type \(key & 7), which Core ML files do not use")
       }
     }
     return fields
@@ -79,7 +88,9 @@ struct ProtobufWire {
       let byte = bytes[position]
       position += 1
       // The tenth byte holds only the top bit of a 64-bit value.
-      guard index < 9 || byte <= 1 else { throw Failure(detail: "varint longer than 64 bits ending at byte \(position - 1)") }
+      guard index < 9 || byte <= 1 else {
+        throw Failure(detail: "varint longer than 64 bits ending at byte \(position - 1)")
+      }
       value |= UInt64(byte & 0x7F) << (7 * UInt64(index))
       if byte & 0x80 == 0 { return value }
     }

@@ -1,9 +1,11 @@
 import CoreMLCommon
+
 extension CoreMLSpecificationRules {
   /// Layer kinds present in iOS 12 (specification 3 and below): every other layer of the reader's list is a
   /// specification 4 (iOS 13) layer ([rule SPEC-VERSION-LAYERS]).
   static let iOS12Kinds: Set<String> = [
-    "convolution", "innerProduct", "batchnorm", "pooling", "padding", "concat", "lrn", "softmax", "split", "add", "multiply",
+    "convolution", "innerProduct", "batchnorm", "pooling", "padding", "concat", "lrn", "softmax", "split", "add",
+    "multiply",
     "unary", "upsample", "bias", "l2normalize", "reshape", "flatten", "permute", "reduce", "loadConstant", "scale",
     "simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM", "crop", "average", "max", "min", "dot", "mvn",
     "embedding", "sequenceRepeat", "reorganizeData", "slice", "custom", "resizeBilinear", "cropResize",
@@ -15,11 +17,18 @@ extension CoreMLSpecificationRules {
     switch layer.parameters {
     case .clampedReLU: return (5, "SPEC-VERSION-LAYERS", "clampedReLU is a specification 5 (iOS 14) layer")
     case .upsample(let p) where p.linearUpsampleMode.rawValue != 0 || !p.fractionalScalingFactor.isEmpty:
-      return (5, "UPSAMPLE-VERSION", "linearUpsampleMode other than DEFAULT or fractionalScalingFactor is a specification 5 (iOS 14) feature")
-    case .reorganizeData(let p) where p.mode == .known(.pixelShuffle): return (5, "REORGANIZE-VERSION", "PIXEL_SHUFFLE is a specification 5 (iOS 14) mode")
-    case .innerProduct(let p) where p.int8DynamicQuantize: return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
-    case .batchedMatmul(let p) where p.int8DynamicQuantize: return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
-    case .concatND(let p) where p.interleave: return (5, "CONCAT-ND-VERSION", "interleave is a specification 5 (iOS 14) option")
+      return (
+        5, "UPSAMPLE-VERSION",
+        "linearUpsampleMode other than DEFAULT or fractionalScalingFactor is a specification 5 (iOS 14) feature"
+      )
+    case .reorganizeData(let p) where p.mode == .known(.pixelShuffle):
+      return (5, "REORGANIZE-VERSION", "PIXEL_SHUFFLE is a specification 5 (iOS 14) mode")
+    case .innerProduct(let p) where p.int8DynamicQuantize:
+      return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
+    case .batchedMatmul(let p) where p.int8DynamicQuantize:
+      return (5, "INT8-VERSION", "int8DynamicQuantize is a specification 5 (iOS 14) feature")
+    case .concatND(let p) where p.interleave:
+      return (5, "CONCAT-ND-VERSION", "interleave is a specification 5 (iOS 14) option")
     default: break
     }
     if layer.kind.hasPrefix("activation.") || iOS12Kinds.contains(layer.kind) {
@@ -34,7 +43,8 @@ extension CoreMLSpecificationRules {
   static func modelViolations(_ spec: CoreMLModelSpec) -> [SpecificationViolation] {
     var found: [SpecificationViolation] = []
     func add(_ layer: CoreMLModelSpec.Layer?, _ rule: String, _ detail: String) {
-      found.append(SpecificationViolation(layer: layer?.name ?? "", layerType: layer?.kind ?? "model", rule: rule, detail: detail))
+      found.append(
+        SpecificationViolation(layer: layer?.name ?? "", layerType: layer?.kind ?? "model", rule: rule, detail: detail))
     }
     for layer in spec.layers {
       let need = requiredVersion(layer)
@@ -44,16 +54,24 @@ extension CoreMLSpecificationRules {
     }
     // [rule SHAPE-MAPPING-VERSION]: EXACT / RANK4 mappings are specification 4 features.
     if (spec.exactArrayMapping || spec.rank4ImageMapping) && spec.specificationVersion < 4 {
-      add(nil, "SHAPE-MAPPING-VERSION", "EXACT_ARRAY_MAPPING / RANK4_IMAGE_MAPPING need specificationVersion 4, the model declares \(spec.specificationVersion)")
+      add(
+        nil, "SHAPE-MAPPING-VERSION",
+        "EXACT_ARRAY_MAPPING / RANK4_IMAGE_MAPPING need specificationVersion 4, the model declares \(spec.specificationVersion)"
+      )
     }
     // [rule RANK5-MAPPING]: with a multiarray input, RANK5_ARRAY_MAPPING cannot be combined with iOS 13+ layers
     // or with RANK4_IMAGE_MAPPING.
     let hasArrayInput = spec.inputs.contains { if case .multiArray = $0.kind { return true } else { return false } }
     if hasArrayInput && !spec.exactArrayMapping {
       if let newer = spec.layers.first(where: { !$0.kind.hasPrefix("activation.") && !iOS12Kinds.contains($0.kind) }) {
-        add(newer, "RANK5-MAPPING", "a specification 4 layer in a network whose multiarray inputs use RANK5_ARRAY_MAPPING (Core ML refuses this; EXACT_ARRAY_MAPPING is needed)")
+        add(
+          newer, "RANK5-MAPPING",
+          "a specification 4 layer in a network whose multiarray inputs use RANK5_ARRAY_MAPPING (Core ML refuses this; EXACT_ARRAY_MAPPING is needed)"
+        )
       }
-      if spec.rank4ImageMapping { add(nil, "RANK5-MAPPING", "RANK4_IMAGE_MAPPING with RANK5_ARRAY_MAPPING and a multiarray input") }
+      if spec.rank4ImageMapping {
+        add(nil, "RANK5-MAPPING", "RANK4_IMAGE_MAPPING with RANK5_ARRAY_MAPPING and a multiarray input")
+      }
     }
     found += classifierViolations(spec)
     return found
@@ -65,19 +83,27 @@ extension CoreMLSpecificationRules {
     var found: [SpecificationViolation] = []
     let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.count : spec.stringClassLabels.count
     if labels == 0 {
-      found.append(SpecificationViolation(layer: "", layerType: "model", rule: "CLASSIFIER-LABELS", detail: "a classifier without class labels"))
+      found.append(
+        SpecificationViolation(
+          layer: "", layerType: "model", rule: "CLASSIFIER-LABELS", detail: "a classifier without class labels"))
     }
     // The probability blob: labelProbabilityLayerName, else the last layer's output.
     let blob = spec.labelProbabilityLayerName.isEmpty ? spec.layers.last?.outputs.first : spec.labelProbabilityLayerName
     guard let blob else { return found }
     guard var producer = spec.layers.last(where: { $0.outputs.contains(blob) }) else {
-      found.append(SpecificationViolation(layer: "", layerType: "model", rule: "CLASSIFIER-LABELS", detail: "no layer produces the probability blob '\(blob)'"))
+      found.append(
+        SpecificationViolation(
+          layer: "", layerType: "model", rule: "CLASSIFIER-LABELS",
+          detail: "no layer produces the probability blob '\(blob)'"))
       return found
     }
     // Width of the vector when decidable: through softmax / activation layers back to an innerProduct.
     var width: Int?
     for _ in 0..<spec.layers.count {
-      if case .innerProduct(let p) = producer.parameters { width = p.outputChannels; break }
+      if case .innerProduct(let p) = producer.parameters {
+        width = p.outputChannels
+        break
+      }
       guard producer.kind == "softmax" || producer.kind.hasPrefix("activation."), producer.inputs.count == 1,
         let previous = spec.layers.last(where: { $0.outputs.contains(producer.inputs[0]) })
       else { break }
@@ -86,7 +112,8 @@ extension CoreMLSpecificationRules {
     if let width, labels > 0, width != labels {
       found.append(
         SpecificationViolation(
-          layer: producer.name, layerType: producer.kind, rule: "CLASSIFIER-LABELS", detail: "\(labels) class labels, but the probability blob '\(blob)' has \(width) values"))
+          layer: producer.name, layerType: producer.kind, rule: "CLASSIFIER-LABELS",
+          detail: "\(labels) class labels, but the probability blob '\(blob)' has \(width) values"))
     }
     return found
   }

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 extension CoreMLSpecificationRules {
   /// The MIL.proto and Model.proto rules for ML Programs (`[rule ...]` in Schemas/MIL.proto and Model.proto),
   /// checked over the decoded `main` function. Empty for neural networks.
@@ -6,13 +7,17 @@ extension CoreMLSpecificationRules {
     guard let program = spec.program else { return [] }
     var found: [SpecificationViolation] = []
     func add(_ op: MILOperation?, _ rule: String, _ detail: String) {
-      found.append(SpecificationViolation(layer: op?.name ?? "", layerType: op?.type ?? "model", rule: rule, detail: detail))
+      found.append(
+        SpecificationViolation(layer: op?.name ?? "", layerType: op?.type ?? "model", rule: rule, detail: detail))
     }
     // [rule MLPROGRAM-SPEC] specification 6 or later, and at least the version of the opset's release.
     if let opset = program.opsetVersion {
       let needed = opset + 1
       if spec.specificationVersion < needed {
-        add(nil, "MLPROGRAM-SPEC", "opset \(program.opset) needs specificationVersion \(needed); the model declares \(spec.specificationVersion)")
+        add(
+          nil, "MLPROGRAM-SPEC",
+          "opset \(program.opset) needs specificationVersion \(needed); the model declares \(spec.specificationVersion)"
+        )
       }
     } else {
       add(nil, "MIL-OPSET", "unknown opset '\(program.opset)'")
@@ -33,7 +38,9 @@ extension CoreMLSpecificationRules {
       // [rule MIL-ORDER] only names defined before the operation.
       for (parameter, arguments) in op.inputs.sorted(by: { $0.key < $1.key }) {
         for case .name(let name) in arguments where !defined.contains(name) {
-          add(op, "MIL-ORDER", "parameter '\(parameter)' reads '\(name)', which no earlier operation or function input defines")
+          add(
+            op, "MIL-ORDER",
+            "parameter '\(parameter)' reads '\(name)', which no earlier operation or function input defines")
         }
       }
       // [rule MIL-SSA] output names are unique.
@@ -60,7 +67,10 @@ extension CoreMLSpecificationRules {
       if classify == nil || !names.contains(spec.predictedFeatureName)
         || (!spec.predictedProbabilitiesName.isEmpty && !names.contains(spec.predictedProbabilitiesName))
       {
-        add(classify, "MLPROGRAM-CLASSIFIER", "predictedFeatureName '\(spec.predictedFeatureName)' and predictedProbabilitiesName '\(spec.predictedProbabilitiesName)' are not the outputs of a classify operation")
+        add(
+          classify, "MLPROGRAM-CLASSIFIER",
+          "predictedFeatureName '\(spec.predictedFeatureName)' and predictedProbabilitiesName '\(spec.predictedProbabilitiesName)' are not the outputs of a classify operation"
+        )
       }
     }
     return found

@@ -1,4 +1,5 @@
 import CoreMLCommon
+
 /// The restrictions Apple's NeuralNetwork.proto (and coremltools' validator) state for the layers the reader
 /// decodes, checked over a decoded model. Each check names its rule ID; the rule's text, in our words, is next to
 /// the field it concerns in Schemas/NeuralNetwork.proto (`[rule ID]`).
@@ -48,7 +49,9 @@ public enum CoreMLSpecificationRules {
 
   /// `[H, W]` lists may be empty (defaults) or have exactly two positive entries.
   static func checkPair(_ values: [Int], _ key: String, _ rule: String, _ r: inout Reporter, positive: Bool = true) {
-    if !values.isEmpty && values.count != 2 { r.add(rule, "\(key) has \(values.count) entries (must be empty or [H, W])") }
+    if !values.isEmpty && values.count != 2 {
+      r.add(rule, "\(key) has \(values.count) entries (must be empty or [H, W])")
+    }
     if positive, values.contains(where: { $0 <= 0 }) { r.add(rule, "\(key) \(values) has a zero entry") }
   }
 
@@ -60,14 +63,20 @@ public enum CoreMLSpecificationRules {
     case .innerProduct(let p):
       // [rule INNER-PRODUCT-WEIGHTS]
       let (inputs, outputs) = (p.inputChannels, p.outputChannels)
-      r.expectCount("INNER-PRODUCT-WEIGHTS", "weights", p.weights, product([inputs, outputs]), "[outputChannels, inputChannels] = [\(outputs), \(inputs)]")
+      r.expectCount(
+        "INNER-PRODUCT-WEIGHTS", "weights", p.weights, product([inputs, outputs]),
+        "[outputChannels, inputChannels] = [\(outputs), \(inputs)]")
       if p.hasBias { r.expectCount("INNER-PRODUCT-WEIGHTS", "bias", p.bias, outputs, "[outputChannels]") }
       // [rule INNER-PRODUCT-INT8]
-      if p.int8DynamicQuantize && p.hasBias { r.add("INNER-PRODUCT-INT8", "int8DynamicQuantize requires hasBias == false") }
+      if p.int8DynamicQuantize && p.hasBias {
+        r.add("INNER-PRODUCT-INT8", "int8DynamicQuantize requires hasBias == false")
+      }
     case .embedding(let p):
       // [rule EMBEDDING-WEIGHTS]
       let (inputs, outputs) = (p.inputDim, p.outputChannels)
-      r.expectCount("EMBEDDING-WEIGHTS", "weights", p.weights, product([inputs, outputs]), "[outputChannels, inputDim] = [\(outputs), \(inputs)]")
+      r.expectCount(
+        "EMBEDDING-WEIGHTS", "weights", p.weights, product([inputs, outputs]),
+        "[outputChannels, inputDim] = [\(outputs), \(inputs)]")
       if p.hasBias { r.expectCount("EMBEDDING-WEIGHTS", "bias", p.bias, outputs, "[outputChannels]") }
     case .batchnorm(let p):
       // [rule BATCHNORM-PARAMS]: gamma and beta always; mean and variance unless computed from the input.
@@ -85,12 +94,16 @@ public enum CoreMLSpecificationRules {
     case .padding(let p):
       // [rule BORDER-AMOUNTS]
       let amounts = p.paddingAmounts
-      if amounts.count != 4 { r.add("BORDER-AMOUNTS", "paddingAmounts has \(amounts.count / 2) edge pairs (must be 2: [H, W])") }
+      if amounts.count != 4 {
+        r.add("BORDER-AMOUNTS", "paddingAmounts has \(amounts.count / 2) edge pairs (must be 2: [H, W])")
+      }
     case .crop(let p):
       if layer.inputs.count == 1 {
         // [rule BORDER-AMOUNTS]
         let amounts = p.cropAmounts
-        if amounts.count != 4 { r.add("BORDER-AMOUNTS", "cropAmounts has \(amounts.count / 2) edge pairs (must be 2: [H, W])") }
+        if amounts.count != 4 {
+          r.add("BORDER-AMOUNTS", "cropAmounts has \(amounts.count / 2) edge pairs (must be 2: [H, W])")
+        }
       } else if layer.inputs.count == 2 {
         // [rule CROP-OFFSET]
         if p.offset.count != 2 { r.add("CROP-OFFSET", "a two-input crop needs offset [H, W], got \(p.offset)") }
@@ -114,11 +127,15 @@ public enum CoreMLSpecificationRules {
       }
     case .permute(let p):
       // [rule PERMUTE-AXES]
-      if !p.axis.isEmpty && p.axis.sorted() != [0, 1, 2, 3] { r.add("PERMUTE-AXES", "axis \(p.axis) is not a permutation of [0, 1, 2, 3]") }
+      if !p.axis.isEmpty && p.axis.sorted() != [0, 1, 2, 3] {
+        r.add("PERMUTE-AXES", "axis \(p.axis) is not a permutation of [0, 1, 2, 3]")
+      }
     case .reshape(let p):
       // [rule RESHAPE-TARGET]
       let target = p.targetShape
-      if target.count != 3 && target.count != 4 { r.add("RESHAPE-TARGET", "targetShape \(target) (must have 3 or 4 entries)") }
+      if target.count != 3 && target.count != 4 {
+        r.add("RESHAPE-TARGET", "targetShape \(target) (must have 3 or 4 entries)")
+      }
     case .loadConstant(let p):
       // [rule LOAD-CONSTANT-SHAPE]
       if p.shape.count != 3 { r.add("LOAD-CONSTANT-SHAPE", "shape \(p.shape) (must be [C, H, W])") }
@@ -129,23 +146,33 @@ public enum CoreMLSpecificationRules {
       if p.hasBias { checkBroadcastShape(p.shapeBias, "shapeBias", p.bias, "bias", &r) }
     case .split(let p):
       // [rule SPLIT-OUTPUTS]
-      if p.nOutputs != layer.outputs.count { r.add("SPLIT-OUTPUTS", "nOutputs \(p.nOutputs) but \(layer.outputs.count) output blobs") }
+      if p.nOutputs != layer.outputs.count {
+        r.add("SPLIT-OUTPUTS", "nOutputs \(p.nOutputs) but \(layer.outputs.count) output blobs")
+      }
     case .concat:
       // [rule CONCAT-INPUTS]
       if layer.inputs.count < 2 { r.add("CONCAT-INPUTS", "concat needs more than 1 input, has \(layer.inputs.count)") }
     case .transpose(let p):
       // [rule TRANSPOSE-AXES]
-      if p.axes.sorted() != Array(0..<p.axes.count) { r.add("TRANSPOSE-AXES", "axes \(p.axes) is not a permutation of 0..<\(p.axes.count)") }
+      if p.axes.sorted() != Array(0..<p.axes.count) {
+        r.add("TRANSPOSE-AXES", "axes \(p.axes) is not a permutation of 0..<\(p.axes.count)")
+      }
     case .sliceStatic(let p):
       // [rule SLICE-STATIC-LENGTHS]
       let lengths = [p.beginIds.count, p.beginMasks.count, p.endIds.count, p.endMasks.count, p.strides.count]
-      if Set(lengths).count > 1 { r.add("SLICE-STATIC-LENGTHS", "beginIds/beginMasks/endIds/endMasks/strides lengths \(lengths) differ") }
+      if Set(lengths).count > 1 {
+        r.add("SLICE-STATIC-LENGTHS", "beginIds/beginMasks/endIds/endMasks/strides lengths \(lengths) differ")
+      }
       let squeeze = p.squeezeMasks.count
-      if squeeze != 0 && squeeze != lengths[0] { r.add("SLICE-STATIC-LENGTHS", "squeezeMasks has \(squeeze) entries, the others \(lengths[0])") }
+      if squeeze != 0 && squeeze != lengths[0] {
+        r.add("SLICE-STATIC-LENGTHS", "squeezeMasks has \(squeeze) entries, the others \(lengths[0])")
+      }
     case .constantPad(let p):
       // [rule CONSTANT-PAD-AMOUNTS]
       let amounts = p.padAmounts
-      if amounts.count % 2 != 0 { r.add("CONSTANT-PAD-AMOUNTS", "padAmounts has \(amounts.count) entries (one (before, after) pair per axis)") }
+      if amounts.count % 2 != 0 {
+        r.add("CONSTANT-PAD-AMOUNTS", "padAmounts has \(amounts.count) entries (one (before, after) pair per axis)")
+      }
       if p.padToGivenOutputSizeMode {
         for pair in stride(from: 0, to: amounts.count - 1, by: 2) where amounts[pair] != 0 && amounts[pair + 1] != 0 {
           r.add("CONSTANT-PAD-AMOUNTS", "padToGivenOutputSizeMode with both entries of pair \(pair / 2) non-zero")
@@ -155,32 +182,44 @@ public enum CoreMLSpecificationRules {
       // [rule BATCHED-MATMUL-WEIGHTS]
       if layer.inputs.count == 1 {
         let (rows, columns) = (p.weightMatrixFirstDimension, p.weightMatrixSecondDimension)
-        r.expectCount("BATCHED-MATMUL-WEIGHTS", "weights", p.weights, product([rows, columns]), "[X1, X2] = [\(rows), \(columns)]")
+        r.expectCount(
+          "BATCHED-MATMUL-WEIGHTS", "weights", p.weights, product([rows, columns]), "[X1, X2] = [\(rows), \(columns)]")
         if p.hasBias { r.expectCount("BATCHED-MATMUL-WEIGHTS", "bias", p.bias, columns, "[X2]") }
       } else if p.hasBias {
         r.add("BATCHED-MATMUL-WEIGHTS", "hasBias is supported only with one input")
       }
     case .layerNormalization(let p):
       // [rule LAYER-NORM-SHAPE]
-      let count = p.normalizedShape.allSatisfy { $0 > 0 } ? p.normalizedShape.reduce(1) { $0.multipliedReportingOverflow(by: $1).partialValue } : 0
+      let count =
+        p.normalizedShape.allSatisfy { $0 > 0 }
+        ? p.normalizedShape.reduce(1) { $0.multipliedReportingOverflow(by: $1).partialValue } : 0
       if p.normalizedShape.isEmpty || count <= 0 { r.add("LAYER-NORM-SHAPE", "normalizedShape \(p.normalizedShape)") }
       if p.gamma?.count != count || p.beta?.count != count {
-        r.add("LAYER-NORM-SHAPE", "gamma and beta need \(count) values each (normalizedShape \(p.normalizedShape)), have \(p.gamma?.count ?? 0) and \(p.beta?.count ?? 0)")
+        r.add(
+          "LAYER-NORM-SHAPE",
+          "gamma and beta need \(count) values each (normalizedShape \(p.normalizedShape)), have \(p.gamma?.count ?? 0) and \(p.beta?.count ?? 0)"
+        )
       }
     case .gelu(let p):
       // [rule GELU-MODE]
-      if case .unknown(let mode) = p.mode { r.add("GELU-MODE", "mode \(mode) (EXACT, TANH_APPROXIMATION or SIGMOID_APPROXIMATION)") }
+      if case .unknown(let mode) = p.mode {
+        r.add("GELU-MODE", "mode \(mode) (EXACT, TANH_APPROXIMATION or SIGMOID_APPROXIMATION)")
+      }
     case .simpleRecurrent, .gru, .uniDirectionalLSTM, .biDirectionalLSTM:
       checkRecurrent(layer, &r)
-    case .activation, .l2normalize, .softmax, .unary, .elementwise, .dot, .flatten, .sequenceRepeat, .custom, .copy, .clip, .clampedReLU,
-      .comparison, .broadcastable, .tile, .softmaxND, .concatND, .loadConstantND, .squeeze, .expandDims, .flattenTo2D, .reshapeStatic,
+    case .activation, .l2normalize, .softmax, .unary, .elementwise, .dot, .flatten, .sequenceRepeat, .custom, .copy,
+      .clip, .clampedReLU,
+      .comparison, .broadcastable, .tile, .softmaxND, .concatND, .loadConstantND, .squeeze, .expandDims, .flattenTo2D,
+      .reshapeStatic,
       .reduceND, .notDecoded:
       break
     }
   }
 
   /// [rule SCALE-BIAS-SHAPE]: `[1]`, `[C]`, `[1, H, W]` or `[C, H, W]`, and as many values as the shape holds.
-  static func checkBroadcastShape(_ shape: [Int], _ shapeKey: String, _ values: [Float]?, _ weight: String, _ r: inout Reporter) {
+  static func checkBroadcastShape(
+    _ shape: [Int], _ shapeKey: String, _ values: [Float]?, _ weight: String, _ r: inout Reporter
+  ) {
     let valid = shape.count == 1 || (shape.count == 3 && (shape[0] >= 1))
     if !valid { r.add("SCALE-BIAS-SHAPE", "\(shapeKey) \(shape) (must be [1], [C], [1, H, W] or [C, H, W])") }
     r.expectCount("SCALE-BIAS-SHAPE", weight, values, product(shape), "\(shapeKey) \(shape)")
@@ -206,10 +245,14 @@ public enum CoreMLSpecificationRules {
     if deconvolution {
       // [rule DECONV-DILATION]: ignored for deconvolution, so anything but 1 would be computed without it.
       let dilation = p.dilationFactor
-      if dilation.contains(where: { $0 != 1 }) { r.add("DECONV-DILATION", "dilationFactor \(dilation) is ignored by a deconvolution") }
+      if dilation.contains(where: { $0 != 1 }) {
+        r.add("DECONV-DILATION", "dilationFactor \(dilation) is ignored by a deconvolution")
+      }
       // [rule DECONV-OUTPUT-SHAPE]
       let outputShape = p.outputShape
-      if !outputShape.isEmpty && outputShape.count != 2 { r.add("DECONV-OUTPUT-SHAPE", "outputShape \(outputShape) (must be [H_out, W_out])") }
+      if !outputShape.isEmpty && outputShape.count != 2 {
+        r.add("DECONV-OUTPUT-SHAPE", "outputShape \(outputShape) (must be [H_out, W_out])")
+      }
     }
     // [rule BORDER-AMOUNTS]: explicit valid padding has one (start, end) pair for H and one for W.
     if case .valid(let valid) = p.padding, !valid.isEmpty, valid.count != 4 {
@@ -224,10 +267,14 @@ public enum CoreMLSpecificationRules {
     if fractional > 0 && !p.scalingFactor.isEmpty {
       r.add("UPSAMPLE-FACTORS", "scalingFactor and fractionalScalingFactor are mutually exclusive")
     }
-    if fractional != 0 && fractional != 2 { r.add("UPSAMPLE-FACTORS", "fractionalScalingFactor has \(fractional) entries (must be [H, W])") }
+    if fractional != 0 && fractional != 2 {
+      r.add("UPSAMPLE-FACTORS", "fractionalScalingFactor has \(fractional) entries (must be [H, W])")
+    }
     // [rule UPSAMPLE-LINEAR-MODE]: linearUpsampleMode only applies to BILINEAR.
     if p.linearUpsampleMode != .known(.standard) && p.mode != .known(.bilinear) {
-      r.add("UPSAMPLE-LINEAR-MODE", "linearUpsampleMode \(p.linearUpsampleMode.rawValue) is only valid with BILINEAR interpolation")
+      r.add(
+        "UPSAMPLE-LINEAR-MODE",
+        "linearUpsampleMode \(p.linearUpsampleMode.rawValue) is only valid with BILINEAR interpolation")
     }
   }
 }

@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// One layer entry of a Keras model config, with its calls.
 public struct KerasLayerConfig: Sendable {
   public var className: String

@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// Keras 1 layer configs in Keras 2 terms, as far as coremltools' Keras 1 converter went.
 ///
 /// Keras 1.x architecture JSON names layers and options differently (`Convolution2D(nb_filter,
@@ -49,13 +50,16 @@ enum KerasLegacyConfig {
 
   /// Keras 1 classes whose entries are always rewritten (to `Conv2D`, `Conv2DTranspose`, `Add`, ...).
   static let legacyClassNames: Set<String> = [
-    "Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge", "Deconvolution2D",
+    "Convolution2D", "AtrousConvolution2D", "SeparableConvolution2D", "Convolution1D", "AtrousConvolution1D", "Merge",
+    "Deconvolution2D",
   ]
 
   /// Whether a config uses Keras 1 names.
   static func isLegacy(className: String, fields: [String: JSONValue]) -> Bool {
     legacyClassNames.contains(className)
-      || ["border_mode", "nb_filter", "dim_ordering", "subsample", "inner_activation", "consume_less"].contains { fields[$0] != nil }
+      || ["border_mode", "nb_filter", "dim_ordering", "subsample", "inner_activation", "consume_less"].contains {
+        fields[$0] != nil
+      }
       || (["Dense", "LSTM", "GRU", "SimpleRNN"].contains(className) && fields["output_dim"] != nil)
   }
 

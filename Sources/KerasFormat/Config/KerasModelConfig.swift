@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// The architecture of a Keras model: its layers and, for functional models, its wiring.
 public struct KerasModelConfig: Sendable {
   /// Class names that denote a model rather than a layer.
@@ -43,10 +44,12 @@ public struct KerasModelConfig: Sendable {
       inputs = Self.references(config["input_layers"])
       outputs = Self.references(config["output_layers"])
       guard !inputs.isEmpty, !outputs.isEmpty else {
-        throw KerasReaderError.invalidConfig(path: path, detail: "\(className) '\(name)' without input_layers or output_layers")
+        throw KerasReaderError.invalidConfig(
+          path: path, detail: "\(className) '\(name)' without input_layers or output_layers")
       }
     default:
-      throw KerasReaderError.invalidConfig(path: path, detail: "the top level is a '\(className)', not a Sequential or Functional model")
+      throw KerasReaderError.invalidConfig(
+        path: path, detail: "the top level is a '\(className)', not a Sequential or Functional model")
     }
   }
 

@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// A reference to one output tensor of one call of a layer: `[layer, node, tensor]` in a Keras config.
 public struct KerasTensorReference: Equatable, Sendable {
   public var layer: String

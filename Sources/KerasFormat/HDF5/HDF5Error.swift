@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why an HDF5 file or one of its objects could not be read.
 public enum HDF5Error: Error, Equatable, CustomStringConvertible {
   /// The file is not in HDF5 format.

@@ -52,7 +52,9 @@ public struct HDF5Group: @unchecked Sendable {
     var index = 0
     while hasAttribute("\(name)\(index)") {
       chunks += try readStrings(attribute: "\(name)\(index)")
-      guard chunks.count <= HDF5Limits.maximumAttributeStrings else { throw unreadable(name, "more than \(HDF5Limits.maximumAttributeStrings) strings") }
+      guard chunks.count <= HDF5Limits.maximumAttributeStrings else {
+        throw unreadable(name, "more than \(HDF5Limits.maximumAttributeStrings) strings")
+      }
       index += 1
     }
     return index > 0 ? chunks : nil
@@ -89,14 +91,18 @@ public struct HDF5Group: @unchecked Sendable {
       guard dataset >= 0 else { throw HDF5Error.missing(path: file.path, object: absolute) }
       defer { H5Dclose(dataset) }
       let type = H5Dget_type(dataset)
-      guard type >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "unreadable datatype") }
+      guard type >= 0 else {
+        throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "unreadable datatype")
+      }
       defer { H5Tclose(type) }
       let typeClass = H5Tget_class(type)
       guard typeClass == H5T_FLOAT || typeClass == H5T_INTEGER else {
         throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "not a numeric dataset")
       }
       let space = H5Dget_space(dataset)
-      guard space >= 0 else { throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "unreadable dataspace") }
+      guard space >= 0 else {
+        throw HDF5Error.unreadable(path: file.path, object: absolute, detail: "unreadable dataspace")
+      }
       defer { H5Sclose(space) }
       let rank = Int(H5Sget_simple_extent_ndims(space))
       guard (0...HDF5Limits.maximumRank).contains(rank) else {
@@ -152,7 +158,10 @@ public struct HDF5Group: @unchecked Sendable {
         let length = H5Lget_name_by_idx(file.id, path, H5_INDEX_NAME, H5_ITER_INC, index, nil, 0, HDF5Lock.linkAccess)
         guard length >= 0, length < 1 << 16 else { break }
         var buffer = [CChar](repeating: 0, count: Int(length) + 1)
-        guard H5Lget_name_by_idx(file.id, path, H5_INDEX_NAME, H5_ITER_INC, index, &buffer, Int(length) + 1, HDF5Lock.linkAccess) >= 0 else { break }
+        guard
+          H5Lget_name_by_idx(
+            file.id, path, H5_INDEX_NAME, H5_ITER_INC, index, &buffer, Int(length) + 1, HDF5Lock.linkAccess) >= 0
+        else { break }
         names.append(String(cString: buffer))
         index += 1
       }
@@ -195,7 +204,10 @@ public struct HDF5Group: @unchecked Sendable {
         // libhdf5 allocates each string at the length the file declares before reading it: a corrupt
         // length fails here once it is past the reader's address-space allowance.
         guard H5Aread(attribute, memoryType, &pointers) >= 0 else {
-          throw unreadable(name, "libhdf5 could not read its variable-length strings (a corrupt length, or more memory than the reader may use)")
+          throw unreadable(
+            name,
+            "libhdf5 could not read its variable-length strings (a corrupt length, or more memory than the reader may use)"
+          )
         }
         defer { for pointer in pointers { H5free_memory(pointer) } }
         return pointers.map { $0.map { String(cString: $0) } ?? "" }
@@ -204,7 +216,8 @@ public struct HDF5Group: @unchecked Sendable {
       let size = H5Tget_size(type)
       let (total, overflow) = size.multipliedReportingOverflow(by: count)
       guard size > 0, !overflow, total <= HDF5Limits.maximumAttributeBytes else {
-        throw unreadable(name, "claims \(count) strings of \(size) bytes (limit \(HDF5Limits.maximumAttributeBytes) bytes)")
+        throw unreadable(
+          name, "claims \(count) strings of \(size) bytes (limit \(HDF5Limits.maximumAttributeBytes) bytes)")
       }
       let memoryType = H5Tcopy(type)
       defer { H5Tclose(memoryType) }
@@ -239,7 +252,8 @@ extension HDF5Group {
     var info = stat()
     let fileSize = stat(file.path, &info) == 0 ? Int(info.st_size) : Int.max
     let available = min(stored, fileSize)
-    let (allowed, allowedOverflow) = available.multipliedReportingOverflow(by: filters > 0 ? Self.maxCompressionRatio : 1)
+    let (allowed, allowedOverflow) = available.multipliedReportingOverflow(
+      by: filters > 0 ? Self.maxCompressionRatio : 1)
     guard !overflow, allowedOverflow || needed <= allowed else {
       throw HDF5Error.unreadable(
         path: file.path, object: absolute,

@@ -36,12 +36,14 @@ public struct KerasCustomLayers: Sendable, Equatable {
       switch value {
       case .bool(let flag): parameters[key] = .bool(flag)
       case .string(let text): parameters[key] = .string(text)
-      case .number(let number): parameters[key] = number == number.rounded() && abs(number) < 1e15 ? .int(Int64(number)) : .double(number)
+      case .number(let number):
+        parameters[key] = number == number.rounded() && abs(number) < 1e15 ? .int(Int64(number)) : .double(number)
       default: continue
       }
     }
     return CustomLayer(
-      className: context.className, description: "Keras \(context.className) layer '\(context.name)'", parameters: parameters,
+      className: context.className, description: "Keras \(context.className) layer '\(context.name)'",
+      parameters: parameters,
       weights: context.weights, outputShape: context.inputShapes.first ?? [])
   }
 }

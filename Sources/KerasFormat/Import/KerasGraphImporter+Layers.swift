@@ -10,14 +10,19 @@ extension KerasGraphImporter {
     defer { builder.origin = nil }
     let call = KerasLayerCall(layer: layer, inputs: inputs, weightGroup: weightGroup, reader: reader)
 
-    if let conversion = customLayers.conversions[className] ?? (KerasLayerCatalog.supportedClassNames.contains(className) ? nil : customLayers.handles(className) ? KerasCustomLayers.defaultConversion : nil) {
+    if let conversion = customLayers.conversions[className]
+      ?? (KerasLayerCatalog.supportedClassNames.contains(className)
+        ? nil : customLayers.handles(className) ? KerasCustomLayers.defaultConversion : nil)
+    {
       let context = KerasCustomLayerContext(
         className: className, name: layer.name, config: layer.config,
-        weights: try model.weights.allWeights(layer: layer.name, topLevel: weightGroup), inputShapes: inputs.map { shape($0) })
+        weights: try model.weights.allWeights(layer: layer.name, topLevel: weightGroup),
+        inputShapes: inputs.map { shape($0) })
       return try add(.custom(try conversion(context)), inputs, call)
     }
     guard let handler = KerasLayerRegistry.handlers[className] else {
-      throw KerasReaderError.unsupportedLayers(path: model.path, layers: [.init(name: layer.name, className: className)])
+      throw KerasReaderError.unsupportedLayers(
+        path: model.path, layers: [.init(name: layer.name, className: className)])
     }
     return try handler(&self, call)
   }
@@ -33,12 +38,16 @@ extension KerasGraphImporter {
   /// Maps a Keras axis (counting the batch dimension, or negative) to an IR axis.
   func normalizedAxis(_ axis: Int, rank: Int, _ reader: LayerConfigReader) throws -> Int {
     let normalized = axis < 0 ? rank + axis : axis - 1
-    guard normalized >= 0, normalized < rank else { throw reader.fail("axis \(axis) does not fit a rank-\(rank + 1) tensor") }
+    guard normalized >= 0, normalized < rank else {
+      throw reader.fail("axis \(axis) does not fit a rank-\(rank + 1) tensor")
+    }
     return normalized
   }
 
   /// Adds the node for a named Keras activation after `input`; `linear` adds nothing unless standalone.
-  mutating func applyActivation(_ name: String, to input: ValueID, reader: LayerConfigReader, standalone: Bool = false) throws -> ValueID {
+  mutating func applyActivation(_ name: String, to input: ValueID, reader: LayerConfigReader, standalone: Bool = false)
+    throws -> ValueID
+  {
     let nodeName = standalone ? reader.layer.name : reader.layer.name + "__activation__"
     let operation: Operation
     switch name {
@@ -66,7 +75,8 @@ extension KerasGraphImporter {
     case "softplus": return .softplus
     case "softsign": return .softsign
     // Keras 2 uses 0.2x + 0.5; Keras 3 uses relu6(x + 3) / 6.
-    case "hard_sigmoid": return model.isKeras3 ? .hardSigmoid(slope: 1.0 / 6, offset: 0.5) : .hardSigmoid(slope: 0.2, offset: 0.5)
+    case "hard_sigmoid":
+      return model.isKeras3 ? .hardSigmoid(slope: 1.0 / 6, offset: 0.5) : .hardSigmoid(slope: 0.2, offset: 0.5)
     case "swish", "silu": return .swish
     // Keras 3 only: x * relu6(x + 3) / 6, serialized under either name.
     case "hard_silu", "hard_swish": return .hardSwish

@@ -15,7 +15,9 @@ public struct KerasGraphImporter {
   ///   name, in Keras order with the batch dimension (`[1, H, W, C]`).
   /// - Parameter customLayers: conversions for layer classes the importer does not know, or whether to
   ///   make them Core ML custom layers.
-  public static func importGraph(_ model: KerasModelFile, inputShapes: [String: [Int]] = [:], customLayers: KerasCustomLayers = .init()) throws -> Graph {
+  public static func importGraph(
+    _ model: KerasModelFile, inputShapes: [String: [Int]] = [:], customLayers: KerasCustomLayers = .init()
+  ) throws -> Graph {
     try checkSupported(model, customLayers: customLayers)
     var importer = KerasGraphImporter(model: model, inputShapes: inputShapes, customLayers: customLayers)
     return try importer.run()
@@ -41,7 +43,8 @@ public struct KerasGraphImporter {
     case .functional:
       for reference in config.inputs {
         guard let layer = config.layers.first(where: { $0.name == reference.layer }) else {
-          throw KerasReaderError.invalidConfig(path: model.path, detail: "input layer '\(reference.layer)' is not in the layer list")
+          throw KerasReaderError.invalidConfig(
+            path: model.path, detail: "input layer '\(reference.layer)' is not in the layer list")
         }
         inputs.append(try addGraphInput(name: layer.name, layerConfig: layer.config))
       }
@@ -75,7 +78,8 @@ public struct KerasGraphImporter {
   private mutating func addGraphInput(name: String, layerConfig: JSONValue) throws -> ValueID {
     let batchShape = (layerConfig["batch_input_shape"] ?? layerConfig["batch_shape"])?.array
     guard let batchShape, !batchShape.isEmpty else {
-      throw KerasReaderError.invalidConfig(path: model.path, detail: "input '\(name)' has no batch_input_shape or batch_shape")
+      throw KerasReaderError.invalidConfig(
+        path: model.path, detail: "input '\(name)' has no batch_input_shape or batch_shape")
     }
     // Each size is null (unknown) or an exact integer of 1 or more.
     let dims = batchShape.dropFirst().map(\.int)
@@ -83,19 +87,26 @@ public struct KerasGraphImporter {
       guard let dim, dim >= 1, dim <= GraphLimits.maxElementCount else {
         throw KerasReaderError.invalidLayerValue(
           path: model.path, layer: name, className: "InputLayer", field: "batch_input_shape",
-          value: LayerConfigReader.describe(.array(batchShape)), expected: "sizes that are null or integers in 1...\(GraphLimits.maxElementCount)")
+          value: LayerConfigReader.describe(.array(batchShape)),
+          expected: "sizes that are null or integers in 1...\(GraphLimits.maxElementCount)")
       }
     }
     var shape: [Int]
     if let override = inputShapes[name] {
       shape = Array(override.dropFirst())
       guard shape.count == dims.count, zip(shape, dims).allSatisfy({ $1 == nil || $0 == $1 }) else {
-        throw KerasReaderError.invalidConfig(path: model.path, detail: "the shape given for input '\(name)' does not fit its Keras shape \(batchShape.map { $0.int.map(String.init) ?? "None" })")
+        throw KerasReaderError.invalidConfig(
+          path: model.path,
+          detail:
+            "the shape given for input '\(name)' does not fit its Keras shape \(batchShape.map { $0.int.map(String.init) ?? "None" })"
+        )
       }
     } else {
       guard dims.allSatisfy({ $0 != nil }) else {
         // The batch axis (None in every Keras model) is not part of the shape here: it stays 1.
-        throw UnknownInputSizes(path: model.path, inputs: [.init(name: name, dimensions: [.size(1)] + dims.map { $0.map { .size($0) } ?? .open(nil) })])
+        throw UnknownInputSizes(
+          path: model.path,
+          inputs: [.init(name: name, dimensions: [.size(1)] + dims.map { $0.map { .size($0) } ?? .open(nil) })])
       }
       shape = dims.map { $0! }
     }
@@ -105,7 +116,8 @@ public struct KerasGraphImporter {
   /// Expands a (possibly nested) model on these inputs and returns its outputs.
   ///
   /// - Parameter weightGroup: the top-level weight group when inside a nested model; nil at the top.
-  private mutating func expand(_ config: KerasModelConfig, inputs: [ValueID], weightGroup: String?) throws -> [ValueID] {
+  private mutating func expand(_ config: KerasModelConfig, inputs: [ValueID], weightGroup: String?) throws -> [ValueID]
+  {
     switch config.kind {
     case .sequential:
       var current = inputs
@@ -118,9 +130,13 @@ public struct KerasGraphImporter {
     }
   }
 
-  private mutating func expandFunctional(_ config: KerasModelConfig, inputs: [ValueID], weightGroup: String?) throws -> [ValueID] {
+  private mutating func expandFunctional(_ config: KerasModelConfig, inputs: [ValueID], weightGroup: String?) throws
+    -> [ValueID]
+  {
     guard inputs.count == config.inputs.count else {
-      throw KerasReaderError.invalidConfig(path: model.path, detail: "model '\(config.name)' takes \(config.inputs.count) inputs, called with \(inputs.count)")
+      throw KerasReaderError.invalidConfig(
+        path: model.path,
+        detail: "model '\(config.name)' takes \(config.inputs.count) inputs, called with \(inputs.count)")
     }
     var produced: [String: [Int: [ValueID]]] = [:]
     for (reference, input) in zip(config.inputs, inputs) { produced[reference.layer, default: [:]][0] = [input] }

@@ -29,7 +29,8 @@ struct LayerConfigReader {
   /// An error naming the field, its value (as JSON) and what was expected.
   func invalid(_ key: String, _ value: JSONValue?, expected: String) -> KerasReaderError {
     .invalidLayerValue(
-      path: path, layer: layer.name, className: layer.className, field: key, value: value.map(Self.describe) ?? "missing", expected: expected)
+      path: path, layer: layer.name, className: layer.className, field: key,
+      value: value.map(Self.describe) ?? "missing", expected: expected)
   }
 
   /// A JSON value as short text for an error message.
@@ -38,8 +39,12 @@ struct LayerConfigReader {
     case .null: return "null"
     case .bool(let b): return b ? "true" : "false"
     case .number(let n): return Int(exactly: n).map(String.init) ?? "\(n)"
-    case .string(let s): return "\"" + String(s.unicodeScalars.prefix(40).map { $0.properties.generalCategory == .control ? "?" : Character($0) }) + "\""
-    case .array(let items): return "[" + items.prefix(8).map(describe).joined(separator: ", ") + (items.count > 8 ? ", ..." : "") + "]"
+    case .string(let s):
+      return "\""
+        + String(s.unicodeScalars.prefix(40).map { $0.properties.generalCategory == .control ? "?" : Character($0) })
+        + "\""
+    case .array(let items):
+      return "[" + items.prefix(8).map(describe).joined(separator: ", ") + (items.count > 8 ? ", ..." : "") + "]"
     case .object: return "an object"
     }
   }
@@ -83,7 +88,10 @@ struct LayerConfigReader {
   }
 
   /// A finite number that fits float32, in `range`; an absent key takes `fallback`.
-  func float(_ key: String, default fallback: Float? = nil, range: ClosedRange<Double> = -Double(Float.greatestFiniteMagnitude)...Double(Float.greatestFiniteMagnitude)) throws -> Float {
+  func float(
+    _ key: String, default fallback: Float? = nil,
+    range: ClosedRange<Double> = -Double(Float.greatestFiniteMagnitude)...Double(Float.greatestFiniteMagnitude)
+  ) throws -> Float {
     guard let json = present(key) else {
       if let fallback { return fallback }
       throw invalid(key, nil, expected: "a number")
@@ -93,7 +101,8 @@ struct LayerConfigReader {
 
   private func finiteFloat(_ key: String, _ json: JSONValue, range: ClosedRange<Double>) throws -> Float {
     let full = Double(Float.greatestFiniteMagnitude)
-    let expected = range == -full...full ? "a finite number" : "a finite number in \(range.lowerBound)...\(range.upperBound)"
+    let expected =
+      range == -full...full ? "a finite number" : "a finite number in \(range.lowerBound)...\(range.upperBound)"
     guard case .number(let number) = json, number.isFinite, abs(number) <= full, range.contains(number) else {
       throw invalid(key, json, expected: expected)
     }
@@ -101,7 +110,10 @@ struct LayerConfigReader {
   }
 
   /// A number, or nil when the key is absent or null (Keras' "not set", as for ReLU's `max_value`).
-  func optionalFloat(_ key: String, range: ClosedRange<Double> = -Double(Float.greatestFiniteMagnitude)...Double(Float.greatestFiniteMagnitude)) throws -> Float? {
+  func optionalFloat(
+    _ key: String,
+    range: ClosedRange<Double> = -Double(Float.greatestFiniteMagnitude)...Double(Float.greatestFiniteMagnitude)
+  ) throws -> Float? {
     guard let json = value(key) else { return nil }
     return try finiteFloat(key, json, range: range)
   }
@@ -139,7 +151,9 @@ struct LayerConfigReader {
   }
 
   /// A 2-D size given as one integer or a pair, each in `range`.
-  func pair(_ key: String, default fallback: [Int]? = nil, range: ClosedRange<Int> = 1...maxConfigInteger) throws -> [Int] {
+  func pair(_ key: String, default fallback: [Int]? = nil, range: ClosedRange<Int> = 1...maxConfigInteger) throws
+    -> [Int]
+  {
     guard let json = present(key) else {
       if let fallback { return fallback }
       throw invalid(key, nil, expected: "one or two integers in \(Self.describe(range))")
@@ -147,7 +161,9 @@ struct LayerConfigReader {
     if let number = json.int, range.contains(number) { return [number, number] }
     if let items = json.array, (1...2).contains(items.count) {
       let numbers = items.compactMap(\.int)
-      if numbers.count == items.count, numbers.allSatisfy(range.contains) { return numbers.count == 1 ? [numbers[0], numbers[0]] : numbers }
+      if numbers.count == items.count, numbers.allSatisfy(range.contains) {
+        return numbers.count == 1 ? [numbers[0], numbers[0]] : numbers
+      }
     }
     throw invalid(key, json, expected: "one or two integers in \(Self.describe(range))")
   }
@@ -156,17 +172,22 @@ struct LayerConfigReader {
   func box(_ key: String) throws -> Box2D {
     guard let json = present(key) else { throw invalid(key, nil, expected: "a padding or cropping amount") }
     let range = 0...Self.maxConfigInteger
-    let expected = "n, (vertical, horizontal) or ((top, bottom), (left, right)) with integers in \(Self.describe(range))"
+    let expected =
+      "n, (vertical, horizontal) or ((top, bottom), (left, right)) with integers in \(Self.describe(range))"
     if let n = json.int, range.contains(n) { return Box2D(top: n, bottom: n, left: n, right: n) }
     guard let items = json.array, items.count == 2 else { throw invalid(key, json, expected: expected) }
-    if let vertical = items[0].int, let horizontal = items[1].int, range.contains(vertical), range.contains(horizontal) {
+    if let vertical = items[0].int, let horizontal = items[1].int, range.contains(vertical), range.contains(horizontal)
+    {
       return Box2D(top: vertical, bottom: vertical, left: horizontal, right: horizontal)
     }
     guard let vItems = items[0].array, let hItems = items[1].array, vItems.count == 2, hItems.count == 2 else {
       throw invalid(key, json, expected: expected)
     }
-    let v = vItems.compactMap(\.int), h = hItems.compactMap(\.int)
-    guard v.count == 2, h.count == 2, (v + h).allSatisfy(range.contains) else { throw invalid(key, json, expected: expected) }
+    let v = vItems.compactMap(\.int)
+    let h = hItems.compactMap(\.int)
+    guard v.count == 2, h.count == 2, (v + h).allSatisfy(range.contains) else {
+      throw invalid(key, json, expected: expected)
+    }
     return Box2D(top: v[0], bottom: v[1], left: h[0], right: h[1])
   }
 
@@ -184,7 +205,9 @@ struct LayerConfigReader {
 
   func padding() throws -> Padding {
     let text = try string("padding", default: "valid").lowercased()
-    guard let padding = Padding(rawValue: text) else { throw fail("padding '\(text)' is not supported (use same or valid)") }
+    guard let padding = Padding(rawValue: text) else {
+      throw fail("padding '\(text)' is not supported (use same or valid)")
+    }
     return padding
   }
 
@@ -201,7 +224,11 @@ struct LayerConfigReader {
   func activationName(_ key: String = "activation") throws -> String {
     guard let value = value(key) else { return "linear" }
     if let name = value.string { return name }
-    if value.object != nil, let name = value["config"]?.string ?? value["config"]?["name"]?.string ?? value["class_name"]?.string { return name }
+    if value.object != nil,
+      let name = value["config"]?.string ?? value["config"]?["name"]?.string ?? value["class_name"]?.string
+    {
+      return name
+    }
     throw invalid(key, value, expected: "an activation name")
   }
 }

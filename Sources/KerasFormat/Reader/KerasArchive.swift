@@ -28,7 +28,9 @@ public enum KerasArchive {
   /// Reads a `.keras` file into a snapshot.
   public static func read(path: String) throws -> KerasModelSnapshot {
     let entries = try entries(path: path, limitsOnly: false)
-    guard let configBytes = entries.config else { throw KerasReaderError.invalidArchive(path: path, detail: "no config.json") }
+    guard let configBytes = entries.config else {
+      throw KerasReaderError.invalidArchive(path: path, detail: "no config.json")
+    }
     guard let configText = String(validating: configBytes, as: UTF8.self) else {
       throw KerasReaderError.invalidConfig(path: path, detail: "config.json is not UTF-8 text")
     }
@@ -36,7 +38,9 @@ public enum KerasArchive {
     if let metadata = entries.metadata, let json = try? JSONValue.parse(String(decoding: metadata, as: UTF8.self)) {
       kerasVersion = json["keras_version"]?.string
     }
-    guard let weights = entries.weights else { throw KerasReaderError.invalidArchive(path: path, detail: "no model.weights.h5") }
+    guard let weights = entries.weights else {
+      throw KerasReaderError.invalidArchive(path: path, detail: "no model.weights.h5")
+    }
     let config: JSONValue
     do { config = try JSONValue.parse(configText) } catch {
       throw KerasReaderError.invalidConfig(path: path, detail: "config.json is not valid JSON")
@@ -44,7 +48,10 @@ public enum KerasArchive {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     let weightsPath = directory.path + "/model.weights.h5"
-    guard FileManager.default.createFile(atPath: weightsPath, contents: Data(weights), attributes: [.posixPermissions: 0o600]) else {
+    guard
+      FileManager.default.createFile(
+        atPath: weightsPath, contents: Data(weights), attributes: [.posixPermissions: 0o600])
+    else {
       throw KerasReaderError.invalidArchive(path: path, detail: "cannot write a temporary copy of model.weights.h5")
     }
     let store: (names: [String: [String]], weights: [String: [String: KerasStoredWeight]])
@@ -80,7 +87,8 @@ public enum KerasArchive {
     defer { zip_discard(archive) }
     let count = zip_get_num_entries(archive, 0)
     guard count >= 0, count <= maximumEntries else {
-      throw KerasReaderError.limitExceeded(path: path, detail: "the archive has \(count) entries (limit \(maximumEntries))")
+      throw KerasReaderError.limitExceeded(
+        path: path, detail: "the archive has \(count) entries (limit \(maximumEntries))")
     }
     var total: UInt64 = 0
     for index in 0..<UInt64(count) {
@@ -90,7 +98,8 @@ public enum KerasArchive {
       }
       let (sum, overflow) = total.addingReportingOverflow(info.size)
       guard !overflow, sum <= maximumTotalBytes else {
-        throw KerasReaderError.limitExceeded(path: path, detail: "the archive unpacks to more than \(maximumTotalBytes >> 30) GiB")
+        throw KerasReaderError.limitExceeded(
+          path: path, detail: "the archive unpacks to more than \(maximumTotalBytes >> 30) GiB")
       }
       total = sum
     }
@@ -98,7 +107,8 @@ public enum KerasArchive {
       let index = zip_name_locate(archive, name, czip_fl_enc_raw())
       return index >= 0 ? index : nil
     }
-    let config = locate("config.json"), weights = locate("model.weights.h5")
+    let config = locate("config.json")
+    let weights = locate("model.weights.h5")
     if config == nil && weights == nil {
       throw KerasReaderError.unsupportedFormat(
         path: path, what: "a zip archive without config.json and model.weights.h5 (so not a Keras .keras file)",
@@ -116,10 +126,12 @@ public enum KerasArchive {
       let compressed = info.valid & czip_stat_comp_size() != 0 ? info.comp_size : info.size
       guard info.size <= 1 << 20 || info.size / max(compressed, 1) <= maximumRatio else {
         throw KerasReaderError.limitExceeded(
-          path: path, detail: "\(name) is compressed \(info.size / max(compressed, 1)):1 (limit \(maximumRatio):1): a zip bomb?")
+          path: path,
+          detail: "\(name) is compressed \(info.size / max(compressed, 1)):1 (limit \(maximumRatio):1): a zip bomb?")
       }
       guard let file = zip_fopen_index(archive, UInt64(index), 0) else {
-        throw KerasReaderError.invalidArchive(path: path, detail: "cannot open \(name) (encrypted or an unknown compression method?)")
+        throw KerasReaderError.invalidArchive(
+          path: path, detail: "cannot open \(name) (encrypted or an unknown compression method?)")
       }
       defer { zip_fclose(file) }
       let size = Int(info.size)
@@ -127,12 +139,15 @@ public enum KerasArchive {
       var filled = 0
       while filled <= size {
         let got = bytes.withUnsafeMutableBytes { zip_fread(file, $0.baseAddress! + filled, UInt64(size + 1 - filled)) }
-        guard got >= 0 else { throw KerasReaderError.invalidArchive(path: path, detail: "\(name) is damaged (bad data or checksum)") }
+        guard got >= 0 else {
+          throw KerasReaderError.invalidArchive(path: path, detail: "\(name) is damaged (bad data or checksum)")
+        }
         if got == 0 { break }
         filled += Int(got)
       }
       guard filled == size else {
-        throw KerasReaderError.invalidArchive(path: path, detail: "\(name) holds \(filled) bytes, its header says \(size)")
+        throw KerasReaderError.invalidArchive(
+          path: path, detail: "\(name) holds \(filled) bytes, its header says \(size)")
       }
       bytes.removeLast()
       return bytes
@@ -168,7 +183,9 @@ private struct WeightLayout {
     self.file = file
   }
 
-  mutating func read(config: JSONValue) throws -> (names: [String: [String]], weights: [String: [String: KerasStoredWeight]]) {
+  mutating func read(config: JSONValue) throws -> (
+    names: [String: [String]], weights: [String: [String: KerasStoredWeight]]
+  ) {
     let model = config["config"] ?? .null
     let layers = model["layers"]?.array ?? []
     let groups = layerGroups(layers, in: file.root, sequential: config["class_name"]?.string == "Sequential")
@@ -229,7 +246,9 @@ private struct WeightLayout {
     KerasLayerRegistry.storedWeightKinds(className, config: config)
   }
 
-  private mutating func collect(_ layer: JSONValue, group: HDF5Group, prefix: String, into collected: inout [(String, KerasStoredWeight)]) throws {
+  private mutating func collect(
+    _ layer: JSONValue, group: HDF5Group, prefix: String, into collected: inout [(String, KerasStoredWeight)]
+  ) throws {
     let className = layer["class_name"]?.string ?? ""
     let config = layer["config"] ?? .null
     switch className {
@@ -248,7 +267,8 @@ private struct WeightLayout {
         try collect(forward, group: group, prefix: "\(prefix)/forward_\(innerName)", into: &collected)
       }
       if let group = group.group("backward_layer") {
-        try collect(backward, group: group, prefix: "\(prefix)/backward_\(layerName(backward) ?? innerName)", into: &collected)
+        try collect(
+          backward, group: group, prefix: "\(prefix)/backward_\(layerName(backward) ?? innerName)", into: &collected)
       }
     case "TimeDistributed":
       let inner = config["layer"] ?? .null
@@ -265,18 +285,23 @@ private struct WeightLayout {
   }
 
   /// `vars/0`, `vars/1`, ... of a layer group, named by `kinds` (extra ones `var<i>`).
-  private mutating func variables(_ group: HDF5Group, kinds: [String], prefix: String, into collected: inout [(String, KerasStoredWeight)]) throws {
+  private mutating func variables(
+    _ group: HDF5Group, kinds: [String], prefix: String, into collected: inout [(String, KerasStoredWeight)]
+  ) throws {
     guard let vars = group.group("vars") else { return }
     var index = 0
     while vars.hasDataset(String(index)) {
-      if let link = vars.foreignLink(String(index)) { throw KerasReaderError.externalLink(path: archivePath, object: link) }
+      if let link = vars.foreignLink(String(index)) {
+        throw KerasReaderError.externalLink(path: archivePath, object: link)
+      }
       let name = prefix + "/" + (index < kinds.count ? kinds[index] : "var\(index)")
       do {
         let data = try vars.floatDataset(String(index))
         total += data.values.count
         guard total <= KerasModelSnapshot.maximumWeightElements else {
           throw KerasReaderError.limitExceeded(
-            path: archivePath, detail: "more than \(KerasModelSnapshot.maximumWeightElements) weight values in all (2 GiB of float32)")
+            path: archivePath,
+            detail: "more than \(KerasModelSnapshot.maximumWeightElements) weight values in all (2 GiB of float32)")
         }
         collected.append((name, .values(shape: data.shape, values: data.values)))
       } catch let error as KerasReaderError {

@@ -25,9 +25,10 @@ extension KerasModelFile {
           continue
         }
         let inbound = layer.inboundNodes.first?.map(\.layer) ?? []
-        entries.append(KerasLayerEntry(
-          name: layer.name, className: layer.className, topLevel: top, inboundLayers: inbound,
-          parameterCount: storedParameterCount(layer: layer.name, topLevel: top)))
+        entries.append(
+          KerasLayerEntry(
+            name: layer.name, className: layer.className, topLevel: top, inboundLayers: inbound,
+            parameterCount: storedParameterCount(layer: layer.name, topLevel: top)))
       }
     }
     try walk(config, topLevel: nil)

@@ -44,7 +44,8 @@ public struct KerasModelFile: Sendable {
     if let isolation = Self.isolation {
       try self.init(snapshot: try isolation.read(.weights(path: weightsPath, architecture: architectureJSONPath)))
     } else {
-      try self.init(snapshot: try KerasModelSnapshot.read(weightsPath: weightsPath, architectureJSONPath: architectureJSONPath))
+      try self.init(
+        snapshot: try KerasModelSnapshot.read(weightsPath: weightsPath, architectureJSONPath: architectureJSONPath))
     }
   }
 

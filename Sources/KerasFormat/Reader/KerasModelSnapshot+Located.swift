@@ -35,7 +35,9 @@ public struct FileIdentity: Sendable, Equatable {
   }
 
   init(fields: [Int]) {
-    (device, inode, size, modificationSeconds, modificationNanoseconds) = (fields[0], fields[1], fields[2], fields[3], fields[4])
+    (device, inode, size, modificationSeconds, modificationNanoseconds) = (
+      fields[0], fields[1], fields[2], fields[3], fields[4]
+    )
   }
 }
 
@@ -58,7 +60,8 @@ extension KerasModelSnapshot {
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0, let expected = fileIdentity, FileIdentity(info) == expected else {
-      throw KerasReaderError.readerFailed(path: path, detail: "the file changed while it was being read; convert it again")
+      throw KerasReaderError.readerFailed(
+        path: path, detail: "the file changed while it was being read; convert it again")
     }
     let fileSize = Int(info.st_size)
     let located = weights.flatMap { group, entries in
@@ -74,10 +77,14 @@ extension KerasModelSnapshot {
     DispatchQueue.concurrentPerform(iterations: located.count) { index in
       let item = located[index]
       (slots.baseAddress! + index).initialize(
-        to: Self.load(fd: fd, fileSize: fileSize, shape: item.shape, offset: item.offset, what: "\(path): \(item.group)/\(item.name)"))
+        to: Self.load(
+          fd: fd, fileSize: fileSize, shape: item.shape, offset: item.offset,
+          what: "\(path): \(item.group)/\(item.name)"))
     }
     var loaded = self
-    for (index, item) in located.enumerated() { loaded.weights[item.group]![item.name] = (results.baseAddress! + index).move() }
+    for (index, item) in located.enumerated() {
+      loaded.weights[item.group]![item.name] = (results.baseAddress! + index).move()
+    }
     loaded.fileIdentity = nil
     return loaded
   }
@@ -87,13 +94,16 @@ extension KerasModelSnapshot {
     var count = 1
     for dimension in shape {
       let (product, overflow) = count.multipliedReportingOverflow(by: dimension)
-      guard !overflow, dimension >= 0, product <= maximumWeightElements else { return .unreadable("\(what): shape \(shape) is too large") }
+      guard !overflow, dimension >= 0, product <= maximumWeightElements else {
+        return .unreadable("\(what): shape \(shape) is too large")
+      }
       count = product
     }
     let bytes = count * 4
     let (end, overflow) = offset.addingReportingOverflow(bytes)
     guard offset >= 0, !overflow, end <= fileSize else {
-      return .unreadable("\(what): its \(bytes) bytes at offset \(offset) lie beyond the end of the file (\(fileSize) bytes)")
+      return .unreadable(
+        "\(what): its \(bytes) bytes at offset \(offset) lie beyond the end of the file (\(fileSize) bytes)")
     }
     var failed = false
     let raw = Constant.newValues(count: count) { buffer in
@@ -102,7 +112,10 @@ extension KerasModelSnapshot {
       while done < bytes, let base {
         let got = pread(fd, base + done, bytes - done, off_t(offset + done))
         if got < 0 && errno == EINTR { continue }
-        guard got > 0 else { failed = true; break }
+        guard got > 0 else {
+          failed = true
+          break
+        }
         done += got
       }
       // Every element is initialized even after a failed read (the array is then discarded).

@@ -67,14 +67,17 @@ extension KerasModelSnapshot {
     try InputFile.checkRegular(architectureJSONPath)
     let size = (try? FileManager.default.attributesOfItem(atPath: architectureJSONPath)[.size] as? Int) ?? 0
     guard size <= KerasArchive.maximumConfigBytes else {
-      throw KerasReaderError.limitExceeded(path: architectureJSONPath, detail: "architecture JSON larger than \(KerasArchive.maximumConfigBytes >> 20) MiB")
+      throw KerasReaderError.limitExceeded(
+        path: architectureJSONPath, detail: "architecture JSON larger than \(KerasArchive.maximumConfigBytes >> 20) MiB"
+      )
     }
     guard let configText = try? String(contentsOfFile: architectureJSONPath, encoding: .utf8) else {
       throw KerasReaderError.fileNotFound(path: architectureJSONPath)
     }
     guard try ModelFileFormat.check(weightsPath) == .hdf5 else {
       throw KerasReaderError.unsupportedFormat(
-        path: weightsPath, what: "a .keras archive", advice: "a .keras file holds its architecture: convert it without a separate one")
+        path: weightsPath, what: "a .keras archive",
+        advice: "a .keras file holds its architecture: convert it without a separate one")
     }
     let file = try openHDF5(weightsPath)
     return try HDF5Lock.run { try read(file: file, configText: configText, configPath: architectureJSONPath) }
@@ -83,7 +86,9 @@ extension KerasModelSnapshot {
   private static func read(file: HDF5File, configText: String, configPath: String) throws -> KerasModelSnapshot {
     let root = file.root
     let identity = FileIdentity(path: file.path)
-    if let link = root.foreignLink("model_weights") { throw KerasReaderError.externalLink(path: file.path, object: link) }
+    if let link = root.foreignLink("model_weights") {
+      throw KerasReaderError.externalLink(path: file.path, object: link)
+    }
     let weightsRoot = root.group("model_weights") ?? root
     let store = try KerasWeightStore.read(root: weightsRoot, path: file.path, locatingContiguous: identity != nil)
     // The file must not have changed while libhdf5 read it: its offsets are used after it is closed.
@@ -227,8 +232,11 @@ extension KerasModelSnapshot {
       }
       result = .failure(error)
     case 0:
-      let path = try reader.string(), configText = try reader.string(), configPath = try reader.string()
-      let kerasVersion = try reader.optionalString(), backend = try reader.optionalString()
+      let path = try reader.string()
+      let configText = try reader.string()
+      let configPath = try reader.string()
+      let kerasVersion = try reader.optionalString()
+      let backend = try reader.optionalString()
       var identity: FileIdentity?
       switch try reader.u8() {
       case 0: break
@@ -265,19 +273,25 @@ extension KerasModelSnapshot {
             }
             total += count
             guard total <= maximumWeightElements else { throw FormatError(detail: "too many weight values") }
-            entries[name] = tag == 0 ? .values(shape: shape, values: try reader.floats(count)) : .located(shape: shape, offset: try reader.u64())
+            entries[name] =
+              tag == 0
+              ? .values(shape: shape, values: try reader.floats(count))
+              : .located(shape: shape, offset: try reader.u64())
           case 1: entries[name] = .unreadable(try reader.string())
           default: throw FormatError(detail: "bad weight tag")
           }
         }
         weights[group] = entries
       }
-      result = .success(KerasModelSnapshot(
-        path: path, configText: configText, configPath: configPath, kerasVersion: kerasVersion, backend: backend,
-        weightNames: weightNames, weights: weights, fileIdentity: identity))
+      result = .success(
+        KerasModelSnapshot(
+          path: path, configText: configText, configPath: configPath, kerasVersion: kerasVersion, backend: backend,
+          weightNames: weightNames, weights: weights, fileIdentity: identity))
     default: throw FormatError(detail: "bad kind \(kind)")
     }
-    guard Array(try reader.take(trailer.count)) == trailer, reader.atEnd else { throw FormatError(detail: "bad trailer") }
+    guard Array(try reader.take(trailer.count)) == trailer, reader.atEnd else {
+      throw FormatError(detail: "bad trailer")
+    }
     return result
   }
 
@@ -307,7 +321,9 @@ extension KerasModelSnapshot {
     }
     mutating func string() throws -> String {
       let length = try u32()
-      guard let text = String(validating: try take(length), as: UTF8.self) else { throw FormatError(detail: "invalid UTF-8") }
+      guard let text = String(validating: try take(length), as: UTF8.self) else {
+        throw FormatError(detail: "invalid UTF-8")
+      }
       return text
     }
     mutating func optionalString() throws -> String? {

@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why a Keras model could not be read or turned into a graph.
 public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringConvertible {
   /// The file does not exist or cannot be read.
@@ -50,9 +51,12 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
 
     /// Why some layers can never convert, and what to do instead.
     static let explanations: [String: String] = [
-      "Lambda": "Lambda layers hold Python code, which is not in the .h5 file; rebuild the model without it or with a layer Keras can serialize",
-      "Resizing": "Resizing belongs before the model: resize images to the input size before prediction (for example with Vision's VNCoreMLRequest imageCropAndScaleOption), then convert the model without the Resizing layer",
-      "CenterCrop": "CenterCrop belongs before the model: crop images before prediction (Vision's imageCropAndScaleOption = .centerCrop), then convert the model without the CenterCrop layer",
+      "Lambda":
+        "Lambda layers hold Python code, which is not in the .h5 file; rebuild the model without it or with a layer Keras can serialize",
+      "Resizing":
+        "Resizing belongs before the model: resize images to the input size before prediction (for example with Vision's VNCoreMLRequest imageCropAndScaleOption), then convert the model without the Resizing layer",
+      "CenterCrop":
+        "CenterCrop belongs before the model: crop images before prediction (Vision's imageCropAndScaleOption = .centerCrop), then convert the model without the CenterCrop layer",
     ]
   }
 
@@ -73,19 +77,24 @@ public enum KerasReaderError: Error, Equatable, Sendable, Codable, CustomStringC
       return (path.isEmpty ? "" : "\(path): ") + "layer '\(layer)' (\(className)): \(detail)"
     case .invalidLayerValue(let path, let layer, let className, let field, let value, let expected):
       return "\(path): layer '\(layer)' (\(className)): '\(field)' is \(value); expected \(expected)"
-    case .missingWeight(let path, let layer, let weight): return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
+    case .missingWeight(let path, let layer, let weight):
+      return "\(path): layer '\(layer)' has no weight '\(weight)' in the file"
     case .weightShapeMismatch(let path, let layer, let weight, let expected, let actual):
       return "\(path): layer '\(layer)' weight '\(weight)' has shape \(actual), the config implies \(expected)"
     case .graph(let path, let detail): return "\(path): \(detail)"
     case .hdf5(let detail): return detail
     case .notRegularFile(let path, let kind):
-      return "\(path) is \(kind), not a regular file; modelconv reads models only from regular files (a pipe or device could block forever)"
-    case .unsupportedFormat(let path, let what, let advice): return "\(path): \(what), not a Keras model (.h5 or .keras); \(advice)"
+      return
+        "\(path) is \(kind), not a regular file; modelconv reads models only from regular files (a pipe or device could block forever)"
+    case .unsupportedFormat(let path, let what, let advice):
+      return "\(path): \(what), not a Keras model (.h5 or .keras); \(advice)"
     case .externalLink(let path, let object):
-      return "\(path): '\(object)' is an external link into another file; modelconv does not follow them: save the model into one file (model.save)"
+      return
+        "\(path): '\(object)' is an external link into another file; modelconv does not follow them: save the model into one file (model.save)"
     case .limitExceeded(let path, let detail): return "\(path): \(detail)"
     case .invalidArchive(let path, let detail): return "\(path): not a readable .keras archive: \(detail)"
-    case .readerFailed(let path, let detail): return "\(path): \(detail): the file is corrupt (or too large for the reader's limits)"
+    case .readerFailed(let path, let detail):
+      return "\(path): \(detail): the file is corrupt (or too large for the reader's limits)"
     }
   }
 }

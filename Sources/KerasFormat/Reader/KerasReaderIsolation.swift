@@ -40,12 +40,16 @@ public struct KerasReaderIsolation: Sendable, Equatable {
   /// (seconds, for tests and slow machines) when set.
   public static func selfExecutable() -> KerasReaderIsolation {
     var isolation = KerasReaderIsolation(executable: "/proc/self/exe")
-    if let text = ProcessInfo.processInfo.environment["MODELCONV_READ_TIMEOUT"], let seconds = Double(text), seconds > 0, seconds < 86_400 {
+    if let text = ProcessInfo.processInfo.environment["MODELCONV_READ_TIMEOUT"], let seconds = Double(text),
+      seconds > 0, seconds < 86_400
+    {
       isolation.timeout = seconds
       isolation.cpuSeconds = max(1, Int(seconds.rounded(.up)))
     }
     // /proc/self/exe must be resolved now: in the child it would name the child.
-    if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { isolation.executable = resolved }
+    if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+      isolation.executable = resolved
+    }
     return isolation
   }
 
@@ -111,7 +115,9 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     let directory = try KerasArchive.TemporaryDirectory()
     defer { directory.remove() }
     let output = directory.path + "/snapshot"
-    var arguments = [executable, Self.childCommand, "--output", output, "--cpu", String(cpuSeconds), "--memory", String(memoryBytes)]
+    var arguments = [
+      executable, Self.childCommand, "--output", output, "--cpu", String(cpuSeconds), "--memory", String(memoryBytes),
+    ]
     switch request {
     case .model(let path): arguments += ["--model", path]
     case .weights(let path, let architecture): arguments += ["--weights", path, "--architecture", architecture]
@@ -122,13 +128,17 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     let seconds = timeout.truncatingRemainder(dividingBy: 1) == 0 ? String(Int(timeout)) : String(timeout)
     switch status {
     case .timedOut:
-      throw KerasReaderError.readerFailed(path: path, detail: "libhdf5 did not finish reading the file within \(seconds) s")
+      throw KerasReaderError.readerFailed(
+        path: path, detail: "libhdf5 did not finish reading the file within \(seconds) s")
     case .signaled(let signal):
-      let what = signal == SIGXCPU || signal == SIGKILL ? "did not finish reading the file within \(cpuSeconds) s of CPU time"
+      let what =
+        signal == SIGXCPU || signal == SIGKILL
+        ? "did not finish reading the file within \(cpuSeconds) s of CPU time"
         : "crashed reading the file (signal \(signal))"
       throw KerasReaderError.readerFailed(path: path, detail: "libhdf5 " + what)
     case .exited(let code) where code != 0:
-      throw KerasReaderError.readerFailed(path: path, detail: "the reader process failed (exit \(code); out of memory?)")
+      throw KerasReaderError.readerFailed(
+        path: path, detail: "the reader process failed (exit \(code); out of memory?)")
     case .exited: break
     }
     guard let data = Self.contents(of: output) else {
@@ -155,7 +165,10 @@ public struct KerasReaderIsolation: Sendable, Equatable {
       while done < size {
         let count = Glibc.read(fd, buffer.baseAddress! + done, size - done)
         if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { failed = true; break }
+        guard count > 0 else {
+          failed = true
+          break
+        }
         done += count
       }
       initialized = done
@@ -175,7 +188,10 @@ public struct KerasReaderIsolation: Sendable, Equatable {
     do {
       return try ChildProcess.run(executable, arguments: arguments, environment: environment, timeout: timeout)
     } catch let error as ChildProcess.SpawnError {
-      throw KerasReaderError.readerFailed(path: executable, detail: error.description.replacingOccurrences(of: "cannot start \(executable)", with: "cannot start the reader process"))
+      throw KerasReaderError.readerFailed(
+        path: executable,
+        detail: error.description.replacingOccurrences(
+          of: "cannot start \(executable)", with: "cannot start the reader process"))
     }
   }
 

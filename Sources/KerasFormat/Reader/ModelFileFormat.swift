@@ -22,7 +22,8 @@ public enum ModelFileFormat: Equatable, Sendable {
     case .hdf5: return .hdf5
     case .zipArchive: return .kerasArchive
     case .unknown: throw KerasReaderError.notHDF5(path: path)
-    case let other: throw KerasReaderError.unsupportedFormat(path: path, what: other.description, advice: advice(for: other))
+    case let other:
+      throw KerasReaderError.unsupportedFormat(path: path, what: other.description, advice: advice(for: other))
     }
   }
 
@@ -30,13 +31,18 @@ public enum ModelFileFormat: Equatable, Sendable {
   static func advice(for kind: ModelFileKind) -> String {
     switch kind {
     case .tensorFlowSavedModel:
-      return "load it in Keras 3 and save it as a Keras model (model.save(\"model.keras\")), or export the Keras model it came from"
+      return
+        "load it in Keras 3 and save it as a Keras model (model.save(\"model.keras\")), or export the Keras model it came from"
     case .coreMLModel, .coreMLPackage: return coreMLAdvice
     case .empty: return "save the model again with model.save(\"model.keras\") or model.save(\"model.h5\")"
-    case .tensorFlowLite: return "TensorFlow Lite models cannot be converted back; convert the Keras model it was made from"
+    case .tensorFlowLite:
+      return "TensorFlow Lite models cannot be converted back; convert the Keras model it was made from"
     case .onnx: return "give it to modelconv as a model of its own rather than as a Keras file"
-    case .tensorFlowProtobuf: return "convert the Keras model instead: load it in Keras and save it with model.save(\"model.keras\")"
-    case .json: return "if it is the architecture from model.to_json(), give it as the architecture and the weights .h5 as the model"
+    case .tensorFlowProtobuf:
+      return "convert the Keras model instead: load it in Keras and save it with model.save(\"model.keras\")"
+    case .json:
+      return
+        "if it is the architecture from model.to_json(), give it as the architecture and the weights .h5 as the model"
     default: return "give a Keras model saved with model.save(\"model.keras\") or model.save(\"model.h5\")"
     }
   }

@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why a conversion was refused before or after the readers and writers ran.
 public enum ConversionError: Error, Equatable, CustomStringConvertible {
   /// More or fewer names than the model has inputs or outputs.
@@ -30,20 +31,25 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .nameCountMismatch(let kind, let given, let expected):
-      return "\(given) \(kind) name\(given == 1 ? "" : "s") given, but the model has \(expected) \(kind)\(expected == 1 ? "" : "s")"
+      return
+        "\(given) \(kind) name\(given == 1 ? "" : "s") given, but the model has \(expected) \(kind)\(expected == 1 ? "" : "s")"
     case .labelsFileUnreadable(let path): return "\(path): cannot read the labels file"
     case .notApplicable(let path, let option, let format): return "\(path): \(option) does not apply to \(format)"
     case .labelsFileNotRegular(let path, let kind):
-      return "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
+      return
+        "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
     case .invalidCompression(let detail): return "weight compression: \(detail)"
     case .invalidImageOutput(let output, let detail): return "image output '\(output)': \(detail)"
     case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
-    case .invalidSourcePreprocessing(let path, let input, let detail): return "\(path): image input '\(input)': \(detail)"
+    case .invalidSourcePreprocessing(let path, let input, let detail):
+      return "\(path): image input '\(input)': \(detail)"
     case .unknownInput(let name, let known):
-      return "a shape is given for input '\(name)', but the model's inputs are \(known.map { "'\($0)'" }.joined(separator: ", "))"
+      return
+        "a shape is given for input '\(name)', but the model's inputs are \(known.map { "'\($0)'" }.joined(separator: ", "))"
     case .invalidWeightValue(let layer, let weight, let detail):
-      return "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (it converts only when non-finite weights are allowed)"
+      return
+        "layer '\(layer)' weight '\(weight)': \(detail); Core ML cannot compute with it (it converts only when non-finite weights are allowed)"
     }
   }
 }
@@ -53,7 +59,9 @@ extension ConversionError: KindedError {
   /// is about the model.
   public var kind: ErrorKind {
     switch self {
-    case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput, .invalidCompression, .invalidImageOutput: return .usage
+    case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput, .invalidCompression,
+      .invalidImageOutput:
+      return .usage
     case .labelsFileUnreadable, .labelsFileNotRegular: return .missingInput
     case .invalidLabels, .invalidWeightValue, .invalidSourcePreprocessing: return .badModel
     }

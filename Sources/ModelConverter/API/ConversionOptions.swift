@@ -67,7 +67,8 @@ public struct ConversionOptions: Sendable, Equatable {
     predictedProbabilitiesOutput: String? = nil, format: ModelFormat = .neuralNetwork, target: DeploymentTarget? = nil,
     precision: WeightPrecision? = nil, author: String? = nil,
     license: String? = nil, shortDescription: String? = nil, version: String? = nil, inputShapes: [String: [Int]] = [:],
-    unknownLayersAsCustom: Bool = false, frontendSettings: FrontendSettings = FrontendSettings(), allowNonFinite: Bool = false
+    unknownLayersAsCustom: Bool = false, frontendSettings: FrontendSettings = FrontendSettings(),
+    allowNonFinite: Bool = false
   ) {
     self.unknownLayersAsCustom = unknownLayersAsCustom
     self.frontendSettings = frontendSettings
@@ -99,15 +100,19 @@ public struct ConversionOptions: Sendable, Equatable {
 
   /// The part of these options that says how the source is read.
   public var sourceOptions: SourceOptions {
-    SourceOptions(inputNames: inputNames, outputNames: outputNames, inputShapes: inputShapes, unknownLayersAsCustom: unknownLayersAsCustom, settings: frontendSettings,
+    SourceOptions(
+      inputNames: inputNames, outputNames: outputNames, inputShapes: inputShapes,
+      unknownLayersAsCustom: unknownLayersAsCustom, settings: frontendSettings,
       architecture: architecture)
   }
 
   /// The image preprocessing shared by every image input.
   public var imagePreprocessing: ImagePreprocessing {
     if let imageMean {
-      return ImagePreprocessing(mean: imageMean, std: imageStd ?? [Float](repeating: 1, count: imageMean.count), isBGR: isBGR)
+      return ImagePreprocessing(
+        mean: imageMean, std: imageStd ?? [Float](repeating: 1, count: imageMean.count), isBGR: isBGR)
     }
-    return ImagePreprocessing(scale: imageScale, redBias: redBias, greenBias: greenBias, blueBias: blueBias, grayBias: grayBias, isBGR: isBGR)
+    return ImagePreprocessing(
+      scale: imageScale, redBias: redBias, greenBias: greenBias, blueBias: blueBias, grayBias: grayBias, isBGR: isBGR)
   }
 }

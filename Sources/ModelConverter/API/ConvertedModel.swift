@@ -55,7 +55,8 @@ public struct ConvertedModel: Sendable {
     for id in graph.inputs {
       let shape = graph[id].type.shape
       guard let image = writerOptions.imageInputs[graph[id].name], shape.count == 3 else { continue }
-      let warnings = PreprocessingAdvisor.warnings(graph: graph, input: id, preprocessing: image, colorSpace: image.colorSpace(channels: shape[2]))
+      let warnings = PreprocessingAdvisor.warnings(
+        graph: graph, input: id, preprocessing: image, colorSpace: image.colorSpace(channels: shape[2]))
       if !warnings.isEmpty { result[graph[id].name] = warnings }
     }
     return result
@@ -76,10 +77,16 @@ public struct ConvertedModel: Sendable {
       let value = graph[id]
       if let image = writerOptions.imageInputs[value.name] {
         let space = image.colorSpace(channels: value.type.shape.last == 1 ? 1 : 3)
-        return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
+        return .init(
+          name: value.name,
+          type: .init(
+            kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
       }
       if let space = writerOptions.imageOutputs[value.name], value.type.shape.count == 3 {
-        return .init(name: value.name, type: .init(kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
+        return .init(
+          name: value.name,
+          type: .init(
+            kind: "image", width: value.type.shape[1], height: value.type.shape[0], colorSpace: space.rawValue))
       }
       // As the written description declares it.
       let shape = encoded.arrayShapes[value.name] ?? value.type.shape
@@ -90,8 +97,12 @@ public struct ConvertedModel: Sendable {
       let probabilities = classifier.probabilitiesOutput ?? outputs[0].name
       let keyType: String
       if case .integers = classifier.labels { keyType = "int64" } else { keyType = "string" }
-      outputs = outputs.map { $0.name == probabilities ? .init(name: $0.name, type: .init(kind: "dictionary", keyType: keyType, valueType: "double")) : $0 }
-      outputs = classifier.placingLabel(.init(name: classifier.predictedFeatureName, type: .init(kind: keyType)), in: outputs)
+      outputs = outputs.map {
+        $0.name == probabilities
+          ? .init(name: $0.name, type: .init(kind: "dictionary", keyType: keyType, valueType: "double")) : $0
+      }
+      outputs = classifier.placingLabel(
+        .init(name: classifier.predictedFeatureName, type: .init(kind: keyType)), in: outputs)
     }
     let modelType: String
     switch (format, writerOptions.classifier == nil) {
@@ -100,7 +111,8 @@ public struct ConvertedModel: Sendable {
     case (.neuralNetwork, false): modelType = "neuralNetworkClassifier"
     }
     return ConversionSummary(
-      modelType: modelType, format: format, specificationVersion: encoded.specificationVersion, precision: writerOptions.precision.rawValue,
+      modelType: modelType, format: format, specificationVersion: encoded.specificationVersion,
+      precision: writerOptions.precision.rawValue,
       inputs: graph.inputs.map(feature), outputs: outputs, layerCount: graph.nodes.count,
       parameterCount: graph.parameterCount, labels: writerOptions.classifier?.labels.descriptions ?? [],
       byteCount: encoded.byteCount,
@@ -108,8 +120,10 @@ public struct ConvertedModel: Sendable {
         let tensors = encoded.compressedTensors
         return ConversionSummary.Compression(
           method: compression.summary, minimumElements: compression.minimumElements,
-          weightBytesBefore: tensors.reduce(0) { $0 + $1.originalBytes }, weightBytesAfter: tensors.reduce(0) { $0 + $1.writtenBytes },
-          compressedCount: tensors.filter { $0.method != nil }.count, skippedCount: tensors.filter { $0.skipped != nil }.count, tensors: tensors)
+          weightBytesBefore: tensors.reduce(0) { $0 + $1.originalBytes },
+          weightBytesAfter: tensors.reduce(0) { $0 + $1.writtenBytes },
+          compressedCount: tensors.filter { $0.method != nil }.count,
+          skippedCount: tensors.filter { $0.skipped != nil }.count, tensors: tensors)
       }, notes: sourceNotes.isEmpty ? nil : sourceNotes, renamed: renames.isEmpty ? nil : renames)
   }
 }
@@ -144,7 +158,8 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
     public var valueType: String?
 
     public init(
-      kind: String, width: Int? = nil, height: Int? = nil, colorSpace: String? = nil, shape: [Int]? = nil, dataType: String? = nil,
+      kind: String, width: Int? = nil, height: Int? = nil, colorSpace: String? = nil, shape: [Int]? = nil,
+      dataType: String? = nil,
       keyType: String? = nil, valueType: String? = nil
     ) {
       self.kind = kind

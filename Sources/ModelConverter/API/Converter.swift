@@ -20,20 +20,27 @@ import ReferenceRuntime
 /// predicted feature name and description) is kept unless the options say otherwise.
 public enum Converter {
   /// Converts the model file or package at `url`.
-  public static func convert(modelAt url: URL, options: ConversionOptions = ConversionOptions()) throws -> ConvertedModel {
+  public static func convert(modelAt url: URL, options: ConversionOptions = ConversionOptions()) throws
+    -> ConvertedModel
+  {
     let frontend = try Frontends.frontend(for: url)
     return try convert(frontend.importSource(at: url, options: options.sourceOptions), options: options)
   }
 
   /// What the conversion's passes need to know of the options (`Pipelines.conversion`).
-  static func pipelineContext(for options: ConversionOptions, channelScales: [String: [Float]] = [:]) -> Pipelines.Context {
+  static func pipelineContext(for options: ConversionOptions, channelScales: [String: [Float]] = [:])
+    -> Pipelines.Context
+  {
     Pipelines.Context(
-      channelScales: channelScales, computesInFloat32: options.format == .neuralNetwork || options.resolvedPrecision == .float32,
+      channelScales: channelScales,
+      computesInFloat32: options.format == .neuralNetwork || options.resolvedPrecision == .float32,
       allowsNonFinite: options.allowNonFinite)
   }
 
   /// The passes a conversion runs, in order (`Pipelines.declared`, "conversion").
-  static func pipeline(for options: ConversionOptions, imageInputs: ImageInputLedger, channelScales: [String: [Float]] = [:]) -> GraphPipeline {
+  static func pipeline(
+    for options: ConversionOptions, imageInputs: ImageInputLedger, channelScales: [String: [Float]] = [:]
+  ) -> GraphPipeline {
     Pipelines.conversion(pipelineContext(for: options, channelScales: channelScales), imageInputs: imageInputs)
   }
 
@@ -42,7 +49,9 @@ public enum Converter {
   public static func convert(_ source: ImportedSource, options given: ConversionOptions) throws -> ConvertedModel {
     // An ML Program whose values leave float16's range computes in float32 unless a precision was given.
     var options = given
-    if options.precision == nil && options.format == .mlProgram && !Float16Range.float32Reasons(in: source.graph).isEmpty {
+    if options.precision == nil && options.format == .mlProgram
+      && !Float16Range.float32Reasons(in: source.graph).isEmpty
+    {
       options.precision = .float32
     }
     if let problem = options.compression?.problem { throw ConversionError.invalidCompression(problem) }
@@ -52,33 +61,53 @@ public enum Converter {
       let std = options.imageStd ?? mean.map { _ in 1 }
       guard mean.count == std.count, mean.count == 1 || mean.count == 3 else {
         throw ConversionError.invalidImagePreprocessing(
-          input: options.imageInputNames[0], detail: "\(mean.count) means and \(std.count) standard deviations; give one or three of each")
+          input: options.imageInputNames[0],
+          detail: "\(mean.count) means and \(std.count) standard deviations; give one or three of each")
       }
     }
-    let named = options.imageInputNames.isEmpty ? source.imageInputs : Dictionary(options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
+    let named =
+      options.imageInputNames.isEmpty
+      ? source.imageInputs
+      : Dictionary(
+        options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
     var graph = source.graph
     for (name, image) in named.sorted(by: { $0.key < $1.key }) {
-      let values = [image.scale, image.redBias, image.greenBias, image.blueBias, image.grayBias] + (image.channelScales ?? [])
+      let values =
+        [image.scale, image.redBias, image.greenBias, image.blueBias, image.grayBias] + (image.channelScales ?? [])
       // Pixels 0-255 must stay finite through the scaler (a scale of 3.4e38 makes every pixel above 1 infinite).
-      let peak = abs(image.scale) * 255 + [image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).reduce(0, +)
+      let peak =
+        abs(image.scale) * 255 + [image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).reduce(0, +)
       guard values.allSatisfy(\.isFinite), peak.isFinite else {
-        let detail = "the scale, biases and per-channel factors must be finite numbers that keep pixels 0-255 finite, got \(values)"
-        if options.imageInputNames.isEmpty { throw ConversionError.invalidSourcePreprocessing(path: source.path, input: name, detail: detail) }
+        let detail =
+          "the scale, biases and per-channel factors must be finite numbers that keep pixels 0-255 finite, got \(values)"
+        if options.imageInputNames.isEmpty {
+          throw ConversionError.invalidSourcePreprocessing(path: source.path, input: name, detail: detail)
+        }
         throw ConversionError.invalidImagePreprocessing(input: name, detail: detail)
       }
-      guard let id = graph.inputs.first(where: { graph[$0].name == name }), let channels = graph[id].type.shape.last, graph[id].type.shape.count == 3 else { continue }
+      guard let id = graph.inputs.first(where: { graph[$0].name == name }), let channels = graph[id].type.shape.last,
+        graph[id].type.shape.count == 3
+      else { continue }
       if let given = image.normalizationChannels, given != channels {
         throw ConversionError.invalidImagePreprocessing(
-          input: name, detail: "\(given) mean and standard deviation value\(given == 1 ? "" : "s") given for an image of \(channels) channel\(channels == 1 ? "" : "s") (give \(channels == 1 ? "one" : "three, R,G,B"))")
+          input: name,
+          detail:
+            "\(given) mean and standard deviation value\(given == 1 ? "" : "s") given for an image of \(channels) channel\(channels == 1 ? "" : "s") (give \(channels == 1 ? "one" : "three, R,G,B"))"
+        )
       }
     }
     // Per-channel factors Core ML's scaler cannot hold are computed in the graph (the pipeline's first
     // pass; folded into the first convolution when it takes the input alone); the scaler keeps the rest.
     var channelScales: [String: [Float]] = [:]
     for (name, image) in named {
-      guard let factors = image.channelScales, let id = graph.inputs.first(where: { graph[$0].name == name }) else { continue }
+      guard let factors = image.channelScales, let id = graph.inputs.first(where: { graph[$0].name == name }) else {
+        continue
+      }
       guard graph[id].type.shape.count == 3, graph[id].type.shape.last == factors.count else {
-        throw ConversionError.invalidImagePreprocessing(input: name, detail: "\(factors.count) per-channel factors (standard deviations) for a tensor of shape \(graph[id].type.shape)")
+        throw ConversionError.invalidImagePreprocessing(
+          input: name,
+          detail:
+            "\(factors.count) per-channel factors (standard deviations) for a tensor of shape \(graph[id].type.shape)")
       }
       channelScales[name] = factors
     }
@@ -108,7 +137,9 @@ public enum Converter {
     // A classifier: the labels given, else the source's own (with its predicted feature name).
     var classifier =
       options.classLabels.map {
-        ClassifierSettings(labels: $0, predictedFeatureName: options.predictedFeatureName, probabilitiesOutput: options.predictedProbabilitiesOutput)
+        ClassifierSettings(
+          labels: $0, predictedFeatureName: options.predictedFeatureName,
+          probabilitiesOutput: options.predictedProbabilitiesOutput)
       } ?? source.classifier
 
     var metadata = source.metadata
@@ -125,26 +156,37 @@ public enum Converter {
 
     // Names the format cannot hold are renamed, and everything keyed by a feature name follows.
     let renames = FeatureNaming.renames(
-      inputs: graph.inputs.map { graph[$0].name }, outputs: graph.outputs.map { graph[$0].name }, format: options.format)
+      inputs: graph.inputs.map { graph[$0].name }, outputs: graph.outputs.map { graph[$0].name }, format: options.format
+    )
     try FeatureNaming.apply(renames, to: &graph)
     for rename in renames {
       if let image = imageInputs.removeValue(forKey: rename.from) { imageInputs[rename.to] = image }
       if let declared = declaredArrays.removeValue(forKey: rename.from) { declaredArrays[rename.to] = declared }
-      if rename.kind == "output", let space = imageOutputs.removeValue(forKey: rename.from) { imageOutputs[rename.to] = space }
-      if rename.kind == "output", classifier?.probabilitiesOutput == rename.from { classifier?.probabilitiesOutput = rename.to }
+      if rename.kind == "output", let space = imageOutputs.removeValue(forKey: rename.from) {
+        imageOutputs[rename.to] = space
+      }
+      if rename.kind == "output", classifier?.probabilitiesOutput == rename.from {
+        classifier?.probabilitiesOutput = rename.to
+      }
     }
     for name in options.imageOutputNames where imageOutputs[name] == nil {
       imageOutputs[name] = try Self.makeImageOutput(name, in: &graph, preprocessing: options.imagePreprocessing)
     }
     var writerOptions = CoreMLWriterOptions(
-      imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata, target: options.target,
+      imageInputs: imageInputs, classifier: classifier, precision: options.resolvedPrecision, metadata: metadata,
+      target: options.target,
       declaredArrays: declaredArrays)
     writerOptions.compression = options.compression
     writerOptions.imageOutputs = imageOutputs
     let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
-    var model = ConvertedModel(graph: graph, writerOptions: writerOptions, encoded: encoded, sourceProducerVersion: source.producerVersion)
+    var model = ConvertedModel(
+      graph: graph, writerOptions: writerOptions, encoded: encoded, sourceProducerVersion: source.producerVersion)
     model.sourcePaths = source.readPaths
-    model.sourceNotes = source.notes + renames.map { "\($0.description) (\(options.format == .mlProgram ? "ML Program feature names are identifiers" : "renamed")): the app uses '\($0.to)'" }
+    model.sourceNotes =
+      source.notes
+      + renames.map {
+        "\($0.description) (\(options.format == .mlProgram ? "ML Program feature names are identifiers" : "renamed")): the app uses '\($0.to)'"
+      }
     model.renames = renames
     model.float16Reasons = options.format == .mlProgram ? float16Reasons : []
     model.float32Operations = float32Operations
@@ -154,28 +196,38 @@ public enum Converter {
   /// Output `name` as pixels: the image preprocessing undone, `pixel = value / (scale * channelScale) -
   /// bias / scale` per channel (a batch normalization of mean 0 and variance 1 after the output, which
   /// takes its name), and the colour space the channel count and `isBGR` say.
-  static func makeImageOutput(_ name: String, in graph: inout Graph, preprocessing: ImagePreprocessing) throws -> ImageColorSpace {
+  static func makeImageOutput(_ name: String, in graph: inout Graph, preprocessing: ImagePreprocessing) throws
+    -> ImageColorSpace
+  {
     let names = graph.outputs.map { graph[$0].name }
     guard let id = graph.outputs.first(where: { graph[$0].name == name }) else {
-      throw ConversionError.invalidImageOutput(output: name, detail: "the model's outputs are \(names.map { "'\($0)'" }.joined(separator: ", "))")
+      throw ConversionError.invalidImageOutput(
+        output: name, detail: "the model's outputs are \(names.map { "'\($0)'" }.joined(separator: ", "))")
     }
     let shape = graph[id].type.shape
     guard shape.count == 3, [1, 3].contains(shape[2]), shape[0] > 0, shape[1] > 0 else {
-      throw ConversionError.invalidImageOutput(output: name, detail: "its shape \(shape) is not [H, W, 3] or [H, W, 1] (channels last, as the IR holds images)")
+      throw ConversionError.invalidImageOutput(
+        output: name, detail: "its shape \(shape) is not [H, W, 3] or [H, W, 1] (channels last, as the IR holds images)"
+      )
     }
     let channels = shape[2]
     let space = preprocessing.colorSpace(channels: channels)
     if let given = preprocessing.normalizationChannels, given != channels {
-      throw ConversionError.invalidImageOutput(output: name, detail: "the normalization is for \(given) channels, the output has \(channels)")
+      throw ConversionError.invalidImageOutput(
+        output: name, detail: "the normalization is for \(given) channels, the output has \(channels)")
     }
     guard preprocessing.scale.isFinite, preprocessing.scale != 0 else {
-      throw ConversionError.invalidImageOutput(output: name, detail: "an image scale of \(preprocessing.scale) cannot be undone")
+      throw ConversionError.invalidImageOutput(
+        output: name, detail: "an image scale of \(preprocessing.scale) cannot be undone")
     }
     let biases = preprocessing.networkBiases(channels: channels)
-    let factors = preprocessing.channelScales.map { Array($0.prefix(channels)) } ?? [Float](repeating: 1, count: channels)
-    let gamma = factors.map { 1 / (preprocessing.scale * $0) }, beta = biases.map { -$0 / preprocessing.scale }
+    let factors =
+      preprocessing.channelScales.map { Array($0.prefix(channels)) } ?? [Float](repeating: 1, count: channels)
+    let gamma = factors.map { 1 / (preprocessing.scale * $0) }
+    let beta = biases.map { -$0 / preprocessing.scale }
     guard gamma.allSatisfy(\.isFinite), beta.allSatisfy(\.isFinite) else {
-      throw ConversionError.invalidImageOutput(output: name, detail: "the image preprocessing cannot be undone (a zero factor)")
+      throw ConversionError.invalidImageOutput(
+        output: name, detail: "the image preprocessing cannot be undone (a zero factor)")
     }
     if gamma.allSatisfy({ $0 == 1 }) && beta.allSatisfy({ $0 == 0 }) { return space }
     let normalization = BatchNormalization(

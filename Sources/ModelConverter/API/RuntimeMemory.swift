@@ -20,7 +20,8 @@ public enum RuntimeMemory {
   /// each value once), and of its largest; saturating: each shape is within the graph limits, their sum
   /// need not be.
   static func tensorBytes(in graph: Graph) -> (total: Int, largest: Int) {
-    var total = 0, largest = 0
+    var total = 0
+    var largest = 0
     for value in graph.values {
       var bytes = 4
       for axis in value.type.shape { bytes = saturating(bytes.multipliedReportingOverflow(by: max(axis, 1))) }
@@ -30,12 +31,16 @@ public enum RuntimeMemory {
     return (total, largest)
   }
 
-  static func saturating(_ result: (partialValue: Int, overflow: Bool)) -> Int { result.overflow ? Int.max : result.partialValue }
+  static func saturating(_ result: (partialValue: Int, overflow: Bool)) -> Int {
+    result.overflow ? Int.max : result.partialValue
+  }
 
   /// Bytes as the reports print them (KiB, MiB or GiB, one decimal).
   public static func describe(_ bytes: Int) -> String {
     let units: [(String, Double)] = [("GiB", 1_073_741_824), ("MiB", 1_048_576), ("KiB", 1024)]
-    for (unit, size) in units where Double(bytes) >= size { return String(format: "%.1f %@", Double(bytes) / size, unit) }
+    for (unit, size) in units where Double(bytes) >= size {
+      return String(format: "%.1f %@", Double(bytes) / size, unit)
+    }
     return "\(bytes) bytes"
   }
 }

@@ -30,14 +30,16 @@ enum FeatureNaming {
     guard format == .mlProgram else { return [] }
     let all = inputs.map { ("input", $0) } + outputs.map { ("output", $0) }
     // Names that fit are kept: each is taken first, so that no rename can take it away.
-    var used = Set<String>(), keep = Set<Int>()
+    var used = Set<String>()
+    var keep = Set<Int>()
     for (index, (_, name)) in all.enumerated() where MILIdentifier.isValid(name) && used.insert(name).inserted {
       keep.insert(index)
     }
     var renames: [FeatureRename] = []
     for (index, (kind, name)) in all.enumerated() where !keep.contains(index) {
       let base = MILIdentifier.sanitize(name)
-      var candidate = base, number = 0
+      var candidate = base
+      var number = 0
       while used.contains(candidate) {
         number += 1
         candidate = "\(base)_\(number)"
@@ -50,11 +52,16 @@ enum FeatureNaming {
 
   /// Applies `renames` to the graph's inputs and outputs (in the order `renames` computed them).
   static func apply(_ renames: [FeatureRename], to graph: inout Graph) throws {
-    var inputs = graph.inputs[...], outputs = graph.outputs[...]
+    var inputs = graph.inputs[...]
+    var outputs = graph.outputs[...]
     for rename in renames {
       let pool = rename.kind == "input" ? inputs : outputs
       guard let id = pool.first(where: { graph[$0].name == rename.from }) else { continue }
-      if rename.kind == "input" { inputs = inputs.filter { $0 != id }[...] } else { outputs = outputs.filter { $0 != id }[...] }
+      if rename.kind == "input" {
+        inputs = inputs.filter { $0 != id }[...]
+      } else {
+        outputs = outputs.filter { $0 != id }[...]
+      }
       try graph.claimName(rename.to, for: id)
     }
   }

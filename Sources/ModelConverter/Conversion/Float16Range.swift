@@ -27,7 +27,9 @@ enum Float16Range {
   /// The reasons a source graph alone gives (its recurrent layers), in graph order.
   static func float32Reasons(in graph: Graph) -> [String] {
     graph.nodes.compactMap { node in
-      guard case .recurrent(let r) = node.operation, [r.activation, r.recurrentActivation].contains(.exponential) else { return nil }
+      guard case .recurrent(let r) = node.operation, [r.activation, r.recurrentActivation].contains(.exponential) else {
+        return nil
+      }
       let layer = node.origin?.name ?? node.name
       return "recurrent layer '\(layer)' has exponential activations, whose values overflow float16"
     }
@@ -42,15 +44,19 @@ enum Float16Range {
 
   /// The layers holding weights float16 cannot store (a constant node is named by its readers), in graph order.
   static func weightReasons(in graph: Graph) -> [String] {
-    var reasons: [String] = [], named = Set<String>()
+    var reasons: [String] = []
+    var named = Set<String>()
     func layer(_ node: Node) -> String { node.origin?.name ?? node.name }
     var bigConstants: [ValueID: Float] = [:]
     for node in graph.nodes {
       if case .constant(let constant) = node.operation {
-        if let big = constant.values.first(where: { $0.isFinite && abs($0) > largest }) { bigConstants[node.output] = big }
+        if let big = constant.values.first(where: { $0.isFinite && abs($0) > largest }) {
+          bigConstants[node.output] = big
+        }
         continue
       }
-      let big = node.operation.constants.lazy.compactMap { $0.values.first(where: { $0.isFinite && abs($0) > largest }) }.first
+      let big =
+        node.operation.constants.lazy.compactMap { $0.values.first(where: { $0.isFinite && abs($0) > largest }) }.first
         ?? node.inputs.lazy.compactMap { bigConstants[$0] }.first
       guard let big, named.insert(layer(node)).inserted else { continue }
       reasons.append("layer '\(layer(node))' holds a weight of \(big), beyond float16's largest value 65 504")
@@ -61,16 +67,25 @@ enum Float16Range {
   /// The reasons split: weights float16 cannot store (which mixed precision keeps in float32 where they
   /// are), and values beyond float16 on sampled inputs or from an image scaler (which only a float32
   /// program holds).
-  static func reasons(in graph: Graph, imageInputs: [String: ImagePreprocessing]) -> (weights: [String], values: [String]) {
+  static func reasons(in graph: Graph, imageInputs: [String: ImagePreprocessing]) -> (
+    weights: [String], values: [String]
+  ) {
     let weights = weightReasons(in: graph)
     var reasons: [String] = []
     func layer(_ node: Node) -> String { node.origin?.name ?? node.name }
     // An image scaler taking pixels 0-255 beyond float16 (a hostile scale of 3.4e38).
     for (name, image) in imageInputs.sorted(by: { $0.key < $1.key }) {
-      let peak = abs(image.scale) * 255 + ([image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).max() ?? 0)
-      if !(peak <= largest) { reasons.append("image input '\(name)' gives the network values up to \(peak) (scale \(image.scale)), beyond float16's largest value 65 504") }
+      let peak =
+        abs(image.scale) * 255 + ([image.redBias, image.greenBias, image.blueBias, image.grayBias].map(abs).max() ?? 0)
+      if !(peak <= largest) {
+        reasons.append(
+          "image input '\(name)' gives the network values up to \(peak) (scale \(image.scale)), beyond float16's largest value 65 504"
+        )
+      }
     }
-    guard Interpreter.unsupportedOperations(in: graph).isEmpty, RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes else {
+    guard Interpreter.unsupportedOperations(in: graph).isEmpty,
+      RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes
+    else {
       return (weights, reasons)
     }
     // Token ids index an embedding table: uniform values would not be ids, so such a model is not run.
@@ -89,9 +104,12 @@ enum Float16Range {
         let count = shape.reduce(1, *)
         if let image = imageInputs[graph[id].name], let channels = shape.last, shape.count == 3 {
           let biases = image.networkBiases(channels: channels)
-          inputs.append(Tensor(shape: shape, values: (0..<count).map { index in
-            image.scale * Float(generator.next() % 256) + biases[index % channels]
-          }))
+          inputs.append(
+            Tensor(
+              shape: shape,
+              values: (0..<count).map { index in
+                image.scale * Float(generator.next() % 256) + biases[index % channels]
+              }))
         } else {
           inputs.append(Tensor(shape: shape, values: (0..<count).map { _ in generator.nextUnit() * 2 - 1 }))
         }
@@ -112,9 +130,12 @@ enum Float16Range {
       if peak > Float.greatestFiniteMagnitude / 65_536 {
         // The source's own values reach float32's limit: no precision holds them.
         let what = peak.isInfinite ? "infinite values" : "values up to \(peak)"
-        reasons.append("layer '\(layer(node))' computes \(what) on sampled inputs, beyond float16 and at float32's limit")
+        reasons.append(
+          "layer '\(layer(node))' computes \(what) on sampled inputs, beyond float16 and at float32's limit")
       } else {
-        reasons.append("layer '\(layer(node))' computes values up to \(peak) on sampled inputs, beyond float16's largest value 65 504")
+        reasons.append(
+          "layer '\(layer(node))' computes values up to \(peak) on sampled inputs, beyond float16's largest value 65 504"
+        )
       }
       if reasons.count >= 3 { break }
     }

@@ -1,5 +1,5 @@
-import Foundation
 import CoreMLFormat
+import Foundation
 import ModelIR
 
 /// A Rescaling or Normalization layer right after an image input, expressed as Core ML's image scaler.
@@ -17,14 +17,19 @@ struct InputPreprocessingFold {
   /// The foldable first layer of graph input `input`, if it has one.
   static func find(input: ValueID, in graph: Graph) -> InputPreprocessingFold? {
     let readers = graph.nodes.indices.filter { graph.nodes[$0].inputs.contains(input) }
-    guard readers.count == 1, !graph.outputs.contains(input), let index = readers.first, !graph.outputs.contains(graph.nodes[index].output)
+    guard readers.count == 1, !graph.outputs.contains(input), let index = readers.first,
+      !graph.outputs.contains(graph.nodes[index].output)
     else { return nil }
     switch graph.nodes[index].operation {
     case .activation(.linear(let scale, let offset)) where scale != 0:
       return InputPreprocessingFold(nodeIndex: index, scale: scale, offsets: [offset])
     case .batchNormalization(let norm):
-      let factors = (0..<norm.channels).map { norm.gamma.values[$0] / (norm.variance.values[$0] + norm.epsilon).squareRoot() }
-      guard let first = factors.first, first != 0, factors.allSatisfy({ abs($0 - first) <= 1e-6 * abs(first) }) else { return nil }
+      let factors = (0..<norm.channels).map {
+        norm.gamma.values[$0] / (norm.variance.values[$0] + norm.epsilon).squareRoot()
+      }
+      guard let first = factors.first, first != 0, factors.allSatisfy({ abs($0 - first) <= 1e-6 * abs(first) }) else {
+        return nil
+      }
       let offsets = (0..<norm.channels).map { norm.beta.values[$0] - factors[$0] * norm.mean.values[$0] }
       return InputPreprocessingFold(nodeIndex: index, scale: first, offsets: offsets)
     default:
@@ -41,7 +46,8 @@ struct InputPreprocessingFold {
       result.grayBias = scale * preprocessing.grayBias + offset(0)
     } else {
       // Network channel 0 is red for RGB, blue for BGR.
-      let (first, last) = preprocessing.isBGR ? (\ImagePreprocessing.blueBias, \ImagePreprocessing.redBias) : (\.redBias, \.blueBias)
+      let (first, last) =
+        preprocessing.isBGR ? (\ImagePreprocessing.blueBias, \ImagePreprocessing.redBias) : (\.redBias, \.blueBias)
       result[keyPath: first] = scale * preprocessing[keyPath: first] + offset(0)
       result.greenBias = scale * preprocessing.greenBias + offset(1)
       result[keyPath: last] = scale * preprocessing[keyPath: last] + offset(2)
@@ -92,7 +98,9 @@ struct InputPreprocessingFoldPass: GraphPass {
 
   func run(_ graph: inout Graph) throws {
     for (name, given) in ledger.unfolded {
-      guard let id = graph.inputs.first(where: { graph[$0].name == name }), let fold = InputPreprocessingFold.find(input: id, in: graph) else { continue }
+      guard let id = graph.inputs.first(where: { graph[$0].name == name }),
+        let fold = InputPreprocessingFold.find(input: id, in: graph)
+      else { continue }
       ledger.record(name, fold.combined(with: given, channels: graph[id].type.shape.last ?? 1))
       graph = graph.bypassing(nodeAt: fold.nodeIndex)
     }

@@ -45,16 +45,19 @@ public enum Pipelines {
 
   /// Every pass by name, each once. (The standard rewrites are `GraphPipeline.standard`'s, declared
   /// with the passes in `ModelIR`.)
-  static let registry: [Registered] = [
-    Registered("scale-input-channels") { $0.channelScales.isEmpty ? nil : ImageChannelScalesPass(factors: $0.channelScales) },
-    Registered("remove-float16-casts") { $0.computesInFloat32 ? RemoveFloat16CastsPass() : nil },
-  ] + GraphPipeline.standard.passes.map { pass in Registered(pass.name) { _ in pass } } + [
-    Registered("fold-constants") { _ in ConstantFoldingPass() },
-    Registered("fold-input-preprocessing") { InputPreprocessingFoldPass(ledger: $0.imageInputs) },
-    Registered("fold-channel-scales") { _ in ChannelScaleFoldPass() },
-    Registered("check-weight-values") { $0.allowsNonFinite ? nil : WeightValueCheckPass() },
-    Registered("float32-islands") { _ in Float32IslandsPass() },
-  ]
+  static let registry: [Registered] =
+    [
+      Registered("scale-input-channels") {
+        $0.channelScales.isEmpty ? nil : ImageChannelScalesPass(factors: $0.channelScales)
+      },
+      Registered("remove-float16-casts") { $0.computesInFloat32 ? RemoveFloat16CastsPass() : nil },
+    ] + GraphPipeline.standard.passes.map { pass in Registered(pass.name) { _ in pass } } + [
+      Registered("fold-constants") { _ in ConstantFoldingPass() },
+      Registered("fold-input-preprocessing") { InputPreprocessingFoldPass(ledger: $0.imageInputs) },
+      Registered("fold-channel-scales") { _ in ChannelScaleFoldPass() },
+      Registered("check-weight-values") { $0.allowsNonFinite ? nil : WeightValueCheckPass() },
+      Registered("float32-islands") { _ in Float32IslandsPass() },
+    ]
 
   /// The rewrites every graph goes through before it is written or planned: they only fuse, cancel and
   /// move operations, never change what the graph computes.
@@ -100,7 +103,8 @@ struct ImageChannelScalesPass: GraphPass {
 
   func run(_ graph: inout Graph) throws {
     for (name, factors) in factors.sorted(by: { $0.key < $1.key }) {
-      guard let id = graph.inputs.first(where: { graph[$0].name == name }), graph[id].type.shape.last == factors.count else { continue }
+      guard let id = graph.inputs.first(where: { graph[$0].name == name }), graph[id].type.shape.last == factors.count
+      else { continue }
       graph.scaleChannels(of: id, by: factors)
     }
   }

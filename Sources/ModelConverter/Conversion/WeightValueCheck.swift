@@ -16,7 +16,9 @@ enum WeightValueCheck {
       namedConstants(node.operation).map { (layer: node.origin?.name ?? node.name, weight: $0.0, constant: $0.1) }
     }
     let found = SlotBox<Int?>(count: weights.count)
-    DispatchQueue.concurrentPerform(iterations: weights.count) { found.set($0, firstUnusable(weights[$0].constant.values)) }
+    DispatchQueue.concurrentPerform(iterations: weights.count) {
+      found.set($0, firstUnusable(weights[$0].constant.values))
+    }
     for (item, index) in zip(weights, found.values) {
       if let index = index ?? nil {
         let value = item.constant.values[index]
@@ -24,14 +26,18 @@ enum WeightValueCheck {
           layer: item.layer, weight: item.weight,
           detail: value.isFinite
             ? "element \(index) is \(value), 2^112 (5.2e33) or more: its products reach float32's limit, where results depend on the order of computation"
-            : "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")")
+            : "element \(index) is \(value.isNaN ? "NaN" : "\(value > 0 ? "+" : "-")infinity (or beyond the float32 range)")"
+        )
       }
     }
     for node in graph.nodes {
       let layer = node.origin?.name ?? node.name
-      if case .batchNormalization(let norm) = node.operation, let index = norm.variance.values.firstIndex(where: { $0 < 0 }) {
+      if case .batchNormalization(let norm) = node.operation,
+        let index = norm.variance.values.firstIndex(where: { $0 < 0 })
+      {
         throw ConversionError.invalidWeightValue(
-          layer: layer, weight: "moving_variance", detail: "element \(index) is \(norm.variance.values[index]); a variance cannot be negative")
+          layer: layer, weight: "moving_variance",
+          detail: "element \(index) is \(norm.variance.values[index]); a variance cannot be negative")
       }
     }
   }
@@ -58,7 +64,9 @@ enum WeightValueCheck {
 
   /// Every constant of an operation with the Keras weight name it came from.
   static func namedConstants(_ operation: Operation) -> [(String, Constant)] {
-    func withBias(_ kernel: Constant, _ bias: Constant?) -> [(String, Constant)] { [("kernel", kernel)] + (bias.map { [("bias", $0)] } ?? []) }
+    func withBias(_ kernel: Constant, _ bias: Constant?) -> [(String, Constant)] {
+      [("kernel", kernel)] + (bias.map { [("bias", $0)] } ?? [])
+    }
     switch operation {
     case .convolution2D(let c): return withBias(c.kernel, c.bias)
     case .dense(let d): return withBias(d.kernel, d.bias)
@@ -69,7 +77,8 @@ enum WeightValueCheck {
     case .constant(let value): return [("value", value)]
     case .embedding(let table): return [("embeddings", table)]
     case .custom(let layer): return layer.weights.enumerated().map { ("weight \($0.offset)", $0.element) }
-    case .layerNormalization(let norm): return [("gamma", norm.gamma), ("beta", norm.beta)].compactMap { name, c in c.map { (name, $0) } }
+    case .layerNormalization(let norm):
+      return [("gamma", norm.gamma), ("beta", norm.beta)].compactMap { name, c in c.map { (name, $0) } }
     case .recurrent(let r):
       return [("forward", r.forward), ("backward", r.backward)].flatMap { direction, weights -> [(String, Constant)] in
         guard let weights else { return [] }

@@ -20,7 +20,9 @@ extension CoreMLFrontend {
     var isDirectory: ObjCBool = false
     _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
 
-    let kind = ModelInspection.ModelKind(["neuralNetworkClassifier", "neuralNetworkRegressor", "mlProgram"].contains(spec.modelType) ? spec.modelType : "neuralNetwork")
+    let kind = ModelInspection.ModelKind(
+      ["neuralNetworkClassifier", "neuralNetworkRegressor", "mlProgram"].contains(spec.modelType)
+        ? spec.modelType : "neuralNetwork")
     let layers: [ModelInspection.Layer]
     let weights: [ModelInspection.WeightStorage]
     let parameters: Int
@@ -32,25 +34,37 @@ extension CoreMLFrontend {
     let labels = spec.stringClassLabels.isEmpty ? spec.int64ClassLabels.map(String.init) : spec.stringClassLabels
     func text(_ value: String) -> String? { value.isEmpty ? nil : value }
     let labelled = !labels.isEmpty
-    let kindText = ["neuralNetworkClassifier": "neural network classifier", "neuralNetworkRegressor": "neural network regressor",
-      "mlProgram": labelled ? "ML Program classifier" : "ML Program"][kind.rawValue] ?? "neural network"
+    let kindText =
+      [
+        "neuralNetworkClassifier": "neural network classifier", "neuralNetworkRegressor": "neural network regressor",
+        "mlProgram": labelled ? "ML Program classifier" : "ML Program",
+      ][kind.rawValue] ?? "neural network"
     let format = isDirectory.boolValue ? "mlpackage" : "mlmodel"
     return ModelInspection(
       path: url.path, format: .init(format), kind: kind, isRunnable: true,
-      presentation: Self.presentation(format: format, kind: kindText, specificationVersion: spec.specificationVersion, opset: spec.program?.opset,
+      presentation: Self.presentation(
+        format: format, kind: kindText, specificationVersion: spec.specificationVersion, opset: spec.program?.opset,
         layerNoun: spec.program == nil ? "layer" : "operation"),
       specificationVersion: spec.specificationVersion, opset: spec.program?.opset,
-      oldestReleases: DeploymentTarget.oldestReleases(forSpecificationVersion: spec.specificationVersion).map { .init(platform: $0.platform, version: $0.version) },
-      inputs: spec.inputs.map(feature), outputs: spec.outputs.map(feature), imageInputs: imageInputs(spec, model), labels: labels,
+      oldestReleases: DeploymentTarget.oldestReleases(forSpecificationVersion: spec.specificationVersion).map {
+        .init(platform: $0.platform, version: $0.version)
+      },
+      inputs: spec.inputs.map(feature), outputs: spec.outputs.map(feature), imageInputs: imageInputs(spec, model),
+      labels: labels,
       metadata: .init(
-        name: nil, shortDescription: text(spec.shortDescription), author: text(spec.author), license: text(spec.license),
-        version: text(spec.version), userDefined: spec.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
+        name: nil, shortDescription: text(spec.shortDescription), author: text(spec.author),
+        license: text(spec.license),
+        version: text(spec.version),
+        userDefined: spec.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
       layers: layers, shapesUnavailable: unavailable, parameterCount: parameters, weights: weights)
   }
 
   /// How `inspect` shows a Core ML file: its container, kind, specification version and opset.
-  static func presentation(format: String, kind: String, specificationVersion: Int, opset: String?, layerNoun: String) -> ModelInspection.Presentation {
-    var line = "Core ML \(format == "mlpackage" ? "package (.mlpackage)" : "model (.mlmodel)"), \(kind), specification version \(specificationVersion)"
+  static func presentation(format: String, kind: String, specificationVersion: Int, opset: String?, layerNoun: String)
+    -> ModelInspection.Presentation
+  {
+    var line =
+      "Core ML \(format == "mlpackage" ? "package (.mlpackage)" : "model (.mlmodel)"), \(kind), specification version \(specificationVersion)"
     if let opset { line += ", opset \(opset)" }
     return .init(format: line, layerNoun: layerNoun)
   }
@@ -60,8 +74,10 @@ extension CoreMLFrontend {
     let type: ConversionSummary.FeatureType
     switch feature.kind {
     case .multiArray(let shape, let dataType):
-      type = .init(kind: "multiArray", shape: shape, dataType: InterfaceFeature.arrayDataTypeNames[dataType] ?? "unknown")
-    case .image(let width, let height, let colorSpace): type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
+      type = .init(
+        kind: "multiArray", shape: shape, dataType: InterfaceFeature.arrayDataTypeNames[dataType] ?? "unknown")
+    case .image(let width, let height, let colorSpace):
+      type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
     case .dictionary(let keyType): type = .init(kind: "dictionary", keyType: keyType, valueType: "double")
     case .string: type = .init(kind: "string")
     case .int64: type = .init(kind: "int64")
@@ -77,15 +93,23 @@ extension CoreMLFrontend {
       guard case .image(let width, let height, let colorSpace) = feature.kind else { return nil }
       var scale: Float = 1
       var biases: [Float] = colorSpace == "GRAYSCALE" ? [0] : [0, 0, 0]
-      if let input = model?.inputs.first(where: { $0.name == feature.name }), let image = input.image, let found = input.networkBiases {
+      if let input = model?.inputs.first(where: { $0.name == feature.name }), let image = input.image,
+        let found = input.networkBiases
+      {
         scale = image.scale
         biases = found
-      } else if let scaler = spec.preprocessing.first(where: { $0.featureName == feature.name || $0.featureName.isEmpty }) {
+      } else if let scaler = spec.preprocessing.first(where: {
+        $0.featureName == feature.name || $0.featureName.isEmpty
+      }) {
         scale = scaler.channelScale
-        biases = colorSpace == "GRAYSCALE" ? [scaler.grayBias]
-          : colorSpace == "BGR" ? [scaler.blueBias, scaler.greenBias, scaler.redBias] : [scaler.redBias, scaler.greenBias, scaler.blueBias]
+        biases =
+          colorSpace == "GRAYSCALE"
+          ? [scaler.grayBias]
+          : colorSpace == "BGR"
+            ? [scaler.blueBias, scaler.greenBias, scaler.redBias] : [scaler.redBias, scaler.greenBias, scaler.blueBias]
       }
-      var result = ModelInspection.ImageInput(input: feature.name, width: width, height: height, colorSpace: colorSpace, scale: scale)
+      var result = ModelInspection.ImageInput(
+        input: feature.name, width: width, height: height, colorSpace: colorSpace, scale: scale)
       switch (colorSpace, biases.count) {
       case ("GRAYSCALE", 1): result.grayBias = biases[0]
       case ("BGR", 3): (result.blueBias, result.greenBias, result.redBias) = (biases[0], biases[1], biases[2])
@@ -97,7 +121,9 @@ extension CoreMLFrontend {
   }
 
   /// A neural network's layers, with each output blob's shape from the imported graph.
-  static func networkLayers(_ spec: CoreMLModelSpec, _ model: CoreMLModel?) -> ([ModelInspection.Layer], [ModelInspection.WeightStorage], Int) {
+  static func networkLayers(_ spec: CoreMLModelSpec, _ model: CoreMLModel?) -> (
+    [ModelInspection.Layer], [ModelInspection.WeightStorage], Int
+  ) {
     var storage = WeightTally()
     var total = 0
     let layers = spec.layers.map { layer -> ModelInspection.Layer in
@@ -180,7 +206,8 @@ extension CoreMLFrontend {
         default: continue
         }
       }
-      layers.append(.init(name: op.name, type: op.type, outputShape: op.outputs.first?.type.shape, parameterCount: count))
+      layers.append(
+        .init(name: op.name, type: op.type, outputShape: op.outputs.first?.type.shape, parameterCount: count))
     }
     return (layers, storage.entries, total)
   }

@@ -14,25 +14,34 @@ extension CoreMLFrontend {
     let kind = kind(outline.typeName)
     return ModelInspection(
       path: url.path, format: .init(format), kind: kind, isRunnable: false,
-      presentation: presentation(format: format, kind: kind.rawValue, specificationVersion: outline.specificationVersion, opset: nil, layerNoun: "layer"),
+      presentation: presentation(
+        format: format, kind: kind.rawValue, specificationVersion: outline.specificationVersion, opset: nil,
+        layerNoun: "layer"),
       specificationVersion: outline.specificationVersion, opset: nil,
       oldestReleases: DeploymentTarget.oldestReleases(forSpecificationVersion: outline.specificationVersion).map {
         .init(platform: $0.platform, version: $0.version)
       },
-      inputs: outline.inputs.map(feature), outputs: outline.outputs.map(feature), imageInputs: [], labels: labels(outline),
+      inputs: outline.inputs.map(feature), outputs: outline.outputs.map(feature), imageInputs: [],
+      labels: labels(outline),
       metadata: .init(
-        name: nil, shortDescription: text(outline.shortDescription), author: text(outline.author), license: text(outline.license),
-        version: text(outline.version), userDefined: outline.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
+        name: nil, shortDescription: text(outline.shortDescription), author: text(outline.author),
+        license: text(outline.license),
+        version: text(outline.version),
+        userDefined: outline.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
       layers: [], shapesUnavailable: nil, parameterCount: 0, weights: [], subModels: outline.subModels.map(subModel))
   }
 
   /// Every `Model.Type` case Apple's Model.proto lists, as it names them.
   static let modelTypeNames: Set<String> = [
-    "neuralNetwork", "neuralNetworkClassifier", "neuralNetworkRegressor", "mlProgram", "pipelineClassifier", "pipelineRegressor", "pipeline",
-    "glmRegressor", "supportVectorRegressor", "treeEnsembleRegressor", "bayesianProbitRegressor", "glmClassifier", "supportVectorClassifier",
+    "neuralNetwork", "neuralNetworkClassifier", "neuralNetworkRegressor", "mlProgram", "pipelineClassifier",
+    "pipelineRegressor", "pipeline",
+    "glmRegressor", "supportVectorRegressor", "treeEnsembleRegressor", "bayesianProbitRegressor", "glmClassifier",
+    "supportVectorClassifier",
     "treeEnsembleClassifier", "kNearestNeighborsClassifier", "itemSimilarityRecommender", "customModel", "linkedModel",
-    "classConfidenceThresholding", "oneHotEncoder", "imputer", "featureVectorizer", "dictVectorizer", "scaler", "categoricalMapping",
-    "normalizer", "arrayFeatureExtractor", "nonMaximumSuppression", "identity", "textClassifier", "wordTagger", "visionFeaturePrint",
+    "classConfidenceThresholding", "oneHotEncoder", "imputer", "featureVectorizer", "dictVectorizer", "scaler",
+    "categoricalMapping",
+    "normalizer", "arrayFeatureExtractor", "nonMaximumSuppression", "identity", "textClassifier", "wordTagger",
+    "visionFeaturePrint",
     "soundAnalysisPreprocessing", "gazetteer", "wordEmbedding", "audioFeaturePrint", "serializedModel",
   ]
 
@@ -56,7 +65,8 @@ extension CoreMLFrontend {
     let type: ConversionSummary.FeatureType
     switch feature.kind {
     case .multiArray(let shape, let dataType): type = .init(kind: "multiArray", shape: shape, dataType: dataType)
-    case .image(let width, let height, let colorSpace): type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
+    case .image(let width, let height, let colorSpace):
+      type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
     case .dictionary(let keyType): type = .init(kind: "dictionary", keyType: keyType, valueType: "double")
     case .sequence(let elementType): type = .init(kind: "sequence", valueType: elementType)
     case .state(let shape, let dataType): type = .init(kind: "state", shape: shape, dataType: dataType)

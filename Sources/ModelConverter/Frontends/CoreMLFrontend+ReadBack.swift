@@ -8,7 +8,8 @@ import ModelIR
 extension CoreMLFrontend: ReadBackReading {
   public func readBack(at url: URL, source: Graph) throws -> ReadBackModel {
     let spec = try CoreMLSpecReader.read(contentsOf: url)
-    let model = try CoreMLGraphImporter.importModel(spec, path: url.path, sequenceLengths: ParityVerifier.sequenceLengths(of: spec, from: source))
+    let model = try CoreMLGraphImporter.importModel(
+      spec, path: url.path, sequenceLengths: ParityVerifier.sequenceLengths(of: spec, from: source))
     return ReadBackModel(model)
   }
 }
@@ -21,7 +22,8 @@ extension ReadBackModel {
       graph: model.graph,
       inputs: model.inputs.map { Input(name: $0.name, shape: $0.shape, image: $0.image, colorSpace: $0.colorSpace) },
       declaredInputs: spec.inputs.map(InterfaceFeature.init), declaredOutputs: spec.outputs.map(InterfaceFeature.init),
-      format: spec.modelType == "mlProgram" ? .mlProgram : .neuralNetwork, predictedFeatureName: spec.predictedFeatureName,
+      format: spec.modelType == "mlProgram" ? .mlProgram : .neuralNetwork,
+      predictedFeatureName: spec.predictedFeatureName,
       classLabels: model.classLabels, probabilitiesOutput: model.probabilitiesOutput, blobs: model.blobs,
       channelsLastValues: model.channelsLastValues, usesChannelsFirstMapping: model.usesRank5Mapping,
       tolerance: VerificationTolerance.defaults(for: spec), hasQuantizedWeights: spec.quantizationBits > 0,
@@ -46,7 +48,8 @@ extension ParityVerifier {
       let shape = graph[id].type.shape
       // A classic (C) input holding more values than C carries them along the sequence axis (token ids
       // declared (1), a [T, C] sequence declared (C)), whatever shape the source gives them.
-      if !spec.exactArrayMapping, case .multiArray(let declared, _) = feature.kind, declared.count == 1, declared[0] > 0 {
+      if !spec.exactArrayMapping, case .multiArray(let declared, _) = feature.kind, declared.count == 1, declared[0] > 0
+      {
         let count = graph[id].type.elementCount
         if count > declared[0], count % declared[0] == 0 {
           lengths[feature.name] = count / declared[0]
@@ -64,6 +67,8 @@ extension ParityVerifier {
   public static func verify(
     source: Graph, converted: CoreMLModel, sourceName: String, convertedName: String, options: VerificationOptions
   ) throws -> ParityReport {
-    try verify(source: source, converted: ReadBackModel(converted), sourceName: sourceName, convertedName: convertedName, options: options)
+    try verify(
+      source: source, converted: ReadBackModel(converted), sourceName: sourceName, convertedName: convertedName,
+      options: options)
   }
 }

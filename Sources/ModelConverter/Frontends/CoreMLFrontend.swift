@@ -27,12 +27,19 @@ public struct CoreMLFrontend: ModelFrontend {
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
     // A Core ML model declares its shapes and holds its own weights and layers.
-    if options.architecture != nil { throw ConversionError.notApplicable(path: url.path, option: "a separate architecture file", format: "a Core ML model") }
-    if !options.inputShapes.isEmpty { throw ConversionError.notApplicable(path: url.path, option: "an input shape", format: "a Core ML model, which declares its own") }
+    if options.architecture != nil {
+      throw ConversionError.notApplicable(
+        path: url.path, option: "a separate architecture file", format: "a Core ML model")
+    }
+    if !options.inputShapes.isEmpty {
+      throw ConversionError.notApplicable(
+        path: url.path, option: "an input shape", format: "a Core ML model, which declares its own")
+    }
     // (Turning unknown layers into custom layers does not apply either: a Core ML model's custom layers
     // are read as they are. `verify` asks for it for every source, so it is not refused.)
     if !options.settings.isEmpty {
-      throw ConversionError.notApplicable(path: url.path, option: "another format's reader settings", format: "a Core ML model")
+      throw ConversionError.notApplicable(
+        path: url.path, option: "another format's reader settings", format: "a Core ML model")
     }
     let spec = try CoreMLSpecReader.read(contentsOf: url)
     let model = try CoreMLGraphImporter.importModel(spec, path: url.path)
@@ -60,31 +67,40 @@ public struct CoreMLFrontend: ModelFrontend {
     let all = zip(graph.inputs, newInputs).map { ($0, $1) } + zip(graph.outputs, newOutputs).map { ($0, $1) }
     for (id, _) in all { try graph.rename(id, to: "\(graph[id].name)__renaming\(id)") }
     for (id, name) in all { try graph.rename(id, to: name) }
-    let renamed = Dictionary(zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
+    let renamed = Dictionary(
+      zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
 
     let spec = model.spec
-    var source = ImportedSource(format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path, graph: graph)
+    var source = ImportedSource(
+      format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path,
+      graph: graph)
     source.declaresImageInputs = true
-    for name in model.zeroStateInputs.sorted() where !graph.inputs.contains(where: { graph[$0].name == (renamed[name] ?? name) }) {
+    for name in model.zeroStateInputs.sorted()
+    where !graph.inputs.contains(where: { graph[$0].name == (renamed[name] ?? name) }) {
       source.notes.append(
-        "optional input '\(name)' (a recurrent layer's initial state) is not kept: the converted model always starts from zeros, and verify reports the changed interface")
+        "optional input '\(name)' (a recurrent layer's initial state) is not kept: the converted model always starts from zeros, and verify reports the changed interface"
+      )
     }
     func declared(_ feature: CoreMLModelSpec.Feature) -> InterfaceFeature {
       var declared = InterfaceFeature(feature)
       declared.name = renamed[feature.name] ?? feature.name
       return declared
     }
-    source.declaredInterface = SourceInterface(inputs: spec.inputs.map(declared), outputs: spec.outputs.map(declared), declaresKinds: true)
+    source.declaredInterface = SourceInterface(
+      inputs: spec.inputs.map(declared), outputs: spec.outputs.map(declared), declaresKinds: true)
     // Multiarrays keep the shapes the source declared (a classic network's (C, H, W) and (D)).
     for feature in spec.inputs + spec.outputs {
-      guard case .multiArray(let shape, _) = feature.kind, let form = forms[feature.name], let name = renamed[feature.name],
+      guard case .multiArray(let shape, _) = feature.kind, let form = forms[feature.name],
+        let name = renamed[feature.name],
         let id = (graph.inputs + graph.outputs).first(where: { graph[$0].name == name })
       else { continue }
       var channelsFirst = false
       if case .channelsFirst = form { channelsFirst = true }
       // A description that leaves the shape out (coremltools' classic outputs) gives the shape the
       // network computes there, in Core ML's own layout: the app receives that array.
-      let computed = (model.graph.inputs + model.graph.outputs).first { model.graph[$0].name == feature.name }.map { model.graph[$0].type.shape }
+      let computed = (model.graph.inputs + model.graph.outputs).first { model.graph[$0].name == feature.name }.map {
+        model.graph[$0].type.shape
+      }
       let declared = DeclaredArray(shape: shape.isEmpty ? computed ?? shape : shape, channelsFirst: channelsFirst)
       if declared.fits(graph[id].type.shape) { source.declaredArrays[name] = declared }
     }
@@ -95,20 +111,27 @@ public struct CoreMLFrontend: ModelFrontend {
     for feature in spec.outputs {
       guard case .image(_, _, let colorSpace) = feature.kind, let name = renamed[feature.name] else { continue }
       guard let space = ImageColorSpace(rawValue: colorSpace) else {
-        throw CoreMLReaderError.invalidNetwork(path: path, detail: "output '\(feature.name)' is an image in colour space \(colorSpace), which is not converted (RGB, BGR and GRAYSCALE are)")
+        throw CoreMLReaderError.invalidNetwork(
+          path: path,
+          detail:
+            "output '\(feature.name)' is an image in colour space \(colorSpace), which is not converted (RGB, BGR and GRAYSCALE are)"
+        )
       }
       source.imageOutputs[name] = space
     }
     if !model.classLabels.isEmpty, let probabilities = model.probabilitiesOutput {
-      let labels: ClassLabels = spec.stringClassLabels.isEmpty ? .integers(spec.int64ClassLabels) : .strings(spec.stringClassLabels)
+      let labels: ClassLabels =
+        spec.stringClassLabels.isEmpty ? .integers(spec.int64ClassLabels) : .strings(spec.stringClassLabels)
       let predicted = spec.predictedFeatureName.isEmpty ? "classLabel" : spec.predictedFeatureName
-      source.classifier = ClassifierSettings(labels: labels, predictedFeatureName: predicted, probabilitiesOutput: renamed[probabilities] ?? probabilities)
+      source.classifier = ClassifierSettings(
+        labels: labels, predictedFeatureName: predicted, probabilitiesOutput: renamed[probabilities] ?? probabilities)
       // The label stays where the source declares it among the outputs.
       source.classifier?.labelPosition = spec.outputs.firstIndex { $0.name == predicted }
     }
     func text(_ value: String) -> String? { value.isEmpty ? nil : value }
     source.metadata = ModelMetadata(
-      shortDescription: text(spec.shortDescription), author: text(spec.author), license: text(spec.license), version: text(spec.version),
+      shortDescription: text(spec.shortDescription), author: text(spec.author), license: text(spec.license),
+      version: text(spec.version),
       userDefined: spec.userDefined)
     let tolerance = VerificationTolerance.defaults(for: spec)
     if tolerance.maximumRelativeRMS != nil { source.tolerance = tolerance }

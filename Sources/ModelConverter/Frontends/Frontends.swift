@@ -63,10 +63,14 @@ public enum Frontends {
   static func advice(for kind: ModelFileKind) -> String {
     switch kind {
     case .tensorFlowSavedModel:
-      return "load it in Keras 3 and save it as a Keras model (model.save(\"model.keras\")), or export the Keras model it came from"
+      return
+        "load it in Keras 3 and save it as a Keras model (model.save(\"model.keras\")), or export the Keras model it came from"
     case .tensorFlowLite: return "TensorFlow Lite models cannot be converted back; convert the model it was made from"
-    case .tensorFlowProtobuf: return "convert the Keras model instead: load it in Keras and save it with model.save(\"model.keras\")"
-    case .json: return "if it is the architecture from model.to_json(), give it as the architecture with the weights .h5 as the model"
+    case .tensorFlowProtobuf:
+      return "convert the Keras model instead: load it in Keras and save it with model.save(\"model.keras\")"
+    case .json:
+      return
+        "if it is the architecture from model.to_json(), give it as the architecture with the weights .h5 as the model"
     case .empty: return "save the model again"
     case .folder: return "give a model file, or an .mlpackage folder holding a Manifest.json"
     default: return "modelconv reads \(supportedFormats)"

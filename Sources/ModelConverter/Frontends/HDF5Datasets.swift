@@ -18,7 +18,8 @@ enum HDF5Datasets {
     for (name, stored) in snapshot.weights[KerasModelSnapshot.referenceGroup] ?? [:] {
       switch stored {
       case .values(let shape, let values): datasets[name] = (shape, values)
-      case .unreadable(let detail): throw VerificationError.invalidReference(path: path, detail: "cannot read \(name): \(detail)")
+      case .unreadable(let detail):
+        throw VerificationError.invalidReference(path: path, detail: "cannot read \(name): \(detail)")
       case .located: throw VerificationError.invalidReference(path: path, detail: "cannot read \(name): not loaded")
       }
     }

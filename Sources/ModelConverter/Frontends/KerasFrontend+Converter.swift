@@ -19,12 +19,16 @@ import ModelIR
 /// With `format: .mlProgram` the result is an ML Program, written as an `.mlpackage` folder.
 public enum KerasConverter {
   /// Converts a full Keras model file (`model.save("x.h5")`).
-  public static func convert(modelAt url: URL, options: ConversionOptions = ConversionOptions()) throws -> ConvertedModel {
+  public static func convert(modelAt url: URL, options: ConversionOptions = ConversionOptions()) throws
+    -> ConvertedModel
+  {
     try convert(try KerasModelFile(path: url.path), options: options)
   }
 
   /// Converts a weights-only `.h5` file with its architecture JSON (`model.to_json()`).
-  public static func convert(architectureAt json: URL, weightsAt weights: URL, options: ConversionOptions = ConversionOptions()) throws -> ConvertedModel {
+  public static func convert(
+    architectureAt json: URL, weightsAt weights: URL, options: ConversionOptions = ConversionOptions()
+  ) throws -> ConvertedModel {
     try convert(try KerasModelFile(weightsPath: weights.path, architectureJSONPath: json.path), options: options)
   }
 

@@ -3,7 +3,8 @@ import KerasFormat
 import ModelIR
 
 extension KerasFrontend {
-  static func inspectKeras(_ url: URL, format: ModelFileFormat, inputShapes: [String: [Int]]) throws -> ModelInspection {
+  static func inspectKeras(_ url: URL, format: ModelFileFormat, inputShapes: [String: [Int]]) throws -> ModelInspection
+  {
     let keras = try KerasModelFile(path: url.path)
     let entries = try keras.layerInventory()
     var graph: Graph?
@@ -24,17 +25,22 @@ extension KerasFrontend {
       var shape = shapes[entry.name]
       // Layers that compute nothing (Dropout, a nested model's InputLayer) have their input's shape.
       if shape == nil, graph != nil {
-        shape = entry.inboundLayers.count == 1 ? shapes[entry.inboundLayers[0]] : entry.inboundLayers.isEmpty ? layers.last?.outputShape : nil
+        shape =
+          entry.inboundLayers.count == 1
+          ? shapes[entry.inboundLayers[0]] : entry.inboundLayers.isEmpty ? layers.last?.outputShape : nil
         if let shape { shapes[entry.name] = shape }
       }
-      layers.append(.init(name: entry.name, type: entry.className, outputShape: shape, parameterCount: entry.parameterCount))
+      layers.append(
+        .init(name: entry.name, type: entry.className, outputShape: shape, parameterCount: entry.parameterCount))
     }
 
     func feature(_ id: ValueID, in graph: Graph) -> ConversionSummary.Feature {
       .init(name: graph[id].name, type: .init(kind: "multiArray", shape: graph[id].type.shape, dataType: "float32"))
     }
     // Outputs go by the Keras layers that produce them (the graph's own value names are internal).
-    let outputLayers = keras.config.kind == .functional ? keras.config.outputs.map(\.layer) : [keras.config.layers.last?.name].compactMap { $0 }
+    let outputLayers =
+      keras.config.kind == .functional
+      ? keras.config.outputs.map(\.layer) : [keras.config.layers.last?.name].compactMap { $0 }
     func outputFeatures(_ graph: Graph) -> [ConversionSummary.Feature] {
       graph.outputs.enumerated().map { index, id in
         var feature = feature(id, in: graph)
@@ -49,12 +55,15 @@ extension KerasFrontend {
     if let backend = keras.backend { line += ", backend \(backend)" }
     let sequential = keras.config.kind == .sequential
     let presentation = ModelInspection.Presentation(
-      format: line, fields: [("Model", ["\(sequential ? "Sequential" : "Functional") '\(keras.config.name)'"])], layerNoun: "layer",
+      format: line, fields: [("Model", ["\(sequential ? "Sequential" : "Functional") '\(keras.config.name)'"])],
+      layerNoun: "layer",
       shapesAfterBatch: true, declaresLabels: false)
     return ModelInspection(
-      path: url.path, format: archive ? .kerasArchive : .kerasHDF5, kind: .init(sequential ? "kerasSequential" : "kerasFunctional"),
+      path: url.path, format: archive ? .kerasArchive : .kerasHDF5,
+      kind: .init(sequential ? "kerasSequential" : "kerasFunctional"),
       isRunnable: true, presentation: presentation,
-      producer: keras.kerasVersion == nil && keras.backend == nil ? nil : .init(name: "Keras", version: keras.kerasVersion, backend: keras.backend),
+      producer: keras.kerasVersion == nil && keras.backend == nil
+        ? nil : .init(name: "Keras", version: keras.kerasVersion, backend: keras.backend),
       specificationVersion: nil, opset: nil, oldestReleases: [],
       inputs: graph.map { g in g.inputs.map { feature($0, in: g) } } ?? [],
       outputs: graph.map(outputFeatures) ?? [], imageInputs: [], labels: [],

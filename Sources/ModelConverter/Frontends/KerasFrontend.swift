@@ -37,9 +37,12 @@ public struct KerasFrontend: ModelFrontend {
   /// An opened Keras model as a source: coremltools' default names (`input1`, `output1`, ...), Keras'
   /// version recorded.
   func importSource(_ keras: KerasModelFile, options: SourceOptions) throws -> ImportedSource {
-    var source = ImportedSource(format: name, modelKind: "keras", path: keras.path, graph: try Self.importGraph(keras, options: options))
+    var source = ImportedSource(
+      format: name, modelKind: "keras", path: keras.path, graph: try Self.importGraph(keras, options: options))
     source.producerVersion = keras.kerasVersion
-    source.provenance = ["modelconv.source": "keras", "modelconv.source_keras_version": keras.kerasVersion ?? "unknown"]
+    source.provenance = [
+      "modelconv.source": "keras", "modelconv.source_keras_version": keras.kerasVersion ?? "unknown",
+    ]
     return source
   }
 
@@ -49,7 +52,8 @@ public struct KerasFrontend: ModelFrontend {
     let kerasInputNames = try inputNames(of: keras)
     let newInputNames = options.inputNames ?? kerasInputNames.indices.map { "input\($0 + 1)" }
     guard newInputNames.count == kerasInputNames.count else {
-      throw ConversionError.nameCountMismatch(kind: "input", given: newInputNames.count, expected: kerasInputNames.count)
+      throw ConversionError.nameCountMismatch(
+        kind: "input", given: newInputNames.count, expected: kerasInputNames.count)
     }
     var shapes: [String: [Int]] = [:]
     for (kerasName, newName) in zip(kerasInputNames, newInputNames) {
@@ -62,7 +66,8 @@ public struct KerasFrontend: ModelFrontend {
     var graph = try KerasGraphImporter.importGraph(keras, inputShapes: shapes, customLayers: Self.customLayers(options))
     let newOutputNames = options.outputNames ?? graph.outputs.indices.map { "output\($0 + 1)" }
     guard newOutputNames.count == graph.outputs.count else {
-      throw ConversionError.nameCountMismatch(kind: "output", given: newOutputNames.count, expected: graph.outputs.count)
+      throw ConversionError.nameCountMismatch(
+        kind: "output", given: newOutputNames.count, expected: graph.outputs.count)
     }
     for (id, name) in zip(graph.inputs, newInputNames) { try graph.rename(id, to: name) }
     for (id, name) in zip(graph.outputs, newOutputNames) { try graph.rename(id, to: name) }

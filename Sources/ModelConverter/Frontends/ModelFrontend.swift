@@ -36,7 +36,9 @@ extension ModelFrontend {
   public func recognizes(kind: ModelFileKind, header: [UInt8]) -> Bool { kinds.contains(kind) }
 
   /// The format as users name it, for messages: "Keras (.h5, .keras)".
-  public var formatDescription: String { "\(displayName) (" + fileExtensions.map { "." + $0 }.joined(separator: ", ") + ")" }
+  public var formatDescription: String {
+    "\(displayName) (" + fileExtensions.map { "." + $0 }.joined(separator: ", ") + ")"
+  }
 }
 
 /// How a source model is read: names and shapes for its inputs and outputs and what to do with parts

@@ -12,7 +12,8 @@ extension ONNXFrontend {
     var imported: ONNXImportedGraph?
     var unavailable: String?
     do {
-      imported = try ONNXGraphImporter.importGraph(model, path: path, inputShapes: try inputShapes(model, options: options), evaluator: constantEvaluator)
+      imported = try ONNXGraphImporter.importGraph(
+        model, path: path, inputShapes: try inputShapes(model, options: options), evaluator: constantEvaluator)
     } catch {
       unavailable = String(describing: error)
     }
@@ -20,12 +21,17 @@ extension ONNXFrontend {
     let layers = graph.nodes.map { node -> ModelInspection.Layer in
       let output = node.outputs.first ?? ""
       let parameters = Set(node.inputs).compactMap { initializers[$0]?.elementCount }.reduce(0, +)
-      return .init(name: node.name.isEmpty ? output : node.name, type: node.opType, outputShape: imported?.valueShapes[output], parameterCount: parameters)
+      return .init(
+        name: node.name.isEmpty ? output : node.name, type: node.opType, outputShape: imported?.valueShapes[output],
+        parameterCount: parameters)
     }
     func dimensions(_ info: ONNXValueInfo) -> [String] { info.shape?.map(\.description) ?? ["?"] }
     func feature(_ info: ONNXValueInfo) -> ConversionSummary.Feature {
       let shape = info.shape?.map { dim -> Int in if case .value(let v) = dim { return v } else { return 1 } } ?? []
-      return .init(name: info.name, type: .init(kind: "multiArray", shape: shape, dataType: info.elementType.map { $0.name.lowercased() } ?? "unknown"))
+      return .init(
+        name: info.name,
+        type: .init(
+          kind: "multiArray", shape: shape, dataType: info.elementType.map { $0.name.lowercased() } ?? "unknown"))
     }
     let inputs = graph.inputs.filter { initializers[$0.name] == nil }
     var weights: [String: (count: Int, bytes: Int)] = [:]
@@ -38,26 +44,35 @@ extension ONNXFrontend {
     let domains = Dictionary(graph.nodes.map { ($0.opType, $0.domain) }, uniquingKeysWith: { first, _ in first })
     let details = ModelInspection.GraphDetails(
       formatVersion: model.irVersion,
-      operatorSets: model.opsetImports.sorted { $0.key < $1.key }.map { .init(domain: $0.key.isEmpty ? "ai.onnx" : $0.key, version: $0.value) },
+      operatorSets: model.opsetImports.sorted { $0.key < $1.key }.map {
+        .init(domain: $0.key.isEmpty ? "ai.onnx" : $0.key, version: $0.value)
+      },
       operators: counts.sorted { $0.key < $1.key }.map { op, count in
-        .init(opType: op, count: count, supported: ONNXOperatorRegistry.entry(domain: domains[op] ?? "", opType: op, opset: opset) != nil)
+        .init(
+          opType: op, count: count,
+          supported: ONNXOperatorRegistry.entry(domain: domains[op] ?? "", opType: op, opset: opset) != nil)
       },
       declaredInputs: inputs.map { .init(name: $0.name, dimensions: dimensions($0)) },
       declaredOutputs: graph.outputs.map { .init(name: $0.name, dimensions: dimensions($0)) },
       supportedOperators: ONNXOperatorRegistry.supported.map { .init(opType: $0.opType, since: $0.since) })
     let parameterCount = graph.initializers.reduce(0) { $0 + $1.elementCount }
     let producer = [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(separator: " ")
-    let presentation = ModelInspection.Presentation(format: "ONNX, IR version \(model.irVersion)" + (producer.isEmpty ? "" : ", made by \(producer)"), layerNoun: "node")
+    let presentation = ModelInspection.Presentation(
+      format: "ONNX, IR version \(model.irVersion)" + (producer.isEmpty ? "" : ", made by \(producer)"),
+      layerNoun: "node")
     return ModelInspection(
       path: path, format: .init("onnx"), kind: .init("onnx"), isRunnable: true, presentation: presentation,
-      producer: model.producerName.isEmpty ? nil : .init(name: model.producerName, version: model.producerVersion.isEmpty ? nil : model.producerVersion),
+      producer: model.producerName.isEmpty
+        ? nil : .init(name: model.producerName, version: model.producerVersion.isEmpty ? nil : model.producerVersion),
       specificationVersion: nil, opset: "ai.onnx \(opset)",
       oldestReleases: [], inputs: inputs.map(feature), outputs: graph.outputs.map(feature), imageInputs: [], labels: [],
       metadata: .init(
         name: graph.name.isEmpty ? nil : graph.name, shortDescription: model.docString.isEmpty ? nil : model.docString,
         userDefined: model.metadataProps.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
       layers: layers, shapesUnavailable: unavailable, parameterCount: parameterCount,
-      weights: weights.sorted { $0.key < $1.key }.map { .init(dataType: $0.key, count: $0.value.count, bytes: $0.value.bytes) },
+      weights: weights.sorted { $0.key < $1.key }.map {
+        .init(dataType: $0.key, count: $0.value.count, bytes: $0.value.bytes)
+      },
       graphDetails: details)
   }
 }

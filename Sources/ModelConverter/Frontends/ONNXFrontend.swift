@@ -24,7 +24,10 @@ public struct ONNXFrontend: ModelFrontend {
   public init() {}
 
   public func importSource(at url: URL, options: SourceOptions) throws -> ImportedSource {
-    if options.architecture != nil { throw ConversionError.notApplicable(path: url.path, option: "a separate architecture file", format: "an ONNX model, which holds its own graph") }
+    if options.architecture != nil {
+      throw ConversionError.notApplicable(
+        path: url.path, option: "a separate architecture file", format: "an ONNX model, which holds its own graph")
+    }
     let model = try ONNXModelReader.read(contentsOf: url)
     var source = try Self.source(model, path: url.path, options: options)
     source.additionalPaths += model.externalDataFiles
@@ -51,27 +54,40 @@ public struct ONNXFrontend: ModelFrontend {
   static func channelsLastEdges(_ model: ONNXModel) -> Set<String> {
     let graph = model.graph
     let tensorFlow = ["tf2onnx", "keras2onnx"].contains(model.producerName)
-    var readers: [String: [ONNXNode]] = [:], producers: [String: ONNXNode] = [:]
+    var readers: [String: [ONNXNode]] = [:]
+    var producers: [String: ONNXNode] = [:]
     for node in graph.nodes {
       for input in Set(node.inputs) where !input.isEmpty { readers[input, default: []].append(node) }
       for output in node.outputs { producers[output] = node }
     }
-    func isTranspose(_ node: ONNXNode, _ perm: [Int]) -> Bool { node.opType == "Transpose" && node.attribute("perm")?.ints == perm }
+    func isTranspose(_ node: ONNXNode, _ perm: [Int]) -> Bool {
+      node.opType == "Transpose" && node.attribute("perm")?.ints == perm
+    }
     let initializers = Dictionary(graph.initializers.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     // A one-channel image [N, H, W, 1] reaches channels first by a Reshape to [N, 1, H, W] (the same element
     // order: tf2onnx's optimizer writes its Transpose so); the sizes must be the declared ones.
     func isUnitChannelTranspose(_ node: ONNXNode, of input: ONNXValueInfo) -> Bool {
-      guard node.opType == "Reshape", node.inputs.first == input.name, node.inputs.count == 2, let shape = input.shape, shape.count == 4,
-        shape[3] == .value(1), case .value(let height) = shape[1], case .value(let width) = shape[2], height > 1 || width > 1,
+      guard node.opType == "Reshape", node.inputs.first == input.name, node.inputs.count == 2, let shape = input.shape,
+        shape.count == 4,
+        shape[3] == .value(1), case .value(let height) = shape[1], case .value(let width) = shape[2],
+        height > 1 || width > 1,
         let target = try? initializers[node.inputs[1]]?.intValues(), target.count == 4
       else { return false }
       let batchFits: Bool
-      if case .value(let batch) = shape[0] { batchFits = [batch, -1, 0].contains(target[0]) } else { batchFits = [1, -1, 0].contains(target[0]) }
+      if case .value(let batch) = shape[0] {
+        batchFits = [batch, -1, 0].contains(target[0])
+      } else {
+        batchFits = [1, -1, 0].contains(target[0])
+      }
       return batchFits && Array(target[1...]) == [1, height, width]
     }
     var result = Set<String>()
     for input in graph.inputs {
-      var frontier = [input.name], seen = Set<String>(), transposes = 0, other = false, channelsFirst = false
+      var frontier = [input.name]
+      var seen = Set<String>()
+      var transposes = 0
+      var other = false
+      var channelsFirst = false
       while let name = frontier.popLast(), !channelsFirst, seen.count < 256 {
         guard seen.insert(name).inserted else { continue }
         for node in readers[name] ?? [] {
@@ -90,11 +106,15 @@ public struct ONNXFrontend: ModelFrontend {
     for output in graph.outputs {
       var node = producers[output.name]
       for _ in 0..<256 {
-        guard let current = node, isLayoutNeutral(current.opType) || (tensorFlow && current.opType == "Concat"), let first = current.inputs.first else { break }
+        guard let current = node, isLayoutNeutral(current.opType) || (tensorFlow && current.opType == "Concat"),
+          let first = current.inputs.first
+        else { break }
         node = producers[first]
       }
       if let node, isTranspose(node, [0, 2, 3, 1]) { result.insert(output.name) }
-      if tensorFlow && !(node.map { isChannelsFirst($0.opType) || $0.opType == "Transpose" } ?? false) { result.insert(output.name) }
+      if tensorFlow && !(node.map { isChannelsFirst($0.opType) || $0.opType == "Transpose" } ?? false) {
+        result.insert(output.name)
+      }
     }
     return result
   }
@@ -112,28 +132,44 @@ public struct ONNXFrontend: ModelFrontend {
     _ model: ONNXModel, path: String, options: SourceOptions, constants: [String: ONNXConstant] = [:]
   ) throws -> ImportedSource {
     let imported = try ONNXGraphImporter.importGraph(
-      model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants, evaluator: constantEvaluator)
-    let inputs = zip(imported.inputNames, imported.graph.inputs).map { SourceLayout.SourceInput(name: $0, value: $1, image: false) }
-    var (graph, forms) = try SourceLayout.canonicalGraph(imported.graph, inputs: inputs, rank5: false, channelsLast: channelsLastEdges(model)) {
+      model, path: path, inputShapes: try inputShapes(model, options: options), constants: constants,
+      evaluator: constantEvaluator)
+    let inputs = zip(imported.inputNames, imported.graph.inputs).map {
+      SourceLayout.SourceInput(name: $0, value: $1, image: false)
+    }
+    var (graph, forms) = try SourceLayout.canonicalGraph(
+      imported.graph, inputs: inputs, rank5: false, channelsLast: channelsLastEdges(model)
+    ) {
       ONNXImportError.invalidGraph(path: path, detail: $0)
     }
     // New names, in two steps so that swapping two does not clash half way.
-    let inputNames = graph.inputs.map { graph[$0].name }, outputNames = graph.outputs.map { graph[$0].name }
-    let newInputs = options.inputNames ?? inputNames, newOutputs = options.outputNames ?? outputNames
-    guard newInputs.count == inputNames.count else { throw ConversionError.nameCountMismatch(kind: "input", given: newInputs.count, expected: inputNames.count) }
-    guard newOutputs.count == outputNames.count else { throw ConversionError.nameCountMismatch(kind: "output", given: newOutputs.count, expected: outputNames.count) }
+    let inputNames = graph.inputs.map { graph[$0].name }
+    let outputNames = graph.outputs.map { graph[$0].name }
+    let newInputs = options.inputNames ?? inputNames
+    let newOutputs = options.outputNames ?? outputNames
+    guard newInputs.count == inputNames.count else {
+      throw ConversionError.nameCountMismatch(kind: "input", given: newInputs.count, expected: inputNames.count)
+    }
+    guard newOutputs.count == outputNames.count else {
+      throw ConversionError.nameCountMismatch(kind: "output", given: newOutputs.count, expected: outputNames.count)
+    }
     let all = zip(graph.inputs, newInputs).map { ($0, $1) } + zip(graph.outputs, newOutputs).map { ($0, $1) }
     for (id, _) in all { try graph.rename(id, to: "\(graph[id].name)__renaming\(id)") }
     for (id, name) in all { try graph.rename(id, to: name) }
-    let renamed = Dictionary(zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
+    let renamed = Dictionary(
+      zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
 
     var source = ImportedSource(format: "onnx", modelKind: "onnx", path: path, graph: graph)
     // Reference outputs come from onnxruntime, which takes the inputs as the model declares them.
     source.referenceInputsAsDeclared = true
     // The arrays keep the shapes the model declares (batch axis included).
     for (name, form) in forms {
-      guard let newName = renamed[name], let id = (graph.inputs + graph.outputs).first(where: { graph[$0].name == newName }) else { continue }
-      let shape = imported.graph[(imported.graph.inputs + imported.graph.outputs).first { imported.graph[$0].name == name }!].type.shape
+      guard let newName = renamed[name],
+        let id = (graph.inputs + graph.outputs).first(where: { graph[$0].name == newName })
+      else { continue }
+      let shape = imported.graph[
+        (imported.graph.inputs + imported.graph.outputs).first { imported.graph[$0].name == name }!
+      ].type.shape
       var channelsFirst = false
       if case .channelsFirst = form { channelsFirst = true }
       let declared = DeclaredArray(shape: shape, channelsFirst: channelsFirst)
@@ -147,7 +183,8 @@ public struct ONNXFrontend: ModelFrontend {
     source.notes = imported.notes
     source.provenance = [
       "modelconv.source": "onnx",
-      "modelconv.source_onnx_producer": [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(separator: " "),
+      "modelconv.source_onnx_producer": [model.producerName, model.producerVersion].filter { !$0.isEmpty }.joined(
+        separator: " "),
       "modelconv.source_onnx_opset": String(model.opsetVersion(domain: "") ?? 1),
     ]
     return source

@@ -44,10 +44,14 @@ public struct InterfaceFeature: Sendable, Equatable, Codable {
   public init(_ feature: CoreMLModelSpec.Feature) {
     switch feature.kind {
     case .multiArray(let shape, let dataType):
-      self.init(name: feature.name, kind: .array, shape: shape, detail: Self.arrayDataTypeNames[dataType] ?? "type \(dataType)", isOptional: feature.isOptional)
+      self.init(
+        name: feature.name, kind: .array, shape: shape, detail: Self.arrayDataTypeNames[dataType] ?? "type \(dataType)",
+        isOptional: feature.isOptional)
     case .image(let width, let height, let colorSpace):
-      self.init(name: feature.name, kind: .image, shape: [height, width], detail: colorSpace, isOptional: feature.isOptional)
-    case .dictionary(let keyType): self.init(name: feature.name, kind: .dictionary, detail: keyType, isOptional: feature.isOptional)
+      self.init(
+        name: feature.name, kind: .image, shape: [height, width], detail: colorSpace, isOptional: feature.isOptional)
+    case .dictionary(let keyType):
+      self.init(name: feature.name, kind: .dictionary, detail: keyType, isOptional: feature.isOptional)
     case .string: self.init(name: feature.name, kind: .string, isOptional: feature.isOptional)
     case .int64: self.init(name: feature.name, kind: .int64, isOptional: feature.isOptional)
     case .double: self.init(name: feature.name, kind: .double, isOptional: feature.isOptional)

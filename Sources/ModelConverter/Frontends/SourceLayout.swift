@@ -36,7 +36,9 @@ enum SourceLayout {
       return .channelsFirst(c: chw[0], h: chw[1], w: chw[2])
     }
     if rank5 {
-      guard shape.count == 4 else { return shape.count <= 2 ? .sameOrder(shape.count == 2 && shape[0] == 1 ? [shape[1]] : shape) : nil }
+      guard shape.count == 4 else {
+        return shape.count <= 2 ? .sameOrder(shape.count == 2 && shape[0] == 1 ? [shape[1]] : shape) : nil
+      }
       let (s, c, h, w) = (shape[0], shape[1], shape[2], shape[3])
       if h == 1 && w == 1 { return .sameOrder(s == 1 ? [c] : [s, c]) }
       return s == 1 ? .channelsFirst(c: c, h: h, w: w) : nil
@@ -49,7 +51,8 @@ enum SourceLayout {
     case 2: return .sameOrder(shape[0] == 1 ? [shape[1]] : shape)
     // [1, T, D] is a sequence; any other rank-3 array is read as (C, H, W), which holds its elements
     // exactly either way (the transposes are the IR's bookkeeping).
-    case 3: return shape[0] == 1 ? .sameOrder([shape[1], shape[2]]) : .channelsFirst(c: shape[0], h: shape[1], w: shape[2])
+    case 3:
+      return shape[0] == 1 ? .sameOrder([shape[1], shape[2]]) : .channelsFirst(c: shape[0], h: shape[1], w: shape[2])
     // A rank-4 array of a batch above 1 is not read: importers take rank 4 as NCHW images.
     case 4: return shape[0] == 1 ? .channelsFirst(c: shape[1], h: shape[2], w: shape[3]) : nil
     default: return shape[0] == 1 ? .sameOrder(shape) : nil
@@ -64,12 +67,19 @@ enum SourceLayout {
     var inputs: [SourceInput] = []
     for (input, id) in zip(model.inputs, source.inputs) {
       // A recurrent layer's optional state input, read as zeros: the written model does not declare it.
-      if model.zeroStateInputs.contains(input.name) && !source.nodes.contains(where: { $0.inputs.contains(id) }) { continue }
+      if model.zeroStateInputs.contains(input.name) && !source.nodes.contains(where: { $0.inputs.contains(id) }) {
+        continue
+      }
       // An image input is read after its scaler: the scaler becomes the source's image preprocessing.
-      inputs.append(SourceInput(name: input.name, value: input.image != nil ? model.blobs[input.name] ?? id : id, image: input.image != nil))
+      inputs.append(
+        SourceInput(
+          name: input.name, value: input.image != nil ? model.blobs[input.name] ?? id : id, image: input.image != nil))
     }
-    let imageOutputs = Set(model.spec.outputs.filter { if case .image = $0.kind { return true } else { return false } }.map(\.name))
-    return try canonicalGraph(source, inputs: inputs, rank5: rank5, imageOutputs: imageOutputs) { CoreMLReaderError.invalidNetwork(path: path, detail: $0) }
+    let imageOutputs = Set(
+      model.spec.outputs.filter { if case .image = $0.kind { return true } else { return false } }.map(\.name))
+    return try canonicalGraph(source, inputs: inputs, rank5: rank5, imageOutputs: imageOutputs) {
+      CoreMLReaderError.invalidNetwork(path: path, detail: $0)
+    }
   }
 
   /// A graph input as the source declares it: the value the converted graph starts from (an image
@@ -85,7 +95,8 @@ enum SourceLayout {
   /// that only compute what an input replaces (an image scaler) go. `fail` makes the format's error.
   /// `channelsLast` names the inputs and outputs to read as `[1, H, W, C]` in their own order.
   static func canonicalGraph(
-    _ source: Graph, inputs: [SourceInput], rank5: Bool, channelsLast: Set<String> = [], imageOutputs: Set<String> = [], fail: (String) -> Error
+    _ source: Graph, inputs: [SourceInput], rank5: Bool, channelsLast: Set<String> = [], imageOutputs: Set<String> = [],
+    fail: (String) -> Error
   ) throws -> (graph: Graph, forms: [String: Form]) {
     var builder = GraphBuilder()
     var mapped: [ValueID: ValueID] = [:]
@@ -94,12 +105,17 @@ enum SourceLayout {
 
     for input in inputs {
       let shape = source[input.value].type.shape
-      guard let form = form(of: shape, image: input.image, rank5: rank5, channelsLast: channelsLast.contains(input.name)) else {
-        throw fail("input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
+      guard
+        let form = form(of: shape, image: input.image, rank5: rank5, channelsLast: channelsLast.contains(input.name))
+      else {
+        throw fail(
+          "input '\(input.name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)"
+        )
       }
       if !input.image { forms[input.name] = form }
       let value = try builder.addInput(
-        name: input.name, type: TensorType(form.irShape, dataType: source[input.value].type.dataType), optional: source[input.value].isOptional)
+        name: input.name, type: TensorType(form.irShape, dataType: source[input.value].type.dataType),
+        optional: source[input.value].isOptional)
       newInputs.insert(value)
       builder.origin = LayerOrigin(name: input.name, type: "input")
       var adapted = value
@@ -130,14 +146,21 @@ enum SourceLayout {
       }
       let shape = source[id].type.shape
       // An image output is a [C, H, W] tensor (after unit axes), as Core ML makes pixels of it.
-      guard let form = form(of: shape, image: imageOutputs.contains(name), rank5: rank5, channelsLast: channelsLast.contains(name)) else {
-        throw fail("output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)")
+      guard
+        let form = form(
+          of: shape, image: imageOutputs.contains(name), rank5: rank5, channelsLast: channelsLast.contains(name))
+      else {
+        throw fail(
+          "output '\(name)' has shape \(shape), which a written model cannot declare (batch and sequence axes must be 1)"
+        )
       }
       if !imageOutputs.contains(name) { forms[name] = form }
       var adapted = value
       builder.origin = LayerOrigin(name: name, type: "output")
       if case .channelsFirst(let c, let h, let w) = form {
-        if shape.count != 3 { adapted = try builder.add(.reshape(targetShape: [c, h, w]), name: name + "__squeezed", inputs: [adapted]) }
+        if shape.count != 3 {
+          adapted = try builder.add(.reshape(targetShape: [c, h, w]), name: name + "__squeezed", inputs: [adapted])
+        }
         adapted = try builder.add(.permute(order: [1, 2, 0]), name: name + "__to_hwc", inputs: [adapted])
       } else if shape != form.irShape {
         adapted = try builder.add(.reshape(targetShape: form.irShape), name: name + "__to_ir", inputs: [adapted])
@@ -145,7 +168,8 @@ enum SourceLayout {
       builder.origin = nil
       // An output read twice (or an input passed through) needs a value of its own.
       if outputs.contains(adapted) || newInputs.contains(adapted) {
-        adapted = try builder.add(.reshape(targetShape: builder.type(of: adapted).shape), name: name + "__copy", inputs: [adapted])
+        adapted = try builder.add(
+          .reshape(targetShape: builder.type(of: adapted).shape), name: name + "__copy", inputs: [adapted])
       }
       outputs.append(adapted)
     }

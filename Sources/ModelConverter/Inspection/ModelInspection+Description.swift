@@ -10,32 +10,48 @@ extension ModelInspection: CustomStringConvertible {
       fields.append(("Loads on", [oldestReleases.map(\.description).joined(separator: ", ") + " and later"]))
     }
     if let details = graphDetails {
-      fields.append(("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
+      fields.append(
+        ("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
       let unsupported = details.operators.filter { !$0.supported }
       fields.append(("Operators", [details.operators.map { "\($0.opType) \($0.count)" }.joined(separator: ", ")]))
       fields.append(("Unsupported", [unsupported.isEmpty ? "none" : unsupported.map(\.opType).joined(separator: ", ")]))
     }
     if let details = graphDetails {
       // Dimensions as declared, which may be symbolic (a batch axis `N`).
-      fields.append(("Inputs", details.declaredInputs.map { declared in
-        "\(declared.name): \(inputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
-      }))
+      fields.append(
+        (
+          "Inputs",
+          details.declaredInputs.map { declared in
+            "\(declared.name): \(inputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
+          }
+        ))
     } else {
       fields.append(("Inputs", inputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
     }
     if !imageInputs.isEmpty {
-      fields.append(("Preprocessing", imageInputs.map { image in
-        var biases: [String] = []
-        for (name, value) in [("red", image.redBias), ("green", image.greenBias), ("blue", image.blueBias), ("gray", image.grayBias)] {
-          if let value { biases.append("\(name) bias \(Self.number(value))") }
-        }
-        return "\(image.input): \(image.colorSpace), scale \(Self.scaleText(image.scale)), " + biases.joined(separator: ", ")
-      }))
+      fields.append(
+        (
+          "Preprocessing",
+          imageInputs.map { image in
+            var biases: [String] = []
+            for (name, value) in [
+              ("red", image.redBias), ("green", image.greenBias), ("blue", image.blueBias), ("gray", image.grayBias),
+            ] {
+              if let value { biases.append("\(name) bias \(Self.number(value))") }
+            }
+            return "\(image.input): \(image.colorSpace), scale \(Self.scaleText(image.scale)), "
+              + biases.joined(separator: ", ")
+          }
+        ))
     }
     if let details = graphDetails {
-      fields.append(("Outputs", details.declaredOutputs.map { declared in
-        "\(declared.name): \(outputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
-      }))
+      fields.append(
+        (
+          "Outputs",
+          details.declaredOutputs.map { declared in
+            "\(declared.name): \(outputs.first { $0.name == declared.name }?.type.dataType ?? "") [\(declared.dimensions.joined(separator: " × "))]"
+          }
+        ))
     } else {
       fields.append(("Outputs", outputs.map { "\($0.name): \(Self.xcodeType($0.type))" }))
     }
@@ -46,7 +62,10 @@ extension ModelInspection: CustomStringConvertible {
       fields.append(("Labels", ["none (not a classifier)"]))
     }
     var metadataLines: [String] = []
-    for (name, value) in [("description", metadata.shortDescription), ("author", metadata.author), ("license", metadata.license), ("version", metadata.version)] {
+    for (name, value) in [
+      ("description", metadata.shortDescription), ("author", metadata.author), ("license", metadata.license),
+      ("version", metadata.version),
+    ] {
       if let value { metadataLines.append("\(name): \(value)") }
     }
     metadataLines += metadata.userDefined.map { "\($0.key): \($0.value)" }
@@ -54,14 +73,30 @@ extension ModelInspection: CustomStringConvertible {
     if !subModels.isEmpty { fields.append(("Sub-models", Self.subModelLines(subModels, prefix: ""))) }
     guard isRunnable else {
       let article = "aeiou".contains(kind.rawValue.prefix(1)) ? "an" : "a"
-      fields.append(("Parameters", ["none: \(article) \(kind.rawValue) is not a neural network (inspect describes it; convert, verify and predict do not run it)"]))
-      return ([path] + fields.flatMap { name, values in
-        values.enumerated().map { "  " + ($0.offset == 0 ? name : "").padding(toLength: 15, withPad: " ", startingAt: 0) + $0.element }
-      }).joined(separator: "\n")
+      fields.append(
+        (
+          "Parameters",
+          [
+            "none: \(article) \(kind.rawValue) is not a neural network (inspect describes it; convert, verify and predict do not run it)"
+          ]
+        ))
+      return
+        ([path]
+        + fields.flatMap { name, values in
+          values.enumerated().map {
+            "  " + ($0.offset == 0 ? name : "").padding(toLength: 15, withPad: " ", startingAt: 0) + $0.element
+          }
+        }).joined(separator: "\n")
     }
     let storage = weights.map { "\($0.dataType) \(Self.bytesText($0.bytes))" }.joined(separator: ", ")
-    fields.append(("Parameters", ["\(Self.grouped(parameterCount)) in \(layers.count) \(presentation.layerNoun)s"
-      + (weights.isEmpty ? "" : "; weights \(Self.bytesText(weightBytes)) (\(storage))")]))
+    fields.append(
+      (
+        "Parameters",
+        [
+          "\(Self.grouped(parameterCount)) in \(layers.count) \(presentation.layerNoun)s"
+            + (weights.isEmpty ? "" : "; weights \(Self.bytesText(weightBytes)) (\(storage))")
+        ]
+      ))
 
     var lines = [path]
     for (name, values) in fields {
@@ -72,10 +107,17 @@ extension ModelInspection: CustomStringConvertible {
     lines.append("")
     if let shapesUnavailable { lines.append("Output shapes unknown: \(shapesUnavailable)") }
     let rows = layers.map { layer -> [String] in
-      let shape = layer.outputShape.map { presentation.shapesAfterBatch ? "(None" + $0.map { ", \($0)" }.joined() + ")" : "[" + $0.map(String.init).joined(separator: ", ") + "]" } ?? "?"
+      let shape =
+        layer.outputShape.map {
+          presentation.shapesAfterBatch
+            ? "(None" + $0.map { ", \($0)" }.joined() + ")" : "[" + $0.map(String.init).joined(separator: ", ") + "]"
+        } ?? "?"
       return [String(layer.name.prefix(48)), layer.type, shape, Self.grouped(layer.parameterCount)]
     }
-    let header = [presentation.layerNoun.prefix(1).uppercased() + presentation.layerNoun.dropFirst(), "Type", "Output shape", "Params"]
+    let header = [
+      presentation.layerNoun.prefix(1).uppercased() + presentation.layerNoun.dropFirst(), "Type", "Output shape",
+      "Params",
+    ]
     let widths = (0..<4).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     for row in [header] + rows {
       let left = (0..<3).map { row[$0].padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()

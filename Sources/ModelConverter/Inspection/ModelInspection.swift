@@ -63,7 +63,10 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     /// labels says nothing.
     public var declaresLabels: Bool
 
-    public init(format: String, fields: [(name: String, values: [String])] = [], layerNoun: String, shapesAfterBatch: Bool = false, declaresLabels: Bool = true) {
+    public init(
+      format: String, fields: [(name: String, values: [String])] = [], layerNoun: String,
+      shapesAfterBatch: Bool = false, declaresLabels: Bool = true
+    ) {
       self.format = format
       self.fields = fields
       self.layerNoun = layerNoun
@@ -72,8 +75,10 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     }
 
     public static func == (a: Self, b: Self) -> Bool {
-      a.format == b.format && a.fields.map(\.name) == b.fields.map(\.name) && a.fields.map(\.values) == b.fields.map(\.values)
-        && a.layerNoun == b.layerNoun && a.shapesAfterBatch == b.shapesAfterBatch && a.declaresLabels == b.declaresLabels
+      a.format == b.format && a.fields.map(\.name) == b.fields.map(\.name)
+        && a.fields.map(\.values) == b.fields.map(\.values)
+        && a.layerNoun == b.layerNoun && a.shapesAfterBatch == b.shapesAfterBatch
+        && a.declaresLabels == b.declaresLabels
     }
   }
 
@@ -134,7 +139,8 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     public var userDefined: [Entry]
 
     public init(
-      name: String? = nil, shortDescription: String? = nil, author: String? = nil, license: String? = nil, version: String? = nil,
+      name: String? = nil, shortDescription: String? = nil, author: String? = nil, license: String? = nil,
+      version: String? = nil,
       userDefined: [Entry] = []
     ) {
       self.name = name
@@ -246,15 +252,20 @@ public struct ModelInspection: Sendable, Equatable, Codable {
   }
 
   enum CodingKeys: String, CodingKey {
-    case path, format, kind, isRunnable, producer, specificationVersion, opset, oldestReleases, inputs, outputs, imageInputs, labels,
+    case path, format, kind, isRunnable, producer, specificationVersion, opset, oldestReleases, inputs, outputs,
+      imageInputs, labels,
       metadata, layers, shapesUnavailable, parameterCount, weights, subModels, graphDetails
   }
 
   public init(
-    path: String, format: FileFormat, kind: ModelKind, isRunnable: Bool, presentation: Presentation, producer: Producer? = nil,
-    specificationVersion: Int? = nil, opset: String? = nil, oldestReleases: [Release] = [], inputs: [ConversionSummary.Feature],
-    outputs: [ConversionSummary.Feature], imageInputs: [ImageInput] = [], labels: [String] = [], metadata: Metadata, layers: [Layer],
-    shapesUnavailable: String?, parameterCount: Int, weights: [WeightStorage], subModels: [SubModel] = [], graphDetails: GraphDetails? = nil
+    path: String, format: FileFormat, kind: ModelKind, isRunnable: Bool, presentation: Presentation,
+    producer: Producer? = nil,
+    specificationVersion: Int? = nil, opset: String? = nil, oldestReleases: [Release] = [],
+    inputs: [ConversionSummary.Feature],
+    outputs: [ConversionSummary.Feature], imageInputs: [ImageInput] = [], labels: [String] = [], metadata: Metadata,
+    layers: [Layer],
+    shapesUnavailable: String?, parameterCount: Int, weights: [WeightStorage], subModels: [SubModel] = [],
+    graphDetails: GraphDetails? = nil
   ) {
     self.path = path
     self.format = format
@@ -280,11 +291,13 @@ public struct ModelInspection: Sendable, Equatable, Codable {
 
   /// Equal when the documents are: the presentation is how the text report shows them, not what they say.
   public static func == (a: Self, b: Self) -> Bool {
-    a.path == b.path && a.format == b.format && a.kind == b.kind && a.isRunnable == b.isRunnable && a.producer == b.producer
+    a.path == b.path && a.format == b.format && a.kind == b.kind && a.isRunnable == b.isRunnable
+      && a.producer == b.producer
       && a.specificationVersion == b.specificationVersion && a.opset == b.opset && a.oldestReleases == b.oldestReleases
       && a.inputs == b.inputs && a.outputs == b.outputs && a.imageInputs == b.imageInputs && a.labels == b.labels
       && a.metadata == b.metadata && a.layers == b.layers && a.shapesUnavailable == b.shapesUnavailable
-      && a.parameterCount == b.parameterCount && a.weights == b.weights && a.subModels == b.subModels && a.graphDetails == b.graphDetails
+      && a.parameterCount == b.parameterCount && a.weights == b.weights && a.subModels == b.subModels
+      && a.graphDetails == b.graphDetails
   }
 
   /// Decoded documents carry no presentation: they show as a neutral report.
@@ -295,13 +308,19 @@ public struct ModelInspection: Sendable, Equatable, Codable {
       kind: try c.decode(ModelKind.self, forKey: .kind), isRunnable: try c.decode(Bool.self, forKey: .isRunnable),
       presentation: Presentation(format: try c.decode(FileFormat.self, forKey: .format).rawValue, layerNoun: "layer"),
       producer: try c.decodeIfPresent(Producer.self, forKey: .producer),
-      specificationVersion: try c.decodeIfPresent(Int.self, forKey: .specificationVersion), opset: try c.decodeIfPresent(String.self, forKey: .opset),
-      oldestReleases: try c.decode([Release].self, forKey: .oldestReleases), inputs: try c.decode([ConversionSummary.Feature].self, forKey: .inputs),
-      outputs: try c.decode([ConversionSummary.Feature].self, forKey: .outputs), imageInputs: try c.decode([ImageInput].self, forKey: .imageInputs),
+      specificationVersion: try c.decodeIfPresent(Int.self, forKey: .specificationVersion),
+      opset: try c.decodeIfPresent(String.self, forKey: .opset),
+      oldestReleases: try c.decode([Release].self, forKey: .oldestReleases),
+      inputs: try c.decode([ConversionSummary.Feature].self, forKey: .inputs),
+      outputs: try c.decode([ConversionSummary.Feature].self, forKey: .outputs),
+      imageInputs: try c.decode([ImageInput].self, forKey: .imageInputs),
       labels: try c.decode([String].self, forKey: .labels), metadata: try c.decode(Metadata.self, forKey: .metadata),
-      layers: try c.decode([Layer].self, forKey: .layers), shapesUnavailable: try c.decodeIfPresent(String.self, forKey: .shapesUnavailable),
-      parameterCount: try c.decode(Int.self, forKey: .parameterCount), weights: try c.decode([WeightStorage].self, forKey: .weights),
-      subModels: try c.decode([SubModel].self, forKey: .subModels), graphDetails: try c.decodeIfPresent(GraphDetails.self, forKey: .graphDetails))
+      layers: try c.decode([Layer].self, forKey: .layers),
+      shapesUnavailable: try c.decodeIfPresent(String.self, forKey: .shapesUnavailable),
+      parameterCount: try c.decode(Int.self, forKey: .parameterCount),
+      weights: try c.decode([WeightStorage].self, forKey: .weights),
+      subModels: try c.decode([SubModel].self, forKey: .subModels),
+      graphDetails: try c.decodeIfPresent(GraphDetails.self, forKey: .graphDetails))
   }
 
   /// All weight bytes.

@@ -9,7 +9,9 @@ extension ClassLabels {
   /// Labels from a list: all-integer lists become integer labels, as in coremltools.
   public static func parse(_ labels: [String]) throws -> ClassLabels {
     let trimmed = labels.map { $0.trimmingCharacters(in: .whitespaces) }
-    guard !trimmed.isEmpty, !trimmed.contains(where: \.isEmpty) else { throw ConversionError.invalidLabels("class labels must not be empty") }
+    guard !trimmed.isEmpty, !trimmed.contains(where: \.isEmpty) else {
+      throw ConversionError.invalidLabels("class labels must not be empty")
+    }
     let integers = trimmed.compactMap { Int64($0) }
     let labels: ClassLabels = integers.count == trimmed.count ? .integers(integers) : .strings(trimmed)
     // Core ML's label-to-probability dictionary needs distinct keys ("-0" and "0" are one int64 key).
@@ -27,8 +29,12 @@ extension ClassLabels {
     guard PathNode.size(path) <= maximumFileBytes else {
       throw ConversionError.invalidLabels("\(path): the labels file is larger than \(maximumFileBytes >> 20) MiB")
     }
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ConversionError.labelsFileUnreadable(path: path) }
-    let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+      throw ConversionError.labelsFileUnreadable(path: path)
+    }
+    let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+      !$0.isEmpty
+    }
     guard !lines.isEmpty else { throw ConversionError.invalidLabels("\(path): the labels file has no labels") }
     // Teachable Machine writes "0 With Mask", "1 Without Mask": numbered in order from 0.
     let numbered = lines.enumerated().compactMap { index, line -> String? in

@@ -84,7 +84,8 @@ public enum Evaluation {
   public typealias Progress = @Sendable (Int, Int) -> Void
 
   public static func run(
-    _ model: ImageModel, on folder: LabelledFolder, against other: ImageModel? = nil, options: EvaluationOptions = EvaluationOptions(),
+    _ model: ImageModel, on folder: LabelledFolder, against other: ImageModel? = nil,
+    options: EvaluationOptions = EvaluationOptions(),
     progress: Progress? = nil
   ) throws -> EvaluationReport {
     // A folder matches its model label exactly, else ignoring case when that picks one label
@@ -101,17 +102,22 @@ public enum Evaluation {
       matched[item.label]?.flatMap { LabelledFolder.Item(path: item.path, label: $0) }
     }
     guard !items.isEmpty else {
-      throw PredictionError.noImagesForModelLabels(folder: folder.url.path, folderLabels: folder.labels, modelLabels: model.labels)
+      throw PredictionError.noImagesForModelLabels(
+        folder: folder.url.path, folderLabels: folder.labels, modelLabels: model.labels)
     }
-    let threads = threadsFitting(options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount, model, other)
+    let threads = threadsFitting(
+      options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount, model, other)
     let start = ContinuousClock.now
-    let results = classifyAll(items.map { folder.url.appendingPathComponent($0.path) }, model, other, options, threads: threads, progress: progress)
+    let results = classifyAll(
+      items.map { folder.url.appendingPathComponent($0.path) }, model, other, options, threads: threads,
+      progress: progress)
     let seconds = max((ContinuousClock.now - start).seconds, 1e-9)
 
     let index = Dictionary(uniqueKeysWithValues: model.labels.enumerated().map { ($1, $0) })
     var confusion = [[Int]](repeating: [Int](repeating: 0, count: model.labels.count), count: model.labels.count)
     var unreadable: [String: String] = [:]
-    var misclassified: [EvaluationReport.Prediction] = [], disagreements: [EvaluationReport.Prediction] = []
+    var misclassified: [EvaluationReport.Prediction] = []
+    var disagreements: [EvaluationReport.Prediction] = []
     var (correct, topK, otherCorrect, otherTopK, agree, evaluated) = (0, 0, 0, 0, 0, 0)
     for (item, result) in zip(items, results) {
       switch result {
@@ -121,7 +127,8 @@ public enum Evaluation {
         let truth = index[item.label]!
         confusion[truth][mine.classIndices[0]] += 1
         let prediction = EvaluationReport.Prediction(
-          path: item.path, trueLabel: item.label, predicted: mine.ranked[0].label, probability: mine.ranked[0].probability,
+          path: item.path, trueLabel: item.label, predicted: mine.ranked[0].label,
+          probability: mine.ranked[0].probability,
           otherPredicted: theirs?.ranked[0].label)
         if mine.ranked[0].label == item.label { correct += 1 } else { misclassified.append(prediction) }
         if mine.top(options.topK).contains(where: { $0.label == item.label }) { topK += 1 }
@@ -153,16 +160,25 @@ public enum Evaluation {
     return EvaluationReport(
       folder: folder.url.path, topK: options.topK, cropAndScale: options.cropAndScale, evaluated: evaluated,
       model: .init(path: model.path, kind: model.kind, accuracy: Double(correct) / n, topKAccuracy: Double(topK) / n),
-      other: other.map { .init(path: $0.path, kind: $0.kind, accuracy: Double(otherCorrect) / n, topKAccuracy: Double(otherTopK) / n) },
-      agreement: other == nil ? nil : Double(agree) / n, disagreements: disagreements, labels: model.labels, confusion: confusion,
+      other: other.map {
+        .init(path: $0.path, kind: $0.kind, accuracy: Double(otherCorrect) / n, topKAccuracy: Double(otherTopK) / n)
+      },
+      agreement: other == nil ? nil : Double(agree) / n, disagreements: disagreements, labels: model.labels,
+      confusion: confusion,
       classes: classes, misclassified: misclassified, folderLabelsNotInModel: notInModel,
-      modelLabelsWithoutImages: model.labels.filter { !withImages.contains($0) }, labelsMatchedIgnoringCase: caseMatches, unreadable: unreadable, skippedFiles: folder.skipped,
+      modelLabelsWithoutImages: model.labels.filter { !withImages.contains($0) },
+      labelsMatchedIgnoringCase: caseMatches, unreadable: unreadable, skippedFiles: folder.skipped,
       imagesPerSecond: Double(items.count) / seconds, threads: threads)
   }
 
   /// Each image's classification, or why it could not be read, in input order, on `threads` threads.
-  public static func classify(_ urls: [URL], with model: ImageModel, cropAndScale: CropAndScale, threads: Int) -> [Result<Classification, ImageFileError>] {
-    classifyAll(urls, model, nil, EvaluationOptions(cropAndScale: cropAndScale), threads: threadsFitting(threads, model, nil), progress: nil).map { $0.map(\.0) }
+  public static func classify(_ urls: [URL], with model: ImageModel, cropAndScale: CropAndScale, threads: Int)
+    -> [Result<Classification, ImageFileError>]
+  {
+    classifyAll(
+      urls, model, nil, EvaluationOptions(cropAndScale: cropAndScale), threads: threadsFitting(threads, model, nil),
+      progress: nil
+    ).map { $0.map(\.0) }
   }
 
   /// At most `threads`, and no more images at once than their tensors fit in the memory the process may use.
@@ -173,7 +189,8 @@ public enum Evaluation {
 
   /// Classifies every image on `threads` threads; results in input order.
   static func classifyAll(
-    _ urls: [URL], _ model: ImageModel, _ other: ImageModel?, _ options: EvaluationOptions, threads: Int, progress: Progress?
+    _ urls: [URL], _ model: ImageModel, _ other: ImageModel?, _ options: EvaluationOptions, threads: Int,
+    progress: Progress?
   ) -> [Result<(Classification, Classification?), ImageFileError>] {
     let results = SlotBox<Result<(Classification, Classification?), ImageFileError>>(count: urls.count)
     DispatchQueue.concurrentPerform(iterations: min(threads, max(urls.count, 1))) { worker in

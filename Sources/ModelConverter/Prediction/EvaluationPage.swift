@@ -27,41 +27,53 @@ public enum EvaluationPage {
 
       """
     if let other = report.other {
-      page += "<p>Against <code>\(escape(other.path))</code>: accuracy <b>\(percent(other.accuracy))</b>, top-\(report.topK) \(percent(other.topKAccuracy)); "
+      page +=
+        "<p>Against <code>\(escape(other.path))</code>: accuracy <b>\(percent(other.accuracy))</b>, top-\(report.topK) \(percent(other.topKAccuracy)); "
         + "agreement \(percent(report.agreement)), \(report.disagreements.count) images differ.</p>\n"
     }
     if !report.folderLabelsNotInModel.isEmpty {
-      page += "<p class=\"bad\">Folders whose label the model does not have (not evaluated): \(escape(report.folderLabelsNotInModel.joined(separator: ", ")))</p>\n"
+      page +=
+        "<p class=\"bad\">Folders whose label the model does not have (not evaluated): \(escape(report.folderLabelsNotInModel.joined(separator: ", ")))</p>\n"
     }
     if !report.modelLabelsWithoutImages.isEmpty {
       page += "<p>Model labels without images: \(escape(report.modelLabelsWithoutImages.joined(separator: ", ")))</p>\n"
     }
     page += "<h2>Confusion matrix</h2>\n" + confusionSVG(report, escape: escape)
-    page += "<h2>Per class</h2>\n<table><tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>images</th></tr>\n"
+    page +=
+      "<h2>Per class</h2>\n<table><tr><th>label</th><th>precision</th><th>recall</th><th>F1</th><th>images</th></tr>\n"
     for row in report.classes {
-      page += "<tr><td>\(escape(row.label))</td><td>\(percent(row.precision))</td><td>\(percent(row.recall))</td><td>\(percent(row.f1))</td><td>\(row.support)</td></tr>\n"
+      page +=
+        "<tr><td>\(escape(row.label))</td><td>\(percent(row.precision))</td><td>\(percent(row.recall))</td><td>\(percent(row.f1))</td><td>\(row.support)</td></tr>\n"
     }
     page += "</table>\n<h2>Misclassified images (\(report.misclassified.count))</h2>\n<div class=\"grid\">\n"
     for item in report.misclassified.prefix(maximumThumbnails) {
-      let thumbnail = (try? ImageFile.read(contentsOf: folder.url.appendingPathComponent(item.path))).flatMap(thumbnailURI)
-      page += "<div class=\"card\">" + (thumbnail.map { "<img src=\"\($0)\" alt=\"\(escape(item.path))\">" } ?? "")
+      let thumbnail = (try? ImageFile.read(contentsOf: folder.url.appendingPathComponent(item.path))).flatMap(
+        thumbnailURI)
+      page +=
+        "<div class=\"card\">" + (thumbnail.map { "<img src=\"\($0)\" alt=\"\(escape(item.path))\">" } ?? "")
         + "<br>\(escape(item.path))<br>true <b>\(escape(item.trueLabel))</b>, predicted <span class=\"bad\">\(escape(item.predicted))</span> "
         + String(format: "%.1f%%", Double(item.probability) * 100) + "</div>\n"
     }
-    if report.misclassified.count > maximumThumbnails { page += "<p>… and \(report.misclassified.count - maximumThumbnails) more.</p>\n" }
+    if report.misclassified.count > maximumThumbnails {
+      page += "<p>… and \(report.misclassified.count - maximumThumbnails) more.</p>\n"
+    }
     page += "</div>\n</body></html>\n"
     return page
   }
 
   /// The matrix as squares shaded by the share of each true label's images.
   static func confusionSVG(_ report: EvaluationReport, escape: (String) -> String) -> String {
-    let n = report.labels.count, cell = max(14, min(48, 640 / max(n, 1))), margin = 12 + 7 * min(24, report.labels.map(\.count).max() ?? 1)
+    let n = report.labels.count
+    let cell = max(14, min(48, 640 / max(n, 1)))
+    let margin = 12 + 7 * min(24, report.labels.map(\.count).max() ?? 1)
     let size = margin + n * cell + 4
-    var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(size)\" height=\"\(size)\" font-size=\"11\" font-family=\"sans-serif\">\n"
+    var svg =
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(size)\" height=\"\(size)\" font-size=\"11\" font-family=\"sans-serif\">\n"
     for (i, label) in report.labels.enumerated() {
       let text = escape(String(label.prefix(24)))
       svg += "<text x=\"\(margin - 4)\" y=\"\(margin + i * cell + cell / 2 + 4)\" text-anchor=\"end\">\(text)</text>\n"
-      svg += "<text transform=\"translate(\(margin + i * cell + cell / 2 + 4),\(margin - 4)) rotate(-90)\">\(text)</text>\n"
+      svg +=
+        "<text transform=\"translate(\(margin + i * cell + cell / 2 + 4),\(margin - 4)) rotate(-90)\">\(text)</text>\n"
     }
     for (i, row) in report.confusion.enumerated() {
       let total = max(row.reduce(0, +), 1)
@@ -69,9 +81,11 @@ public enum EvaluationPage {
         let share = Double(count) / Double(total)
         let shade = Int(255 - share * 200)
         let color = i == j ? "rgb(\(shade),\(min(255, shade + 40)),\(shade))" : "rgb(255,\(shade),\(shade))"
-        svg += "<rect x=\"\(margin + j * cell)\" y=\"\(margin + i * cell)\" width=\"\(cell - 1)\" height=\"\(cell - 1)\" fill=\"\(color)\"><title>true \(escape(report.labels[i])), predicted \(escape(report.labels[j])): \(count)</title></rect>\n"
+        svg +=
+          "<rect x=\"\(margin + j * cell)\" y=\"\(margin + i * cell)\" width=\"\(cell - 1)\" height=\"\(cell - 1)\" fill=\"\(color)\"><title>true \(escape(report.labels[i])), predicted \(escape(report.labels[j])): \(count)</title></rect>\n"
         if count > 0 && cell >= 18 {
-          svg += "<text x=\"\(margin + j * cell + cell / 2)\" y=\"\(margin + i * cell + cell / 2 + 4)\" text-anchor=\"middle\">\(count)</text>\n"
+          svg +=
+            "<text x=\"\(margin + j * cell + cell / 2)\" y=\"\(margin + i * cell + cell / 2 + 4)\" text-anchor=\"middle\">\(count)</text>\n"
         }
       }
     }
@@ -82,7 +96,8 @@ public enum EvaluationPage {
   /// are enlarged by whole pixels in the page instead).
   static func thumbnailURI(_ image: RGBImage) -> String? {
     let scale = min(1, Double(thumbnailSize) / Double(max(image.width, image.height)))
-    let width = max(1, Int((Double(image.width) * scale).rounded())), height = max(1, Int((Double(image.height) * scale).rounded()))
+    let width = max(1, Int((Double(image.width) * scale).rounded()))
+    let height = max(1, Int((Double(image.height) * scale).rounded()))
     let small = scale < 1 ? ImageScaling.fit(image, width: width, height: height, option: .scaleFill) : image
     return ImageFile.pngData(small).map { "data:image/png;base64," + Data($0).base64EncodedString() }
   }

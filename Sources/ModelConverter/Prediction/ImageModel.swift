@@ -1,8 +1,8 @@
 import Foundation
 import ImageFormat
+import ModelFormats
 import ModelIR
 import ReferenceRuntime
-import ModelFormats
 
 /// A model loaded to classify photos: a source file, fed pixels preprocessed as it was trained
 /// (`ImageModelOptions.preprocessing`), or a converted Core ML model (`.mlmodel` or `.mlpackage`), fed
@@ -43,50 +43,65 @@ public struct ImageModel: Sendable {
 
   /// Loads a model of any registered source format, recognised by content.
   public static func load(contentsOf url: URL, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
-    let source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions(inputShapes: options.inputShapes))
+    let source = try Frontends.frontend(for: url).importSource(
+      at: url, options: SourceOptions(inputShapes: options.inputShapes))
     return try load(source, options: options)
   }
 
   /// A source read into the IR as a photo classifier: its one `[H, W, 1]` or `[H, W, 3]` input gets the
   /// source's own image preprocessing, or for a format without image inputs the one given.
-  public static func load(_ source: ImportedSource, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
+  public static func load(_ source: ImportedSource, options: ImageModelOptions = ImageModelOptions()) throws
+    -> ImageModel
+  {
     // The passes only remove work (transposes a Core ML source's edges add and its importer undoes).
     var graph = source.graph
     try Pipelines.runtime.run(&graph)
     let path = source.path
-    guard graph.inputs.count == 1 else { throw PredictionError.notAnImageModel(path: path, detail: "it has \(graph.inputs.count) inputs; a photo fills one") }
+    guard graph.inputs.count == 1 else {
+      throw PredictionError.notAnImageModel(
+        path: path, detail: "it has \(graph.inputs.count) inputs; a photo fills one")
+    }
     let name = graph[graph.inputs[0]].name
     let shape = graph[graph.inputs[0]].type.shape
     let preprocessing: ImagePreprocessing
     if source.declaresImageInputs {
       guard let declared = source.imageInputs[name] else {
         throw PredictionError.notAnImageModel(
-          path: path, detail: "its input '\(name)' is a multiarray, not an image (convert it with an image input to feed photos)")
+          path: path,
+          detail: "its input '\(name)' is a multiarray, not an image (convert it with an image input to feed photos)")
       }
       preprocessing = declared
     } else {
       preprocessing = options.preprocessing ?? ImagePreprocessing()
     }
     guard shape.count == 3, shape[2] == 1 || shape[2] == 3 else {
-      throw PredictionError.notAnImageModel(path: path, detail: "its input has shape \(shape); a photo needs [H, W, 1] or [H, W, 3]")
+      throw PredictionError.notAnImageModel(
+        path: path, detail: "its input has shape \(shape); a photo needs [H, W, 1] or [H, W, 3]")
     }
     let input = Input(
-      name: name, width: shape[1], height: shape[0], colorSpace: preprocessing.colorSpace(channels: shape[2]).rawValue, scale: preprocessing.scale,
+      name: name, width: shape[1], height: shape[0], colorSpace: preprocessing.colorSpace(channels: shape[2]).rawValue,
+      scale: preprocessing.scale,
       biases: preprocessing.networkBiases(channels: shape[2]), channelScales: preprocessing.channelScales)
-    let index = source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } } ?? 0
+    let index =
+      source.classifier?.probabilitiesOutput.flatMap { name in graph.outputs.firstIndex { graph[$0].name == name } }
+      ?? 0
     let width = graph[graph.outputs[index]].type.elementCount
     let interpreter = Interpreter(graph: graph)
-    let bytes = RuntimeMemory.saturating(RuntimeMemory.tensorBytes(in: graph).total.addingReportingOverflow(interpreter.kernelBytesPerThread))
+    let bytes = RuntimeMemory.saturating(
+      RuntimeMemory.tensorBytes(in: graph).total.addingReportingOverflow(interpreter.kernelBytesPerThread))
     let limit = RuntimeMemory.defaultLimit
     guard bytes <= limit else { throw PredictionError.exceedsMemory(path: path, bytesPerImage: bytes, limit: limit) }
     // Each score gets a label (its index when none is given): a model of millions of outputs is not a classifier.
     guard width <= maxClasses else {
-      throw PredictionError.notAnImageModel(path: path, detail: "its output has \(width) values; a classifier's scores have at most \(maxClasses)")
+      throw PredictionError.notAnImageModel(
+        path: path, detail: "its output has \(width) values; a classifier's scores have at most \(maxClasses)")
     }
-    let labels = try labels(options.labels?.descriptions ?? source.classifier?.labels.descriptions, count: width, path: path)
+    let labels = try labels(
+      options.labels?.descriptions ?? source.classifier?.labels.descriptions, count: width, path: path)
     return ImageModel(
       kind: source.modelKind, path: path, input: input, labels: labels, graph: graph, interpreter: interpreter,
-      scoresOutput: index, inputShape: shape, bytesPerImage: bytes, takesPreprocessingOptions: !source.declaresImageInputs)
+      scoresOutput: index, inputShape: shape, bytesPerImage: bytes,
+      takesPreprocessingOptions: !source.declaresImageInputs)
   }
 
   /// The most classes a photo classifier may have (ImageNet-21k has 21 841).
@@ -94,7 +109,9 @@ public struct ImageModel: Sendable {
 
   static func labels(_ given: [String]?, count: Int, path: String) throws -> [String] {
     guard let given else { return (0..<count).map(String.init) }
-    guard given.count == count else { throw PredictionError.labelCountMismatch(path: path, labels: given.count, outputs: count) }
+    guard given.count == count else {
+      throw PredictionError.labelCountMismatch(path: path, labels: given.count, outputs: count)
+    }
     return given
   }
 
@@ -132,7 +149,8 @@ public struct ImageModelOptions: Sendable, Equatable {
   /// Fixed sizes for unknown input dimensions (`1,H,W,C`).
   public var inputShapes: [String: [Int]]
 
-  public init(preprocessing: ImagePreprocessing? = nil, labels: ClassLabels? = nil, inputShapes: [String: [Int]] = [:]) {
+  public init(preprocessing: ImagePreprocessing? = nil, labels: ClassLabels? = nil, inputShapes: [String: [Int]] = [:])
+  {
     self.preprocessing = preprocessing
     self.labels = labels
     self.inputShapes = inputShapes
@@ -174,13 +192,16 @@ public enum PredictionError: Error, Equatable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .notAnImageModel(let path, let detail): return "\(path): cannot classify photos: \(detail)"
-    case .labelCountMismatch(let path, let labels, let outputs): return "\(path): \(labels) labels given for \(outputs) outputs"
+    case .labelCountMismatch(let path, let labels, let outputs):
+      return "\(path): \(labels) labels given for \(outputs) outputs"
     case .notALabelledFolder(let path, let detail): return "\(path) \(detail)"
     case .exceedsMemory(let path, let bytes, let limit):
-      return "\(path): cannot classify photos: one image needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of the model, from its declared input shape), more than the \(RuntimeMemory.describe(limit)) that may be used (half of the memory this process may have)"
+      return
+        "\(path): cannot classify photos: one image needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of the model, from its declared input shape), more than the \(RuntimeMemory.describe(limit)) that may be used (half of the memory this process may have)"
     case .noImagesForModelLabels(let folder, let folderLabels, let modelLabels):
       return "\(folder): no subfolder is named after a label of the model, so no image can be scored; folders: "
-        + folderLabels.prefix(10).joined(separator: ", ") + (folderLabels.count > 10 ? ", ..." : "") + "; model labels: "
+        + folderLabels.prefix(10).joined(separator: ", ") + (folderLabels.count > 10 ? ", ..." : "")
+        + "; model labels: "
         + modelLabels.prefix(10).joined(separator: ", ") + (modelLabels.count > 10 ? ", ..." : "")
         + " (name the folders after the labels, or give the labels in the model's output order)"
     }

@@ -26,7 +26,9 @@ public struct LabelledFolder: Sendable, Equatable {
     guard manager.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
       throw PredictionError.notALabelledFolder(path: url.path, detail: "is not a folder")
     }
-    var labels: [String] = [], items: [Item] = [], skipped: [String] = []
+    var labels: [String] = []
+    var items: [Item] = []
+    var skipped: [String] = []
     for name in try manager.contentsOfDirectory(atPath: url.path).sorted() where !name.hasPrefix(".") {
       let child = url.appendingPathComponent(name)
       guard manager.fileExists(atPath: child.path, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -34,7 +36,9 @@ public struct LabelledFolder: Sendable, Equatable {
         continue
       }
       var found = false
-      let files = (manager.enumerator(at: child, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])?.allObjects as? [URL]) ?? []
+      let files =
+        (manager.enumerator(at: child, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])?.allObjects
+          as? [URL]) ?? []
       for file in files.sorted(by: { $0.path < $1.path }) {
         guard manager.fileExists(atPath: file.path, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
         let relative = String(file.path.dropFirst(url.path.count + (url.path.hasSuffix("/") ? 0 : 1)))
@@ -48,7 +52,8 @@ public struct LabelledFolder: Sendable, Equatable {
       if found { labels.append(name) }
     }
     guard !items.isEmpty else {
-      throw PredictionError.notALabelledFolder(path: url.path, detail: "has no PNG or JPEG images in label subfolders (expected FOLDER/<label>/<image>.jpg)")
+      throw PredictionError.notALabelledFolder(
+        path: url.path, detail: "has no PNG or JPEG images in label subfolders (expected FOLDER/<label>/<image>.jpg)")
     }
     self.labels = labels
     self.items = items

@@ -21,12 +21,15 @@ struct Comparison {
   /// model declares for it (`feature`, `shape`): the same sizes in the same order, unit axes aside (a
   /// classic network has no batch axis, and holds a vector as `[C, 1, 1]`). Another shape is another interface, whatever the
   /// values: the app reads the array in the shape it is declared in, never through a guessed transposition.
-  static func checkedDeclaredLayout(sourceName: String, feature: String, shape: [Int], options: VerificationOptions) throws -> TensorLayout? {
+  static func checkedDeclaredLayout(sourceName: String, feature: String, shape: [Int], options: VerificationOptions)
+    throws -> TensorLayout?
+  {
     guard let declared = options.sourceDeclarations[sourceName] else { return nil }
     func sizes(_ shape: [Int]) -> [Int] { shape.filter { $0 != 1 } }
     guard sizes(declared.shape) == sizes(shape) else {
       throw VerificationError.interfaceMismatch(
-        "'\(feature)' is declared \(shape) in the converted model; the source declares '\(sourceName)' as \(declared.shape)\(declared.channelsFirst ? "" : " (channels last)")")
+        "'\(feature)' is declared \(shape) in the converted model; the source declares '\(sourceName)' as \(declared.shape)\(declared.channelsFirst ? "" : " (channels last)")"
+      )
     }
     return declared.channelsFirst ? .channelsFirst : .sameOrder
   }
@@ -62,7 +65,9 @@ struct Comparison {
     var inputs: String
     var against: Against
 
-    static func < (a: Self, b: Self) -> Bool { (a.output, a.inputs, a.against.rawValue) < (b.output, b.inputs, b.against.rawValue) }
+    static func < (a: Self, b: Self) -> Bool {
+      (a.output, a.inputs, a.against.rawValue) < (b.output, b.inputs, b.against.rawValue)
+    }
   }
 
   struct Statistics {
@@ -141,20 +146,28 @@ struct Comparison {
     self.options = options
     tolerance = options.tolerance(forDefault: converted.tolerance)
     guard source.inputs.count == converted.inputs.count else {
-      throw VerificationError.interfaceMismatch("the source has \(source.inputs.count) inputs, the converted model \(converted.inputs.count)")
+      throw VerificationError.interfaceMismatch(
+        "the source has \(source.inputs.count) inputs, the converted model \(converted.inputs.count)")
     }
     guard source.outputs.count == converted.graph.outputs.count else {
       throw VerificationError.interfaceMismatch(
-        "the source has \(source.outputs.count) outputs, the converted model \(converted.graph.outputs.count) (besides the class label)")
+        "the source has \(source.outputs.count) outputs, the converted model \(converted.graph.outputs.count) (besides the class label)"
+      )
     }
     let classic = converted.usesChannelsFirstMapping
     var preprocessing: [PreprocessingParity] = []
     plans = try zip(source.inputs, converted.inputs).map { id, input in
       let sourceShape = source[id].type.shape
       // An image input is the image Core ML makes of a pixel buffer, whatever array the source declared.
-      let declared = input.image != nil ? nil : try Self.checkedDeclaredLayout(sourceName: source[id].name, feature: input.name, shape: input.shape, options: options)
-      guard let layout = declared
-        ?? TensorLayout.match(source: sourceShape, converted: input.shape, preferChannelsFirst: classic || input.image != nil)
+      let declared =
+        input.image != nil
+        ? nil
+        : try Self.checkedDeclaredLayout(
+          sourceName: source[id].name, feature: input.name, shape: input.shape, options: options)
+      guard
+        let layout = declared
+          ?? TensorLayout.match(
+            source: sourceShape, converted: input.shape, preferChannelsFirst: classic || input.image != nil)
       else {
         throw VerificationError.layoutMismatch(feature: input.name, source: sourceShape, converted: input.shape)
       }
@@ -162,11 +175,13 @@ struct Comparison {
       if let image = input.image, let space = input.colorSpace {
         let fold = InputPreprocessingFold.find(input: id, in: source)
         let expectedHere = options.expectedPreprocessingByInput[source[id].name] ?? options.expectedPreprocessing
-        let check = PreprocessingParity(input: input.name, converted: image, colorSpace: space, expected: expectedHere, fold: fold)
+        let check = PreprocessingParity(
+          input: input.name, converted: image, colorSpace: space, expected: expectedHere, fold: fold)
         preprocessing.append(check)
         if let expected = expectedHere {
           // The source model gets the pixels as the user says it was trained on them.
-          sourcePreprocessing = .init(colorSpace: space, scale: expected.scale, networkBiases: expected.networkBiases(channels: space.channels))
+          sourcePreprocessing = .init(
+            colorSpace: space, scale: expected.scale, networkBiases: expected.networkBiases(channels: space.channels))
           sourcePreprocessing?.channelScales = expected.channelScales
         } else if let fold {
           let undone = fold.undone(scale: image.scale, biases: image.networkBiases(channels: space.channels))
@@ -183,24 +198,36 @@ struct Comparison {
       let name = converted.graph[convertedID].name
       // An image output is a channels-first tensor, as Core ML makes pixels of it.
       let image = converted.declaresImageOutput(name)
-      let declared = image ? .channelsFirst : try Self.checkedDeclaredLayout(sourceName: source[sourceID].name, feature: name, shape: convertedShape, options: options)
-      guard let layout = declared ?? TensorLayout.match(source: sourceShape, converted: convertedShape, preferChannelsFirst: classic) else {
-        throw VerificationError.layoutMismatch(feature: converted.graph[convertedID].name, source: sourceShape, converted: convertedShape)
+      let declared =
+        image
+        ? .channelsFirst
+        : try Self.checkedDeclaredLayout(
+          sourceName: source[sourceID].name, feature: name, shape: convertedShape, options: options)
+      guard
+        let layout = declared
+          ?? TensorLayout.match(source: sourceShape, converted: convertedShape, preferChannelsFirst: classic)
+      else {
+        throw VerificationError.layoutMismatch(
+          feature: converted.graph[convertedID].name, source: sourceShape, converted: convertedShape)
       }
       return layout
     }
     var pixelOutputs: [Int: PixelOutput] = [:]
-    for (index, convertedID) in converted.graph.outputs.enumerated() where !options.sourceImageOutputs.contains(source[source.outputs[index]].name) {
+    for (index, convertedID) in converted.graph.outputs.enumerated()
+    where !options.sourceImageOutputs.contains(source[source.outputs[index]].name) {
       let name = converted.graph[convertedID].name
       guard converted.declaresImageOutput(name) else { continue }
       let channels = source[source.outputs[index]].type.shape.last ?? 1
-      let preprocessing = options.expectedPreprocessing ?? converted.inputs.lazy.compactMap(\.image).first ?? ImagePreprocessing()
+      let preprocessing =
+        options.expectedPreprocessing ?? converted.inputs.lazy.compactMap(\.image).first ?? ImagePreprocessing()
       pixelOutputs[index] = PixelOutput(preprocessing: preprocessing, channels: channels == 1 ? 1 : 3)
     }
     self.pixelOutputs = pixelOutputs
     // The pixels are not the source's values: compared as pixels at the outputs, not as a layer.
     let pixelValues = Set(pixelOutputs.keys.map { converted.graph.outputs[$0] })
-    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic, options: options).filter { !pixelValues.contains($0.converted) }
+    pairs = Self.pairs(source: source, converted: converted, plans: plans, classic: classic, options: options).filter {
+      !pixelValues.contains($0.converted)
+    }
     layerStatistics = Array(repeating: Statistics(), count: pairs.count)
     sourceRuntime = Interpreter(graph: source, observed: Set(pairs.map(\.source)))
     convertedRuntime = Interpreter(graph: converted.graph, observed: Set(pairs.map(\.converted)))
@@ -209,13 +236,16 @@ struct Comparison {
   /// The tensors both graphs compute. Core ML blobs carry the names of the IR values they were written
   /// from, so a source value and a blob of the same name hold the same tensor; graph inputs are matched
   /// after preprocessing (after a Rescaling folded into the scaler), outputs by position.
-  static func pairs(source: Graph, converted: ReadBackModel, plans: [InputPlan], classic: Bool, options: VerificationOptions) -> [TensorPair] {
+  static func pairs(
+    source: Graph, converted: ReadBackModel, plans: [InputPlan], classic: Bool, options: VerificationOptions
+  ) -> [TensorPair] {
     let graph = converted.graph
     var producers: [ValueID: Node] = [:]
     for node in graph.nodes { producers[node.output] = node }
     let computed = Set(graph.inputs).union(producers.keys)
     func convertedOrigin(_ id: ValueID) -> LayerOrigin {
-      producers[id].map { $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName) } ?? LayerOrigin(name: graph[id].name, type: "input")
+      producers[id].map { $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName) }
+        ?? LayerOrigin(name: graph[id].name, type: "input")
     }
     var result: [TensorPair] = []
     var paired = Set<ValueID>()
@@ -235,8 +265,13 @@ struct Comparison {
       guard !paired.contains(sourceID) else { return }
       var convertedID = blob
       // A feature declared as the source declared it maps as the source's own (outputs, inputs).
-      let declared = graph.outputs.contains(blob) || graph.inputs.contains(blob) ? declaredLayout(graph[blob].name, shape: graph[blob].type.shape, options: options) : nil
-      var layout = declared ?? TensorLayout.match(source: source[sourceID].type.shape, converted: graph[blob].type.shape, preferChannelsFirst: classic)
+      let declared =
+        graph.outputs.contains(blob) || graph.inputs.contains(blob)
+        ? declaredLayout(graph[blob].name, shape: graph[blob].type.shape, options: options) : nil
+      var layout =
+        declared
+        ?? TensorLayout.match(
+          source: source[sourceID].type.shape, converted: graph[blob].type.shape, preferChannelsFirst: classic)
       // (Rank-5 classic blobs are all channels first: the shape-based match holds for them.)
       if declared == nil, !(classic && converted.usesChannelsFirstMapping),
         TensorLayout.isAmbiguous(source: source[sourceID].type.shape, converted: graph[blob].type.shape)
@@ -248,13 +283,15 @@ struct Comparison {
         // channels first. Otherwise what is computed from it is compared.
         let spatial: Bool
         switch sourceProducers[sourceID]?.operation {
-        case .convolution2D?, .convolutionTranspose?, .pooling2D?, .globalPooling2D?, .upsampling2D?, .zeroPadding2D?, .cropping2D?,
+        case .convolution2D?, .convolutionTranspose?, .pooling2D?, .globalPooling2D?, .upsampling2D?, .zeroPadding2D?,
+          .cropping2D?,
           .localResponseNormalization?:
           spatial = true
         default: spatial = false
         }
         guard spatial else { return }
-        if computed.contains(blob), let channelsLast = converted.channelsLastValues[blob], computed.contains(channelsLast),
+        if computed.contains(blob), let channelsLast = converted.channelsLastValues[blob],
+          computed.contains(channelsLast),
           graph[channelsLast].type.shape.filter({ $0 != 1 }) == source[sourceID].type.shape.filter({ $0 != 1 })
         {
           (convertedID, layout) = (channelsLast, .sameOrder)
@@ -269,17 +306,24 @@ struct Comparison {
         let fits = source[sourceID].type.shape.filter({ $0 != 1 }) == graph[channelsLast].type.shape.filter({ $0 != 1 })
         // Only another transposition of the same elements exists (a channels-first source tensor the
         // writer keeps channels last): not compared, what is computed from it is. A different size fails.
-        if !fits && source[sourceID].type.shape.filter({ $0 != 1 }).sorted() == graph[channelsLast].type.shape.filter({ $0 != 1 }).sorted() {
+        if !fits
+          && source[sourceID].type.shape.filter({ $0 != 1 }).sorted()
+            == graph[channelsLast].type.shape.filter({ $0 != 1 }).sorted()
+        {
           return
         }
         (convertedID, layout) = (channelsLast, fits ? .sameOrder : nil)
       }
       paired.insert(sourceID)
-      result.append(TensorPair(source: sourceID, converted: convertedID, layout: layout, sourceOrigin: origin, convertedOrigin: convertedOrigin(convertedID), tensor: source[sourceID].name))
+      result.append(
+        TensorPair(
+          source: sourceID, converted: convertedID, layout: layout, sourceOrigin: origin,
+          convertedOrigin: convertedOrigin(convertedID), tensor: source[sourceID].name))
     }
     // An image input's scaled pixels pair with the source's input, unless per-channel factors (a std per
     // channel) come after the scaler: then only what follows them compares.
-    for (id, plan) in zip(source.inputs, plans) where plan.input.image != nil && plan.sourcePreprocessing?.channelScales == nil {
+    for (id, plan) in zip(source.inputs, plans)
+    where plan.input.image != nil && plan.sourcePreprocessing?.channelScales == nil {
       guard let blob = converted.blobs[plan.input.name] else { continue }
       if let fold = InputPreprocessingFold.find(input: id, in: source) {
         let node = source.nodes[fold.nodeIndex]
@@ -300,11 +344,17 @@ struct Comparison {
     // (`sigmoid_0.tmp_0` and `sigmoid_0_tmp_0`), a blob of that name may stand for either, so neither is
     // paired by name. A classic network's blob names are the names themselves.
     var sanitizedCounts: [String: Int] = [:]
-    if !classic { for node in source.nodes { sanitizedCounts[milIdentifier(source[node.output].name), default: 0] += 1 } }
+    if !classic {
+      for node in source.nodes { sanitizedCounts[milIdentifier(source[node.output].name), default: 0] += 1 }
+    }
     func unambiguous(_ name: String) -> Bool { classic || (sanitizedCounts[milIdentifier(name)] ?? 0) <= 1 }
     for node in source.nodes {
       let origin = node.origin ?? LayerOrigin(name: node.name, type: node.operation.kindName)
-      if unambiguous(source[node.output].name), let blob = converted.blobs[source[node.output].name], !graph.inputs.contains(blob) { add(node.output, blob, origin: origin) }
+      if unambiguous(source[node.output].name), let blob = converted.blobs[source[node.output].name],
+        !graph.inputs.contains(blob)
+      {
+        add(node.output, blob, origin: origin)
+      }
       if let output = outputsByValue[node.output] { add(node.output, output, origin: origin) }
     }
     // Blobs named after a source value the conversion's passes rewrote without reordering its elements
@@ -318,13 +368,20 @@ struct Comparison {
       sourceByName[name] = node.output
       if sourceByName[milIdentifier(name)] == nil { sourceByName[milIdentifier(name)] = node.output }
     }
-    let origins = Dictionary(source.nodes.map { ($0.output, $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName)) }, uniquingKeysWith: { first, _ in first })
+    let origins = Dictionary(
+      source.nodes.map { ($0.output, $0.origin ?? LayerOrigin(name: $0.name, type: $0.operation.kindName)) },
+      uniquingKeysWith: { first, _ in first })
     let sourceNames = Set(source.nodes.map { source[$0.output].name })
     // Names the source has exactly were looked at above.
-    for (name, blob) in converted.blobs.sorted(by: { $0.key < $1.key }) where !graph.inputs.contains(blob) && !sourceNames.contains(name) {
+    for (name, blob) in converted.blobs.sorted(by: { $0.key < $1.key })
+    where !graph.inputs.contains(blob) && !sourceNames.contains(name) {
       var base = name
-      while let suffix = ["__unit_axes", "__copy"].first(where: { base.hasSuffix($0) }) { base.removeLast(suffix.count) }
-      guard let sourceID = sourceByName[base], !paired.contains(sourceID), let origin = origins[sourceID] else { continue }
+      while let suffix = ["__unit_axes", "__copy"].first(where: { base.hasSuffix($0) }) {
+        base.removeLast(suffix.count)
+      }
+      guard let sourceID = sourceByName[base], !paired.contains(sourceID), let origin = origins[sourceID] else {
+        continue
+      }
       let sizes = source[sourceID].type.shape.filter { $0 != 1 }
       // A spatial result as the reader computes it, channels last (the blob itself may be channels first).
       var candidate: ValueID?
@@ -341,15 +398,23 @@ struct Comparison {
         // Another value is in the writer's layout or its channels-first one, which moves the last axis to
         // the front: only sizes that rotation tells apart say which (a vector's order is the same in both).
         let blobSizes = graph[blob].type.shape.filter { $0 != 1 }
-        if let last = blobSizes.last, blobSizes.count <= 1 || [last] + blobSizes.dropLast() != blobSizes { candidate = blob }
+        if let last = blobSizes.last, blobSizes.count <= 1 || [last] + blobSizes.dropLast() != blobSizes {
+          candidate = blob
+        }
       }
       guard let convertedID = candidate, graph[convertedID].type.shape.filter({ $0 != 1 }) == sizes else { continue }
       paired.insert(sourceID)
-      result.append(TensorPair(source: sourceID, converted: convertedID, layout: .sameOrder, sourceOrigin: origin, convertedOrigin: convertedOrigin(convertedID), tensor: source[sourceID].name))
+      result.append(
+        TensorPair(
+          source: sourceID, converted: convertedID, layout: .sameOrder, sourceOrigin: origin,
+          convertedOrigin: convertedOrigin(convertedID), tensor: source[sourceID].name))
     }
     // In the source's order, so the first mismatch is the earliest broken layer.
-    let order = Dictionary(source.nodes.enumerated().map { ($0.element.output, $0.offset) }, uniquingKeysWith: { first, _ in first })
-    return result.enumerated().sorted { (order[$0.element.source] ?? -1, $0.offset) < (order[$1.element.source] ?? -1, $1.offset) }.map(\.element)
+    let order = Dictionary(
+      source.nodes.enumerated().map { ($0.element.output, $0.offset) }, uniquingKeysWith: { first, _ in first })
+    return result.enumerated().sorted {
+      (order[$0.element.source] ?? -1, $0.offset) < (order[$1.element.source] ?? -1, $1.offset)
+    }.map(\.element)
   }
 
   /// A name as an ML Program identifier: letters, digits, `_` and `@`, not starting with a digit or `@`
@@ -360,14 +425,17 @@ struct Comparison {
       return letter || ("0"..."9").contains(scalar) || scalar == "@" ? Character(scalar) : "_"
     }
     let result = String(scalars)
-    guard let first = result.unicodeScalars.first, ("a"..."z").contains(first) || ("A"..."Z").contains(first) || first == "_" else { return "_" + result }
+    guard let first = result.unicodeScalars.first,
+      ("a"..."z").contains(first) || ("A"..."Z").contains(first) || first == "_"
+    else { return "_" + result }
     return result
   }
 
   /// Image inputs get pixels 0-255 (the source sees them after the converted model's own preprocessing);
   /// Embedding inputs get token ids below the vocabulary size; other inputs get values uniform in [-1, 1].
   func randomInputs(_ generator: inout SplitMix64) -> ([Tensor], [Tensor]) {
-    var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
+    var sourceInputs: [Tensor] = []
+    var convertedInputs: [Tensor] = []
     for plan in plans {
       let count = plan.sourceShape.reduce(1, *)
       if let image = plan.sourcePreprocessing, let space = plan.input.colorSpace {
@@ -375,7 +443,8 @@ struct Comparison {
         sourceInputs.append(preprocessed(pixels, image, space))
         convertedInputs.append(plan.layout.toConverted(pixels, shape: plan.input.shape))
       } else if let vocabulary = plan.vocabulary {
-        let tokens = Tensor(shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % UInt64(vocabulary)) })
+        let tokens = Tensor(
+          shape: plan.sourceShape, values: (0..<count).map { _ in Float(generator.next() % UInt64(vocabulary)) })
         sourceInputs.append(tokens)
         convertedInputs.append(plan.layout.toConverted(tokens, shape: plan.input.shape))
       } else {
@@ -390,13 +459,17 @@ struct Comparison {
   /// The reference file's source inputs; image inputs of the converted model get the saved pixels (RGB,
   /// reordered for BGR models), or the source input with the converted model's preprocessing undone.
   func referenceInputs(_ file: ReferenceFile, sample: Int) throws -> ([Tensor], [Tensor]) {
-    var sourceInputs: [Tensor] = [], convertedInputs: [Tensor] = []
+    var sourceInputs: [Tensor] = []
+    var convertedInputs: [Tensor] = []
     /// A reference tensor as the source graph takes it: saved in the source's declared layout (a channels-first
     /// model's `[C, H, W]` per sample) when the source says so, else already in the graph's.
     func sourceLayout(_ tensor: Tensor, _ plan: InputPlan) -> Tensor {
-      guard options.referenceInputsAsDeclared, options.sourceDeclarations[plan.input.name]?.channelsFirst == true, plan.sourceShape.count == 3 else { return tensor }
+      guard options.referenceInputsAsDeclared, options.sourceDeclarations[plan.input.name]?.channelsFirst == true,
+        plan.sourceShape.count == 3
+      else { return tensor }
       let (h, w, c) = (plan.sourceShape[0], plan.sourceShape[1], plan.sourceShape[2])
-      return TensorLayout.channelsFirst.toSource(Tensor(shape: [c, h, w], values: tensor.values), shape: plan.sourceShape)
+      return TensorLayout.channelsFirst.toSource(
+        Tensor(shape: [c, h, w], values: tensor.values), shape: plan.sourceShape)
     }
     for (index, plan) in plans.enumerated() {
       let input = sourceLayout(try file.input(index, sample: sample, shape: plan.sourceShape), plan)
@@ -414,7 +487,9 @@ struct Comparison {
         let biases = expected.networkBiases(channels: space.channels)
         let c = biases.count
         let factors = expected.channelScales ?? [Float](repeating: 1, count: c)
-        pixels = Tensor(shape: input.shape, values: input.values.enumerated().map { ($1 / factors[$0 % c] - biases[$0 % c]) / expected.scale })
+        pixels = Tensor(
+          shape: input.shape,
+          values: input.values.enumerated().map { ($1 / factors[$0 % c] - biases[$0 % c]) / expected.scale })
       }
       convertedInputs.append(plan.layout.toConverted(pixels, shape: plan.input.shape))
     }
@@ -429,8 +504,11 @@ struct Comparison {
       guard index < source.outputs.count else { return tensor }
       let value = source[source.outputs[index]]
       let shape = value.type.shape
-      guard options.sourceDeclarations[value.name]?.channelsFirst == true, shape.count == 3, tensor.values.count == shape.reduce(1, *) else { return tensor }
-      return TensorLayout.channelsFirst.toSource(Tensor(shape: [shape[2], shape[0], shape[1]], values: tensor.values), shape: shape)
+      guard options.sourceDeclarations[value.name]?.channelsFirst == true, shape.count == 3,
+        tensor.values.count == shape.reduce(1, *)
+      else { return tensor }
+      return TensorLayout.channelsFirst.toSource(
+        Tensor(shape: [shape[2], shape[0], shape[1]], values: tensor.values), shape: shape)
     }
   }
 
@@ -470,10 +548,12 @@ struct Comparison {
       // Compressed weights: the outputs above are what the device computes; each layer tensor is
       // computed again from the source's values of the compared tensors before it, so that it measures
       // its own layers' weights, not the rounding of every layer before it.
-      convertedObserved = convertedRuntime.runObserving(convertedInputs, substitutes: substitutes(from: sourceObserved)).observed
+      convertedObserved =
+        convertedRuntime.runObserving(convertedInputs, substitutes: substitutes(from: sourceObserved)).observed
     }
     return SampleRun(
-      sourceOutputs: sourceOutputs, sourceObserved: sourceObserved, convertedOutputs: convertedOutputs, convertedObserved: convertedObserved,
+      sourceOutputs: sourceOutputs, sourceObserved: sourceObserved, convertedOutputs: convertedOutputs,
+      convertedObserved: convertedObserved,
       sourceSeconds: sourceTime, convertedSeconds: (ContinuousClock.now - clock).seconds)
   }
 
@@ -519,7 +599,9 @@ struct Comparison {
     runs += 1
 
     for (index, pair) in pairs.enumerated() {
-      guard let expected = sourceObserved[pair.source], let actual = convertedObserved[pair.converted], let layout = pair.layout else { continue }
+      guard let expected = sourceObserved[pair.source], let actual = convertedObserved[pair.converted],
+        let layout = pair.layout
+      else { continue }
       let mapped = layout.toSource(actual, shape: expected.shape)
       Self.accumulate(&layerStatistics[index], actual: mapped.values, expected: expected.values, tolerance: tolerance)
     }
@@ -529,25 +611,47 @@ struct Comparison {
       let mapped = outputLayouts[index].toSource(convertedOutputs[index], shape: sourceOutputs[index].shape)
       if let pixels = pixelOutputs[index] {
         let actual = mapped.values.map(PixelOutput.pixel)
-        accumulatePixels(.init(output: index, inputs: kind, against: .sourceModel), actual: actual, expected: pixels.pixels(ofSource: sourceOutputs[index].values))
+        accumulatePixels(
+          .init(output: index, inputs: kind, against: .sourceModel), actual: actual,
+          expected: pixels.pixels(ofSource: sourceOutputs[index].values))
         if let expected {
           guard expected[index].values.count == mapped.values.count else {
-            throw VerificationError.invalidReference(path: options.reference?.path ?? "", detail: "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)")
+            throw VerificationError.invalidReference(
+              path: options.reference?.path ?? "",
+              detail:
+                "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)"
+            )
           }
-          accumulatePixels(.init(output: index, inputs: kind, against: .referenceOutputs), actual: actual, expected: pixels.pixels(ofSource: expected[index].values))
-          accumulate(.init(output: index, inputs: kind, against: .referenceOutputsThroughSource), actual: sourceOutputs[index].values, expected: expected[index].values)
+          accumulatePixels(
+            .init(output: index, inputs: kind, against: .referenceOutputs), actual: actual,
+            expected: pixels.pixels(ofSource: expected[index].values))
+          accumulate(
+            .init(output: index, inputs: kind, against: .referenceOutputsThroughSource),
+            actual: sourceOutputs[index].values, expected: expected[index].values)
         }
         continue
       }
-      accumulate(.init(output: index, inputs: kind, against: .sourceModel), actual: mapped.values, expected: sourceOutputs[index].values)
+      accumulate(
+        .init(output: index, inputs: kind, against: .sourceModel), actual: mapped.values,
+        expected: sourceOutputs[index].values)
       if let expected {
         guard expected[index].values.count == mapped.values.count else {
-          throw VerificationError.invalidReference(path: options.reference?.path ?? "", detail: "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)")
+          throw VerificationError.invalidReference(
+            path: options.reference?.path ?? "",
+            detail:
+              "outputs/\(index) has \(expected[index].values.count) values per sample, the model \(mapped.values.count)"
+          )
         }
-        accumulate(.init(output: index, inputs: kind, against: .referenceOutputs), actual: mapped.values, expected: expected[index].values)
-        accumulate(.init(output: index, inputs: kind, against: .referenceOutputsThroughSource), actual: sourceOutputs[index].values, expected: expected[index].values)
+        accumulate(
+          .init(output: index, inputs: kind, against: .referenceOutputs), actual: mapped.values,
+          expected: expected[index].values)
+        accumulate(
+          .init(output: index, inputs: kind, against: .referenceOutputsThroughSource),
+          actual: sourceOutputs[index].values, expected: expected[index].values)
       }
-      if let probabilities = converted.probabilitiesOutput, converted.graph[converted.graph.outputs[index]].name == probabilities {
+      if let probabilities = converted.probabilitiesOutput,
+        converted.graph[converted.graph.outputs[index]].name == probabilities
+      {
         classifications.append((expected?[index].values ?? sourceOutputs[index].values, mapped.values))
       }
     }
@@ -576,7 +680,9 @@ struct Comparison {
   }
 
   /// Adds one sample of a tensor to its statistics, under the tolerance's pass rule.
-  static func accumulate(_ stats: inout Statistics, actual: [Float], expected: [Float], tolerance: VerificationTolerance) {
+  static func accumulate(
+    _ stats: inout Statistics, actual: [Float], expected: [Float], tolerance: VerificationTolerance
+  ) {
     let scale = VerificationTolerance.scale(of: expected)
     for (a, b) in zip(actual, expected) {
       stats.elements += 1
@@ -595,18 +701,24 @@ struct Comparison {
   func layerReports() -> [LayerParity] {
     zip(pairs, layerStatistics).compactMap { pair, stats in
       guard pair.layout != nil else {
-        let detail = "source shape \(source[pair.source].type.shape), converted shape \(converted.graph[pair.converted].type.shape)"
+        let detail =
+          "source shape \(source[pair.source].type.shape), converted shape \(converted.graph[pair.converted].type.shape)"
         return LayerParity(
-          sourceLayer: pair.sourceOrigin.name, sourceType: pair.sourceOrigin.type, tensor: pair.tensor, convertedLayer: pair.convertedOrigin.name, convertedType: pair.convertedOrigin.type,
-          elements: 0, maxAbsoluteError: .infinity, maxRelativeError: .infinity, mismatchedShare: 1, snrDecibels: nil, passed: false,
+          sourceLayer: pair.sourceOrigin.name, sourceType: pair.sourceOrigin.type, tensor: pair.tensor,
+          convertedLayer: pair.convertedOrigin.name, convertedType: pair.convertedOrigin.type,
+          elements: 0, maxAbsoluteError: .infinity, maxRelativeError: .infinity, mismatchedShare: 1, snrDecibels: nil,
+          passed: false,
           shapeMismatch: detail)
       }
       guard stats.elements > 0 else { return nil }
       return LayerParity(
-        sourceLayer: pair.sourceOrigin.name, sourceType: pair.sourceOrigin.type, tensor: pair.tensor, convertedLayer: pair.convertedOrigin.name, convertedType: pair.convertedOrigin.type,
+        sourceLayer: pair.sourceOrigin.name, sourceType: pair.sourceOrigin.type, tensor: pair.tensor,
+        convertedLayer: pair.convertedOrigin.name, convertedType: pair.convertedOrigin.type,
         elements: stats.elements, maxAbsoluteError: stats.maxAbsolute, maxRelativeError: stats.maxRelative,
-        mismatchedShare: Double(stats.mismatches) / Double(stats.elements), snrDecibels: stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise),
-        passed: tolerance.passes(mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
+        mismatchedShare: Double(stats.mismatches) / Double(stats.elements),
+        snrDecibels: stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise),
+        passed: tolerance.passes(
+          mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
     }
   }
 
@@ -615,9 +727,13 @@ struct Comparison {
       let stats = statistics[key]!
       let snr = stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise)
       return ParityReport.OutputParity(
-        name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against, elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
-        maxRelativeError: stats.maxRelative, mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
-        snrDecibels: snr, passed: tolerance.passes(mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
+        name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against,
+        elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
+        maxRelativeError: stats.maxRelative,
+        mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
+        snrDecibels: snr,
+        passed: tolerance.passes(
+          mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
     }
   }
 
@@ -626,11 +742,13 @@ struct Comparison {
     if labels.isEmpty, let expectedLabels {
       // Labels were expected, and the file has none: it is not the classifier it should be.
       return .init(
-        labels: [], expectedLabels: expectedLabels, labelsMatch: false, samples: 0, top1Agreement: 0, k: k, topKAgreement: 0, passed: false)
+        labels: [], expectedLabels: expectedLabels, labelsMatch: false, samples: 0, top1Agreement: 0, k: k,
+        topKAgreement: 0, passed: false)
     }
     guard !labels.isEmpty, !classifications.isEmpty else { return nil }
     let reference = expectedLabels ?? labels
-    var top1 = 0, topK = 0
+    var top1 = 0
+    var topK = 0
     for (expected, actual) in classifications {
       let ranked = expected.indices.sorted { expected[$0] > expected[$1] }
       let predicted = actual.indices.max { actual[$0] < actual[$1] }!
@@ -638,7 +756,8 @@ struct Comparison {
       let expectedTop = ranked.prefix(k).map { reference.indices.contains($0) ? reference[$0] : "?" }
       // Another class on top counts only when the expected probabilities tell the two apart by more
       // than the tolerance (a near tie may go either way within it).
-      let nearTie = predicted != ranked[0] && expected.indices.contains(predicted)
+      let nearTie =
+        predicted != ranked[0] && expected.indices.contains(predicted)
         && tolerance.allows(actual: expected[predicted], expected: expected[ranked[0]], scale: 1)
       if expectedTop.first == convertedLabel || nearTie { top1 += 1 }
       if expectedTop.contains(convertedLabel) { topK += 1 }
@@ -647,7 +766,8 @@ struct Comparison {
     let n = Double(classifications.count)
     return .init(
       labels: labels, expectedLabels: expectedLabels, labelsMatch: labelsMatch, samples: classifications.count,
-      top1Agreement: Double(top1) / n, k: k, topKAgreement: Double(topK) / n, passed: top1 == classifications.count && labelsMatch != false)
+      top1Agreement: Double(top1) / n, k: k, topKAgreement: Double(topK) / n,
+      passed: top1 == classifications.count && labelsMatch != false)
   }
 }
 

@@ -17,7 +17,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
       switch self {
       case .sourceModel: return "source model (our runtime)"
       case .referenceOutputs: return "reference outputs (the source framework)"
-      case .referenceOutputsThroughSource: return "reference outputs (the source framework), checking the source model as our runtime reads it"
+      case .referenceOutputsThroughSource:
+        return "reference outputs (the source framework), checking the source model as our runtime reads it"
       }
     }
   }

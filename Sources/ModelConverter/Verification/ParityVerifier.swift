@@ -11,26 +11,36 @@ import ReferenceRuntime
 /// preprocessing in the written file shows up as a difference.
 public enum ParityVerifier {
   /// Compares the source model at `source` with the converted model at `converted` (any registered formats).
-  public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws -> ParityReport {
+  public static func verify(source: URL, converted: URL, options: VerificationOptions = VerificationOptions()) throws
+    -> ParityReport
+  {
     let frontend = try Frontends.frontend(for: source)
     // Unknown layers import as custom layers, so that verify says it cannot run them rather than that it cannot read them.
     let sourceOptions = SourceOptions(
-      inputNames: options.inputNames, outputNames: options.outputNames, inputShapes: options.inputShapes, unknownLayersAsCustom: true, architecture: options.architecture)
-    return try verify(source: frontend.importSource(at: source, options: sourceOptions), converted: converted, options: options)
+      inputNames: options.inputNames, outputNames: options.outputNames, inputShapes: options.inputShapes,
+      unknownLayersAsCustom: true, architecture: options.architecture)
+    return try verify(
+      source: frontend.importSource(at: source, options: sourceOptions), converted: converted, options: options)
   }
 
   /// Compares a source already read into the IR with the converted model at `converted` (`convert --verify`
   /// reads its source once for both). What the source declares (its image preprocessing, its labels) is
   /// what the converted model is expected to keep, unless the options say otherwise.
-  public static func verify(source: ImportedSource, converted: URL, options: VerificationOptions) throws -> ParityReport {
+  public static func verify(source: ImportedSource, converted: URL, options: VerificationOptions) throws -> ParityReport
+  {
     guard let reader = try Frontends.frontend(for: converted) as? any ReadBackReading else {
-      throw VerificationError.notVerifiable(path: converted.path, format: try Frontends.frontend(for: converted).displayName)
+      throw VerificationError.notVerifiable(
+        path: converted.path, format: try Frontends.frontend(for: converted).displayName)
     }
     let convertedModel = try reader.readBack(at: converted, source: source.graph)
     var options = options
     // A source's own image inputs are each expected to keep their own preprocessing.
-    if options.expectedPreprocessing == nil, options.expectedPreprocessingByInput.isEmpty { options.expectedPreprocessingByInput = source.imageInputs }
-    if options.expectedLabels == nil, let classifier = source.classifier { options.expectedLabels = classifier.labels.descriptions }
+    if options.expectedPreprocessing == nil, options.expectedPreprocessingByInput.isEmpty {
+      options.expectedPreprocessingByInput = source.imageInputs
+    }
+    if options.expectedLabels == nil, let classifier = source.classifier {
+      options.expectedLabels = classifier.labels.descriptions
+    }
     options.sourceTolerance = source.tolerance
     options.sourceDeclarations = source.declaredArrays
     options.sourceImageOutputs = Set(source.imageOutputs.keys)
@@ -38,10 +48,15 @@ public enum ParityVerifier {
     options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
     let interface = InterfaceParity.check(source: source.interface, converted: convertedModel)
     // Another number of inputs or outputs cannot be compared at all: the differences say why.
-    if !interface.passed, source.graph.inputs.count != convertedModel.inputs.count || source.graph.outputs.count != convertedModel.graph.outputs.count {
+    if !interface.passed,
+      source.graph.inputs.count != convertedModel.inputs.count
+        || source.graph.outputs.count != convertedModel.graph.outputs.count
+    {
       throw VerificationError.interfaceMismatch(interface.differences.joined(separator: "; "))
     }
-    var report = try verify(source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path, options: options)
+    var report = try verify(
+      source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path,
+      options: options)
     report.interface = interface
     report.passed = report.passed && interface.passed
     return report
@@ -52,13 +67,18 @@ public enum ParityVerifier {
     source: Graph, converted: ReadBackModel, sourceName: String, convertedName: String, options: VerificationOptions
   ) throws -> ParityReport {
     var seen = Set<String>()
-    let notRunnable = (Interpreter.unsupportedOperations(in: source) + Interpreter.unsupportedOperations(in: converted.graph)).filter { seen.insert($0).inserted }
+    let notRunnable =
+      (Interpreter.unsupportedOperations(in: source) + Interpreter.unsupportedOperations(in: converted.graph)).filter {
+        seen.insert($0).inserted
+      }
     guard notRunnable.isEmpty else { throw VerificationError.notRunnable(notRunnable) }
     var comparison = try Comparison(source: source, converted: converted, options: options)
     let threads = options.threads > 0 ? options.threads : ProcessInfo.processInfo.activeProcessorCount
     let memory = try VerificationMemory.plan(
       source: source, converted: converted.graph, convertedPath: convertedName,
-      kernelBytes: RuntimeMemory.saturating(comparison.sourceRuntime.kernelBytesPerThread.addingReportingOverflow(comparison.convertedRuntime.kernelBytesPerThread)),
+      kernelBytes: RuntimeMemory.saturating(
+        comparison.sourceRuntime.kernelBytesPerThread.addingReportingOverflow(
+          comparison.convertedRuntime.kernelBytesPerThread)),
       comparesLayersLocally: comparison.comparesLayersLocally, samples: max(options.samples, 1),
       threads: threads, limit: options.memoryLimit ?? RuntimeMemory.defaultLimit)
     // The inputs are drawn in sample order, so the report is the same however many run at once.
@@ -70,13 +90,16 @@ public enum ParityVerifier {
       guard file.inputCount == source.inputs.count, file.outputCount == source.outputs.count else {
         throw VerificationError.invalidReference(
           path: reference.path,
-          detail: "holds \(file.inputCount) inputs and \(file.outputCount) outputs; the model has \(source.inputs.count) and \(source.outputs.count)")
+          detail:
+            "holds \(file.inputCount) inputs and \(file.outputCount) outputs; the model has \(source.inputs.count) and \(source.outputs.count)"
+        )
       }
       // The reference's labels describe the source model's outputs; they are expected only of a classifier.
       if expectedLabels == nil && !converted.classLabels.isEmpty { expectedLabels = file.labels }
       for sample in 0..<file.sampleCount {
         let (sourceInputs, convertedInputs) = try comparison.referenceInputs(file, sample: sample)
-        try comparison.compare(sourceInputs: sourceInputs, convertedInputs: convertedInputs, expected: file.outputs(sample: sample))
+        try comparison.compare(
+          sourceInputs: sourceInputs, convertedInputs: convertedInputs, expected: file.outputs(sample: sample))
       }
     }
     let outputs = comparison.outputReports()
@@ -85,11 +108,14 @@ public enum ParityVerifier {
     var preprocessing = comparison.preprocessing
     // Advice about the scale a network was trained on is for inputs the conversion made images of, not
     // for images the source itself declares with their preprocessing.
-    for (index, plan) in comparison.plans.enumerated() where plan.input.image != nil && !options.sourceImageInputs.contains(plan.input.name) {
-      guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }), let image = plan.sourcePreprocessing,
+    for (index, plan) in comparison.plans.enumerated()
+    where plan.input.image != nil && !options.sourceImageInputs.contains(plan.input.name) {
+      guard let row = preprocessing.firstIndex(where: { $0.input == plan.input.name }),
+        let image = plan.sourcePreprocessing,
         let space = plan.input.colorSpace
       else { continue }
-      preprocessing[row].warnings = PreprocessingAdvisor.warnings(graph: source, input: source.inputs[index], preprocessing: image, colorSpace: space)
+      preprocessing[row].warnings = PreprocessingAdvisor.warnings(
+        graph: source, input: source.inputs[index], preprocessing: image, colorSpace: space)
     }
     // What the format's runtime would refuse or compute differently from our reading (for Core ML, Apple's
     // documented limits, `Schemas/NeuralNetwork.proto` [rule ...] notes) fails the check, whatever the numbers say.
@@ -100,10 +126,14 @@ public enum ParityVerifier {
       source: sourceName, converted: convertedName, samples: options.samples, seed: options.seed,
       absoluteTolerance: tolerance.absolute, relativeTolerance: tolerance.relative, toleranceBasis: tolerance.basis,
       maximumRelativeRMSError: tolerance.maximumRelativeRMS, outputs: outputs,
-      layers: layers, layersFromSourceValues: comparison.comparesLayersLocally, firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
+      layers: layers, layersFromSourceValues: comparison.comparesLayersLocally,
+      firstMismatch: layers.first { !$0.passed }, preprocessing: preprocessing, violations: violations,
       classifier: classifier, interface: nil,
-      timing: .init(sourceSecondsPerSample: comparison.sourceSeconds / Double(ran), convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
+      timing: .init(
+        sourceSecondsPerSample: comparison.sourceSeconds / Double(ran),
+        convertedSecondsPerSample: comparison.convertedSeconds / Double(ran)),
       memory: memory,
-      passed: violations.isEmpty && outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed) && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))
+      passed: violations.isEmpty && outputs.allSatisfy(\.passed) && layers.allSatisfy(\.passed)
+        && preprocessing.allSatisfy(\.passed) && (classifier?.passed ?? true))
   }
 }

@@ -15,29 +15,41 @@ enum PreprocessingAdvisor {
 
   /// Warnings for image input `input` of `graph` (the IR's channels-last layout) given its preprocessing and the channel
   /// order the network receives.
-  static func warnings(graph: Graph, input: ValueID, preprocessing image: ImagePreprocessing, colorSpace: ImageColorSpace) -> [String] {
+  static func warnings(
+    graph: Graph, input: ValueID, preprocessing image: ImagePreprocessing, colorSpace: ImageColorSpace
+  ) -> [String] {
     var warnings: [String] = []
     let biases = image.networkBiases(channels: colorSpace.channels)
     let description = PreprocessingParity.describe(colorSpace: colorSpace.rawValue, scale: image.scale, biases: biases)
     if image.scale == 1 && biases.allSatisfy({ $0 == 0 }) {
-      warnings.append("no image scale or bias: the network sees raw pixels 0-255 (\(description)); image networks are usually trained on x / 255 or x / 127.5 - 1")
+      warnings.append(
+        "no image scale or bias: the network sees raw pixels 0-255 (\(description)); image networks are usually trained on x / 255 or x / 127.5 - 1"
+      )
     } else {
       let ends = biases.flatMap { [$0, 255 * image.scale + $0] }
       if let largest = ends.map(abs).max(), largest > 300 {
-        warnings.append("the network input reaches \(PreprocessingParity.format(largest)), beyond the pixel range (\(description)); is the image scale inverted?")
+        warnings.append(
+          "the network input reaches \(PreprocessingParity.format(largest)), beyond the pixel range (\(description)); is the image scale inverted?"
+        )
       }
     }
-    if let statistics = firstBatchNormalization(graph: graph, input: input, image: image, colorSpace: colorSpace) { warnings += statistics }
+    if let statistics = firstBatchNormalization(graph: graph, input: input, image: image, colorSpace: colorSpace) {
+      warnings += statistics
+    }
     return warnings
   }
 
   /// Compares what the first BatchNormalization after `input` sees on smooth synthetic images with its
   /// moving statistics.
-  static func firstBatchNormalization(graph: Graph, input: ValueID, image: ImagePreprocessing, colorSpace: ImageColorSpace) -> [String]? {
-    guard let node = graph.nodes.first(where: { node in
-      if case .batchNormalization = node.operation { return depends(node.inputs[0], on: input, in: graph) }
-      return false
-    }), case .batchNormalization(let norm) = node.operation else { return nil }
+  static func firstBatchNormalization(
+    graph: Graph, input: ValueID, image: ImagePreprocessing, colorSpace: ImageColorSpace
+  ) -> [String]? {
+    guard
+      let node = graph.nodes.first(where: { node in
+        if case .batchNormalization = node.operation { return depends(node.inputs[0], on: input, in: graph) }
+        return false
+      }), case .batchNormalization(let norm) = node.operation
+    else { return nil }
     let observed = node.inputs[0]
     let part = graph.truncated(at: [observed])
     guard part.inputs.count == 1 else { return nil }
@@ -47,7 +59,9 @@ enum PreprocessingAdvisor {
     var generator = SplitMix64(seed: 0x5EED)
     let c = norm.channels
     let biases = image.networkBiases(channels: colorSpace.channels)
-    var sum = [Double](repeating: 0, count: c), squares = [Double](repeating: 0, count: c), count = 0.0
+    var sum = [Double](repeating: 0, count: c)
+    var squares = [Double](repeating: 0, count: c)
+    var count = 0.0
     for _ in 0..<4 {
       let pixels = smoothImage(shape: shape, &generator)
       let x = Tensor(shape: shape, values: pixels.enumerated().map { image.scale * $1 + biases[$0 % biases.count] })
@@ -59,7 +73,8 @@ enum PreprocessingAdvisor {
       }
       count += Double(y.values.count / c)
     }
-    var spreadRatios: [Float] = [], offsets: [Float] = []
+    var spreadRatios: [Float] = []
+    var offsets: [Float] = []
     for k in 0..<c where norm.variance.values[k] > 0 {
       let mean = sum[k] / count
       let variance = max(squares[k] / count - mean * mean, 0)
@@ -68,7 +83,8 @@ enum PreprocessingAdvisor {
       offsets.append(Float(abs(mean - Double(norm.mean.values[k])) / trained))
     }
     guard !spreadRatios.isEmpty else { return nil }
-    let spread = median(spreadRatios), offset = median(offsets)
+    let spread = median(spreadRatios)
+    let offset = median(offsets)
     let layer = node.origin?.name ?? node.name
     let description = PreprocessingParity.describe(colorSpace: colorSpace.rawValue, scale: image.scale, biases: biases)
     var warnings: [String] = []
@@ -98,10 +114,12 @@ enum PreprocessingAdvisor {
     var pixels = [Float](repeating: 0, count: h * w * c)
     for y in 0..<h {
       let gy = Float(y) / Float(max(h - 1, 1)) * 3
-      let y0 = min(Int(gy), 2), fy = gy - Float(y0)
+      let y0 = min(Int(gy), 2)
+      let fy = gy - Float(y0)
       for x in 0..<w {
         let gx = Float(x) / Float(max(w - 1, 1)) * 3
-        let x0 = min(Int(gx), 2), fx = gx - Float(x0)
+        let x0 = min(Int(gx), 2)
+        let fx = gx - Float(x0)
         for k in 0..<c {
           func at(_ a: Int, _ b: Int) -> Float { grid[(a * 4 + b) * c + k] }
           let top = at(y0, x0) * (1 - fx) + at(y0, x0 + 1) * fx

@@ -1,5 +1,5 @@
-import ModelIR
 import Foundation
+import ModelIR
 
 /// An image input's preprocessing in the converted model, and whether it matches what was expected.
 public struct PreprocessingParity: Sendable, Equatable, Codable {
@@ -29,7 +29,9 @@ public struct PreprocessingParity: Sendable, Equatable, Codable {
   public var summary: String { Self.describe(colorSpace: colorSpace, scale: scale, biases: biases) }
 
   /// The expected scaler in the same words, when one was given.
-  public var expectedSummary: String? { expected.map { Self.describe(colorSpace: $0.colorSpace, scale: $0.scale, biases: $0.biases) } }
+  public var expectedSummary: String? {
+    expected.map { Self.describe(colorSpace: $0.colorSpace, scale: $0.scale, biases: $0.biases) }
+  }
 
   static func describe(colorSpace: String, scale: Float, biases: [Float]) -> String {
     let unique = Set(biases).count == 1 ? [biases[0]] : biases
@@ -39,7 +41,10 @@ public struct PreprocessingParity: Sendable, Equatable, Codable {
 
   static func format(_ value: Float) -> String { String(format: "%.6g", value) }
 
-  init(input: String, converted image: ImagePreprocessing, colorSpace space: ImageColorSpace, expected: ImagePreprocessing?, fold: InputPreprocessingFold?) {
+  init(
+    input: String, converted image: ImagePreprocessing, colorSpace space: ImageColorSpace,
+    expected: ImagePreprocessing?, fold: InputPreprocessingFold?
+  ) {
     self.input = input
     let channels = space.channels
     colorSpace = space.rawValue
@@ -57,6 +62,7 @@ public struct PreprocessingParity: Sendable, Equatable, Codable {
     self.expected = Scaler(colorSpace: expectedSpace, scale: expected.scale, biases: expectedBiases)
     // Float32 storage of the same numbers: a few units in the last place apart at most.
     func close(_ a: Float, _ b: Float) -> Bool { abs(a - b) <= 1e-5 * max(1, abs(b)) }
-    passed = expectedSpace == colorSpace && close(scale, expected.scale) && zip(biases, expectedBiases).allSatisfy(close)
+    passed =
+      expectedSpace == colorSpace && close(scale, expected.scale) && zip(biases, expectedBiases).allSatisfy(close)
   }
 }

@@ -55,9 +55,12 @@ public struct ReadBackModel: Sendable {
   public var violations: [SpecificationViolation]
 
   public init(
-    graph: Graph, inputs: [Input], declaredInputs: [InterfaceFeature], declaredOutputs: [InterfaceFeature], format: ModelFormat,
-    predictedFeatureName: String = "", classLabels: [String] = [], probabilitiesOutput: String? = nil, blobs: [String: ValueID] = [:],
-    channelsLastValues: [ValueID: ValueID] = [:], usesChannelsFirstMapping: Bool, tolerance: VerificationTolerance = .float32,
+    graph: Graph, inputs: [Input], declaredInputs: [InterfaceFeature], declaredOutputs: [InterfaceFeature],
+    format: ModelFormat,
+    predictedFeatureName: String = "", classLabels: [String] = [], probabilitiesOutput: String? = nil,
+    blobs: [String: ValueID] = [:],
+    channelsLastValues: [ValueID: ValueID] = [:], usesChannelsFirstMapping: Bool,
+    tolerance: VerificationTolerance = .float32,
     hasQuantizedWeights: Bool = false, violations: [SpecificationViolation] = []
   ) {
     self.graph = graph

@@ -14,7 +14,9 @@ struct ReferenceFile {
   private let datasets: [String: (shape: [Int], values: [Float])]
 
   init(url: URL) throws {
-    guard FileManager.default.fileExists(atPath: url.path) else { throw VerificationError.referenceNotFound(path: url.path) }
+    guard FileManager.default.fileExists(atPath: url.path) else {
+      throw VerificationError.referenceNotFound(path: url.path)
+    }
     do {
       try self.init(reading: url)
     } catch let error as VerificationError {
@@ -36,11 +38,15 @@ struct ReferenceFile {
     }
     self.datasets = datasets
     sampleCount = datasets["inputs/0"]?.shape.first ?? 0
-    guard sampleCount > 0 else { throw VerificationError.invalidReference(path: url.path, detail: "inputs/0 holds no samples") }
-    for (name, dataset) in datasets.sorted(by: { $0.key < $1.key }) where (dataset.shape.first ?? 0) != sampleCount {
-      throw VerificationError.invalidReference(path: url.path, detail: "\(name) has \(dataset.shape.first ?? 0) samples, inputs/0 has \(sampleCount)")
+    guard sampleCount > 0 else {
+      throw VerificationError.invalidReference(path: url.path, detail: "inputs/0 holds no samples")
     }
-    labels = stored.labelsText.isEmpty ? nil : try? JSONDecoder().decode([String].self, from: Data(stored.labelsText.utf8))
+    for (name, dataset) in datasets.sorted(by: { $0.key < $1.key }) where (dataset.shape.first ?? 0) != sampleCount {
+      throw VerificationError.invalidReference(
+        path: url.path, detail: "\(name) has \(dataset.shape.first ?? 0) samples, inputs/0 has \(sampleCount)")
+    }
+    labels =
+      stored.labelsText.isEmpty ? nil : try? JSONDecoder().decode([String].self, from: Data(stored.labelsText.utf8))
   }
 
   private func sample(_ dataset: String, _ sample: Int, shape: [Int]?) throws -> Tensor {
@@ -49,9 +55,12 @@ struct ReferenceFile {
     }
     let perSample = datasetShape.dropFirst().reduce(1, *)
     guard datasetShape.first ?? 0 > sample, shape == nil || shape!.reduce(1, *) == perSample else {
-      throw VerificationError.invalidReference(path: path, detail: "\(dataset) has shape \(datasetShape); expected [N] + \(shape ?? [])")
+      throw VerificationError.invalidReference(
+        path: path, detail: "\(dataset) has shape \(datasetShape); expected [N] + \(shape ?? [])")
     }
-    return Tensor(shape: shape ?? Array(datasetShape.dropFirst()), values: Array(values[sample * perSample..<(sample + 1) * perSample]))
+    return Tensor(
+      shape: shape ?? Array(datasetShape.dropFirst()),
+      values: Array(values[sample * perSample..<(sample + 1) * perSample]))
   }
 
   /// How many `inputs/<i>` and `outputs/<i>` datasets the file has.
@@ -70,7 +79,9 @@ struct ReferenceFile {
 
   func outputs(sample: Int) throws -> [Tensor] {
     var result: [Tensor] = []
-    while datasets["outputs/\(result.count)"] != nil { result.append(try self.sample("outputs/\(result.count)", sample, shape: nil)) }
+    while datasets["outputs/\(result.count)"] != nil {
+      result.append(try self.sample("outputs/\(result.count)", sample, shape: nil))
+    }
     return result
   }
 }

@@ -19,8 +19,10 @@ enum TensorLayout: Equatable {
     guard source.reduce(1, *) == converted.reduce(1, *) else { return nil }
     // Size-1 axes do not change the row-major element order.
     let sameFits = source.filter { $0 != 1 } == converted.filter { $0 != 1 }
-    let image = Array(source.suffix(3)), leading = Array(source.dropLast(3))
-    let channelsFirstFits = source.count >= 3 && Array(converted.suffix(3)) == [image[2], image[0], image[1]]
+    let image = Array(source.suffix(3))
+    let leading = Array(source.dropLast(3))
+    let channelsFirstFits =
+      source.count >= 3 && Array(converted.suffix(3)) == [image[2], image[0], image[1]]
       && Array(converted.dropLast(3).drop { $0 == 1 }) == Array(leading.drop { $0 == 1 })
     switch (sameFits, channelsFirstFits) {
     case (true, true): return preferChannelsFirst ? .channelsFirst : .sameOrder
@@ -34,7 +36,9 @@ enum TensorLayout: Equatable {
   func toConverted(_ tensor: Tensor, shape: [Int]) -> Tensor {
     switch self {
     case .sameOrder: return Tensor(shape: shape, values: tensor.values)
-    case .channelsFirst: return Tensor(shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [2, 0, 1]))
+    case .channelsFirst:
+      return Tensor(
+        shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [2, 0, 1]))
     }
   }
 
@@ -42,7 +46,9 @@ enum TensorLayout: Equatable {
   func toSource(_ tensor: Tensor, shape: [Int]) -> Tensor {
     switch self {
     case .sameOrder: return Tensor(shape: shape, values: tensor.values)
-    case .channelsFirst: return Tensor(shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [1, 2, 0]))
+    case .channelsFirst:
+      return Tensor(
+        shape: shape, values: Self.eachImage(tensor.values, shape: Array(tensor.shape.suffix(3)), order: [1, 2, 0]))
     }
   }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ModelFormats
+
 /// Why two models could not be compared at all (as opposed to comparing and differing).
 public enum VerificationError: Error, Equatable, CustomStringConvertible {
   /// The models have different numbers of inputs or outputs.
@@ -21,14 +22,18 @@ public enum VerificationError: Error, Equatable, CustomStringConvertible {
     switch self {
     case .interfaceMismatch(let detail): return detail
     case .layoutMismatch(let feature, let source, let converted):
-      return "'\(feature)': the source's shape \(source) does not correspond to the converted model's shape \(converted)"
+      return
+        "'\(feature)': the source's shape \(source) does not correspond to the converted model's shape \(converted)"
     case .invalidReference(let path, let detail): return "\(path): \(detail)"
     case .referenceNotFound(let path): return "\(path): no such reference file"
-    case .notVerifiable(let path, let format): return "\(path): a \(format) model cannot be the converted side of a verification"
+    case .notVerifiable(let path, let format):
+      return "\(path): a \(format) model cannot be the converted side of a verification"
     case .exceedsMemory(let path, let bytes, let limit):
-      return "\(path): cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (by default half of the memory this process may have)"
+      return
+        "\(path): cannot verify: one sample needs \(RuntimeMemory.describe(bytes)) of tensors and kernel buffers (every value of both models, from their declared shapes), more than the \(RuntimeMemory.describe(limit)) verify may use (by default half of the memory this process may have)"
     case .notRunnable(let operations):
-      return "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
+      return
+        "cannot verify: the reference runtime cannot run \(operations.joined(separator: ", ")); their code lives in the app"
     }
   }
 }

@@ -22,16 +22,22 @@ public struct VerificationMemory: Sendable, Equatable, Codable {
   /// The plan for `samples` samples on at most `threads` cores; throws when one sample does not fit in `limit`.
   /// `kernelBytes`: what the two runtimes' kernels hold for each thread that runs them (`Interpreter.kernelBytesPerThread`).
   static func plan(
-    source: Graph, converted: Graph, convertedPath: String, kernelBytes: Int, comparesLayersLocally: Bool, samples: Int, threads: Int, limit: Int
+    source: Graph, converted: Graph, convertedPath: String, kernelBytes: Int, comparesLayersLocally: Bool, samples: Int,
+    threads: Int, limit: Int
   ) throws -> VerificationMemory {
     let (sourceBytes, sourceLargest) = RuntimeMemory.tensorBytes(in: source)
     let (convertedBytes, convertedLargest) = RuntimeMemory.tensorBytes(in: converted)
     var perSample = sourceBytes
-    for part in [convertedBytes, comparesLayersLocally ? convertedBytes : 0, max(sourceLargest, convertedLargest), kernelBytes] {
+    for part in [
+      convertedBytes, comparesLayersLocally ? convertedBytes : 0, max(sourceLargest, convertedLargest), kernelBytes,
+    ] {
       perSample = RuntimeMemory.saturating(perSample.addingReportingOverflow(part))
     }
-    guard perSample <= limit else { throw VerificationError.exceedsMemory(path: convertedPath, bytesPerSample: perSample, limit: limit) }
+    guard perSample <= limit else {
+      throw VerificationError.exceedsMemory(path: convertedPath, bytesPerSample: perSample, limit: limit)
+    }
     let fitting = perSample == 0 ? threads : limit / perSample
-    return VerificationMemory(bytesPerSample: perSample, samplesAtOnce: max(1, min(threads, samples, fitting)), limit: limit)
+    return VerificationMemory(
+      bytesPerSample: perSample, samplesAtOnce: max(1, min(threads, samples, fitting)), limit: limit)
   }
 }

@@ -1,5 +1,5 @@
-import ModelIR
 import Foundation
+import ModelIR
 
 /// How `ParityVerifier` compares a source model with its Core ML conversion.
 public struct VerificationOptions: Sendable, Equatable {
@@ -58,7 +58,8 @@ public struct VerificationOptions: Sendable, Equatable {
 
   public init(
     samples: Int = 8, seed: UInt64 = 0, absoluteTolerance: Float? = nil, relativeTolerance: Float? = nil, topK: Int = 3,
-    reference: URL? = nil, expectedLabels: [String]? = nil, architecture: URL? = nil, inputShapes: [String: [Int]] = [:],
+    reference: URL? = nil, expectedLabels: [String]? = nil, architecture: URL? = nil,
+    inputShapes: [String: [Int]] = [:],
     expectedPreprocessing: ImagePreprocessing? = nil
   ) {
     self.expectedPreprocessing = expectedPreprocessing
@@ -76,7 +77,9 @@ public struct VerificationOptions: Sendable, Equatable {
   /// The pass rule for a converted model: the given tolerances, or the default for its weights (`defaultRule`).
   public func tolerance(forDefault defaultRule: VerificationTolerance) -> VerificationTolerance {
     var rule = defaultRule
-    if let source = sourceTolerance, let limit = source.maximumRelativeRMS, limit > (rule.maximumRelativeRMS ?? 0) { rule = source }
+    if let source = sourceTolerance, let limit = source.maximumRelativeRMS, limit > (rule.maximumRelativeRMS ?? 0) {
+      rule = source
+    }
     if let absoluteTolerance { rule.absolute = absoluteTolerance }
     if let relativeTolerance { rule.relative = relativeTolerance }
     if absoluteTolerance != nil || relativeTolerance != nil {

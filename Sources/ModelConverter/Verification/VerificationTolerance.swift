@@ -23,7 +23,9 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
       switch self {
       case .float32Weights: return "float32 weights"
       case .float16Weights: return "float16 weights (relative RMS error <= 64 x 2^-11)"
-      case .quantizedWeights: return "quantized weights (relative RMS error <= min(16 / (2 (2^bits - 1)), 0.25), layer by layer from the source's values)"
+      case .quantizedWeights:
+        return
+          "quantized weights (relative RMS error <= min(16 / (2 (2^bits - 1)), 0.25), layer by layer from the source's values)"
       case .given: return "given"
       }
     }

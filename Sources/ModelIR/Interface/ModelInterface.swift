@@ -25,7 +25,10 @@ public struct ImagePreprocessing: Sendable, Equatable {
   /// meant for gray is not applied to a color input as nothing; nil for scale and biases.
   public var normalizationChannels: Int?
 
-  public init(scale: Float = 1, redBias: Float = 0, greenBias: Float = 0, blueBias: Float = 0, grayBias: Float = 0, isBGR: Bool = false) {
+  public init(
+    scale: Float = 1, redBias: Float = 0, greenBias: Float = 0, blueBias: Float = 0, grayBias: Float = 0,
+    isBGR: Bool = false
+  ) {
     self.scale = scale
     self.redBias = redBias
     self.greenBias = greenBias
@@ -37,7 +40,9 @@ public struct ImagePreprocessing: Sendable, Equatable {
   /// The preprocessing of an image in `colorSpace` whose biases are given in the network's channel order
   /// (gray; B, G, R for BGR; else R, G, B), as a reader finds it in a model.
   public init(colorSpace: ImageColorSpace, scale: Float, networkBiases biases: [Float]) {
-    precondition(biases.count == colorSpace.channels, "\(colorSpace.rawValue) takes \(colorSpace.channels) biases, not \(biases.count)")
+    precondition(
+      biases.count == colorSpace.channels,
+      "\(colorSpace.rawValue) takes \(colorSpace.channels) biases, not \(biases.count)")
     self.init(scale: scale, isBGR: colorSpace == .bgr)
     switch colorSpace {
     case .grayscale: grayBias = biases[0]
@@ -155,7 +160,10 @@ public struct ModelMetadata: Sendable, Equatable {
   /// Extra key/value pairs (`userDefined`), such as the converter and source versions.
   public var userDefined: [String: String]
 
-  public init(shortDescription: String? = nil, author: String? = nil, license: String? = nil, version: String? = nil, userDefined: [String: String] = [:]) {
+  public init(
+    shortDescription: String? = nil, author: String? = nil, license: String? = nil, version: String? = nil,
+    userDefined: [String: String] = [:]
+  ) {
     self.shortDescription = shortDescription
     self.author = author
     self.license = license
@@ -163,4 +171,3 @@ public struct ModelMetadata: Sendable, Equatable {
     self.userDefined = userDefined
   }
 }
-

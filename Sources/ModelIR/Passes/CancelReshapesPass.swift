@@ -34,7 +34,9 @@ public struct CancelReshapesPass: GraphPass {
       producer[node.output] = index
       guard Self.isReshape(node.operation), let input = node.inputs.first else { continue }
       let shape = graph[node.output].type.shape
-      if let first = producer[input], Self.isReshape(graph.nodes[first].operation), let source = graph.nodes[first].inputs.first {
+      if let first = producer[input], Self.isReshape(graph.nodes[first].operation),
+        let source = graph.nodes[first].inputs.first
+      {
         // A reshape of a reshape reads the first one's input; the first goes when nothing else reads it.
         graph.nodes[index].operation = .reshape(targetShape: shape)
         graph.rewire(nodeAt: index, input: 0, to: source)

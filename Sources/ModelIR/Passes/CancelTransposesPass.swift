@@ -11,7 +11,9 @@ public struct CancelTransposesPass: GraphPass {
     var changed = true
     while changed {
       changed = false
-      if sinkPastElementwise(&graph) || sinkPastJoins(&graph) || alignJoinInputs(&graph) || sinkPastReductions(&graph) || splitForks(&graph) {
+      if sinkPastElementwise(&graph) || sinkPastJoins(&graph) || alignJoinInputs(&graph) || sinkPastReductions(&graph)
+        || splitForks(&graph)
+      {
         changed = true
         continue
       }
@@ -67,15 +69,23 @@ public struct CancelTransposesPass: GraphPass {
     var pending: [ValueID: (source: ValueID, shape: [Int], order: [Int], name: String, origin: LayerOrigin?)] = [:]
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
-      guard node.inputs.count == 1, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]) else { continue }
-      let source: ValueID, sourceShape: [Int], order: [Int], name: String, origin: LayerOrigin?
+      guard node.inputs.count == 1, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0])
+      else { continue }
+      let source: ValueID
+      let sourceShape: [Int]
+      let order: [Int]
+      let name: String
+      let origin: LayerOrigin?
       var claimed: [Int] = [index]
       if let chained = pending[node.inputs[0]] {
         (source, sourceShape, order, name, origin) = chained
       } else {
-        guard let producer = lookup.producer[node.inputs[0]], case .permute(let o) = graph.nodes[producer].operation else { continue }
+        guard let producer = lookup.producer[node.inputs[0]], case .permute(let o) = graph.nodes[producer].operation
+        else { continue }
         source = graph.nodes[producer].inputs[0]
-        (sourceShape, order, name, origin) = (graph[source].type.shape, o, graph.nodes[producer].name, graph.nodes[producer].origin)
+        (sourceShape, order, name, origin) = (
+          graph[source].type.shape, o, graph.nodes[producer].name, graph.nodes[producer].origin
+        )
         claimed.append(producer)
       }
       guard let operation = Self.beforeTranspose(node.operation, order: order),
@@ -83,12 +93,19 @@ public struct CancelTransposesPass: GraphPass {
       else { continue }
       // Towards other transposes, joins where it can meet the same transpose of the other inputs, or
       // reductions, which take it in: every reader is one of those.
-      guard Self.leadsOn(node.output, order: order, in: graph, lookup: lookup) || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape) else { continue }
-      guard edit.claim(nodes: claimed, values: [node.output] + (pending[node.inputs[0]] == nil ? [node.inputs[0], source] : [])) else { continue }
+      guard
+        Self.leadsOn(node.output, order: order, in: graph, lookup: lookup)
+          || UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: movedShape)
+      else { continue }
+      guard
+        edit.claim(
+          nodes: claimed, values: [node.output] + (pending[node.inputs[0]] == nil ? [node.inputs[0], source] : []))
+      else { continue }
       // The operation reads the transpose's input; the transpose, moved after it, writes the operation's
       // old output (its name and readers stay).
       let moved = edit.move(
-        nodeAt: index, in: graph, operation: operation, sources: [source], shape: movedShape, suffix: "__before_transpose",
+        nodeAt: index, in: graph, operation: operation, sources: [source], shape: movedShape,
+        suffix: "__before_transpose",
         follower: .permute(order: order), followerName: name, origin: origin)
       if !graph.outputs.contains(node.output) { pending[node.output] = (moved, movedShape, order, name, origin) }
     }
@@ -105,15 +122,19 @@ public struct CancelTransposesPass: GraphPass {
     let lookup = graph.lookup
     var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
-      guard let producers = graph.joinProducers(of: index, exclusive: false, in: lookup, { node -> [Int]? in
-          if case .permute(let order) = node.operation { return order } else { return nil }
-        }), let order = producers.first?.match, producers.allSatisfy({ $0.match == order })
+      guard
+        let producers = graph.joinProducers(
+          of: index, exclusive: false, in: lookup,
+          { node -> [Int]? in
+            if case .permute(let order) = node.operation { return order } else { return nil }
+          }), let order = producers.first?.match, producers.allSatisfy({ $0.match == order })
       else { continue }
       let node = graph.nodes[index]
       var operation = node.operation
       if case .concatenate(let axis) = operation { operation = .concatenate(axis: order[axis]) }
       let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
-      guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name) else { continue }
+      guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name)
+      else { continue }
       let first = graph.nodes[producers[0].producer]
       // The transposes stay for their other readers: only the join changes.
       guard edit.claim(nodes: [index], values: [node.output]) else { continue }
@@ -145,7 +166,12 @@ public struct CancelTransposesPass: GraphPass {
       var order: [Int]?
       for producer in producers.compactMap({ $0 }) {
         guard case .permute(let o) = graph.nodes[producer].operation else { continue }
-        if order == nil { order = o } else if order != o { order = nil; break }
+        if order == nil {
+          order = o
+        } else if order != o {
+          order = nil
+          break
+        }
       }
       guard let order, producers.allSatisfy({ $0 != nil }) else { continue }
       let rank = order.count
@@ -162,9 +188,11 @@ public struct CancelTransposesPass: GraphPass {
         let value = node.inputs[position]
         switch graph.nodes[p].operation {
         case .permute(let o) where o == order: continue
-        case .constant(let c) where lookup.readerCount(value) == 1 && (c.shape.count == rank || (isElementwise && c.shape.count < rank)):
+        case .constant(let c)
+        where lookup.readerCount(value) == 1 && (c.shape.count == rank || (isElementwise && c.shape.count < rank)):
           plans.append((position, p))
-        case .reshape where lookup.readerCount(value) == 1 && graph[value].type.shape.count == rank
+        case .reshape
+        where lookup.readerCount(value) == 1 && graph[value].type.shape.count == rank
           && UnitPermutesAsReshapesPass.movesOnlyUnitAxes(order, shape: before(graph[value].type.shape)):
           plans.append((position, p))
         default: fits = false
@@ -178,7 +206,10 @@ public struct CancelTransposesPass: GraphPass {
         let shape = graph[value].type.shape
         let full = [Int](repeating: 1, count: rank - shape.count) + shape
         let moved = graph.values.count
-        graph.values.append(Value(name: graph.unusedName(graph[value].name + "__before_transpose"), type: TensorType(before(full), dataType: graph[value].type.dataType)))
+        graph.values.append(
+          Value(
+            name: graph.unusedName(graph[value].name + "__before_transpose"),
+            type: TensorType(before(full), dataType: graph[value].type.dataType)))
         switch graph.nodes[p].operation {
         case .constant(let c):
           graph.nodes[p].operation = .constant(Constant(shape: full, values: c.values).permuted(inverse))
@@ -187,7 +218,9 @@ public struct CancelTransposesPass: GraphPass {
         }
         graph.nodes[p].output = moved
         graph.nodes.insert(
-          Node(name: graph.nodes[p].name + "__to_join", operation: .permute(order: order), inputs: [moved], output: value, origin: graph.nodes[p].origin),
+          Node(
+            name: graph.nodes[p].name + "__to_join", operation: .permute(order: order), inputs: [moved], output: value,
+            origin: graph.nodes[p].origin),
           at: p + 1)
         graph.values[value].type = TensorType(full, dataType: graph[value].type.dataType)
       }
@@ -204,17 +237,25 @@ public struct CancelTransposesPass: GraphPass {
     var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
       let node = graph.nodes[index]
-      guard case .reduce(let reduction) = node.operation, !reduction.keepDims, let producer = lookup.producer[node.inputs[0]],
-        case .permute(let order) = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1, !graph.outputs.contains(node.inputs[0]),
+      guard case .reduce(let reduction) = node.operation, !reduction.keepDims,
+        let producer = lookup.producer[node.inputs[0]],
+        case .permute(let order) = graph.nodes[producer].operation, lookup.readerCount(node.inputs[0]) == 1,
+        !graph.outputs.contains(node.inputs[0]),
         reduction.axes.allSatisfy({ order.indices.contains($0) })
       else { continue }
       let axes = reduction.axes.map { order[$0] }.sorted()
       let keptSource = order.indices.filter { !axes.contains($0) }
-      let remaining = order.indices.filter { !reduction.axes.contains($0) }.map { keptSource.firstIndex(of: order[$0])! }
+      let remaining = order.indices.filter { !reduction.axes.contains($0) }.map {
+        keptSource.firstIndex(of: order[$0])!
+      }
       let source = graph.nodes[producer].inputs[0]
       let operation = Operation.reduce(Reduction(kind: reduction.kind, axes: axes, keepDims: false))
-      guard let shape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else { continue }
-      let follower: Operation = remaining == Array(remaining.indices) ? .reshape(targetShape: graph[node.output].type.shape) : .permute(order: remaining)
+      guard let shape = try? operation.outputShape(inputShapes: [graph[source].type.shape], node: node.name) else {
+        continue
+      }
+      let follower: Operation =
+        remaining == Array(remaining.indices)
+        ? .reshape(targetShape: graph[node.output].type.shape) : .permute(order: remaining)
       guard edit.claim(nodes: [index, producer], values: [node.output, node.inputs[0], source]) else { continue }
       edit.move(
         nodeAt: index, in: graph, operation: operation, sources: [source], shape: shape, suffix: "__before_transpose",
@@ -231,7 +272,8 @@ public struct CancelTransposesPass: GraphPass {
   func splitForks(_ graph: inout Graph) -> Bool {
     let lookup = graph.lookup
     for index in graph.nodes.indices {
-      guard case .permute(let order) = graph.nodes[index].operation, !graph.outputs.contains(graph.nodes[index].output) else { continue }
+      guard case .permute(let order) = graph.nodes[index].operation, !graph.outputs.contains(graph.nodes[index].output)
+      else { continue }
       let value = graph.nodes[index].output
       let readers = lookup.readingNodes[value] ?? []
       guard readers.count > 1 else { continue }
@@ -244,22 +286,27 @@ public struct CancelTransposesPass: GraphPass {
         }
       }
       // Or every reader is a slice that would take the copy on (the parts of a split, each towards a transpose or a join).
-      let joined = readers.contains { reader in
-        switch graph.nodes[reader].operation {
-        case .elementwise, .concatenate: return true
-        default: return false
+      let joined =
+        readers.contains { reader in
+          switch graph.nodes[reader].operation {
+          case .elementwise, .concatenate: return true
+          default: return false
+          }
         }
-      } || readers.allSatisfy { reader in
-        guard case .slice = graph.nodes[reader].operation else { return false }
-        return Self.leadsOn(graph.nodes[reader].output, order: order, in: graph, lookup: lookup)
-      }
+        || readers.allSatisfy { reader in
+          guard case .slice = graph.nodes[reader].operation else { return false }
+          return Self.leadsOn(graph.nodes[reader].output, order: order, in: graph, lookup: lookup)
+        }
       guard movable, joined else { continue }
       for reader in readers.dropFirst().reversed() {
         let copy = graph.values.count
         graph.values.append(Value(name: graph.unusedName(graph[value].name + "__copy"), type: graph[value].type))
         graph.nodes[reader].inputs = graph.nodes[reader].inputs.map { $0 == value ? copy : $0 }
         let original = graph.nodes[index]
-        graph.nodes.insert(Node(name: original.name + "__copy", operation: original.operation, inputs: original.inputs, output: copy, origin: original.origin), at: index + 1)
+        graph.nodes.insert(
+          Node(
+            name: original.name + "__copy", operation: original.operation, inputs: original.inputs, output: copy,
+            origin: original.origin), at: index + 1)
       }
       return true
     }
@@ -292,7 +339,8 @@ public struct CancelTransposesPass: GraphPass {
     case .activation, .cast: return operation
     case .constantPad(let pad):
       guard pad.before.count == order.count, pad.after.count == order.count else { return nil }
-      var before = [Int](repeating: 0, count: order.count), after = before
+      var before = [Int](repeating: 0, count: order.count)
+      var after = before
       for (axis, source) in order.enumerated() { (before[source], after[source]) = (pad.before[axis], pad.after[axis]) }
       return .constantPad(ConstantPadding(before: before, after: after, value: pad.value))
     case .reduce(let reduction) where reduction.keepDims:
@@ -303,9 +351,15 @@ public struct CancelTransposesPass: GraphPass {
       return .channelShuffle(axis: order[axis], groups: groups)
     case .slice(let slice):
       // The same cut of each axis, where the axis is before the transpose.
-      guard slice.begin.count == order.count, slice.end.count == order.count, slice.strides.count == order.count else { return nil }
-      var begin = slice.begin, end = slice.end, strides = slice.strides
-      for (axis, source) in order.enumerated() { (begin[source], end[source], strides[source]) = (slice.begin[axis], slice.end[axis], slice.strides[axis]) }
+      guard slice.begin.count == order.count, slice.end.count == order.count, slice.strides.count == order.count else {
+        return nil
+      }
+      var begin = slice.begin
+      var end = slice.end
+      var strides = slice.strides
+      for (axis, source) in order.enumerated() {
+        (begin[source], end[source], strides[source]) = (slice.begin[axis], slice.end[axis], slice.strides[axis])
+      }
       return .slice(StridedSlice(begin: begin, end: end, strides: strides))
     default:
       return nil

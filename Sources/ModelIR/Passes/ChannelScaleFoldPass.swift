@@ -15,18 +15,22 @@ public struct ChannelScaleFoldPass: GraphPass {
       let node = graph.nodes[index]
       guard case .elementwise(.multiply) = node.operation, node.inputs.count == 2, lookup.readerCount(node.output) == 1,
         !graph.outputs.contains(node.output),
-        let constantIndex = lookup.producer[node.inputs[1]], case .constant(let scales) = graph.nodes[constantIndex].operation,
+        let constantIndex = lookup.producer[node.inputs[1]],
+        case .constant(let scales) = graph.nodes[constantIndex].operation,
         let channels = graph[node.inputs[0]].type.shape.last, graph[node.inputs[0]].type.shape.count >= 3,
         scales.shape == [channels], graph[node.output].type.shape == graph[node.inputs[0]].type.shape
       else { continue }
       // The convolution reading it, through at most one zero padding.
       var reader = lookup.readingNodes[node.output]?.first
-      if let padding = reader, case .zeroPadding2D = graph.nodes[padding].operation, lookup.readerCount(graph.nodes[padding].output) == 1,
+      if let padding = reader, case .zeroPadding2D = graph.nodes[padding].operation,
+        lookup.readerCount(graph.nodes[padding].output) == 1,
         !graph.outputs.contains(graph.nodes[padding].output)
       {
         reader = lookup.readingNodes[graph.nodes[padding].output]?.first
       }
-      guard let convolution = reader, case .convolution2D(var conv) = graph.nodes[convolution].operation else { continue }
+      guard let convolution = reader, case .convolution2D(var conv) = graph.nodes[convolution].operation else {
+        continue
+      }
       let (perGroup, outputs) = (conv.inputChannelsPerGroup, conv.outputChannels)
       let outputsPerGroup = outputs / conv.groups
       var values = conv.kernel.values
@@ -61,9 +65,14 @@ extension Graph {
     values.append(Value(name: unusedName(name + "__scaled"), type: self[input].type))
     replaceUses(of: input, with: scaled)
     let origin = LayerOrigin(name: name, type: "input")
-    nodes.insert(Node(name: name + "__scaled", operation: .elementwise(.multiply), inputs: [input, constant], output: scaled, origin: origin), at: 0)
     nodes.insert(
-      Node(name: name + "__channel_scales", operation: .constant(Constant(shape: [factors.count], values: factors)), inputs: [], output: constant, origin: origin),
+      Node(
+        name: name + "__scaled", operation: .elementwise(.multiply), inputs: [input, constant], output: scaled,
+        origin: origin), at: 0)
+    nodes.insert(
+      Node(
+        name: name + "__channel_scales", operation: .constant(Constant(shape: [factors.count], values: factors)),
+        inputs: [], output: constant, origin: origin),
       at: 0)
   }
 }

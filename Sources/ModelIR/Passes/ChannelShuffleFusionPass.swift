@@ -27,7 +27,8 @@ public struct ChannelShuffleFusionPass: GraphPass {
           // Unit axes added or dropped on the way: a reshape after the shuffle keeps the output's shape.
           graph.moveBefore(
             nodeAt: index, operation: shuffle, sources: [match.x], shape: shape, suffix: "__shuffled",
-            follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
+            follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes",
+            origin: node.origin)
         }
         changed = true
         break
@@ -36,11 +37,13 @@ public struct ChannelShuffleFusionPass: GraphPass {
   }
 
   /// For the last reshape of a shuffle at `index`: the tensor shuffled, the axis (of its shape) and the groups.
-  static func match(reshapeAt index: Int, in graph: Graph, lookup: GraphIndex) -> (x: ValueID, axis: Int, groups: Int)? {
+  static func match(reshapeAt index: Int, in graph: Graph, lookup: GraphIndex) -> (x: ValueID, axis: Int, groups: Int)?
+  {
     let last = graph.nodes[index]
     guard case .reshape = last.operation, let swapIndex = lookup.producer[last.inputs[0]],
       case .permute(let order) = graph.nodes[swapIndex].operation, lookup.readerCount(last.inputs[0]) == 1,
-      let splitIndex = lookup.producer[graph.nodes[swapIndex].inputs[0]], case .reshape = graph.nodes[splitIndex].operation,
+      let splitIndex = lookup.producer[graph.nodes[swapIndex].inputs[0]],
+      case .reshape = graph.nodes[splitIndex].operation,
       lookup.readerCount(graph.nodes[swapIndex].inputs[0]) == 1
     else { return nil }
     let x = graph.nodes[splitIndex].inputs[0]
@@ -54,8 +57,10 @@ public struct ChannelShuffleFusionPass: GraphPass {
     let parts = splitAxes.map { split[$0] }
     guard parts.count == kept.count + 1 else { return nil }
     // The first place where the split shape differs from the input is the split axis.
-    guard let position = kept.indices.first(where: { parts[$0] != kept[$0] }), parts[position] * parts[position + 1] == kept[position],
-      Array(parts[..<position]) == Array(kept[..<position]), Array(parts[(position + 2)...]) == Array(kept[(position + 1)...])
+    guard let position = kept.indices.first(where: { parts[$0] != kept[$0] }),
+      parts[position] * parts[position + 1] == kept[position],
+      Array(parts[..<position]) == Array(kept[..<position]),
+      Array(parts[(position + 2)...]) == Array(kept[(position + 1)...])
     else { return nil }
     // The transpose swaps the two parts and keeps every other axis larger than 1 in order.
     var expected = splitAxes

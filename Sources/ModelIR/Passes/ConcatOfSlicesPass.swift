@@ -24,7 +24,8 @@ public struct ConcatOfSlicesPass: GraphPass {
         let source = Self.slicedSource(node.inputs, concatAxis: axis, in: graph, lookup: lookup)
       else { continue }
       graph.nodes[index] = Node(
-        name: node.name, operation: .reshape(targetShape: graph[node.output].type.shape), inputs: [source], output: node.output, origin: node.origin)
+        name: node.name, operation: .reshape(targetShape: graph[node.output].type.shape), inputs: [source],
+        output: node.output, origin: node.origin)
       changed = true
     }
     if changed { graph = graph.pruned() }
@@ -39,11 +40,15 @@ public struct ConcatOfSlicesPass: GraphPass {
     for piece in pieces {
       var value = piece
       var steps = 0
-      while let producer = lookup.producer[value], CancelReshapesPass.isReshape(graph.nodes[producer].operation), steps < 8 {
+      while let producer = lookup.producer[value], CancelReshapesPass.isReshape(graph.nodes[producer].operation),
+        steps < 8
+      {
         value = graph.nodes[producer].inputs[0]
         steps += 1
       }
-      guard let producer = lookup.producer[value], case .slice(let slice) = graph.nodes[producer].operation else { return nil }
+      guard let producer = lookup.producer[value], case .slice(let slice) = graph.nodes[producer].operation else {
+        return nil
+      }
       let x = graph.nodes[producer].inputs[0]
       let shape = graph[x].type.shape
       guard source == nil || source == x, slice.begin.count == shape.count, slice.end.count == shape.count,

@@ -19,17 +19,21 @@ public struct DenseBiasFoldPass: GraphPass {
       let node = graph.nodes[index]
       guard case .elementwise(.add) = node.operation, node.inputs.count == 2 else { continue }
       for (position, other) in [(0, 1), (1, 0)] {
-        guard let denseIndex = lookup.producer[node.inputs[position]], case .dense(let dense) = graph.nodes[denseIndex].operation,
+        guard let denseIndex = lookup.producer[node.inputs[position]],
+          case .dense(let dense) = graph.nodes[denseIndex].operation,
           lookup.readerCount(node.inputs[position]) == 1, !outputs.contains(node.inputs[position]),
-          let constantIndex = lookup.producer[node.inputs[other]], case .constant(let vector) = graph.nodes[constantIndex].operation,
-          vector.count == dense.outputUnits, vector.shape.last == dense.outputUnits, vector.shape.dropLast().allSatisfy({ $0 == 1 }),
+          let constantIndex = lookup.producer[node.inputs[other]],
+          case .constant(let vector) = graph.nodes[constantIndex].operation,
+          vector.count == dense.outputUnits, vector.shape.last == dense.outputUnits,
+          vector.shape.dropLast().allSatisfy({ $0 == 1 }),
           vector.shape.count <= graph[node.output].type.shape.count,
           graph[node.output].type.shape == graph[node.inputs[position]].type.shape
         else { continue }
         let bias = dense.bias.map { zip($0.values, vector.values).map { $0 + $1 } } ?? vector.values
         let folded = Dense(kernel: dense.kernel, bias: Constant(shape: [dense.outputUnits], values: bias))
         graph.nodes[index] = Node(
-          name: node.name, operation: .dense(folded), inputs: graph.nodes[denseIndex].inputs, output: node.output, origin: node.origin)
+          name: node.name, operation: .dense(folded), inputs: graph.nodes[denseIndex].inputs, output: node.output,
+          origin: node.origin)
         changed = true
         break
       }

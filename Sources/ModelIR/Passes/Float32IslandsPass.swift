@@ -27,7 +27,10 @@ public struct Float32IslandsPass: GraphPass {
         if isBeyondFloat16(constant) { bigConstants.insert(node.output) }
         continue
       }
-      if node.operation.constants.contains(where: isBeyondFloat16) || node.inputs.contains(where: bigConstants.contains) { result.append(index) }
+      if node.operation.constants.contains(where: isBeyondFloat16) || node.inputs.contains(where: bigConstants.contains)
+      {
+        result.append(index)
+      }
     }
     return result
   }
@@ -56,13 +59,24 @@ public struct Float32IslandsPass: GraphPass {
           inputs.append(input)
           continue
         }
-        let widened = edit.newValue(named: graph[input].name + "__float32", type: TensorType(graph[input].type.shape, dataType: .float32), in: graph)
-        replacement.append(Node(name: edit.name(ofNew: widened), operation: .cast(.float32), inputs: [input], output: widened, origin: node.origin))
+        let widened = edit.newValue(
+          named: graph[input].name + "__float32", type: TensorType(graph[input].type.shape, dataType: .float32),
+          in: graph)
+        replacement.append(
+          Node(
+            name: edit.name(ofNew: widened), operation: .cast(.float32), inputs: [input], output: widened,
+            origin: node.origin))
         inputs.append(widened)
       }
-      let result = edit.newValue(named: graph[node.output].name + "__float32", type: TensorType(graph[node.output].type.shape, dataType: .float32), in: graph)
-      replacement.append(Node(name: node.name, operation: node.operation, inputs: inputs, output: result, origin: node.origin))
-      replacement.append(Node(name: node.name + "__to_float16", operation: .cast(.float16), inputs: [result], output: node.output, origin: node.origin))
+      let result = edit.newValue(
+        named: graph[node.output].name + "__float32",
+        type: TensorType(graph[node.output].type.shape, dataType: .float32), in: graph)
+      replacement.append(
+        Node(name: node.name, operation: node.operation, inputs: inputs, output: result, origin: node.origin))
+      replacement.append(
+        Node(
+          name: node.name + "__to_float16", operation: .cast(.float16), inputs: [result], output: node.output,
+          origin: node.origin))
       edit.replace(nodeAt: index, with: replacement)
     }
     edit.apply(to: &graph)

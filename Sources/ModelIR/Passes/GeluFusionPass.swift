@@ -9,7 +9,8 @@ public struct GeluFusionPass: GraphPass {
     var index = 0
     while index < graph.nodes.count {
       defer { index += 1 }
-      guard case .activation(.erf) = graph.nodes[index].operation, let match = Self.match(erfAt: index, in: graph) else { continue }
+      guard case .activation(.erf) = graph.nodes[index].operation, let match = Self.match(erfAt: index, in: graph)
+      else { continue }
       // The last multiply computes GELU of x; the rest is pruned.
       graph.nodes[match.last].operation = .activation(.gelu(approximate: false))
       graph.nodes[match.last].inputs = [match.x]
@@ -20,7 +21,8 @@ public struct GeluFusionPass: GraphPass {
 
   /// The constant a value holds when a constant node of one element produces it.
   static func scalar(_ id: ValueID, in graph: Graph) -> Float? {
-    guard let node = graph.nodes.first(where: { $0.output == id }), case .constant(let c) = node.operation, c.count == 1 else { return nil }
+    guard let node = graph.nodes.first(where: { $0.output == id }), case .constant(let c) = node.operation, c.count == 1
+    else { return nil }
     return c.values[0]
   }
 
@@ -45,7 +47,9 @@ public struct GeluFusionPass: GraphPass {
     let x: ValueID
     switch scaled.operation {
     case .elementwise(.divide):
-      guard scaled.inputs.count == 2, let s = scalar(scaled.inputs[1], in: graph), abs(s - Float(2).squareRoot()) <= 1e-6 else { return nil }
+      guard scaled.inputs.count == 2, let s = scalar(scaled.inputs[1], in: graph),
+        abs(s - Float(2).squareRoot()) <= 1e-6
+      else { return nil }
       x = scaled.inputs[0]
     case .elementwise(.multiply):
       guard let input = other(scaled, scalar: 1 / Float(2).squareRoot()) else { return nil }
@@ -61,19 +65,24 @@ public struct GeluFusionPass: GraphPass {
       graph.nodes[first].inputs.count == 2
     else { return nil }
     let partner = graph.nodes[first].inputs.first { $0 != graph.nodes[plus].output } ?? graph.nodes[plus].output
-    let same = graph[partner].type.shape == graph[x].type.shape && graph[graph.nodes[first].output].type.shape == graph[x].type.shape
+    let same =
+      graph[partner].type.shape == graph[x].type.shape
+      && graph[graph.nodes[first].output].type.shape == graph[x].type.shape
     if partner == x {
-      guard let last = onlyReader(graph.nodes[first].output), case .elementwise(.multiply) = graph.nodes[last].operation,
+      guard let last = onlyReader(graph.nodes[first].output),
+        case .elementwise(.multiply) = graph.nodes[last].operation,
         other(graph.nodes[last], scalar: 0.5) == graph.nodes[first].output, same
       else { return nil }
       return (x, last)
     }
-    if let half = producer(partner), case .elementwise(.multiply) = half.operation, other(half, scalar: 0.5) == x, same {
+    if let half = producer(partner), case .elementwise(.multiply) = half.operation, other(half, scalar: 0.5) == x, same
+    {
       return (x, first)
     }
     // ((1 + erf) * 0.5) * x (PyTorch's dynamo exporter): the half is a scalar, so only the results' shapes are x's.
     let sameResult = graph[graph.nodes[first].output].type.shape == graph[x].type.shape
-    if scalar(partner, in: graph).map({ abs($0 - 0.5) <= 5e-7 }) == true, let last = onlyReader(graph.nodes[first].output),
+    if scalar(partner, in: graph).map({ abs($0 - 0.5) <= 5e-7 }) == true,
+      let last = onlyReader(graph.nodes[first].output),
       case .elementwise(.multiply) = graph.nodes[last].operation, graph.nodes[last].inputs.contains(x), sameResult,
       graph[graph.nodes[last].output].type.shape == graph[x].type.shape
     {

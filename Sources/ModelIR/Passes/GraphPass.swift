@@ -69,7 +69,8 @@ public struct GraphPipeline: Sendable {
   /// a tensor cut into slices and joined again becomes a reshape, chains of reshapes shrink, a constant
   /// added after a dense layer becomes its bias.
   public static let standard = GraphPipeline([
-    LayerNormFusionPass(), ChannelShuffleFusionPass(), SinkUnitReshapesPass(), CancelTransposesPass(), UnitPermutesAsReshapesPass(), ConcatOfSlicesPass(),
+    LayerNormFusionPass(), ChannelShuffleFusionPass(), SinkUnitReshapesPass(), CancelTransposesPass(),
+    UnitPermutesAsReshapesPass(), ConcatOfSlicesPass(),
     CancelReshapesPass(), DenseBiasFoldPass(), SpatialZeroPaddingPass(), GlobalPoolingPass(), GeluFusionPass(),
   ])
 }
@@ -82,7 +83,9 @@ struct GraphIndex {
   let readingNodes: [ValueID: [Int]]
 
   init(_ graph: Graph) {
-    var producer: [ValueID: Int] = [:], readers: [ValueID: Int] = [:], readingNodes: [ValueID: [Int]] = [:]
+    var producer: [ValueID: Int] = [:]
+    var readers: [ValueID: Int] = [:]
+    var readingNodes: [ValueID: [Int]] = [:]
     for (index, node) in graph.nodes.enumerated() {
       producer[node.output] = index
       for input in node.inputs { readers[input, default: 0] += 1 }
@@ -105,11 +108,14 @@ extension Graph {
   }
 
   var interface: Interface {
-    Interface(inputs: inputs.map { "\(self[$0].name) \(self[$0].type.shape)" }, outputs: outputs.map { "\(self[$0].name) \(self[$0].type.shape)" })
+    Interface(
+      inputs: inputs.map { "\(self[$0].name) \(self[$0].type.shape)" },
+      outputs: outputs.map { "\(self[$0].name) \(self[$0].type.shape)" })
   }
 
   static func describeChange(from old: Interface, to new: Interface) -> String {
-    for (kind, before, after) in [("inputs", old.inputs, new.inputs), ("outputs", old.outputs, new.outputs)] where before != after {
+    for (kind, before, after) in [("inputs", old.inputs, new.inputs), ("outputs", old.outputs, new.outputs)]
+    where before != after {
       return "\(kind) were \(before), now \(after)"
     }
     return "unchanged"
@@ -136,7 +142,8 @@ extension Graph {
     let node = nodes[index]
     let shape = try operation.outputShape(inputShapes: inputs.map { self[$0].type.shape }, node: node.name)
     guard shape == self[node.output].type.shape else {
-      throw GraphError.shapeMismatch(node: node.name, detail: "a replacement computes \(shape), not \(self[node.output].type.shape)")
+      throw GraphError.shapeMismatch(
+        node: node.name, detail: "a replacement computes \(shape), not \(self[node.output].type.shape)")
     }
     nodes[index].operation = operation
     nodes[index].inputs = inputs
@@ -164,11 +171,16 @@ extension Graph {
   ) {
     let node = nodes[index]
     let moved = values.count
-    values.append(Value(name: unusedName(self[node.output].name + suffix), type: TensorType(shape, dataType: self[node.output].type.dataType)))
+    values.append(
+      Value(
+        name: unusedName(self[node.output].name + suffix),
+        type: TensorType(shape, dataType: self[node.output].type.dataType)))
     nodes[index].operation = operation
     nodes[index].inputs = sources
     nodes[index].output = moved
-    nodes.insert(Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin), at: index + 1)
+    nodes.insert(
+      Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin), at: index + 1
+    )
     if prune { self = pruned() }
   }
 
@@ -191,7 +203,9 @@ extension Graph {
     }
     var result: [(producer: Int, match: T)] = []
     for input in node.inputs {
-      guard let producer = lookup.producer[input], !exclusive || lookup.readerCount(input) == 1, let matched = match(nodes[producer]) else { return nil }
+      guard let producer = lookup.producer[input], !exclusive || lookup.readerCount(input) == 1,
+        let matched = match(nodes[producer])
+      else { return nil }
       result.append((producer, matched))
     }
     return result
@@ -275,11 +289,15 @@ struct GraphEdit {
     follower: Operation, followerName: String, origin: LayerOrigin?
   ) -> ValueID {
     let node = graph.nodes[index]
-    let moved = newValue(named: graph[node.output].name + suffix, type: TensorType(shape, dataType: graph[node.output].type.dataType), in: graph)
-    replace(nodeAt: index, with: [
-      Node(name: node.name, operation: operation, inputs: sources, output: moved, origin: node.origin),
-      Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin),
-    ])
+    let moved = newValue(
+      named: graph[node.output].name + suffix, type: TensorType(shape, dataType: graph[node.output].type.dataType),
+      in: graph)
+    replace(
+      nodeAt: index,
+      with: [
+        Node(name: node.name, operation: operation, inputs: sources, output: moved, origin: node.origin),
+        Node(name: followerName, operation: follower, inputs: [moved], output: node.output, origin: origin),
+      ])
     return moved
   }
 

@@ -28,8 +28,10 @@ public struct LayerNormFusionPass: GraphPass {
           graph = graph.pruned()
         } else {
           graph.moveBefore(
-            nodeAt: match.last, operation: .layerNormalization(match.norm), sources: [match.x], shape: shape, suffix: "__normalized",
-            follower: .reshape(targetShape: graph[last.output].type.shape), followerName: last.name + "__unit_axes", origin: last.origin)
+            nodeAt: match.last, operation: .layerNormalization(match.norm), sources: [match.x], shape: shape,
+            suffix: "__normalized",
+            follower: .reshape(targetShape: graph[last.output].type.shape), followerName: last.name + "__unit_axes",
+            origin: last.origin)
         }
         changed = true
         break
@@ -39,13 +41,17 @@ public struct LayerNormFusionPass: GraphPass {
 
   /// The values of the constant producing `id`, or nil when a constant node does not produce it.
   static func constant(_ id: ValueID, in graph: Graph, lookup: GraphIndex) -> Constant? {
-    guard let producer = lookup.producer[id], case .constant(let c) = graph.nodes[producer].operation else { return nil }
+    guard let producer = lookup.producer[id], case .constant(let c) = graph.nodes[producer].operation else {
+      return nil
+    }
     return c
   }
 
   /// For the first mean of a layer normalization at `index`: its input, the normalization and the node
   /// computing its result.
-  static func match(meanAt index: Int, in graph: Graph, lookup: GraphIndex) -> (x: ValueID, norm: LayerNormalization, last: Int)? {
+  static func match(meanAt index: Int, in graph: Graph, lookup: GraphIndex) -> (
+    x: ValueID, norm: LayerNormalization, last: Int
+  )? {
     func isMeanOverLastAxis(_ node: Node) -> Bool {
       guard case .reduce(let r) = node.operation, r.kind == .mean, r.keepDims else { return false }
       return r.axes == [graph[node.inputs[0]].type.shape.count - 1]
@@ -53,11 +59,14 @@ public struct LayerNormFusionPass: GraphPass {
     /// The single node reading `id` (which is no graph output).
     func onlyReader(_ id: ValueID) -> Int? {
       let readers = lookup.readingNodes[id] ?? []
-      return readers.count == 1 && lookup.readerCount(id) == graph.nodes[readers[0]].inputs.filter({ $0 == id }).count ? readers[0] : nil
+      return readers.count == 1 && lookup.readerCount(id) == graph.nodes[readers[0]].inputs.filter({ $0 == id }).count
+        ? readers[0] : nil
     }
     /// For a binary element-wise node of `kind` reading `id`: its other input.
     func partner(_ node: Node, _ kind: ElementwiseKind, of id: ValueID) -> ValueID? {
-      guard case .elementwise(kind) = node.operation, node.inputs.count == 2, node.inputs.contains(id) else { return nil }
+      guard case .elementwise(kind) = node.operation, node.inputs.count == 2, node.inputs.contains(id) else {
+        return nil
+      }
       return node.inputs[0] == id ? node.inputs[1] : node.inputs[0]
     }
     /// A constant of one value.
@@ -79,12 +88,15 @@ public struct LayerNormFusionPass: GraphPass {
     func isSquare(_ node: Node) -> Bool {
       switch node.operation {
       case .elementwise(.multiply): return node.inputs == [centered, centered]
-      case .elementwise(.power): return node.inputs.count == 2 && node.inputs[0] == centered && scalar(node.inputs[1]) == 2
-      case .activation(.unary(let f)): return node.inputs == [centered] && f.kind == .power && f.alpha == 2 && f.scale == 1 && f.shift == 0
+      case .elementwise(.power):
+        return node.inputs.count == 2 && node.inputs[0] == centered && scalar(node.inputs[1]) == 2
+      case .activation(.unary(let f)):
+        return node.inputs == [centered] && f.kind == .power && f.alpha == 2 && f.scale == 1 && f.shift == 0
       default: return false
       }
     }
-    guard let square = readers.first(where: { isSquare(graph.nodes[$0]) }), let normalize = readers.first(where: { $0 != square }),
+    guard let square = readers.first(where: { isSquare(graph.nodes[$0]) }),
+      let normalize = readers.first(where: { $0 != square }),
       let varianceIndex = onlyReader(graph.nodes[square].output), isMeanOverLastAxis(graph.nodes[varianceIndex])
     else { return nil }
     // variance [+ epsilon], then sqrt (divided by) or rsqrt (multiplied by).
@@ -97,35 +109,45 @@ public struct LayerNormFusionPass: GraphPass {
       guard let after = onlyReader(current) else { return nil }
       next = after
     }
-    guard case .activation(.unary(let root)) = graph.nodes[next].operation, root.scale == 1, root.kind == .sqrt || root.kind == .rsqrt,
+    guard case .activation(.unary(let root)) = graph.nodes[next].operation, root.scale == 1,
+      root.kind == .sqrt || root.kind == .rsqrt,
       onlyReader(graph.nodes[next].output) == normalize
     else { return nil }
     epsilon += root.shift + (root.kind == .rsqrt ? root.epsilon : 0)
     let expected: ElementwiseKind = root.kind == .sqrt ? .divide : .multiply
     guard graph.nodes[normalize].operation == .elementwise(expected), graph.nodes[normalize].inputs.count == 2,
-      graph.nodes[normalize].inputs[0] == centered || (expected == .multiply && graph.nodes[normalize].inputs[1] == centered),
+      graph.nodes[normalize].inputs[0] == centered
+        || (expected == .multiply && graph.nodes[normalize].inputs[1] == centered),
       Set(graph.nodes[normalize].inputs) == [centered, graph.nodes[next].output]
     else { return nil }
 
     // gamma, then beta: constants that only vary along the last axis (or scalars).
     func channelVector(_ id: ValueID) -> Constant? {
-      guard let c = constant(id, in: graph, lookup: lookup), c.shape.dropLast().allSatisfy({ $0 == 1 }) else { return nil }
+      guard let c = constant(id, in: graph, lookup: lookup), c.shape.dropLast().allSatisfy({ $0 == 1 }) else {
+        return nil
+      }
       if c.count == channels { return Constant(shape: [channels], values: c.values) }
       return c.count == 1 ? Constant(shape: [channels], values: [Float](repeating: c.values[0], count: channels)) : nil
     }
     var (gamma, beta): (Constant?, Constant?) = (nil, nil)
     var last = normalize
-    if let reader = onlyReader(graph.nodes[last].output), let g = partner(graph.nodes[reader], .multiply, of: graph.nodes[last].output).flatMap(channelVector) {
+    if let reader = onlyReader(graph.nodes[last].output),
+      let g = partner(graph.nodes[reader], .multiply, of: graph.nodes[last].output).flatMap(channelVector)
+    {
       gamma = g
       last = reader
     }
-    if let reader = onlyReader(graph.nodes[last].output), let b = partner(graph.nodes[reader], .add, of: graph.nodes[last].output).flatMap(channelVector) {
+    if let reader = onlyReader(graph.nodes[last].output),
+      let b = partner(graph.nodes[reader], .add, of: graph.nodes[last].output).flatMap(channelVector)
+    {
       beta = b
       last = reader
     }
     // The result is x's shape, with at most some unit axes in front (from the constants' broadcasting).
     let (shape, output) = (graph[x].type.shape, graph[graph.nodes[last].output].type.shape)
-    guard output.count >= shape.count, Array(output.suffix(shape.count)) == shape, output.dropLast(shape.count).allSatisfy({ $0 == 1 }) else { return nil }
+    guard output.count >= shape.count, Array(output.suffix(shape.count)) == shape,
+      output.dropLast(shape.count).allSatisfy({ $0 == 1 })
+    else { return nil }
     return (x, LayerNormalization(gamma: gamma, beta: beta, epsilon: epsilon), last)
   }
 }

@@ -35,11 +35,14 @@ public struct SinkUnitReshapesPass: GraphPass {
         if node.inputs.count >= 2 {
           // An element-wise operation on one unit-axes reshape and constants (a bias, a scale).
           if let join = Self.broadcastJoin(index, in: graph, lookup: lookup, pending: pending),
-            edit.claim(nodes: [index] + join.claimedNodes, values: [node.output] + (pending[node.inputs[join.position]] == nil ? [node.inputs[join.position]] : []))
+            edit.claim(
+              nodes: [index] + join.claimedNodes,
+              values: [node.output] + (pending[node.inputs[join.position]] == nil ? [node.inputs[join.position]] : []))
           {
             var inputs = node.inputs
             inputs[join.position] = join.source
-            let added = Self.squeezedConstants(join.squeezed, of: node, inputs: &inputs, in: graph, lookup: lookup, edit: &edit)
+            let added = Self.squeezedConstants(
+              join.squeezed, of: node, inputs: &inputs, in: graph, lookup: lookup, edit: &edit)
             let output = graph[node.output].type.shape
             if join.shape == output {
               var rewired = node
@@ -47,7 +50,8 @@ public struct SinkUnitReshapesPass: GraphPass {
               edit.replace(nodeAt: index, with: added + [rewired])
             } else {
               let moved = edit.move(
-                nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: join.shape, suffix: "__unit_axes",
+                nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: join.shape,
+                suffix: "__unit_axes",
                 follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
               edit.replace(nodeAt: index, with: added + (edit.replacement(ofNodeAt: index) ?? []))
               if !graph.outputs.contains(node.output) { pending[node.output] = (moved, join.shape) }
@@ -60,32 +64,47 @@ public struct SinkUnitReshapesPass: GraphPass {
         var source: ValueID
         var before: [Int]
         let operation: Operation
-        var claimed: [Int] = [index], claimedValues: [ValueID] = [node.output]
+        var claimed: [Int] = [index]
+        var claimedValues: [ValueID] = [node.output]
         if let chained = pending[node.inputs[0]], CancelReshapesPass.isReshape(node.operation) {
           // A reshape after the one this scan moved here reshapes that one's input at once; when it too
           // only adds or drops unit axes, it moves on down the chain in its place.
           guard edit.claim(nodes: [index], values: [node.output]) else { continue }
           let target = graph[node.output].type.shape
-          edit.replace(nodeAt: index, with: [Node(name: node.name, operation: .reshape(targetShape: target), inputs: [chained.source], output: node.output, origin: node.origin)])
-          if Self.squeezed(chained.shape) == Self.squeezed(target), !graph.outputs.contains(node.output) { pending[node.output] = chained }
+          edit.replace(
+            nodeAt: index,
+            with: [
+              Node(
+                name: node.name, operation: .reshape(targetShape: target), inputs: [chained.source],
+                output: node.output, origin: node.origin)
+            ])
+          if Self.squeezed(chained.shape) == Self.squeezed(target), !graph.outputs.contains(node.output) {
+            pending[node.output] = chained
+          }
           continue
         }
         if let chained = pending[node.inputs[0]] {
           // The reshape this scan moved to just before this node moves on past it.
           (source, before) = chained
-          guard Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) else { continue }
+          guard Self.squeezed(before) == Self.squeezed(after),
+            let moved = Self.moved(node.operation, before: before, after: after)
+          else { continue }
           operation = moved
         } else {
           guard let producer = lookup.producer[node.inputs[0]], case .reshape = graph.nodes[producer].operation,
             // A reshape of a reshape merges with it first (`CancelReshapesPass`), even when the first has other readers.
-            !(lookup.producer[graph.nodes[producer].inputs[0]].map { CancelReshapesPass.isReshape(graph.nodes[$0].operation) } ?? false)
+            !(lookup.producer[graph.nodes[producer].inputs[0]].map {
+              CancelReshapesPass.isReshape(graph.nodes[$0].operation)
+            } ?? false)
           else { continue }
           source = graph.nodes[producer].inputs[0]
           guard edit.isFree(nodes: [producer, index], values: [source, node.inputs[0], node.output]) else { continue }
           claimed.append(producer)
           claimedValues += [source, node.inputs[0]]
           before = graph[source].type.shape
-          if Self.squeezed(before) == Self.squeezed(after), let moved = Self.moved(node.operation, before: before, after: after) {
+          if Self.squeezed(before) == Self.squeezed(after),
+            let moved = Self.moved(node.operation, before: before, after: after)
+          {
             operation = moved
           } else {
             // A reshape that also adds unit axes (`[2, 2, 128]` to `[1, 1, 512]`) reshapes to the shape
@@ -94,7 +113,9 @@ public struct SinkUnitReshapesPass: GraphPass {
             // becomes `[1, 2000, 1]`, an image of height 1, and the batch axis moves on).
             let squeezed = Self.squeezed(after).isEmpty ? [1] : Self.squeezed(after)
             let image = Array(after.dropFirst())
-            let core = after.count == 4 && after[0] == 1 && Self.moved(node.operation, before: image, after: after) != nil ? image : squeezed
+            let core =
+              after.count == 4 && after[0] == 1 && Self.moved(node.operation, before: image, after: after) != nil
+              ? image : squeezed
             guard core != after, core != before, let moved = Self.moved(node.operation, before: core, after: after),
               (try? moved.outputShape(inputShapes: [core], node: node.name)) != nil
             else { continue }
@@ -105,10 +126,13 @@ public struct SinkUnitReshapesPass: GraphPass {
           }
         }
         // The operation now reads the reshape's input; a new reshape after it produces its old output.
-        guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name), edit.claim(nodes: claimed, values: claimedValues) else { continue }
+        guard let shape = try? operation.outputShape(inputShapes: [before], node: node.name),
+          edit.claim(nodes: claimed, values: claimedValues)
+        else { continue }
         let moved = edit.move(
           nodeAt: index, in: graph, operation: operation, sources: [source], shape: shape, suffix: "__unit_axes",
-          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
+          follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes",
+          origin: node.origin)
         if !graph.outputs.contains(node.output) { pending[node.output] = (moved, shape) }
       }
       if !edit.isEmpty {
@@ -144,7 +168,9 @@ public struct SinkUnitReshapesPass: GraphPass {
       case .reshape where found == nil && lookup.readerCount(input) == 1 && !graph.outputs.contains(input):
         let source = graph.nodes[producer].inputs[0]
         // Not a reshape of a reshape: those merge first.
-        if let before = lookup.producer[source], CancelReshapesPass.isReshape(graph.nodes[before].operation) { return nil }
+        if let before = lookup.producer[source], CancelReshapesPass.isReshape(graph.nodes[before].operation) {
+          return nil
+        }
         found = (position, source, graph[source].type.shape, [producer])
       default: return nil
       }
@@ -152,7 +178,9 @@ public struct SinkUnitReshapesPass: GraphPass {
     guard let found, !constants.isEmpty else { return nil }
     let after = graph[node.inputs[found.position]].type.shape
     let added = after.count - found.before.count
-    guard added > 0, Array(after.suffix(found.before.count)) == found.before, after.prefix(added).allSatisfy({ $0 == 1 }) else { return nil }
+    guard added > 0, Array(after.suffix(found.before.count)) == found.before,
+      after.prefix(added).allSatisfy({ $0 == 1 })
+    else { return nil }
     var shapes = node.inputs.map { graph[$0].type.shape }
     shapes[found.position] = found.before
     var squeezed: [(Int, Constant)] = []
@@ -164,7 +192,8 @@ public struct SinkUnitReshapesPass: GraphPass {
       shapes[position] = constant.shape
     }
     let output = graph[node.output].type.shape
-    guard let shape = try? node.operation.outputShape(inputShapes: shapes, node: node.name), output.count >= shape.count,
+    guard let shape = try? node.operation.outputShape(inputShapes: shapes, node: node.name),
+      output.count >= shape.count,
       Array(output.suffix(shape.count)) == shape, output.prefix(output.count - shape.count).allSatisfy({ $0 == 1 })
     else { return nil }
     return (found.position, found.source, squeezed, shape, found.claimed)
@@ -180,12 +209,16 @@ public struct SinkUnitReshapesPass: GraphPass {
     // As `run`: every move of one scan whose nodes and values are its own, made from the last.
     var edit = GraphEdit(graph)
     for index in graph.nodes.indices {
-      guard let producers = graph.joinProducers(of: index, sameRank: false, in: lookup, { node -> Int? in
-          guard case .reshape = node.operation else { return nil }
-          let (before, after) = (graph[node.inputs[0]].type.shape, graph[node.output].type.shape)
-          let added = after.count - before.count
-          return added > 0 && Array(after.suffix(before.count)) == before && after.prefix(added).allSatisfy({ $0 == 1 }) ? added : nil
-        }), let added = producers.map(\.match).min()
+      guard
+        let producers = graph.joinProducers(
+          of: index, sameRank: false, in: lookup,
+          { node -> Int? in
+            guard case .reshape = node.operation else { return nil }
+            let (before, after) = (graph[node.inputs[0]].type.shape, graph[node.output].type.shape)
+            let added = after.count - before.count
+            return added > 0 && Array(after.suffix(before.count)) == before
+              && after.prefix(added).allSatisfy({ $0 == 1 }) ? added : nil
+          }), let added = producers.map(\.match).min()
       else { continue }
       let node = graph.nodes[index]
       var operation = node.operation
@@ -195,11 +228,15 @@ public struct SinkUnitReshapesPass: GraphPass {
         operation = .concatenate(axis: axis - added)
       }
       let sources = producers.map { graph.nodes[$0.producer].inputs[0] }
-      guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name) else { continue }
-      guard edit.claim(nodes: [index] + producers.map(\.producer), values: sources + node.inputs + [node.output]) else { continue }
+      guard let shape = try? operation.outputShape(inputShapes: sources.map { graph[$0].type.shape }, node: node.name)
+      else { continue }
+      guard edit.claim(nodes: [index] + producers.map(\.producer), values: sources + node.inputs + [node.output]) else {
+        continue
+      }
       edit.move(
         nodeAt: index, in: graph, operation: operation, sources: sources, shape: shape, suffix: "__unit_axes",
-        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes", origin: node.origin)
+        follower: .reshape(targetShape: graph[node.output].type.shape), followerName: node.name + "__unit_axes",
+        origin: node.origin)
     }
     edit.apply(to: &graph)
     return !edit.isEmpty
@@ -225,12 +262,15 @@ public struct SinkUnitReshapesPass: GraphPass {
       }
       guard layoutInputs.count == 1 else { continue }
       for (position, input) in node.inputs.enumerated() {
-        guard let producer = lookup.producer[input], case .reshape = graph.nodes[producer].operation, lookup.readerCount(input) == 1
+        guard let producer = lookup.producer[input], case .reshape = graph.nodes[producer].operation,
+          lookup.readerCount(input) == 1
         else { continue }
         let source = graph.nodes[producer].inputs[0]
         let (before, after) = (graph[source].type.shape, graph[input].type.shape)
         let added = after.count - before.count
-        guard added > 0, Array(after.suffix(before.count)) == before, after.prefix(added).allSatisfy({ $0 == 1 }) else { continue }
+        guard added > 0, Array(after.suffix(before.count)) == before, after.prefix(added).allSatisfy({ $0 == 1 }) else {
+          continue
+        }
         var shapes = node.inputs.map { graph[$0].type.shape }
         shapes[position] = before
         let output = graph[node.output].type.shape
@@ -245,7 +285,9 @@ public struct SinkUnitReshapesPass: GraphPass {
           break
         }
         // The result loses the unit axes in front: they move on after it, as a reshape.
-        guard output.count > shape.count, Array(output.suffix(shape.count)) == shape, output.prefix(output.count - shape.count).allSatisfy({ $0 == 1 }) else { continue }
+        guard output.count > shape.count, Array(output.suffix(shape.count)) == shape,
+          output.prefix(output.count - shape.count).allSatisfy({ $0 == 1 })
+        else { continue }
         guard edit.claim(nodes: [index, producer], values: [input, node.output]) else { break }
         edit.move(
           nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
@@ -268,7 +310,9 @@ public struct SinkUnitReshapesPass: GraphPass {
       let node = graph.nodes[index]
       guard case .elementwise = node.operation, node.inputs.count >= 2 else { continue }
       let constants = node.inputs.map { input -> Constant? in
-        guard let producer = lookup.producer[input], case .constant(let c) = graph.nodes[producer].operation else { return nil }
+        guard let producer = lookup.producer[input], case .constant(let c) = graph.nodes[producer].operation else {
+          return nil
+        }
         return c
       }
       let computed = node.inputs.indices.filter { constants[$0] == nil }
@@ -284,11 +328,13 @@ public struct SinkUnitReshapesPass: GraphPass {
         squeezed[position] = Constant(shape: Array(c.shape.dropFirst(c.shape.count - rank)), values: c.values)
         shapes[position] = squeezed[position]!.shape
       }
-      guard let shape = try? node.operation.outputShape(inputShapes: shapes, node: node.name), shape == Array(output.dropFirst(extra)),
+      guard let shape = try? node.operation.outputShape(inputShapes: shapes, node: node.name),
+        shape == Array(output.dropFirst(extra)),
         edit.claim(nodes: [index], values: [node.output])
       else { continue }
       var inputs = node.inputs
-      let added = Self.squeezedConstants(squeezed.sorted(by: { $0.key < $1.key }), of: node, inputs: &inputs, in: graph, lookup: lookup, edit: &edit)
+      let added = Self.squeezedConstants(
+        squeezed.sorted(by: { $0.key < $1.key }), of: node, inputs: &inputs, in: graph, lookup: lookup, edit: &edit)
       edit.move(
         nodeAt: index, in: graph, operation: node.operation, sources: inputs, shape: shape, suffix: "__unit_axes",
         follower: .reshape(targetShape: output), followerName: node.name + "__unit_axes", origin: node.origin)
@@ -301,13 +347,18 @@ public struct SinkUnitReshapesPass: GraphPass {
   /// A constant node for each squeezed constant of `node` (named after its new value, unique), with
   /// `inputs` reading them instead of the constants they replace.
   static func squeezedConstants(
-    _ squeezed: [(Int, Constant)], of node: Node, inputs: inout [ValueID], in graph: Graph, lookup: GraphIndex, edit: inout GraphEdit
+    _ squeezed: [(Int, Constant)], of node: Node, inputs: inout [ValueID], in graph: Graph, lookup: GraphIndex,
+    edit: inout GraphEdit
   ) -> [Node] {
     squeezed.map { position, constant in
       let old = node.inputs[position]
-      let value = edit.newValue(named: graph[old].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[old].type.dataType), in: graph)
+      let value = edit.newValue(
+        named: graph[old].name + "__squeezed", type: TensorType(constant.shape, dataType: graph[old].type.dataType),
+        in: graph)
       inputs[position] = value
-      return Node(name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value, origin: lookup.producer[old].flatMap { graph.nodes[$0].origin })
+      return Node(
+        name: edit.name(ofNew: value), operation: .constant(constant), inputs: [], output: value,
+        origin: lookup.producer[old].flatMap { graph.nodes[$0].origin })
     }
   }
 
@@ -352,15 +403,21 @@ public struct SinkUnitReshapesPass: GraphPass {
         slice.end.count == after.count, slice.strides.count == after.count,
         (0..<added).allSatisfy({ slice.begin[$0] == 0 && slice.end[$0] == 1 && slice.strides[$0] == 1 })
       else { return nil }
-      return .slice(StridedSlice(begin: Array(slice.begin.dropFirst(added)), end: Array(slice.end.dropFirst(added)), strides: Array(slice.strides.dropFirst(added))))
+      return .slice(
+        StridedSlice(
+          begin: Array(slice.begin.dropFirst(added)), end: Array(slice.end.dropFirst(added)),
+          strides: Array(slice.strides.dropFirst(added))))
     case .constantPad(let pad):
       // Padding of the added unit axes must be none; the rest pads the same axes.
       let added = after.count - before.count
       guard onlyLeading, pad.before.count == after.count, pad.after.count == after.count,
         pad.before.prefix(added).allSatisfy({ $0 == 0 }), pad.after.prefix(added).allSatisfy({ $0 == 0 })
       else { return nil }
-      return .constantPad(ConstantPadding(before: Array(pad.before.dropFirst(added)), after: Array(pad.after.dropFirst(added)), value: pad.value))
-    case .convolution2D, .convolutionTranspose, .pooling2D, .zeroPadding2D, .cropping2D, .upsampling2D, .globalPooling2D(_, keepDims: true):
+      return .constantPad(
+        ConstantPadding(
+          before: Array(pad.before.dropFirst(added)), after: Array(pad.after.dropFirst(added)), value: pad.value))
+    case .convolution2D, .convolutionTranspose, .pooling2D, .zeroPadding2D, .cropping2D, .upsampling2D,
+      .globalPooling2D(_, keepDims: true):
       return onlyLeading ? operation : nil
     case .permute(let order):
       // The transpose of the original puts its non-unit axes in the order the transpose of the reshaped
@@ -390,7 +447,13 @@ public struct SinkUnitReshapesPass: GraphPass {
           let copy = edit.newValue(named: graph[node.output].name + "__copy", type: graph[node.output].type, in: graph)
           var rewired = graph.nodes[reader]
           rewired.inputs = rewired.inputs.map { $0 == node.output ? copy : $0 }
-          edit.replace(nodeAt: reader, with: [Node(name: node.name + "__copy", operation: node.operation, inputs: node.inputs, output: copy, origin: node.origin), rewired])
+          edit.replace(
+            nodeAt: reader,
+            with: [
+              Node(
+                name: node.name + "__copy", operation: node.operation, inputs: node.inputs, output: copy,
+                origin: node.origin), rewired,
+            ])
         }
       }
       guard !edit.isEmpty else { return }

@@ -11,7 +11,8 @@ public struct SpatialZeroPaddingPass: GraphPass {
         graph[graph.nodes[index].inputs[0]].type.shape.count == 3, pad.before.count == 3, pad.after.count == 3,
         pad.before[2] == 0, pad.after[2] == 0
       else { continue }
-      graph.nodes[index].operation = .zeroPadding2D(Box2D(top: pad.before[0], bottom: pad.after[0], left: pad.before[1], right: pad.after[1]))
+      graph.nodes[index].operation = .zeroPadding2D(
+        Box2D(top: pad.before[0], bottom: pad.after[0], left: pad.before[1], right: pad.after[1]))
     }
   }
 }

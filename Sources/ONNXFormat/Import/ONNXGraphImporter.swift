@@ -33,7 +33,9 @@ public enum ONNXGraphImporter {
     while let (nodes, depth) = pending.popLast() {
       for node in nodes {
         if ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) == nil {
-          counts[node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain)::\(node.opType)", default: 0] += 1
+          counts[
+            node.domain.isEmpty || node.domain == "ai.onnx" ? node.opType : "\(node.domain)::\(node.opType)", default: 0
+          ] += 1
         }
         guard depth < ONNXOperatorRegistry.maxSubgraphDepth else { continue }
         for attribute in node.attributes {
@@ -71,12 +73,16 @@ public enum ONNXGraphImporter {
       if let dims = initializerShapes[input.name] {
         // The initializer is the input's default value: it must fit the declared shape.
         if case .tensor(_, let declared?) = input.type {
-          let fits = declared.count == dims.count && zip(declared, dims).allSatisfy { dim, size in
-            if case .value(let v) = dim { return v == size }
-            return true
-          }
+          let fits =
+            declared.count == dims.count
+            && zip(declared, dims).allSatisfy { dim, size in
+              if case .value(let v) = dim { return v == size }
+              return true
+            }
           guard fits else {
-            throw fail("initializer '\(input.name)' has shape \(dims), but the graph input of that name declares \(declared.map { "\($0)" })")
+            throw fail(
+              "initializer '\(input.name)' has shape \(dims), but the graph input of that name declares \(declared.map { "\($0)" })"
+            )
           }
         }
       } else {
@@ -95,7 +101,9 @@ public enum ONNXGraphImporter {
     }
     var outputNames = Set<String>()
     for output in graph.outputs {
-      guard defined[output.name] != nil else { throw fail("output '\(output.name)' is not computed: no node, input or initializer defines it") }
+      guard defined[output.name] != nil else {
+        throw fail("output '\(output.name)' is not computed: no node, input or initializer defines it")
+      }
       guard outputNames.insert(output.name).inserted else { throw fail("output '\(output.name)' is declared twice") }
     }
   }
@@ -108,12 +116,16 @@ public enum ONNXGraphImporter {
   static func inputShapesToImport(
     _ model: ONNXModel, path: String, given: [String: [Int]], bound: Set<String>
   ) throws -> (shapes: [String: [Int]], notes: [String]) {
-    var shapes: [String: [Int]] = [:], notes: [String] = [], open: [UnknownInputSizes.Input] = []
+    var shapes: [String: [Int]] = [:]
+    var notes: [String] = []
+    var open: [UnknownInputSizes.Input] = []
     let inputs = model.graph.inputs.filter { !bound.contains($0.name) }
     // Ultralytics records the size it exported for: "imgsz": "[640, 640]" (height, width).
     let recordedSize: [Int]? = model.metadataProps["imgsz"].flatMap { text in
       let sizes = text.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
-      guard sizes.count == 1 || sizes.count == 2, sizes.allSatisfy({ (1...GraphLimits.maxSize).contains($0) }) else { return nil }
+      guard sizes.count == 1 || sizes.count == 2, sizes.allSatisfy({ (1...GraphLimits.maxSize).contains($0) }) else {
+        return nil
+      }
       return sizes.count == 1 ? [sizes[0], sizes[0]] : sizes
     }
     for input in inputs {
@@ -124,18 +136,24 @@ public enum ONNXGraphImporter {
       }
       if let sizes = given[input.name] {
         guard sizes.count == dims.count else {
-          throw ONNXImportError.invalidGraph(path: path, detail: "input '\(input.name)' has rank \(dims.count); the shape given has \(sizes.count) axes")
+          throw ONNXImportError.invalidGraph(
+            path: path, detail: "input '\(input.name)' has rank \(dims.count); the shape given has \(sizes.count) axes")
         }
         for (axis, (size, dim)) in zip(sizes, dims).enumerated() {
           if case .value(let fixed) = dim, fixed != size {
             throw ONNXImportError.invalidGraph(
-              path: path, detail: "input '\(input.name)' axis \(axis) is \(fixed) in the file; the shape given has \(size) (only sizes the file leaves open can be given)")
+              path: path,
+              detail:
+                "input '\(input.name)' axis \(axis) is \(fixed) in the file; the shape given has \(size) (only sizes the file leaves open can be given)"
+            )
           }
         }
         shapes[input.name] = sizes
         continue
       }
-      var shape: [Int] = [], dimensions: [UnknownInputSizes.Dimension] = [], stillOpen = false
+      var shape: [Int] = []
+      var dimensions: [UnknownInputSizes.Dimension] = []
+      var stillOpen = false
       for (axis, dim) in dims.enumerated() {
         switch dim {
         case .value(let size):
@@ -144,14 +162,17 @@ public enum ONNXGraphImporter {
         case .symbol, .unknown:
           let label: String? = { if case .symbol(let name) = dim { return name } else { return nil } }()
           if axis == 0 && dims.count > 1 {
-            notes.append("input '\(input.name)': the batch axis has no fixed size in the file (\(dim)); converted with batch 1")
+            notes.append(
+              "input '\(input.name)': the batch axis has no fixed size in the file (\(dim)); converted with batch 1")
             shape.append(1)
             dimensions.append(.size(1))
           } else if let recordedSize, inputs.count == 1, dims.count == 4, axis >= 2 {
             shape.append(recordedSize[axis - 2])
             dimensions.append(.size(recordedSize[axis - 2]))
             if axis == 3 {
-              notes.append("input '\(input.name)': height and width \(recordedSize[0])x\(recordedSize[1]) from the file's 'imgsz' metadata (the size it was exported for)")
+              notes.append(
+                "input '\(input.name)': height and width \(recordedSize[0])x\(recordedSize[1]) from the file's 'imgsz' metadata (the size it was exported for)"
+              )
             }
           } else {
             shape.append(0)
@@ -160,7 +181,11 @@ public enum ONNXGraphImporter {
           }
         }
       }
-      if stillOpen { open.append(UnknownInputSizes.Input(name: input.name, dimensions: dimensions)) } else { shapes[input.name] = shape }
+      if stillOpen {
+        open.append(UnknownInputSizes.Input(name: input.name, dimensions: dimensions))
+      } else {
+        shapes[input.name] = shape
+      }
     }
     guard open.isEmpty else { throw UnknownInputSizes(path: path, inputs: open) }
     return (shapes, notes)
@@ -176,7 +201,10 @@ public enum ONNXGraphImporter {
     let opsetVersion = model.opsetVersion(domain: "") ?? 1
     guard opsetVersion <= ONNXOperatorRegistry.newestOpset else {
       throw ONNXImportError.invalidGraph(
-        path: path, detail: "the model imports opset \(opsetVersion) of the default domain; operators are known up to opset \(ONNXOperatorRegistry.newestOpset) (export with opset_version=\(ONNXOperatorRegistry.newestOpset) or lower)")
+        path: path,
+        detail:
+          "the model imports opset \(opsetVersion) of the default domain; operators are known up to opset \(ONNXOperatorRegistry.newestOpset) (export with opset_version=\(ONNXOperatorRegistry.newestOpset) or lower)"
+      )
     }
     let unsupported = unsupportedOperators(in: model)
     guard unsupported.isEmpty else {
@@ -212,14 +240,19 @@ public enum ONNXGraphImporter {
     var counts: [String: Int] = [:]
     for node in graph.nodes {
       counts[node.opType, default: 0] += 1
-      guard let entry = ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) else { continue }
+      guard let entry = ONNXOperatorRegistry.entry(domain: node.domain, opType: node.opType, opset: opset) else {
+        continue
+      }
       var context = ONNXNodeContext(
-        node: node, opset: opset, path: path, builder: builder, values: values, integerValues: integerValues, constantNodes: constantNodes)
+        node: node, opset: opset, path: path, builder: builder, values: values, integerValues: integerValues,
+        constantNodes: constantNodes)
       context.indexCasts = indexCasts
       builder = GraphBuilder()
       values = [:]
       defer {
-        (builder, values, integerValues, constantNodes) = (context.builder, context.values, context.integerValues, context.constantNodes)
+        (builder, values, integerValues, constantNodes) = (
+          context.builder, context.values, context.integerValues, context.constantNodes
+        )
         indexCasts = context.indexCasts
       }
       // A node of float constants only is computed now (Swin V2's position-bias MLP of its coordinate
@@ -238,18 +271,22 @@ public enum ONNXGraphImporter {
     var outputs: [ValueID] = []
     var outputNames: [String] = []
     for output in graph.outputs {
-      guard let value = values[output.name] else { throw ONNXImportError.invalidGraph(path: path, detail: "output '\(output.name)' is not computed") }
+      guard let value = values[output.name] else {
+        throw ONNXImportError.invalidGraph(path: path, detail: "output '\(output.name)' is not computed")
+      }
       var id: ValueID
       switch value {
       case .tensor(let t): id = t
       case .constant(let c):
         builder.origin = LayerOrigin(name: output.name, type: "Constant")
-        id = try builder.add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), name: output.name, inputs: [])
+        id = try builder.add(
+          .constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), name: output.name, inputs: [])
       }
       // An output read twice, or an input passed through, needs a value of its own.
       if outputs.contains(id) || inputIDs.contains(id) {
         builder.origin = LayerOrigin(name: output.name, type: "Identity")
-        id = try builder.add(.reshape(targetShape: builder.type(of: id).shape), name: output.name + "__copy", inputs: [id])
+        id = try builder.add(
+          .reshape(targetShape: builder.type(of: id).shape), name: output.name + "__copy", inputs: [id])
       }
       outputs.append(id)
       outputNames.append(output.name)
@@ -259,13 +296,17 @@ public enum ONNXGraphImporter {
     // truncation gives them): anything else would compute with the float values.
     for (id, castName) in indexCasts.sorted(by: { $0.key < $1.key }) {
       let readers = result.nodes.filter { $0.inputs.contains(id) }
-      guard !result.outputs.contains(id), readers.allSatisfy({ node in
-        if case .embedding = node.operation { return true }
-        return false
-      }) else {
+      guard !result.outputs.contains(id),
+        readers.allSatisfy({ node in
+          if case .embedding = node.operation { return true }
+          return false
+        })
+      else {
         throw ONNXImportError.invalidNode(
           path: path, node: castName, opType: "Cast",
-          detail: "a cast of a computed float tensor to integers is supported only as the ids of a Gather from a constant table (an embedding), not read by \(readers.map(\.name).filter { !$0.isEmpty }.prefix(3).joined(separator: ", "))")
+          detail:
+            "a cast of a computed float tensor to integers is supported only as the ids of a Gather from a constant table (an embedding), not read by \(readers.map(\.name).filter { !$0.isEmpty }.prefix(3).joined(separator: ", "))"
+        )
       }
     }
     for (id, name) in zip(result.outputs, outputNames) { try result.claimName(name, for: id) }
@@ -277,7 +318,8 @@ public enum ONNXGraphImporter {
       }
     }
     return ONNXImportedGraph(
-      graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts, valueShapes: valueShapes, notes: notes)
+      graph: result, inputNames: inputNames, outputNames: outputNames, operatorCounts: counts, valueShapes: valueShapes,
+      notes: notes)
   }
 
   /// Replaces the tensor outputs of the node just imported (whose inputs were all constants) by their
@@ -306,14 +348,18 @@ public enum ONNXGraphImporter {
       for node in added {
         for input in node.inputs where mapped[input] == nil {
           guard let c = known[input] else { return }  // a computed tensor: not a constant node
-          mapped[input] = try small.add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), name: "c\(input)", inputs: [])
+          mapped[input] = try small.add(
+            .constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), name: "c\(input)", inputs: []
+          )
         }
-        mapped[node.output] = try small.add(node.operation, name: "n\(node.output)", inputs: node.inputs.map { mapped[$0]! })
+        mapped[node.output] = try small.add(
+          node.operation, name: "n\(node.output)", inputs: node.inputs.map { mapped[$0]! })
       }
     } catch {
       return
     }
-    guard let results = evaluator(small.build(outputs: outputs.map { mapped[$0.id]! })), results.count == outputs.count else { return }
+    guard let results = evaluator(small.build(outputs: outputs.map { mapped[$0.id]! })), results.count == outputs.count
+    else { return }
     let shapes = outputs.map { context.builder.type(of: $0.id).shape }
     guard zip(shapes, results).allSatisfy({ $1.count == $0.reduce(1, *) && $1.allSatisfy(\.isFinite) }) else { return }
     for ((output, shape), values) in zip(zip(outputs, shapes), results) {

@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// Why an ONNX graph cannot be imported into the IR.
 public enum ONNXImportError: Error, Equatable, CustomStringConvertible {
   /// Operators with no handler at the model's opset, every one at once: `domain::op` names with counts.
@@ -12,7 +13,8 @@ public enum ONNXImportError: Error, Equatable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .unsupportedOperators(let path, let operators, let opset):
-      return "\(path): \(operators.count) operator\(operators.count == 1 ? " is" : "s are") not supported at opset \(opset): \(operators.joined(separator: ", "))"
+      return
+        "\(path): \(operators.count) operator\(operators.count == 1 ? " is" : "s are") not supported at opset \(opset): \(operators.joined(separator: ", "))"
     case .invalidNode(let path, let node, let opType, let detail):
       return "\(path): node '\(node)' (\(opType)): \(detail)"
     case .invalidGraph(let path, let detail):

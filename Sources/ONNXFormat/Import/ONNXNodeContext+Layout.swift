@@ -24,7 +24,8 @@ extension ONNXNodeContext {
     switch shape.count {
     case 4: return (x, false)
     case 3: return (try add(.reshape(targetShape: [shape[0], shape[1], 1, shape[2]]), [x], suffix: "__as_2d"), true)
-    default: throw invalid("input of shape \(shape): 1-D and 2-D spatial inputs ([N, C, L] or [N, C, H, W]) are supported")
+    default:
+      throw invalid("input of shape \(shape): 1-D and 2-D spatial inputs ([N, C, L] or [N, C, H, W]) are supported")
     }
   }
 
@@ -38,7 +39,9 @@ extension ONNXNodeContext {
   /// A 2-D window attribute (`kernel_shape`, `strides`, `dilations`) for a 1-D or 2-D input, checked.
   func window(_ key: String, _ fallback: [Int], oneDimensional: Bool, positive: Bool = true) throws -> [Int] {
     guard var values = try ints(key) else { return fallback }
-    guard values.count == (oneDimensional ? 1 : 2) else { throw invalid("attribute '\(key)' \(values) must have \(oneDimensional ? 1 : 2) values") }
+    guard values.count == (oneDimensional ? 1 : 2) else {
+      throw invalid("attribute '\(key)' \(values) must have \(oneDimensional ? 1 : 2) values")
+    }
     if oneDimensional { values = [1] + values }
     guard values.allSatisfy({ positive ? ($0 >= 1 && $0 <= GraphLimits.maxElementCount) : $0 >= 0 }) else {
       throw invalid("attribute '\(key)' \(values) must be \(positive ? "1 or more" : "0 or more")")
@@ -52,7 +55,8 @@ extension ONNXNodeContext {
     switch autoPad {
     case "NOTSET":
       guard let pads = try ints("pads") else { return [0, 0, 0, 0] }
-      guard pads.count == (oneDimensional ? 2 : 4), pads.allSatisfy({ $0 >= 0 && $0 <= GraphLimits.maxElementCount }) else {
+      guard pads.count == (oneDimensional ? 2 : 4), pads.allSatisfy({ $0 >= 0 && $0 <= GraphLimits.maxElementCount })
+      else {
         throw invalid("attribute 'pads' \(pads) must be \(oneDimensional ? 2 : 4) non-negative values")
       }
       return oneDimensional ? [0, pads[0], 0, pads[1]] : pads

@@ -70,7 +70,9 @@ public struct ONNXNodeContext {
 
   private func value(_ index: Int) throws -> ONNXValue {
     guard hasInput(index) else { throw invalid("input \(index) is missing") }
-    guard let value = values[node.inputs[index]] else { throw invalid("input '\(node.inputs[index])' is not computed before this node") }
+    guard let value = values[node.inputs[index]] else {
+      throw invalid("input '\(node.inputs[index])' is not computed before this node")
+    }
     return value
   }
 
@@ -82,13 +84,17 @@ public struct ONNXNodeContext {
 
   /// Input `index`, which this operator needs at import time (weights, shapes, axes).
   public func requiredConstant(_ index: Int, _ what: String) throws -> ONNXConstant {
-    guard let c = try constant(index) else { throw invalid("\(what) (input \(index)) must be a constant (an initializer or folded)") }
+    guard let c = try constant(index) else {
+      throw invalid("\(what) (input \(index)) must be a constant (an initializer or folded)")
+    }
     return c
   }
 
   /// Integer input `index` known at import time.
   public func requiredInts(_ index: Int, _ what: String) throws -> [Int] {
-    guard let ints = try requiredConstant(index, what).ints else { throw invalid("\(what) (input \(index)) must be an integer tensor") }
+    guard let ints = try requiredConstant(index, what).ints else {
+      throw invalid("\(what) (input \(index)) must be an integer tensor")
+    }
     return ints
   }
 
@@ -98,7 +104,8 @@ public struct ONNXNodeContext {
     case .tensor(let id): return id
     case .constant(let c):
       if let id = constantNodes[node.inputs[index]] { return id }
-      let id = try add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), [], suffix: "_const\(index)")
+      let id = try add(
+        .constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), [], suffix: "_const\(index)")
       constantNodes[node.inputs[index]] = id
       return id
     }
@@ -141,7 +148,9 @@ public struct ONNXNodeContext {
   /// A negative axis counted from the end, checked against `rank`.
   public func axis(_ axis: Int, rank: Int, _ what: String = "axis") throws -> Int {
     let resolved = axis < 0 ? axis + rank : axis
-    guard resolved >= 0, resolved < max(rank, 1) else { throw invalid("\(what) \(axis) is outside a rank-\(rank) tensor") }
+    guard resolved >= 0, resolved < max(rank, 1) else {
+      throw invalid("\(what) \(axis) is outside a rank-\(rank) tensor")
+    }
     return resolved
   }
 }

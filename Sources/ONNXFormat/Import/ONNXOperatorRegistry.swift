@@ -28,8 +28,10 @@ public enum ONNXOperatorRegistry {
   /// Default-domain (`ai.onnx`) operators, by op type, their entries sorted by `since`.
   static let operators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
-    for family in [convolutionOperators, poolingOperators, normalizationOperators, elementwiseOperators, activationOperators,
-                   linearOperators, shapeOperators, reductionOperators, recurrentOperators, constantOperators, controlFlowOperators] {
+    for family in [
+      convolutionOperators, poolingOperators, normalizationOperators, elementwiseOperators, activationOperators,
+      linearOperators, shapeOperators, reductionOperators, recurrentOperators, constantOperators, controlFlowOperators,
+    ] {
       all.merge(family) { $0 + $1 }
     }
     return all.mapValues { $0.sorted { $0.since < $1.since } }
@@ -53,7 +55,8 @@ public enum ONNXOperatorRegistry {
 
   /// Entries for op types that share one handler (`since` per op type) and layout.
   static func entries(
-    _ versions: [String: [Int]], layout: ONNXOperatorLayout = .own, _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void
+    _ versions: [String: [Int]], layout: ONNXOperatorLayout = .own,
+    _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void
   ) -> [String: [ONNXOperatorEntry]] {
     versions.mapValues { $0.map { ONNXOperatorEntry(since: $0, layout: layout, handler: handler) } }
   }

@@ -23,7 +23,9 @@ extension ONNXDecoder {
     guard let location = entries["location"], !location.isEmpty else { throw invalid("external_data has no location") }
     func number(_ key: String) throws -> Int? {
       guard let text = entries[key] else { return nil }
-      guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let value = Int(text) else {
+      guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+        let value = Int(text)
+      else {
         throw invalid("external_data \(key) '\(text)' is not a byte count")
       }
       return value
@@ -44,7 +46,9 @@ extension ONNXDecoder {
       guard stat(file, &info) == 0 else { throw invalid("external data file '\(location)' cannot be examined") }
       let rest = Int(info.st_size) - offset
       guard rest < 0 || rest == byteCount else {
-        throw invalid("external data file '\(location)' holds \(rest) bytes after offset \(offset) and gives no length; the tensor's values take \(byteCount)")
+        throw invalid(
+          "external data file '\(location)' holds \(rest) bytes after offset \(offset) and gives no length; the tensor's values take \(byteCount)"
+        )
       }
     }
     do {
@@ -58,13 +62,18 @@ extension ONNXDecoder {
   private func resolve(_ location: String, in directory: URL) throws -> String {
     guard !location.hasPrefix("/") else { throw invalid("external data location '\(location)' is an absolute path") }
     let components = location.split(separator: "/", omittingEmptySubsequences: true)
-    guard !components.contains("..") else { throw invalid("external data location '\(location)' leaves the model's folder (..)") }
-    guard let folder = realPath(directory.path) else { throw invalid("the model's folder \(directory.path) cannot be resolved") }
+    guard !components.contains("..") else {
+      throw invalid("external data location '\(location)' leaves the model's folder (..)")
+    }
+    guard let folder = realPath(directory.path) else {
+      throw invalid("the model's folder \(directory.path) cannot be resolved")
+    }
     guard let file = realPath(folder + "/" + location) else {
       throw invalid("external data file '\(location)' does not exist in \(folder)")
     }
     guard file.hasPrefix(folder.hasSuffix("/") ? folder : folder + "/") else {
-      throw invalid("external data location '\(location)' resolves to \(file), outside the model's folder (a symbolic link?)")
+      throw invalid(
+        "external data location '\(location)' resolves to \(file), outside the model's folder (a symbolic link?)")
     }
     return file
   }

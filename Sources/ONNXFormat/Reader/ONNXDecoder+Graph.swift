@@ -6,7 +6,8 @@ extension ONNXDecoder {
     guard m.has_ir_version != 0 else { throw invalid("ir_version is missing") }
     guard ONNXLimits.irVersions.contains(Int(m.ir_version)) else {
       throw unsupported(
-        "ir_version is \(m.ir_version); the reader reads IR versions \(ONNXLimits.irVersions.lowerBound) (ONNX 1.0) to \(ONNXLimits.irVersions.upperBound) (ONNX 1.16 and 1.17)")
+        "ir_version is \(m.ir_version); the reader reads IR versions \(ONNXLimits.irVersions.lowerBound) (ONNX 1.0) to \(ONNXLimits.irVersions.upperBound) (ONNX 1.16 and 1.17)"
+      )
     }
     let opsetImports = try opsets(m.opset_import, m.n_opset_import)
     guard !opsetImports.isEmpty else { throw invalid("the model imports no operator set (opset_import is empty)") }
@@ -15,7 +16,8 @@ extension ONNXDecoder {
     let graph = try self.graph(graphMessage)
     let functions = try messages(m.functions, m.n_functions, "functions").map(function)
     return ONNXModel(
-      irVersion: Int(m.ir_version), opsetImports: opsetImports, producerName: try text(m.producer_name, "producer_name"),
+      irVersion: Int(m.ir_version), opsetImports: opsetImports,
+      producerName: try text(m.producer_name, "producer_name"),
       producerVersion: try text(m.producer_version, "producer_version"), domain: try text(m.domain, "domain"),
       modelVersion: Int(m.model_version), docString: try text(m.doc_string, "doc_string"), metadataProps: metadata,
       graph: graph, functions: functions, externalDataFiles: externalFiles.sorted())
@@ -28,8 +30,11 @@ extension ONNXDecoder {
         let name = try sparse.values.map { try text($0.pointee.name, "sparse_initializer name") } ?? ""
         throw unsupported("sparse initializer '\(name)' (sparse tensors are not read)")
       }
-      let nodes = try messages(g.node, g.n_node, "node").enumerated().map { index, node in try self.node(node, index: index) }
-      let initializers = try messages(g.initializer, g.n_initializer, "initializer").enumerated().map { index, message in
+      let nodes = try messages(g.node, g.n_node, "node").enumerated().map { index, node in
+        try self.node(node, index: index)
+      }
+      let initializers = try messages(g.initializer, g.n_initializer, "initializer").enumerated().map {
+        index, message in
         let tensorName = try text(message.name, "initializer[\(index)] name")
         guard !tensorName.isEmpty else { throw invalid("initializer #\(index) has no name") }
         return try within("initializer '\(tensorName)'") { try tensor(message) }
@@ -37,7 +42,8 @@ extension ONNXDecoder {
       return ONNXGraph(
         name: name, nodes: nodes, initializers: initializers,
         inputs: try values(g.input, g.n_input, "input"), outputs: try values(g.output, g.n_output, "output"),
-        valueInfo: try values(g.value_info, g.n_value_info, "value_info"), docString: try text(g.doc_string, "doc_string"))
+        valueInfo: try values(g.value_info, g.n_value_info, "value_info"),
+        docString: try text(g.doc_string, "doc_string"))
     }
   }
 
@@ -53,7 +59,8 @@ extension ONNXDecoder {
         throw invalid("attribute '\(attribute.name)' is given twice")
       }
       return ONNXNode(
-        name: name, opType: opType, domain: try text(n.domain, "domain"), inputs: try texts(n.input, n.n_input, "input"),
+        name: name, opType: opType, domain: try text(n.domain, "domain"),
+        inputs: try texts(n.input, n.n_input, "input"),
         outputs: try texts(n.output, n.n_output, "output"),
         attributes: attributes,
         docString: try text(n.doc_string, "doc_string"))
@@ -66,21 +73,28 @@ extension ONNXDecoder {
     return try within("function '\(name)' (domain '\(domain)')") {
       guard !name.isEmpty else { throw invalid("the function has no name") }
       return ONNXFunction(
-        name: name, domain: domain, inputs: try texts(f.input, f.n_input, "input"), outputs: try texts(f.output, f.n_output, "output"),
+        name: name, domain: domain, inputs: try texts(f.input, f.n_input, "input"),
+        outputs: try texts(f.output, f.n_output, "output"),
         attributeNames: try texts(f.attribute, f.n_attribute, "attribute"),
         attributeDefaults: try messages(f.attribute_proto, f.n_attribute_proto, "attribute_proto").map(attribute),
-        nodes: try messages(f.node, f.n_node, "node").enumerated().map { index, node in try self.node(node, index: index) },
+        nodes: try messages(f.node, f.n_node, "node").enumerated().map { index, node in
+          try self.node(node, index: index)
+        },
         opsetImports: try opsets(f.opset_import, f.n_opset_import), docString: try text(f.doc_string, "doc_string"))
     }
   }
 
   /// A graph's inputs, outputs or value_info entries.
-  func values(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Onnx__ValueInfoProto>?>?, _ count: Int, _ field: String) throws -> [ONNXValueInfo] {
+  func values(
+    _ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Onnx__ValueInfoProto>?>?, _ count: Int, _ field: String
+  ) throws -> [ONNXValueInfo] {
     try messages(pointer, count, field).enumerated().map { index, info in
       let name = try text(info.name, "\(field)[\(index)] name")
       return try within(name.isEmpty ? "\(field) #\(index)" : "\(field) '\(name)'") {
         guard !name.isEmpty else { throw invalid("the value has no name") }
-        return ONNXValueInfo(name: name, type: try info.type.map { try type($0.pointee) } ?? .unspecified, docString: try text(info.doc_string, "doc_string"))
+        return ONNXValueInfo(
+          name: name, type: try info.type.map { try type($0.pointee) } ?? .unspecified,
+          docString: try text(info.doc_string, "doc_string"))
       }
     }
   }

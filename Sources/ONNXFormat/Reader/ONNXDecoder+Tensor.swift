@@ -8,7 +8,9 @@ extension ONNXDecoder {
   func tensor(_ t: Onnx__TensorProto) throws -> ONNXTensor {
     let name = try text(t.name, "name")
     let dims = items(t.dims, t.n_dims).map { Int($0) }
-    if let index = dims.firstIndex(where: { $0 < 0 }) { throw invalid("dims[\(index)] is \(dims[index]); sizes cannot be negative") }
+    if let index = dims.firstIndex(where: { $0 < 0 }) {
+      throw invalid("dims[\(index)] is \(dims[index]); sizes cannot be negative")
+    }
     guard let count = GraphLimits.elementCount(dims) else {
       throw invalid("dims \(dims) hold more than \(ONNXLimits.maxElementCount) elements")
     }
@@ -26,17 +28,22 @@ extension ONNXDecoder {
       guard t.n_external_data == 0 else { throw invalid("external_data is set, but data_location is not EXTERNAL") }
       if t.has_raw_data != 0 {
         if let field = typed.first { throw invalid("both raw_data and \(field.0) are set") }
-        guard let size = type.byteSize else { throw invalid("raw_data cannot hold STRING values (they belong in string_data)") }
-        guard t.raw_data.len == count * size else {
-          throw invalid("raw_data holds \(t.raw_data.len) bytes; \(count) \(type.name) values (dims \(dims)) take \(count * size)")
+        guard let size = type.byteSize else {
+          throw invalid("raw_data cannot hold STRING values (they belong in string_data)")
         }
-        storage = try decode(UnsafeRawBufferPointer(start: t.raw_data.data, count: t.raw_data.len), type: type, count: count)
+        guard t.raw_data.len == count * size else {
+          throw invalid(
+            "raw_data holds \(t.raw_data.len) bytes; \(count) \(type.name) values (dims \(dims)) take \(count * size)")
+        }
+        storage = try decode(
+          UnsafeRawBufferPointer(start: t.raw_data.data, count: t.raw_data.len), type: type, count: count)
       } else {
         storage = try typedValues(t, type: type, dims: dims, count: count, set: typed.map(\.0))
       }
     case 1:
       if t.has_raw_data != 0 || !typed.isEmpty {
-        throw invalid("data_location is EXTERNAL, but the tensor holds data in \(t.has_raw_data != 0 ? "raw_data" : typed[0].0)")
+        throw invalid(
+          "data_location is EXTERNAL, but the tensor holds data in \(t.has_raw_data != 0 ? "raw_data" : typed[0].0)")
       }
       guard let size = type.byteSize else { throw invalid("STRING tensors cannot be stored externally") }
       let bytes = try externalData(t, byteCount: count * size)
@@ -48,7 +55,9 @@ extension ONNXDecoder {
   }
 
   /// Values from the repeated field `type` keeps them in; `set` names the fields present.
-  private func typedValues(_ t: Onnx__TensorProto, type: ONNXDataType, dims: [Int], count: Int, set: [String]) throws -> ONNXTensorStorage {
+  private func typedValues(_ t: Onnx__TensorProto, type: ONNXDataType, dims: [Int], count: Int, set: [String]) throws
+    -> ONNXTensorStorage
+  {
     let field: String
     switch type {
     case .float: field = "float_data"
@@ -61,16 +70,22 @@ extension ONNXDecoder {
     if let other = set.first(where: { $0 != field }) {
       throw invalid("\(other) is set on a \(type.name) tensor (its values belong in \(field) or raw_data)")
     }
-    let held = set.isEmpty ? 0 : [t.n_float_data, t.n_int32_data, t.n_string_data, t.n_int64_data, t.n_double_data, t.n_uint64_data].max()!
+    let held =
+      set.isEmpty
+      ? 0 : [t.n_float_data, t.n_int32_data, t.n_string_data, t.n_int64_data, t.n_double_data, t.n_uint64_data].max()!
     guard held == count else {
-      throw invalid(held == 0 ? "the tensor holds no data; dims \(dims) need \(count) values" : "\(field) holds \(held) values; dims \(dims) need \(count)")
+      throw invalid(
+        held == 0
+          ? "the tensor holds no data; dims \(dims) need \(count) values"
+          : "\(field) holds \(held) values; dims \(dims) need \(count)")
     }
     /// int32_data narrowed to `T`, each value checked.
     func narrowed<T: FixedWidthInteger>(_: T.Type, _ range: ClosedRange<Int32>? = nil) throws -> [T] {
       try items(t.int32_data, t.n_int32_data).enumerated().map { index, value in
         let allowed = range ?? Int32(clamping: T.min)...Int32(clamping: T.max)
         guard allowed.contains(value), let narrow = T(exactly: value) else {
-          throw invalid("int32_data[\(index)] is \(value), outside \(type.name)'s \(allowed.lowerBound)...\(allowed.upperBound)")
+          throw invalid(
+            "int32_data[\(index)] is \(value), outside \(type.name)'s \(allowed.lowerBound)...\(allowed.upperBound)")
         }
         return narrow
       }
@@ -83,7 +98,9 @@ extension ONNXDecoder {
     case .uint32:
       return .uint32(
         try items(t.uint64_data, t.n_uint64_data).enumerated().map { index, value in
-          guard let narrow = UInt32(exactly: value) else { throw invalid("uint64_data[\(index)] is \(value), outside UINT32") }
+          guard let narrow = UInt32(exactly: value) else {
+            throw invalid("uint64_data[\(index)] is \(value), outside UINT32")
+          }
           return narrow
         })
     case .int32: return .int32(items(t.int32_data, t.n_int32_data))
@@ -94,7 +111,8 @@ extension ONNXDecoder {
     case .bool: return .bool(try narrowed(UInt8.self, 0...1).map { $0 == 1 })
     case .float16: return .float16(try narrowed(UInt16.self).map(Float16.init(bitPattern:)))
     case .bfloat16: return .bfloat16(try narrowed(UInt16.self))
-    case .string: return .string(try items(t.string_data, t.n_string_data).enumerated().map { try text($1, "string_data[\($0)]") })
+    case .string:
+      return .string(try items(t.string_data, t.n_string_data).enumerated().map { try text($1, "string_data[\($0)]") })
     default: throw unsupported("\(type.name) tensors are not read")
     }
   }

@@ -55,7 +55,9 @@ final class ONNXDecoder {
   }
 
   /// A repeated message field: each message, or an error if protobuf-c left a hole.
-  func messages<T>(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<T>?>?, _ count: Int, _ field: String) throws -> [T] {
+  func messages<T>(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<T>?>?, _ count: Int, _ field: String) throws
+    -> [T]
+  {
     try items(pointer, count).enumerated().map { index, message in
       guard let message else { throw invalid("\(field)[\(index)] is missing") }
       return message.pointee
@@ -63,12 +65,16 @@ final class ONNXDecoder {
   }
 
   /// A repeated string field.
-  func texts(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ count: Int, _ field: String) throws -> [String] {
+  func texts(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ count: Int, _ field: String) throws
+    -> [String]
+  {
     try items(pointer, count).enumerated().map { index, string in try text(string, "\(field)[\(index)]") }
   }
 
   /// Key and value pairs (a key given twice keeps its last value).
-  func entries(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Onnx__StringStringEntryProto>?>?, _ count: Int, _ field: String) throws -> [String: String] {
+  func entries(
+    _ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Onnx__StringStringEntryProto>?>?, _ count: Int, _ field: String
+  ) throws -> [String: String] {
     var result: [String: String] = [:]
     for (index, entry) in try messages(pointer, count, field).enumerated() {
       result[try text(entry.key, "\(field)[\(index)].key")] = try text(entry.value, "\(field)[\(index)].value")
@@ -77,14 +83,18 @@ final class ONNXDecoder {
   }
 
   /// Operator set imports by domain (`ai.onnx` stored as `""`): versions positive, each domain once.
-  func opsets(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Onnx__OperatorSetIdProto>?>?, _ count: Int) throws -> [String: Int] {
+  func opsets(_ pointer: UnsafeMutablePointer<UnsafeMutablePointer<Onnx__OperatorSetIdProto>?>?, _ count: Int) throws
+    -> [String: Int]
+  {
     var result: [String: Int] = [:]
     for (index, opset) in try messages(pointer, count, "opset_import").enumerated() {
       let written = try text(opset.domain, "opset_import[\(index)].domain")
       let domain = written == "ai.onnx" ? "" : written
       let name = domain.isEmpty ? "the default domain (ai.onnx)" : "domain '\(domain)'"
       guard opset.has_version != 0 else { throw invalid("opset_import[\(index)] for \(name) has no version") }
-      guard opset.version > 0 else { throw invalid("opset_import[\(index)] for \(name) has version \(opset.version); versions start at 1") }
+      guard opset.version > 0 else {
+        throw invalid("opset_import[\(index)] for \(name) has version \(opset.version); versions start at 1")
+      }
       guard result[domain] == nil else { throw invalid("opset_import names \(name) twice") }
       result[domain] = Int(opset.version)
     }

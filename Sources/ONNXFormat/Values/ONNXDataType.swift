@@ -59,7 +59,8 @@ public enum ONNXDataType: Int, CaseIterable, Equatable, Hashable, Sendable {
     case .int16, .uint16, .float16, .bfloat16: return 2
     case .float, .int32, .uint32: return 4
     case .double, .int64, .uint64: return 8
-    case .string, .complex64, .complex128, .float8e4m3fn, .float8e4m3fnuz, .float8e5m2, .float8e5m2fnuz, .uint4, .int4: return nil
+    case .string, .complex64, .complex128, .float8e4m3fn, .float8e4m3fnuz, .float8e5m2, .float8e5m2fnuz, .uint4, .int4:
+      return nil
     }
   }
 

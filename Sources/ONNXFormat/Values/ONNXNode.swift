@@ -12,7 +12,10 @@ public struct ONNXNode: Equatable, Sendable {
   public var attributes: [ONNXAttribute]
   public var docString: String
 
-  public init(name: String, opType: String, domain: String = "", inputs: [String], outputs: [String], attributes: [ONNXAttribute] = [], docString: String = "") {
+  public init(
+    name: String, opType: String, domain: String = "", inputs: [String], outputs: [String],
+    attributes: [ONNXAttribute] = [], docString: String = ""
+  ) {
     self.name = name
     self.opType = opType
     self.domain = domain

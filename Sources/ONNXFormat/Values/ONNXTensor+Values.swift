@@ -67,6 +67,8 @@ extension ONNXTensor {
   }
 
   private func inexact(_ index: Int, _ value: String, _ type: String) -> ONNXFormatError {
-    .notRepresentable(tensor: name, detail: "value \(index) (\(value)) of a \(dataType.name) tensor is not exactly representable as \(type)")
+    .notRepresentable(
+      tensor: name,
+      detail: "value \(index) (\(value)) of a \(dataType.name) tensor is not exactly representable as \(type)")
   }
 }

@@ -36,10 +36,19 @@ struct BuildManifest {
 
   /// Keys of an entry that are not `convert` options.
   static let ownKeys: [(key: String, help: String)] = [
-    ("name", "A name for reports and --only (default: the source's file name without its extension); unique in the manifest."),
+    (
+      "name",
+      "A name for reports and --only (default: the source's file name without its extension); unique in the manifest."
+    ),
     ("source", "The model to convert (.h5, .keras, .mlmodel, .mlpackage, .onnx); required."),
-    ("output", "The .mlmodel or .mlpackage to write (default: the source's name with .mlmodel, or .mlpackage for format mlprogram)."),
-    ("reference", "After converting, verify against inputs and outputs saved from the source framework in this HDF5 file (as `modelconv verify --reference`)."),
+    (
+      "output",
+      "The .mlmodel or .mlpackage to write (default: the source's name with .mlmodel, or .mlpackage for format mlprogram)."
+    ),
+    (
+      "reference",
+      "After converting, verify against inputs and outputs saved from the source framework in this HDF5 file (as `modelconv verify --reference`)."
+    ),
   ]
 
   /// `convert` options that the manifest does not take: `output` is its own key, and build prints its own reports.
@@ -47,7 +56,8 @@ struct BuildManifest {
   /// Options whose value is a path, resolved against the manifest's folder.
   static let pathOptions: Set<String> = Set([Options.labelsFile, Options.architecture].map(\.key))
   /// `verify` options passed on to the reference check as well (`verify` declares each of them).
-  static let verifyOptions: Set<String> = Set(([Options.samples, Options.seed, Options.atol, Options.rtol] + Options.normalization + Options.shapes).map(\.key))
+  static let verifyOptions: Set<String> = Set(
+    ([Options.samples, Options.seed, Options.atol, Options.rtol] + Options.normalization + Options.shapes).map(\.key))
 
   /// The `convert` options a manifest entry may set, by key (the long name without dashes).
   static var options: [(key: String, spec: OptionSpec)] {
@@ -64,17 +74,23 @@ struct BuildManifest {
 
   /// Reads and checks a manifest; every problem names the entry and the key.
   static func load(_ url: URL, outputDirectory: URL?) throws -> BuildManifest {
-    guard let data = FileManager.default.contents(atPath: url.path) else { throw Problem(message: "\(url.path): cannot read the manifest") }
+    guard let data = FileManager.default.contents(atPath: url.path) else {
+      throw Problem(message: "\(url.path): cannot read the manifest")
+    }
     guard data.count <= 16 << 20 else { throw Problem(message: "\(url.path): the manifest is larger than 16 MiB") }
     let root: Any
     do { root = try JSONSerialization.jsonObject(with: data) } catch {
       throw Problem(message: "\(url.path): not valid JSON (\(error.localizedDescription))")
     }
-    guard let object = root as? [String: Any] else { throw Problem(message: "\(url.path): the manifest must be a JSON object with a \"models\" list") }
+    guard let object = root as? [String: Any] else {
+      throw Problem(message: "\(url.path): the manifest must be a JSON object with a \"models\" list")
+    }
     for key in object.keys.sorted() where key != "models" && key != "$schema" {
       throw Problem(message: "\(url.path): unknown key '\(key)' (a manifest has \"models\" and optionally \"$schema\")")
     }
-    guard let models = object["models"] as? [Any] else { throw Problem(message: "\(url.path): \"models\" must be a list of entries") }
+    guard let models = object["models"] as? [Any] else {
+      throw Problem(message: "\(url.path): \"models\" must be a list of entries")
+    }
     let folder = url.deletingLastPathComponent()
     let outputs = outputDirectory ?? folder
     var entries: [Entry] = []
@@ -84,13 +100,19 @@ struct BuildManifest {
       var label = "models[\(index)]"
       func problem(_ text: String) -> Problem { Problem(message: "\(url.path): \(label): \(text)") }
       guard let entry = item as? [String: Any] else { throw problem("an entry must be a JSON object") }
-      guard let sourcePath = entry["source"] as? String, !sourcePath.isEmpty else { throw problem("\"source\" (the model file) is required and must be a string") }
+      guard let sourcePath = entry["source"] as? String, !sourcePath.isEmpty else {
+        throw problem("\"source\" (the model file) is required and must be a string")
+      }
       let source = resolve(sourcePath, against: folder)
       let defaultName = source.deletingPathExtension().lastPathComponent
-      if let value = entry["name"], !(value is String) || (value as? String)?.isEmpty == true { throw problem("\"name\" must be a non-empty string") }
+      if let value = entry["name"], !(value is String) || (value as? String)?.isEmpty == true {
+        throw problem("\"name\" must be a non-empty string")
+      }
       let name = entry["name"] as? String ?? defaultName
       label += " (\"\(name)\")"
-      guard names.insert(name).inserted else { throw problem("the name '\(name)' is used by another entry; give each a \"name\"") }
+      guard names.insert(name).inserted else {
+        throw problem("the name '\(name)' is used by another entry; give each a \"name\"")
+      }
       var arguments: [String] = []
       var verifyArguments: [String] = []
       var inputs = [source]
@@ -112,7 +134,10 @@ struct BuildManifest {
         default: break
         }
         guard let spec = known[key] else {
-          let hint = OptionSpec.suggestion(for: "--" + key, in: options.map(\.spec)).map { "; did you mean '\($0.dropFirst(2))'?" } ?? ""
+          let hint =
+            OptionSpec.suggestion(for: "--" + key, in: options.map(\.spec)).map {
+              "; did you mean '\($0.dropFirst(2))'?"
+            } ?? ""
           throw problem("unknown key '\(key)'\(hint) (keys are convert's options without the dashes)")
         }
         let flag = spec.key
@@ -142,9 +167,12 @@ struct BuildManifest {
         }
       }
       let format = arguments.firstIndex(of: Options.format.key).map { arguments[$0 + 1] }
-      let finalOutput = output ?? outputs.appendingPathComponent(defaultName + (format == "mlprogram" ? ".mlpackage" : ".mlmodel"))
-      entries.append(Entry(
-        name: name, source: source, output: finalOutput, arguments: arguments, reference: reference, verifyArguments: verifyArguments, inputs: inputs))
+      let finalOutput =
+        output ?? outputs.appendingPathComponent(defaultName + (format == "mlprogram" ? ".mlpackage" : ".mlmodel"))
+      entries.append(
+        Entry(
+          name: name, source: source, output: finalOutput, arguments: arguments, reference: reference,
+          verifyArguments: verifyArguments, inputs: inputs))
     }
     guard !entries.isEmpty else { throw Problem(message: "\(url.path): \"models\" is empty") }
     return BuildManifest(url: url, entries: entries)
@@ -154,7 +182,8 @@ struct BuildManifest {
   static func isBoolean(_ value: Any) -> Bool { String(describing: type(of: value)) == "__NSCFBoolean" }
 
   static func resolve(_ path: String, against folder: URL) -> URL {
-    path.hasPrefix("/") ? URL(fileURLWithPath: path).standardizedFileURL : folder.appendingPathComponent(path).standardizedFileURL
+    path.hasPrefix("/")
+      ? URL(fileURLWithPath: path).standardizedFileURL : folder.appendingPathComponent(path).standardizedFileURL
   }
 
   /// The JSON Schema of a manifest, from the same lists `load` checks against.
@@ -165,10 +194,12 @@ struct BuildManifest {
       return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
     }
     for (key, help) in ownKeys {
-      properties.append("        \(quoted(key)): { \"type\": \"string\", \"minLength\": 1, \"description\": \(quoted(help)) }")
+      properties.append(
+        "        \(quoted(key)): { \"type\": \"string\", \"minLength\": 1, \"description\": \(quoted(help)) }")
     }
     for (key, spec) in options {
-      let type = spec.takesValue
+      let type =
+        spec.takesValue
         ? "\"anyOf\": [{ \"type\": [\"string\", \"number\"] }, { \"type\": \"array\", \"minItems\": 1, \"items\": { \"type\": [\"string\", \"number\"] } }]"
         : "\"type\": \"boolean\""
       properties.append("        \(quoted(key)): { \(type), \"description\": \(quoted(spec.help)) }")

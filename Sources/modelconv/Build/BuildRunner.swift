@@ -8,7 +8,12 @@ import ModelFormats
 /// An entry whose output exists and whose inputs and options hash as they did when it last succeeded is
 /// skipped (`BuildState`).
 struct BuildRunner {
-  enum Status: String { case converted, skipped, parityFailed = "parity-failed", badInput = "bad-input", failed }
+  enum Status: String {
+    case converted, skipped
+    case parityFailed = "parity-failed"
+    case badInput = "bad-input"
+    case failed
+  }
 
   struct Result {
     var entry: BuildManifest.Entry
@@ -90,13 +95,20 @@ struct BuildRunner {
     let start = Date()
     // No folder is made inside a source (convert itself refuses such an output, with the same message).
     if let conflict = SourceProtection.conflict(output: entry.output.path, sources: entry.inputs.map(\.path)) {
-      return Result(entry: entry, status: .badInput, exitCode: ExitCode.usage.rawValue, seconds: Date().timeIntervalSince(start), message: conflict.description)
+      return Result(
+        entry: entry, status: .badInput, exitCode: ExitCode.usage.rawValue, seconds: Date().timeIntervalSince(start),
+        message: conflict.description)
     }
-    try? FileManager.default.createDirectory(at: entry.output.deletingLastPathComponent(), withIntermediateDirectories: true)
-    let convert = Self.spawn(executable, [ConvertCommand.name, entry.source.path, Options.output.key, entry.output.path] + entry.arguments)
+    try? FileManager.default.createDirectory(
+      at: entry.output.deletingLastPathComponent(), withIntermediateDirectories: true)
+    let convert = Self.spawn(
+      executable, [ConvertCommand.name, entry.source.path, Options.output.key, entry.output.path] + entry.arguments)
     var result = Result(entry: entry, status: .converted, exitCode: convert.status, seconds: 0, message: "")
     if convert.status == 0, let reference = entry.reference {
-      let verify = Self.spawn(executable, [VerifyCommand.name, entry.source.path, entry.output.path, Options.reference.key, reference.path] + entry.verifyArguments)
+      let verify = Self.spawn(
+        executable,
+        [VerifyCommand.name, entry.source.path, entry.output.path, Options.reference.key, reference.path]
+          + entry.verifyArguments)
       result.exitCode = verify.status
       if verify.status != 0 { result.message = Self.firstProblem(verify) }
     } else if convert.status != 0 {
@@ -124,9 +136,11 @@ struct BuildRunner {
     defer { try? FileManager.default.removeItem(at: folder) }
     do {
       try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-      let outURL = folder.appendingPathComponent("out"), errURL = folder.appendingPathComponent("err")
+      let outURL = folder.appendingPathComponent("out")
+      let errURL = folder.appendingPathComponent("err")
       let status = try ChildProcess.run(
-        executable, arguments: [executable] + arguments, environment: ProcessInfo.processInfo.environment, stdout: outURL.path, stderr: errURL.path)
+        executable, arguments: [executable] + arguments, environment: ProcessInfo.processInfo.environment,
+        stdout: outURL.path, stderr: errURL.path)
       var code: Int32 = 70
       var stderr = String(decoding: (try? Data(contentsOf: errURL)) ?? Data(), as: UTF8.self)
       switch status {
@@ -134,7 +148,9 @@ struct BuildRunner {
       case .signaled(let signal): stderr = "modelconv: error: stopped by signal \(signal)\n" + stderr
       case .timedOut: stderr = "modelconv: error: timed out\n" + stderr
       }
-      return Output(status: code, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self), stderr: stderr)
+      return Output(
+        status: code, stdout: String(decoding: (try? Data(contentsOf: outURL)) ?? Data(), as: UTF8.self), stderr: stderr
+      )
     } catch {
       return Output(status: 70, stdout: "", stderr: "modelconv: error: \(error)")
     }
@@ -142,9 +158,15 @@ struct BuildRunner {
 
   /// The line that says what went wrong: an error, else verify's first FAIL line, else the first line.
   static func firstProblem(_ output: Output) -> String {
-    let lines = (output.stderr + "\n" + output.stdout).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-    if let error = lines.first(where: { $0.hasPrefix("modelconv: error:") }) { return String(error.dropFirst("modelconv: error: ".count)) }
-    guard let index = lines.firstIndex(where: { $0.hasPrefix("FAIL") }) else { return lines.first { !$0.isEmpty } ?? "exit \(output.status)" }
+    let lines = (output.stderr + "\n" + output.stdout).split(separator: "\n").map {
+      $0.trimmingCharacters(in: .whitespaces)
+    }
+    if let error = lines.first(where: { $0.hasPrefix("modelconv: error:") }) {
+      return String(error.dropFirst("modelconv: error: ".count))
+    }
+    guard let index = lines.firstIndex(where: { $0.hasPrefix("FAIL") }) else {
+      return lines.first { !$0.isEmpty } ?? "exit \(output.status)"
+    }
     // "FAIL layers: ... the first:" continues on the next line.
     return lines[index].hasSuffix(":") && index + 1 < lines.count ? lines[index] + " " + lines[index + 1] : lines[index]
   }
@@ -158,13 +180,15 @@ struct BuildState {
 
   static func load(_ url: URL) -> BuildState {
     guard let data = FileManager.default.contents(atPath: url.path),
-      let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let keys = object["keys"] as? [String: String]
+      let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+      let keys = object["keys"] as? [String: String]
     else { return BuildState() }
     return BuildState(keys: keys)
   }
 
   func save(_ url: URL) throws {
-    let data = try JSONSerialization.data(withJSONObject: ["schema": "modelconv.build-state/1", "keys": keys], options: [.sortedKeys, .prettyPrinted])
+    let data = try JSONSerialization.data(
+      withJSONObject: ["schema": "modelconv.build-state/1", "keys": keys], options: [.sortedKeys, .prettyPrinted])
     try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
     try data.write(to: url, options: .atomic)
   }
@@ -192,7 +216,9 @@ struct FNV1a {
   /// as missing, so it is rebuilt (and reported) once it appears.
   mutating func addFile(_ url: URL) {
     var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { return add("missing " + url.path) }
+    guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+      return add("missing " + url.path)
+    }
     if isDirectory.boolValue {
       let files = (FileManager.default.subpaths(atPath: url.path) ?? []).sorted()
       for file in files {

@@ -1,12 +1,14 @@
 import Foundation
-import ModelFormats
 import ModelConverter
+import ModelFormats
 
 /// `modelconv convert`: any registered source to Core ML `.mlmodel` or `.mlpackage`, with coremltools' parameter names.
 enum ConvertCommand: Subcommand {
   static let name = "convert"
-  static let abstract = "Convert a model (\(Frontends.registered.map(\.formatDescription).joined(separator: ", "))) to a Core ML .mlmodel or .mlpackage"
-  static let synopsis = "modelconv convert <\(Frontends.sourcePlaceholder("input"))> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
+  static let abstract =
+    "Convert a model (\(Frontends.registered.map(\.formatDescription).joined(separator: ", "))) to a Core ML .mlmodel or .mlpackage"
+  static let synopsis =
+    "modelconv convert <\(Frontends.sourcePlaceholder("input"))> [-o <output.mlmodel|output.mlpackage|folder>] [options]"
   static var discussion: String {
     """
     Converts a \(Frontends.formatNames) model into a Core ML neural network (.mlmodel) or ML Program
@@ -14,10 +16,10 @@ enum ConvertCommand: Subcommand {
 
     """ + Frontends.registered.map(\.summary).joined(separator: "\n") + """
 
-    The options mirror coremltools' convert(): input_names, output_names, image_input_names,
-    class_labels, image_scale, *_bias, is_bgr. With --json the summary is one JSON document, schema
-    modelconv.convert/3.
-    """
+      The options mirror coremltools' convert(): input_names, output_names, image_input_names,
+      class_labels, image_scale, *_bias, is_bgr. With --json the summary is one JSON document, schema
+      modelconv.convert/3.
+      """
   }
 
   static let specs: [OptionSpec] =
@@ -38,13 +40,16 @@ enum ConvertCommand: Subcommand {
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 1 else {
-      throw UsageError(message: parsed.positionals.isEmpty ? "missing the input model\n\n" + usage : "one input model expected, got \(parsed.positionals.count)")
+      throw UsageError(
+        message: parsed.positionals.isEmpty
+          ? "missing the input model\n\n" + usage : "one input model expected, got \(parsed.positionals.count)")
     }
     let input = parsed.positionals[0]
     var options = try conversionOptions(parsed)
     var output = parsed.value(Options.output) ?? defaultOutputPath(for: input, format: options.format)
     // An existing folder that is not a package receives the model under the input's name.
-    if let node = AtomicFile.nodeKind(output), node.kind == "a folder", !output.hasSuffix(".mlpackage"), !output.hasSuffix(".mlpackage/"),
+    if let node = AtomicFile.nodeKind(output), node.kind == "a folder", !output.hasSuffix(".mlpackage"),
+      !output.hasSuffix(".mlpackage/"),
       !FileManager.default.fileExists(atPath: URL(fileURLWithPath: output).appendingPathComponent("Manifest.json").path)
     {
       let name = URL(fileURLWithPath: defaultOutputPath(for: input, format: options.format)).lastPathComponent
@@ -52,14 +57,18 @@ enum ConvertCommand: Subcommand {
     }
     if !parsed.isGiven(Options.format) { options.format = ModelFormat.forPath(output) }
     if options.format == .mlProgram && !output.hasSuffix(".mlpackage") && !output.hasSuffix(".mlpackage/") {
-      throw UsageError(message: "an ML Program is a folder holding its weights: name the output NAME.mlpackage (got \(output))")
+      throw UsageError(
+        message: "an ML Program is a folder holding its weights: name the output NAME.mlpackage (got \(output))")
     }
     try checkOutput(output, inputs: [input] + [Options.architecture, Options.labelsFile].compactMap(parsed.value))
     // The tool writes .mlmodel files and .mlpackage folders: any other name would be a Core ML model
     // under a name nothing opens as one.
     let written = URL(fileURLWithPath: output).pathExtension
     guard written == "mlmodel" || written == "mlpackage" else {
-      throw UsageError(message: "the output \(output) is neither NAME.mlmodel (a neural network) nor NAME.mlpackage (an ML Program), the two formats modelconv writes")
+      throw UsageError(
+        message:
+          "the output \(output) is neither NAME.mlmodel (a neural network) nor NAME.mlpackage (an ML Program), the two formats modelconv writes"
+      )
     }
     let verify = parsed.flag(Options.verify)
     if !verify && (Options.sampling + [Options.threads]).contains(where: parsed.isGiven) {
@@ -74,7 +83,8 @@ enum ConvertCommand: Subcommand {
     options.architecture = parsed.value(Options.architecture).map { URL(fileURLWithPath: $0) }
     let source = try Frontends.frontend(for: sourceURL).importSource(at: sourceURL, options: options.sourceOptions)
     // Now that the source is read, every file it read is known (external data, ...).
-    try SourceProtection.check(output: output, sources: source.readPaths + [parsed.value(Options.labelsFile)].compactMap { $0 })
+    try SourceProtection.check(
+      output: output, sources: source.readPaths + [parsed.value(Options.labelsFile)].compactMap { $0 })
     let model = try Converter.convert(source, options: options)
     let json = parsed.flag(Options.json)
     guard verify else {
@@ -88,19 +98,25 @@ enum ConvertCommand: Subcommand {
     // Verify a staged copy first: when verification cannot run at all, nothing is left behind and an
     // existing file stays; when it runs, the file is put in place (kept even when parity breaks).
     let staged = URL(fileURLWithPath: output).deletingLastPathComponent()
-      .appendingPathComponent(".\(URL(fileURLWithPath: output).lastPathComponent).\(UUID().uuidString).verify.\(URL(fileURLWithPath: output).pathExtension == "mlpackage" ? "mlpackage" : "mlmodel")")
+      .appendingPathComponent(
+        ".\(URL(fileURLWithPath: output).lastPathComponent).\(UUID().uuidString).verify.\(URL(fileURLWithPath: output).pathExtension == "mlpackage" ? "mlpackage" : "mlmodel")"
+      )
     do { try model.write(to: staged) } catch {
       throw OutputError(path: output, reason: "\(error)")
     }
     defer { try? FileManager.default.removeItem(at: staged) }
-    var verification = VerificationOptions(expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
+    var verification = VerificationOptions(
+      expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
     if !options.imageInputNames.isEmpty { verification.expectedPreprocessing = options.imagePreprocessing }
     try VerifyCommand.sampling(parsed, into: &verification)
     var report = try ParityVerifier.verify(source: source, converted: staged, options: verification)
     report.converted = output
     try write(model, to: output)
     if json {
-      Console.out(try document(output: output, summary: model.summary, warnings: model.preprocessingWarnings, verification: report).rendered)
+      Console.out(
+        try document(
+          output: output, summary: model.summary, warnings: model.preprocessingWarnings, verification: report
+        ).rendered)
     } else {
       print(model.summary, output: output, json: false, warnings: [:])
       VerifyCommand.print(report, json: false)
@@ -127,12 +143,16 @@ enum ConvertCommand: Subcommand {
     let package = URL(fileURLWithPath: output).pathExtension == "mlpackage"
     if package {
       guard existing.kind == "a folder", FileManager.default.fileExists(atPath: output + "/Manifest.json") else {
-        throw UsageError(message: "\(output) exists and is \(existing.kind == "a folder" ? "a folder without a Manifest.json" : existing.kind), not an .mlpackage; modelconv only replaces a package with a package")
+        throw UsageError(
+          message:
+            "\(output) exists and is \(existing.kind == "a folder" ? "a folder without a Manifest.json" : existing.kind), not an .mlpackage; modelconv only replaces a package with a package"
+        )
       }
       return
     }
     guard existing.kind == "a regular file" else {
-      throw UsageError(message: AtomicFile.DestinationError.notARegularFile(path: output, kind: existing.kind).description)
+      throw UsageError(
+        message: AtomicFile.DestinationError.notARegularFile(path: output, kind: existing.kind).description)
     }
   }
 
@@ -172,12 +192,17 @@ enum ConvertCommand: Subcommand {
     }
     if let target = parsed.value(Options.target) {
       guard let value = DeploymentTarget.parse(target) else {
-        throw UsageError(message: "--target '\(target)' is not a release this tool knows; use one of \(DeploymentTarget.allNames.joined(separator: ", "))")
+        throw UsageError(
+          message:
+            "--target '\(target)' is not a release this tool knows; use one of \(DeploymentTarget.allNames.joined(separator: ", "))"
+        )
       }
       options.target = value
     }
     if let precision = parsed.value(Options.precision) {
-      guard let value = WeightPrecision(rawValue: precision) else { throw UsageError(message: "--precision must be float32 or float16, got '\(precision)'") }
+      guard let value = WeightPrecision(rawValue: precision) else {
+        throw UsageError(message: "--precision must be float32 or float16, got '\(precision)'")
+      }
       options.precision = value
     }
     options.compression = try compression(parsed)
@@ -190,66 +215,105 @@ enum ConvertCommand: Subcommand {
     options.allowNonFinite = parsed.flag(Options.allowNonfinite)
     if let normalization = try ImagePreprocessingOptions.values(parsed) {
       guard !options.imageInputNames.isEmpty || !options.imageOutputNames.isEmpty else {
-        throw UsageError(message: "--image-mean and --image-std apply to image inputs and outputs; name them with --image-input or --image-output")
+        throw UsageError(
+          message:
+            "--image-mean and --image-std apply to image inputs and outputs; name them with --image-input or --image-output"
+        )
       }
       (options.imageMean, options.imageStd) = (normalization.mean, normalization.std)
     }
-    if options.imageInputNames.isEmpty, options.imageOutputNames.isEmpty, [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 }) || options.imageScale != 1 {
-      throw UsageError(message: "--image-scale and the bias options apply to image inputs and outputs; name them with --image-input or --image-output")
+    if options.imageInputNames.isEmpty, options.imageOutputNames.isEmpty,
+      [options.redBias, options.greenBias, options.blueBias, options.grayBias].contains(where: { $0 != 0 })
+        || options.imageScale != 1
+    {
+      throw UsageError(
+        message:
+          "--image-scale and the bias options apply to image inputs and outputs; name them with --image-input or --image-output"
+      )
     }
     return options
   }
 
   /// `--palettize` or `--quantize`, with their settings.
   static func compression(_ parsed: ParsedArguments) throws -> WeightCompression? {
-    let palettize = parsed.value(Options.palettize), quantize = parsed.value(Options.quantize), prune = parsed.value(Options.prune)
-    let extras = [Options.quantizeMode, Options.compressMinSize, Options.compressSeed, Options.palettizeGroups, Options.quantizeBlockSize].filter(parsed.isGiven)
+    let palettize = parsed.value(Options.palettize)
+    let quantize = parsed.value(Options.quantize)
+    let prune = parsed.value(Options.prune)
+    let extras = [
+      Options.quantizeMode, Options.compressMinSize, Options.compressSeed, Options.palettizeGroups,
+      Options.quantizeBlockSize,
+    ].filter(parsed.isGiven)
     let given = [palettize, quantize, prune].compactMap { $0 }.count
     guard given > 0 else {
-      if let extra = extras.first { throw UsageError(message: "\(extra.key) applies to --palettize, --quantize or --prune") }
+      if let extra = extras.first {
+        throw UsageError(message: "\(extra.key) applies to --palettize, --quantize or --prune")
+      }
       return nil
     }
     guard given == 1 else { throw UsageError(message: "give one of --palettize, --quantize and --prune") }
     var compression: WeightCompression
     if let prune {
-      guard let fraction = Double(prune), fraction > 0, fraction < 1 else { throw UsageError(message: "--prune takes a fraction between 0 and 1, exclusive, got '\(prune)'") }
-      guard ![Options.quantizeMode, Options.palettizeGroups, Options.quantizeBlockSize].contains(where: parsed.isGiven) else {
-        throw UsageError(message: "--quantize-mode, --quantize-block-size and --palettize-groups apply to --quantize and --palettize")
+      guard let fraction = Double(prune), fraction > 0, fraction < 1 else {
+        throw UsageError(message: "--prune takes a fraction between 0 and 1, exclusive, got '\(prune)'")
+      }
+      guard ![Options.quantizeMode, Options.palettizeGroups, Options.quantizeBlockSize].contains(where: parsed.isGiven)
+      else {
+        throw UsageError(
+          message: "--quantize-mode, --quantize-block-size and --palettize-groups apply to --quantize and --palettize")
       }
       compression = WeightCompression(method: .prune(fraction: fraction))
     } else if let palettize {
       guard let bits = Int(palettize), WeightCompression.palettizeBitsIOS18.contains(bits) else {
-        throw UsageError(message: "--palettize takes \(WeightCompression.palettizeBitsIOS18.map(String.init).joined(separator: ", ")) bits (3 needs iOS 18), got '\(palettize)'")
+        throw UsageError(
+          message:
+            "--palettize takes \(WeightCompression.palettizeBitsIOS18.map(String.init).joined(separator: ", ")) bits (3 needs iOS 18), got '\(palettize)'"
+        )
       }
-      guard !parsed.isGiven(Options.quantizeMode) else { throw UsageError(message: "--quantize-mode applies to --quantize") }
-      guard !parsed.isGiven(Options.quantizeBlockSize) else { throw UsageError(message: "--quantize-block-size applies to --quantize") }
+      guard !parsed.isGiven(Options.quantizeMode) else {
+        throw UsageError(message: "--quantize-mode applies to --quantize")
+      }
+      guard !parsed.isGiven(Options.quantizeBlockSize) else {
+        throw UsageError(message: "--quantize-block-size applies to --quantize")
+      }
       compression = WeightCompression(method: .palettize(bits: bits))
       if let text = parsed.value(Options.palettizeGroups) {
-        guard let value = Int(text), value >= 1, value <= 1 << 30 else { throw UsageError(message: "--palettize-groups needs a positive integer, got '\(text)'") }
+        guard let value = Int(text), value >= 1, value <= 1 << 30 else {
+          throw UsageError(message: "--palettize-groups needs a positive integer, got '\(text)'")
+        }
         compression.groupSize = value
       }
     } else {
       guard let text = quantize, let bits = Int(text), WeightCompression.quantizeBits.contains(bits) else {
         throw UsageError(message: "--quantize takes 8 or 4 (4 needs iOS 18), got '\(quantize ?? "")'")
       }
-      guard !parsed.isGiven(Options.palettizeGroups) else { throw UsageError(message: "--palettize-groups applies to --palettize") }
+      guard !parsed.isGiven(Options.palettizeGroups) else {
+        throw UsageError(message: "--palettize-groups applies to --palettize")
+      }
       var mode = WeightCompression.QuantizationMode.symmetric
       if let text = parsed.value(Options.quantizeMode) {
-        guard let value = WeightCompression.QuantizationMode(rawValue: text) else { throw UsageError(message: "--quantize-mode must be symmetric or affine, got '\(text)'") }
+        guard let value = WeightCompression.QuantizationMode(rawValue: text) else {
+          throw UsageError(message: "--quantize-mode must be symmetric or affine, got '\(text)'")
+        }
         mode = value
       }
       compression = WeightCompression(method: .quantize(bits: bits, mode: mode))
       if let text = parsed.value(Options.quantizeBlockSize) {
-        guard let value = Int(text), value >= 1, value <= 1 << 30 else { throw UsageError(message: "--quantize-block-size needs a positive integer, got '\(text)'") }
+        guard let value = Int(text), value >= 1, value <= 1 << 30 else {
+          throw UsageError(message: "--quantize-block-size needs a positive integer, got '\(text)'")
+        }
         compression.blockSize = value
       }
     }
     if let text = parsed.value(Options.compressMinSize) {
-      guard let value = Int(text), value >= 1, value <= 1 << 40 else { throw UsageError(message: "--compress-min-size needs a positive integer, got '\(text)'") }
+      guard let value = Int(text), value >= 1, value <= 1 << 40 else {
+        throw UsageError(message: "--compress-min-size needs a positive integer, got '\(text)'")
+      }
       compression.minimumElements = value
     }
     if let text = parsed.value(Options.compressSeed) {
-      guard let value = UInt64(text) else { throw UsageError(message: "--compress-seed needs a non-negative integer, got '\(text)'") }
+      guard let value = UInt64(text) else {
+        throw UsageError(message: "--compress-seed needs a non-negative integer, got '\(text)'")
+      }
       compression.seed = value
     }
     return compression
@@ -258,37 +322,48 @@ enum ConvertCommand: Subcommand {
   /// Schema `modelconv.convert/3`: `output`, `summary` (ConversionSummary, typed feature types),
   /// `warnings` (what looks wrong about each image input's preprocessing, also printed on standard
   /// error) and `verification` (the `modelconv.verify/3` report without its schema key, or null without --verify).
-  static func document(output: String, summary: ConversionSummary, warnings: [String: [String]], verification: ParityReport?) throws -> JSONValue {
+  static func document(
+    output: String, summary: ConversionSummary, warnings: [String: [String]], verification: ParityReport?
+  ) throws -> JSONValue {
     let warningList = warnings.sorted { $0.key < $1.key }.flatMap { input, messages in
       messages.map { JSONValue.object([("input", .string(input)), ("message", .string($0))]) }
     }
     return .object([
-      ("schema", .string("modelconv.convert/3")), ("output", .string(output)), ("summary", try JSONValueEncoder.encode(summary)),
+      ("schema", .string("modelconv.convert/3")), ("output", .string(output)),
+      ("summary", try JSONValueEncoder.encode(summary)),
       ("warnings", .array(warningList)), ("verification", try verification.map(JSONValueEncoder.encode) ?? .null),
     ])
   }
 
   static func print(_ summary: ConversionSummary, output: String, json: Bool, warnings: [String: [String]]) {
     if json {
-      if let document = try? document(output: output, summary: summary, warnings: warnings, verification: nil) { Console.out(document.rendered) }
+      if let document = try? document(output: output, summary: summary, warnings: warnings, verification: nil) {
+        Console.out(document.rendered)
+      }
       return
     }
-    let kind = summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType
+    let kind =
+      summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType
     var lines = ["Converted to \(kind) (specification \(summary.specificationVersion), \(summary.precision))"]
     for feature in summary.inputs { lines.append("  input   \(feature)") }
     for feature in summary.outputs { lines.append("  output  \(feature)") }
     lines.append("  layers  \(summary.layerCount), parameters \(summary.parameterCount)")
     if !summary.labels.isEmpty {
       // A thousand ImageNet classes would fill the terminal: the first and last few, and the count (--json has all).
-      let shown = summary.labels.count <= 12 ? summary.labels : Array(summary.labels.prefix(8)) + ["..."] + Array(summary.labels.suffix(2))
+      let shown =
+        summary.labels.count <= 12
+        ? summary.labels : Array(summary.labels.prefix(8)) + ["..."] + Array(summary.labels.suffix(2))
       let count = summary.labels.count <= 12 ? "" : " (\(summary.labels.count) labels)"
       lines.append("  labels  \(shown.joined(separator: ", "))\(count)")
     }
     if let compression = summary.compression {
-      let ratio = compression.weightBytesAfter > 0 ? Double(compression.weightBytesBefore) / Double(compression.weightBytesAfter) : 1
+      let ratio =
+        compression.weightBytesAfter > 0
+        ? Double(compression.weightBytesBefore) / Double(compression.weightBytesAfter) : 1
       lines.append(
         "  weights \(compression.method): \(compression.weightBytesBefore) -> \(compression.weightBytesAfter) bytes (\(String(format: "%.1f", ratio))x), "
-          + "\(compression.compressedCount) tensors compressed, \(compression.skippedCount) kept (fewer than \(compression.minimumElements) elements)")
+          + "\(compression.compressedCount) tensors compressed, \(compression.skippedCount) kept (fewer than \(compression.minimumElements) elements)"
+      )
     }
     for note in summary.notes ?? [] { lines.append("  note    \(note)") }
     lines.append("Wrote \(output) (\(summary.byteCount) bytes)")

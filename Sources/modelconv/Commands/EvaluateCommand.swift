@@ -1,6 +1,6 @@
 import Foundation
-import ModelFormats
 import ModelConverter
+import ModelFormats
 
 /// `modelconv evaluate`: accuracy on a labelled folder, and agreement with a second model.
 enum EvaluateCommand: Subcommand {
@@ -19,7 +19,9 @@ enum EvaluateCommand: Subcommand {
     """
 
   static let specs: [OptionSpec] =
-    [Options.against, Options.report, Options.topK, Options.crop] + Options.labels + Options.shapes + [Options.threads, Options.json]
+    [Options.against, Options.report, Options.topK, Options.crop] + Options.labels + Options.shapes + [
+      Options.threads, Options.json,
+    ]
     + PredictCommand.preprocessingSpecs
 
   static let examples = [
@@ -30,20 +32,27 @@ enum EvaluateCommand: Subcommand {
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else { throw UsageError(message: "expected a model and a folder\n\n" + usage) }
     if let report = parsed.value(Options.report) {
-      try ConvertCommand.checkOutput(report, inputs: [parsed.positionals[0], parsed.positionals[1]] + [parsed.value(Options.against)].compactMap { $0 })
+      try ConvertCommand.checkOutput(
+        report,
+        inputs: [parsed.positionals[0], parsed.positionals[1]] + [parsed.value(Options.against)].compactMap { $0 })
     }
     let model = try PredictCommand.loadModel(parsed.positionals[0], parsed)
     let other = try parsed.value(Options.against).map { try PredictCommand.loadModel($0, parsed) }
     PredictCommand.warnIfPreprocessingUnused([model] + [other].compactMap { $0 }, parsed)
     let folder = try LabelledFolder(url: URL(fileURLWithPath: parsed.positionals[1]))
-    var options = EvaluationOptions(topK: try parsed.integer(Options.topK, minimum: 1) ?? 3, cropAndScale: try PredictCommand.cropOption(parsed))
+    var options = EvaluationOptions(
+      topK: try parsed.integer(Options.topK, minimum: 1) ?? 3, cropAndScale: try PredictCommand.cropOption(parsed))
     options.threads = try parsed.integer(Options.threads, minimum: 1, maximum: 1024) ?? 0
     let progress = ProgressLine(enabled: isatty(STDERR_FILENO) == 1)
-    let report = try Evaluation.run(model, on: folder, against: other, options: options) { done, total in progress.update(done, total) }
+    let report = try Evaluation.run(model, on: folder, against: other, options: options) { done, total in
+      progress.update(done, total)
+    }
     progress.finish()
     if let path = parsed.value(Options.report) {
       let html = EvaluationPage.html(report, folder: folder)
-      do { try AtomicFile.write(bytes: Array(html.utf8), to: URL(fileURLWithPath: path)) } catch let error as AtomicFile.DestinationError {
+      do { try AtomicFile.write(bytes: Array(html.utf8), to: URL(fileURLWithPath: path)) } catch let error
+        as AtomicFile.DestinationError
+      {
         throw UsageError(message: error.description)
       } catch {
         throw OutputError(path: path, reason: (error as NSError).localizedDescription)
@@ -60,11 +69,17 @@ enum EvaluateCommand: Subcommand {
   static func percent(_ value: Double?) -> String { value.map { String(format: "%.1f%%", $0 * 100) } ?? "-" }
 
   static func text(_ report: EvaluationReport) -> String {
-    var lines = ["Evaluated \(report.model.path) on \(report.evaluated) images in \(report.folder) (\(String(format: "%.1f", report.imagesPerSecond)) images/s, \(report.threads) threads)"]
-    lines.append("  accuracy \(percent(report.model.accuracy)), top-\(report.topK) \(percent(report.model.topKAccuracy))")
+    var lines = [
+      "Evaluated \(report.model.path) on \(report.evaluated) images in \(report.folder) (\(String(format: "%.1f", report.imagesPerSecond)) images/s, \(report.threads) threads)"
+    ]
+    lines.append(
+      "  accuracy \(percent(report.model.accuracy)), top-\(report.topK) \(percent(report.model.topKAccuracy))")
     if let other = report.other {
-      lines.append("  against \(other.path): accuracy \(percent(other.accuracy)), top-\(report.topK) \(percent(other.topKAccuracy))")
-      lines.append("  agreement \(percent(report.agreement)) (same top label); \(report.disagreements.count) images differ")
+      lines.append(
+        "  against \(other.path): accuracy \(percent(other.accuracy)), top-\(report.topK) \(percent(other.topKAccuracy))"
+      )
+      lines.append(
+        "  agreement \(percent(report.agreement)) (same top label); \(report.disagreements.count) images differ")
       for item in report.disagreements.prefix(20) {
         lines.append("    \(item.path): \(item.predicted) vs \(item.otherPredicted ?? "-") (true \(item.trueLabel))")
       }
@@ -72,30 +87,43 @@ enum EvaluateCommand: Subcommand {
     func pad(_ text: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - text.count)) + text }
     let width = max(5, report.labels.map(\.count).max() ?? 5)
     lines.append("")
-    lines.append("  " + "label".padding(toLength: width, withPad: " ", startingAt: 0) + "  precision  recall      F1  images")
+    lines.append(
+      "  " + "label".padding(toLength: width, withPad: " ", startingAt: 0) + "  precision  recall      F1  images")
     for row in report.classes {
       lines.append(
         "  " + row.label.padding(toLength: width, withPad: " ", startingAt: 0)
-          + "  " + pad(percent(row.precision), 9) + "  " + pad(percent(row.recall), 6) + "  " + pad(percent(row.f1), 6) + "  " + pad(String(row.support), 6))
+          + "  " + pad(percent(row.precision), 9) + "  " + pad(percent(row.recall), 6) + "  " + pad(percent(row.f1), 6)
+          + "  " + pad(String(row.support), 6))
     }
     lines.append("")
     lines.append("  confusion matrix (rows: true label, columns: predicted)")
     let cell = max(4, report.labels.map(\.count).max() ?? 4, String(report.confusion.flatMap { $0 }.max() ?? 0).count)
     lines.append("  " + String(repeating: " ", count: width) + report.labels.map { " " + pad($0, cell) }.joined())
     for (label, row) in zip(report.labels, report.confusion) {
-      lines.append("  " + label.padding(toLength: width, withPad: " ", startingAt: 0) + row.map { " " + pad(String($0), cell) }.joined())
+      lines.append(
+        "  " + label.padding(toLength: width, withPad: " ", startingAt: 0)
+          + row.map { " " + pad(String($0), cell) }.joined())
     }
     if !report.folderLabelsNotInModel.isEmpty {
-      lines.append("  folders whose label the model does not have (not evaluated): \(report.folderLabelsNotInModel.joined(separator: ", "))")
+      lines.append(
+        "  folders whose label the model does not have (not evaluated): \(report.folderLabelsNotInModel.joined(separator: ", "))"
+      )
     }
     if !report.labelsMatchedIgnoringCase.isEmpty {
-      lines.append("  folders matched to model labels ignoring case: " + report.labelsMatchedIgnoringCase.map { "\($0.folder) → \($0.model)" }.joined(separator: ", "))
+      lines.append(
+        "  folders matched to model labels ignoring case: "
+          + report.labelsMatchedIgnoringCase.map { "\($0.folder) → \($0.model)" }.joined(separator: ", "))
     }
     if !report.modelLabelsWithoutImages.isEmpty {
-      lines.append("  model labels without a folder of images: \(report.modelLabelsWithoutImages.joined(separator: ", "))")
+      lines.append(
+        "  model labels without a folder of images: \(report.modelLabelsWithoutImages.joined(separator: ", "))")
     }
-    for (path, reason) in report.unreadable.sorted(by: { $0.key < $1.key }) { lines.append("  unreadable \(path): \(reason)") }
-    if !report.skippedFiles.isEmpty { lines.append("  skipped (not PNG or JPEG, or outside a label folder): \(report.skippedFiles.count) files") }
+    for (path, reason) in report.unreadable.sorted(by: { $0.key < $1.key }) {
+      lines.append("  unreadable \(path): \(reason)")
+    }
+    if !report.skippedFiles.isEmpty {
+      lines.append("  skipped (not PNG or JPEG, or outside a label folder): \(report.skippedFiles.count) files")
+    }
     return lines.joined(separator: "\n")
   }
 
@@ -108,22 +136,48 @@ enum EvaluateCommand: Subcommand {
     }
     func model(_ m: EvaluationReport.ModelResult?) -> JSONValue {
       guard let m else { return .null }
-      return .object([("path", .string(m.path)), ("kind", .string(m.kind)), ("accuracy", .number(m.accuracy)), ("topKAccuracy", .number(m.topKAccuracy))])
+      return .object([
+        ("path", .string(m.path)), ("kind", .string(m.kind)), ("accuracy", .number(m.accuracy)),
+        ("topKAccuracy", .number(m.topKAccuracy)),
+      ])
     }
     return .object([
-      ("schema", .string("modelconv.evaluate/1")), ("folder", .string(report.folder)), ("evaluated", .number(Double(report.evaluated))),
-      ("topK", .number(Double(report.topK))), ("crop", .string(report.cropAndScale.rawValue)), ("model", model(report.model)),
-      ("against", model(report.other)), ("agreement", .optional(report.agreement)), ("disagreements", report.other == nil ? .null : .array(report.disagreements.map(prediction))),
-      ("labels", .array(report.labels.map { .string($0) })), ("confusion", .array(report.confusion.map { .integers($0) })),
-      ("classes", .array(report.classes.map {
-        .object([("label", .string($0.label)), ("support", .number(Double($0.support))), ("precision", .optional($0.precision)),
-                 ("recall", .optional($0.recall)), ("f1", .optional($0.f1))])
-      })),
+      ("schema", .string("modelconv.evaluate/1")), ("folder", .string(report.folder)),
+      ("evaluated", .number(Double(report.evaluated))),
+      ("topK", .number(Double(report.topK))), ("crop", .string(report.cropAndScale.rawValue)),
+      ("model", model(report.model)),
+      ("against", model(report.other)), ("agreement", .optional(report.agreement)),
+      ("disagreements", report.other == nil ? .null : .array(report.disagreements.map(prediction))),
+      ("labels", .array(report.labels.map { .string($0) })),
+      ("confusion", .array(report.confusion.map { .integers($0) })),
+      (
+        "classes",
+        .array(
+          report.classes.map {
+            .object([
+              ("label", .string($0.label)), ("support", .number(Double($0.support))),
+              ("precision", .optional($0.precision)),
+              ("recall", .optional($0.recall)), ("f1", .optional($0.f1)),
+            ])
+          })
+      ),
       ("misclassified", .array(report.misclassified.map(prediction))),
       ("folderLabelsNotInModel", .array(report.folderLabelsNotInModel.map { .string($0) })),
       ("modelLabelsWithoutImages", .array(report.modelLabelsWithoutImages.map { .string($0) })),
-      ("labelsMatchedIgnoringCase", .array(report.labelsMatchedIgnoringCase.map { .object([("folder", .string($0.folder)), ("model", .string($0.model))]) })),
-      ("unreadable", .array(report.unreadable.sorted { $0.key < $1.key }.map { .object([("path", .string($0.key)), ("error", .string($0.value))]) })),
+      (
+        "labelsMatchedIgnoringCase",
+        .array(
+          report.labelsMatchedIgnoringCase.map {
+            .object([("folder", .string($0.folder)), ("model", .string($0.model))])
+          })
+      ),
+      (
+        "unreadable",
+        .array(
+          report.unreadable.sorted { $0.key < $1.key }.map {
+            .object([("path", .string($0.key)), ("error", .string($0.value))])
+          })
+      ),
       ("skippedFiles", .array(report.skippedFiles.map { .string($0) })),
       ("imagesPerSecond", .number(report.imagesPerSecond)), ("threads", .number(Double(report.threads))),
     ])

@@ -1,6 +1,6 @@
 import Foundation
-import ModelFormats
 import ModelConverter
+import ModelFormats
 
 /// `modelconv inspect`: what a model file holds, without converting or running it.
 enum InspectCommand: Subcommand {
@@ -36,7 +36,12 @@ enum InspectCommand: Subcommand {
       contentsOf: URL(fileURLWithPath: parsed.positionals[0]), inputShapes: try parsed.inputShapes())
     if parsed.flag(Options.json) {
       guard case .object(let fields) = try JSONValueEncoder.encode(inspection) else { return .failure }
-      Console.out(JSONValue.object([("schema", .string("modelconv.inspect/2"))] + fields + [("weightBytes", .number(Double(inspection.weightBytes)))]).rendered)
+      Console.out(
+        JSONValue.object(
+          [("schema", .string("modelconv.inspect/2"))] + fields + [
+            ("weightBytes", .number(Double(inspection.weightBytes)))
+          ]
+        ).rendered)
     } else {
       Console.out(inspection.description)
     }

@@ -1,6 +1,6 @@
 import Foundation
-import ModelFormats
 import ModelConverter
+import ModelFormats
 
 /// `modelconv predict`: classifies photos with a source model or a converted one.
 enum PredictCommand: Subcommand {
@@ -20,12 +20,14 @@ enum PredictCommand: Subcommand {
     """
 
   static let specs: [OptionSpec] =
-    [Options.topK, Options.crop] + Options.labels + Options.shapes + [Options.threads, Options.json] + preprocessingSpecs
+    [Options.topK, Options.crop] + Options.labels + Options.shapes + [Options.threads, Options.json]
+    + preprocessingSpecs
 
   /// How a source's input was preprocessed in training (a model that declares image inputs carries its
   /// own); `evaluate` lists them the same way.
   static let preprocessingSpecs = Options.imagePreprocessing.inSection(
-    "SOURCE PREPROCESSING (what the model was trained on; ignored for models that declare image inputs, as Core ML's do)")
+    "SOURCE PREPROCESSING (what the model was trained on; ignored for models that declare image inputs, as Core ML's do)"
+  )
 
   static let examples = [
     "modelconv predict Emotion.mlmodel face1.jpg face2.png",
@@ -40,9 +42,11 @@ enum PredictCommand: Subcommand {
     warnIfPreprocessingUnused([model], parsed)
     let topK = try parsed.integer(Options.topK, minimum: 1) ?? 3
     let crop = try cropOption(parsed)
-    let threads = try parsed.integer(Options.threads, minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
+    let threads =
+      try parsed.integer(Options.threads, minimum: 1, maximum: 1024) ?? ProcessInfo.processInfo.activeProcessorCount
     let paths = Array(parsed.positionals.dropFirst())
-    let results = Evaluation.classify(paths.map { URL(fileURLWithPath: $0) }, with: model, cropAndScale: crop, threads: threads)
+    let results = Evaluation.classify(
+      paths.map { URL(fileURLWithPath: $0) }, with: model, cropAndScale: crop, threads: threads)
 
     if parsed.flag(Options.json) {
       let images = zip(paths, results).map { path, result -> JSONValue in
@@ -50,15 +54,24 @@ enum PredictCommand: Subcommand {
         case .success(let classification):
           return .object([
             ("path", .string(path)), ("error", .null),
-            ("top", .array(classification.top(topK).map { .object([("label", .string($0.label)), ("probability", .number(Double($0.probability)))]) })),
+            (
+              "top",
+              .array(
+                classification.top(topK).map {
+                  .object([("label", .string($0.label)), ("probability", .number(Double($0.probability)))])
+                })
+            ),
           ])
-        case .failure(let error): return .object([("path", .string(path)), ("error", .string("\(error)")), ("top", .null)])
+        case .failure(let error):
+          return .object([("path", .string(path)), ("error", .string("\(error)")), ("top", .null)])
         }
       }
-      Console.out(JSONValue.object([
-        ("schema", .string("modelconv.predict/1")), ("model", modelJSON(model)), ("crop", .string(crop.rawValue)), ("topK", .number(Double(topK))),
-        ("images", .array(images)),
-      ]).rendered)
+      Console.out(
+        JSONValue.object([
+          ("schema", .string("modelconv.predict/1")), ("model", modelJSON(model)), ("crop", .string(crop.rawValue)),
+          ("topK", .number(Double(topK))),
+          ("images", .array(images)),
+        ]).rendered)
     } else {
       var lines: [String] = []
       for (path, result) in zip(paths, results) {
@@ -68,7 +81,10 @@ enum PredictCommand: Subcommand {
           // Scores that are not probabilities (a model ending in logits) are printed as they are.
           let probabilities = classification.ranked.allSatisfy { $0.probability >= 0 && $0.probability <= 1 }
           for entry in classification.top(topK) {
-            let value = probabilities ? String(format: "%.1f%%", Double(entry.probability) * 100) : String(format: "%.4g (score; the model outputs no probabilities)", Double(entry.probability))
+            let value =
+              probabilities
+              ? String(format: "%.1f%%", Double(entry.probability) * 100)
+              : String(format: "%.4g (score; the model outputs no probabilities)", Double(entry.probability))
             lines.append("  " + entry.label + " " + value)
           }
         case .failure(let error): Console.error(String(describing: error))
@@ -90,24 +106,34 @@ enum PredictCommand: Subcommand {
 
   /// Warns when preprocessing options were given but every model of the command declares its own.
   static func warnIfPreprocessingUnused(_ models: [ImageModel], _ parsed: ParsedArguments) {
-    guard Options.imagePreprocessing.contains(where: parsed.isGiven), !models.contains(where: \.takesPreprocessingOptions) else { return }
-    Console.warning("\(models.map(\.path).joined(separator: " and ")): these models apply their own image preprocessing; --image-scale and the bias options only apply to models without it and are ignored")
+    guard Options.imagePreprocessing.contains(where: parsed.isGiven),
+      !models.contains(where: \.takesPreprocessingOptions)
+    else { return }
+    Console.warning(
+      "\(models.map(\.path).joined(separator: " and ")): these models apply their own image preprocessing; --image-scale and the bias options only apply to models without it and are ignored"
+    )
   }
 
   static func cropOption(_ parsed: ParsedArguments) throws -> CropAndScale {
     guard let text = parsed.value(Options.crop) else { return .centerCrop }
-    guard let option = CropAndScale(rawValue: text) else { throw UsageError(message: "--crop must be center, fit or fill, got '\(text)'") }
+    guard let option = CropAndScale(rawValue: text) else {
+      throw UsageError(message: "--crop must be center, fit or fill, got '\(text)'")
+    }
     return option
   }
 
   static func modelJSON(_ model: ImageModel) -> JSONValue {
     .object([
       ("path", .string(model.path)), ("kind", .string(model.kind)),
-      ("input", .object([
-        ("name", .string(model.input.name)), ("width", .number(Double(model.input.width))), ("height", .number(Double(model.input.height))),
-        ("colorSpace", .string(model.input.colorSpace)), ("scale", .number(Double(model.input.scale))),
-        ("biases", .array(model.input.biases.map { .number(Double($0)) })),
-      ])),
+      (
+        "input",
+        .object([
+          ("name", .string(model.input.name)), ("width", .number(Double(model.input.width))),
+          ("height", .number(Double(model.input.height))),
+          ("colorSpace", .string(model.input.colorSpace)), ("scale", .number(Double(model.input.scale))),
+          ("biases", .array(model.input.biases.map { .number(Double($0)) })),
+        ])
+      ),
       ("labels", .array(model.labels.map { .string($0) })),
     ])
   }

@@ -17,7 +17,9 @@ protocol Subcommand {
 
 extension Subcommand {
   /// The help page, generated from the declared options.
-  static var usage: String { HelpPage(synopsis: synopsis, discussion: discussion, specs: specs, examples: examples).text }
+  static var usage: String {
+    HelpPage(synopsis: synopsis, discussion: discussion, specs: specs, examples: examples).text
+  }
 
   /// Parses `arguments` against `specs`, prints the usage for `-h`/`--help`, else runs the command.
   static func main(_ arguments: [String]) throws -> ExitCode {

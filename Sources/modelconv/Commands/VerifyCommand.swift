@@ -1,12 +1,14 @@
 import Foundation
-import ModelFormats
 import ModelConverter
+import ModelFormats
 
 /// `modelconv verify`: runs a source model and its Core ML conversion on the same inputs and compares them.
 enum VerifyCommand: Subcommand {
   static let name = "verify"
-  static let abstract = "Run a source model (\(Frontends.formatNames)) and its Core ML conversion on the same inputs and compare them"
-  static let synopsis = "modelconv verify <\(Frontends.sourcePlaceholder("source"))> <converted.mlmodel|converted.mlpackage> [options]"
+  static let abstract =
+    "Run a source model (\(Frontends.formatNames)) and its Core ML conversion on the same inputs and compare them"
+  static let synopsis =
+    "modelconv verify <\(Frontends.sourcePlaceholder("source"))> <converted.mlmodel|converted.mlpackage> [options]"
   static let discussion = """
     Runs both models in modelconv's reference runtime on the same inputs and compares every tensor both
     compute, layer by layer (Core ML values carry the source layers' names), and every output: pixels
@@ -60,7 +62,8 @@ enum VerifyCommand: Subcommand {
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else {
-      throw UsageError(message: "expected a source model and a Core ML model, got \(parsed.positionals.count) paths\n\n" + usage)
+      throw UsageError(
+        message: "expected a source model and a Core ML model, got \(parsed.positionals.count) paths\n\n" + usage)
     }
     var options = VerificationOptions()
     try sampling(parsed, into: &options)
@@ -72,15 +75,20 @@ enum VerifyCommand: Subcommand {
     options.architecture = parsed.value(Options.architecture).map { URL(fileURLWithPath: $0) }
     options.inputNames = try parsed.list(Options.inputNames)
     options.outputNames = try parsed.list(Options.outputNames)
-    guard options.samples > 0 || options.reference != nil else { throw UsageError(message: "--samples 0 needs --reference") }
+    guard options.samples > 0 || options.reference != nil else {
+      throw UsageError(message: "--samples 0 needs --reference")
+    }
     // Files read in this process must not be FIFOs or devices, which would block forever.
     for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) {
       // A FIFO, device or socket could block forever; missing paths and folders are left to the readers.
-      if let kind = PathNode.kind(path), kind != "a regular file", kind != "a folder" { throw SourceFormatError.notRegularFile(path: path, kind: kind) }
+      if let kind = PathNode.kind(path), kind != "a regular file", kind != "a folder" {
+        throw SourceFormatError.notRegularFile(path: path, kind: kind)
+      }
     }
 
     let report = try ParityVerifier.verify(
-      source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]), options: options)
+      source: URL(fileURLWithPath: parsed.positionals[0]), converted: URL(fileURLWithPath: parsed.positionals[1]),
+      options: options)
     print(report, json: parsed.flag(Options.json), allLayers: parsed.flag(Options.layers))
     return report.passed ? .success : .failure
   }
@@ -95,19 +103,27 @@ enum VerifyCommand: Subcommand {
     }
     var lines = [
       "Verifying \(report.converted) against \(report.source)",
-      "  \(report.samples) random samples (seed \(report.seed)); " + (report.maximumRelativeRMSError.map {
-        "pass when each tensor's relative RMS error <= \(format($0)) (\(report.toleranceBasis))"
-      } ?? "pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))"),
+      "  \(report.samples) random samples (seed \(report.seed)); "
+        + (report.maximumRelativeRMSError.map {
+          "pass when each tensor's relative RMS error <= \(format($0)) (\(report.toleranceBasis))"
+        }
+          ?? "pass when |converted - expected| <= \(report.absoluteTolerance) x max(1, RMS) + \(report.relativeTolerance) x |expected| (\(report.toleranceBasis))"),
     ]
     if report.layersFromSourceValues {
-      lines.append("  compressed weights: each layer tensor computed from the source's values of the compared tensors before it; outputs as the model computes them")
+      lines.append(
+        "  compressed weights: each layer tensor computed from the source's values of the compared tensors before it; outputs as the model computes them"
+      )
     }
     for violation in report.violations {
-      lines.append("  FAIL Core ML rule \(violation.rule): layer '\(violation.layer)' (\(violation.layerType)): \(violation.detail) (Core ML would refuse this or compute something else)")
+      lines.append(
+        "  FAIL Core ML rule \(violation.rule): layer '\(violation.layer)' (\(violation.layerType)): \(violation.detail) (Core ML would refuse this or compute something else)"
+      )
     }
     if let interface = report.interface {
       if interface.passed {
-        lines.append("  ok   interface: \(interface.summary)" + (interface.kindsChecked ? "" : " (names and order checked; kinds come from convert's options)"))
+        lines.append(
+          "  ok   interface: \(interface.summary)"
+            + (interface.kindsChecked ? "" : " (names and order checked; kinds come from convert's options)"))
       } else {
         lines.append("  FAIL interface: the converted model presents another interface than the source declares:")
         for difference in interface.differences { lines.append("       " + difference) }
@@ -116,9 +132,13 @@ enum VerifyCommand: Subcommand {
     }
     for input in report.preprocessing {
       if input.checked {
-        lines.append("  \(input.passed ? "ok  " : "FAIL") preprocessing of '\(input.input)': \(input.summary)" + (input.passed ? "" : "; expected \(input.expectedSummary ?? "")"))
+        lines.append(
+          "  \(input.passed ? "ok  " : "FAIL") preprocessing of '\(input.input)': \(input.summary)"
+            + (input.passed ? "" : "; expected \(input.expectedSummary ?? "")"))
       } else {
-        lines.append("  --   preprocessing of '\(input.input)': \(input.summary) (not checked: give convert's --image-scale and bias options)")
+        lines.append(
+          "  --   preprocessing of '\(input.input)': \(input.summary) (not checked: give convert's --image-scale and bias options)"
+        )
       }
       for warning in input.warnings { lines.append("  WARNING: \(warning)") }
     }
@@ -136,12 +156,14 @@ enum VerifyCommand: Subcommand {
       let snr = output.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
       lines.append(
         "  \(output.passed ? "ok  " : "FAIL") \(output.name) [\(output.inputs) inputs vs \(output.comparedWith)]: max abs \(format(output.maxAbsoluteError)), "
-          + "max rel \(format(output.maxRelativeError)), outside tolerance \(String(format: "%.2f", output.mismatchedShare * 100))%, SNR \(snr)")
+          + "max rel \(format(output.maxRelativeError)), outside tolerance \(String(format: "%.2f", output.mismatchedShare * 100))%, SNR \(snr)"
+      )
     }
     if let classifier = report.classifier {
       lines.append(
         "  \(classifier.passed ? "ok  " : "FAIL") labels: top-1 agreement \(String(format: "%.1f", classifier.top1Agreement * 100))%, "
-          + "top-\(classifier.k) \(String(format: "%.1f", classifier.topKAgreement * 100))% over \(classifier.samples) samples")
+          + "top-\(classifier.k) \(String(format: "%.1f", classifier.topKAgreement * 100))% over \(classifier.samples) samples"
+      )
       switch classifier.labelsMatch {
       case true?: lines.append("       class labels match the expected labels")
       case false?:
@@ -151,18 +173,25 @@ enum VerifyCommand: Subcommand {
       case nil: lines.append("       class labels not checked (give --labels or a --reference file with labels)")
       }
     }
-    lines.append(String(format: "  runtime: %.2f ms per sample (source), %.2f ms (converted)", report.timing.sourceSecondsPerSample * 1000, report.timing.convertedSecondsPerSample * 1000))
-    lines.append("  memory: at most \(RuntimeMemory.describe(report.memory.bytesPerSample)) of tensors and kernel buffers per sample, \(report.memory.samplesAtOnce) at once (limit \(RuntimeMemory.describe(report.memory.limit)))")
+    lines.append(
+      String(
+        format: "  runtime: %.2f ms per sample (source), %.2f ms (converted)",
+        report.timing.sourceSecondsPerSample * 1000, report.timing.convertedSecondsPerSample * 1000))
+    lines.append(
+      "  memory: at most \(RuntimeMemory.describe(report.memory.bytesPerSample)) of tensors and kernel buffers per sample, \(report.memory.samplesAtOnce) at once (limit \(RuntimeMemory.describe(report.memory.limit)))"
+    )
     lines.append(report.passed ? "PASS: parity holds" : "FAIL: parity broken")
     Console.out(lines.joined(separator: "\n"))
   }
 
   static func describe(_ layer: LayerParity) -> String {
     if let shapes = layer.shapeMismatch {
-      return "FAIL source '\(layer.sourceLayer)' (\(layer.sourceType)) \(layer.tensor) <-> Core ML '\(layer.convertedLayer)' (\(layer.convertedType)): different shapes, \(shapes)"
+      return
+        "FAIL source '\(layer.sourceLayer)' (\(layer.sourceType)) \(layer.tensor) <-> Core ML '\(layer.convertedLayer)' (\(layer.convertedType)): different shapes, \(shapes)"
     }
     let snr = layer.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
-    return "\(layer.passed ? "ok  " : "FAIL") source '\(layer.sourceLayer)' (\(layer.sourceType)) \(layer.tensor) <-> Core ML '\(layer.convertedLayer)' (\(layer.convertedType)): "
+    return
+      "\(layer.passed ? "ok  " : "FAIL") source '\(layer.sourceLayer)' (\(layer.sourceType)) \(layer.tensor) <-> Core ML '\(layer.convertedLayer)' (\(layer.convertedType)): "
       + "max abs \(format(layer.maxAbsoluteError)), max rel \(format(layer.maxRelativeError)), outside tolerance \(String(format: "%.2f", layer.mismatchedShare * 100))%, SNR \(snr)"
   }
 

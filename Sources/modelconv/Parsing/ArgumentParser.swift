@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// A bad command line, reported with exit code 64 (EX_USAGE).
 struct UsageError: Error, CustomStringConvertible {
   var message: String
@@ -42,7 +43,8 @@ struct OptionSpec: Equatable {
 
   /// Levenshtein distance, for suggesting the option a user probably meant.
   static func distance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
+    let a = Array(a)
+    let b = Array(b)
     var previous = Array(0...b.count)
     for i in 1...max(a.count, 1) where !a.isEmpty {
       var current = [i] + [Int](repeating: 0, count: b.count)
@@ -84,7 +86,9 @@ struct HelpPage {
 
   var text: String {
     var lines = ["USAGE: " + synopsis, ""]
-    if !discussion.isEmpty { lines += discussion.split(separator: "\n", omittingEmptySubsequences: false).map { String($0) } + [""] }
+    if !discussion.isEmpty {
+      lines += discussion.split(separator: "\n", omittingEmptySubsequences: false).map { String($0) } + [""]
+    }
     var sections: [String] = []
     for spec in specs + [Options.help] where !sections.contains(spec.section) { sections.append(spec.section) }
     for section in sections {
@@ -113,7 +117,8 @@ struct HelpPage {
 
   /// Words wrapped to lines of at most `width` characters.
   static func wrap(_ text: String, width: Int) -> [String] {
-    var lines: [String] = [], line = ""
+    var lines: [String] = []
+    var line = ""
     for word in text.split(separator: " ") {
       if !line.isEmpty && line.count + 1 + word.count > width {
         lines.append(line)
@@ -190,7 +195,9 @@ struct ParsedArguments {
       preconditionFailure("modelconv: the command reads \(spec.key), which is not among the options it declares")
     }
     guard spec.takesValue == asValue else {
-      preconditionFailure("modelconv: the command reads \(spec.key) as \(asValue ? "an option with a value" : "a flag"), but it is declared as \(spec.takesValue ? "an option with a value" : "a flag")")
+      preconditionFailure(
+        "modelconv: the command reads \(spec.key) as \(asValue ? "an option with a value" : "a flag"), but it is declared as \(spec.takesValue ? "an option with a value" : "a flag")"
+      )
     }
     return spec.key
   }
@@ -223,7 +230,9 @@ struct ParsedArguments {
     guard let number = OptionSpec.parseNumber(text), number.isFinite else {
       throw UsageError(message: "option '\(spec.key)' needs a number or a fraction such as 1/255, got '\(text)'")
     }
-    if let minimum, number < minimum { throw UsageError(message: "option '\(spec.key)' needs a number >= \(minimum), got '\(text)'") }
+    if let minimum, number < minimum {
+      throw UsageError(message: "option '\(spec.key)' needs a number >= \(minimum), got '\(text)'")
+    }
     return number
   }
 

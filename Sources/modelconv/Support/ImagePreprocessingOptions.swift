@@ -34,12 +34,16 @@ enum ImagePreprocessingOptions {
         }
         return number
       }
-      guard values.count == 1 || values.count == 3 else { throw UsageError(message: "option '\(spec.key)' needs 3 values (R,G,B) or 1 (gray), got \(values.count)") }
+      guard values.count == 1 || values.count == 3 else {
+        throw UsageError(message: "option '\(spec.key)' needs 3 values (R,G,B) or 1 (gray), got \(values.count)")
+      }
       return values
     }
     guard let mean = try numbers(Options.imageMean) else { throw UsageError(message: "--image-std needs --image-mean") }
     let std = try numbers(Options.imageStd) ?? [Float](repeating: 1, count: mean.count)
-    guard std.count == mean.count else { throw UsageError(message: "--image-mean has \(mean.count) values and --image-std \(std.count)") }
+    guard std.count == mean.count else {
+      throw UsageError(message: "--image-mean has \(mean.count) values and --image-std \(std.count)")
+    }
     guard std.allSatisfy({ $0 > 0 }) else { throw UsageError(message: "--image-std values must be above 0") }
     return (mean, std)
   }

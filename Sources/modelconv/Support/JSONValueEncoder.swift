@@ -1,4 +1,5 @@
 import ModelFormats
+
 /// Turns any `Encodable` into a `JSONValue`: keys in declaration order, and `nil` optionals written as
 /// `null` (Swift's synthesized coding skips them through `encodeIfPresent`, which this encoder overrides),
 /// so JSON readers always find every documented key.
@@ -10,7 +11,12 @@ struct JSONValueEncoder {
   }
 
   final class Node {
-    enum Kind { case unset, single(JSONValue), keyed([(String, Node)]), unkeyed([Node]) }
+    enum Kind {
+      case unset
+      case single(JSONValue)
+      case keyed([(String, Node)])
+      case unkeyed([Node])
+    }
     var kind = Kind.unset
 
     var value: JSONValue {
@@ -76,7 +82,11 @@ struct JSONValueEncoder {
   }
 
   static func store<T: Encodable>(_ value: T, in node: Node, codingPath: [CodingKey]) throws {
-    if let primitive = primitive(value) { node.kind = .single(primitive) } else { try value.encode(to: NodeEncoder(node: node, codingPath: codingPath)) }
+    if let primitive = primitive(value) {
+      node.kind = .single(primitive)
+    } else {
+      try value.encode(to: NodeEncoder(node: node, codingPath: codingPath))
+    }
   }
 
   struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
@@ -91,26 +101,44 @@ struct JSONValueEncoder {
     mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
       if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
     }
-    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as Bool?, key) }
-    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as String?, key) }
-    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as Double?, key) }
-    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as Float?, key) }
-    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as Int?, key) }
-    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as Int64?, key) }
-    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { try encodeIfPresent(value.map { $0 } as UInt64?, key) }
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as Bool?, key)
+    }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as String?, key)
+    }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as Double?, key)
+    }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as Float?, key)
+    }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as Int?, key)
+    }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as Int64?, key)
+    }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws {
+      try encodeIfPresent(value.map { $0 } as UInt64?, key)
+    }
 
     private mutating func encodeIfPresent<T: Encodable>(_ value: T?, _ key: Key) throws {
       if let value { try encode(value, forKey: key) } else { try encodeNil(forKey: key) }
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+      -> KeyedEncodingContainer<NestedKey>
+    {
       NodeEncoder(node: node.child(forKey: key.stringValue), codingPath: codingPath + [key]).container(keyedBy: keyType)
     }
     mutating func nestedUnkeyedContainer(forKey key: Key) -> UnkeyedEncodingContainer {
       NodeEncoder(node: node.child(forKey: key.stringValue), codingPath: codingPath + [key]).unkeyedContainer()
     }
     mutating func superEncoder() -> Encoder { NodeEncoder(node: node.child(forKey: "super"), codingPath: codingPath) }
-    mutating func superEncoder(forKey key: Key) -> Encoder { NodeEncoder(node: node.child(forKey: key.stringValue), codingPath: codingPath + [key]) }
+    mutating func superEncoder(forKey key: Key) -> Encoder {
+      NodeEncoder(node: node.child(forKey: key.stringValue), codingPath: codingPath + [key])
+    }
   }
 
   struct Unkeyed: UnkeyedEncodingContainer {
@@ -122,11 +150,17 @@ struct JSONValueEncoder {
     }
 
     mutating func encodeNil() throws { node.appended().kind = .single(.null) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try JSONValueEncoder.store(value, in: node.appended(), codingPath: codingPath) }
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func encode<T: Encodable>(_ value: T) throws {
+      try JSONValueEncoder.store(value, in: node.appended(), codingPath: codingPath)
+    }
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+      NestedKey
+    > {
       NodeEncoder(node: node.appended(), codingPath: codingPath).container(keyedBy: keyType)
     }
-    mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer { NodeEncoder(node: node.appended(), codingPath: codingPath).unkeyedContainer() }
+    mutating func nestedUnkeyedContainer() -> UnkeyedEncodingContainer {
+      NodeEncoder(node: node.appended(), codingPath: codingPath).unkeyedContainer()
+    }
     mutating func superEncoder() -> Encoder { NodeEncoder(node: node.appended(), codingPath: codingPath) }
   }
 
@@ -134,6 +168,8 @@ struct JSONValueEncoder {
     let node: Node
     var codingPath: [CodingKey]
     mutating func encodeNil() throws { node.kind = .single(.null) }
-    mutating func encode<T: Encodable>(_ value: T) throws { try JSONValueEncoder.store(value, in: node, codingPath: codingPath) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+      try JSONValueEncoder.store(value, in: node, codingPath: codingPath)
+    }
   }
 }

@@ -1,4 +1,5 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
 import ModelConverter
@@ -7,7 +8,6 @@ import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// The ML Program reader and importer, checked against `.mlpackage` files coremltools 9 wrote
 /// (`Samples/make_mlpackage_golden.py`): run by the reference runtime, each reproduces the outputs real
@@ -18,7 +18,8 @@ import CoreMLTestSupport
   /// Every float32 program `make_mlpackage_golden.py` listed in the fixtures' manifest.
   static let float32Programs: [String] = {
     guard let data = FileManager.default.contents(atPath: golden.appendingPathComponent("manifest.json").path),
-      let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let programs = manifest["programs"] as? [[String: Any]]
+      let manifest = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+      let programs = manifest["programs"] as? [[String: Any]]
     else { return [] }
     return programs.filter { $0["precision"] as? String == "float32" && $0["compression"] == nil }
       .compactMap { ($0["name"] as? String)?.replacingOccurrences(of: ".mlpackage", with: "") }
@@ -48,10 +49,15 @@ import CoreMLTestSupport
     // A bound of a million iterations (a hostile edit): refused with an error, never run that long.
     var endless = try CoreMLSpecReader.read(contentsOf: url)
     var endlessProgram = try #require(endless.program)
-    let bound = try #require(endlessProgram.operations.firstIndex { $0.outputs.first?.name == "time_distributed_pooling_lstm_PartitionedCall_strided_slice" })
+    let bound = try #require(
+      endlessProgram.operations.firstIndex {
+        $0.outputs.first?.name == "time_distributed_pooling_lstm_PartitionedCall_strided_slice"
+      })
     endlessProgram.operations[bound].value?.integers = [1_000_000]
     endless.program = endlessProgram
-    #expect(throws: CoreMLReaderError.self) { _ = try CoreMLGraphImporter.importModel(endless, path: "endless.mlpackage") }
+    #expect(throws: CoreMLReaderError.self) {
+      _ = try CoreMLGraphImporter.importModel(endless, path: "endless.mlpackage")
+    }
   }
   /// The reader keeps a control-flow operation's nested blocks (the first step towards running them):
   /// coremltools' `while_loop` for the rolled LSTM has a condition block (`less` of the counter, one output)
@@ -67,12 +73,15 @@ import CoreMLTestSupport
     #expect(condition.outputs == condition.operations.map { $0.outputs[0].name })
     #expect(body.outputs.count == 4)
     let bodyTypes = Set(body.operations.map(\.type))
-    #expect(bodyTypes.isSuperset(of: ["list_read", "matmul", "split", "sigmoid", "tanh", "list_write"]), "\(bodyTypes.sorted())")
+    #expect(
+      bodyTypes.isSuperset(of: ["list_read", "matmul", "split", "sigmoid", "tanh", "list_write"]),
+      "\(bodyTypes.sorted())")
     #expect(loop.inputs["loop_vars"]?.count == 4)
   }
 
   static let reducedPrecisionPrograms = [
-    "digits_cnn_program_fp16", "rgb_classifier_program_fp16", "rgb_classifier_program_lut4", "rgb_classifier_program_linear8",
+    "digits_cnn_program_fp16", "rgb_classifier_program_fp16", "rgb_classifier_program_lut4",
+    "rgb_classifier_program_linear8",
     "rgb_classifier_program_linear8_ios18", "sequential_plain",
   ]
 
@@ -86,10 +95,14 @@ import CoreMLTestSupport
       let pixels = try reference.root.floatDataset("pixels/0")
       let (h, w, c) = (pixels.shape[1], pixels.shape[2], pixels.shape[3])
       var values = [Float](repeating: 0, count: h * w * c)
-      for y in 0..<h { for x in 0..<w { for k in 0..<c {
-        let source = input.colorSpace == .bgr ? c - 1 - k : k
-        values[(k * h + y) * w + x] = pixels.values[((sample * h + y) * w + x) * c + source]
-      } } }
+      for y in 0..<h {
+        for x in 0..<w {
+          for k in 0..<c {
+            let source = input.colorSpace == .bgr ? c - 1 - k : k
+            values[(k * h + y) * w + x] = pixels.values[((sample * h + y) * w + x) * c + source]
+          }
+        }
+      }
       return Tensor(shape: input.shape, values: values)
     }
     let inputs = try reference.root.floatDataset("inputs/0")
@@ -114,7 +127,9 @@ import CoreMLTestSupport
 
   @Test func everyFloat32ProgramIsTested() {
     #expect(Self.float32Programs.count >= 20)
-    #expect(Self.float32Programs.contains("lstm_classifier_program") && Self.float32Programs.contains("conv2d_transpose_program"))
+    #expect(
+      Self.float32Programs.contains("lstm_classifier_program")
+        && Self.float32Programs.contains("conv2d_transpose_program"))
   }
 
   @Test(arguments: float32Programs)
@@ -135,7 +150,9 @@ import CoreMLTestSupport
     let tolerance = VerificationTolerance.defaults(for: model.spec)
     let limit = try #require(tolerance.maximumRelativeRMS)
     #expect(model.spec.usesFloat16 || model.spec.quantizationBits > 0)
-    var noise = 0.0, signal = 0.0, strictFailures = 0
+    var noise = 0.0
+    var signal = 0.0
+    var strictFailures = 0
     for (actual, expected) in pairs {
       #expect(actual.count == expected.count)
       for (a, e) in zip(actual, expected) {
@@ -144,14 +161,22 @@ import CoreMLTestSupport
         if abs(a - e) > 1e-5 + 1e-3 * abs(e) { strictFailures += 1 }
       }
       // Top-1 agreement with Keras.
-      #expect(actual.indices.max { actual[$0] < actual[$1] } == expected.indices.max { expected[$0] < expected[$1] }, "\(name): top-1 differs")
+      #expect(
+        actual.indices.max { actual[$0] < actual[$1] } == expected.indices.max { expected[$0] < expected[$1] },
+        "\(name): top-1 differs")
     }
-    #expect(noise <= Double(limit * limit) * max(signal, 1), "\(name): relative RMS error \((noise / signal).squareRoot()) beyond \(limit) (\(tolerance.basis))")
+    #expect(
+      noise <= Double(limit * limit) * max(signal, 1),
+      "\(name): relative RMS error \((noise / signal).squareRoot()) beyond \(limit) (\(tolerance.basis))")
     // The reduced precision really shows: the outputs differ from the float32 program's (or, without one,
     // from Keras beyond the float32 element rule).
-    if let baseline = name.hasPrefix("rgb_") ? "rgb_classifier_program" : name.hasPrefix("digits_") ? "digits_cnn_program" : nil {
+    if let baseline = name.hasPrefix("rgb_")
+      ? "rgb_classifier_program" : name.hasPrefix("digits_") ? "digits_cnn_program" : nil
+    {
       let float32 = try Self.run(baseline).pairs.flatMap(\.0)
-      #expect(float32 != pairs.flatMap(\.0), "\(name): computes exactly as the float32 program; is float16/quantization emulated?")
+      #expect(
+        float32 != pairs.flatMap(\.0),
+        "\(name): computes exactly as the float32 program; is float16/quantization emulated?")
     } else {
       #expect(strictFailures > 0, "\(name): no element differs beyond the float32 rule; is float16 emulated?")
     }
@@ -159,7 +184,9 @@ import CoreMLTestSupport
 
   /// Parameters given as inline values (as our writer writes small constants) read like `const` operations:
   /// every `const` output inlined into the operations reading it, the program still reproduces Keras.
-  @Test(arguments: ["digits_cnn_program", "ops_zoo_program", "writer_ops_program", "lstm_fused_program", "conv1d_classifier_program"])
+  @Test(arguments: [
+    "digits_cnn_program", "ops_zoo_program", "writer_ops_program", "lstm_fused_program", "conv1d_classifier_program",
+  ])
   func inlinedConstantsReadLikeConstOperations(_ name: String) throws {
     var spec = try CoreMLSpecReader.read(contentsOf: Self.package(name))
     var program = try #require(spec.program)
@@ -175,7 +202,12 @@ import CoreMLTestSupport
       }
       return op
     }
-    #expect(program.operations.allSatisfy { $0.inputs.values.allSatisfy { $0.allSatisfy { if case .name(let n) = $0 { return constants[n] == nil } else { return true } } } })
+    #expect(
+      program.operations.allSatisfy {
+        $0.inputs.values.allSatisfy {
+          $0.allSatisfy { if case .name(let n) = $0 { return constants[n] == nil } else { return true } }
+        }
+      })
     spec.program = program
     let model = try CoreMLGraphImporter.importModel(spec, path: name)
     let reference = try HDF5File(path: Self.golden.appendingPathComponent(name + ".reference.h5").path)
@@ -194,15 +226,23 @@ import CoreMLTestSupport
     #expect(try CoreMLSpecReader.read(contentsOf: Self.package("digits_cnn_program_fp16")).usesFloat16)
     #expect(try !CoreMLSpecReader.read(contentsOf: Self.package("digits_cnn_program")).usesFloat16)
     let lut = try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program_lut4"))
-    #expect(lut.quantizationBits == 4 && lut.program?.operations.contains { $0.type == "constexpr_lut_to_dense" } == true)
+    #expect(
+      lut.quantizationBits == 4 && lut.program?.operations.contains { $0.type == "constexpr_lut_to_dense" } == true)
     let linear = try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program_linear8"))
-    #expect(linear.quantizationBits == 8 && linear.program?.operations.contains { $0.type == "constexpr_affine_dequantize" } == true)
+    #expect(
+      linear.quantizationBits == 8
+        && linear.program?.operations.contains { $0.type == "constexpr_affine_dequantize" } == true)
     let ios18 = try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program_linear8_ios18"))
     #expect(ios18.quantizationBits == 8 && ios18.program?.opset == "CoreML8")
     #expect(ios18.program?.operations.contains { $0.type == "constexpr_blockwise_shift_scale" } == true)
     #expect(VerificationTolerance.defaults(for: lut).basis == .quantizedWeights)
-    #expect(VerificationTolerance.defaults(for: try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program_fp16"))).basis == .float16Weights)
-    #expect(VerificationTolerance.defaults(for: try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program"))) == .float32)
+    #expect(
+      VerificationTolerance.defaults(
+        for: try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program_fp16"))
+      ).basis == .float16Weights)
+    #expect(
+      VerificationTolerance.defaults(for: try CoreMLSpecReader.read(contentsOf: Self.package("rgb_classifier_program")))
+        == .float32)
   }
 
   @Test func labelsAndImagePreprocessingAreRead() throws {
@@ -237,7 +277,9 @@ import CoreMLTestSupport
     #expect(model.graph.nodes.contains { $0.operation == .cast(.float32) })
   }
 
-  @Test(arguments: ["digits_cnn_program", "rgb_classifier_program", "rgb_classifier_program_fp16", "conv1d_classifier_program"])
+  @Test(arguments: [
+    "digits_cnn_program", "rgb_classifier_program", "rgb_classifier_program_fp16", "conv1d_classifier_program",
+  ])
   func verifyComparesProgramsWithKeras(_ name: String) throws {
     let reference = try HDF5File(path: Self.golden.appendingPathComponent(name + ".reference.h5").path)
     let source = Fixtures.root.appendingPathComponent(try #require(try reference.root.stringAttribute("source")))
@@ -245,7 +287,9 @@ import CoreMLTestSupport
     // The names make_mlpackage_golden.py gave coremltools.
     (options.inputNames, options.outputNames) = try Fixtures.coremltoolsNames(Self.package(name))
     let report = try ParityVerifier.verify(source: source, converted: Self.package(name), options: options)
-    let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
+    let failures = report.outputs.filter { !$0.passed }.map {
+      "\($0.name) vs \($0.comparedWith): max abs \($0.maxAbsoluteError)"
+    }
     #expect(report.passed, "\(name): \(failures)")
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.elements > 0 })
     // coremltools names its values after TensorFlow ops, so only the inputs and outputs pair by name.
@@ -257,7 +301,9 @@ import CoreMLTestSupport
   @Test func coremltoolsProgramsBreakNoRule() throws {
     for name in Self.float32Programs + Self.reducedPrecisionPrograms {
       let spec = try CoreMLSpecReader.read(contentsOf: Self.package(name))
-      #expect(CoreMLSpecificationRules.violations(in: spec).isEmpty, "\(name): \(CoreMLSpecificationRules.violations(in: spec))")
+      #expect(
+        CoreMLSpecificationRules.violations(in: spec).isEmpty,
+        "\(name): \(CoreMLSpecificationRules.violations(in: spec))")
     }
   }
 
@@ -289,7 +335,9 @@ import CoreMLTestSupport
     return (directory, package)
   }
 
-  static func weightFile(_ package: URL) -> URL { package.appendingPathComponent("Data/com.apple.CoreML/weights/weight.bin") }
+  static func weightFile(_ package: URL) -> URL {
+    package.appendingPathComponent("Data/com.apple.CoreML/weights/weight.bin")
+  }
   static func modelFile(_ package: URL) -> URL { package.appendingPathComponent("Data/com.apple.CoreML/model.mlmodel") }
 
   static func expectReaderError(_ package: URL, containing text: String) {
@@ -368,7 +416,8 @@ import CoreMLTestSupport
     // Rename every "max_pool" operation type to "max_poox" (same length, so the protobuf stays valid).
     let needle = Array("max_pool".utf8)
     var replaced = 0
-    for start in 0..<(bytes.count - needle.count) where Array(bytes[start..<start + needle.count]) == needle && bytes[start - 1] == UInt8(needle.count) {
+    for start in 0..<(bytes.count - needle.count)
+    where Array(bytes[start..<start + needle.count]) == needle && bytes[start - 1] == UInt8(needle.count) {
       bytes[start + 7] = UInt8(ascii: "x")
       replaced += 1
     }
@@ -378,7 +427,10 @@ import CoreMLTestSupport
   }
 
   /// Flipped bytes of a small golden's model file and weight file give an error or a model, never a crash.
-  @Test(arguments: ["rnn_classifier_program", "rgb_classifier_program_lut4", "rgb_classifier_program_linear8_ios18", "gru_fused_program"])
+  @Test(arguments: [
+    "rnn_classifier_program", "rgb_classifier_program_lut4", "rgb_classifier_program_linear8_ios18",
+    "gru_fused_program",
+  ])
   func everyFlippedByteOfAProgramIsAnErrorOrAModel(_ name: String) throws {
     let (directory, package) = try Self.copy(name)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -394,7 +446,9 @@ import CoreMLTestSupport
           read += 1
         } catch {
           // The reader's own error about the model (exit 65), never another kind of failure.
-          #expect(error is CoreMLReaderError && (error as? any KindedError)?.kind == .badModel, "\(file.lastPathComponent) offset \(offset): \(error)")
+          #expect(
+            error is CoreMLReaderError && (error as? any KindedError)?.kind == .badModel,
+            "\(file.lastPathComponent) offset \(offset): \(error)")
           refused += 1
         }
       }

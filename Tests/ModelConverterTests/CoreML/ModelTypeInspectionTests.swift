@@ -1,9 +1,9 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// `inspect` on Core ML model types other than neural networks, against what coremltools reads back from
 /// the files `Samples/make_coreml_model_types.py` wrote (`Samples/Fixtures/model_types/expected.json`).
@@ -25,7 +25,8 @@ import CoreMLTestSupport
         .init(
           name: name,
           type: .init(
-            kind: kind, width: width, height: height, colorSpace: colorSpace, shape: shape, dataType: dataType, keyType: keyType,
+            kind: kind, width: width, height: height, colorSpace: colorSpace, shape: shape, dataType: dataType,
+            keyType: keyType,
             valueType: kind == "dictionary" ? "double" : valueType))
       }
     }
@@ -78,7 +79,9 @@ import CoreMLTestSupport
   @Test func everyModelTypeMatchesCoremltools() throws {
     let expected = try Self.expected()
     #expect(expected.coremltools == "9.0")
-    let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path).filter { $0.hasSuffix(".mlmodel") }
+    let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path).filter {
+      $0.hasSuffix(".mlmodel")
+    }
     #expect(files.count == 35)
     #expect(Set(files) == Set(expected.models.keys))
     // The fixtures cover many types, pipelines of every flavour among them.
@@ -94,15 +97,21 @@ import CoreMLTestSupport
       #expect(inspection.inputs == model.inputs.map(\.summary), "\(file)")
       #expect(inspection.outputs == model.outputs.map(\.summary), "\(file)")
       #expect(inspection.labels == model.labels, "\(file)")
-      #expect(inspection.layers.isEmpty && inspection.parameterCount == 0 && inspection.shapesUnavailable == nil, "\(file)")
+      #expect(
+        inspection.layers.isEmpty && inspection.parameterCount == 0 && inspection.shapesUnavailable == nil, "\(file)")
       #expect(inspection.metadata.author == (model.metadata.author.isEmpty ? nil : model.metadata.author), "\(file)")
       #expect(inspection.metadata.license == (model.metadata.license.isEmpty ? nil : model.metadata.license), "\(file)")
       #expect(inspection.metadata.version == (model.metadata.version.isEmpty ? nil : model.metadata.version), "\(file)")
       #expect(
-        inspection.metadata.shortDescription == (model.metadata.shortDescription.isEmpty ? nil : model.metadata.shortDescription), "\(file)")
-      #expect(Dictionary(uniqueKeysWithValues: inspection.metadata.userDefined.map { ($0.key, $0.value) }) == model.metadata.userDefined, "\(file)")
+        inspection.metadata.shortDescription
+          == (model.metadata.shortDescription.isEmpty ? nil : model.metadata.shortDescription), "\(file)")
+      #expect(
+        Dictionary(uniqueKeysWithValues: inspection.metadata.userDefined.map { ($0.key, $0.value) })
+          == model.metadata.userDefined, "\(file)")
       #expect(inspection.subModels.count == model.subModels.count, "\(file)")
-      for (index, (a, b)) in zip(inspection.subModels, model.subModels).enumerated() { Self.check(a, b, "\(file) #\(index + 1)") }
+      for (index, (a, b)) in zip(inspection.subModels, model.subModels).enumerated() {
+        Self.check(a, b, "\(file) #\(index + 1)")
+      }
       // The text report names the type, says it is not run, and lists every sub-model.
       let text = inspection.description
       #expect(text.contains(model.type) && text.contains("is not a neural network"), "\(file)")
@@ -115,8 +124,12 @@ import CoreMLTestSupport
     let url = Self.folder.appendingPathComponent("glm_classifier_string.mlmodel")
     #expect(throws: CoreMLReaderError.self) { try CoreMLSpecReader.read(contentsOf: url) }
     let scaler = Self.folder.appendingPathComponent("scaler.mlmodel")
-    #expect(throws: CoreMLReaderError.unsupportedModelType(path: scaler.path, type: "scaler")) { try CoreMLSpecReader.read(contentsOf: scaler) }
-    let result = try Modelconv.run(["convert", url.path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("o.mlmodel").path])
+    #expect(throws: CoreMLReaderError.unsupportedModelType(path: scaler.path, type: "scaler")) {
+      try CoreMLSpecReader.read(contentsOf: scaler)
+    }
+    let result = try Modelconv.run([
+      "convert", url.path, "-o", try Fixtures.temporaryDirectory().appendingPathComponent("o.mlmodel").path,
+    ])
     #expect(result.status == 65, "\(result.stderr)")
   }
 
@@ -126,7 +139,9 @@ import CoreMLTestSupport
     #expect(text.status == 0, "\(text.stderr)")
     #expect(text.stdout.contains("pipelineClassifier, specification version 4"))
     #expect(text.stdout.contains("image: Image (Color BGR 299 × 299)"))
-    #expect(text.stdout.contains("1. visionFeaturePrint: image (Image (Color BGR 299 × 299)) → sceneFeatures (MultiArray (Double 2048))"))
+    #expect(
+      text.stdout.contains(
+        "1. visionFeaturePrint: image (Image (Color BGR 299 × 299)) → sceneFeatures (MultiArray (Double 2048))"))
     #expect(text.stdout.contains("2. glmClassifier: sceneFeatures"))
     #expect(text.stdout.contains("Labels         2: corgi, husky"))
     #expect(!text.stdout.contains("Output shapes unknown"))
@@ -150,7 +165,8 @@ import CoreMLTestSupport
   /// in process (no crash, no hang); through the command line they exit 0 or 65.
   @Test func hostilePipelinesNeverCrash() throws {
     let bytes = try [UInt8](Data(contentsOf: Self.folder.appendingPathComponent("pipeline_classifier.mlmodel")))
-    var described = 0, refused = 0
+    var described = 0
+    var refused = 0
     func attempt(_ candidate: [UInt8]) {
       do {
         _ = try CoreMLModelOutline.read(candidate, path: "hostile.mlmodel")
@@ -197,14 +213,17 @@ import CoreMLTestSupport
   /// Hand-made wire bytes: nesting past the depth limit, lengths past the end, over-long varints.
   @Test func wireFormatLimits() throws {
     func varint(_ value: UInt64) -> [UInt8] {
-      var v = value, out: [UInt8] = []
+      var v = value
+      var out: [UInt8] = []
       repeat {
         out.append(UInt8(v & 0x7F) | (v > 0x7F ? 0x80 : 0))
         v >>= 7
       } while v > 0
       return out
     }
-    func field(_ number: UInt64, _ body: [UInt8]) -> [UInt8] { varint(number << 3 | 2) + varint(UInt64(body.count)) + body }
+    func field(_ number: UInt64, _ body: [UInt8]) -> [UInt8] {
+      varint(number << 3 | 2) + varint(UInt64(body.count)) + body
+    }
     // Model { specificationVersion = 1; pipeline (202) { models (1) = Model ... } }
     func nested(_ depth: Int) -> [UInt8] {
       var model: [UInt8] = [0x08, 0x04] + field(900, [])
@@ -216,12 +235,18 @@ import CoreMLTestSupport
     var innermost = fine
     while let next = innermost.subModels.first?.model { innermost = next }
     #expect(innermost.typeName == "identity")
-    #expect(throws: CoreMLReaderError.self) { try CoreMLModelOutline.read(nested(CoreMLModelOutline.maximumDepth + 1), path: "deep.mlmodel") }
+    #expect(throws: CoreMLReaderError.self) {
+      try CoreMLModelOutline.read(nested(CoreMLModelOutline.maximumDepth + 1), path: "deep.mlmodel")
+    }
     #expect(throws: CoreMLReaderError.self) { try CoreMLModelOutline.read(nested(10_000), path: "deep.mlmodel") }
 
     // A description whose length runs past the file, and a varint of 11 bytes.
-    #expect(throws: CoreMLReaderError.self) { try CoreMLModelOutline.read([0x12] + varint(1 << 40) + [0, 0], path: "long.mlmodel") }
-    #expect(throws: CoreMLReaderError.self) { try CoreMLModelOutline.read([0x08] + [UInt8](repeating: 0xFF, count: 10) + [0x01], path: "v.mlmodel") }
+    #expect(throws: CoreMLReaderError.self) {
+      try CoreMLModelOutline.read([0x12] + varint(1 << 40) + [0, 0], path: "long.mlmodel")
+    }
+    #expect(throws: CoreMLReaderError.self) {
+      try CoreMLModelOutline.read([0x08] + [UInt8](repeating: 0xFF, count: 10) + [0x01], path: "v.mlmodel")
+    }
     // Unknown type fields are named as such; a model without a type is "none".
     #expect(try CoreMLModelOutline.read([0x08, 0x01] + field(4321, []), path: "u.mlmodel").typeName == "unknown")
     #expect(try CoreMLModelOutline.read([0x08, 0x01], path: "n.mlmodel").typeName == "none")

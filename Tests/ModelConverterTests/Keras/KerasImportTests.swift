@@ -1,12 +1,12 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
+import KerasTestSupport
 import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import KerasTestSupport
-import CoreMLTestSupport
 
 /// Every dialect's fixtures import, and shapes match what real Keras computed.
 @Suite struct KerasImportTests {
@@ -27,7 +27,8 @@ import CoreMLTestSupport
 
   @Test func inferenceNoOpsDisappear() throws {
     for dialect in ["tfkeras215", "keras3"] {
-      let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.url("\(dialect)/dropout_noise.h5").path))
+      let graph = try KerasGraphImporter.importGraph(
+        KerasModelFile(path: Fixtures.url("\(dialect)/dropout_noise.h5").path))
       #expect(graph.nodes.map(\.operation.kindName) == ["dense", "dense"])
     }
   }
@@ -41,10 +42,13 @@ import CoreMLTestSupport
 
   @Test func sharedLayerIsAppliedTwice() throws {
     for dialect in Fixtures.dialects {
-      let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.url("\(dialect)/multi_io_shared.h5").path))
+      let graph = try KerasGraphImporter.importGraph(
+        KerasModelFile(path: Fixtures.url("\(dialect)/multi_io_shared.h5").path))
       #expect(graph.inputs.count == 2)
       #expect(graph.outputs.count == 2)
-      let convolutions = graph.nodes.filter { if case .convolution2D = $0.operation { return true } else { return false } }
+      let convolutions = graph.nodes.filter {
+        if case .convolution2D = $0.operation { return true } else { return false }
+      }
       #expect(convolutions.count == 2)
       #expect(Set(convolutions.map(\.inputs)).count == 2)
     }
@@ -58,18 +62,24 @@ import CoreMLTestSupport
 
   @Test func tfKerasWeightsFileWithItsJSONMatchesTheFullModel() throws {
     let pair = try KerasConverter.convert(
-      architectureAt: Fixtures.url("tfkeras215/dense_classifier.json"), weightsAt: Fixtures.url("tfkeras215/dense_classifier.weights.h5"))
+      architectureAt: Fixtures.url("tfkeras215/dense_classifier.json"),
+      weightsAt: Fixtures.url("tfkeras215/dense_classifier.weights.h5"))
     let spec = try CoreMLSpecReader.read(pair.bytes)
     let expected = try ReferenceFile(model: "tfkeras215/dense_classifier").coreMLWeights()
     #expect(!expected.isEmpty)
-    for (layer, weights) in expected { #expect(spec.layer(named: layer)?.namedWeights["weights"] == weights["weights"]) }
+    for (layer, weights) in expected {
+      #expect(spec.layer(named: layer)?.namedWeights["weights"] == weights["weights"])
+    }
   }
 
   @Test func notHDF5() throws {
     // A text file named .h5 is reported as text; an unknown binary file as not HDF5.
     let path = Fixtures.url("bad/not_hdf5.h5").path
-    #expect(throws: KerasReaderError.unsupportedFormat(
-      path: path, what: "a text file", advice: "give a Keras model saved with model.save(\"model.keras\") or model.save(\"model.h5\")")) {
+    #expect(
+      throws: KerasReaderError.unsupportedFormat(
+        path: path, what: "a text file",
+        advice: "give a Keras model saved with model.save(\"model.keras\") or model.save(\"model.h5\")")
+    ) {
       try KerasModelFile(path: path)
     }
     let binary = try Fixtures.temporaryDirectory().appendingPathComponent("random.h5")

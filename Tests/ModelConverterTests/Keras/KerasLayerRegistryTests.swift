@@ -1,9 +1,10 @@
 import Foundation
-@testable import KerasFormat
+import KerasTestSupport
 import ModelConverter
 import TestSupport
 import Testing
-import KerasTestSupport
+
+@testable import KerasFormat
 
 /// The Keras layer registry is the one list of converted classes: the supported set, the README's
 /// layer table and the wrappers' inner-layer lists all follow it.
@@ -29,8 +30,10 @@ import KerasTestSupport
   /// Aliases are registered with their classes; Deconvolution2D (once missing from the hand-kept list) among them.
   @Test(arguments: [
     ["Conv2D", "Convolution2D"], ["SeparableConv2D", "SeparableConvolution2D"],
-    ["Conv2DTranspose", "Convolution2DTranspose", "Deconvolution2D"], ["MaxPooling2D", "MaxPool2D"], ["AveragePooling2D", "AvgPool2D"],
-    ["GlobalAveragePooling2D", "GlobalAvgPool2D"], ["GlobalMaxPooling2D", "GlobalMaxPool2D"], ["Conv1D", "Convolution1D"],
+    ["Conv2DTranspose", "Convolution2DTranspose", "Deconvolution2D"], ["MaxPooling2D", "MaxPool2D"],
+    ["AveragePooling2D", "AvgPool2D"],
+    ["GlobalAveragePooling2D", "GlobalAvgPool2D"], ["GlobalMaxPooling2D", "GlobalMaxPool2D"],
+    ["Conv1D", "Convolution1D"],
     ["MaxPooling1D", "MaxPool1D"], ["AveragePooling1D", "AvgPool1D"], ["GlobalAveragePooling1D", "GlobalAvgPool1D"],
     ["GlobalMaxPooling1D", "GlobalMaxPool1D"],
   ])
@@ -105,13 +108,15 @@ import KerasTestSupport
   @Test(arguments: ["tfkeras215", "keras3"])
   func deconvolution2DConvertsAndVerifies(_ dialect: String) throws {
     let fixture = "layers/\(dialect)/conv2d_transpose"
-    let source = try KerasFileEditing.edited(fixture + ".h5", [("\"class_name\": \"Conv2DTranspose\"", "\"class_name\": \"Deconvolution2D\"")])
+    let source = try KerasFileEditing.edited(
+      fixture + ".h5", [("\"class_name\": \"Conv2DTranspose\"", "\"class_name\": \"Deconvolution2D\"")])
     defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
     #expect(try !KerasFileEditing.modelConfig(source).contains("Conv2DTranspose"))
     let output = source.deletingLastPathComponent().appendingPathComponent("model.mlmodel")
     try KerasConverter.convert(modelAt: source).write(to: output)
     let report = try ParityVerifier.verify(
-      source: source, converted: output, options: VerificationOptions(samples: 2, reference: Fixtures.url(fixture + ".reference.h5")))
+      source: source, converted: output,
+      options: VerificationOptions(samples: 2, reference: Fixtures.url(fixture + ".reference.h5")))
     #expect(report.passed, "\(report.outputs.map { "\($0.name): \($0.maxAbsoluteError)" })")
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.elements > 0 })
   }
@@ -123,16 +128,30 @@ import KerasTestSupport
       "layers/tfkeras215/conv2d_transpose.h5",
       [
         ("\"strides\": [2, 2]", "\"strides\": [0, 0]"),
-        ("\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s1_valid\"", "\"class_name\": \"MadeUpLayer\", \"config\": {\"name\": \"deconv_s1_valid\""),
+        (
+          "\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s1_valid\"",
+          "\"class_name\": \"MadeUpLayer\", \"config\": {\"name\": \"deconv_s1_valid\""
+        ),
       ])
     defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
     let twoUnknown = try KerasFileEditing.edited(
       "layers/tfkeras215/conv2d_transpose.h5",
-      [("\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s2_same\"", "\"class_name\": \"OtherMadeUpLayer\", \"config\": {\"name\": \"deconv_s2_same\""),
-       ("\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s1_valid\"", "\"class_name\": \"MadeUpLayer\", \"config\": {\"name\": \"deconv_s1_valid\"")])
+      [
+        (
+          "\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s2_same\"",
+          "\"class_name\": \"OtherMadeUpLayer\", \"config\": {\"name\": \"deconv_s2_same\""
+        ),
+        (
+          "\"class_name\": \"Conv2DTranspose\", \"config\": {\"name\": \"deconv_s1_valid\"",
+          "\"class_name\": \"MadeUpLayer\", \"config\": {\"name\": \"deconv_s1_valid\""
+        ),
+      ])
     defer { try? FileManager.default.removeItem(at: twoUnknown.deletingLastPathComponent()) }
 
-    for (url, expected) in [(source, ["deconv_s1_valid: MadeUpLayer"]), (twoUnknown, ["deconv_s1_valid: MadeUpLayer", "deconv_s2_same: OtherMadeUpLayer"])] {
+    for (url, expected) in [
+      (source, ["deconv_s1_valid: MadeUpLayer"]),
+      (twoUnknown, ["deconv_s1_valid: MadeUpLayer", "deconv_s2_same: OtherMadeUpLayer"]),
+    ] {
       let error = HostileKerasTests.conversionError(url)
       guard case .unsupportedLayers(let path, let layers)? = error as? KerasReaderError else {
         Issue.record("expected unsupportedLayers, got \(String(describing: error))")

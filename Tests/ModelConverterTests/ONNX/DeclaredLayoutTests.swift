@@ -1,10 +1,10 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ONNXFormat
-import Testing
 import ONNXTestSupport
-import CoreMLTestSupport
+import Testing
 
 /// A feature keeps the layout its source declares (issue 35): a segmentation head ending in
 /// `Transpose(0, 2, 3, 1)` declares its output `[1, H, W, C]`, and the classic network declares and fills
@@ -16,11 +16,18 @@ import CoreMLTestSupport
   static func model(nhwcInput: Bool) throws -> ONNXModel {
     let weights = (0..<54).map { Float(($0 * 7) % 11) / 10 - 0.5 }
     var nodes = [
-      ONNXProtos.node("Conv", name: "conv", inputs: [nhwcInput ? "x_nchw" : "x", "w"], outputs: ["c"], attributes: [ONNXTestModels.intsAttribute("pads", [1, 1, 1, 1])]),
-      ONNXProtos.node("Transpose", name: "to_nhwc", inputs: ["c"], outputs: ["y"], attributes: [ONNXTestModels.intsAttribute("perm", [0, 2, 3, 1])]),
+      ONNXProtos.node(
+        "Conv", name: "conv", inputs: [nhwcInput ? "x_nchw" : "x", "w"], outputs: ["c"],
+        attributes: [ONNXTestModels.intsAttribute("pads", [1, 1, 1, 1])]),
+      ONNXProtos.node(
+        "Transpose", name: "to_nhwc", inputs: ["c"], outputs: ["y"],
+        attributes: [ONNXTestModels.intsAttribute("perm", [0, 2, 3, 1])]),
     ]
     if nhwcInput {
-      nodes.insert(ONNXProtos.node("Transpose", name: "to_nchw", inputs: ["x"], outputs: ["x_nchw"], attributes: [ONNXTestModels.intsAttribute("perm", [0, 3, 1, 2])]), at: 0)
+      nodes.insert(
+        ONNXProtos.node(
+          "Transpose", name: "to_nchw", inputs: ["x"], outputs: ["x_nchw"],
+          attributes: [ONNXTestModels.intsAttribute("perm", [0, 3, 1, 2])]), at: 0)
     }
     return try ONNXTestModels.model(
       nodes: nodes, inputs: [("x", nhwcInput ? [1, 4, 5, 3] : [1, 3, 4, 5])], outputs: [("y", [1, 4, 5, 2])],
@@ -51,7 +58,9 @@ import CoreMLTestSupport
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("seg-\(UUID().uuidString).mlmodel")
     defer { try? FileManager.default.removeItem(at: url) }
     try converted.write(to: url)
-    #expect(throws: VerificationError.self) { try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 1)) }
+    #expect(throws: VerificationError.self) {
+      try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 1))
+    }
   }
 
   /// tf2onnx writes a one-channel image's transpose to channels first as a Reshape [1, H, W, 1] ->
@@ -62,11 +71,17 @@ import CoreMLTestSupport
     let model = try ONNXTestModels.model(
       nodes: [
         ONNXProtos.node("Reshape", name: "to_nchw", inputs: ["x", "shape"], outputs: ["x_nchw"]),
-        ONNXProtos.node("Conv", name: "conv", inputs: ["x_nchw", "w"], outputs: ["c"], attributes: [ONNXTestModels.intsAttribute("pads", [1, 1, 1, 1])]),
-        ONNXProtos.node("Transpose", name: "to_nhwc", inputs: ["c"], outputs: ["y"], attributes: [ONNXTestModels.intsAttribute("perm", [0, 2, 3, 1])]),
+        ONNXProtos.node(
+          "Conv", name: "conv", inputs: ["x_nchw", "w"], outputs: ["c"],
+          attributes: [ONNXTestModels.intsAttribute("pads", [1, 1, 1, 1])]),
+        ONNXProtos.node(
+          "Transpose", name: "to_nhwc", inputs: ["c"], outputs: ["y"],
+          attributes: [ONNXTestModels.intsAttribute("perm", [0, 2, 3, 1])]),
       ],
       inputs: [("x", [1, 4, 5, 1])], outputs: [("y", [1, 4, 5, 2])],
-      initializers: [ONNXTestModels.int64s("shape", [4], [1, 1, 4, 5]), ONNXTestModels.floats("w", [2, 1, 3, 3], weights)], opset: 13)
+      initializers: [
+        ONNXTestModels.int64s("shape", [4], [1, 1, 4, 5]), ONNXTestModels.floats("w", [2, 1, 3, 3], weights),
+      ], opset: 13)
     let source = try ONNXFrontend.source(model, path: "gray.onnx", options: SourceOptions())
     #expect(source.graph.inputs.map { source.graph[$0].type.shape } == [[4, 5, 1]])
     let program = try Converter.convert(source, options: ConversionOptions(format: .mlProgram, precision: .float32))

@@ -1,12 +1,12 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ONNXFormat
+import ONNXTestSupport
 import ReferenceRuntime
 import TestSupport
 import Testing
-import ONNXTestSupport
-import CoreMLTestSupport
 
 /// Forms other exporters write (issue 35). Expected values are ONNX's documented semantics computed by hand.
 @Suite struct ExporterIdiomsTests {
@@ -16,10 +16,17 @@ import CoreMLTestSupport
   @Test(arguments: [("reflect", [Float](arrayLiteral: 3, 2, 1, 2, 3, 4, 3, 2)), ("edge", [1, 1, 1, 2, 3, 4, 4, 4])])
   func padModes(mode: String, expected: [Float]) throws {
     let model = try ONNXTestModels.model(
-      nodes: [ONNXProtos.node("Pad", name: "pad", inputs: ["x", "pads"], outputs: ["y"], attributes: [ONNXTestModels.stringAttribute("mode", mode)])],
-      inputs: [("x", [1, 4])], outputs: [("y", [1, 8])], initializers: [ONNXTestModels.int64s("pads", [4], [0, 2, 0, 2])], opset: 13)
+      nodes: [
+        ONNXProtos.node(
+          "Pad", name: "pad", inputs: ["x", "pads"], outputs: ["y"],
+          attributes: [ONNXTestModels.stringAttribute("mode", mode)])
+      ],
+      inputs: [("x", [1, 4])], outputs: [("y", [1, 8])],
+      initializers: [ONNXTestModels.int64s("pads", [4], [0, 2, 0, 2])], opset: 13)
     let source = try ONNXFrontend.source(model, path: "pad.onnx", options: SourceOptions())
-    let output = Interpreter(graph: source.graph, kernels: .direct).run([Tensor(shape: source.graph[source.graph.inputs[0]].type.shape, values: [1, 2, 3, 4])])
+    let output = Interpreter(graph: source.graph, kernels: .direct).run([
+      Tensor(shape: source.graph[source.graph.inputs[0]].type.shape, values: [1, 2, 3, 4])
+    ])
     #expect(output[0].values == expected)
     try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
     try ONNXTestModels.convertAndVerify(model, format: .mlProgram)
@@ -28,8 +35,13 @@ import CoreMLTestSupport
   /// Reflect pads as large as the axis are not defined (onnxruntime refuses them): refused, naming the node.
   @Test func reflectPadsBeyondTheAxisAreRefused() throws {
     let model = try ONNXTestModels.model(
-      nodes: [ONNXProtos.node("Pad", name: "pad", inputs: ["x", "pads"], outputs: ["y"], attributes: [ONNXTestModels.stringAttribute("mode", "reflect")])],
-      inputs: [("x", [1, 4])], outputs: [("y", [1, 12])], initializers: [ONNXTestModels.int64s("pads", [4], [0, 4, 0, 4])], opset: 13)
+      nodes: [
+        ONNXProtos.node(
+          "Pad", name: "pad", inputs: ["x", "pads"], outputs: ["y"],
+          attributes: [ONNXTestModels.stringAttribute("mode", "reflect")])
+      ],
+      inputs: [("x", [1, 4])], outputs: [("y", [1, 12])],
+      initializers: [ONNXTestModels.int64s("pads", [4], [0, 4, 0, 4])], opset: 13)
     #expect(throws: ONNXImportError.self) { try ONNXFrontend.source(model, path: "pad.onnx", options: SourceOptions()) }
   }
 
@@ -42,7 +54,8 @@ import CoreMLTestSupport
         ONNXProtos.node("Div", name: "ratio", inputs: ["x", "d"], outputs: ["r"]),
         ONNXProtos.node("Div", name: "scaled", inputs: ["r", "k"], outputs: ["y"]),
       ],
-      inputs: [("x", [1, 4])], outputs: [("y", [1, 4])], initializers: [ONNXTestModels.floats("k", [4], [3, -7, 0.25, 11])], opset: 13)
+      inputs: [("x", [1, 4])], outputs: [("y", [1, 4])],
+      initializers: [ONNXTestModels.floats("k", [4], [3, -7, 0.25, 11])], opset: 13)
     let written = try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
     let spec = try CoreMLSpecReader.read(contentsOf: written)
     #expect(spec.layers.contains { $0.kind.hasPrefix("unary") }, "\(spec.layers.map(\.kind))")
@@ -53,7 +66,11 @@ import CoreMLTestSupport
   @Test(arguments: [([1, 3, 4], 1), ([1, 2, 3, 4], 2), ([1, 2, 3, 4], 1)])
   func softmaxOverAnyAxisInAClassicNetwork(shape: [Int], axis: Int) throws {
     let model = try ONNXTestModels.model(
-      nodes: [ONNXProtos.node("Softmax", name: "soft", inputs: ["x"], outputs: ["y"], attributes: [ONNXTestModels.intAttribute("axis", axis)])],
+      nodes: [
+        ONNXProtos.node(
+          "Softmax", name: "soft", inputs: ["x"], outputs: ["y"],
+          attributes: [ONNXTestModels.intAttribute("axis", axis)])
+      ],
       inputs: [("x", shape)], outputs: [("y", shape)], opset: 13)
     try ONNXTestModels.convertAndVerify(model, format: .neuralNetwork)
   }
@@ -73,7 +90,10 @@ import CoreMLTestSupport
 
     var loopModel = try ONNXModelReader.read(contentsOf: Fixtures.url("onnx/control_flow/loop_rnn.onnx"))
     let loopIndex = try #require(loopModel.graph.nodes.firstIndex { $0.opType == "Loop" })
-    guard case .graph(var body)? = loopModel.graph.nodes[loopIndex].attribute("body") else { Issue.record("no body"); return }
+    guard case .graph(var body)? = loopModel.graph.nodes[loopIndex].attribute("body") else {
+      Issue.record("no body")
+      return
+    }
     // The body's condition becomes a value it computes (its state), after the state is computed.
     body.nodes.removeFirst()
     body.nodes.append(ONNXNode(name: "cond_from_data", opType: "Identity", inputs: ["h_out"], outputs: ["cond_out"]))
@@ -92,7 +112,8 @@ import CoreMLTestSupport
   /// by anything else is refused, naming the Cast node.
   @Test func floatIdsCastToIntegersOnlyAsEmbeddingIds() throws {
     let table = ONNXTestModels.floats("table", [10, 4], (0..<40).map { Float($0) / 10 })
-    let cast = ONNXProtos.node("Cast", name: "to_ids", inputs: ["x"], outputs: ["ids"], attributes: [ONNXTestModels.intAttribute("to", 6)])
+    let cast = ONNXProtos.node(
+      "Cast", name: "to_ids", inputs: ["x"], outputs: ["ids"], attributes: [ONNXTestModels.intAttribute("to", 6)])
     let embedding = try ONNXTestModels.model(
       nodes: [cast, ONNXProtos.node("Gather", name: "lookup", inputs: ["table", "ids"], outputs: ["y"])],
       inputs: [("x", [1, 5])], outputs: [("y", [1, 5, 4])], initializers: [table], opset: 13)
@@ -100,7 +121,11 @@ import CoreMLTestSupport
       try ONNXTestModels.convertAndVerify(embedding, format: format)
     }
     let arithmetic = try ONNXTestModels.model(
-      nodes: [cast, ONNXProtos.node("Cast", name: "back", inputs: ["ids"], outputs: ["y"], attributes: [ONNXTestModels.intAttribute("to", 1)])],
+      nodes: [
+        cast,
+        ONNXProtos.node(
+          "Cast", name: "back", inputs: ["ids"], outputs: ["y"], attributes: [ONNXTestModels.intAttribute("to", 1)]),
+      ],
       inputs: [("x", [1, 5])], outputs: [("y", [1, 5])], opset: 13)
     #expect {
       _ = try ONNXGraphImporter.importGraph(arithmetic, path: "m.onnx")

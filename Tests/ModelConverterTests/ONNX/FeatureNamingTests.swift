@@ -1,10 +1,10 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ONNXFormat
-import Testing
 import ONNXTestSupport
-import CoreMLTestSupport
+import Testing
 
 /// Feature names an ML Program cannot hold, as exporters write them (paddle2onnx's `sigmoid_0.tmp_0`,
 /// PyTorch's `input.1` and `1`), are renamed as coremltools' sanitizer does (issue 35): characters outside
@@ -18,7 +18,8 @@ import CoreMLTestSupport
         ONNXProtos.node("Relu", name: "r", inputs: ["input.1"], outputs: ["1"]),
         ONNXProtos.node("Neg", name: "n", inputs: ["input.1"], outputs: ["sigmoid_0_tmp_0"]),
       ],
-      inputs: [("input.1", [1, 4])], outputs: [("sigmoid_0.tmp_0", [1, 4]), ("1", [1, 4]), ("sigmoid_0_tmp_0", [1, 4])])
+      inputs: [("input.1", [1, 4])],
+      outputs: [("sigmoid_0.tmp_0", [1, 4]), ("1", [1, 4]), ("sigmoid_0_tmp_0", [1, 4])])
   }
 
   @Test func namesAnMLProgramCannotHoldAreRenamed() throws {
@@ -29,7 +30,8 @@ import CoreMLTestSupport
     #expect(converted.summary.outputs.map(\.name) == ["sigmoid_0_tmp_0_1", "_1", "sigmoid_0_tmp_0"])
     #expect(
       converted.summary.renamed == [
-        FeatureRename(kind: "input", from: "input.1", to: "input_1"), FeatureRename(kind: "output", from: "sigmoid_0.tmp_0", to: "sigmoid_0_tmp_0_1"),
+        FeatureRename(kind: "input", from: "input.1", to: "input_1"),
+        FeatureRename(kind: "output", from: "sigmoid_0.tmp_0", to: "sigmoid_0_tmp_0_1"),
         FeatureRename(kind: "output", from: "1", to: "_1"),
       ])
     #expect(converted.summary.notes?.contains { $0.contains("'input.1'") && $0.contains("'input_1'") } == true)

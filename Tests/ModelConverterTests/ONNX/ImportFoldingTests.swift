@@ -1,12 +1,12 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import ONNXFormat
+import ONNXTestSupport
 import ReferenceRuntime
 import Testing
-import ONNXTestSupport
-import CoreMLTestSupport
 
 /// A node whose inputs are all float constants is computed at import time (the ONNX frontend's evaluator),
 /// so what reads it sees a constant: Swin V2's relative position bias is a small MLP of a constant
@@ -31,7 +31,8 @@ import CoreMLTestSupport
       ],
       inputs: [("x", [1, 2, 4, 2])], outputs: [("y", [1, 2, 4, 2])],
       initializers: [
-        ONNXTestModels.floats("table", [3, 2], table), ONNXTestModels.floats("w", [2, 2], w), ONNXTestModels.floats("b", [2], b),
+        ONNXTestModels.floats("table", [3, 2], table), ONNXTestModels.floats("w", [2, 2], w),
+        ONNXTestModels.floats("b", [2], b),
         ONNXTestModels.int64s("index", [4], index),
       ])
   }
@@ -55,10 +56,13 @@ import CoreMLTestSupport
   }
 
   @Test func aGraphOfConstantsBecomesOneConstant() throws {
-    let source = try ONNXFrontend.source(try Self.positionBiasModel(), path: "m.onnx", options: SourceOptions(), constants: [:])
+    let source = try ONNXFrontend.source(
+      try Self.positionBiasModel(), path: "m.onnx", options: SourceOptions(), constants: [:])
     let kinds = source.graph.nodes.map(\.operation.kindName)
     // What is left: the input's layout, the constant bias and the addition; no product, gather or slice.
-    #expect(!kinds.contains("matMul") && !kinds.contains("dense") && !kinds.contains("slice") && !kinds.contains("concatenate"), "\(kinds)")
+    #expect(
+      !kinds.contains("matMul") && !kinds.contains("dense") && !kinds.contains("slice")
+        && !kinds.contains("concatenate"), "\(kinds)")
     let constants = source.graph.nodes.compactMap { node -> Constant? in
       if case .constant(let c) = node.operation { return c }
       return nil

@@ -1,11 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelFormats
 import ONNXFormat
-import Testing
 import ONNXTestSupport
-import CoreMLTestSupport
+import Testing
 
 /// Sizes an ONNX file leaves open, in every spelling exporters use (issue 35): -1 (paddle2onnx), 0, a
 /// symbolic name, or no size at all. The batch axis becomes 1 and says so; an Ultralytics export's `imgsz`
@@ -18,7 +18,8 @@ import CoreMLTestSupport
     let graph = ONNXProtos.graph(
       nodes: nodes, inputs: inputs.map { ONNXProtos.valueInfo($0.0, shape: $0.1) },
       outputs: inputs.map { ONNXProtos.valueInfo($0.0 + "_out", shape: $0.1) })
-    return try ONNXModelReader.read(bytes: ONNXProtos.model(graph: graph, metadata: metadata), path: "/models/open.onnx")
+    return try ONNXModelReader.read(
+      bytes: ONNXProtos.model(graph: graph, metadata: metadata), path: "/models/open.onnx")
   }
 
   static func openSizes(_ model: ONNXModel, options: SourceOptions = SourceOptions()) throws -> UnknownInputSizes? {
@@ -42,7 +43,9 @@ import CoreMLTestSupport
   }
 
   @Test func everyOpenInputIsListedAtOnce() throws {
-    let model = try Self.model([("image", ["batch", Int64(3), "height", "width"]), ("tokens", [Int64(1), "sequence", Int64(4)])])
+    let model = try Self.model([
+      ("image", ["batch", Int64(3), "height", "width"]), ("tokens", [Int64(1), "sequence", Int64(4)]),
+    ])
     let open = try #require(try Self.openSizes(model))
     #expect(open.inputs.map(\.name) == ["image", "tokens"])
     #expect(open.inputs.map(\.template) == ["1,3,HEIGHT,WIDTH", "1,SEQUENCE,4"])
@@ -62,7 +65,8 @@ import CoreMLTestSupport
   }
 
   @Test func ultralyticsRecordsItsImageSize() throws {
-    let model = try Self.model([("images", [Int64(-1), Int64(3), "height", "width"])], metadata: [("imgsz", "[32, 48]"), ("stride", "32")])
+    let model = try Self.model(
+      [("images", [Int64(-1), Int64(3), "height", "width"])], metadata: [("imgsz", "[32, 48]"), ("stride", "32")])
     let source = try ONNXFrontend.source(model, path: "open.onnx", options: SourceOptions())
     #expect(source.graph.inputs.map { source.graph[$0].type.shape } == [[32, 48, 3]])
     #expect(source.notes.contains { $0.contains("32x48") && $0.contains("imgsz") }, "\(source.notes)")

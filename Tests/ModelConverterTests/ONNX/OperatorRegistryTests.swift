@@ -9,14 +9,17 @@ import Testing
 @Suite struct OperatorRegistryTests {
   /// The README paragraph as the registry makes it.
   static var expectedParagraph: String {
-    ONNXOperatorRegistry.supported.map { "`\($0.opType)` (\($0.since.map(String.init).joined(separator: ", ")))" }.joined(separator: ", ") + "."
+    ONNXOperatorRegistry.supported.map { "`\($0.opType)` (\($0.since.map(String.init).joined(separator: ", ")))" }
+      .joined(separator: ", ") + "."
   }
 
   @Test func readmeListsExactlyTheRegisteredOperators() throws {
     let readme = try String(contentsOf: Fixtures.packageRoot.appendingPathComponent("Docs/ONNX.md"), encoding: .utf8)
-    let marker = "ONNX operators converted (the keys of `ONNXOperatorRegistry` with the opsets each handler starts at):\n"
+    let marker =
+      "ONNX operators converted (the keys of `ONNXOperatorRegistry` with the opsets each handler starts at):\n"
     let start = try #require(readme.range(of: marker))
-    let paragraph = String(readme[start.upperBound...]).components(separatedBy: "\n\n")[0].replacingOccurrences(of: "\n", with: " ")
+    let paragraph = String(readme[start.upperBound...]).components(separatedBy: "\n\n")[0].replacingOccurrences(
+      of: "\n", with: " ")
     #expect(paragraph == Self.expectedParagraph, "Docs/ONNX.md should read:\n\(Self.expectedParagraph)")
   }
 
@@ -32,8 +35,14 @@ import Testing
   @Test func everyHandlerAnswersFromItsOwnOpsetOn() {
     for (opType, since) in ONNXOperatorRegistry.supported {
       #expect(!since.isEmpty && since == since.sorted(), "\(opType)")
-      for version in since { #expect(ONNXOperatorRegistry.entry(domain: "", opType: opType, opset: version)?.since == version, "\(opType) \(version)") }
-      #expect(ONNXOperatorRegistry.entry(domain: "", opType: opType, opset: since[0] - 1) == nil, "\(opType) before \(since[0])")
+      for version in since {
+        #expect(
+          ONNXOperatorRegistry.entry(domain: "", opType: opType, opset: version)?.since == version,
+          "\(opType) \(version)")
+      }
+      #expect(
+        ONNXOperatorRegistry.entry(domain: "", opType: opType, opset: since[0] - 1) == nil,
+        "\(opType) before \(since[0])")
       #expect(ONNXOperatorRegistry.entry(domain: "com.example", opType: opType, opset: since[0]) == nil)
     }
   }
@@ -47,7 +56,10 @@ import Testing
     for op in ["Relu", "Add", "Mul", "Sqrt", "Cast", "Identity", "Dropout", "Pad", "Slice", "Clip", "LeakyRelu"] {
       #expect(ONNXOperatorRegistry.layout(of: op) == .neutral, "\(op)")
     }
-    for op in ["Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "InstanceNormalization", "LRN", "Resize", "PRelu"] {
+    for op in [
+      "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization",
+      "InstanceNormalization", "LRN", "Resize", "PRelu",
+    ] {
       #expect(ONNXOperatorRegistry.layout(of: op) == .channelsFirst, "\(op)")
     }
     for op in ["Transpose", "Reshape", "Flatten", "Gemm", "ReduceMean", "Concat", "Softmax", "NoSuchOperator"] {

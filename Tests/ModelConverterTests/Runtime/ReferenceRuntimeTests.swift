@@ -1,10 +1,10 @@
 import Foundation
 import KerasFormat
+import KerasTestSupport
 import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import KerasTestSupport
 
 /// The IR of each Keras fixture, run by the reference interpreter, reproduces the outputs real Keras saved.
 @Suite struct ReferenceRuntimeTests {
@@ -12,7 +12,9 @@ import KerasTestSupport
   static func items(_ data: (shape: [Int], values: [Float])) -> [Tensor] {
     let itemShape = Array(data.shape.dropFirst())
     let size = itemShape.reduce(1, *)
-    return (0..<data.shape[0]).map { Tensor(shape: itemShape, values: Array(data.values[($0 * size)..<(($0 + 1) * size)])) }
+    return (0..<data.shape[0]).map {
+      Tensor(shape: itemShape, values: Array(data.values[($0 * size)..<(($0 + 1) * size)]))
+    }
   }
 
   static func check(graph: Graph, reference: ReferenceFile, label: String) throws {
@@ -42,7 +44,10 @@ import KerasTestSupport
     try Self.check(graph: graph, reference: ReferenceFile(model: "bad/dense_rank3"), label: "dense_rank3")
   }
   @Test func digitsClassifierMatchesKeras() throws {
-    let graph = try KerasGraphImporter.importGraph(KerasModelFile(path: Fixtures.digits.appendingPathComponent("digits_cnn.h5").path))
-    try Self.check(graph: graph, reference: ReferenceFile(url: Fixtures.digits.appendingPathComponent("digits_cnn.reference.h5")), label: "digits")
+    let graph = try KerasGraphImporter.importGraph(
+      KerasModelFile(path: Fixtures.digits.appendingPathComponent("digits_cnn.h5").path))
+    try Self.check(
+      graph: graph, reference: ReferenceFile(url: Fixtures.digits.appendingPathComponent("digits_cnn.reference.h5")),
+      label: "digits")
   }
 }

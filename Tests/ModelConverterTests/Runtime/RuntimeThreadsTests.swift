@@ -30,7 +30,9 @@ import Testing
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let converted = directory.appendingPathComponent("Digits.mlpackage")
-    try KerasConverter.convert(modelAt: Self.source, options: ConversionOptions(format: .mlProgram, precision: .float32)).write(to: converted)
+    try KerasConverter.convert(
+      modelAt: Self.source, options: ConversionOptions(format: .mlProgram, precision: .float32)
+    ).write(to: converted)
     var options = VerificationOptions(samples: 6)
     options.threads = 1
     var one = try ParityVerifier.verify(source: Self.source, converted: converted, options: options)
@@ -46,13 +48,16 @@ import Testing
   /// The x86 feature flags of /proc/cpuinfo, nil on other CPUs (or without /proc).
   static let x86Flags: Set<String>? = {
     guard let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
-      let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags") }), let list = line.split(separator: ":").last
+      let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags") }),
+      let list = line.split(separator: ":").last
     else { return nil }
     return Set(list.split(separator: " ").map(String.init))
   }()
 
   /// Whether the instruction set is capped on purpose (the kernel tests' `ONEDNN_MAX_CPU_ISA` runs).
-  static let isaCapped = ProcessInfo.processInfo.environment["ONEDNN_MAX_CPU_ISA"] != nil || ProcessInfo.processInfo.environment["DNNL_MAX_CPU_ISA"] != nil
+  static let isaCapped =
+    ProcessInfo.processInfo.environment["ONEDNN_MAX_CPU_ISA"] != nil
+    || ProcessInfo.processInfo.environment["DNNL_MAX_CPU_ISA"] != nil
 
   /// The kernels follow the CPU's features (cpuid flags), whatever model name it reports: on a CPU with
   /// AVX-512 or AVX2 the runtime must not run SSE or generic code (the OpenBLAS "Prescott" fallback this

@@ -1,9 +1,9 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import Testing
-import CoreMLTestSupport
 
 /// Operations on the channels of an image that the classic format has no layer of their own for, written
 /// as the classic layers that compute them (as Apple's NeuralNetwork.proto documents those), read back by
@@ -13,7 +13,9 @@ import CoreMLTestSupport
     let bytes = try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions())
     let spec = try CoreMLSpecReader.read(bytes, path: "model.mlmodel")
     let model = try CoreMLGraphImporter.importModel(spec, path: "model.mlmodel")
-    let report = try ParityVerifier.verify(source: graph, converted: model, sourceName: "graph", convertedName: "model.mlmodel", options: VerificationOptions(samples: 4))
+    let report = try ParityVerifier.verify(
+      source: graph, converted: model, sourceName: "graph", convertedName: "model.mlmodel",
+      options: VerificationOptions(samples: 4))
     return (spec, report)
   }
 
@@ -29,7 +31,8 @@ import CoreMLTestSupport
     func reshape(_ layer: CoreMLModelSpec.Layer) -> ReshapeParameters? {
       if case .reshape(let p) = layer.parameters { return p } else { return nil }
     }
-    let split = try #require(reshape(spec.layers[0])), merge = try #require(reshape(spec.layers[2]))
+    let split = try #require(reshape(spec.layers[0]))
+    let merge = try #require(reshape(spec.layers[2]))
     #expect(split.targetShape == [3, 2, 3, 4] && split.mode == .known(.channelFirst))
     #expect(spec.layers[1].permute?.axis == [1, 0, 2, 3])
     #expect(merge.targetShape == [1, 6, 3, 4] && merge.mode == .known(.channelFirst))
@@ -56,8 +59,12 @@ import CoreMLTestSupport
     let (spec, report) = try Self.written(graph)
     #expect(spec.exactArrayMapping && spec.layers.contains { $0.kind == "transpose" }, "\(spec.layers.map(\.kind))")
     #expect(report.passed, "\(report.outputs)")
-    #expect(throws: CoreMLWriterError.unsupportedOperation(
-      layer: "shuffle", detail: "a channel shuffle of axis 0 of [6, 4, 3] (classic layers shuffle the channels of a vector or an image only)")) {
+    #expect(
+      throws: CoreMLWriterError.unsupportedOperation(
+        layer: "shuffle",
+        detail:
+          "a channel shuffle of axis 0 of [6, 4, 3] (classic layers shuffle the channels of a vector or an image only)")
+    ) {
       _ = try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(target: DeploymentTarget.parse("iOS12")))
     }
   }
@@ -69,12 +76,14 @@ import CoreMLTestSupport
     let kernel = (0..<(inputs * units)).map { Float($0) / 4 - 1 }
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([3, 4, inputs]))
-    let dense = Dense(kernel: Constant(shape: [inputs, units], values: kernel), bias: Constant(shape: [units], values: [0.5, -0.25]))
+    let dense = Dense(
+      kernel: Constant(shape: [inputs, units], values: kernel), bias: Constant(shape: [units], values: [0.5, -0.25]))
     let out = try builder.add(.dense(dense), name: "dense", inputs: [x])
     let (spec, report) = try Self.written(builder.build(outputs: [out]))
     #expect(spec.layers.map(\.kind) == ["convolution"])
     let conv = try #require(spec.layers[0].convolution)
-    #expect(conv.kernelSize == [1, 1] && conv.outputChannels == units && conv.kernelChannels == inputs && conv.nGroups == 1)
+    #expect(
+      conv.kernelSize == [1, 1] && conv.outputChannels == units && conv.kernelChannels == inputs && conv.nGroups == 1)
     #expect(conv.weights == (0..<units).flatMap { o in (0..<inputs).map { i in kernel[i * units + o] } })
     #expect(conv.bias == [0.5, -0.25])
     #expect(report.passed, "\(report.outputs)")
@@ -85,7 +94,8 @@ import CoreMLTestSupport
   @Test func layerNormalizationWithoutEpsilon() throws {
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([2, 3, 4]))
-    let out = try builder.add(.layerNormalization(LayerNormalization(gamma: nil, beta: nil, epsilon: 0)), name: "norm", inputs: [x])
+    let out = try builder.add(
+      .layerNormalization(LayerNormalization(gamma: nil, beta: nil, epsilon: 0)), name: "norm", inputs: [x])
     let (spec, report) = try Self.written(builder.build(outputs: [out]))
     let rsqrt = try #require(spec.layers.first { $0.unary != nil }?.unary)
     #expect(rsqrt.epsilon == Float.leastNormalMagnitude)

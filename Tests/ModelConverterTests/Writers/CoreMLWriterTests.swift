@@ -1,14 +1,15 @@
-import CoreMLFormat
-@testable import CoreMLNeuralNetworkWriter
 import CoreMLCommon
+import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
+import KerasTestSupport
 import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import KerasTestSupport
-import CoreMLTestSupport
+
+@testable import CoreMLNeuralNetworkWriter
 
 /// The written bytes decode (through protoc-c) into the expected description, layers and weights.
 @Suite struct CoreMLWriterTests {
@@ -29,27 +30,36 @@ import CoreMLTestSupport
       for (weightName, values) in weights {
         switch weightName {
         case "depthwise_weights":
-          #expect(spec.layer(named: layerName + "_depthwise")?.namedWeights["weights"] == values, "\(model) \(layerName)")
+          #expect(
+            spec.layer(named: layerName + "_depthwise")?.namedWeights["weights"] == values, "\(model) \(layerName)")
         case "pointwise_weights":
           #expect(spec.layer(named: layerName)?.namedWeights["weights"] == values, "\(model) \(layerName)")
         default:
-          #expect(spec.layer(named: layerName)?.namedWeights[weightName] == values, "\(model) \(layerName).\(weightName)")
+          #expect(
+            spec.layer(named: layerName)?.namedWeights[weightName] == values, "\(model) \(layerName).\(weightName)")
         }
       }
     }
-    #expect(spec.outputs.map(\.kind) == (try reference.outputShapes()).map { .multiArray(shape: coreMLShape($0), dataType: 65568) })
+    #expect(
+      spec.outputs.map(\.kind)
+        == (try reference.outputShapes()).map { .multiArray(shape: coreMLShape($0), dataType: 65568) })
     #expect(spec.modelType == "neuralNetwork")
   }
 
   @Test func classifierWiringWithImageInput() throws {
     let labels = try ClassLabels.load(fromFile: Fixtures.url("tfkeras215/dense_classifier.labels.txt").path)
-    let spec = try convert("tfkeras215/dense_classifier", ConversionOptions(inputNames: ["image"], outputNames: ["probs"], classLabels: labels))
+    let spec = try convert(
+      "tfkeras215/dense_classifier",
+      ConversionOptions(inputNames: ["image"], outputNames: ["probs"], classLabels: labels))
     #expect(spec.modelType == "neuralNetworkClassifier")
     #expect(spec.stringClassLabels == ["cat", "dog", "bird", "fish"])
     #expect(spec.predictedFeatureName == "classLabel")
     #expect(spec.predictedProbabilitiesName == "probs")
     #expect(spec.labelProbabilityLayerName == "probs")
-    #expect(spec.outputs == [.init(name: "probs", kind: .dictionary(keyType: "string")), .init(name: "classLabel", kind: .string)])
+    #expect(
+      spec.outputs == [
+        .init(name: "probs", kind: .dictionary(keyType: "string")), .init(name: "classLabel", kind: .string),
+      ])
     #expect(spec.layers.last?.outputs == ["probs"])
     #expect(spec.layers.last?.kind == "softmax")
     #expect(spec.specificationVersion == 1)
@@ -62,12 +72,16 @@ import CoreMLTestSupport
     #expect(digits == .integers(Array(0...9)))
     let converted = try KerasConverter.convert(
       modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"),
-      options: ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: digits, imageScale: 1.0 / 255))
+      options: ConversionOptions(
+        inputNames: ["image"], imageInputNames: ["image"], classLabels: digits, imageScale: 1.0 / 255))
     let spec = try CoreMLSpecReader.read(converted.bytes)
     #expect(spec.int64ClassLabels == Array(0...9))
     #expect(spec.inputs == [.init(name: "image", kind: .image(width: 8, height: 8, colorSpace: "GRAYSCALE"))])
     #expect(spec.outputs.last == .init(name: "classLabel", kind: .int64))
-    #expect(spec.preprocessing == [.init(featureName: "image", channelScale: 1.0 / 255, redBias: 0, greenBias: 0, blueBias: 0, grayBias: 0)])
+    #expect(
+      spec.preprocessing == [
+        .init(featureName: "image", channelScale: 1.0 / 255, redBias: 0, greenBias: 0, blueBias: 0, grayBias: 0)
+      ])
   }
 
   @Test func colorImageInputWithBiasesAndBGR() throws {
@@ -77,9 +91,13 @@ import CoreMLTestSupport
     #expect(spec.inputs.first?.kind == .multiArray(shape: [4, 12, 12], dataType: 65568))
     let rgb = try convert(
       "tfkeras215/depthwise_separable",
-      ConversionOptions(inputNames: ["img"], imageInputNames: ["img"], imageScale: 1 / 127.5, redBias: -1, greenBias: -2, blueBias: -3, isBGR: true))
+      ConversionOptions(
+        inputNames: ["img"], imageInputNames: ["img"], imageScale: 1 / 127.5, redBias: -1, greenBias: -2, blueBias: -3,
+        isBGR: true))
     #expect(rgb.inputs.first?.kind == .image(width: 10, height: 10, colorSpace: "BGR"))
-    #expect(rgb.preprocessing.first == .init(featureName: "img", channelScale: 1 / 127.5, redBias: -1, greenBias: -2, blueBias: -3, grayBias: 0))
+    #expect(
+      rgb.preprocessing.first
+        == .init(featureName: "img", channelScale: 1 / 127.5, redBias: -1, greenBias: -2, blueBias: -3, grayBias: 0))
   }
 
   @Test func labelCountMustMatchProbabilityWidth() {
@@ -114,14 +132,19 @@ import CoreMLTestSupport
     // The activations fixture (Samples/make_fixtures.py): LeakyReLU(0.3), ELU(0.7), ThresholdedReLU(0.4), ReLU(max_value=6), ...
     let spec = try convert("tfkeras215/activations")
     let kinds = Set(spec.layers.map(\.kind))
-    for kind in ["activation.ReLU", "activation.sigmoid", "activation.tanh", "activation.softplus", "activation.softsign", "activation.ELU", "softmax", "unary", "multiply"] {
+    for kind in [
+      "activation.ReLU", "activation.sigmoid", "activation.tanh", "activation.softplus", "activation.softsign",
+      "activation.ELU", "softmax", "unary", "multiply",
+    ] {
       #expect(kinds.contains(kind), "\(kind)")
     }
     #expect(spec.layers.contains { $0.kind == "activation.leakyReLU" && $0.activation == .leakyReLU(alpha: 0.3) })
     #expect(spec.layers.contains { $0.kind == "activation.ELU" && $0.activation == .elu(alpha: 0.7) })
-    #expect(spec.layers.contains { $0.kind == "activation.thresholdedReLU" && $0.activation == .thresholdedReLU(alpha: 0.4) })
+    #expect(
+      spec.layers.contains { $0.kind == "activation.thresholdedReLU" && $0.activation == .thresholdedReLU(alpha: 0.4) })
     #expect(spec.layers.contains { $0.kind == "unary" && $0.unary?.alpha == -6 })
-    #expect(spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation?.recurrentAlphaBeta?.alpha == 0.2 })
+    #expect(
+      spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation?.recurrentAlphaBeta?.alpha == 0.2 })
     // GELU from classic layers (abs, inverse, exp, multiply, linear, add): no specification-4 gelu layer,
     // which Core ML refuses in a rank-5 network.
     #expect(!kinds.contains("gelu"))
@@ -129,7 +152,10 @@ import CoreMLTestSupport
     #expect(spec.specificationVersion == 1)
     // Keras 3's hard_sigmoid is relu6(x + 3) / 6.
     let keras3 = try convert("keras3/activations")
-    #expect(keras3.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation?.recurrentAlphaBeta?.alpha == Float(1.0 / 6) })
+    #expect(
+      keras3.layers.contains {
+        $0.kind == "activation.sigmoidHard" && $0.activation?.recurrentAlphaBeta?.alpha == Float(1.0 / 6)
+      })
   }
 
   @Test func flattenKeepsKerasElementOrder() throws {
@@ -154,12 +180,16 @@ import CoreMLTestSupport
   @Test func weightsBeyondFloat16KeepTheirLayerInFloat32() throws {
     var builder = GraphBuilder()
     let input = try builder.addInput(name: "x", type: TensorType([2]))
-    let small = try builder.add(.dense(Dense(kernel: Constant(shape: [2, 2], values: [1, 2, 3, 4]), bias: nil)), name: "small", inputs: [input])
+    let small = try builder.add(
+      .dense(Dense(kernel: Constant(shape: [2, 2], values: [1, 2, 3, 4]), bias: nil)), name: "small", inputs: [input])
     let output = try builder.add(
-      .dense(Dense(kernel: Constant(shape: [2, 1], values: [1, 70000]), bias: Constant(shape: [1], values: [0.5]))), name: "big", inputs: [small])
+      .dense(Dense(kernel: Constant(shape: [2, 1], values: [1, 70000]), bias: Constant(shape: [1], values: [0.5]))),
+      name: "big", inputs: [small])
     let graph = builder.build(outputs: [output])
-    let spec = try CoreMLSpecReader.read(try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(precision: .float16)), path: "mixed.mlmodel")
-    let big = try #require(spec.layer(named: "big")), smallLayer = try #require(spec.layer(named: "small"))
+    let spec = try CoreMLSpecReader.read(
+      try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions(precision: .float16)), path: "mixed.mlmodel")
+    let big = try #require(spec.layer(named: "big"))
+    let smallLayer = try #require(spec.layer(named: "small"))
     #expect(!big.usesFloat16 && big.namedWeights["weights"] == [1, 70000] && big.namedWeights["bias"] == [0.5])
     #expect(smallLayer.usesFloat16)
   }
@@ -217,14 +247,18 @@ import CoreMLTestSupport
     let size = try NeuralNetworkWriter().encode(graph(), options: options).specification.count
     #expect(size > 4000)  // 1000 float32 weights
     // Exactly at the limit it is written; one byte under, refused, naming float16 as the way out.
-    #expect(try NeuralNetworkWriter(maximumSpecificationBytes: size).encode(graph(), options: options).specification.count == size)
+    #expect(
+      try NeuralNetworkWriter(maximumSpecificationBytes: size).encode(graph(), options: options).specification.count
+        == size)
     #expect(throws: CoreMLWriterError.specificationTooLarge(bytes: size, limit: size - 1, float32Weights: true)) {
       try NeuralNetworkWriter(maximumSpecificationBytes: size - 1).encode(graph(), options: options)
     }
     // float16 weights halve the weights' bytes and fit.
-    let half = try NeuralNetworkWriter(maximumSpecificationBytes: size - 1).encode(graph(), options: CoreMLWriterOptions(precision: .float16))
+    let half = try NeuralNetworkWriter(maximumSpecificationBytes: size - 1).encode(
+      graph(), options: CoreMLWriterOptions(precision: .float16))
     #expect(half.specification.count < size - 1900)
-    let message = CoreMLWriterError.specificationTooLarge(bytes: size, limit: size - 1, float32Weights: false).description
+    let message = CoreMLWriterError.specificationTooLarge(bytes: size, limit: size - 1, float32Weights: false)
+      .description
     #expect(message.contains("ML Program") && !message.contains("float16") && !message.contains("--"))
   }
 

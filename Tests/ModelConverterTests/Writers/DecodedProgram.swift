@@ -1,8 +1,8 @@
 import CProtobufC
 import CoreMLFormat
 import CoreMLSpec
-import Foundation
 import CoreMLTestSupport
+import Foundation
 
 /// A written ML Program model decoded through protobuf-c into plain Swift values, for structural tests.
 struct DecodedProgram {
@@ -63,7 +63,10 @@ struct DecodedProgram {
   func constant(_ name: String) -> Constant? { producer(of: name)?.value }
 
   init(_ bytes: [UInt8]) throws {
-    guard let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }) else {
+    guard
+      let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }
+      )
+    else {
       throw CocoaError(.coderReadCorrupt)
     }
     defer { core_ml__specification__model__free_unpacked(model, nil) }
@@ -75,7 +78,9 @@ struct DecodedProgram {
       predictedFeatureName = String(cString: description.pointee.predictedfeaturename)
       predictedProbabilitiesName = String(cString: description.pointee.predictedprobabilitiesname)
     }
-    guard model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM, let program = model.pointee.mlprogram else { return }
+    guard model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM,
+      let program = model.pointee.mlprogram
+    else { return }
     for f in 0..<program.pointee.n_functions {
       let entry = program.pointee.functions[f]!
       functionNames.append(String(cString: entry.pointee.key))
@@ -116,9 +121,15 @@ struct DecodedProgram {
     return result
   }
 
-  private static func tensorInfo(_ type: UnsafeMutablePointer<CoreML__Specification__MILSpec__ValueType>?) -> TensorInfo? {
-    guard let type, type.pointee.type_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_TENSOR_TYPE, let tensor = type.pointee.tensortype else { return nil }
-    let shape = (0..<tensor.pointee.n_dimensions).map { Int(tensor.pointee.dimensions[$0]!.pointee.constant?.pointee.size ?? 0) }
+  private static func tensorInfo(_ type: UnsafeMutablePointer<CoreML__Specification__MILSpec__ValueType>?)
+    -> TensorInfo?
+  {
+    guard let type, type.pointee.type_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_TENSOR_TYPE,
+      let tensor = type.pointee.tensortype
+    else { return nil }
+    let shape = (0..<tensor.pointee.n_dimensions).map {
+      Int(tensor.pointee.dimensions[$0]!.pointee.constant?.pointee.size ?? 0)
+    }
     return TensorInfo(dataType: Int(tensor.pointee.datatype.rawValue), shape: shape)
   }
 
@@ -133,14 +144,19 @@ struct DecodedProgram {
     {
       switch tensor.pointee.value_case {
       case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_FLOATS:
-        result.floats = Array(UnsafeBufferPointer(start: tensor.pointee.floats.pointee.values, count: tensor.pointee.floats.pointee.n_values))
+        result.floats = Array(
+          UnsafeBufferPointer(
+            start: tensor.pointee.floats.pointee.values, count: tensor.pointee.floats.pointee.n_values))
       case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_BYTES:
         let data = tensor.pointee.bytes.pointee.values
         result.bytes = Array(UnsafeBufferPointer(start: data.data, count: data.len))
       case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_INTS:
-        result.ints = Array(UnsafeBufferPointer(start: tensor.pointee.ints.pointee.values, count: tensor.pointee.ints.pointee.n_values))
+        result.ints = Array(
+          UnsafeBufferPointer(start: tensor.pointee.ints.pointee.values, count: tensor.pointee.ints.pointee.n_values))
       case CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_STRINGS:
-        result.strings = (0..<tensor.pointee.strings.pointee.n_values).map { String(cString: tensor.pointee.strings.pointee.values[$0]!) }
+        result.strings = (0..<tensor.pointee.strings.pointee.n_values).map {
+          String(cString: tensor.pointee.strings.pointee.values[$0]!)
+        }
       default: break
       }
     }
@@ -154,7 +170,9 @@ struct DecodedProgram {
       let argument = entry.pointee.value!
       result.inputs[String(cString: entry.pointee.key)] = (0..<argument.pointee.n_arguments).map { a in
         let binding = argument.pointee.arguments[a]!
-        if binding.pointee.binding_case == CORE_ML__SPECIFICATION__MILSPEC__ARGUMENT__BINDING__BINDING_NAME { return String(cString: binding.pointee.name) }
+        if binding.pointee.binding_case == CORE_ML__SPECIFICATION__MILSPEC__ARGUMENT__BINDING__BINDING_NAME {
+          return String(cString: binding.pointee.name)
+        }
         if let list = binding.pointee.value.pointee.immediatevalue?.pointee.list {
           for v in 0..<list.pointee.n_values {
             if let c = constant(list.pointee.values[v]!) {
@@ -163,7 +181,9 @@ struct DecodedProgram {
             if let tensor = list.pointee.values[v]!.pointee.immediatevalue?.pointee.tensor,
               tensor.pointee.value_case == CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_LONG_INTS
             {
-              result.listInts += Array(UnsafeBufferPointer(start: tensor.pointee.longints.pointee.values, count: tensor.pointee.longints.pointee.n_values))
+              result.listInts += Array(
+                UnsafeBufferPointer(
+                  start: tensor.pointee.longints.pointee.values, count: tensor.pointee.longints.pointee.n_values))
             }
           }
         }

@@ -1,11 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Every model of `Samples/Fixtures/layers` (made by `make_layer_fixtures.py` with real Keras, as
 /// tf.keras 2.15 and Keras 3 write them): converted, read back and run, it reproduces the Keras outputs; or it fails with the
@@ -27,7 +27,9 @@ import CoreMLTestSupport
     dialects.flatMap { dialect -> [String] in
       let folder = Fixtures.url("layers/\(dialect)")
       let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-      return files.filter { $0.hasSuffix(".reference.h5") }.sorted().map { "\(dialect)/" + $0.replacingOccurrences(of: ".reference.h5", with: "") }
+      return files.filter { $0.hasSuffix(".reference.h5") }.sorted().map {
+        "\(dialect)/" + $0.replacingOccurrences(of: ".reference.h5", with: "")
+      }
     }
   }
 
@@ -35,7 +37,8 @@ import CoreMLTestSupport
 
   @Test(arguments: models)
   func layerFixture(_ model: String) throws {
-    let source = Fixtures.url("layers/\(model).h5"), reference = Fixtures.url("layers/\(model).reference.h5")
+    let source = Fixtures.url("layers/\(model).h5")
+    let reference = Fixtures.url("layers/\(model).reference.h5")
     if let text = Self.importErrors[Self.name(of: model)] {
       do {
         _ = try KerasConverter.convert(modelAt: source)
@@ -48,8 +51,11 @@ import CoreMLTestSupport
       defer { try? FileManager.default.removeItem(at: directory) }
       let output = directory.appendingPathComponent("model.mlmodel")
       try KerasConverter.convert(modelAt: source).write(to: output)
-      let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 2, reference: reference))
-      let failures = report.outputs.filter { !$0.passed }.map { "\($0.name) [\($0.inputs)] vs \($0.comparedWith): max abs \($0.maxAbsoluteError)" }
+      let report = try ParityVerifier.verify(
+        source: source, converted: output, options: VerificationOptions(samples: 2, reference: reference))
+      let failures = report.outputs.filter { !$0.passed }.map {
+        "\($0.name) [\($0.inputs)] vs \($0.comparedWith): max abs \($0.maxAbsoluteError)"
+      }
       #expect(report.passed, "\(model): \(failures)")
       #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.elements > 0 })
     }
@@ -74,7 +80,8 @@ import CoreMLTestSupport
     options.frontendSettings[KerasCustomLayers.self] = KerasCustomLayers(conversions: [
       "ScaleShift": { layer in
         CustomLayer(
-          className: "ScaleShiftLayer", parameters: ["shift": .double(layer.config["shift"]?.double ?? 0)], weights: layer.weights,
+          className: "ScaleShiftLayer", parameters: ["shift": .double(layer.config["shift"]?.double ?? 0)],
+          weights: layer.weights,
           outputShape: layer.inputShapes[0])
       }
     ])
@@ -89,14 +96,16 @@ import CoreMLTestSupport
   @Test(arguments: ["keras1_sequential", "keras1_merge", "keras1_lstm", "keras1_gru_rnn", "keras1_bn_deconv"])
   func keras1ArchitectureConverts(_ name: String) throws {
     let base = Fixtures.url("layers/keras1/\(name)")
-    let weights = base.appendingPathExtension("h5"), json = base.appendingPathExtension("json")
+    let weights = base.appendingPathExtension("h5")
+    let json = base.appendingPathExtension("json")
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let output = directory.appendingPathComponent("model.mlmodel")
     try KerasConverter.convert(architectureAt: json, weightsAt: weights).write(to: output)
     let report = try ParityVerifier.verify(
       source: weights, converted: output,
-      options: VerificationOptions(samples: 2, reference: Fixtures.url("layers/keras1/\(name).reference.h5"), architecture: json))
+      options: VerificationOptions(
+        samples: 2, reference: Fixtures.url("layers/keras1/\(name).reference.h5"), architecture: json))
     #expect(report.passed, "\(name): \(report.outputs.filter { !$0.passed }.map(\.name))")
   }
 }

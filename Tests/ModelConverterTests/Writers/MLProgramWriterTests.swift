@@ -1,5 +1,5 @@
 import CoreMLFormat
-@testable import CoreMLProgramWriter
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
 import ModelConverter
@@ -7,7 +7,8 @@ import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import CoreMLTestSupport
+
+@testable import CoreMLProgramWriter
 
 /// The ML Program writer's output, decoded with protobuf-c: program structure, names, constants and their
 /// placement in weight.bin, layouts, precision casts, classifiers and image inputs.
@@ -25,14 +26,17 @@ import CoreMLTestSupport
   /// Every fixture model (the dialect sets, the layer coverage set but for the models the Keras reader
   /// refuses, and the digits CNN).
   static var models: [String] {
-    Fixtures.models + LayerCoverageTests.models.filter { LayerCoverageTests.importErrors[LayerCoverageTests.name(of: $0)] == nil }.map { "layers/" + $0 }
+    Fixtures.models
+      + LayerCoverageTests.models.filter { LayerCoverageTests.importErrors[LayerCoverageTests.name(of: $0)] == nil }.map
+    { "layers/" + $0 }
       + ["digits"]
   }
 
   private func url(_ model: String) -> URL { model == "digits" ? Self.digitsURL : Fixtures.url(model + ".h5") }
 
   private func write(
-    _ model: String, _ conversion: ConversionOptions = ConversionOptions(), precision: WeightPrecision = .float32, target: DeploymentTarget? = nil
+    _ model: String, _ conversion: ConversionOptions = ConversionOptions(), precision: WeightPrecision = .float32,
+    target: DeploymentTarget? = nil
   ) throws -> Written {
     let converted = try KerasConverter.convert(modelAt: url(model), options: conversion)
     var options = converted.writerOptions
@@ -80,8 +84,11 @@ import CoreMLTestSupport
           #expect(value.fileName == "@model_path/weights/weight.bin")
           #expect(offset % 64 == 0 && offset >= 64, "\(label): offset \(offset)")
           let blob = try w.blobs.blob(at: offset)
-          #expect(blob.dataType == (value.type.dataType == DecodedProgram.fp16 ? .float16 : .float32), "\(label): \(op.name)")
-          #expect(blob.bytes.count == count * (value.type.dataType == DecodedProgram.fp16 ? 2 : 4), "\(label): \(op.name) size")
+          #expect(
+            blob.dataType == (value.type.dataType == DecodedProgram.fp16 ? .float16 : .float32), "\(label): \(op.name)")
+          #expect(
+            blob.bytes.count == count * (value.type.dataType == DecodedProgram.fp16 ? 2 : 4),
+            "\(label): \(op.name) size")
         } else {
           #expect(value.blobOffset == nil, "\(label): \(op.name) with \(count) elements is in weight.bin")
         }
@@ -100,14 +107,21 @@ import CoreMLTestSupport
       #expect(w.program.specificationVersion == 6)
       #expect(w.program.opset == "CoreML5")
       // Casts between float types (an embedding's cast of token ids to int32 is not one).
-      let casts = w.program.ops.filter { op in op.type == "cast" && [DecodedProgram.fp16, DecodedProgram.fp32].contains(op.outputs[0].type?.dataType ?? 0) }
-      let floatTypes = Set(w.program.ops.flatMap { $0.outputs.compactMap { $0.type?.dataType } }.filter { $0 == DecodedProgram.fp16 || $0 == DecodedProgram.fp32 })
+      let casts = w.program.ops.filter { op in
+        op.type == "cast" && [DecodedProgram.fp16, DecodedProgram.fp32].contains(op.outputs[0].type?.dataType ?? 0)
+      }
+      let floatTypes = Set(
+        w.program.ops.flatMap { $0.outputs.compactMap { $0.type?.dataType } }.filter {
+          $0 == DecodedProgram.fp16 || $0 == DecodedProgram.fp32
+        })
       if precision == .float32 {
         #expect(casts.isEmpty, "\(model)")
         #expect(floatTypes == [DecodedProgram.fp32], "\(model)")
       } else {
         // One cast per input into float16 (token ids stay float32 for their embedding) and one per output back.
-        #expect(casts.count >= w.graph.inputs.count + w.graph.outputs.count || casts.count >= w.graph.outputs.count && model.contains("text"), "\(model)")
+        #expect(
+          casts.count >= w.graph.inputs.count + w.graph.outputs.count
+            || casts.count >= w.graph.outputs.count && model.contains("text"), "\(model)")
         #expect(floatTypes.contains(DecodedProgram.fp16), "\(model)")
         for name in w.program.blockOutputs {
           #expect(w.program.producer(of: name)?.type == "cast", "\(model): \(name)")
@@ -116,12 +130,15 @@ import CoreMLTestSupport
       // Every node's value exists under the published name.
       let names = try MLProgramWriter.valueNames(w.graph, options: w.options)
       for node in w.graph.nodes where !w.graph.outputs.contains(node.output) {
-        #expect(names[w.graph[node.output].name].flatMap { w.program.producer(of: $0) } != nil, "\(model): \(node.name)")
+        #expect(
+          names[w.graph[node.output].name].flatMap { w.program.producer(of: $0) } != nil, "\(model): \(node.name)")
       }
       // Outputs are float32 [1] + S.
       for id in w.graph.outputs {
         let producer = try #require(w.program.producer(of: w.graph[id].name))
-        #expect(producer.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1] + w.graph[id].type.shape), "\(model)")
+        #expect(
+          producer.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1] + w.graph[id].type.shape),
+          "\(model)")
       }
     }
   }
@@ -138,7 +155,13 @@ import CoreMLTestSupport
         let (kh, kw, cin, cout) = (conv.kernelHeight, conv.kernelWidth, conv.inputChannelsPerGroup, conv.outputChannels)
         #expect(weight.type.shape == [cout, cin, kh, kw])
         var expected: [Float] = []
-        for o in 0..<cout { for i in 0..<cin { for y in 0..<kh { for x in 0..<kw { expected.append(conv.kernel.values[((y * kw + x) * cin + i) * cout + o]) } } } }
+        for o in 0..<cout {
+          for i in 0..<cin {
+            for y in 0..<kh {
+              for x in 0..<kw { expected.append(conv.kernel.values[((y * kw + x) * cin + i) * cout + o]) }
+            }
+          }
+        }
         let stored: [Float]
         if let offset = weight.blobOffset {
           stored = Self.floats(try w.blobs.blob(at: offset))
@@ -178,7 +201,10 @@ import CoreMLTestSupport
   @Test func denseWeightsAreOutByIn() throws {
     let w = try write("tfkeras215/dense_classifier")
     let node = try #require(w.graph.nodes.first { if case .dense = $0.operation { return true } else { return false } })
-    guard case .dense(let dense) = node.operation else { Issue.record("not a dense node"); return }
+    guard case .dense(let dense) = node.operation else {
+      Issue.record("not a dense node")
+      return
+    }
     let op = try #require(w.program.producer(of: MILIdentifier.sanitize(w.graph[node.output].name)))
     #expect(op.type == "linear")
     let weight = try #require(w.program.constant(op.inputs["weight"]![0]))
@@ -190,7 +216,9 @@ import CoreMLTestSupport
   }
 
   @Test func targetsPickSpecificationVersionAndOpset() throws {
-    for (target, version, opset) in [(DeploymentTarget.iOS15, 6, "CoreML5"), (.iOS16, 7, "CoreML6"), (.iOS17, 8, "CoreML7"), (.iOS18, 9, "CoreML8")] {
+    for (target, version, opset) in [
+      (DeploymentTarget.iOS15, 6, "CoreML5"), (.iOS16, 7, "CoreML6"), (.iOS17, 8, "CoreML7"), (.iOS18, 9, "CoreML8"),
+    ] {
       let w = try write("tfkeras215/sequential_plain", target: target)
       #expect(w.program.specificationVersion == version)
       #expect(w.encoded.specificationVersion == version)
@@ -201,7 +229,10 @@ import CoreMLTestSupport
     do {
       _ = try write("tfkeras215/sequential_plain", target: .iOS14)
     } catch let error as CoreMLWriterError {
-      guard case .targetTooOld(let target, let needs, _) = error else { Issue.record("\(error)"); return }
+      guard case .targetTooOld(let target, let needs, _) = error else {
+        Issue.record("\(error)")
+        return
+      }
       #expect(target == "iOS14" && needs == 6)
     }
   }
@@ -210,7 +241,9 @@ import CoreMLTestSupport
     let labels = try ClassLabels.load(fromFile: Fixtures.digits.appendingPathComponent("labels.txt").path)
     for precision in [WeightPrecision.float32, .float16] {
       let w = try write(
-        "digits", ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255, grayBias: -0.5),
+        "digits",
+        ConversionOptions(
+          inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255, grayBias: -0.5),
         precision: precision)
       try checkStructure(w, "digits")
       let p = w.program
@@ -242,13 +275,16 @@ import CoreMLTestSupport
 
   @Test func stringLabelsAndBGRBiases() throws {
     let labels = try ClassLabels.load(fromFile: Fixtures.url("tfkeras215/dense_classifier.labels.txt").path)
-    let w = try write("tfkeras215/dense_classifier", ConversionOptions(inputNames: ["image"], outputNames: ["probs"], classLabels: labels))
+    let w = try write(
+      "tfkeras215/dense_classifier",
+      ConversionOptions(inputNames: ["image"], outputNames: ["probs"], classLabels: labels))
     let classify = try #require(w.program.ops.last)
     #expect(classify.type == "classify" && classify.listStrings == ["cat", "dog", "bird", "fish"])
     #expect(w.program.outputs.map(\.kind) == ["dictionary", "string"])
 
     let color = try write(
-      "tfkeras215/depthwise_separable", ConversionOptions(imageInputNames: ["input1"], redBias: 1, greenBias: 2, blueBias: 3, isBGR: true))
+      "tfkeras215/depthwise_separable",
+      ConversionOptions(imageInputNames: ["input1"], redBias: 1, greenBias: 2, blueBias: 3, isBGR: true))
     #expect(color.program.inputs[0].kind == "image")
     #expect(color.program.inputs[0].colorSpace == 30)  // BGR
     let add = try #require(color.program.ops.first { $0.type == "add" })
@@ -256,7 +292,8 @@ import CoreMLTestSupport
   }
 
   @Test func featureNamesMustBeIdentifiers() throws {
-    let converted = try KerasConverter.convert(modelAt: Fixtures.url("tfkeras215/sequential_plain.h5"), options: ConversionOptions(inputNames: ["my input"]))
+    let converted = try KerasConverter.convert(
+      modelAt: Fixtures.url("tfkeras215/sequential_plain.h5"), options: ConversionOptions(inputNames: ["my input"]))
     do {
       _ = try MLProgramWriter().encode(converted.graph, options: converted.writerOptions)
       Issue.record("a feature name with a space was written")
@@ -269,12 +306,16 @@ import CoreMLTestSupport
   @Test func float16OverflowIsRefused() throws {
     var b = GraphBuilder()
     let x = try b.addInput(name: "x", type: TensorType([4]))
-    let y = try b.add(.dense(Dense(kernel: Constant(shape: [4, 3], values: [Float](repeating: 1e6, count: 12)), bias: nil)), name: "dense", inputs: [x])
+    let y = try b.add(
+      .dense(Dense(kernel: Constant(shape: [4, 3], values: [Float](repeating: 1e6, count: 12)), bias: nil)),
+      name: "dense", inputs: [x])
     let graph = b.build(outputs: [y])
     #expect(throws: CoreMLWriterError.float16Overflow(layer: "dense", value: 1e6)) {
       try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: .float16))
     }
-    #expect(throws: Never.self) { try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: .float32)) }
+    #expect(throws: Never.self) {
+      try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: .float32))
+    }
   }
 
   /// conv → batch norm → relu → conv → pool stays channels-first: one transpose in (none for an image
@@ -284,15 +325,23 @@ import CoreMLTestSupport
     let x = try b.addInput(name: "x", type: TensorType([6, 6, 3]))
     func conv(_ input: ValueID, _ name: String, _ cin: Int) throws -> ValueID {
       try b.add(
-        .convolution2D(Convolution2D(kernel: .filled(0.1, shape: [3, 3, cin, 4]), bias: .filled(0, shape: [4]), strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)),
+        .convolution2D(
+          Convolution2D(
+            kernel: .filled(0.1, shape: [3, 3, cin, 4]), bias: .filled(0, shape: [4]), strides: [1, 1],
+            dilations: [1, 1], padding: .same, groups: 1)),
         name: name, inputs: [input])
     }
     var v = try conv(x, "conv1", 3)
-    v = try b.add(.batchNormalization(BatchNormalization(gamma: .filled(1, shape: [4]), beta: .filled(0, shape: [4]), mean: .filled(0, shape: [4]), variance: .filled(1, shape: [4]), epsilon: 1e-3)), name: "bn", inputs: [v])
+    v = try b.add(
+      .batchNormalization(
+        BatchNormalization(
+          gamma: .filled(1, shape: [4]), beta: .filled(0, shape: [4]), mean: .filled(0, shape: [4]),
+          variance: .filled(1, shape: [4]), epsilon: 1e-3)), name: "bn", inputs: [v])
     v = try b.add(.activation(.relu), name: "relu", inputs: [v])
     let c2 = try conv(v, "conv2", 4)
     v = try b.add(.elementwise(.add), name: "residual", inputs: [c2, v])
-    v = try b.add(.pooling2D(Pooling2D(kind: .average, pool: [2, 2], strides: [2, 2], padding: .same)), name: "pool", inputs: [v])
+    v = try b.add(
+      .pooling2D(Pooling2D(kind: .average, pool: [2, 2], strides: [2, 2], padding: .same)), name: "pool", inputs: [v])
     v = try b.add(.flatten, name: "flatten", inputs: [v])
     let graph = b.build(outputs: [v])
     let w = try write(graph, CoreMLWriterOptions())
@@ -315,7 +364,10 @@ import CoreMLTestSupport
     var b = GraphBuilder()
     let x = try b.addInput(name: "x", type: TensorType([4, 4, 1]))
     let y = try b.add(
-      .convolution2D(Convolution2D(kernel: .filled(1, shape: [3, 3, 1, 2]), bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)),
+      .convolution2D(
+        Convolution2D(
+          kernel: .filled(1, shape: [3, 3, 1, 2]), bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid,
+          groups: 1)),
       name: "conv", inputs: [x])
     let graph = b.build(outputs: [y])
     let name = graph[y].name
@@ -327,7 +379,8 @@ import CoreMLTestSupport
     let w16 = try write(graph, CoreMLWriterOptions(precision: .float16))
     #expect(w16.program.ops.map(\.type).filter { $0 != "const" } == ["cast", "reshape", "conv", "transpose", "cast"])
     #expect(w16.program.producer(of: name)?.type == "cast")
-    #expect(w16.program.producer(of: name)?.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1, 2, 2, 2]))
+    #expect(
+      w16.program.producer(of: name)?.outputs[0].type == .init(dataType: DecodedProgram.fp32, shape: [1, 2, 2, 2]))
   }
 
   /// Recurrent layers MIL's own operations compute exactly are those operations: an LSTM with sigmoid
@@ -335,7 +388,8 @@ import CoreMLTestSupport
   @Test func lstmIsMILOperation() throws {
     let w = try write("layers/tfkeras215/lstm_sequences_out")
     let types = w.program.ops.map(\.type)
-    #expect(types.filter { $0 == "lstm" }.count == 1 && !types.contains("linear") && !types.contains("stack"), "\(types)")
+    #expect(
+      types.filter { $0 == "lstm" }.count == 1 && !types.contains("linear") && !types.contains("stack"), "\(types)")
   }
 
   /// The others are unrolled: one input projection, one recurrent product per step, the states stacked
@@ -344,11 +398,15 @@ import CoreMLTestSupport
   @Test(arguments: ["layers/tfkeras215/gru_reset_before", "layers/tfkeras215/bidirectional_modes"])
   func recurrentLayersAreUnrolled(model: String) throws {
     let w = try write(model)
-    let node = try #require(w.graph.nodes.first { node in
-      guard case .recurrent(let r) = node.operation else { return false }
-      return FusedRecurrentPlan(r) == nil
-    })
-    guard case .recurrent(let r) = node.operation else { Issue.record("not a recurrent node"); return }
+    let node = try #require(
+      w.graph.nodes.first { node in
+        guard case .recurrent(let r) = node.operation else { return false }
+        return FusedRecurrentPlan(r) == nil
+      })
+    guard case .recurrent(let r) = node.operation else {
+      Issue.record("not a recurrent node")
+      return
+    }
     let steps = w.graph[node.inputs[0]].type.shape[0]
     let types = w.program.ops.map(\.type)
     #expect(!types.contains("gru") && !types.contains("rnn"))
@@ -356,7 +414,9 @@ import CoreMLTestSupport
     let resetBefore = r.cell == .gru(resetAfter: false)
     // Per direction: the input projection, then per step the recurrent product (and, for the reset-before
     // GRU, the candidate's own product).
-    let linears = w.program.ops.filter { $0.type == "linear" && $0.outputs[0].name.hasPrefix(MILIdentifier.sanitize(w.graph[node.output].name)) }
+    let linears = w.program.ops.filter {
+      $0.type == "linear" && $0.outputs[0].name.hasPrefix(MILIdentifier.sanitize(w.graph[node.output].name))
+    }
     #expect(linears.count >= directions * (1 + steps * (resetBefore ? 2 : 1)), "\(model)")
     if r.returnSequences {
       let stacks = w.program.ops.filter { $0.type == "stack" }
@@ -366,7 +426,9 @@ import CoreMLTestSupport
   }
 
   @Test func identifiersAreSanitizedAndUnique() {
-    #expect(MILIdentifier.isValid("a_b@2") && MILIdentifier.isValid("_x") && !MILIdentifier.isValid("2x") && !MILIdentifier.isValid("a/b"))
+    #expect(
+      MILIdentifier.isValid("a_b@2") && MILIdentifier.isValid("_x") && !MILIdentifier.isValid("2x")
+        && !MILIdentifier.isValid("a/b"))
     #expect(!MILIdentifier.isValid("") && !MILIdentifier.isValid("é"))
     #expect(MILIdentifier.sanitize("1st layer/conv") == "_1st_layer_conv")
     #expect(MILIdentifier.sanitize("dense") == "dense")
@@ -403,7 +465,9 @@ import CoreMLTestSupport
     var refused = GraphBuilder()
     let input = try refused.addInput(name: "x", type: TensorType([3]))
     let output = try refused.add(.activation(.relu), name: "9lives", inputs: [input])
-    #expect(throws: CoreMLWriterError.self) { try MLProgramWriter().encode(refused.build(outputs: [output]), options: CoreMLWriterOptions()) }
+    #expect(throws: CoreMLWriterError.self) {
+      try MLProgramWriter().encode(refused.build(outputs: [output]), options: CoreMLWriterOptions())
+    }
   }
 
   /// A graph with the operations no Keras fixture exercises (comparisons, select, reductions, padding,
@@ -418,22 +482,36 @@ import CoreMLTestSupport
     let scaled = try b.add(.elementwise(.multiply), name: "scaled", inputs: [x, k])
     let greater = try b.add(.elementwise(.greaterThan), name: "greater", inputs: [scaled, x])
     let chosen = try b.add(.elementwise(.select), name: "chosen", inputs: [greater, scaled, x])
-    let quotient = try b.add(.elementwise(.divide), name: "quotient", inputs: [chosen, try b.add(.constant(.filled(4, shape: [1])), name: "four", inputs: [])])
+    let quotient = try b.add(
+      .elementwise(.divide), name: "quotient",
+      inputs: [chosen, try b.add(.constant(.filled(4, shape: [1])), name: "four", inputs: [])])
     let averaged = try b.add(.elementwise(.average), name: "averaged", inputs: [quotient, x, scaled])
     let difference = try b.add(.elementwise(.subtract), name: "difference", inputs: [averaged, x])
     let lowest = try b.add(.elementwise(.minimum), name: "lowest", inputs: [difference, x])
-    outputs.append(try b.add(.reduce(Reduction(kind: .sum, axes: [0, 2], keepDims: false)), name: "reduced_sum", inputs: [lowest]))
-    outputs.append(try b.add(.reduce(Reduction(kind: .max, axes: [1], keepDims: true)), name: "reduced_max", inputs: [lowest]))
-    let padded = try b.add(.constantPad(ConstantPadding(before: [1, 0, 0], after: [0, 2, 1], value: 0.25)), name: "padded", inputs: [x])
-    outputs.append(try b.add(.slice(StridedSlice(begin: [0, 1, 0], end: [5, 7, 4], strides: [2, 3, 1])), name: "sliced", inputs: [padded]))
-    let general = try b.add(.activation(.clippedReLU(maxValue: 1.5, negativeSlope: 0.1, threshold: 0.2)), name: "general_relu", inputs: [x])
+    outputs.append(
+      try b.add(.reduce(Reduction(kind: .sum, axes: [0, 2], keepDims: false)), name: "reduced_sum", inputs: [lowest]))
+    outputs.append(
+      try b.add(.reduce(Reduction(kind: .max, axes: [1], keepDims: true)), name: "reduced_max", inputs: [lowest]))
+    let padded = try b.add(
+      .constantPad(ConstantPadding(before: [1, 0, 0], after: [0, 2, 1], value: 0.25)), name: "padded", inputs: [x])
+    outputs.append(
+      try b.add(
+        .slice(StridedSlice(begin: [0, 1, 0], end: [5, 7, 4], strides: [2, 3, 1])), name: "sliced", inputs: [padded]))
+    let general = try b.add(
+      .activation(.clippedReLU(maxValue: 1.5, negativeSlope: 0.1, threshold: 0.2)), name: "general_relu", inputs: [x])
     let thresholded = try b.add(.activation(.thresholdedReLU(theta: 0.3)), name: "thresholded", inputs: [general])
-    let prelu = try b.add(.activation(.parametricReLU(alpha: Constant(shape: [3], values: [0.1, 0.2, 0.3]))), name: "prelu", inputs: [thresholded])
+    let prelu = try b.add(
+      .activation(.parametricReLU(alpha: Constant(shape: [3], values: [0.1, 0.2, 0.3]))), name: "prelu",
+      inputs: [thresholded])
     let selu = try b.add(.activation(.selu), name: "selu", inputs: [prelu])
-    let unary = try b.add(.activation(.unary(UnaryFunction(kind: .rsqrt, epsilon: 0.5, scale: 2, shift: 3))), name: "rsqrt", inputs: [try b.add(.activation(.unary(UnaryFunction(kind: .abs))), name: "abs", inputs: [selu])])
+    let unary = try b.add(
+      .activation(.unary(UnaryFunction(kind: .rsqrt, epsilon: 0.5, scale: 2, shift: 3))), name: "rsqrt",
+      inputs: [try b.add(.activation(.unary(UnaryFunction(kind: .abs))), name: "abs", inputs: [selu])])
     let half = try b.add(.cast(.float16), name: "to_half", inputs: [unary])
     outputs.append(try b.add(.cast(.float32), name: "to_full", inputs: [half]))
-    let vectorPrelu = try b.add(.activation(.parametricReLU(alpha: Constant(shape: [6], values: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]))), name: "vector_prelu", inputs: [v])
+    let vectorPrelu = try b.add(
+      .activation(.parametricReLU(alpha: Constant(shape: [6], values: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]))),
+      name: "vector_prelu", inputs: [v])
     outputs.append(try b.add(.dot(cosine: true), name: "cosine", inputs: [vectorPrelu, v]))
     outputs.append(try b.add(.dot(cosine: false), name: "dot", inputs: [v, v]))
     outputs.append(try b.add(.l2Normalize(epsilon: 1e-6), name: "unit", inputs: [v]))
@@ -442,8 +520,14 @@ import CoreMLTestSupport
     outputs.append(try b.add(.embedding(table: table), name: "embedded", inputs: [tokens]))
     let image = try b.add(.upsampling2D(height: 2, width: 1, mode: .bilinear), name: "bilinear", inputs: [x])
     let pooled = try b.add(.globalPooling2D(kind: .max, keepDims: true), name: "global_max", inputs: [image])
-    outputs.append(try b.add(.elementwise(.power), name: "power", inputs: [pooled, try b.add(.constant(.filled(2, shape: [1, 1, 3])), name: "two", inputs: [])]))
-    outputs.append(try b.add(.softmax(axis: 0), name: "softmax0", inputs: [try b.add(.permute(order: [2, 0, 1]), name: "permuted", inputs: [x])]))
+    outputs.append(
+      try b.add(
+        .elementwise(.power), name: "power",
+        inputs: [pooled, try b.add(.constant(.filled(2, shape: [1, 1, 3])), name: "two", inputs: [])]))
+    outputs.append(
+      try b.add(
+        .softmax(axis: 0), name: "softmax0",
+        inputs: [try b.add(.permute(order: [2, 0, 1]), name: "permuted", inputs: [x])]))
     return b.build(outputs: outputs)
   }
 
@@ -453,11 +537,15 @@ import CoreMLTestSupport
       let w = try write(graph, CoreMLWriterOptions(precision: precision))
       try checkStructure(w, "synthetic \(precision)")
       let types = Set(w.program.ops.map(\.type))
-      for type in ["greater", "select", "real_div", "sub", "minimum", "reduce_sum", "reduce_max", "pad", "slice_by_index", "gather", "upsample_bilinear", "prelu", "elu", "rsqrt", "abs", "pow", "softmax", "transpose"] {
+      for type in [
+        "greater", "select", "real_div", "sub", "minimum", "reduce_sum", "reduce_max", "pad", "slice_by_index",
+        "gather", "upsample_bilinear", "prelu", "elu", "rsqrt", "abs", "pow", "softmax", "transpose",
+      ] {
         #expect(types.contains(type), "\(precision): \(type)")
       }
       // The embedding's token ids become int32 straight from the float32 input.
-      let indices = try #require(w.program.ops.first { $0.type == "cast" && $0.outputs[0].type?.dataType == DecodedProgram.int32 })
+      let indices = try #require(
+        w.program.ops.first { $0.type == "cast" && $0.outputs[0].type?.dataType == DecodedProgram.int32 })
       #expect(indices.inputs["x"] == ["tokens"])
     }
   }
@@ -466,13 +554,17 @@ import CoreMLTestSupport
   /// fixed inputs) for Scripts/eval_mlprogram.py: into `MLPROGRAM_PACKAGES_DIR` when it is set, else into a
   /// temporary folder; either way the files must be there and read back as ML Programs.
   @Test func syntheticPackagesForTheEvaluator() throws {
-    let directory = try ProcessInfo.processInfo.environment["MLPROGRAM_PACKAGES_DIR"].map { URL(fileURLWithPath: $0) } ?? Fixtures.temporaryDirectory()
+    let directory =
+      try ProcessInfo.processInfo.environment["MLPROGRAM_PACKAGES_DIR"].map { URL(fileURLWithPath: $0) }
+      ?? Fixtures.temporaryDirectory()
     let graph = try Self.syntheticGraph()
     var generator = SystemRandomNumberGenerator()
     let inputs = graph.inputs.map { id -> Tensor in
       let shape = graph[id].type.shape
       let count = shape.reduce(1, *)
-      let values = graph[id].name == "tokens" ? [0, 4, 2, 2] : (0..<count).map { _ in Float.random(in: -2...2, using: &generator) }
+      let values =
+        graph[id].name == "tokens"
+        ? [0, 4, 2, 2] : (0..<count).map { _ in Float.random(in: -2...2, using: &generator) }
       return Tensor(shape: shape, values: values)
     }
     let outputs = Interpreter(graph: graph).run(inputs)
@@ -480,14 +572,19 @@ import CoreMLTestSupport
       "inputs": inputs.map { ["shape": $0.shape, "values": $0.values.map(Double.init)] },
       "outputs": outputs.map { ["shape": $0.shape, "values": $0.values.map(Double.init)] },
     ]
-    try JSONSerialization.data(withJSONObject: reference).write(to: directory.appendingPathComponent("synthetic.reference.json"))
+    try JSONSerialization.data(withJSONObject: reference).write(
+      to: directory.appendingPathComponent("synthetic.reference.json"))
     for precision in [WeightPrecision.float32, .float16] {
       let package = directory.appendingPathComponent("synthetic_\(precision).mlpackage")
       try MLProgramWriter().encode(graph, options: CoreMLWriterOptions(precision: precision)).write(to: package)
       let spec = try CoreMLSpecReader.read(contentsOf: package)
-      #expect(spec.modelType == "mlProgram" && spec.inputs.count == graph.inputs.count && spec.outputs.count == graph.outputs.count)
+      #expect(
+        spec.modelType == "mlProgram" && spec.inputs.count == graph.inputs.count
+          && spec.outputs.count == graph.outputs.count)
     }
-    let saved = try JSONSerialization.jsonObject(with: Data(contentsOf: directory.appendingPathComponent("synthetic.reference.json"))) as? [String: Any]
+    let saved =
+      try JSONSerialization.jsonObject(
+        with: Data(contentsOf: directory.appendingPathComponent("synthetic.reference.json"))) as? [String: Any]
     #expect((saved?["outputs"] as? [Any])?.count == graph.outputs.count)
   }
 
@@ -495,7 +592,10 @@ import CoreMLTestSupport
     var b = GraphBuilder()
     let x = try b.addInput(name: "x", type: TensorType([7, 8, 1]))
     let y = try b.add(
-      .convolution2D(Convolution2D(kernel: .filled(1, shape: [4, 3, 1, 1]), bias: nil, strides: [2, 2], dilations: [1, 1], padding: .same, groups: 1)),
+      .convolution2D(
+        Convolution2D(
+          kernel: .filled(1, shape: [4, 3, 1, 1]), bias: nil, strides: [2, 2], dilations: [1, 1], padding: .same,
+          groups: 1)),
       name: "conv", inputs: [x])
     let w = try write(b.build(outputs: [y]), CoreMLWriterOptions())
     let conv = try #require(w.program.ops.first { $0.type == "conv" })
@@ -514,13 +614,19 @@ import CoreMLTestSupport
     var written = 0
     for model in Self.models {
       for (precision, target) in [(WeightPrecision.float32, nil), (.float16, nil), (.float16, DeploymentTarget.iOS18)] {
-        let options = model == "digits" ? ConversionOptions(inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255) : ConversionOptions()
+        let options =
+          model == "digits"
+          ? ConversionOptions(
+            inputNames: ["image"], imageInputNames: ["image"], classLabels: labels, imageScale: 1.0 / 255)
+          : ConversionOptions()
         let w = try write(model, options, precision: precision, target: target)
         let suffix = target.map { "_\(precision)_\($0.name)" } ?? "_\(precision)"
-        let url = directory.appendingPathComponent(model.replacingOccurrences(of: "/", with: "_") + suffix + ".mlpackage")
+        let url = directory.appendingPathComponent(
+          model.replacingOccurrences(of: "/", with: "_") + suffix + ".mlpackage")
         try w.encoded.write(to: url)
         let contents = try ModelPackage.contents(of: url)
-        #expect(FileManager.default.contents(atPath: contents.modelURL.path).map { [UInt8]($0) } == w.encoded.specification)
+        #expect(
+          FileManager.default.contents(atPath: contents.modelURL.path).map { [UInt8]($0) } == w.encoded.specification)
         let weights = try #require(contents.weightsURL).appendingPathComponent("weight.bin")
         #expect(FileManager.default.contents(atPath: weights.path).map { [UInt8]($0) } == w.encoded.weights)
         written += 1

@@ -1,11 +1,11 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelConverter
 import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// The `.mlpackage` container, the MIL blob file, deployment targets and emulated float16.
 @Suite struct ModelPackageTests {
@@ -45,13 +45,18 @@ import CoreMLTestSupport
     }
     #expect(reading(good, at: offset) == nil)
     #expect(reading(Array(good.prefix(40))) != nil, "shorter than a header")
-    var version = good; version[4] = 1
+    var version = good
+    version[4] = 1
     #expect(reading(version) != nil)
-    var sentinel = good; sentinel[64] = 0
+    var sentinel = good
+    sentinel[64] = 0
     #expect(reading(sentinel) != nil)
-    var size = good; size[72] = 0xFF; size[79] = 0x7F
+    var size = good
+    size[72] = 0xFF
+    size[79] = 0x7F
     #expect(reading(size) != nil, "a size beyond the file")
-    var type = good; type[68] = 99
+    var type = good
+    type[68] = 99
     #expect(reading(type) != nil)
     #expect(reading(good, at: 65) != nil, "unaligned")
     #expect(reading(good, at: 1 << 40) != nil, "beyond the file")
@@ -63,7 +68,9 @@ import CoreMLTestSupport
   /// whose padding and reserved words hold garbage, as files written before iOS 18 may: coremltools' reader
   /// ignores padding for byte-sized types, and so does ours; for sub-byte types it still counts.
   @Test func garbagePaddingOfByteSizedBlobsIsIgnored() throws {
-    func le(_ value: UInt64, _ count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
+    func le(_ value: UInt64, _ count: Int) -> [UInt8] {
+      (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
+    }
     func file(dataType: UInt32, data: [UInt8], padding: UInt64) -> [UInt8] {
       var bytes = le(1, 4) + le(2, 4) + [UInt8](repeating: 0, count: 56)
       bytes += le(0xDEAD_BEEF, 4) + le(UInt64(dataType), 4) + le(UInt64(data.count), 8) + le(128, 8) + le(padding, 8)
@@ -72,25 +79,34 @@ import CoreMLTestSupport
     }
     // float16 1, 2, -2 (blob code 1); the padding word of the real ECG package's first blob.
     let half: [UInt8] = [0x00, 0x3C, 0x00, 0x40, 0x00, 0xC0]
-    let blob = try MILBlobStorage.Reader(bytes: file(dataType: 1, data: half, padding: 13_654_009_360), path: "w.bin").blob(at: 64)
+    let blob = try MILBlobStorage.Reader(bytes: file(dataType: 1, data: half, padding: 13_654_009_360), path: "w.bin")
+      .blob(at: 64)
     #expect(blob.dataType == .float16 && blob.bytes == half && blob.paddingBits == 0)
-    let float = try MILBlobStorage.Reader(bytes: file(dataType: 2, data: le(0x3F80_0000, 4), padding: UInt64.max), path: "w.bin").blob(at: 64)
+    let float = try MILBlobStorage.Reader(
+      bytes: file(dataType: 2, data: le(0x3F80_0000, 4), padding: UInt64.max), path: "w.bin"
+    ).blob(at: 64)
     #expect(float.dataType == .float32 && float.bytes == [0, 0, 0x80, 0x3F])
     // uint4 (code 11): 3 values in 2 bytes leave 4 padding bits; 8 or more, or half an element, are errors.
-    let nibbles = try MILBlobStorage.Reader(bytes: file(dataType: 11, data: [0x21, 0x03], padding: 4), path: "w.bin").blob(at: 64)
+    let nibbles = try MILBlobStorage.Reader(bytes: file(dataType: 11, data: [0x21, 0x03], padding: 4), path: "w.bin")
+      .blob(at: 64)
     #expect(nibbles.dataType == .uint4 && nibbles.paddingBits == 4)
     for padding: UInt64 in [8, 13_654_009_360, 2] {
       #expect(throws: MILBlobStorage.FormatError.self, "\(padding)") {
-        try MILBlobStorage.Reader(bytes: file(dataType: 11, data: [0x21, 0x03], padding: padding), path: "w.bin").blob(at: 64)
+        try MILBlobStorage.Reader(bytes: file(dataType: 11, data: [0x21, 0x03], padding: padding), path: "w.bin").blob(
+          at: 64)
       }
     }
     // The other checks stay: data beyond the file, a wrong sentinel, an unknown type.
     var short = file(dataType: 1, data: half, padding: 0)
     short.removeLast()
-    #expect(throws: MILBlobStorage.FormatError.self) { try MILBlobStorage.Reader(bytes: short, path: "w.bin").blob(at: 64) }
+    #expect(throws: MILBlobStorage.FormatError.self) {
+      try MILBlobStorage.Reader(bytes: short, path: "w.bin").blob(at: 64)
+    }
     var sentinel = file(dataType: 1, data: half, padding: 0)
     sentinel[67] = 0
-    #expect(throws: MILBlobStorage.FormatError.self) { try MILBlobStorage.Reader(bytes: sentinel, path: "w.bin").blob(at: 64) }
+    #expect(throws: MILBlobStorage.FormatError.self) {
+      try MILBlobStorage.Reader(bytes: sentinel, path: "w.bin").blob(at: 64)
+    }
     #expect(throws: MILBlobStorage.FormatError.self) {
       try MILBlobStorage.Reader(bytes: file(dataType: 200, data: half, padding: 0), path: "w.bin").blob(at: 64)
     }
@@ -103,7 +119,9 @@ import CoreMLTestSupport
     defer { try? FileManager.default.removeItem(at: folder) }
     let url = folder.appendingPathComponent("M.mlpackage")
     try ModelPackage.write(model: [1, 2, 3], weights: [4, 5], to: url)
-    let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("Manifest.json"))) as! [String: Any]
+    let manifest =
+      try JSONSerialization.jsonObject(with: Data(contentsOf: url.appendingPathComponent("Manifest.json")))
+      as! [String: Any]
     #expect(manifest["fileFormatVersion"] as? String == "1.0.0")
     let entries = manifest["itemInfoEntries"] as! [String: [String: String]]
     let root = entries[manifest["rootModelIdentifier"] as! String]!
@@ -133,7 +151,10 @@ import CoreMLTestSupport
     try Data([8]).write(to: plain.appendingPathComponent("keep.jpg"))
     #expect(throws: (any Error).self) { try ModelPackage.write(model: [1], weights: nil, to: plain) }
     #expect(try FileManager.default.contentsOfDirectory(atPath: plain.path) == ["keep.jpg"])
-    #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["file.mlpackage", "photos.mlpackage"])
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+        "file.mlpackage", "photos.mlpackage",
+      ])
   }
 
   @Test func manifestsPointingOutsideThePackageAreRefused() throws {
@@ -143,16 +164,40 @@ import CoreMLTestSupport
       let url = folder.appendingPathComponent("P\(UUID().uuidString).mlpackage")
       try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
       try JSONSerialization.data(withJSONObject: object).write(to: url.appendingPathComponent("Manifest.json"))
-      do { _ = try ModelPackage.contents(of: url); return nil } catch { return error }
+      do {
+        _ = try ModelPackage.contents(of: url)
+        return nil
+      } catch { return error }
     }
     let item = ["author": "a", "description": "d", "name": "n"]
-    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "../../etc/passwd"]) { $1 }], "rootModelIdentifier": "x"]) != nil)
-    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "/etc/passwd"]) { $1 }], "rootModelIdentifier": "x"]) != nil)
-    #expect(try manifest(["fileFormatVersion": "2.0.0", "itemInfoEntries": ["x": item.merging(["path": "a/b"]) { $1 }], "rootModelIdentifier": "x"]) != nil)
-    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item], "rootModelIdentifier": "x"]) != nil, "no path")
-    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": [:] as [String: Any], "rootModelIdentifier": "x"]) != nil)
+    #expect(
+      try manifest([
+        "fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "../../etc/passwd"]) { $1 }],
+        "rootModelIdentifier": "x",
+      ]) != nil)
+    #expect(
+      try manifest([
+        "fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "/etc/passwd"]) { $1 }],
+        "rootModelIdentifier": "x",
+      ]) != nil)
+    #expect(
+      try manifest([
+        "fileFormatVersion": "2.0.0", "itemInfoEntries": ["x": item.merging(["path": "a/b"]) { $1 }],
+        "rootModelIdentifier": "x",
+      ]) != nil)
+    #expect(
+      try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item], "rootModelIdentifier": "x"]) != nil,
+      "no path")
+    #expect(
+      try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": [:] as [String: Any], "rootModelIdentifier": "x"])
+        != nil)
     #expect(try manifest([1, 2]) != nil)
-    #expect(try manifest(["fileFormatVersion": "1.0.0", "itemInfoEntries": ["x": item.merging(["path": "com.apple.CoreML/model.mlmodel"]) { $1 }], "rootModelIdentifier": "x"]) == nil)
+    #expect(
+      try manifest([
+        "fileFormatVersion": "1.0.0",
+        "itemInfoEntries": ["x": item.merging(["path": "com.apple.CoreML/model.mlmodel"]) { $1 }],
+        "rootModelIdentifier": "x",
+      ]) == nil)
   }
 
   // MARK: Deployment targets
@@ -177,8 +222,13 @@ import CoreMLTestSupport
   /// A neural network that needs specification 5 (bilinear upsampling) is refused for iOS 13 and written for iOS 14.
   @Test func neuralNetworkTargetTooOld() throws {
     let source = Fixtures.url("tfkeras215/reshape_ops.h5")
-    let error = #expect(throws: CoreMLWriterError.self) { try KerasConverter.convert(modelAt: source, options: ConversionOptions(target: .iOS13)) }
-    guard case .targetTooOld(let target, let needs, _) = error else { Issue.record("\(String(describing: error))"); return }
+    let error = #expect(throws: CoreMLWriterError.self) {
+      try KerasConverter.convert(modelAt: source, options: ConversionOptions(target: .iOS13))
+    }
+    guard case .targetTooOld(let target, let needs, _) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
     #expect(target == "iOS13")
     #expect(needs == 5)
     let model = try KerasConverter.convert(modelAt: source, options: ConversionOptions(target: .iOS14))

@@ -1,4 +1,5 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
 import ModelConverter
@@ -6,7 +7,6 @@ import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// `CoreMLSpecificationRules` against the restrictions Apple's NeuralNetwork.proto states: correct conversions of
 /// real Keras fixtures break none of them, and specs changed to break one are reported under that rule.
@@ -14,7 +14,8 @@ import CoreMLTestSupport
   /// Every fixture conversion (Samples/Fixtures and Samples/Fixtures/layers, minus the ones the reader must refuse).
   static var models: [String] {
     Fixtures.models
-      + LayerCoverageTests.models.filter { LayerCoverageTests.importErrors[LayerCoverageTests.name(of: $0)] == nil }.map { "layers/" + $0 }
+      + LayerCoverageTests.models.filter { LayerCoverageTests.importErrors[LayerCoverageTests.name(of: $0)] == nil }.map
+    { "layers/" + $0 }
   }
 
   private func spec(_ model: String, _ options: ConversionOptions = ConversionOptions()) throws -> CoreMLModelSpec {
@@ -59,19 +60,26 @@ import CoreMLTestSupport
   /// standalone sigmoidHard activation layers (alpha 1/6), no recurrent layer, no violation, and the Keras outputs.
   @Test(arguments: ["gru_hard_sigmoid", "lstm_hard_sigmoid", "lstm_sequences_out"])
   func keras3HardSigmoidRecurrentLayersConvertExactly(_ name: String) throws {
-    let source = Fixtures.url("layers/keras3/\(name).h5"), reference = Fixtures.url("layers/keras3/\(name).reference.h5")
+    let source = Fixtures.url("layers/keras3/\(name).h5")
+    let reference = Fixtures.url("layers/keras3/\(name).reference.h5")
     let converted = try KerasConverter.convert(modelAt: source)
     let spec = try CoreMLSpecReader.read(converted.bytes)
-    #expect(!spec.layers.contains { ["simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM"].contains($0.kind) })
-    #expect(spec.layers.contains { $0.kind == "activation.sigmoidHard" && $0.activation == .sigmoidHard(alpha: Float(1.0 / 6), beta: 0.5) })
+    #expect(
+      !spec.layers.contains { ["simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM"].contains($0.kind) })
+    #expect(
+      spec.layers.contains {
+        $0.kind == "activation.sigmoidHard" && $0.activation == .sigmoidHard(alpha: Float(1.0 / 6), beta: 0.5)
+      })
     #expect(CoreMLSpecificationRules.violations(in: spec) == [])
 
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let output = directory.appendingPathComponent("model.mlmodel")
     try converted.write(to: output)
-    let report = try ParityVerifier.verify(source: source, converted: output, options: VerificationOptions(samples: 3, reference: reference))
-    #expect(report.passed, "\(name): \(report.outputs.filter { !$0.passed }.map { "\($0.name): \($0.maxAbsoluteError)" })")
+    let report = try ParityVerifier.verify(
+      source: source, converted: output, options: VerificationOptions(samples: 3, reference: reference))
+    #expect(
+      report.passed, "\(name): \(report.outputs.filter { !$0.passed }.map { "\($0.name): \($0.maxAbsoluteError)" })")
     #expect(report.outputs.contains { $0.comparedWith == .referenceOutputs && $0.elements > 0 })
   }
 
@@ -122,7 +130,8 @@ import CoreMLTestSupport
   /// The bilinear UpSampling2D fixture (ALIGN_CORNERS_FALSE) declares specification 5.
   @Test func bilinearUpsampleDeclaresSpecification5() throws {
     let spec = try spec("tfkeras215/reshape_ops")
-    #expect(spec.layers.contains { $0.kind == "upsample" && $0.upsample?.linearUpsampleMode == .known(.alignCornersFalse) })
+    #expect(
+      spec.layers.contains { $0.kind == "upsample" && $0.upsample?.linearUpsampleMode == .known(.alignCornersFalse) })
     #expect(spec.specificationVersion >= 5)
     #expect(!rules(spec).contains("UPSAMPLE-VERSION"))
   }
@@ -154,7 +163,8 @@ import CoreMLTestSupport
   }
 
   @Test func violationsAreCodableAndDescribed() throws {
-    let violation = SpecificationViolation(layer: "gru", layerType: "gru", rule: "RNN-SIGMOID-HARD", detail: "alpha 0.1667")
+    let violation = SpecificationViolation(
+      layer: "gru", layerType: "gru", rule: "RNN-SIGMOID-HARD", detail: "alpha 0.1667")
     let decoded = try JSONDecoder().decode(SpecificationViolation.self, from: JSONEncoder().encode(violation))
     #expect(decoded == violation)
     #expect(violation.description.contains("RNN-SIGMOID-HARD") && violation.description.contains("'gru'"))
@@ -165,16 +175,21 @@ import CoreMLTestSupport
 @Test func batchNormalizationEpsilonZeroStaysZero() throws {
   var builder = GraphBuilder()
   let x = try builder.addInput(name: "x", type: TensorType([2, 2, 3]))
-  let ones = Constant(shape: [3], values: [1, 1, 1]), zeros = Constant(shape: [3], values: [0, 0, 0])
+  let ones = Constant(shape: [3], values: [1, 1, 1])
+  let zeros = Constant(shape: [3], values: [0, 0, 0])
   // A tiny variance makes the epsilon matter: 1 / sqrt(1e-6) versus 1 / sqrt(1e-6 + 1e-5).
   let variance = Constant(shape: [3], values: [1e-6, 1e-6, 1e-6])
-  let y = try builder.add(.batchNormalization(BatchNormalization(gamma: ones, beta: zeros, mean: zeros, variance: variance, epsilon: 0)), name: "bn", inputs: [x])
+  let y = try builder.add(
+    .batchNormalization(BatchNormalization(gamma: ones, beta: zeros, mean: zeros, variance: variance, epsilon: 0)),
+    name: "bn", inputs: [x])
   let bytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions())
   let spec = try CoreMLSpecReader.read(bytes, path: "bn")
   let epsilon = try #require(spec.layers.first { $0.kind == "batchnorm" }?.batchnorm?.epsilon)
   #expect(epsilon > 0 && epsilon < 1e-30)
   let model = try CoreMLGraphImporter.importModel(spec, path: "bn")
-  let output = Interpreter(graph: model.graph).run([Tensor(shape: model.graph[model.graph.inputs[0]].type.shape, values: [Float](repeating: 1e-3, count: 12))])[0]
+  let output = Interpreter(graph: model.graph).run([
+    Tensor(shape: model.graph[model.graph.inputs[0]].type.shape, values: [Float](repeating: 1e-3, count: 12))
+  ])[0]
   // 1e-3 / sqrt(1e-6) = 1, as Keras computes with epsilon 0.
   #expect(output.values.allSatisfy { abs($0 - 1) < 1e-4 }, "\(output.values)")
 }

@@ -1,13 +1,13 @@
 import CProtobufC
 import CoreMLFormat
 import CoreMLSpec
+import CoreMLTestSupport
 import Foundation
 import KerasFormat
 import ModelConverter
 import ModelIR
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// The neural-network writer packs one layer at a time, splicing the messages around the layers by hand
 /// and producing each float32 weight in blocks while protobuf-c packs its layer. The bytes must be the
@@ -25,11 +25,13 @@ import CoreMLTestSupport
 
   /// protobuf-c's own encoding of a whole `Model`: unpacked from `bytes` and packed again in one call.
   static func repacked(_ bytes: [UInt8]) throws -> [UInt8] {
-    let model = try #require(bytes.withUnsafeBufferPointer { core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) })
+    let model = try #require(
+      bytes.withUnsafeBufferPointer { core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) })
     defer { core_ml__specification__model__free_unpacked(model, nil) }
     let size = core_ml__specification__model__get_packed_size(model)
     var packed = [UInt8](repeating: 0, count: size)
-    #expect(packed.withUnsafeMutableBufferPointer { core_ml__specification__model__pack(model, $0.baseAddress) } == size)
+    #expect(
+      packed.withUnsafeMutableBufferPointer { core_ml__specification__model__pack(model, $0.baseAddress) } == size)
     return packed
   }
 
@@ -40,9 +42,13 @@ import CoreMLTestSupport
       guard let model = try? KerasConverter.convert(modelAt: Fixtures.url(name)) else { continue }
       let bytes = model.bytes
       #expect(bytes.count == model.encoded.specificationByteCount, "\(name)")
-      #expect(try Self.repacked(bytes) == bytes, "\(name): the streamed bytes are not protobuf-c's encoding of the same message")
+      #expect(
+        try Self.repacked(bytes) == bytes,
+        "\(name): the streamed bytes are not protobuf-c's encoding of the same message")
       // And the weights in them are the IR's, in Core ML's layout (read back by the Core ML reader).
-      weightValues += try CoreMLSpecReader.read(bytes).layers.reduce(0) { $0 + $1.namedWeights.values.reduce(0) { $0 + $1.count } }
+      weightValues += try CoreMLSpecReader.read(bytes).layers.reduce(0) {
+        $0 + $1.namedWeights.values.reduce(0) { $0 + $1.count }
+      }
       checked += 1
     }
     #expect(checked >= 45, "only \(checked) fixtures converted")
@@ -54,7 +60,8 @@ import CoreMLTestSupport
     let options = ConversionOptions(
       imageInputNames: ["input1"], classLabels: .strings((0..<10).map { "digit \($0)" }), imageScale: 1 / 255,
       precision: precision == "float16" ? .float16 : .float32)
-    let model = try KerasConverter.convert(modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"), options: options)
+    let model = try KerasConverter.convert(
+      modelAt: Fixtures.digits.appendingPathComponent("digits_cnn.h5"), options: options)
     let bytes = model.bytes
     #expect(try Self.repacked(bytes) == bytes)
     let spec = try CoreMLSpecReader.read(bytes)
@@ -76,14 +83,22 @@ import CoreMLTestSupport
     let dense = Constant(shape: [din, dout], values: values(din * dout, seed: 3))
     var builder = GraphBuilder()
     let x = try builder.addInput(name: "x", type: TensorType([5, 5, ci]))
-    let a = try builder.add(.convolution2D(Convolution2D(kernel: conv, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)), name: "conv", inputs: [x])
-    let b = try builder.add(.convolution2D(Convolution2D(kernel: pointwise, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)), name: "pointwise", inputs: [a])
+    let a = try builder.add(
+      .convolution2D(
+        Convolution2D(kernel: conv, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .same, groups: 1)),
+      name: "conv", inputs: [x])
+    let b = try builder.add(
+      .convolution2D(
+        Convolution2D(kernel: pointwise, bias: nil, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)),
+      name: "pointwise", inputs: [a])
     let c = try builder.add(.globalPooling2D(kind: .average, keepDims: false), name: "pool", inputs: [b])
     let y = try builder.add(.dense(Dense(kernel: dense, bias: nil)), name: "dense", inputs: [c])
     let bytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions())
     #expect(try Self.repacked(bytes) == bytes)
     let layers = try CoreMLSpecReader.read(bytes).layers
-    func stored(_ name: String) throws -> [Float] { try #require(layers.first { $0.name == name }?.namedWeights["weights"]) }
+    func stored(_ name: String) throws -> [Float] {
+      try #require(layers.first { $0.name == name }?.namedWeights["weights"])
+    }
 
     // The same kernels in an ML Program's weight.bin (MIL's conv weight is [out, in, kh, kw], linear's [out, in]).
     let program = try MLProgramWriter().encode(builder.build(outputs: [y]), options: CoreMLWriterOptions())
@@ -101,9 +116,15 @@ import CoreMLTestSupport
     #expect(blobs.count == 3)
 
     var expected = [Float](repeating: 0, count: conv.count)
-    for o in 0..<co { for i in 0..<ci { for y in 0..<kh { for x in 0..<kw {
-      expected[((o * ci + i) * kh + y) * kw + x] = conv.values[((y * kw + x) * ci + i) * co + o]
-    } } } }
+    for o in 0..<co {
+      for i in 0..<ci {
+        for y in 0..<kh {
+          for x in 0..<kw {
+            expected[((o * ci + i) * kh + y) * kw + x] = conv.values[((y * kw + x) * ci + i) * co + o]
+          }
+        }
+      }
+    }
     #expect(try stored("conv") == expected)
     #expect(blobs.contains(expected))
     expected = [Float](repeating: 0, count: pointwise.count)
@@ -116,7 +137,8 @@ import CoreMLTestSupport
     #expect(blobs.contains(expected))
 
     // float16: the same values rounded to float16 (Swift's IEEE round-to-nearest-even), stored as bit patterns.
-    let halfBytes = try CoreMLWriter.serialize(builder.build(outputs: [y]), options: CoreMLWriterOptions(precision: .float16))
+    let halfBytes = try CoreMLWriter.serialize(
+      builder.build(outputs: [y]), options: CoreMLWriterOptions(precision: .float16))
     #expect(try Self.repacked(halfBytes) == halfBytes)
     let halfLayers = try CoreMLSpecReader.read(halfBytes).layers
     let halfDense = try #require(halfLayers.first { $0.name == "dense" })

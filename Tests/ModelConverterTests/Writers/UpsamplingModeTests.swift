@@ -1,10 +1,10 @@
 import CoreMLFormat
+import CoreMLTestSupport
 import Foundation
 import ModelIR
 import ReferenceRuntime
 import TestSupport
 import Testing
-import CoreMLTestSupport
 
 /// Bilinear upsampling in its three sampling grids (issue 35: real Core ML files use DEFAULT and
 /// ALIGN_CORNERS_TRUE, paddle2onnx and opset 9-10 exports asymmetric coordinates). The expected values
@@ -51,13 +51,16 @@ import CoreMLTestSupport
     let directory = try Fixtures.temporaryDirectory()
     for (mode, values) in Self.expected {
       let graph = try Self.graph(mode)
-      let classic = try CoreMLSpecReader.read(try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions()), path: "up.mlmodel")
+      let classic = try CoreMLSpecReader.read(
+        try CoreMLWriter.serialize(graph, options: CoreMLWriterOptions()), path: "up.mlmodel")
       let layer = try #require(classic.layers.first { $0.kind == "upsample" })
       guard case .upsample(let p) = layer.parameters else {
         Issue.record("\(mode): the upsample layer has no upsample parameters")
         continue
       }
-      let documented: [UpsamplingMode: Int] = [.bilinearAsymmetric: 0, .bilinearAlignCorners: 1, .bilinear: 2, .nearest: 0]
+      let documented: [UpsamplingMode: Int] = [
+        .bilinearAsymmetric: 0, .bilinearAlignCorners: 1, .bilinear: 2, .nearest: 0,
+      ]
       #expect(p.linearUpsampleMode.rawValue == documented[mode], "\(mode)")
       let read = try CoreMLGraphImporter.importModel(classic, path: "up.mlmodel")
       #expect(Self.close(Self.runCoreML(read), values), "classic \(mode): \(Self.runCoreML(read))")

@@ -7,6 +7,7 @@ guard let url = Bundle.module.url(forResource: "Digits", withExtension: "mlmodel
   exit(1)
 }
 let inspection = try ModelInspector.inspect(contentsOf: url)
-print("model: \(url.lastPathComponent), \(inspection.kind.rawValue), specification \(inspection.specificationVersion ?? 0)")
+print(
+  "model: \(url.lastPathComponent), \(inspection.kind.rawValue), specification \(inspection.specificationVersion ?? 0)")
 for input in inspection.inputs { print("input: \(input.name)") }
 print("labels: \(inspection.labels.joined(separator: ", "))")

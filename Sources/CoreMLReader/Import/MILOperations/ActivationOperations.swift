@@ -42,13 +42,16 @@ extension MILOperationRegistry {
   /// Element-wise activations (`activationFunctions`), PReLU and softmax.
   static let activationOperations: [String: MILOperationEntry] = activationFunctions.mapValues { function in
     MILOperationEntry { importer in
-      try importer.define(try importer.layoutPreserving(.activation(try function(importer)), [try importer.tensor("x")]))
+      try importer.define(
+        try importer.layoutPreserving(.activation(try function(importer)), [try importer.tensor("x")]))
     }
   }.merging([
     "prelu": MILOperationEntry { try $0.prelu() },
     "softmax": MILOperationEntry { importer in
       let x = try importer.tensor("x")
-      try importer.define(try importer.add(.softmax(axis: try importer.axis(try importer.int("axis", -1), rank: importer.shape(x).count)), [x]))
+      try importer.define(
+        try importer.add(
+          .softmax(axis: try importer.axis(try importer.int("axis", -1), rank: importer.shape(x).count)), [x]))
     },
   ]) { first, _ in first }
 }

@@ -25,7 +25,8 @@ extension MILProgramImporter {
     guard try constant("size") != nil else { throw invalid("required parameter 'size' is missing") }
     let size = try int("size", 0)
     guard size >= 1, size % 2 == 1 else { throw unsupported("size \(size) (an odd size of 1 or more is supported)") }
-    let lrn = LocalResponseNormalization(size: size, alpha: try float("alpha", 1e-4), beta: try float("beta", 0.75), bias: try float("k", 1))
+    let lrn = LocalResponseNormalization(
+      size: size, alpha: try float("alpha", 1e-4), beta: try float("beta", 0.75), bias: try float("k", 1))
     return try spatial(x) { _ in .localResponseNormalization(lrn) }
   }
 
@@ -37,7 +38,12 @@ extension MILProgramImporter {
       throw invalid("weight \(weight.type.shape) does not fit input \(shape(x))")
     }
     let outputs = weight.type.shape[0]
-    try define(try add(.dense(Dense(kernel: transposed(weight.asFloats, rows: outputs, columns: inputs), bias: try vector("bias", count: outputs))), [x]))
+    try define(
+      try add(
+        .dense(
+          Dense(
+            kernel: transposed(weight.asFloats, rows: outputs, columns: inputs),
+            bias: try vector("bias", count: outputs))), [x]))
   }
 
   /// `l2_norm`: each `[D1, D2, D3]` block of the last three axes divided by sqrt(sum of squares + epsilon).

@@ -16,7 +16,8 @@ struct MILOperationEntry {
   /// operation are refused.
   var takesBlocks = false
 
-  init(since opset: Int = 5, takesBlocks: Bool = false, _ handler: @escaping (inout MILProgramImporter) throws -> Void) {
+  init(since opset: Int = 5, takesBlocks: Bool = false, _ handler: @escaping (inout MILProgramImporter) throws -> Void)
+  {
     self.handler = handler
     self.introduced = { _ in opset }
     self.takesBlocks = takesBlocks
@@ -32,7 +33,10 @@ struct MILOperationEntry {
 enum MILOperationRegistry {
   static let entries: [String: MILOperationEntry] = {
     var table: [String: MILOperationEntry] = [:]
-    for family in [constantOperations, linearOperations, activationOperations, elementwiseOperations, reductionOperations, shapeOperations, recurrentOperations, controlFlowOperations] {
+    for family in [
+      constantOperations, linearOperations, activationOperations, elementwiseOperations, reductionOperations,
+      shapeOperations, recurrentOperations, controlFlowOperations,
+    ] {
       table.merge(family) { _, _ in preconditionFailure("a MIL operation is registered by two families") }
     }
     return table
@@ -42,7 +46,9 @@ enum MILOperationRegistry {
   static var supportedOperations: [String] { entries.keys.sorted() }
 
   /// The same handler for several operation types.
-  static func all(_ names: [String], since opset: Int = 5, _ handler: @escaping (inout MILProgramImporter) throws -> Void) -> [String: MILOperationEntry] {
+  static func all(
+    _ names: [String], since opset: Int = 5, _ handler: @escaping (inout MILProgramImporter) throws -> Void
+  ) -> [String: MILOperationEntry] {
     Dictionary(uniqueKeysWithValues: names.map { ($0, MILOperationEntry(since: opset, handler)) })
   }
 }
@@ -50,8 +56,12 @@ enum MILOperationRegistry {
 extension MILProgramImporter {
   /// Adds the IR nodes of one MIL operation (or records its constant value).
   mutating func importOperation(_ op: MILOperation) throws {
-    guard let entry = MILOperationRegistry.entries[op.type] else { throw unsupported("the operation type is not supported") }
-    guard !op.hasBlocks || entry.takesBlocks else { throw unsupported("operations with nested blocks (control flow) are not supported") }
+    guard let entry = MILOperationRegistry.entries[op.type] else {
+      throw unsupported("the operation type is not supported")
+    }
+    guard !op.hasBlocks || entry.takesBlocks else {
+      throw unsupported("operations with nested blocks (control flow) are not supported")
+    }
     let required = entry.introduced(op)
     if let version = program.opsetVersion, version < required {
       throw invalid("needs opset CoreML\(required) or later; the program's opset is \(program.opset)")

@@ -5,7 +5,9 @@ extension MILOperationRegistry {
   /// Pooling and reductions over axes.
   static let reductionOperations: [String: MILOperationEntry] = {
     var table = all(["max_pool", "avg_pool"]) { try $0.define(try $0.pooling()) }
-    let kinds: [String: ReductionKind] = ["reduce_mean": .mean, "reduce_max": .max, "reduce_min": .min, "reduce_sum": .sum]
+    let kinds: [String: ReductionKind] = [
+      "reduce_mean": .mean, "reduce_max": .max, "reduce_min": .min, "reduce_sum": .sum,
+    ]
     for (name, kind) in kinds { table[name] = MILOperationEntry { try $0.reduction(kind) } }
     return table
   }()

@@ -27,8 +27,11 @@ extension MILProgramImporter {
   mutating func squeeze() throws {
     let x = try tensor("x")
     let s = shape(x)
-    let axes = try ints("axes").map { try Set($0.map { try axis($0, rank: s.count) }) } ?? Set(s.indices.filter { s[$0] == 1 })
-    guard axes.allSatisfy({ s[$0] == 1 }) else { throw invalid("squeezes axes \(axes.sorted()) of \(s), which are not all 1") }
+    let axes =
+      try ints("axes").map { try Set($0.map { try axis($0, rank: s.count) }) } ?? Set(s.indices.filter { s[$0] == 1 })
+    guard axes.allSatisfy({ s[$0] == 1 }) else {
+      throw invalid("squeezes axes \(axes.sorted()) of \(s), which are not all 1")
+    }
     var target = s.indices.filter { !axes.contains($0) }.map { s[$0] }
     if target.isEmpty { target = [1] }
     try define(try reshape(x, to: target))
@@ -48,10 +51,14 @@ extension MILProgramImporter {
 
   /// `stack`: each value gains a size-1 axis at `axis`; then they are concatenated along it.
   mutating func stack() throws {
-    guard let arguments = operation.inputs["values"], !arguments.isEmpty else { throw invalid("required parameter 'values' is missing") }
+    guard let arguments = operation.inputs["values"], !arguments.isEmpty else {
+      throw invalid("required parameter 'values' is missing")
+    }
     let operands = try arguments.map { try tensor($0, key: "values") }
     let s = shape(operands[0])
-    guard operands.allSatisfy({ shape($0) == s }) else { throw invalid("values of different shapes \(operands.map(shape))") }
+    guard operands.allSatisfy({ shape($0) == s }) else {
+      throw invalid("values of different shapes \(operands.map(shape))")
+    }
     let axis = try axis(try int("axis", 0), rank: s.count + 1)
     var expanded = s
     expanded.insert(1, at: axis)
@@ -61,7 +68,9 @@ extension MILProgramImporter {
 
   /// `concat` along `axis` (not interleaved).
   mutating func concat() throws {
-    guard let arguments = operation.inputs["values"], !arguments.isEmpty else { throw invalid("required parameter 'values' is missing") }
+    guard let arguments = operation.inputs["values"], !arguments.isEmpty else {
+      throw invalid("required parameter 'values' is missing")
+    }
     guard try !bool("interleave", false) else { throw unsupported("interleave=True is not supported") }
     let operands = try arguments.map { try tensor($0, key: "values") }
     let rank = shape(operands[0]).count

@@ -28,7 +28,8 @@ extension KerasGraphImporter {
     let slope = try reader.float("negative_slope", default: 0, range: 0...Double(Float.greatestFiniteMagnitude))
     let threshold = try reader.float("threshold", default: 0, range: 0...Double(Float.greatestFiniteMagnitude))
     let activation: Activation =
-      maxValue == nil && slope == 0 && threshold == 0 ? .relu
+      maxValue == nil && slope == 0 && threshold == 0
+      ? .relu
       : .clippedReLU(maxValue: maxValue, negativeSlope: slope, threshold: threshold)
     return try add(.activation(activation), [try call.single()], call)
   }
@@ -43,9 +44,12 @@ extension KerasGraphImporter {
     let alpha = try weight(["alpha"], nil, call)
     let channels = shape(input).last ?? 0
     guard try alpha.count == channels || alpha.count == checkedProduct(shape(input), call.reader) else {
-      throw KerasReaderError.weightShapeMismatch(path: model.path, layer: call.layer.name, weight: "alpha", expected: shape(input), actual: alpha.shape)
+      throw KerasReaderError.weightShapeMismatch(
+        path: model.path, layer: call.layer.name, weight: "alpha", expected: shape(input), actual: alpha.shape)
     }
-    let values = alpha.count == channels ? Constant(shape: [channels], values: alpha.values) : Constant(shape: shape(input), values: alpha.values)
+    let values =
+      alpha.count == channels
+      ? Constant(shape: [channels], values: alpha.values) : Constant(shape: shape(input), values: alpha.values)
     return try add(.activation(.parametricReLU(alpha: values)), [input], call)
   }
 
@@ -55,7 +59,9 @@ extension KerasGraphImporter {
 
   mutating func convertThresholdedReLU(_ call: KerasLayerCall) throws -> ValueID {
     try add(
-      .activation(.thresholdedReLU(theta: try call.reader.float("theta", default: 1, range: 0...Double(Float.greatestFiniteMagnitude)))),
+      .activation(
+        .thresholdedReLU(
+          theta: try call.reader.float("theta", default: 1, range: 0...Double(Float.greatestFiniteMagnitude)))),
       [try call.single()], call)
   }
 

@@ -31,7 +31,9 @@ extension KerasGraphImporter {
     let filters = try reader.int("filters")
     let size = try reader.pair("kernel_size")
     guard channels % groups == 0, filters % groups == 0 else {
-      throw reader.invalid("groups", reader.present("groups"), expected: "a divisor of both the \(channels) input channels and the \(filters) filters")
+      throw reader.invalid(
+        "groups", reader.present("groups"),
+        expected: "a divisor of both the \(channels) input channels and the \(filters) filters")
     }
     let kernel = try weight(["kernel"], [size[0], size[1], channels / groups, filters], call)
     let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters], call) : nil
@@ -50,7 +52,9 @@ extension KerasGraphImporter {
     let multiplier = try reader.int("depth_multiplier", default: 1)
     let size = try reader.pair("kernel_size")
     let depthwise = try weight(["depthwise_kernel", "kernel"], [size[0], size[1], channels, multiplier], call)
-    let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [try checkedProduct([channels, multiplier], reader)], call) : nil
+    let bias =
+      reader.bool("use_bias", default: true)
+      ? try weight(["bias"], [try checkedProduct([channels, multiplier], reader)], call) : nil
     let conv = Convolution2D(
       kernel: Self.groupedDepthwiseKernel(depthwise), bias: bias, strides: try reader.pair("strides", default: [1, 1]),
       dilations: try reader.pair("dilation_rate", default: [1, 1]), padding: try reader.padding(), groups: channels)
@@ -67,13 +71,15 @@ extension KerasGraphImporter {
     let filters = try reader.int("filters")
     let size = try reader.pair("kernel_size")
     let depthwise = try weight(["depthwise_kernel"], [size[0], size[1], channels, multiplier], call)
-    let pointwise = try weight(["pointwise_kernel"], [1, 1, try checkedProduct([channels, multiplier], reader), filters], call)
+    let pointwise = try weight(
+      ["pointwise_kernel"], [1, 1, try checkedProduct([channels, multiplier], reader), filters], call)
     let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters], call) : nil
     let depthwiseConv = Convolution2D(
       kernel: Self.groupedDepthwiseKernel(depthwise), bias: nil, strides: try reader.pair("strides", default: [1, 1]),
       dilations: try reader.pair("dilation_rate", default: [1, 1]), padding: try reader.padding(), groups: channels)
     let middle = try add(.convolution2D(depthwiseConv), [input], call, suffix: "_depthwise")
-    let pointwiseConv = Convolution2D(kernel: pointwise, bias: bias, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)
+    let pointwiseConv = Convolution2D(
+      kernel: pointwise, bias: bias, strides: [1, 1], dilations: [1, 1], padding: .valid, groups: 1)
     let output = try add(.convolution2D(pointwiseConv), [middle], call)
     return try applyActivation(reader.activationName(), to: output, reader: reader)
   }
@@ -84,17 +90,25 @@ extension KerasGraphImporter {
     let input = try call.single()
     let s = shape(input)
     guard s.count == 3 else { throw reader.fail("expects an [H, W, C] input, got \(s)") }
-    guard try reader.pair("dilation_rate", default: [1, 1]) == [1, 1] else { throw reader.fail("dilated Conv2DTranspose is not supported") }
-    let filters = try reader.int("filters"), size = try reader.pair("kernel_size"), strides = try reader.pair("strides", default: [1, 1])
+    guard try reader.pair("dilation_rate", default: [1, 1]) == [1, 1] else {
+      throw reader.fail("dilated Conv2DTranspose is not supported")
+    }
+    let filters = try reader.int("filters")
+    let size = try reader.pair("kernel_size")
+    let strides = try reader.pair("strides", default: [1, 1])
     let padding = try reader.padding()
-    let outputPadding = reader.value("output_padding") == nil ? nil : try reader.pair("output_padding", range: 0...LayerConfigReader.maxConfigInteger)
+    let outputPadding =
+      reader.value("output_padding") == nil
+      ? nil : try reader.pair("output_padding", range: 0...LayerConfigReader.maxConfigInteger)
     // Keras 1's Deconvolution2D (the one with `output_shape`) stored [kh, kw, in, out]; Keras 2 and 3 [kh, kw, out, in].
     let keras1 = reader.value("output_shape") != nil
-    var kernel = try weight(["kernel"], keras1 ? [size[0], size[1], s[2], filters] : [size[0], size[1], filters, s[2]], call)
+    var kernel = try weight(
+      ["kernel"], keras1 ? [size[0], size[1], s[2], filters] : [size[0], size[1], filters, s[2]], call)
     if keras1 { kernel = Self.swappingLastAxes(kernel) }
     let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters], call) : nil
     var outputSize = (0..<2).map {
-      ConvolutionTranspose.outputLength(input: s[$0], kernel: size[$0], stride: strides[$0], padding: padding, outputPadding: outputPadding?[$0])
+      ConvolutionTranspose.outputLength(
+        input: s[$0], kernel: size[$0], stride: strides[$0], padding: padding, outputPadding: outputPadding?[$0])
     }
     // Keras 1's Deconvolution2D names its output size: [batch, H, W, C].
     if let given = reader.value("output_shape") {
@@ -104,8 +118,10 @@ extension KerasGraphImporter {
       }
       outputSize = [h, w]
     }
-    let conv = ConvolutionTranspose(kernel: kernel, bias: bias, strides: strides, padding: padding, outputSize: outputSize)
-    return try applyActivation(reader.activationName(), to: try add(.convolutionTranspose(conv), [input], call), reader: reader)
+    let conv = ConvolutionTranspose(
+      kernel: kernel, bias: bias, strides: strides, padding: padding, outputSize: outputSize)
+    return try applyActivation(
+      reader.activationName(), to: try add(.convolutionTranspose(conv), [input], call), reader: reader)
   }
 
   /// A `[a, b, c, d]` constant as `[a, b, d, c]`.

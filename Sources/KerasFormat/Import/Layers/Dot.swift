@@ -2,13 +2,14 @@ import ModelIR
 
 extension KerasLayerRegistry {
   static let dotHandlers: [String: KerasLayerHandler] = [
-    "Dot": { try $0.convertDot($1) },
+    "Dot": { try $0.convertDot($1) }
   ]
 }
 
 extension KerasGraphImporter {
   mutating func convertDot(_ call: KerasLayerCall) throws -> ValueID {
-    let reader = call.reader, inputs = call.inputs
+    let reader = call.reader
+    let inputs = call.inputs
     guard inputs.count == 2, shape(inputs[0]).count == 1, shape(inputs[0]) == shape(inputs[1]) else {
       throw reader.fail("Dot of \(inputs.map { shape($0) }) (two vectors of one length only)")
     }

@@ -31,7 +31,8 @@ enum KerasLayerRegistry {
   /// (trainable, then non-trainable), by class name, from each family's `storedWeights` table; a class
   /// no family lists stores `kernel` then `bias`.
   static let storedWeights: [String: @Sendable (JSONValue) -> [String]] = [
-    convolutionStoredWeights, normalizationStoredWeights, embeddingStoredWeights, activationStoredWeights, recurrentStoredWeights,
+    convolutionStoredWeights, normalizationStoredWeights, embeddingStoredWeights, activationStoredWeights,
+    recurrentStoredWeights,
   ].reduce(into: [:]) { all, family in
     all.merge(family) { _, _ in preconditionFailure("a Keras class's stored weights are declared by two families") }
   }
@@ -68,7 +69,9 @@ extension KerasGraphImporter {
   }
 
   /// Adds a node named after the call's layer (plus `suffix`).
-  mutating func add(_ operation: Operation, _ nodeInputs: [ValueID], _ call: KerasLayerCall, suffix: String = "") throws -> ValueID {
+  mutating func add(_ operation: Operation, _ nodeInputs: [ValueID], _ call: KerasLayerCall, suffix: String = "") throws
+    -> ValueID
+  {
     try graphCall { try $0.add(operation, name: call.layer.name + suffix, inputs: nodeInputs) }
   }
 

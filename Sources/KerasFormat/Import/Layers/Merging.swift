@@ -3,11 +3,13 @@ import ModelIR
 extension KerasLayerRegistry {
   /// Element-wise merges, by class name.
   static let elementwiseKinds: [String: ElementwiseKind] = [
-    "Add": .add, "Subtract": .subtract, "Multiply": .multiply, "Average": .average, "Maximum": .maximum, "Minimum": .minimum,
+    "Add": .add, "Subtract": .subtract, "Multiply": .multiply, "Average": .average, "Maximum": .maximum,
+    "Minimum": .minimum,
   ]
 
   /// Layers that merge several inputs into one.
-  static let mergingHandlers: [String: KerasLayerHandler] = elementwiseKinds
+  static let mergingHandlers: [String: KerasLayerHandler] =
+    elementwiseKinds
     .mapValues { kind -> KerasLayerHandler in { try $0.add(.elementwise(kind), $1.inputs, $1) } }
     .merging(["Concatenate": { try $0.convertConcatenate($1) }]) { first, _ in first }
 }

@@ -28,6 +28,7 @@ extension KerasGraphImporter {
   mutating func convertGlobalPooling2D(_ call: KerasLayerCall) throws -> ValueID {
     try call.reader.requireChannelsLast()
     let kind: PoolingKind = call.className.hasPrefix("GlobalMax") ? .max : .average
-    return try add(.globalPooling2D(kind: kind, keepDims: call.reader.bool("keepdims", default: false)), [try call.single()], call)
+    return try add(
+      .globalPooling2D(kind: kind, keepDims: call.reader.bool("keepdims", default: false)), [try call.single()], call)
   }
 }

@@ -11,18 +11,24 @@ extension KerasLayerRegistry {
   ]
 
   static let recurrentHandlers: [String: KerasLayerHandler] = Dictionary(
-    uniqueKeysWithValues: KerasGraphImporter.recurrentClassNames.map { ($0, { try $0.convertRecurrent($1) } as KerasLayerHandler) })
+    uniqueKeysWithValues: KerasGraphImporter.recurrentClassNames.map {
+      ($0, { try $0.convertRecurrent($1) } as KerasLayerHandler)
+    })
 }
 
 extension KerasGraphImporter {
   static let recurrentClassNames = ["SimpleRNN", "LSTM", "GRU"]
 
   mutating func convertRecurrent(_ call: KerasLayerCall) throws -> ValueID {
-    try add(.recurrent(try recurrent(call.layer, input: try call.single(), weightGroup: call.weightGroup)), [try call.single()], call)
+    try add(
+      .recurrent(try recurrent(call.layer, input: try call.single(), weightGroup: call.weightGroup)),
+      [try call.single()], call)
   }
 
   /// The IR form of a SimpleRNN, LSTM or GRU config; `owner` and `direction` locate a Bidirectional half's weights.
-  func recurrent(_ layer: KerasLayerConfig, input: ValueID, weightGroup: String, owner: String? = nil, direction: String? = nil) throws -> Recurrent {
+  func recurrent(
+    _ layer: KerasLayerConfig, input: ValueID, weightGroup: String, owner: String? = nil, direction: String? = nil
+  ) throws -> Recurrent {
     let reader = LayerConfigReader(layer: layer, path: model.path)
     let s = builder.type(of: input).shape
     guard s.count == 2 else { throw reader.fail("expects a [steps, channels] sequence, got \(s)") }
@@ -42,7 +48,8 @@ extension KerasGraphImporter {
     let legacyGates: [String]? = ["LSTM": ["i", "f", "c", "o"], "GRU": ["z", "r", "h"]][layer.className]
     func weight(_ kind: String, _ shape: [Int]) throws -> Constant {
       func stored(_ kinds: [String], _ shape: [Int]?) throws -> Constant {
-        try model.weights.weight(kinds, layer: owner ?? layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
+        try model.weights.weight(
+          kinds, layer: owner ?? layer.name, topLevel: weightGroup, expectedShape: shape, direction: direction)
       }
       do {
         return try stored([kind], shape)
@@ -65,11 +72,18 @@ extension KerasGraphImporter {
     let gateName = layer.className == "SimpleRNN" ? "sigmoid" : try reader.activationName("recurrent_activation")
     let outputName = try reader.activationName()
     // Any activation the IR has is written exactly (unrolled where Core ML's recurrent layers cannot compute it).
-    guard let outputActivation = activation(named: outputName) else { throw reader.fail("activation '\(outputName)' is not supported") }
-    guard let gateActivation = activation(named: gateName) else { throw reader.fail("recurrent_activation '\(gateName)' is not supported") }
+    guard let outputActivation = activation(named: outputName) else {
+      throw reader.fail("activation '\(outputName)' is not supported")
+    }
+    guard let gateActivation = activation(named: gateName) else {
+      throw reader.fail("recurrent_activation '\(gateName)' is not supported")
+    }
     return Recurrent(
       cell: cell, units: units, activation: outputActivation, recurrentActivation: gateActivation,
-      forward: .init(kernel: try weight("kernel", [s[1], width]), recurrentKernel: try weight("recurrent_kernel", [units, width]), bias: bias),
-      returnSequences: reader.bool("return_sequences", default: false), goBackwards: reader.bool("go_backwards", default: false))
+      forward: .init(
+        kernel: try weight("kernel", [s[1], width]), recurrentKernel: try weight("recurrent_kernel", [units, width]),
+        bias: bias),
+      returnSequences: reader.bool("return_sequences", default: false),
+      goBackwards: reader.bool("go_backwards", default: false))
   }
 }

@@ -45,8 +45,10 @@ extension KerasGraphImporter {
     try reader.requireChannelsLast()
     let input = try call.single()
     let (_, channels) = try sequence(input, reader)
-    let filters = try reader.int("filters"), size = try length("kernel_size")
-    let dilation = try length("dilation_rate", default: 1), stride = try length("strides", default: 1)
+    let filters = try reader.int("filters")
+    let size = try length("kernel_size")
+    let dilation = try length("dilation_rate", default: 1)
+    let stride = try length("strides", default: 1)
     guard try reader.int("groups", default: 1) == 1 else { throw reader.fail("grouped Conv1D is not supported") }
     let kernel = try weight(["kernel"], [size, channels, filters], call)
     let bias = reader.bool("use_bias", default: true) ? try weight(["bias"], [filters], call) : nil
@@ -56,7 +58,9 @@ extension KerasGraphImporter {
       // Causal: pad the start with (size - 1) * dilation steps, then a valid convolution.
       let (span, overflow) = (size - 1).multipliedReportingOverflow(by: dilation)
       guard !overflow, span <= LayerConfigReader.maxConfigInteger else {
-        throw reader.invalid("dilation_rate", reader.present("dilation_rate"), expected: "a dilation whose causal padding fits \(LayerConfigReader.maxConfigInteger)")
+        throw reader.invalid(
+          "dilation_rate", reader.present("dilation_rate"),
+          expected: "a dilation whose causal padding fits \(LayerConfigReader.maxConfigInteger)")
       }
       source = try asRow(input, .zeroPadding2D(Box2D(top: 0, bottom: 0, left: span, right: 0)), call)
     } else if Padding(rawValue: paddingName) == nil {
@@ -65,7 +69,8 @@ extension KerasGraphImporter {
     let conv = Convolution2D(
       kernel: Constant(shape: [1, size, channels, filters], values: kernel.values), bias: bias, strides: [1, stride],
       dilations: [1, dilation], padding: paddingName == "same" ? .same : .valid, groups: 1)
-    return try applyActivation(reader.activationName(), to: try asRow(source, .convolution2D(conv), call), reader: reader)
+    return try applyActivation(
+      reader.activationName(), to: try asRow(source, .convolution2D(conv), call), reader: reader)
   }
 
   mutating func convertPooling1D(_ call: KerasLayerCall) throws -> ValueID {
@@ -73,7 +78,9 @@ extension KerasGraphImporter {
     try reader.requireChannelsLast()
     let size = try reader.int("pool_size", default: 2)
     let stride = try reader.present("strides") == nil ? size : reader.int("strides")
-    let pooling = Pooling2D(kind: call.className.hasPrefix("Max") ? .max : .average, pool: [1, size], strides: [1, stride], padding: try reader.padding())
+    let pooling = Pooling2D(
+      kind: call.className.hasPrefix("Max") ? .max : .average, pool: [1, size], strides: [1, stride],
+      padding: try reader.padding())
     return try asRow(try call.single(), .pooling2D(pooling), call)
   }
 
@@ -82,7 +89,8 @@ extension KerasGraphImporter {
     let kind: PoolingKind = call.className.hasPrefix("GlobalMax") ? .max : .average
     let keepDims = call.reader.bool("keepdims", default: false)
     let pooled = try asRow(try call.single(), .globalPooling2D(kind: kind, keepDims: false), call)
-    return keepDims ? try add(.reshape(targetShape: [1, shape(pooled)[0]]), [pooled], call, suffix: "__keepdims") : pooled
+    return keepDims
+      ? try add(.reshape(targetShape: [1, shape(pooled)[0]]), [pooled], call, suffix: "__keepdims") : pooled
   }
 
   mutating func convertPaddingOrCropping1D(_ call: KerasLayerCall, padding: Bool) throws -> ValueID {
@@ -92,7 +100,8 @@ extension KerasGraphImporter {
   }
 
   mutating func convertUpSampling1D(_ call: KerasLayerCall) throws -> ValueID {
-    try asRow(try call.single(), .upsampling2D(height: 1, width: try call.reader.int("size", default: 2), mode: .nearest), call)
+    try asRow(
+      try call.single(), .upsampling2D(height: 1, width: try call.reader.int("size", default: 2), mode: .nearest), call)
   }
 
   mutating func convertRepeatVector(_ call: KerasLayerCall) throws -> ValueID {

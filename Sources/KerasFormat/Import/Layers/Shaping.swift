@@ -23,13 +23,16 @@ extension KerasGraphImporter {
     let input = try call.single()
     var target = try reader.ints("target_shape", range: -1...LayerConfigReader.maxConfigInteger)
     guard !target.contains(0), target.filter({ $0 == -1 }).count <= 1 else {
-      throw reader.invalid("target_shape", reader.present("target_shape"), expected: "sizes of 1 or more, at most one of them -1")
+      throw reader.invalid(
+        "target_shape", reader.present("target_shape"), expected: "sizes of 1 or more, at most one of them -1")
     }
     if let unknown = target.firstIndex(of: -1) {
       // Keras fills the -1 so the element count stays; it must divide exactly.
       let total = try checkedProduct(shape(input), reader)
       guard let known = GraphLimits.elementCount(target.filter { $0 != -1 }), known >= 1, total % known == 0 else {
-        throw reader.invalid("target_shape", reader.present("target_shape"), expected: "a shape with as many elements as the input \(shape(input))")
+        throw reader.invalid(
+          "target_shape", reader.present("target_shape"),
+          expected: "a shape with as many elements as the input \(shape(input))")
       }
       target[unknown] = total / known
     }
@@ -65,6 +68,8 @@ extension KerasGraphImporter {
     guard interpolation == "nearest" || interpolation == "bilinear" else {
       throw reader.fail("interpolation '\(interpolation)' is not supported (nearest or bilinear)")
     }
-    return try add(.upsampling2D(height: size[0], width: size[1], mode: interpolation == "bilinear" ? .bilinear : .nearest), [try call.single()], call)
+    return try add(
+      .upsampling2D(height: size[0], width: size[1], mode: interpolation == "bilinear" ? .bilinear : .nearest),
+      [try call.single()], call)
   }
 }

@@ -6,21 +6,40 @@ extension ONNXOperatorRegistry {
   static let activationOperators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
     let simple: [(String, Activation, [Int], ONNXOperatorLayout)] = [
-      ("Relu", .relu, [1, 6, 13, 14], .neutral), ("Sigmoid", .sigmoid, [1, 6, 13], .neutral), ("Tanh", .tanh, [1, 6, 13], .neutral),
+      ("Relu", .relu, [1, 6, 13, 14], .neutral), ("Sigmoid", .sigmoid, [1, 6, 13], .neutral),
+      ("Tanh", .tanh, [1, 6, 13], .neutral),
       ("Softplus", .softplus, [1], .own), ("Softsign", .softsign, [1], .own),
     ]
-    for (op, activation, versions, layout) in simple { all.merge(entries([op: versions], layout: layout) { try $0.activation(activation) }) { $0 + $1 } }
-    all.merge(entries(["LeakyRelu": [1, 6, 16]], layout: .neutral) { c in try c.activation(.leakyReLU(alpha: try c.float("alpha", 0.01))) }) { $0 + $1 }
-    all.merge(entries(["ThresholdedRelu": [10]]) { c in try c.activation(.thresholdedReLU(theta: try c.float("alpha", 1))) }) { $0 + $1 }
-    all.merge(entries(["Elu": [1, 6]], layout: .neutral) { c in try c.activation(.elu(alpha: try c.float("alpha", 1))) }) { $0 + $1 }
-    all.merge(entries(["HardSigmoid": [1, 6]], layout: .neutral) { c in try c.activation(.hardSigmoid(slope: try c.float("alpha", 0.2), offset: try c.float("beta", 0.5))) }) { $0 + $1 }
+    for (op, activation, versions, layout) in simple {
+      all.merge(entries([op: versions], layout: layout) { try $0.activation(activation) }) { $0 + $1 }
+    }
+    all.merge(
+      entries(["LeakyRelu": [1, 6, 16]], layout: .neutral) { c in
+        try c.activation(.leakyReLU(alpha: try c.float("alpha", 0.01)))
+      }
+    ) { $0 + $1 }
+    all.merge(
+      entries(["ThresholdedRelu": [10]]) { c in try c.activation(.thresholdedReLU(theta: try c.float("alpha", 1))) }
+    ) { $0 + $1 }
+    all.merge(
+      entries(["Elu": [1, 6]], layout: .neutral) { c in try c.activation(.elu(alpha: try c.float("alpha", 1))) }
+    ) { $0 + $1 }
+    all.merge(
+      entries(["HardSigmoid": [1, 6]], layout: .neutral) { c in
+        try c.activation(.hardSigmoid(slope: try c.float("alpha", 0.2), offset: try c.float("beta", 0.5)))
+      }
+    ) { $0 + $1 }
     all.merge(entries(["Selu": [1, 6]], layout: .neutral) { try $0.selu() }) { $0 + $1 }
     all.merge(entries(["HardSwish": [14]]) { try $0.hardSwish() }) { $0 + $1 }
-    all.merge(entries(["Gelu": [20]]) { c in
-      let approximate = try c.string("approximate", "none")
-      guard ["none", "tanh"].contains(approximate) else { throw c.invalid("approximate '\(approximate)' (none or tanh)") }
-      try c.activation(.gelu(approximate: approximate == "tanh"))
-    }) { $0 + $1 }
+    all.merge(
+      entries(["Gelu": [20]]) { c in
+        let approximate = try c.string("approximate", "none")
+        guard ["none", "tanh"].contains(approximate) else {
+          throw c.invalid("approximate '\(approximate)' (none or tanh)")
+        }
+        try c.activation(.gelu(approximate: approximate == "tanh"))
+      }
+    ) { $0 + $1 }
     all.merge(entries(["Clip": [1, 6, 11, 12, 13]], layout: .neutral) { try $0.clip() }) { $0 + $1 }
     all.merge(entries(["Erf": [9, 13]]) { try $0.activation(.erf) }) { $0 + $1 }
     all.merge(entries(["PRelu": [1, 6, 7, 9, 16]], layout: .channelsFirst) { try $0.parametricReLU() }) { $0 + $1 }
@@ -36,7 +55,8 @@ extension ONNXNodeContext {
   }
 
   mutating func selu() throws {
-    let alpha = try float("alpha", 1.67326319217681884765625), gamma = try float("gamma", 1.05070102214813232421875)
+    let alpha = try float("alpha", 1.67326319217681884765625)
+    let gamma = try float("gamma", 1.05070102214813232421875)
     if alpha == Activation.seluAlpha && gamma == Activation.seluScale {
       try activation(.selu)
       return
@@ -52,7 +72,8 @@ extension ONNXNodeContext {
 
   /// Bounds from attributes (before opset 11) or constant inputs; a missing bound is none.
   mutating func clip() throws {
-    var low = -Float.greatestFiniteMagnitude, high = Float.greatestFiniteMagnitude
+    var low = -Float.greatestFiniteMagnitude
+    var high = Float.greatestFiniteMagnitude
     if opset < 11 {
       low = try float("min", low)
       high = try float("max", high)
@@ -62,7 +83,10 @@ extension ONNXNodeContext {
     }
     guard low <= high else { throw invalid("min \(low) is above max \(high)") }
     if let c = try constant(0) {
-      define(ONNXConstant(shape: c.shape, floats: c.floats.map { Swift.min(Swift.max($0, low), high) }, ints: c.ints.map { $0.map { Swift.min(Swift.max($0, Int(low.rounded(.up))), Int(high.rounded(.down))) } }))
+      define(
+        ONNXConstant(
+          shape: c.shape, floats: c.floats.map { Swift.min(Swift.max($0, low), high) },
+          ints: c.ints.map { $0.map { Swift.min(Swift.max($0, Int(low.rounded(.up))), Int(high.rounded(.down))) } }))
       return
     }
     try activation(.clip(min: low, max: high))
@@ -70,7 +94,9 @@ extension ONNXNodeContext {
 
   private func bound(_ index: Int, _ what: String) throws -> Float {
     let c = try requiredConstant(index, what)
-    guard c.count == 1, c.floats[0].isFinite || abs(c.floats[0]) == .infinity else { throw invalid("\(what) must be one number") }
+    guard c.count == 1, c.floats[0].isFinite || abs(c.floats[0]) == .infinity else {
+      throw invalid("\(what) must be one number")
+    }
     return Swift.min(Swift.max(c.floats[0], -Float.greatestFiniteMagnitude), Float.greatestFiniteMagnitude)
   }
 
@@ -88,7 +114,9 @@ extension ONNXNodeContext {
       if shape.count == 2 {
         define(try add(.activation(.parametricReLU(alpha: alpha)), [x]))
       } else {
-        define(try channelsFirst(try add(.activation(.parametricReLU(alpha: alpha)), [try channelsLast(x)], suffix: "__nhwc")))
+        define(
+          try channelsFirst(
+            try add(.activation(.parametricReLU(alpha: alpha)), [try channelsLast(x)], suffix: "__nhwc")))
       }
       return
     }
@@ -109,7 +137,8 @@ extension ONNXNodeContext {
     if opset >= 13 || axis == shape.count - 1 {
       y = try add(.softmax(axis: axis), [x], suffix: log ? "__softmax" : "")
     } else {
-      let flat = try add(.reshape(targetShape: [shape[..<axis].reduce(1, *), shape[axis...].reduce(1, *)]), [x], suffix: "__2d")
+      let flat = try add(
+        .reshape(targetShape: [shape[..<axis].reduce(1, *), shape[axis...].reduce(1, *)]), [x], suffix: "__2d")
       let soft = try add(.softmax(axis: 1), [flat], suffix: "__softmax_2d")
       y = try add(.reshape(targetShape: shape), [soft], suffix: log ? "__softmax" : "")
     }

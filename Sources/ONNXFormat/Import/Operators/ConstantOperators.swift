@@ -16,7 +16,9 @@ extension ONNXOperatorRegistry {
 extension ONNXNodeContext {
   /// An input this operator only computes at import time.
   func foldedInput(_ index: Int) throws -> ONNXConstant {
-    guard let c = try constant(index) else { throw invalid("input \(index) is computed; \(opType) is only supported on constants (shape computations)") }
+    guard let c = try constant(index) else {
+      throw invalid("input \(index) is computed; \(opType) is only supported on constants (shape computations)")
+    }
     return c
   }
 
@@ -24,7 +26,9 @@ extension ONNXNodeContext {
   mutating func modulo() throws {
     let (a, b) = (try foldedInput(0), try foldedInput(1))
     let fmod = try int("fmod", 0) == 1
-    guard let shape = Broadcasting.shape([a.shape, b.shape]), let count = GraphLimits.elementCount(shape), count <= ONNXConstant.maxFoldedCount else {
+    guard let shape = Broadcasting.shape([a.shape, b.shape]), let count = GraphLimits.elementCount(shape),
+      count <= ONNXConstant.maxFoldedCount
+    else {
       throw invalid("shapes \(a.shape) and \(b.shape) do not broadcast")
     }
     func element(_ c: ONNXConstant, _ flat: Int) -> Int { Self.broadcastIndex(flat, of: shape, into: c.shape) }
@@ -39,7 +43,10 @@ extension ONNXNodeContext {
       define(ONNXConstant(shape: shape, ints: result))
     } else {
       guard fmod else { throw invalid("a floating-point Mod needs fmod 1") }
-      define(ONNXConstant(shape: shape, floats: (0..<count).map { Foundation.fmod(a.floats[element(a, $0)], b.floats[element(b, $0)]) }))
+      define(
+        ONNXConstant(
+          shape: shape, floats: (0..<count).map { Foundation.fmod(a.floats[element(a, $0)], b.floats[element(b, $0)]) })
+      )
     }
   }
 
@@ -58,7 +65,8 @@ extension ONNXNodeContext {
       define(x)
       return
     }
-    let axes = Set(try (raw?.isEmpty ?? true ? Array(x.shape.indices) : raw!).map { try axis($0, rank: x.shape.count, "axes") })
+    let axes = Set(
+      try (raw?.isEmpty ?? true ? Array(x.shape.indices) : raw!).map { try axis($0, rank: x.shape.count, "axes") })
     let kept = x.shape.enumerated().map { axes.contains($0.offset) ? 1 : $0.element }
     let shape = keepDims ? kept : x.shape.enumerated().filter { !axes.contains($0.offset) }.map(\.element)
     let count = kept.reduce(1, *)
@@ -91,7 +99,9 @@ extension ONNXNodeContext {
   /// `start, start + delta, ...` below `limit` (above it for a negative delta).
   mutating func range() throws {
     let (start, limit, delta) = (try foldedInput(0), try foldedInput(1), try foldedInput(2))
-    guard start.count == 1, limit.count == 1, delta.count == 1 else { throw invalid("start, limit and delta must be scalars") }
+    guard start.count == 1, limit.count == 1, delta.count == 1 else {
+      throw invalid("start, limit and delta must be scalars")
+    }
     if let s = start.ints?.first, let l = limit.ints?.first, let d = delta.ints?.first {
       guard d != 0 else { throw invalid("a delta of 0") }
       let count = max(0, (l - s + d + (d > 0 ? -1 : 1)) / d)
@@ -111,7 +121,8 @@ extension ONNXNodeContext {
   mutating func scatterND() throws {
     let (data, indices, updates) = (try foldedInput(0), try foldedInput(1), try foldedInput(2))
     guard let index = indices.ints, let q = indices.shape.last, q >= 1, q <= data.shape.count else {
-      throw invalid("indices of shape \(indices.shape) must be integers [..., q] with q from 1 to the rank of data \(data.shape)")
+      throw invalid(
+        "indices of shape \(indices.shape) must be integers [..., q] with q from 1 to the rank of data \(data.shape)")
     }
     let sliceShape = Array(data.shape.dropFirst(q))
     let sliceSize = sliceShape.reduce(1, *)
@@ -136,7 +147,9 @@ extension ONNXNodeContext {
       for axis in 0..<q {
         var i = index[slice * q + axis]
         if i < 0 { i += data.shape[axis] }
-        guard i >= 0, i < data.shape[axis] else { throw invalid("index \(index[slice * q + axis]) is outside axis \(axis) of data \(data.shape)") }
+        guard i >= 0, i < data.shape[axis] else {
+          throw invalid("index \(index[slice * q + axis]) is outside axis \(axis) of data \(data.shape)")
+        }
         offset += i * strides[axis]
       }
       for k in 0..<sliceSize {

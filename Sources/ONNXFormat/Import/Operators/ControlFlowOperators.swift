@@ -37,7 +37,9 @@ extension ONNXNodeContext {
     var trips: Int? = nil
     if hasInput(0) {
       let tripCounts = try requiredInts(0, "M (the trip count)")
-      guard tripCounts.count == 1, tripCounts[0] >= 0 else { throw invalid("M \(tripCounts) must be one count, not negative") }
+      guard tripCounts.count == 1, tripCounts[0] >= 0 else {
+        throw invalid("M \(tripCounts) must be one count, not negative")
+      }
       trips = tripCounts[0]
     }
     var running = true
@@ -50,10 +52,14 @@ extension ONNXNodeContext {
     }
     let carriedCount = inputCount - 2
     guard carriedCount >= 0, body.inputs.count == carriedCount + 2, body.outputs.count >= carriedCount + 1 else {
-      throw invalid("the body's \(body.inputs.count) inputs and \(body.outputs.count) outputs do not fit \(max(carriedCount, 0)) loop-carried values")
+      throw invalid(
+        "the body's \(body.inputs.count) inputs and \(body.outputs.count) outputs do not fit \(max(carriedCount, 0)) loop-carried values"
+      )
     }
     let scanCount = body.outputs.count - 1 - carriedCount
-    guard outputCount <= carriedCount + scanCount else { throw invalid("\(outputCount) outputs for \(carriedCount + scanCount) results") }
+    guard outputCount <= carriedCount + scanCount else {
+      throw invalid("\(outputCount) outputs for \(carriedCount + scanCount) results")
+    }
     var carried: [ONNXValue] = []
     for index in 0..<carriedCount { carried.append(try inputValue(index + 2)) }
     var scans = [[ONNXValue]](repeating: [], count: scanCount)
@@ -66,7 +72,9 @@ extension ONNXNodeContext {
       }
       let (importedNodes, overflow) = body.nodes.count.multipliedReportingOverflow(by: iteration + 1)
       guard !overflow, importedNodes <= ONNXOperatorRegistry.maxUnrolledNodes else {
-        throw invalid("\(iteration + 1) iterations of a \(body.nodes.count)-node body are more than \(ONNXOperatorRegistry.maxUnrolledNodes) nodes")
+        throw invalid(
+          "\(iteration + 1) iterations of a \(body.nodes.count)-node body are more than \(ONNXOperatorRegistry.maxUnrolledNodes) nodes"
+        )
       }
       var bindings: [String: ONNXValue] = [
         body.inputs[0].name: .constant(ONNXConstant(shape: [], ints: [iteration])),
@@ -110,7 +118,8 @@ extension ONNXNodeContext {
   mutating func tensorOf(_ value: ONNXValue, suffix: String) throws -> ValueID {
     switch value {
     case .tensor(let id): return id
-    case .constant(let c): return try add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), [], suffix: suffix)
+    case .constant(let c):
+      return try add(.constant(Constant(shape: c.shape.isEmpty ? [1] : c.shape, values: c.floats)), [], suffix: suffix)
     }
   }
 
@@ -140,16 +149,21 @@ extension ONNXNodeContext {
         throw invalid("its subgraph's node '\(inner.name)' reads '\(name)', which is not computed before it")
       }
       var context = ONNXNodeContext(
-        node: inner, opset: opset, path: path, builder: builder, values: scope, integerValues: integerValues, constantNodes: [:])
+        node: inner, opset: opset, path: path, builder: builder, values: scope, integerValues: integerValues,
+        constantNodes: [:])
       context.indexCasts = indexCasts
       context.depth = depth + 1
       builder = GraphBuilder()
       try entry.handler(&context)
-      (builder, scope, integerValues, indexCasts) = (context.builder, context.values, context.integerValues, context.indexCasts)
+      (builder, scope, integerValues, indexCasts) = (
+        context.builder, context.values, context.integerValues, context.indexCasts
+      )
     }
     var results: [ONNXValue] = []
     for output in graph.outputs {
-      guard let value = scope[output.name] else { throw invalid("its subgraph's output '\(output.name)' is not computed") }
+      guard let value = scope[output.name] else {
+        throw invalid("its subgraph's output '\(output.name)' is not computed")
+      }
       results.append(value)
     }
     values = outer

@@ -22,7 +22,9 @@ extension ONNXNodeContext {
     let (x, oneD) = try spatialInput(0)
     let shape = builder.type(of: x).shape
     let w = try requiredConstant(1, "the weight W")
-    guard w.shape.count == (oneD ? 3 : 4) else { throw invalid("W of shape \(w.shape) does not fit an input of rank \(oneD ? 3 : 4)") }
+    guard w.shape.count == (oneD ? 3 : 4) else {
+      throw invalid("W of shape \(w.shape) does not fit an input of rank \(oneD ? 3 : 4)")
+    }
     let wShape = oneD ? [w.shape[0], w.shape[1], 1, w.shape[2]] : w.shape
     let (m, perGroup, kh, kw) = (wShape[0], wShape[1], wShape[2], wShape[3])
     let group = try int("group", 1)
@@ -34,9 +36,15 @@ extension ONNXNodeContext {
     let strides = try window("strides", [1, 1], oneDimensional: oneD)
     let dilations = try window("dilations", [1, 1], oneDimensional: oneD)
     var values = [Float](repeating: 0, count: w.count)
-    for o in 0..<m { for i in 0..<perGroup { for y in 0..<kh { for xx in 0..<kw {
-      values[((y * kw + xx) * perGroup + i) * m + o] = w.floats[((o * perGroup + i) * kh + y) * kw + xx]
-    } } } }
+    for o in 0..<m {
+      for i in 0..<perGroup {
+        for y in 0..<kh {
+          for xx in 0..<kw {
+            values[((y * kw + xx) * perGroup + i) * m + o] = w.floats[((o * perGroup + i) * kh + y) * kw + xx]
+          }
+        }
+      }
+    }
     let bias = try channelBias(2, channels: m)
     let spatial = [shape[2], shape[3]]
     let pads = try padding(input: spatial, kernel: kernel, strides: strides, dilations: dilations, oneDimensional: oneD)
@@ -46,11 +54,13 @@ extension ONNXNodeContext {
       if Self.isSamePadding(pads, input: spatial, kernel: kernel, strides: strides, dilations: dilations) {
         mode = .same
       } else {
-        input = try add(.zeroPadding2D(Box2D(top: pads[0], bottom: pads[2], left: pads[1], right: pads[3])), [input], suffix: "__pad")
+        input = try add(
+          .zeroPadding2D(Box2D(top: pads[0], bottom: pads[2], left: pads[1], right: pads[3])), [input], suffix: "__pad")
       }
     }
     let conv = Convolution2D(
-      kernel: Constant(shape: [kh, kw, perGroup, m], values: values), bias: bias, strides: strides, dilations: dilations, padding: mode, groups: group)
+      kernel: Constant(shape: [kh, kw, perGroup, m], values: values), bias: bias, strides: strides,
+      dilations: dilations, padding: mode, groups: group)
     let y = try add(.convolution2D(conv), [input], suffix: "__nhwc")
     define(try spatialOutput(try channelsFirst(y), oneDimensional: oneD))
   }
@@ -60,16 +70,24 @@ extension ONNXNodeContext {
   mutating func convolutionTranspose() throws {
     let x = try tensor(0)
     let shape = builder.type(of: x).shape
-    guard shape.count == 4 else { throw invalid("input of shape \(shape): only 2-D transposed convolutions ([N, C, H, W]) are supported") }
+    guard shape.count == 4 else {
+      throw invalid("input of shape \(shape): only 2-D transposed convolutions ([N, C, H, W]) are supported")
+    }
     let w = try requiredConstant(1, "the weight W")
-    guard w.shape.count == 4, w.shape[0] == shape[1] else { throw invalid("W of shape \(w.shape) does not fit \(shape[1]) input channels") }
+    guard w.shape.count == 4, w.shape[0] == shape[1] else {
+      throw invalid("W of shape \(w.shape) does not fit \(shape[1]) input channels")
+    }
     guard try int("group", 1) == 1 else { throw invalid("group other than 1 is not supported") }
     let (c, m, kh, kw) = (w.shape[0], w.shape[1], w.shape[2], w.shape[3])
     let strides = try window("strides", [1, 1], oneDimensional: false)
-    guard try window("dilations", [1, 1], oneDimensional: false) == [1, 1] else { throw invalid("dilations other than 1 are not supported") }
+    guard try window("dilations", [1, 1], oneDimensional: false) == [1, 1] else {
+      throw invalid("dilations other than 1 are not supported")
+    }
     let outputPadding = try window("output_padding", [0, 0], oneDimensional: false, positive: false)
     var pads = try ints("pads") ?? [0, 0, 0, 0]
-    guard pads.count == 4, pads.allSatisfy({ $0 >= 0 }) else { throw invalid("attribute 'pads' \(pads) must be 4 non-negative values") }
+    guard pads.count == 4, pads.allSatisfy({ $0 >= 0 }) else {
+      throw invalid("attribute 'pads' \(pads) must be 4 non-negative values")
+    }
     let autoPad = try string("auto_pad", "NOTSET")
     let kernelSize = [kh, kw]
     var full: [Int] = []
@@ -78,7 +96,9 @@ extension ONNXNodeContext {
       full.append(scaled + outputPadding[axis] + kernelSize[axis])
     }
     if let given = try ints("output_shape") {
-      guard given.count == 2, given.allSatisfy({ $0 >= 1 }) else { throw invalid("attribute 'output_shape' \(given) must be 2 positive sizes") }
+      guard given.count == 2, given.allSatisfy({ $0 >= 1 }) else {
+        throw invalid("attribute 'output_shape' \(given) must be 2 positive sizes")
+      }
       for axis in 0..<2 {
         let total: Int = full[axis] - given[axis]
         guard total >= 0 else { throw invalid("output_shape \(given) is larger than the full output \(full)") }
@@ -95,19 +115,27 @@ extension ONNXNodeContext {
     }
     // Kernel [C, M, kH, kW] to the IR's [kH, kW, M, C].
     var values = [Float](repeating: 0, count: w.count)
-    for i in 0..<c { for o in 0..<m { for y in 0..<kh { for xx in 0..<kw {
-      values[((y * kw + xx) * m + o) * c + i] = w.floats[((i * m + o) * kh + y) * kw + xx]
-    } } } }
+    for i in 0..<c {
+      for o in 0..<m {
+        for y in 0..<kh {
+          for xx in 0..<kw {
+            values[((y * kw + xx) * m + o) * c + i] = w.floats[((i * m + o) * kh + y) * kw + xx]
+          }
+        }
+      }
+    }
     let bias = try channelBias(2, channels: m)
     // The IR scatters into the full output (valid padding); the pads are cropped afterwards.
     let transposed = ConvolutionTranspose(
-      kernel: Constant(shape: [kh, kw, m, c], values: values), bias: bias, strides: strides, padding: .valid, outputSize: full)
+      kernel: Constant(shape: [kh, kw, m, c], values: values), bias: bias, strides: strides, padding: .valid,
+      outputSize: full)
     var y = try add(.convolutionTranspose(transposed), [try channelsLast(x)], suffix: "__nhwc")
     let cropped: [Int] = [full[0] - pads[0] - pads[2], full[1] - pads[1] - pads[3]]
     full = cropped
     guard full.allSatisfy({ $0 >= 1 }) else { throw invalid("pads \(pads) remove the whole output") }
     if pads.contains(where: { $0 != 0 }) {
-      y = try add(.cropping2D(Box2D(top: pads[0], bottom: pads[2], left: pads[1], right: pads[3])), [y], suffix: "__crop")
+      y = try add(
+        .cropping2D(Box2D(top: pads[0], bottom: pads[2], left: pads[1], right: pads[3])), [y], suffix: "__crop")
     }
     define(try channelsFirst(y))
   }

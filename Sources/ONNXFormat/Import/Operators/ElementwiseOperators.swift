@@ -11,21 +11,27 @@ extension ONNXOperatorRegistry {
       ("Add", .add, [1, 6, 7, 13, 14]), ("Sub", .subtract, [1, 6, 7, 13, 14]), ("Mul", .multiply, [1, 6, 7, 13, 14]),
       ("Div", .divide, [1, 6, 7, 13, 14]), ("Pow", .power, [1, 7, 12, 13, 15]), ("Max", .maximum, [1, 6, 8, 12, 13]),
       ("Min", .minimum, [1, 6, 8, 12, 13]), ("Sum", .add, [1, 6, 8, 13]), ("Mean", .average, [1, 6, 8, 13]),
-      ("Equal", .equal, [1, 7, 11, 13, 19]), ("Greater", .greaterThan, [1, 7, 9, 13]), ("Less", .lessThan, [1, 7, 9, 13]),
+      ("Equal", .equal, [1, 7, 11, 13, 19]), ("Greater", .greaterThan, [1, 7, 9, 13]),
+      ("Less", .lessThan, [1, 7, 9, 13]),
       ("GreaterOrEqual", .greaterEqual, [12, 16]), ("LessOrEqual", .lessEqual, [12, 16]), ("Where", .select, [9, 16]),
     ]
     // The four arithmetic operators pass a layout through (the others are not relied on to).
     let neutral: Set<String> = ["Add", "Sub", "Mul", "Div", "Sqrt", "Exp", "Log", "Abs", "Neg"]
     for (op, kind, versions) in binary {
-      all.merge(entries([op: versions], layout: neutral.contains(op) ? .neutral : .own) { try $0.elementwise(kind) }) { $0 + $1 }
+      all.merge(entries([op: versions], layout: neutral.contains(op) ? .neutral : .own) { try $0.elementwise(kind) }) {
+        $0 + $1
+      }
     }
     let unary: [(String, Activation, [Int])] = [
       ("Sqrt", .unary(UnaryFunction(kind: .sqrt)), [1, 6, 13]), ("Exp", .unary(UnaryFunction(kind: .exp)), [1, 6, 13]),
       ("Log", .unary(UnaryFunction(kind: .log)), [1, 6, 13]), ("Abs", .unary(UnaryFunction(kind: .abs)), [1, 6, 13]),
-      ("Neg", .linear(scale: -1, offset: 0), [1, 6, 13]), ("Reciprocal", .unary(UnaryFunction(kind: .inverse)), [1, 6, 13]),
+      ("Neg", .linear(scale: -1, offset: 0), [1, 6, 13]),
+      ("Reciprocal", .unary(UnaryFunction(kind: .inverse)), [1, 6, 13]),
     ]
     for (op, activation, versions) in unary {
-      all.merge(entries([op: versions], layout: neutral.contains(op) ? .neutral : .own) { try $0.unaryFunction(activation) }) { $0 + $1 }
+      all.merge(
+        entries([op: versions], layout: neutral.contains(op) ? .neutral : .own) { try $0.unaryFunction(activation) }
+      ) { $0 + $1 }
     }
     return all
   }()
@@ -36,7 +42,9 @@ extension ONNXNodeContext {
     guard inputCount >= 1 else { throw invalid("needs inputs") }
     let given = (0..<inputCount).filter { hasInput($0) }
     // No input of these operators is optional: an empty name is a missing input, not one left out.
-    guard given.count == inputCount else { throw invalid("input \((0..<inputCount).first { !hasInput($0) } ?? 0) is missing (an empty name)") }
+    guard given.count == inputCount else {
+      throw invalid("input \((0..<inputCount).first { !hasInput($0) } ?? 0) is missing (an empty name)")
+    }
     let arity = ["Sum", "Mean", "Max", "Min"].contains(opType) ? nil : opType == "Where" ? 3 : 2
     if let arity, inputCount != arity { throw invalid("takes \(arity) inputs, got \(inputCount)") }
     let legacyBroadcast = opset < 7 ? try int("broadcast", 0) : 0
@@ -59,7 +67,10 @@ extension ONNXNodeContext {
     }
     var inputs: [ValueID] = []
     for index in given { inputs.append(try tensor(index)) }
-    if integers && (kind == .divide || kind == .power) { throw invalid("integer \(kind == .divide ? "division" : "powers") of computed tensors (the IR computes in float32)") }
+    if integers && (kind == .divide || kind == .power) {
+      throw invalid(
+        "integer \(kind == .divide ? "division" : "powers") of computed tensors (the IR computes in float32)")
+    }
     let y = try add(.elementwise(kind), inputs)
     if integers && [.add, .subtract, .multiply, .maximum, .minimum].contains(kind) { integerValues.insert(y) }
     define(y)
@@ -75,7 +86,9 @@ extension ONNXNodeContext {
 
   /// The element of an operand of `operandShape` that element `flat` of the numpy broadcast `shape` reads.
   static func broadcastIndex(_ flat: Int, of shape: [Int], into operandShape: [Int]) -> Int {
-    var rest = flat, result = 0, stride = 1
+    var rest = flat
+    var result = 0
+    var stride = 1
     let offset = shape.count - operandShape.count
     var strides = [Int](repeating: 0, count: operandShape.count)
     for axis in operandShape.indices.reversed() {
@@ -95,19 +108,30 @@ extension ONNXNodeContext {
     guard operands.count >= 1, let shape = Broadcasting.shape(operands.map(\.shape)) else { return nil }
     let count = shape.reduce(1, *)
     guard count <= ONNXConstant.maxFoldedCount else { return nil }
-    func index(_ flat: Int, into operandShape: [Int]) -> Int { Self.broadcastIndex(flat, of: shape, into: operandShape) }
+    func index(_ flat: Int, into operandShape: [Int]) -> Int {
+      Self.broadcastIndex(flat, of: shape, into: operandShape)
+    }
     // Where(condition, a, b) on constants (exporters compute expand shapes with it).
     if kind == .select {
       guard operands.count == 3 else { return nil }
       let (condition, a, b) = (operands[0], operands[1], operands[2])
       let pick = (0..<count).map { flat in condition.floats[index(flat, into: condition.shape)] != 0 }
       if let ai = a.ints, let bi = b.ints {
-        return ONNXConstant(shape: shape, ints: (0..<count).map { pick[$0] ? ai[index($0, into: a.shape)] : bi[index($0, into: b.shape)] })
+        return ONNXConstant(
+          shape: shape, ints: (0..<count).map { pick[$0] ? ai[index($0, into: a.shape)] : bi[index($0, into: b.shape)] }
+        )
       }
-      return ONNXConstant(shape: shape, floats: (0..<count).map { pick[$0] ? a.floats[index($0, into: a.shape)] : b.floats[index($0, into: b.shape)] })
+      return ONNXConstant(
+        shape: shape,
+        floats: (0..<count).map { pick[$0] ? a.floats[index($0, into: a.shape)] : b.floats[index($0, into: b.shape)] })
     }
     let allInts = operands.allSatisfy { $0.ints != nil }
-    if allInts, [.add, .subtract, .multiply, .divide, .maximum, .minimum, .equal, .greaterThan, .lessThan, .greaterEqual, .lessEqual].contains(kind) {
+    if allInts,
+      [
+        .add, .subtract, .multiply, .divide, .maximum, .minimum, .equal, .greaterThan, .lessThan, .greaterEqual,
+        .lessEqual,
+      ].contains(kind)
+    {
       var result: [Int] = []
       for flat in 0..<count {
         let values = operands.map { $0.ints![index(flat, into: $0.shape)] }
@@ -137,17 +161,19 @@ extension ONNXNodeContext {
     if operands.count == 2, [.equal, .notEqual, .greaterThan, .lessThan, .greaterEqual, .lessEqual].contains(kind) {
       // Float comparisons give booleans (masks exporters build from shapes).
       let (a, b) = (operands[0], operands[1])
-      return ONNXConstant(shape: shape, ints: (0..<count).map { flat -> Int in
-        let (x, y) = (a.floats[index(flat, into: a.shape)], b.floats[index(flat, into: b.shape)])
-        switch kind {
-        case .equal: return x == y ? 1 : 0
-        case .notEqual: return x != y ? 1 : 0
-        case .greaterThan: return x > y ? 1 : 0
-        case .lessThan: return x < y ? 1 : 0
-        case .greaterEqual: return x >= y ? 1 : 0
-        default: return x <= y ? 1 : 0
-        }
-      })
+      return ONNXConstant(
+        shape: shape,
+        ints: (0..<count).map { flat -> Int in
+          let (x, y) = (a.floats[index(flat, into: a.shape)], b.floats[index(flat, into: b.shape)])
+          switch kind {
+          case .equal: return x == y ? 1 : 0
+          case .notEqual: return x != y ? 1 : 0
+          case .greaterThan: return x > y ? 1 : 0
+          case .lessThan: return x < y ? 1 : 0
+          case .greaterEqual: return x >= y ? 1 : 0
+          default: return x <= y ? 1 : 0
+          }
+        })
     }
     var result: [Float] = []
     for flat in 0..<count {

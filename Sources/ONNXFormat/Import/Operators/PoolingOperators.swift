@@ -5,7 +5,9 @@ extension ONNXOperatorRegistry {
   /// `GlobalAveragePool`, `GlobalMaxPool`.
   static let poolingOperators: [String: [ONNXOperatorEntry]] =
     entries(["MaxPool": [1, 8, 10, 11, 12]], layout: .channelsFirst) { try $0.pooling(.max) }
-    .merging(entries(["AveragePool": [1, 7, 10, 11, 19]], layout: .channelsFirst) { try $0.pooling(.average) }) { $0 + $1 }
+    .merging(entries(["AveragePool": [1, 7, 10, 11, 19]], layout: .channelsFirst) { try $0.pooling(.average) }) {
+      $0 + $1
+    }
     .merging(entries(["GlobalAveragePool": [1]], layout: .channelsFirst) { try $0.globalPooling(.average) }) { $0 + $1 }
     .merging(entries(["GlobalMaxPool": [1]], layout: .channelsFirst) { try $0.globalPooling(.max) }) { $0 + $1 }
 }
@@ -19,7 +21,9 @@ extension ONNXNodeContext {
     guard hasAttribute("kernel_shape") else { throw invalid("attribute 'kernel_shape' is required") }
     let kernel = try window("kernel_shape", [1, 1], oneDimensional: oneD)
     let strides = try window("strides", [1, 1], oneDimensional: oneD)
-    guard try window("dilations", [1, 1], oneDimensional: oneD) == [1, 1] else { throw invalid("dilations other than 1 are not supported") }
+    guard try window("dilations", [1, 1], oneDimensional: oneD) == [1, 1] else {
+      throw invalid("dilations other than 1 are not supported")
+    }
     let spatial = [shape[2], shape[3]]
     var pads = try padding(input: spatial, kernel: kernel, strides: strides, dilations: [1, 1], oneDimensional: oneD)
     let includePad = try int("count_include_pad", 0) == 1
@@ -49,15 +53,20 @@ extension ONNXNodeContext {
         pads[3] += ceilExtra[1]
         // Padding never wins a maximum.
         input = try add(
-          .constantPad(ConstantPadding(before: [0, pads[0], pads[1], 0], after: [0, pads[2], pads[3], 0], value: -Float.greatestFiniteMagnitude)),
+          .constantPad(
+            ConstantPadding(
+              before: [0, pads[0], pads[1], 0], after: [0, pads[2], pads[3], 0], value: -Float.greatestFiniteMagnitude)),
           [input], suffix: "__pad")
       } else if includePad && ceilExtra == [0, 0] {
-        input = try add(.zeroPadding2D(Box2D(top: pads[0], bottom: pads[2], left: pads[1], right: pads[3])), [input], suffix: "__pad")
+        input = try add(
+          .zeroPadding2D(Box2D(top: pads[0], bottom: pads[2], left: pads[1], right: pads[3])), [input], suffix: "__pad")
       } else {
         // An average that leaves out the padding: the average over the zero-padded input, times the
         // window size over the input elements each window covers (known from the shapes alone).
         let (before, after) = ([pads[0], pads[1]], [pads[2] + ceilExtra[0], pads[3] + ceilExtra[1]])
-        input = try add(.zeroPadding2D(Box2D(top: before[0], bottom: after[0], left: before[1], right: after[1])), [input], suffix: "__pad")
+        input = try add(
+          .zeroPadding2D(Box2D(top: before[0], bottom: after[0], left: before[1], right: after[1])), [input],
+          suffix: "__pad")
         let counts = (0..<2).map { axis -> [Int] in
           let padded = spatial[axis] + before[axis] + after[axis]
           let outputs = (padded - kernel[axis]) / strides[axis] + 1
@@ -66,11 +75,16 @@ extension ONNXNodeContext {
             return Swift.max(0, Swift.min(start + kernel[axis], spatial[axis]) - Swift.max(start, 0))
           }
         }
-        guard counts.allSatisfy({ $0.allSatisfy { $0 > 0 } }) else { throw invalid("a pooling window covers only padding") }
+        guard counts.allSatisfy({ $0.allSatisfy { $0 > 0 } }) else {
+          throw invalid("a pooling window covers only padding")
+        }
         let window = Float(kernel[0] * kernel[1])
         let ratios = counts[0].flatMap { h in counts[1].map { w in window / Float(h * w) } }
-        let pooled = try add(.pooling2D(Pooling2D(kind: .average, pool: kernel, strides: strides, padding: .valid)), [input], suffix: "__sum_nhwc")
-        let scale = try add(.constant(Constant(shape: [1, counts[0].count, counts[1].count, 1], values: ratios)), [], suffix: "__counts")
+        let pooled = try add(
+          .pooling2D(Pooling2D(kind: .average, pool: kernel, strides: strides, padding: .valid)), [input],
+          suffix: "__sum_nhwc")
+        let scale = try add(
+          .constant(Constant(shape: [1, counts[0].count, counts[1].count, 1], values: ratios)), [], suffix: "__counts")
         let y = try add(.elementwise(.multiply), [pooled, scale], suffix: "__nhwc")
         return define(try spatialOutput(try channelsFirst(y), oneDimensional: oneD))
       }

@@ -32,7 +32,9 @@ extension ONNXNodeContext {
     case "elu": return .elu(alpha: alpha ?? 1)
     case "softsign": return .softsign
     case "softplus": return .softplus
-    default: throw invalid("activation '\(name)' is not supported (Sigmoid, Tanh, Relu, HardSigmoid, LeakyRelu, Elu, Softsign, Softplus)")
+    default:
+      throw invalid(
+        "activation '\(name)' is not supported (Sigmoid, Tanh, Relu, HardSigmoid, LeakyRelu, Elu, Softsign, Softplus)")
     }
   }
 
@@ -51,30 +53,40 @@ extension ONNXNodeContext {
     let directions = direction == "bidirectional" ? 2 : 1
     let gates = cell.gates
     guard hasAttribute("hidden_size") || hasInput(2) else { throw invalid("attribute 'hidden_size' is required") }
-    let w = try requiredConstant(1, "W"), r = try requiredConstant(2, "R")
+    let w = try requiredConstant(1, "W")
+    let r = try requiredConstant(2, "R")
     let units = try int("hidden_size", w.shape.count == 3 ? w.shape[1] / gates : 0)
-    guard units >= 1, w.shape == [directions, gates * units, inputSize], r.shape == [directions, gates * units, units] else {
-      throw invalid("W \(w.shape) / R \(r.shape) do not fit \(directions) direction(s), \(units) units and \(inputSize) inputs")
+    guard units >= 1, w.shape == [directions, gates * units, inputSize], r.shape == [directions, gates * units, units]
+    else {
+      throw invalid(
+        "W \(w.shape) / R \(r.shape) do not fit \(directions) direction(s), \(units) units and \(inputSize) inputs")
     }
     if hasAttribute("clip") { throw invalid("clip is not supported") }
     if case .lstm = cell, try int("input_forget", 0) != 0 { throw invalid("input_forget is not supported") }
     // sequence_lens (4): every sequence the full length; initial states (5, 6) and peepholes (7): zero.
     if hasInput(4) {
       let lengths = try requiredInts(4, "sequence_lens")
-      guard lengths.allSatisfy({ $0 == steps }) else { throw invalid("sequence_lens \(lengths) shorter than the \(steps) steps are not supported") }
+      guard lengths.allSatisfy({ $0 == steps }) else {
+        throw invalid("sequence_lens \(lengths) shorter than the \(steps) steps are not supported")
+      }
     }
     for (index, what) in [(5, "initial_h"), (6, "initial_c"), (7, "P")] where hasInput(index) {
-      guard try requiredConstant(index, what).floats.allSatisfy({ $0 == 0 }) else { throw invalid("a non-zero \(what) is not supported") }
+      guard try requiredConstant(index, what).floats.allSatisfy({ $0 == 0 }) else {
+        throw invalid("a non-zero \(what) is not supported")
+      }
     }
     var wantsCell = false
     if case .lstm = cell { wantsCell = outputCount > 2 && !node.outputs[2].isEmpty }
     let wantsSequence = outputCount > 0 && !node.outputs[0].isEmpty
     let wantsLast = outputCount > 1 && !node.outputs[1].isEmpty
-    if direction == "reverse" && wantsSequence { throw invalid("a reverse direction's Y (in time order) is not supported; Y_h is") }
+    if direction == "reverse" && wantsSequence {
+      throw invalid("a reverse direction's Y (in time order) is not supported; Y_h is")
+    }
 
     // Activations: per direction, (gate, candidate[, output]); the IR has one candidate/output activation.
     let names = node.attribute("activations")?.strings
-    let alphas = node.attribute("activation_alpha")?.floats, betas = node.attribute("activation_beta")?.floats
+    let alphas = node.attribute("activation_alpha")?.floats
+    let betas = node.attribute("activation_beta")?.floats
     let perDirection: Int
     switch cell {
     case .lstm: perDirection = 3
@@ -88,35 +100,49 @@ extension ONNXNodeContext {
     case .simple: defaults = ["Tanh"]
     }
     let given = names ?? Array([[String]](repeating: defaults, count: directions).joined())
-    guard given.count == perDirection * directions else { throw invalid("activations \(given) must have \(perDirection * directions) names") }
+    guard given.count == perDirection * directions else {
+      throw invalid("activations \(given) must have \(perDirection * directions) names")
+    }
     var activations: [Activation] = []
     for (index, name) in given.enumerated() {
-      activations.append(try recurrentActivation(name, alpha: alphas.flatMap { index < $0.count ? $0[index] : nil }, beta: betas.flatMap { index < $0.count ? $0[index] : nil }))
+      activations.append(
+        try recurrentActivation(
+          name, alpha: alphas.flatMap { index < $0.count ? $0[index] : nil },
+          beta: betas.flatMap { index < $0.count ? $0[index] : nil }))
     }
     if directions == 2 && Array(activations.prefix(perDirection)) != Array(activations.suffix(perDirection)) {
       throw invalid("different activations per direction are not supported")
     }
     let gateActivation: Activation = cell == .simple ? .sigmoid : activations[0]
     let candidate = cell == .simple ? activations[0] : activations[1]
-    if case .lstm = cell, activations[2] != candidate { throw invalid("an output activation other than the cell's (\(activations[2]) vs \(candidate)) is not supported") }
+    if case .lstm = cell, activations[2] != candidate {
+      throw invalid("an output activation other than the cell's (\(activations[2]) vs \(candidate)) is not supported")
+    }
 
     let bias = hasInput(3) ? try requiredConstant(3, "B") : nil
-    if let bias, bias.shape != [directions, 2 * gates * units] { throw invalid("B \(bias.shape) must be [\(directions), \(2 * gates * units)]") }
+    if let bias, bias.shape != [directions, 2 * gates * units] {
+      throw invalid("B \(bias.shape) must be [\(directions), \(2 * gates * units)]")
+    }
     let order = Self.onnxGate(cell)
     func weights(_ d: Int) -> Recurrent.Weights {
       func matrix(_ c: ONNXConstant, columns: Int) -> Constant {
         // ONNX [gates * units, columns] to the IR's [columns, gates * units], IR gate order.
         var values = [Float](repeating: 0, count: columns * gates * units)
         let offset = d * gates * units * columns
-        for k in 0..<gates { for u in 0..<units { for col in 0..<columns {
-          values[col * gates * units + k * units + u] = c.floats[offset + (order[k] * units + u) * columns + col]
-        } } }
+        for k in 0..<gates {
+          for u in 0..<units {
+            for col in 0..<columns {
+              values[col * gates * units + k * units + u] = c.floats[offset + (order[k] * units + u) * columns + col]
+            }
+          }
+        }
         return Constant(shape: [columns, gates * units], values: values)
       }
       var irBias: Constant?
       if let bias {
         let base: Int = d * 2 * gates * units
-        var input: [Float] = [], hidden: [Float] = []
+        var input: [Float] = []
+        var hidden: [Float] = []
         for k in 0..<gates {
           let start: Int = base + order[k] * units
           input += bias.floats[start..<(start + units)]
@@ -131,20 +157,29 @@ extension ONNXNodeContext {
       } else if case .gru(resetAfter: true) = cell {
         irBias = .filled(0, shape: [2 * gates * units])
       }
-      return Recurrent.Weights(kernel: matrix(w, columns: inputSize), recurrentKernel: matrix(r, columns: units), bias: irBias)
+      return Recurrent.Weights(
+        kernel: matrix(w, columns: inputSize), recurrentKernel: matrix(r, columns: units), bias: irBias)
     }
-    let forward = weights(0), backward = directions == 2 ? weights(1) : nil
+    let forward = weights(0)
+    let backward = directions == 2 ? weights(1) : nil
     func layer(_ sequences: Bool, cellState: Bool = false) -> Recurrent {
       Recurrent(
-        cell: cell, units: units, activation: candidate, recurrentActivation: gateActivation, forward: forward, backward: backward,
+        cell: cell, units: units, activation: candidate, recurrentActivation: gateActivation, forward: forward,
+        backward: backward,
         returnSequences: sequences, goBackwards: direction == "reverse", returnsCellState: cellState)
     }
     // One IR layer per batch element (and per output asked for).
     let source = batchFirst ? try add(.permute(order: [1, 0, 2]), [x], suffix: "__seq_first") : x
-    var sequences: [ValueID] = [], lasts: [ValueID] = [], cells: [ValueID] = []
+    var sequences: [ValueID] = []
+    var lasts: [ValueID] = []
+    var cells: [ValueID] = []
     for b in 0..<batch {
-      let slice = batch == 1 ? source : try add(
-        .slice(StridedSlice(begin: [0, b, 0], end: [steps, b + 1, inputSize], strides: [1, 1, 1])), [source], suffix: "__batch\(b)")
+      let slice =
+        batch == 1
+        ? source
+        : try add(
+          .slice(StridedSlice(begin: [0, b, 0], end: [steps, b + 1, inputSize], strides: [1, 1, 1])), [source],
+          suffix: "__batch\(b)")
       let steps2D = try add(.reshape(targetShape: [steps, inputSize]), [slice], suffix: "__steps\(b)")
       if wantsSequence {
         let y = try add(.recurrent(layer(true)), [steps2D], suffix: "__sequence\(b)")

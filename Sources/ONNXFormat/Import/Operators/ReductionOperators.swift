@@ -8,8 +8,12 @@ extension ONNXOperatorRegistry {
     .merging(entries(["ReduceSum": [1, 11, 13]]) { try $0.reduce(.sum, axesInputSince: 13) }) { $0 + $1 }
     .merging(entries(["ReduceMax": [1, 11, 12, 13, 18, 20]]) { try $0.reduce(.max, axesInputSince: 18) }) { $0 + $1 }
     .merging(entries(["ReduceMin": [1, 11, 12, 13, 18, 20]]) { try $0.reduce(.min, axesInputSince: 18) }) { $0 + $1 }
-    .merging(entries(["ReduceL2": [1, 11, 13, 18]]) { try $0.reduce(.sum, axesInputSince: 18, squared: true, root: true) }) { $0 + $1 }
-    .merging(entries(["ReduceSumSquare": [1, 11, 13, 18]]) { try $0.reduce(.sum, axesInputSince: 18, squared: true) }) { $0 + $1 }
+    .merging(
+      entries(["ReduceL2": [1, 11, 13, 18]]) { try $0.reduce(.sum, axesInputSince: 18, squared: true, root: true) }
+    ) { $0 + $1 }
+    .merging(entries(["ReduceSumSquare": [1, 11, 13, 18]]) { try $0.reduce(.sum, axesInputSince: 18, squared: true) }) {
+      $0 + $1
+    }
 }
 
 extension ONNXNodeContext {
@@ -32,7 +36,8 @@ extension ONNXNodeContext {
     guard Set(axes).count == axes.count else { throw invalid("axes \(axes) repeat an axis") }
     var x = try tensor(0)
     if squared { x = try add(.elementwise(.multiply), [x, x], suffix: "__squares") }
-    let reduced = try add(.reduce(Reduction(kind: kind, axes: axes.sorted(), keepDims: keepDims)), [x], suffix: root ? "__sum" : "")
+    let reduced = try add(
+      .reduce(Reduction(kind: kind, axes: axes.sorted(), keepDims: keepDims)), [x], suffix: root ? "__sum" : "")
     define(root ? try add(.activation(.unary(UnaryFunction(kind: .sqrt))), [reduced]) : reduced)
   }
 }

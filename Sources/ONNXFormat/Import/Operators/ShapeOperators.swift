@@ -6,11 +6,14 @@ extension ONNXOperatorRegistry {
   static let shapeOperators: [String: [ONNXOperatorEntry]] = {
     var all: [String: [ONNXOperatorEntry]] = [:]
     func register(
-      _ versions: [String: [Int]], layout: ONNXOperatorLayout = .own, _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void
+      _ versions: [String: [Int]], layout: ONNXOperatorLayout = .own,
+      _ handler: @escaping @Sendable (inout ONNXNodeContext) throws -> Void
     ) {
       all.merge(entries(versions, layout: layout, handler)) { $0 + $1 }
     }
-    register(["Identity": [1, 13, 14, 16, 19], "Dropout": [1, 6, 7, 10, 12, 13]], layout: .neutral) { try $0.identity() }
+    register(["Identity": [1, 13, 14, 16, 19], "Dropout": [1, 6, 7, 10, 12, 13]], layout: .neutral) {
+      try $0.identity()
+    }
     register(["Flatten": [1, 9, 11, 13]]) { try $0.flatten() }
     register(["Reshape": [1, 5, 13, 14, 19]]) { try $0.reshape() }
     register(["Squeeze": [1, 11, 13]]) { try $0.squeeze() }
@@ -45,7 +48,10 @@ extension ONNXNodeContext {
         define(ONNXConstant(shape: shape, ints: Array(repeating: 1, count: shape.reduce(1, *))), output: 1)
       }
     }
-    if let c = try constant(0) { define(c); return }
+    if let c = try constant(0) {
+      define(c)
+      return
+    }
     define(try add(.reshape(targetShape: try shape(0)), [try tensor(0)]))
   }
 
@@ -62,7 +68,9 @@ extension ONNXNodeContext {
     let shape = try self.shape(0)
     let axis = try int("axis", 1)
     let resolved = axis < 0 ? axis + shape.count : axis
-    guard resolved >= 0, resolved <= shape.count else { throw invalid("axis \(axis) is outside a rank-\(shape.count) tensor") }
+    guard resolved >= 0, resolved <= shape.count else {
+      throw invalid("axis \(axis) is outside a rank-\(shape.count) tensor")
+    }
     try reshaped(to: [shape[..<resolved].reduce(1, *), shape[resolved...].reduce(1, *)])
   }
 
@@ -75,7 +83,9 @@ extension ONNXNodeContext {
     for (axis, size) in requested.enumerated() {
       switch size {
       case 0 where !allowZero:
-        guard axis < shape.count else { throw invalid("shape \(requested) copies axis \(axis) of a rank-\(shape.count) tensor") }
+        guard axis < shape.count else {
+          throw invalid("shape \(requested) copies axis \(axis) of a rank-\(shape.count) tensor")
+        }
         target.append(shape[axis])
       case -1:
         guard inferred == nil else { throw invalid("shape \(requested) has more than one -1") }
@@ -91,7 +101,9 @@ extension ONNXNodeContext {
       guard known > 0, total % known == 0 else { throw invalid("shape \(requested) does not fit \(total) elements") }
       target[inferred] = total / known
     }
-    guard target.reduce(1, *) == total else { throw invalid("shape \(requested) does not hold the \(total) elements of \(shape)") }
+    guard target.reduce(1, *) == total else {
+      throw invalid("shape \(requested) does not hold the \(total) elements of \(shape)")
+    }
     try reshaped(to: target)
   }
 
@@ -110,8 +122,12 @@ extension ONNXNodeContext {
 
   mutating func unsqueeze() throws {
     let shape = try self.shape(0)
-    let rank = shape.count + (opset < 13 ? (try ints("axes") ?? []).count : (hasInput(1) ? try requiredInts(1, "axes").count : 0))
-    guard let axes = try axesArgument(rank: rank), Set(axes).count == axes.count else { throw invalid("axes are required, each once") }
+    let rank =
+      shape.count
+      + (opset < 13 ? (try ints("axes") ?? []).count : (hasInput(1) ? try requiredInts(1, "axes").count : 0))
+    guard let axes = try axesArgument(rank: rank), Set(axes).count == axes.count else {
+      throw invalid("axes are required, each once")
+    }
     var target: [Int] = []
     var rest = shape.makeIterator()
     for axis in 0..<rank { target.append(axes.contains(axis) ? 1 : rest.next() ?? 1) }
@@ -121,7 +137,9 @@ extension ONNXNodeContext {
   mutating func transpose() throws {
     let shape = try self.shape(0)
     let order = try ints("perm") ?? Array(shape.indices.reversed())
-    guard order.sorted() == Array(shape.indices) else { throw invalid("perm \(order) is not a permutation of \(shape.count) axes") }
+    guard order.sorted() == Array(shape.indices) else {
+      throw invalid("perm \(order) is not a permutation of \(shape.count) axes")
+    }
     if let c = try constant(0) {
       define(Self.permuted(c, order))
       return
@@ -132,9 +150,10 @@ extension ONNXNodeContext {
   /// A constant's axes reordered (`y` axis i is `x` axis `order[i]`).
   static func permuted(_ c: ONNXConstant, _ order: [Int]) -> ONNXConstant {
     let indices = Constant.permutedIndices(shape: c.shape, order: order)
-    return ONNXConstant(shape: order.map { c.shape[$0] }, floats: indices.map { c.floats[$0] }, ints: c.ints.map { ints in indices.map { ints[$0] } })
+    return ONNXConstant(
+      shape: order.map { c.shape[$0] }, floats: indices.map { c.floats[$0] },
+      ints: c.ints.map { ints in indices.map { ints[$0] } })
   }
-
 
   mutating func concat() throws {
     let given = (0..<inputCount).filter { hasInput($0) }
@@ -149,7 +168,8 @@ extension ONNXNodeContext {
       var shape = shapes[0]
       shape[axis] = parts.map { $0.shape[axis] }.reduce(0, +)
       let outer = shape[..<axis].reduce(1, *)
-      var floats: [Float] = [], ints: [Int]? = parts.allSatisfy { $0.ints != nil } ? [] : nil
+      var floats: [Float] = []
+      var ints: [Int]? = parts.allSatisfy { $0.ints != nil } ? [] : nil
       for o in 0..<outer {
         for part in parts {
           let block = part.shape[axis...].reduce(1, *)
@@ -185,18 +205,24 @@ extension ONNXNodeContext {
     let shape = try self.shape(0)
     let rank = shape.count
     func clamp(_ v: Int) -> Int { Swift.min(Swift.max(v < 0 ? v + rank : v, 0), rank) }
-    let start = clamp(try int("start", 0)), end = clamp(try int("end", rank))
+    let start = clamp(try int("start", 0))
+    let end = clamp(try int("end", rank))
     let dims = start < end ? Array(shape[start..<end]) : []
     define(ONNXConstant(shape: [dims.count], ints: dims))
   }
 
   mutating func constantOfShape() throws {
     let dims = try requiredInts(0, "shape")
-    guard dims.allSatisfy({ $0 >= 0 }), let count = GraphLimits.elementCount(dims) else { throw invalid("shape \(dims) is not a valid size") }
+    guard dims.allSatisfy({ $0 >= 0 }), let count = GraphLimits.elementCount(dims) else {
+      throw invalid("shape \(dims) is not a valid size")
+    }
     var value = ONNXConstant(shape: [1], floats: [0])
     if case .tensor(let t)? = node.attribute("value") { value = try ONNXConstant(t) }
     guard value.count == 1 else { throw invalid("value must hold one element") }
-    define(ONNXConstant(shape: dims, floats: Array(repeating: value.floats[0], count: count), ints: value.ints.map { Array(repeating: $0[0], count: count) }))
+    define(
+      ONNXConstant(
+        shape: dims, floats: Array(repeating: value.floats[0], count: count),
+        ints: value.ints.map { Array(repeating: $0[0], count: count) }))
   }
 
   mutating func cast() throws {
@@ -222,7 +248,9 @@ extension ONNXNodeContext {
   mutating func cast(to type: ONNXDataType) throws {
     if let c = try constant(0) {
       if type.isInteger || type == .bool {
-        define(ONNXConstant(shape: c.shape, ints: c.floats.map { type == .bool ? ($0 != 0 ? 1 : 0) : Int($0.rounded(.towardZero)) }))
+        define(
+          ONNXConstant(
+            shape: c.shape, ints: c.floats.map { type == .bool ? ($0 != 0 ? 1 : 0) : Int($0.rounded(.towardZero)) }))
       } else {
         define(ONNXConstant(shape: c.shape, floats: c.floats))
       }
@@ -243,7 +271,9 @@ extension ONNXNodeContext {
       define(y)
       return
     }
-    guard [.float, .float16, .double].contains(type) else { throw invalid("a cast of a computed tensor to \(type.name) is not supported") }
+    guard [.float, .float16, .double].contains(type) else {
+      throw invalid("a cast of a computed tensor to \(type.name) is not supported")
+    }
     define(try add(.reshape(targetShape: try shape(0)), [try tensor(0)]))
   }
 }

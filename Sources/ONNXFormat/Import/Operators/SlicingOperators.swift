@@ -19,19 +19,28 @@ extension ONNXNodeContext {
       return i
     }
     let outShape = Array(shape[..<axis]) + indices.shape + Array(shape[(axis + 1)...])
-    let outer = shape[..<axis].reduce(1, *), inner = shape[(axis + 1)...].reduce(1, *)
+    let outer = shape[..<axis].reduce(1, *)
+    let inner = shape[(axis + 1)...].reduce(1, *)
     if let c = try constant(0) {
       var order: [Int] = []
-      for o in 0..<outer { for i in resolved { for k in 0..<inner { order.append((o * shape[axis] + i) * inner + k) } } }
-      define(ONNXConstant(shape: outShape, floats: order.map { c.floats[$0] }, ints: c.ints.map { ints in order.map { ints[$0] } }))
+      for o in 0..<outer {
+        for i in resolved { for k in 0..<inner { order.append((o * shape[axis] + i) * inner + k) } }
+      }
+      define(
+        ONNXConstant(
+          shape: outShape, floats: order.map { c.floats[$0] }, ints: c.ints.map { ints in order.map { ints[$0] } }))
       return
     }
     let x = try tensor(0)
     var parts: [ValueID] = []
     for (n, i) in resolved.enumerated() {
-      var begin = [Int](repeating: 0, count: shape.count), end = shape
+      var begin = [Int](repeating: 0, count: shape.count)
+      var end = shape
       (begin[axis], end[axis]) = (i, i + 1)
-      parts.append(try add(.slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [x], suffix: "__\(n)"))
+      parts.append(
+        try add(
+          .slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [x],
+          suffix: "__\(n)"))
     }
     let joined = parts.count == 1 ? parts[0] : try add(.concatenate(axis: axis), parts, suffix: "__joined")
     define(try add(.reshape(targetShape: outShape), [joined]))
@@ -41,10 +50,14 @@ extension ONNXNodeContext {
   /// tensor (positive steps), folded on constants (any step).
   mutating func slice() throws {
     let shape = try self.shape(0)
-    let starts: [Int], ends: [Int]
-    var axes: [Int]?, steps: [Int]?
+    let starts: [Int]
+    let ends: [Int]
+    var axes: [Int]?
+    var steps: [Int]?
     if opset < 10 {
-      guard let s = try ints("starts"), let e = try ints("ends") else { throw invalid("attributes 'starts' and 'ends' are required") }
+      guard let s = try ints("starts"), let e = try ints("ends") else {
+        throw invalid("attributes 'starts' and 'ends' are required")
+      }
       (starts, ends, axes) = (s, e, try ints("axes"))
     } else {
       starts = try requiredInts(1, "starts")
@@ -54,10 +67,14 @@ extension ONNXNodeContext {
     }
     let axisList = try (axes ?? Array(0..<starts.count)).map { try axis($0, rank: shape.count, "axes") }
     let stepList = steps ?? Array(repeating: 1, count: starts.count)
-    guard ends.count == starts.count, axisList.count == starts.count, stepList.count == starts.count, Set(axisList).count == axisList.count else {
+    guard ends.count == starts.count, axisList.count == starts.count, stepList.count == starts.count,
+      Set(axisList).count == axisList.count
+    else {
       throw invalid("starts, ends, axes and steps must have the same length, each axis once")
     }
-    var begin = [Int](repeating: 0, count: shape.count), end = shape, stride = [Int](repeating: 1, count: shape.count)
+    var begin = [Int](repeating: 0, count: shape.count)
+    var end = shape
+    var stride = [Int](repeating: 1, count: shape.count)
     for (n, a) in axisList.enumerated() {
       let step = stepList[n]
       guard step != 0 else { throw invalid("a step of 0") }
@@ -67,11 +84,17 @@ extension ONNXNodeContext {
         (begin[a], end[a]) = (clamp(starts[n], low: 0, high: size), clamp(ends[n], low: 0, high: size))
       } else {
         // ends of -(size + 1) or below mean "through index 0".
-        (begin[a], end[a]) = (clamp(starts[n], low: -1, high: size - 1), ends[n] < -size ? -1 : clamp(ends[n], low: -1, high: size - 1))
+        (begin[a], end[a]) = (
+          clamp(starts[n], low: -1, high: size - 1), ends[n] < -size ? -1 : clamp(ends[n], low: -1, high: size - 1)
+        )
       }
       stride[a] = step
     }
-    let counts = shape.indices.map { a in stride[a] > 0 ? Swift.max(0, (end[a] - begin[a] + stride[a] - 1) / stride[a]) : Swift.max(0, (begin[a] - end[a] - stride[a] - 1) / -stride[a]) }
+    let counts = shape.indices.map { a in
+      stride[a] > 0
+        ? Swift.max(0, (end[a] - begin[a] + stride[a] - 1) / stride[a])
+        : Swift.max(0, (begin[a] - end[a] - stride[a] - 1) / -stride[a])
+    }
     if let c = try constant(0) {
       var order: [Int] = []
       var strides = [Int](repeating: 1, count: shape.count)
@@ -88,7 +111,9 @@ extension ONNXNodeContext {
           a -= 1
         }
       }
-      define(ONNXConstant(shape: counts, floats: order.map { c.floats[$0] }, ints: c.ints.map { ints in order.map { ints[$0] } }))
+      define(
+        ONNXConstant(
+          shape: counts, floats: order.map { c.floats[$0] }, ints: c.ints.map { ints in order.map { ints[$0] } }))
       return
     }
     guard stride.allSatisfy({ $0 > 0 }) else { throw invalid("negative steps on a computed tensor are not supported") }
@@ -106,7 +131,9 @@ extension ONNXNodeContext {
   mutating func pad() throws {
     let shape = try self.shape(0)
     let mode = try string("mode", "constant")
-    guard ["constant", "reflect", "edge"].contains(mode) else { throw invalid("mode '\(mode)' is not supported (constant, reflect and edge are)") }
+    guard ["constant", "reflect", "edge"].contains(mode) else {
+      throw invalid("mode '\(mode)' is not supported (constant, reflect and edge are)")
+    }
     var pads: [Int]
     var value: Float = 0
     if opset < 11 {
@@ -124,8 +151,11 @@ extension ONNXNodeContext {
     var axes = Array(shape.indices)
     if opset >= 18, hasInput(3) { axes = try requiredInts(3, "axes").map { try axis($0, rank: shape.count, "axes") } }
     guard pads.count == 2 * axes.count else { throw invalid("pads \(pads) must have \(2 * axes.count) values") }
-    guard pads.allSatisfy({ $0 >= 0 && $0 <= GraphLimits.maxElementCount }) else { throw invalid("negative pads (cropping) are not supported") }
-    var before = [Int](repeating: 0, count: shape.count), after = before
+    guard pads.allSatisfy({ $0 >= 0 && $0 <= GraphLimits.maxElementCount }) else {
+      throw invalid("negative pads (cropping) are not supported")
+    }
+    var before = [Int](repeating: 0, count: shape.count)
+    var after = before
     for (n, a) in axes.enumerated() { (before[a], after[a]) = (pads[n], pads[n + axes.count]) }
     guard value.isFinite else { throw invalid("constant_value \(value) is not finite") }
     if before.allSatisfy({ $0 == 0 }) && after.allSatisfy({ $0 == 0 }) {
@@ -152,27 +182,35 @@ extension ONNXNodeContext {
       let size = current[axis]
       if reflect {
         guard before[axis] < size, after[axis] < size else {
-          throw invalid("reflect pads \(before[axis]) and \(after[axis]) on axis \(axis) must be smaller than its size \(size)")
+          throw invalid(
+            "reflect pads \(before[axis]) and \(after[axis]) on axis \(axis) must be smaller than its size \(size)")
         }
       } else {
         guard before[axis] <= maximumEdgePad, after[axis] <= maximumEdgePad else {
-          throw invalid("edge pads \(before[axis]) and \(after[axis]) on axis \(axis) (at most \(maximumEdgePad) are read)")
+          throw invalid(
+            "edge pads \(before[axis]) and \(after[axis]) on axis \(axis) (at most \(maximumEdgePad) are read)")
         }
       }
-      let source = x, shape = current
+      let source = x
+      let shape = current
       var slices: [Int: ValueID] = [:]
       func index(_ i: Int) throws -> ValueID {
         if let done = slices[i] { return done }
-        var begin = [Int](repeating: 0, count: shape.count), end = shape
+        var begin = [Int](repeating: 0, count: shape.count)
+        var end = shape
         (begin[axis], end[axis]) = (i, i + 1)
-        let part = try add(.slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [source], suffix: "__axis\(axis)_\(i)")
+        let part = try add(
+          .slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [source],
+          suffix: "__axis\(axis)_\(i)")
         slices[i] = part
         return part
       }
       var parts: [ValueID] = []
       for k in stride(from: before[axis], through: 1, by: -1) { parts.append(try index(reflect ? k : 0)) }
       parts.append(source)
-      for k in stride(from: 1, through: after[axis], by: 1) { parts.append(try index(reflect ? size - 1 - k : size - 1)) }
+      for k in stride(from: 1, through: after[axis], by: 1) {
+        parts.append(try index(reflect ? size - 1 - k : size - 1))
+      }
       x = try add(.concatenate(axis: axis), parts, suffix: "__padded\(axis)")
       current[axis] += before[axis] + after[axis]
     }
@@ -201,10 +239,14 @@ extension ONNXNodeContext {
     let x = try tensor(0)
     var start = 0
     for (n, size) in sizes.enumerated() {
-      var begin = [Int](repeating: 0, count: shape.count), end = shape
+      var begin = [Int](repeating: 0, count: shape.count)
+      var end = shape
       (begin[axis], end[axis]) = (start, start + size)
       start += size
-      define(try add(.slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [x], suffix: "__part\(n)"), output: n)
+      define(
+        try add(
+          .slice(StridedSlice(begin: begin, end: end, strides: Array(repeating: 1, count: shape.count))), [x],
+          suffix: "__part\(n)"), output: n)
     }
   }
 
@@ -212,7 +254,9 @@ extension ONNXNodeContext {
   mutating func expand() throws {
     let shape = try self.shape(0)
     let requested = try requiredInts(1, "shape")
-    guard let target = Broadcasting.shape([shape, requested]) else { throw invalid("shape \(requested) does not broadcast with \(shape)") }
+    guard let target = Broadcasting.shape([shape, requested]) else {
+      throw invalid("shape \(requested) does not broadcast with \(shape)")
+    }
     if target == shape {
       if let c = try constant(0) { return define(c) }
       define(try add(.reshape(targetShape: shape), [try tensor(0)]))
@@ -221,10 +265,13 @@ extension ONNXNodeContext {
     if let c = try constant(0), let count = GraphLimits.elementCount(target), count <= ONNXConstant.maxFoldedCount {
       // A constant is broadcast at import, integers kept (exporters expand index tensors).
       let sources = (0..<count).map { Self.broadcastIndex($0, of: target, into: c.shape) }
-      define(ONNXConstant(shape: target, floats: sources.map { c.floats[$0] }, ints: c.ints.map { ints in sources.map { ints[$0] } }))
+      define(
+        ONNXConstant(
+          shape: target, floats: sources.map { c.floats[$0] }, ints: c.ints.map { ints in sources.map { ints[$0] } }))
       return
     }
-    let ones = try add(.constant(Constant(shape: target, values: Array(repeating: 1, count: target.reduce(1, *)))), [], suffix: "__ones")
+    let ones = try add(
+      .constant(Constant(shape: target, values: Array(repeating: 1, count: target.reduce(1, *)))), [], suffix: "__ones")
     define(try add(.elementwise(.multiply), [try tensor(0), ones]))
   }
 
@@ -246,9 +293,13 @@ extension ONNXNodeContext {
         scales = zip(sizes, shape).map { Float($0) / Float($1) }
       }
     }
-    guard let scales, scales.count == 4, scales[0] == 1, scales[1] == 1 else { throw invalid("scales must be 1 for N and C") }
+    guard let scales, scales.count == 4, scales[0] == 1, scales[1] == 1 else {
+      throw invalid("scales must be 1 for N and C")
+    }
     let factors = scales[2...].map { Int($0) }
-    guard zip(factors, scales[2...]).allSatisfy({ Float($0) == $1 && $0 >= 1 }) else { throw invalid("scales \(scales): only integer upscaling is supported") }
+    guard zip(factors, scales[2...]).allSatisfy({ Float($0) == $1 && $0 >= 1 }) else {
+      throw invalid("scales \(scales): only integer upscaling is supported")
+    }
     let transform = try string("coordinate_transformation_mode", "half_pixel")
     let sampling: UpsamplingMode
     switch mode {
@@ -257,7 +308,9 @@ extension ONNXNodeContext {
       // round_prefer_floor and TensorFlow's tf_half_pixel_for_nn floor (floor((x + 0.5) / s) is floor(x / s)
       // for an integer s); the others shift it.
       let nearest = try string("nearest_mode", "round_prefer_floor")
-      let samePixel = (transform == "asymmetric" && nearest == "floor") || (transform == "half_pixel" && nearest == "round_prefer_floor")
+      let samePixel =
+        (transform == "asymmetric" && nearest == "floor")
+        || (transform == "half_pixel" && nearest == "round_prefer_floor")
         || (transform == "tf_half_pixel_for_nn" && nearest == "floor")
       guard opType == "Upsample" || opset < 11 || samePixel else {
         throw invalid("nearest resizing with \(transform) and \(nearest) is not supported")
@@ -270,11 +323,16 @@ extension ONNXNodeContext {
       case "half_pixel", "pytorch_half_pixel": sampling = .bilinear
       case "align_corners": sampling = .bilinearAlignCorners
       case "asymmetric": sampling = .bilinearAsymmetric
-      default: throw invalid("linear resizing with \(transform) coordinates is not supported (half_pixel, pytorch_half_pixel, align_corners and asymmetric are)")
+      default:
+        throw invalid(
+          "linear resizing with \(transform) coordinates is not supported (half_pixel, pytorch_half_pixel, align_corners and asymmetric are)"
+        )
       }
     default: throw invalid("mode '\(mode)' is not supported")
     }
-    let y = try add(.upsampling2D(height: factors[0], width: factors[1], mode: sampling), [try channelsLast(try tensor(0))], suffix: "__nhwc")
+    let y = try add(
+      .upsampling2D(height: factors[0], width: factors[1], mode: sampling), [try channelsLast(try tensor(0))],
+      suffix: "__nhwc")
     define(try channelsFirst(y))
   }
 }
