@@ -5,8 +5,15 @@ cd "$(dirname "$0")/.."
 
 Scripts/setup.sh
 Scripts/check-proto.sh
-swift build
-swift test
+Scripts/lint.sh
+# The build is warning-free and stays so: any compiler warning (a fresh clone compiles every file) fails.
+mkdir -p .build
+swift build --build-tests 2>&1 | tee .build/build.log
+if grep -q "warning:" .build/build.log; then
+  echo "test: the build printed compiler warnings (above); fix them" >&2
+  exit 1
+fi
+swift test --skip-build
 Scripts/check-example.sh
 Scripts/check-plugin-example.sh
 # The library's DocC reference builds with no warning (a broken symbol link fails).

@@ -36,7 +36,9 @@ extension Constant {
         if count * MemoryLayout<Float>.stride >= 2 * hugePage, let base = buffer.baseAddress {
           let start = (Int(bitPattern: base) + hugePage - 1) & ~(hugePage - 1)
           let end = (Int(bitPattern: base + count)) & ~(hugePage - 1)
-          if end > start { _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, 14 /* MADV_HUGEPAGE */) }
+          if end > start {
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, 14)  // MADV_HUGEPAGE
+          }
         }
       #endif
       initialize(buffer)
@@ -48,7 +50,8 @@ extension Constant {
 extension Constant {
   /// The constant with its axes reordered: the result's axis `i` is this constant's axis `order[i]`.
   public func permuted(_ order: [Int]) -> Constant {
-    Constant(shape: order.map { shape[$0] }, values: Self.permutedIndices(shape: shape, order: order).map { values[$0] })
+    Constant(
+      shape: order.map { shape[$0] }, values: Self.permutedIndices(shape: shape, order: order).map { values[$0] })
   }
 
   /// For each element of a tensor of `shape` transposed by `order` (axis `i` is axis `order[i]`), in

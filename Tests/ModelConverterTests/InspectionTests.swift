@@ -10,12 +10,21 @@ import Testing
     struct Layer: Decodable {
       var name: String
       var `class`: String
-      var output_shape: [Int]?
-      var count_params: Int
+      var outputShape: [Int]?
+      var countParams: Int
+      enum CodingKeys: String, CodingKey {
+        case name, `class`
+        case outputShape = "output_shape"
+        case countParams = "count_params"
+      }
     }
     struct Model: Decodable {
-      var count_params: Int
+      var countParams: Int
       var layers: [Layer]
+      enum CodingKeys: String, CodingKey {
+        case layers
+        case countParams = "count_params"
+      }
     }
     var models: [String: Model]
   }
@@ -30,14 +39,14 @@ import Testing
     #expect(summary.models.count == 8)
     for (path, expected) in summary.models.sorted(by: { $0.key < $1.key }) {
       let inspection = try ModelInspector.inspect(contentsOf: Fixtures.packageRoot.appendingPathComponent(path))
-      #expect(inspection.parameterCount == expected.count_params, "\(path)")
+      #expect(inspection.parameterCount == expected.countParams, "\(path)")
       #expect(inspection.shapesUnavailable == nil, "\(path)")
-      #expect(inspection.weights.reduce(0) { $0 + $1.count } == expected.count_params, "\(path)")
+      #expect(inspection.weights.reduce(0) { $0 + $1.count } == expected.countParams, "\(path)")
       for layer in expected.layers {
         let row = try #require(inspection.layers.first { $0.name == layer.name }, "\(path): \(layer.name)")
         #expect(row.type == layer.class, "\(path): \(layer.name)")
-        #expect(row.parameterCount == layer.count_params, "\(path): \(layer.name)")
-        if let shape = layer.output_shape { #expect(row.outputShape == shape, "\(path): \(layer.name)") }
+        #expect(row.parameterCount == layer.countParams, "\(path): \(layer.name)")
+        if let shape = layer.outputShape { #expect(row.outputShape == shape, "\(path): \(layer.name)") }
       }
       // Only InputLayers that Keras does not list (a nested Sequential's) may be extra.
       let extra = inspection.layers.filter { row in !expected.layers.contains { $0.name == row.name } }
@@ -110,7 +119,9 @@ import Testing
       let image = try #require(inspection.imageInputs.first)
       #expect(image.colorSpace == "GRAYSCALE" && abs(image.scale - 1 / 255) < 1e-7 && image.grayBias == 0)
       #expect(inspection.parameterCount == keras.parameterCount, "\(name)")
-      #expect(inspection.weights.first { $0.dataType == type }?.count == keras.parameterCount, "\(name): \(inspection.weights)")
+      #expect(
+        inspection.weights.first { $0.dataType == type }?.count == keras.parameterCount,
+        "\(name): \(inspection.weights)")
       #expect(inspection.layers.contains { $0.type == "conv" && $0.outputShape?.count == 4 })
       #expect(!inspection.layers.contains { $0.type == "const" })
     }
@@ -128,7 +139,8 @@ import Testing
       let model = try KerasConverter.convert(
         modelAt: source,
         options: ConversionOptions(
-          inputNames: ["image"], imageInputNames: ["image"], classLabels: .strings((0..<10).map { "digit \($0)" }), imageScale: 1 / 255,
+          inputNames: ["image"], imageInputNames: ["image"], classLabels: .strings((0..<10).map { "digit \($0)" }),
+          imageScale: 1 / 255,
           format: ext == "mlpackage" ? .mlProgram : .neuralNetwork, author: "Tests", license: "MIT"))
       let url = directory.appendingPathComponent("Digits.\(ext)")
       try model.write(to: url)
@@ -137,7 +149,10 @@ import Testing
       #expect(inspection.metadata.author == "Tests" && inspection.metadata.license == "MIT")
       #expect(inspection.metadata.userDefined.contains { $0.key == "modelconv.version" })
       #expect(inspection.parameterCount == keras.parameterCount)
-      #expect(inspection.inputs == [.init(name: "image", type: .init(kind: "image", width: 8, height: 8, colorSpace: "GRAYSCALE"))])
+      #expect(
+        inspection.inputs == [
+          .init(name: "image", type: .init(kind: "image", width: 8, height: 8, colorSpace: "GRAYSCALE"))
+        ])
       #expect(inspection.specificationVersion == model.summary.specificationVersion)
     }
   }
@@ -152,7 +167,8 @@ import Testing
         let model = try KerasConverter.convert(
           modelAt: source,
           options: ConversionOptions(
-            inputNames: ["image"], imageInputNames: image ? ["image"] : [], classLabels: image ? .integers(Array(0...9)) : nil,
+            inputNames: ["image"], imageInputNames: image ? ["image"] : [],
+            classLabels: image ? .integers(Array(0...9)) : nil,
             imageScale: image ? 1 / 255 : 1, format: format))
         let url = directory.appendingPathComponent("m\(image).\(format.fileExtension)")
         try model.write(to: url)

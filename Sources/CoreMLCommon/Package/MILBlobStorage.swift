@@ -10,8 +10,21 @@ import ModelFormats
 public enum MILBlobStorage {
   /// The blob file's own element codes (not MIL's `DataType` numbers).
   public enum BlobDataType: UInt32, Sendable, CaseIterable {
-    case float16 = 1, float32 = 2, uint8 = 3, int8 = 4, bfloat16 = 5, int16 = 6, uint16 = 7, int4 = 8
-    case uint1 = 9, uint2 = 10, uint4 = 11, uint3 = 12, uint6 = 13, int32 = 14, uint32 = 15
+    case float16 = 1
+    case float32 = 2
+    case uint8 = 3
+    case int8 = 4
+    case bfloat16 = 5
+    case int16 = 6
+    case uint16 = 7
+    case int4 = 8
+    case uint1 = 9
+    case uint2 = 10
+    case uint4 = 11
+    case uint3 = 12
+    case uint6 = 13
+    case int32 = 14
+    case uint32 = 15
 
     /// The unsigned type of `bits` bits (1, 2, 3, 4, 6, 8).
     public init(unsignedBits bits: Int) {
@@ -108,12 +121,15 @@ public enum MILBlobStorage {
     /// Adds a weight, laid out in Core ML's order as float32 or float16 when the file is written (float16
     /// values must already be checked against float16's range).
     package mutating func append(_ values: CoreMLWeightValues, float16: Bool) -> UInt64 {
-      append(float16 ? .float16 : .float32, size: values.count * (float16 ? 2 : 4), paddingBits: 0, .values(values, float16: float16))
+      append(
+        float16 ? .float16 : .float32, size: values.count * (float16 ? 2 : 4), paddingBits: 0,
+        .values(values, float16: float16))
     }
 
     private mutating func append(_ dataType: BlobDataType, size: Int, paddingBits: Int, _ payload: Payload) -> UInt64 {
       let metadata = (byteCount + MILBlobStorage.alignment - 1) / MILBlobStorage.alignment * MILBlobStorage.alignment
-      entries.append(Entry(metadata: metadata, dataType: dataType, size: size, paddingBits: paddingBits, payload: payload))
+      entries.append(
+        Entry(metadata: metadata, dataType: dataType, size: size, paddingBits: paddingBits, payload: payload))
       byteCount = metadata + 64 + size
       return UInt64(metadata)
     }
@@ -175,7 +191,9 @@ public enum MILBlobStorage {
     /// Opens the regular file at `url` (a FIFO, device or folder is refused without blocking).
     public init(contentsOf url: URL) throws {
       let file: RangedFile
-      do { file = try RangedFile(url.path) } catch let failure as RangedFile.Failure { throw FormatError(path: url.path, detail: "cannot be read: \(failure.detail)") }
+      do { file = try RangedFile(url.path) } catch let failure as RangedFile.Failure {
+        throw FormatError(path: url.path, detail: "cannot be read: \(failure.detail)")
+      }
       try self.init(storage: .file(file), size: file.size, path: url.path)
     }
 
@@ -208,8 +226,10 @@ public enum MILBlobStorage {
     /// refers to the blob needs), a blob of another size is refused before its data is read.
     public func blob(at offset: UInt64, expectedBytes: Int? = nil) throws -> Blob {
       let fileSize = UInt64(size)
-      guard offset >= 64, offset % UInt64(MILBlobStorage.alignment) == 0, offset <= fileSize, fileSize - offset >= 64 else {
-        throw FormatError(path: path, detail: "offset \(offset) is not an aligned metadata record inside the \(size)-byte file")
+      guard offset >= 64, offset % UInt64(MILBlobStorage.alignment) == 0, offset <= fileSize, fileSize - offset >= 64
+      else {
+        throw FormatError(
+          path: path, detail: "offset \(offset) is not an aligned metadata record inside the \(size)-byte file")
       }
       let start = Int(offset)
       let record = try read(offset: start, count: 64)
@@ -217,10 +237,16 @@ public enum MILBlobStorage {
         throw FormatError(path: path, detail: "no blob record at offset \(offset) (sentinel missing)")
       }
       let code = Self.load32(record, 4)
-      guard let type = BlobDataType(rawValue: code) else { throw FormatError(path: path, detail: "blob at \(offset) has unknown data type \(code)") }
-      let size = Self.load64(record, 8), dataOffset = Self.load64(record, 16), padding = Self.load64(record, 24)
+      guard let type = BlobDataType(rawValue: code) else {
+        throw FormatError(path: path, detail: "blob at \(offset) has unknown data type \(code)")
+      }
+      let size = Self.load64(record, 8)
+      let dataOffset = Self.load64(record, 16)
+      let padding = Self.load64(record, 24)
       guard dataOffset >= offset + 64, dataOffset <= fileSize, size <= fileSize - dataOffset else {
-        throw FormatError(path: path, detail: "blob at \(offset) claims \(size) bytes at \(dataOffset), beyond the \(self.size)-byte file")
+        throw FormatError(
+          path: path,
+          detail: "blob at \(offset) claims \(size) bytes at \(dataOffset), beyond the \(self.size)-byte file")
       }
       // As coremltools' MILBlob StorageReader (mlmodel/src/MILBlob/Blob/StorageReader.cpp): the sentinel, the
       // data type and the data's place in the file are checked; `padding_size_in_bits` only for sub-byte
@@ -231,19 +257,27 @@ public enum MILBlobStorage {
       if type.bits < 8 {
         let elementBits = UInt64(type.bits)
         // size is at most the file's length (checked above), so size * 8 cannot overflow.
-        guard padding < 8, padding <= size * 8, 8 % elementBits != 0 || padding % elementBits == 0, (size * 8 - padding) % elementBits == 0 else {
-          throw FormatError(path: path, detail: "blob at \(offset) has \(padding) padding bits for \(size) bytes of \(type)")
+        guard padding < 8, padding <= size * 8, 8 % elementBits != 0 || padding % elementBits == 0,
+          (size * 8 - padding) % elementBits == 0
+        else {
+          throw FormatError(
+            path: path, detail: "blob at \(offset) has \(padding) padding bits for \(size) bytes of \(type)")
         }
         paddingBits = Int(padding)
       }
       if let expectedBytes, UInt64(max(expectedBytes, 0)) != size {
-        throw FormatError(path: path, detail: "blob at \(offset) holds \(size) bytes; the value it is read for needs \(expectedBytes)")
+        throw FormatError(
+          path: path, detail: "blob at \(offset) holds \(size) bytes; the value it is read for needs \(expectedBytes)")
       }
       return Blob(dataType: type, bytes: try read(offset: Int(dataOffset), count: Int(size)), paddingBits: paddingBits)
     }
 
-    static func load32(_ b: [UInt8], _ o: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(b[o + $1]) << (8 * UInt32($1)) } }
-    static func load64(_ b: [UInt8], _ o: Int) -> UInt64 { (0..<8).reduce(0) { $0 | UInt64(b[o + $1]) << (8 * UInt64($1)) } }
+    static func load32(_ b: [UInt8], _ o: Int) -> UInt32 {
+      (0..<4).reduce(0) { $0 | UInt32(b[o + $1]) << (8 * UInt32($1)) }
+    }
+    static func load64(_ b: [UInt8], _ o: Int) -> UInt64 {
+      (0..<8).reduce(0) { $0 | UInt64(b[o + $1]) << (8 * UInt64($1)) }
+    }
   }
 }
 

@@ -32,12 +32,6 @@ struct KerasWeightStore: Sendable, Equatable {
   /// Top-level layer name → dataset path → values, for every layer group that exists.
   let datasets: [String: [String: KerasStoredWeight]]
 
-  init(path: String, weightNames: [String: [String]], datasets: [String: [String: KerasStoredWeight]]) {
-    self.path = path
-    self.weightNames = weightNames
-    self.datasets = datasets
-  }
-
   /// Reads every weight named in `layer_names`/`weight_names` under `root`.
   ///
   /// Refuses external links (they would open another file) and more than `KerasModelSnapshot.maximumWeightElements`
@@ -48,7 +42,9 @@ struct KerasWeightStore: Sendable, Equatable {
     // whose `weight_names` libhdf5 refused (a corrupt string length beyond the reader's memory) was
     // reported as missing its weights.
     func strings(_ group: HDF5Group, _ name: String) throws -> [String]? {
-      do { return try group.stringArrayAttribute(name) } catch { throw KerasReaderError.hdf5(String(describing: error)) }
+      do { return try group.stringArrayAttribute(name) } catch {
+        throw KerasReaderError.hdf5(String(describing: error))
+      }
     }
     let layerNames = try strings(root, "layer_names")
     var weightNames: [String: [String]] = [:]
@@ -72,7 +68,8 @@ struct KerasWeightStore: Sendable, Equatable {
           total += weight.count
           guard total <= KerasModelSnapshot.maximumWeightElements else {
             throw KerasReaderError.limitExceeded(
-              path: path, detail: "more than \(KerasModelSnapshot.maximumWeightElements) weight values in all (2 GiB of float32)")
+              path: path,
+              detail: "more than \(KerasModelSnapshot.maximumWeightElements) weight values in all (2 GiB of float32)")
           }
           stored[name] = weight
         } catch let error as KerasReaderError {
@@ -110,7 +107,9 @@ struct KerasWeightStore: Sendable, Equatable {
   ///   - expectedShape: the shape the config implies, checked when given.
   ///   - direction: for the halves of a Bidirectional wrapper, `forward` or `backward`: only names with a
   ///     path component starting with `forward_` / `backward_` match.
-  func weight(_ kinds: [String], layer: String, topLevel: String, expectedShape: [Int]?, direction: String? = nil) throws -> Constant {
+  func weight(_ kinds: [String], layer: String, topLevel: String, expectedShape: [Int]?, direction: String? = nil)
+    throws -> Constant
+  {
     let names = weightNames[topLevel] ?? []
     let nested = topLevel != layer
     func inDirection(_ name: String) -> Bool {
@@ -135,7 +134,8 @@ struct KerasWeightStore: Sendable, Equatable {
     else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: kinds[0]) }
     let data = try constant(stored)
     if let expectedShape, expectedShape != data.shape {
-      throw KerasReaderError.weightShapeMismatch(path: path, layer: layer, weight: name, expected: expectedShape, actual: data.shape)
+      throw KerasReaderError.weightShapeMismatch(
+        path: path, layer: layer, weight: name, expected: expectedShape, actual: data.shape)
     }
     return Constant(shape: data.shape, values: data.values)
   }
@@ -143,7 +143,9 @@ struct KerasWeightStore: Sendable, Equatable {
   /// The stored names of a layer's weights: the whole group of a top-level layer, or the names with a
   /// path component naming the layer inside a nested model's group.
   func names(ownedBy layer: String, topLevel: String) -> [String] {
-    (weightNames[topLevel] ?? []).filter { topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer } }
+    (weightNames[topLevel] ?? []).filter {
+      topLevel == layer || $0.split(separator: "/").dropLast().contains { $0 == layer }
+    }
   }
 
   /// How many values the readable datasets hold.
@@ -160,7 +162,9 @@ struct KerasWeightStore: Sendable, Equatable {
     let names = names(ownedBy: layer, topLevel: topLevel)
     guard let group = datasets[topLevel] else { return [] }
     return try names.map { name in
-      guard let stored = group[name] else { throw KerasReaderError.missingWeight(path: path, layer: layer, weight: name) }
+      guard let stored = group[name] else {
+        throw KerasReaderError.missingWeight(path: path, layer: layer, weight: name)
+      }
       let data = try constant(stored)
       return Constant(shape: data.shape, values: data.values)
     }

@@ -9,7 +9,9 @@ extension MILOperationRegistry {
       try importer.recordConstant(value)
     },
     // A lookup table without `shape` is the iOS 18 form.
-    "constexpr_lut_to_dense": MILOperationEntry(introduced: { $0.inputs["shape"] == nil ? 8 : 6 }) { try $0.recordConstant(try $0.decompress()) },
+    "constexpr_lut_to_dense": MILOperationEntry(
+      introduced: { $0.inputs["shape"] == nil ? 8 : 6 },
+      { try $0.recordConstant(try $0.decompress()) }),
     "constexpr_affine_dequantize": MILOperationEntry(since: 6) { try $0.recordConstant(try $0.decompress()) },
     "constexpr_blockwise_shift_scale": MILOperationEntry(since: 8) { try $0.recordConstant(try $0.decompress()) },
     "constexpr_sparse_to_dense": MILOperationEntry(since: 6) { try $0.recordConstant(try $0.decompress()) },
