@@ -1,4 +1,4 @@
-import CoreMLFormat
+import CoreMLReader
 import CoreMLTestSupport
 import Foundation
 import TestSupport
