@@ -53,6 +53,22 @@ public struct CoreMLModelOutline: Sendable, Equatable {
   public var stringClassLabels: [String] = []
   public var int64ClassLabels: [Int64] = []
   public var subModels: [SubModel] = []
+  /// A `nonMaximumSuppression` model's parameters (NonMaximumSuppression.proto), else nil.
+  public var suppression: Suppression?
+
+  /// What a non-maximum suppression model declares: its thresholds, whether suppression is per class
+  /// (`pickTop.perClass`), and which features it reads and writes (names it leaves empty are "").
+  public struct Suppression: Sendable, Equatable {
+    public var iouThreshold: Double = 0
+    public var confidenceThreshold: Double = 0
+    public var perClass = false
+    public var confidenceInput = ""
+    public var coordinatesInput = ""
+    public var iouThresholdInput = ""
+    public var confidenceThresholdInput = ""
+    public var confidenceOutput = ""
+    public var coordinatesOutput = ""
+  }
 
   /// How deep pipelines may nest (Apple's own tools write one or two levels).
   public static let maximumDepth = 16
@@ -177,6 +193,9 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         }
       case 202:
         outline.subModels = try pipeline(type.range, field: here, depth: depth)
+      case 610:
+        outline.suppression = try suppression(type.range, here)
+        fallthrough
       default:
         guard let labels = CoreMLModelOutline.labelFields[type.number] else { break }
         for f in try fields(type.range, here) {
@@ -190,6 +209,34 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         }
       }
       return outline
+    }
+
+    /// `message NonMaximumSuppression`: pickTop = 1 (PickTop { bool perClass = 1; }), iouThreshold = 110
+    /// and confidenceThreshold = 111 (doubles), the feature names 200-203 (inputs) and 210-211 (outputs).
+    func suppression(_ range: Range<Int>, _ field: String) throws -> Suppression {
+      var result = Suppression()
+      func double(_ value: ProtobufWire.Value, _ name: String) throws -> Double {
+        guard case .fixed64(let bits) = value else { throw failure("\(field).\(name)", "expected a double") }
+        return Double(bitPattern: bits)
+      }
+      for f in try fields(range, field) {
+        switch f.number {
+        case 1:
+          for inner in try fields(try bytes(f.value, field + ".pickTop"), field + ".pickTop") where inner.number == 1 {
+            result.perClass = try varint(inner.value, field + ".pickTop.perClass") != 0
+          }
+        case 110: result.iouThreshold = try double(f.value, "iouThreshold")
+        case 111: result.confidenceThreshold = try double(f.value, "confidenceThreshold")
+        case 200: result.confidenceInput = try text(f.value, field + ".confidenceInputFeatureName")
+        case 201: result.coordinatesInput = try text(f.value, field + ".coordinatesInputFeatureName")
+        case 202: result.iouThresholdInput = try text(f.value, field + ".iouThresholdInputFeatureName")
+        case 203: result.confidenceThresholdInput = try text(f.value, field + ".confidenceThresholdInputFeatureName")
+        case 210: result.confidenceOutput = try text(f.value, field + ".confidenceOutputFeatureName")
+        case 211: result.coordinatesOutput = try text(f.value, field + ".coordinatesOutputFeatureName")
+        default: continue
+        }
+      }
+      return result
     }
 
     /// `message Pipeline` (Model.proto): repeated Model models = 1; repeated string names = 2.

@@ -28,7 +28,8 @@ extension CoreMLFrontend {
         license: text(outline.license),
         version: text(outline.version),
         userDefined: outline.userDefined.sorted { $0.key < $1.key }.map { .init(key: $0.key, value: $0.value) }),
-      layers: [], shapesUnavailable: nil, parameterCount: 0, weights: [], subModels: outline.subModels.map(subModel))
+      layers: [], shapesUnavailable: nil, parameterCount: 0, weights: [], subModels: outline.subModels.map(subModel),
+      suppression: outline.suppression.map(suppression))
   }
 
   /// Every `Model.Type` case Apple's Model.proto lists, as it names them.
@@ -57,7 +58,16 @@ extension CoreMLFrontend {
     .init(
       name: sub.name, kind: kind(sub.model.typeName), specificationVersion: sub.model.specificationVersion,
       inputs: sub.model.inputs.map(feature), outputs: sub.model.outputs.map(feature), labels: labels(sub.model),
-      subModels: sub.model.subModels.map(subModel))
+      subModels: sub.model.subModels.map(subModel), suppression: sub.model.suppression.map(suppression))
+  }
+
+  static func suppression(_ nms: CoreMLModelOutline.Suppression) -> ModelInspection.Suppression {
+    .init(
+      iouThreshold: nms.iouThreshold, confidenceThreshold: nms.confidenceThreshold, perClass: nms.perClass,
+      confidenceInput: nms.confidenceInput, coordinatesInput: nms.coordinatesInput,
+      iouThresholdInput: nms.iouThresholdInput,
+      confidenceThresholdInput: nms.confidenceThresholdInput, confidenceOutput: nms.confidenceOutput,
+      coordinatesOutput: nms.coordinatesOutput)
   }
 
   /// A declared feature, in the same terms as `feature(_:)` for neural networks (plus sequences and states).

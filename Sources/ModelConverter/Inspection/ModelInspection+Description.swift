@@ -70,6 +70,16 @@ extension ModelInspection: CustomStringConvertible {
     }
     metadataLines += metadata.userDefined.map { "\($0.key): \($0.value)" }
     if !metadataLines.isEmpty { fields.append(("Metadata", metadataLines)) }
+    if let suppression {
+      fields.append(
+        (
+          "Suppression",
+          [
+            suppression.summary,
+            "\(suppression.confidenceInput), \(suppression.coordinatesInput) -> \(suppression.confidenceOutput), \(suppression.coordinatesOutput)",
+          ]
+        ))
+    }
     if !subModels.isEmpty { fields.append(("Sub-models", Self.subModelLines(subModels, prefix: ""))) }
     guard isRunnable else {
       let article = "aeiou".contains(kind.rawValue.prefix(1)) ? "an" : "a"
@@ -160,6 +170,7 @@ extension ModelInspection: CustomStringConvertible {
       if let name = model.name { line += " '\(name)'" }
       line += ": " + names(model.inputs) + " → " + names(model.outputs)
       if !model.labels.isEmpty { line += "; \(model.labels.count) labels" }
+      if let suppression = model.suppression { line += "; " + suppression.summary }
       return [line] + subModelLines(model.subModels, prefix: number + ".")
     }
   }

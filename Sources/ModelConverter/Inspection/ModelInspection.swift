@@ -94,6 +94,51 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     public var labels: [String]
     /// Its own sub-models, when it is a pipeline.
     public var subModels: [SubModel]
+    /// Its suppression parameters, when it is a non-maximum suppression model.
+    public var suppression: Suppression? = nil
+  }
+
+  /// A non-maximum suppression stage (a detector's last): its thresholds, whether boxes are suppressed
+  /// only among their own class, and the features it reads and writes.
+  public struct Suppression: Sendable, Equatable, Codable {
+    public var iouThreshold: Double
+    public var confidenceThreshold: Double
+    public var perClass: Bool
+    public var confidenceInput: String
+    public var coordinatesInput: String
+    /// Inputs that replace the thresholds at run time ("" when there is none).
+    public var iouThresholdInput: String
+    public var confidenceThresholdInput: String
+    public var confidenceOutput: String
+    public var coordinatesOutput: String
+
+    public init(
+      iouThreshold: Double, confidenceThreshold: Double, perClass: Bool, confidenceInput: String,
+      coordinatesInput: String,
+      iouThresholdInput: String = "", confidenceThresholdInput: String = "", confidenceOutput: String,
+      coordinatesOutput: String
+    ) {
+      self.iouThreshold = iouThreshold
+      self.confidenceThreshold = confidenceThreshold
+      self.perClass = perClass
+      self.confidenceInput = confidenceInput
+      self.coordinatesInput = coordinatesInput
+      self.iouThresholdInput = iouThresholdInput
+      self.confidenceThresholdInput = confidenceThresholdInput
+      self.confidenceOutput = confidenceOutput
+      self.coordinatesOutput = coordinatesOutput
+    }
+
+    /// One line for the report: `IoU above 0.45 suppressed per class; confidence below 0.25 dropped`.
+    public var summary: String {
+      var line =
+        "IoU above \(iouThreshold) suppressed \(perClass ? "per class" : "across classes"); confidence below \(confidenceThreshold) dropped"
+      let overrides = [("IoU", iouThresholdInput), ("confidence", confidenceThresholdInput)].filter { !$0.1.isEmpty }
+      if !overrides.isEmpty {
+        line += "; thresholds from inputs " + overrides.map { "\($0.1) (\($0.0))" }.joined(separator: ", ")
+      }
+      return line
+    }
   }
 
   /// The first release of a platform that loads the model.
@@ -213,6 +258,8 @@ public struct ModelInspection: Sendable, Equatable, Codable {
   public var weights: [WeightStorage]
   /// Core ML pipelines: the models in order, recursively (empty for every other kind).
   public var subModels: [SubModel] = []
+  /// A non-maximum suppression model's parameters (for a pipeline, see its sub-models).
+  public var suppression: Suppression?
   /// For a format of operator graphs with versioned operator sets: its format version, the sets,
   /// the operators used and which are not supported, the declared (possibly symbolic) dimensions.
   public var graphDetails: GraphDetails?
@@ -254,7 +301,7 @@ public struct ModelInspection: Sendable, Equatable, Codable {
   enum CodingKeys: String, CodingKey {
     case path, format, kind, isRunnable, producer, specificationVersion, opset, oldestReleases, inputs, outputs,
       imageInputs, labels,
-      metadata, layers, shapesUnavailable, parameterCount, weights, subModels, graphDetails
+      metadata, layers, shapesUnavailable, parameterCount, weights, subModels, suppression, graphDetails
   }
 
   public init(
@@ -265,7 +312,7 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     outputs: [ConversionSummary.Feature], imageInputs: [ImageInput] = [], labels: [String] = [], metadata: Metadata,
     layers: [Layer],
     shapesUnavailable: String?, parameterCount: Int, weights: [WeightStorage], subModels: [SubModel] = [],
-    graphDetails: GraphDetails? = nil
+    graphDetails: GraphDetails? = nil, suppression: Suppression? = nil
   ) {
     self.path = path
     self.format = format
@@ -287,6 +334,7 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     self.weights = weights
     self.subModels = subModels
     self.graphDetails = graphDetails
+    self.suppression = suppression
   }
 
   /// Equal when the documents are: the presentation is how the text report shows them, not what they say.
@@ -320,7 +368,8 @@ public struct ModelInspection: Sendable, Equatable, Codable {
       parameterCount: try c.decode(Int.self, forKey: .parameterCount),
       weights: try c.decode([WeightStorage].self, forKey: .weights),
       subModels: try c.decode([SubModel].self, forKey: .subModels),
-      graphDetails: try c.decodeIfPresent(GraphDetails.self, forKey: .graphDetails))
+      graphDetails: try c.decodeIfPresent(GraphDetails.self, forKey: .graphDetails),
+      suppression: try c.decodeIfPresent(Suppression.self, forKey: .suppression))
   }
 
   /// All weight bytes.

@@ -252,3 +252,20 @@ import Testing
     #expect(try CoreMLModelOutline.read([0x08, 0x01], path: "n.mlmodel").typeName == "none")
   }
 }
+
+/// A non-maximum suppression model (a detector pipeline's last stage) shows its parameters as
+/// `Samples/make_coreml_model_types.py` set them through coremltools' protobuf classes.
+@Suite struct SuppressionInspectionTests {
+  @Test func nonMaximumSuppressionParameters() throws {
+    let inspection = try ModelInspector.inspect(contentsOf: Fixtures.url("model_types/non_maximum_suppression.mlmodel"))
+    let suppression = try #require(inspection.suppression)
+    #expect(suppression.iouThreshold == 0.5 && suppression.confidenceThreshold == 0.1 && !suppression.perClass)
+    #expect(suppression.confidenceInput == "confidence" && suppression.coordinatesInput == "coordinates")
+    #expect(suppression.confidenceOutput == "confidence_kept" && suppression.coordinatesOutput == "coordinates_kept")
+    #expect(suppression.iouThresholdInput.isEmpty && suppression.confidenceThresholdInput.isEmpty)
+    #expect(inspection.labels == ["7", "11"])
+    #expect(inspection.description.contains("IoU above 0.5 suppressed across classes; confidence below 0.1 dropped"))
+    // Every other model type has none.
+    #expect(try ModelInspector.inspect(contentsOf: Fixtures.url("model_types/scaler.mlmodel")).suppression == nil)
+  }
+}
