@@ -505,7 +505,7 @@ const ProtobufCMessageDescriptor core_ml__specification__model_description__desc
   (ProtobufCMessageInit) core_ml__specification__model_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[7] =
+static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[8] =
 {
   {
     "specificationVersion",
@@ -591,6 +591,18 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "nonMaximumSuppression",
+    610,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Model, type_case),
+    offsetof(CoreML__Specification__Model, nonmaximumsuppression),
+    &core_ml__specification__non_maximum_suppression__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   1,   /* field[1] = description */
@@ -599,9 +611,10 @@ static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   5,   /* field[5] = neuralNetwork */
   4,   /* field[4] = neuralNetworkClassifier */
   3,   /* field[3] = neuralNetworkRegressor */
+  7,   /* field[7] = nonMaximumSuppression */
   0,   /* field[0] = specificationVersion */
 };
-static const ProtobufCIntRange core_ml__specification__model__number_ranges[6 + 1] =
+static const ProtobufCIntRange core_ml__specification__model__number_ranges[7 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
@@ -609,7 +622,8 @@ static const ProtobufCIntRange core_ml__specification__model__number_ranges[6 + 
   { 403, 4 },
   { 500, 5 },
   { 502, 6 },
-  { 0, 7 }
+  { 610, 7 },
+  { 0, 8 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
 {
@@ -619,10 +633,10 @@ const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
   "CoreML__Specification__Model",
   "CoreML.Specification",
   sizeof(CoreML__Specification__Model),
-  7,
+  8,
   core_ml__specification__model__field_descriptors,
   core_ml__specification__model__field_indices_by_name,
-  6,  core_ml__specification__model__number_ranges,
+  7,  core_ml__specification__model__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__model__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

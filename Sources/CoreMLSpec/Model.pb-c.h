@@ -17,6 +17,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "FeatureTypes.pb-c.h"
 #include "NeuralNetwork.pb-c.h"
 #include "MIL.pb-c.h"
+#include "NonMaximumSuppression.pb-c.h"
 
 typedef struct CoreML__Specification__Metadata CoreML__Specification__Metadata;
 typedef struct CoreML__Specification__Metadata__UserDefinedEntry CoreML__Specification__Metadata__UserDefinedEntry;
@@ -109,7 +110,8 @@ typedef enum {
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_REGRESSOR = 303,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER = 403,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK = 500,
-  CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM = 502
+  CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM = 502,
+  CORE_ML__SPECIFICATION__MODEL__TYPE_NON_MAXIMUM_SUPPRESSION = 610
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(CORE_ML__SPECIFICATION__MODEL__TYPE__CASE)
 } CoreML__Specification__Model__TypeCase;
 
@@ -136,6 +138,10 @@ struct  CoreML__Specification__Model
      * the description's predictedFeatureName and predictedProbabilitiesName.
      */
     CoreML__Specification__MILSpec__Program *mlprogram;
+    /*
+     * A detector's last stage (NonMaximumSuppression.proto); not converted or run as a network.
+     */
+    CoreML__Specification__NonMaximumSuppression *nonmaximumsuppression;
   };
 };
 #define CORE_ML__SPECIFICATION__MODEL__INIT \

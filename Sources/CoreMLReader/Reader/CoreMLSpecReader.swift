@@ -123,6 +123,9 @@ public enum CoreMLSpecReader {
           spec.int64ClassLabels = classes.integers
         }
       }
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_NON_MAXIMUM_SUPPRESSION:
+      // A detector's last stage: described (CoreMLModelOutline), not converted or run as a network.
+      throw CoreMLReaderError.unsupportedModelType(path: path, type: "nonMaximumSuppression")
     default:
       // Model types our schema leaves out arrive as unknown fields; their field number names them.
       let tags = buffer(m.base.unknown_fields, Int(m.base.n_unknown_fields)).map(\.tag)

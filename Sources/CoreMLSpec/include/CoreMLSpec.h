@@ -8,5 +8,6 @@
 #include "../MIL.pb-c.h"
 #include "../Model.pb-c.h"
 #include "../NeuralNetwork.pb-c.h"
+#include "../NonMaximumSuppression.pb-c.h"
 
 #endif /* CORE_ML_SPEC_UMBRELLA_H */
