@@ -58,6 +58,141 @@ void   core_ml__specification__metadata__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__metadata__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__pipeline__init
+                     (CoreML__Specification__Pipeline         *message)
+{
+  static const CoreML__Specification__Pipeline init_value = CORE_ML__SPECIFICATION__PIPELINE__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pipeline__get_packed_size
+                     (const CoreML__Specification__Pipeline *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pipeline__pack
+                     (const CoreML__Specification__Pipeline *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pipeline__pack_to_buffer
+                     (const CoreML__Specification__Pipeline *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__Pipeline *
+       core_ml__specification__pipeline__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__Pipeline *)
+     protobuf_c_message_unpack (&core_ml__specification__pipeline__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pipeline__free_unpacked
+                     (CoreML__Specification__Pipeline *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pipeline__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__pipeline_classifier__init
+                     (CoreML__Specification__PipelineClassifier         *message)
+{
+  static const CoreML__Specification__PipelineClassifier init_value = CORE_ML__SPECIFICATION__PIPELINE_CLASSIFIER__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pipeline_classifier__get_packed_size
+                     (const CoreML__Specification__PipelineClassifier *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pipeline_classifier__pack
+                     (const CoreML__Specification__PipelineClassifier *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pipeline_classifier__pack_to_buffer
+                     (const CoreML__Specification__PipelineClassifier *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__PipelineClassifier *
+       core_ml__specification__pipeline_classifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__PipelineClassifier *)
+     protobuf_c_message_unpack (&core_ml__specification__pipeline_classifier__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pipeline_classifier__free_unpacked
+                     (CoreML__Specification__PipelineClassifier *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pipeline_classifier__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__pipeline_regressor__init
+                     (CoreML__Specification__PipelineRegressor         *message)
+{
+  static const CoreML__Specification__PipelineRegressor init_value = CORE_ML__SPECIFICATION__PIPELINE_REGRESSOR__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__pipeline_regressor__get_packed_size
+                     (const CoreML__Specification__PipelineRegressor *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__pipeline_regressor__pack
+                     (const CoreML__Specification__PipelineRegressor *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__pipeline_regressor__pack_to_buffer
+                     (const CoreML__Specification__PipelineRegressor *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__PipelineRegressor *
+       core_ml__specification__pipeline_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__PipelineRegressor *)
+     protobuf_c_message_unpack (&core_ml__specification__pipeline_regressor__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__pipeline_regressor__free_unpacked
+                     (CoreML__Specification__PipelineRegressor *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__pipeline_regressor__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__feature_description__init
                      (CoreML__Specification__FeatureDescription         *message)
 {
@@ -335,6 +470,133 @@ const ProtobufCMessageDescriptor core_ml__specification__metadata__descriptor =
   (ProtobufCMessageInit) core_ml__specification__metadata__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
+static const ProtobufCFieldDescriptor core_ml__specification__pipeline__field_descriptors[2] =
+{
+  {
+    "models",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Pipeline, n_models),
+    offsetof(CoreML__Specification__Pipeline, models),
+    &core_ml__specification__model__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "names",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(CoreML__Specification__Pipeline, n_names),
+    offsetof(CoreML__Specification__Pipeline, names),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__pipeline__field_indices_by_name[] = {
+  0,   /* field[0] = models */
+  1,   /* field[1] = names */
+};
+static const ProtobufCIntRange core_ml__specification__pipeline__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__pipeline__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.Pipeline",
+  "Pipeline",
+  "CoreML__Specification__Pipeline",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__Pipeline),
+  2,
+  core_ml__specification__pipeline__field_descriptors,
+  core_ml__specification__pipeline__field_indices_by_name,
+  1,  core_ml__specification__pipeline__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pipeline__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__pipeline_classifier__field_descriptors[1] =
+{
+  {
+    "pipeline",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__PipelineClassifier, pipeline),
+    &core_ml__specification__pipeline__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__pipeline_classifier__field_indices_by_name[] = {
+  0,   /* field[0] = pipeline */
+};
+static const ProtobufCIntRange core_ml__specification__pipeline_classifier__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__pipeline_classifier__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.PipelineClassifier",
+  "PipelineClassifier",
+  "CoreML__Specification__PipelineClassifier",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__PipelineClassifier),
+  1,
+  core_ml__specification__pipeline_classifier__field_descriptors,
+  core_ml__specification__pipeline_classifier__field_indices_by_name,
+  1,  core_ml__specification__pipeline_classifier__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pipeline_classifier__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor core_ml__specification__pipeline_regressor__field_descriptors[1] =
+{
+  {
+    "pipeline",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(CoreML__Specification__PipelineRegressor, pipeline),
+    &core_ml__specification__pipeline__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned core_ml__specification__pipeline_regressor__field_indices_by_name[] = {
+  0,   /* field[0] = pipeline */
+};
+static const ProtobufCIntRange core_ml__specification__pipeline_regressor__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 1 }
+};
+const ProtobufCMessageDescriptor core_ml__specification__pipeline_regressor__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.PipelineRegressor",
+  "PipelineRegressor",
+  "CoreML__Specification__PipelineRegressor",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__PipelineRegressor),
+  1,
+  core_ml__specification__pipeline_regressor__field_descriptors,
+  core_ml__specification__pipeline_regressor__field_indices_by_name,
+  1,  core_ml__specification__pipeline_regressor__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__pipeline_regressor__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
 static const ProtobufCFieldDescriptor core_ml__specification__feature_description__field_descriptors[3] =
 {
   {
@@ -505,7 +767,7 @@ const ProtobufCMessageDescriptor core_ml__specification__model_description__desc
   (ProtobufCMessageInit) core_ml__specification__model_description__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[8] =
+static const ProtobufCFieldDescriptor core_ml__specification__model__field_descriptors[11] =
 {
   {
     "specificationVersion",
@@ -541,6 +803,42 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
     NULL,
     NULL,
     0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pipelineClassifier",
+    200,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Model, type_case),
+    offsetof(CoreML__Specification__Model, pipelineclassifier),
+    &core_ml__specification__pipeline_classifier__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pipelineRegressor",
+    201,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Model, type_case),
+    offsetof(CoreML__Specification__Model, pipelineregressor),
+    &core_ml__specification__pipeline_regressor__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "pipeline",
+    202,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__Model, type_case),
+    offsetof(CoreML__Specification__Model, pipeline),
+    &core_ml__specification__pipeline__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
@@ -607,23 +905,27 @@ static const ProtobufCFieldDescriptor core_ml__specification__model__field_descr
 static const unsigned core_ml__specification__model__field_indices_by_name[] = {
   1,   /* field[1] = description */
   2,   /* field[2] = isUpdatable */
-  6,   /* field[6] = mlProgram */
-  5,   /* field[5] = neuralNetwork */
-  4,   /* field[4] = neuralNetworkClassifier */
-  3,   /* field[3] = neuralNetworkRegressor */
-  7,   /* field[7] = nonMaximumSuppression */
+  9,   /* field[9] = mlProgram */
+  8,   /* field[8] = neuralNetwork */
+  7,   /* field[7] = neuralNetworkClassifier */
+  6,   /* field[6] = neuralNetworkRegressor */
+  10,   /* field[10] = nonMaximumSuppression */
+  5,   /* field[5] = pipeline */
+  3,   /* field[3] = pipelineClassifier */
+  4,   /* field[4] = pipelineRegressor */
   0,   /* field[0] = specificationVersion */
 };
-static const ProtobufCIntRange core_ml__specification__model__number_ranges[7 + 1] =
+static const ProtobufCIntRange core_ml__specification__model__number_ranges[8 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 303, 3 },
-  { 403, 4 },
-  { 500, 5 },
-  { 502, 6 },
-  { 610, 7 },
-  { 0, 8 }
+  { 200, 3 },
+  { 303, 6 },
+  { 403, 7 },
+  { 500, 8 },
+  { 502, 9 },
+  { 610, 10 },
+  { 0, 11 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
 {
@@ -633,10 +935,10 @@ const ProtobufCMessageDescriptor core_ml__specification__model__descriptor =
   "CoreML__Specification__Model",
   "CoreML.Specification",
   sizeof(CoreML__Specification__Model),
-  8,
+  11,
   core_ml__specification__model__field_descriptors,
   core_ml__specification__model__field_indices_by_name,
-  7,  core_ml__specification__model__number_ranges,
+  8,  core_ml__specification__model__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__model__init,
   NULL,NULL,NULL    /* reserved[123] */
 };

@@ -21,6 +21,9 @@ PROTOBUF_C__BEGIN_DECLS
 
 typedef struct CoreML__Specification__Metadata CoreML__Specification__Metadata;
 typedef struct CoreML__Specification__Metadata__UserDefinedEntry CoreML__Specification__Metadata__UserDefinedEntry;
+typedef struct CoreML__Specification__Pipeline CoreML__Specification__Pipeline;
+typedef struct CoreML__Specification__PipelineClassifier CoreML__Specification__PipelineClassifier;
+typedef struct CoreML__Specification__PipelineRegressor CoreML__Specification__PipelineRegressor;
 typedef struct CoreML__Specification__FeatureDescription CoreML__Specification__FeatureDescription;
 typedef struct CoreML__Specification__ModelDescription CoreML__Specification__ModelDescription;
 typedef struct CoreML__Specification__Model CoreML__Specification__Model;
@@ -58,6 +61,47 @@ struct  CoreML__Specification__Metadata
 #define CORE_ML__SPECIFICATION__METADATA__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__metadata__descriptor) \
     , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0,NULL }
+
+
+/*
+ * [rule PIPELINE] A pipeline runs its models in order, each reading the pipeline's inputs and the
+ * outputs of the models before it (by name); the pipeline's outputs are features its models write.
+ * Pipelines exist from specificationVersion 1; a pipeline's version is at least each model's.
+ */
+struct  CoreML__Specification__Pipeline
+{
+  ProtobufCMessage base;
+  size_t n_models;
+  CoreML__Specification__Model **models;
+  /*
+   * Optional names of the models (coremltools: "model0", ... when absent).
+   */
+  size_t n_names;
+  char **names;
+};
+#define CORE_ML__SPECIFICATION__PIPELINE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline__descriptor) \
+    , 0,NULL, 0,NULL }
+
+
+struct  CoreML__Specification__PipelineClassifier
+{
+  ProtobufCMessage base;
+  CoreML__Specification__Pipeline *pipeline;
+};
+#define CORE_ML__SPECIFICATION__PIPELINE_CLASSIFIER__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline_classifier__descriptor) \
+    , NULL }
+
+
+struct  CoreML__Specification__PipelineRegressor
+{
+  ProtobufCMessage base;
+  CoreML__Specification__Pipeline *pipeline;
+};
+#define CORE_ML__SPECIFICATION__PIPELINE_REGRESSOR__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__pipeline_regressor__descriptor) \
+    , NULL }
 
 
 /*
@@ -107,6 +151,9 @@ struct  CoreML__Specification__ModelDescription
 
 typedef enum {
   CORE_ML__SPECIFICATION__MODEL__TYPE__NOT_SET = 0,
+  CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE_CLASSIFIER = 200,
+  CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE_REGRESSOR = 201,
+  CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE = 202,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_REGRESSOR = 303,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK_CLASSIFIER = 403,
   CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK = 500,
@@ -129,6 +176,9 @@ struct  CoreML__Specification__Model
   protobuf_c_boolean isupdatable;
   CoreML__Specification__Model__TypeCase type_case;
   union {
+    CoreML__Specification__PipelineClassifier *pipelineclassifier;
+    CoreML__Specification__PipelineRegressor *pipelineregressor;
+    CoreML__Specification__Pipeline *pipeline;
     CoreML__Specification__NeuralNetworkRegressor *neuralnetworkregressor;
     CoreML__Specification__NeuralNetworkClassifier *neuralnetworkclassifier;
     CoreML__Specification__NeuralNetwork *neuralnetwork;
@@ -170,6 +220,63 @@ CoreML__Specification__Metadata *
                       const uint8_t       *data);
 void   core_ml__specification__metadata__free_unpacked
                      (CoreML__Specification__Metadata *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__Pipeline methods */
+void   core_ml__specification__pipeline__init
+                     (CoreML__Specification__Pipeline         *message);
+size_t core_ml__specification__pipeline__get_packed_size
+                     (const CoreML__Specification__Pipeline   *message);
+size_t core_ml__specification__pipeline__pack
+                     (const CoreML__Specification__Pipeline   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pipeline__pack_to_buffer
+                     (const CoreML__Specification__Pipeline   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__Pipeline *
+       core_ml__specification__pipeline__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pipeline__free_unpacked
+                     (CoreML__Specification__Pipeline *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__PipelineClassifier methods */
+void   core_ml__specification__pipeline_classifier__init
+                     (CoreML__Specification__PipelineClassifier         *message);
+size_t core_ml__specification__pipeline_classifier__get_packed_size
+                     (const CoreML__Specification__PipelineClassifier   *message);
+size_t core_ml__specification__pipeline_classifier__pack
+                     (const CoreML__Specification__PipelineClassifier   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pipeline_classifier__pack_to_buffer
+                     (const CoreML__Specification__PipelineClassifier   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__PipelineClassifier *
+       core_ml__specification__pipeline_classifier__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pipeline_classifier__free_unpacked
+                     (CoreML__Specification__PipelineClassifier *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__PipelineRegressor methods */
+void   core_ml__specification__pipeline_regressor__init
+                     (CoreML__Specification__PipelineRegressor         *message);
+size_t core_ml__specification__pipeline_regressor__get_packed_size
+                     (const CoreML__Specification__PipelineRegressor   *message);
+size_t core_ml__specification__pipeline_regressor__pack
+                     (const CoreML__Specification__PipelineRegressor   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__pipeline_regressor__pack_to_buffer
+                     (const CoreML__Specification__PipelineRegressor   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__PipelineRegressor *
+       core_ml__specification__pipeline_regressor__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__pipeline_regressor__free_unpacked
+                     (CoreML__Specification__PipelineRegressor *message,
                       ProtobufCAllocator *allocator);
 /* CoreML__Specification__FeatureDescription methods */
 void   core_ml__specification__feature_description__init
@@ -236,6 +343,15 @@ typedef void (*CoreML__Specification__Metadata__UserDefinedEntry_Closure)
 typedef void (*CoreML__Specification__Metadata_Closure)
                  (const CoreML__Specification__Metadata *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__Pipeline_Closure)
+                 (const CoreML__Specification__Pipeline *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__PipelineClassifier_Closure)
+                 (const CoreML__Specification__PipelineClassifier *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__PipelineRegressor_Closure)
+                 (const CoreML__Specification__PipelineRegressor *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__FeatureDescription_Closure)
                  (const CoreML__Specification__FeatureDescription *message,
                   void *closure_data);
@@ -253,6 +369,9 @@ typedef void (*CoreML__Specification__Model_Closure)
 
 extern const ProtobufCMessageDescriptor core_ml__specification__metadata__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__metadata__user_defined_entry__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pipeline__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pipeline_classifier__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__pipeline_regressor__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__feature_description__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__model_description__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__model__descriptor;

@@ -126,6 +126,12 @@ public enum CoreMLSpecReader {
     case CORE_ML__SPECIFICATION__MODEL__TYPE_NON_MAXIMUM_SUPPRESSION:
       // A detector's last stage: described (CoreMLModelOutline), not converted or run as a network.
       throw CoreMLReaderError.unsupportedModelType(path: path, type: "nonMaximumSuppression")
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE_CLASSIFIER:
+      throw CoreMLReaderError.unsupportedModelType(path: path, type: "pipelineClassifier")
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE_REGRESSOR:
+      throw CoreMLReaderError.unsupportedModelType(path: path, type: "pipelineRegressor")
+    case CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE:
+      throw CoreMLReaderError.unsupportedModelType(path: path, type: "pipeline")
     default:
       // Model types our schema leaves out arrive as unknown fields; their field number names them.
       let tags = buffer(m.base.unknown_fields, Int(m.base.n_unknown_fields)).map(\.tag)
