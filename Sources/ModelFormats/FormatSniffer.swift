@@ -24,11 +24,16 @@ public enum FormatSniffer {
   static let hdf5Signature: [UInt8] = [0x89, 0x48, 0x44, 0x46, 0x0D, 0x0A, 0x1A, 0x0A]
 
   /// The kind of the file or folder at `path`.
-  public static func kind(ofPath path: String) throws -> ModelFileKind {
+  public static func kind(ofPath path: String) throws -> ModelFileKind { try sniff(path).kind }
+
+  /// The kind of the file or folder at `path` and the first bytes it was told by (none for a folder),
+  /// read once, so that whoever chooses by them reads nothing again.
+  public static func sniff(_ path: String) throws -> (kind: ModelFileKind, header: [UInt8]) {
     guard let node = PathNode.kind(path) else { throw Failure.notFound(path: path) }
-    if node == "a folder" { return folderKind(path) }
+    if node == "a folder" { return (folderKind(path), []) }
     guard node == "a regular file" else { throw Failure.notRegularFile(path: path, kind: node) }
-    return kind(ofHeader: try PathNode.prefix(path, count: headerSize), name: (path as NSString).lastPathComponent)
+    let header = try PathNode.prefix(path, count: headerSize)
+    return (kind(ofHeader: header, name: (path as NSString).lastPathComponent), header)
   }
 
   /// The kind of a folder, from the names it holds.

@@ -24,13 +24,13 @@ public enum Frontends {
   /// The frontend that reads the file or package at `url`.
   public static func frontend(for url: URL) throws -> any ModelFrontend {
     let kind: ModelFileKind
-    do { kind = try FormatSniffer.kind(ofPath: url.path) } catch let failure as FormatSniffer.Failure {
+    let header: [UInt8]
+    do { (kind, header) = try FormatSniffer.sniff(url.path) } catch let failure as FormatSniffer.Failure {
       switch failure {
       case .notFound(let path): throw SourceFormatError.notFound(path: path)
       case .notRegularFile(let path, let kind): throw SourceFormatError.notRegularFile(path: path, kind: kind)
       }
     }
-    let header = kind == .folder ? [] : Self.header(of: url.path)
     if let frontend = registered.first(where: { $0.recognizes(kind: kind, header: header) }) { return frontend }
     throw SourceFormatError.unsupported(path: url.path, what: kind.description, advice: advice(for: kind))
   }
@@ -51,13 +51,6 @@ public enum Frontends {
   public static var formatNames: String {
     let names = registered.map(\.displayName)
     return names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
-  }
-
-  /// The first bytes of a file, for frontends that recognise their files by a signature of their own.
-  static func header(of path: String) -> [UInt8] {
-    guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
-    defer { try? handle.close() }
-    return (try? handle.read(upToCount: 64)).map { [UInt8]($0) } ?? []
   }
 
   static func advice(for kind: ModelFileKind) -> String {

@@ -23,7 +23,7 @@ public protocol ModelFrontend: Sendable {
   /// The file kinds this frontend reads.
   var kinds: Set<ModelFileKind> { get }
   /// Whether this frontend reads a file the sniffer found to be of `kind`, whose first bytes (up to
-  /// 64; none for a folder) are `header`. By default, whether `kinds` holds `kind`; a format the
+  /// `FormatSniffer.headerSize`, as the sniffer read them; none for a folder) are `header`. By default, whether `kinds` holds `kind`; a format the
   /// sniffer does not know recognises its own signature.
   func recognizes(kind: ModelFileKind, header: [UInt8]) -> Bool
   /// Reads the model at `url` into the IR.

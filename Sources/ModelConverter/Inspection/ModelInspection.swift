@@ -3,19 +3,15 @@
 /// metadata, layers with output shapes and parameter counts, and weight storage by type.
 ///
 /// Made by `ModelInspector.inspect(contentsOf:)` through the frontend that reads the file, which also
-/// says how the report names what it holds (`presentation`). It encodes to JSON (schema `modelconv.inspect/2`) with every key present (null when a
-/// field does not apply).
+/// says how the report names what it holds (`presentation`). It encodes to JSON (schema
+/// `modelconv.inspect/2`) with every key present (null when a field does not apply).
 public struct ModelInspection: Sendable, Equatable, Codable {
-  /// The kind of file, recognised by content, as its frontend names it (`kerasHDF5`, `mlpackage`, `onnx`).
+  /// The kind of file, recognised by content, as its frontend names it (`kerasHDF5`, `mlpackage`, `onnx`);
+  /// coded as its string (the standard library's coding of a string-backed `RawRepresentable`).
   public struct FileFormat: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-      var container = encoder.singleValueContainer()
-      try container.encode(rawValue)
-    }
     public var description: String { rawValue }
   }
 
@@ -25,11 +21,6 @@ public struct ModelInspection: Sendable, Equatable, Codable {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-      var container = encoder.singleValueContainer()
-      try container.encode(rawValue)
-    }
     public var description: String { rawValue }
     /// A model type the frontend's format declares but no frontend recognises.
     public static let unknown = ModelKind("unknown")

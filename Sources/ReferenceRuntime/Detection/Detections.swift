@@ -19,11 +19,13 @@ public struct Detection: Sendable, Equatable {
     let decoded = try decoding.decode(output, shape: shape, width: width, height: height)
     let kept = try suppression.run(
       confidence: decoded.confidence, coordinates: decoded.coordinates, classes: decoded.classes)
-    return zip(kept.confidence, kept.coordinates).compactMap { row, box in
-      guard let best = row.indices.max(by: { row[$0] < row[$1] || (row[$0] == row[$1] && $0 > $1) }), row[best] > 0
-      else { return nil }
+    // Padding rows (no input box) are no detections.
+    return kept.indices.indices.compactMap { row in
+      guard kept.indices[row] != nil else { return nil }
+      let (confidence, box) = (kept.confidence[row], kept.coordinates[row])
+      let best = NonMaximumSuppression.label(of: confidence)
       return Detection(
-        classIndex: best, confidence: row[best], box: .init(x: box[0], y: box[1], width: box[2], height: box[3]))
+        classIndex: best, confidence: confidence[best], box: .init(x: box[0], y: box[1], width: box[2], height: box[3]))
     }
   }
 }

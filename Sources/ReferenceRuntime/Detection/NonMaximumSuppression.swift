@@ -74,6 +74,13 @@ public struct NonMaximumSuppression: Sendable, Equatable {
     }
   }
 
+  /// A box's label: the class of its highest confidence, the first such class on a tie.
+  public static func label(of row: [Double]) -> Int {
+    var best = 0
+    for (offset, value) in row.enumerated() where value > row[best] { best = offset }
+    return best
+  }
+
   /// Intersection over union of two boxes (0 when the union has no area).
   public static func iou(_ a: Box, _ b: Box) -> Double {
     let width = min(a.x + a.width / 2, b.x + b.width / 2) - max(a.x - a.width / 2, b.x - b.width / 2)
@@ -107,13 +114,8 @@ public struct NonMaximumSuppression: Sendable, Equatable {
         x: coordinates[4 * i], y: coordinates[4 * i + 1], width: coordinates[4 * i + 2], height: coordinates[4 * i + 3])
     }
     // The score and label of each box: the highest confidence, the first class that has it.
-    var scores = [Double](repeating: 0, count: count)
-    var labels = [Int](repeating: 0, count: count)
-    for i in 0..<count {
-      var best = 0
-      for (offset, value) in row(i).enumerated() where value > row(i)[i * classes + best] { best = offset }
-      (scores[i], labels[i]) = (row(i)[i * classes + best], best)
-    }
+    let labels = (0..<count).map { Self.label(of: Array(row($0))) }
+    let scores = (0..<count).map { confidence[$0 * classes + labels[$0]] }
     let candidates = (0..<count).filter { scores[$0] >= floor }.sorted {
       scores[$0] > scores[$1] || (scores[$0] == scores[$1] && $0 < $1)
     }
