@@ -9,6 +9,15 @@ public struct GraphBuilder {
 
   public init() {}
 
+  /// A builder holding `graph`'s values, nodes and inputs, to add nodes after it (its outputs are
+  /// given again to `build`).
+  public init(continuing graph: Graph) {
+    values = graph.values
+    nodes = graph.nodes
+    inputs = graph.inputs
+    usedNames = Set(graph.values.map(\.name)).union(graph.nodes.map(\.name))
+  }
+
   /// Adds a graph input; an `optional` one may be left out by the caller (zeros then).
   public mutating func addInput(name: String, type: TensorType, optional: Bool = false) throws -> ValueID {
     guard GraphLimits.areSizes(type.shape), GraphLimits.elementCount(type.shape) != nil else {
