@@ -6,9 +6,10 @@ import ModelIR
 /// stage, written as its own `.mlmodel` (and as a pipeline's stage by the pipeline writer).
 ///
 /// Its description follows the proto's rules (`[rule NMS-FEATURES]` in Schemas/NonMaximumSuppression.proto):
-/// `confidence` (boxes x classes) and `coordinates` (boxes x 4) double inputs, optional double inputs
-/// that replace the thresholds, and outputs of the same types whose first dimension ranges from 0 to
-/// the boxes kept (at most `maximumBoxes`, or unbounded), as Ultralytics' pipelines declare them.
+/// `confidence` (boxes x classes) and `coordinates` (boxes x 4) inputs, optional double inputs that
+/// replace the thresholds, and outputs of the same types whose first dimension ranges from 0 to the
+/// boxes kept (at most `maximumBoxes`, or unbounded), as Ultralytics' pipelines declare them. The arrays
+/// are double, or float32 from specification 5 (iOS 14) on, as Core ML's validator allows.
 public enum NonMaximumSuppressionModel {
   public struct Parameters: Sendable, Equatable {
     public var iouThreshold: Double
@@ -27,6 +28,11 @@ public enum NonMaximumSuppressionModel {
     public var confidenceThresholdInput = "confidenceThreshold"
     public var confidenceOutput = "confidence"
     public var coordinatesOutput = "coordinates"
+    /// The arrays' element type: double, or float32 (which needs specification 5) to take a network
+    /// stage's float32 outputs as they are.
+    public var float32Arrays = false
+    /// Shown by Xcode for each feature, by name.
+    public var featureDescriptions: [String: String] = [:]
 
     public init(
       iouThreshold: Double, confidenceThreshold: Double, perClass: Bool, labels: ClassLabels?, boxes: Int, classes: Int,
@@ -44,6 +50,8 @@ public enum NonMaximumSuppressionModel {
 
   /// The specification version of the model type (iOS 12 / macOS 10.14).
   public static let specificationVersion = 3
+  /// The version float32 arrays need (iOS 14 / macOS 11).
+  public static let float32SpecificationVersion = 5
 
   /// The model, packed.
   public static func encode(_ p: Parameters) throws -> EncodedModel {
@@ -66,9 +74,16 @@ public enum NonMaximumSuppressionModel {
     > {
       ModelDescription.feature(name, arena: arena) { type in
         let array = arena.message(core_ml__specification__array_feature_type__init)
-        array.pointee.n_shape = shape.count
-        array.pointee.shape = arena.array(shape.map { Int64($0) })
-        array.pointee.datatype = CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__ARRAY_DATA_TYPE__DOUBLE
+        // An output's rows are a range only: Core ML's validator takes two dimensions from either the
+        // (deprecated) shape or the range, never both.
+        if rowsUpTo == nil {
+          array.pointee.n_shape = shape.count
+          array.pointee.shape = arena.array(shape.map { Int64($0) })
+        }
+        array.pointee.datatype =
+          p.float32Arrays
+          ? CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__ARRAY_DATA_TYPE__FLOAT32
+          : CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__ARRAY_DATA_TYPE__DOUBLE
         if case .some(let upper) = rowsUpTo {
           // Rows 0 to the maximum (-1: unbounded); the other dimension fixed.
           let rows = arena.message(core_ml__specification__size_range__init)
@@ -104,6 +119,11 @@ public enum NonMaximumSuppressionModel {
       array(p.confidenceOutput, [0, p.classes], rowsUpTo: limit), array(p.coordinatesOutput, [0, 4], rowsUpTo: limit),
     ]
 
+    for feature in inputs + outputs {
+      if let name = feature.pointee.name.map({ String(cString: $0) }), let text = p.featureDescriptions[name] {
+        feature.pointee.shortdescription = arena.string(text)
+      }
+    }
     let description = arena.message(core_ml__specification__model_description__init)
     description.pointee.n_input = inputs.count
     description.pointee.input = arena.pointerArray(inputs)
@@ -139,14 +159,15 @@ public enum NonMaximumSuppressionModel {
     case nil: break
     }
 
+    let version = p.float32Arrays ? float32SpecificationVersion : specificationVersion
     let model = arena.message(core_ml__specification__model__init)
-    model.pointee.specificationversion = Int32(specificationVersion)
+    model.pointee.specificationversion = Int32(version)
     model.pointee.description = description
     model.pointee.type_case = CORE_ML__SPECIFICATION__MODEL__TYPE_NON_MAXIMUM_SUPPRESSION
     model.pointee.nonmaximumsuppression = nms
     var bytes = [UInt8](repeating: 0, count: core_ml__specification__model__get_packed_size(model))
     _ = core_ml__specification__model__pack(model, &bytes)
     return EncodedModel(
-      format: .neuralNetwork, specification: bytes, weights: nil, specificationVersion: specificationVersion)
+      format: .neuralNetwork, specification: bytes, weights: nil, specificationVersion: version)
   }
 }

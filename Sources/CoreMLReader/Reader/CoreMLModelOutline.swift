@@ -27,6 +27,29 @@ public struct CoreMLModelOutline: Sendable, Equatable {
     }
     public var name: String
     public var kind: Kind
+    /// An array's sizes as ranges (`ArrayFeatureType.shapeRange`): lower bound and upper bound, nil for
+    /// no limit; empty when the array declares none.
+    public var sizeRanges: [SizeRange] = []
+    /// Whether the app may leave the feature out (`FeatureType.isOptional`).
+    public var isOptional = false
+
+    public init(name: String, kind: Kind, sizeRanges: [SizeRange] = [], isOptional: Bool = false) {
+      self.name = name
+      self.kind = kind
+      self.sizeRanges = sizeRanges
+      self.isOptional = isOptional
+    }
+  }
+
+  /// One dimension's allowed sizes.
+  public struct SizeRange: Sendable, Equatable {
+    public var lower: Int
+    public var upper: Int?
+
+    public init(lower: Int, upper: Int?) {
+      self.lower = lower
+      self.upper = upper
+    }
   }
 
   /// A model inside a pipeline, with the name the pipeline gives it (if any).
@@ -319,6 +342,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         case 3:
           let typeField = field + ".type"
           for t in try fields(try bytes(f.value, typeField), typeField) {
+            // isOptional = 1000.
+            if t.number == 1000 { result.isOptional = try varint(t.value, typeField + ".isOptional") != 0 }
             guard case .bytes(let body) = t.value else { continue }
             switch t.number {
             case 1: result.kind = .int64
@@ -328,6 +353,7 @@ public struct CoreMLModelOutline: Sendable, Equatable {
             case 5:
               let (shape, dataType) = try array(body, typeField + ".multiArrayType")
               result.kind = .multiArray(shape: shape, dataType: dataType)
+              result.sizeRanges = try sizeRanges(body, typeField + ".multiArrayType")
             case 6:
               // DictionaryFeatureType: int64KeyType = 1, stringKeyType = 2.
               let keys = try fields(body, typeField + ".dictionaryType").map(\.number)
@@ -369,6 +395,26 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         }
       }
       return .image(width: width, height: height, colorSpace: colorSpace)
+    }
+
+    /// `ArrayFeatureType.shapeRange = 31` (`message ShapeRange`: repeated SizeRange sizeRanges = 1;
+    /// `message SizeRange`: uint64 lowerBound = 1, int64 upperBound = 2, negative for no limit).
+    func sizeRanges(_ range: Range<Int>, _ field: String) throws -> [SizeRange] {
+      var result: [SizeRange] = []
+      for f in try fields(range, field) where f.number == 31 {
+        for size in try fields(try bytes(f.value, field + ".shapeRange"), field + ".shapeRange") where size.number == 1
+        {
+          var bounds = SizeRange(lower: 0, upper: 0)
+          let sizeField = field + ".shapeRange.sizeRanges"
+          for bound in try fields(try bytes(size.value, sizeField), sizeField) {
+            let value = Int64(bitPattern: try varint(bound.value, sizeField))
+            if bound.number == 1 { bounds.lower = Int(clamping: max(0, value)) }
+            if bound.number == 2 { bounds.upper = value < 0 ? nil : Int(clamping: value) }
+          }
+          result.append(bounds)
+        }
+      }
+      return result
     }
 
     /// `message ArrayFeatureType` (FeatureTypes.proto): repeated int64 shape = 1, dataType = 2 (FLOAT32 65568,

@@ -22,6 +22,8 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     /// The value an optional array input is filled with when it is not given (`floatDefaultValue`,
     /// `doubleDefaultValue` or `intDefaultValue`, specification 5+); nil when the description sets none.
     public var defaultValue: Double?
+    /// An array's sizes as ranges (`shapeRange`), one per dimension; empty when it declares none.
+    public var sizeRanges: [CoreMLModelOutline.SizeRange] = []
 
     public init(name: String, kind: Kind, isOptional: Bool = false, defaultValue: Double? = nil) {
       self.name = name
@@ -29,6 +31,43 @@ public struct CoreMLModelSpec: Sendable, Equatable {
       self.isOptional = isOptional
       self.defaultValue = defaultValue
     }
+  }
+
+  /// A detector pipeline's suppression stage (NonMaximumSuppression.proto), as declared.
+  public struct Suppression: Sendable, Equatable {
+    public var specificationVersion: Int
+    public var iouThreshold: Double
+    public var confidenceThreshold: Double
+    /// `pickTop.perClass`; nil when no suppression method is set.
+    public var perClass: Bool?
+    public var stringClassLabels: [String]
+    public var int64ClassLabels: [Int64]
+    public var confidenceInput: String
+    public var coordinatesInput: String
+    /// "" when the threshold is fixed.
+    public var iouThresholdInput: String
+    public var confidenceThresholdInput: String
+    public var confidenceOutput: String
+    public var coordinatesOutput: String
+    /// The stage's own description.
+    public var inputs: [Feature]
+    public var outputs: [Feature]
+
+    /// The labels as text (integer labels written out).
+    public var labels: [String] {
+      stringClassLabels.isEmpty ? int64ClassLabels.map(String.init) : stringClassLabels
+    }
+  }
+
+  /// A pipeline's own description, when the model read is a pipeline of a network and a suppression (the
+  /// spec's other fields then describe the network stage).
+  public struct Pipeline: Sendable, Equatable {
+    public var specificationVersion: Int
+    public var inputs: [Feature]
+    public var outputs: [Feature]
+    /// The stages' names (`Pipeline.names`), empty when the file gives none.
+    public var stageNames: [String]
+    public var suppression: Suppression
   }
 
   /// One neural-network layer: its names, and its parameters decoded into typed fields.
@@ -105,6 +144,8 @@ public struct CoreMLModelSpec: Sendable, Equatable {
   public var userDefined: [String: String]
   /// For `mlProgram` models: the decoded `main` function (nil for neural networks).
   public var program: MILProgram? = nil
+  /// For a detector pipeline: the pipeline around this network stage (nil for a model read alone).
+  public var pipeline: Pipeline? = nil
 
   /// Whether the model computes or stores weights in float16 (a neural-network layer's float16 weights,
   /// or an ML Program with float16 tensors).

@@ -10,8 +10,11 @@ public enum CoreMLSpecReader {
   ///
   /// - Parameter weightsURL: for an ML Program, the package folder holding `weight.bin`; an ML Program read
   ///   without one (a bare `.mlmodel` file) is an error, since its weights live outside the file.
-  public static func read(_ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil) throws -> CoreMLModelSpec
-  {
+  /// - Parameter detectorPipelines: whether a pipeline of a network and a non-maximum suppression is read
+  ///   (its network stage, `CoreMLModelSpec.pipeline` describing the rest) rather than refused by name.
+  public static func read(
+    _ bytes: [UInt8], path: String = "<memory>", weightsURL: URL? = nil, detectorPipelines: Bool = false
+  ) throws -> CoreMLModelSpec {
     try checkNesting(bytes, path: path)
     guard
       let model = bytes.withUnsafeBufferPointer({ core_ml__specification__model__unpack(nil, $0.count, $0.baseAddress) }
@@ -20,8 +23,85 @@ public enum CoreMLSpecReader {
       throw CoreMLReaderError.malformed(path: path)
     }
     defer { core_ml__specification__model__free_unpacked(model, nil) }
-    let m = model.pointee
+    guard detectorPipelines, model.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_PIPELINE else {
+      return try read(model.pointee, path: path, weightsURL: weightsURL)
+    }
+    return try detectorPipeline(model.pointee, path: path, weightsURL: weightsURL)
+  }
 
+  /// A pipeline of a neural network or ML Program followed by a non-maximum suppression (a detector, as
+  /// Vision runs it): the network stage read as a model of its own, the suppression and the pipeline's
+  /// description kept beside it. Other pipelines are refused by name.
+  static func detectorPipeline(_ m: CoreML__Specification__Model, path: String, weightsURL: URL?) throws
+    -> CoreMLModelSpec
+  {
+    let models = m.pipeline.map { buffer($0.pointee.models, $0.pointee.n_models) } ?? []
+    let networks: Set<UInt32> = [
+      CORE_ML__SPECIFICATION__MODEL__TYPE_NEURAL_NETWORK.rawValue,
+      CORE_ML__SPECIFICATION__MODEL__TYPE_ML_PROGRAM.rawValue,
+    ]
+    guard models.count == 2, let network = models[0], let nms = models[1],
+      networks.contains(network.pointee.type_case.rawValue),
+      nms.pointee.type_case == CORE_ML__SPECIFICATION__MODEL__TYPE_NON_MAXIMUM_SUPPRESSION,
+      let parameters = nms.pointee.nonmaximumsuppression?.pointee
+    else {
+      throw CoreMLReaderError.unsupportedModelType(
+        path: path, type: "pipeline (other than a neural network or ML Program followed by non-maximum suppression)")
+    }
+    // The network stage is not a pipeline (checked above): no further nesting.
+    var spec = try read(network.pointee, path: path, weightsURL: weightsURL)
+    func features(_ model: CoreML__Specification__Model) -> (
+      inputs: [CoreMLModelSpec.Feature], outputs: [CoreMLModelSpec.Feature]
+    ) {
+      guard let description = model.description?.pointee else { return ([], []) }
+      return (
+        buffer(description.input, description.n_input).compactMap { $0.map(feature) },
+        buffer(description.output, description.n_output).compactMap { $0.map(feature) }
+      )
+    }
+    let (nmsInputs, nmsOutputs) = features(nms.pointee)
+    var suppression = CoreMLModelSpec.Suppression(
+      specificationVersion: Int(nms.pointee.specificationversion), iouThreshold: parameters.iouthreshold,
+      confidenceThreshold: parameters.confidencethreshold, perClass: nil, stringClassLabels: [], int64ClassLabels: [],
+      confidenceInput: text(parameters.confidenceinputfeaturename),
+      coordinatesInput: text(parameters.coordinatesinputfeaturename),
+      iouThresholdInput: text(parameters.iouthresholdinputfeaturename),
+      confidenceThresholdInput: text(parameters.confidencethresholdinputfeaturename),
+      confidenceOutput: text(parameters.confidenceoutputfeaturename),
+      coordinatesOutput: text(parameters.coordinatesoutputfeaturename), inputs: nmsInputs, outputs: nmsOutputs)
+    if parameters.suppression_method_case
+      == CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__SUPPRESSION_METHOD_PICK_TOP,
+      let pickTop = parameters.picktop?.pointee
+    {
+      suppression.perClass = pickTop.perclass != 0
+    }
+    switch parameters.class_labels_case {
+    case CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__CLASS_LABELS_STRING_CLASS_LABELS:
+      if let vector = parameters.stringclasslabels?.pointee {
+        suppression.stringClassLabels = buffer(vector.vector, vector.n_vector).map { text($0) }
+      }
+    case CORE_ML__SPECIFICATION__NON_MAXIMUM_SUPPRESSION__CLASS_LABELS_INT64_CLASS_LABELS:
+      if let vector = parameters.int64classlabels?.pointee {
+        suppression.int64ClassLabels = buffer(vector.vector, vector.n_vector)
+      }
+    default: break
+    }
+    let (inputs, outputs) = features(m)
+    let names = m.pipeline.map { buffer($0.pointee.names, $0.pointee.n_names).map { text($0) } } ?? []
+    spec.pipeline = CoreMLModelSpec.Pipeline(
+      specificationVersion: Int(m.specificationversion), inputs: inputs, outputs: outputs, stageNames: names,
+      suppression: suppression)
+    // The pipeline's metadata is the model's.
+    if let metadata = m.description?.pointee.metadata?.pointee {
+      for entry in buffer(metadata.userdefined, metadata.n_userdefined) {
+        if let entry { spec.userDefined[text(entry.pointee.key)] = text(entry.pointee.value) }
+      }
+    }
+    return spec
+  }
+
+  /// A model that is not a pipeline.
+  static func read(_ m: CoreML__Specification__Model, path: String, weightsURL: URL?) throws -> CoreMLModelSpec {
     var spec = CoreMLModelSpec(
       specificationVersion: Int(m.specificationversion), modelType: "", inputs: [], outputs: [],
       predictedFeatureName: "", predictedProbabilitiesName: "", layers: [], preprocessing: [],
@@ -165,20 +245,21 @@ public enum CoreMLSpecReader {
 
   /// Reads and decodes a `.mlmodel` file, or the model inside an `.mlpackage` folder (found through its
   /// `Manifest.json`; an ML Program's weights are read from the package's weights folder).
-  public static func read(contentsOf url: URL) throws -> CoreMLModelSpec {
+  public static func read(contentsOf url: URL, detectorPipelines: Bool = false) throws -> CoreMLModelSpec {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
       throw CoreMLReaderError.unreadable(path: url.path)
     }
     guard isDirectory.boolValue else {
-      return try read(specificationBytes(at: url, path: url.path), path: url.path)
+      return try read(specificationBytes(at: url, path: url.path), path: url.path, detectorPipelines: detectorPipelines)
     }
     let contents: ModelPackage.Contents
     do { contents = try ModelPackage.contents(of: url) } catch let error as ModelPackage.FormatError {
       throw CoreMLReaderError.invalidProgram(path: url.path, operation: "package", detail: error.description)
     }
     return try read(
-      specificationBytes(at: contents.modelURL, path: url.path), path: url.path, weightsURL: contents.weightsURL)
+      specificationBytes(at: contents.modelURL, path: url.path), path: url.path, weightsURL: contents.weightsURL,
+      detectorPipelines: detectorPipelines)
   }
 
   /// The bytes of a serialized `Model` file, refused before reading when the file is larger than one
@@ -225,6 +306,17 @@ public enum CoreMLSpecReader {
     if type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_MULTI_ARRAY_TYPE,
       let array = type.multiarraytype?.pointee
     {
+      if array.shape_flexibility_case == CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__SHAPE_FLEXIBILITY_SHAPE_RANGE,
+        let range = array.shaperange?.pointee
+      {
+        feature.sizeRanges = buffer(range.sizeranges, range.n_sizeranges).compactMap { size in
+          size.map {
+            CoreMLModelOutline.SizeRange(
+              lower: Int(clamping: $0.pointee.lowerbound),
+              upper: $0.pointee.upperbound < 0 ? nil : Int(clamping: $0.pointee.upperbound))
+          }
+        }
+      }
       switch array.default_optional_value_case {
       case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE:
         feature.defaultValue = Double(array.floatdefaultvalue)

@@ -27,6 +27,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case invalidImageOutput(output: String, detail: String)
   /// Weight compression the writers cannot make (a bit width, fraction or size out of range).
   case invalidCompression(String)
+  /// A detector was asked of a network that is not one the decoding reads, or with settings out of range.
+  case invalidDetector(String)
 
   public var description: String {
     switch self {
@@ -40,6 +42,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
         "\(path) is \(kind), not a regular file; labels are read only from regular files (a pipe or device could block forever)"
     case .invalidLabels(let detail): return detail
     case .invalidCompression(let detail): return "weight compression: \(detail)"
+    case .invalidDetector(let detail): return "detector: \(detail)"
     case .invalidImageOutput(let output, let detail): return "image output '\(output)': \(detail)"
     case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
     case .invalidSourcePreprocessing(let path, let input, let detail):
@@ -60,7 +63,7 @@ extension ConversionError: KindedError {
   public var kind: ErrorKind {
     switch self {
     case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput, .invalidCompression,
-      .invalidImageOutput:
+      .invalidImageOutput, .invalidDetector:
       return .usage
     case .labelsFileUnreadable, .labelsFileNotRegular: return .missingInput
     case .invalidLabels, .invalidWeightValue, .invalidSourcePreprocessing: return .badModel

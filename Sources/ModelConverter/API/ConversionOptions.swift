@@ -57,6 +57,10 @@ public struct ConversionOptions: Sendable, Equatable {
   /// BatchNormalization variance (`--allow-nonfinite`). Off by default: such a model computes NaN or
   /// infinity in Core ML, so the conversion is refused with `ConversionError.invalidWeightValue`.
   public var allowNonFinite: Bool
+  /// Makes an object detector when set: the network's raw output decoded and suppressed by Core ML's
+  /// non-maximum suppression in a pipeline (Ultralytics' `nms=True` export); `classLabels` then names
+  /// the detector's classes (default: the names the source's metadata carries).
+  public var detector: DetectorOptions?
   /// The architecture file when the source holds weights only (an architecture JSON beside a weights-only file).
   public var architecture: URL?
 

@@ -44,6 +44,10 @@ public struct ConvertedModel: Sendable {
   /// Inputs and outputs whose source names the format cannot hold, with the names written.
   public var renames: [FeatureRename] = []
 
+  /// A detector's decoding and suppression when the model is one (`ConversionOptions.detector`): `graph`
+  /// is then the pipeline's first stage and `encoded` the pipeline.
+  public var detector: DetectorPipeline?
+
   /// Why float16 cannot hold this model's values (`Float16Range`), found at conversion.
   public var float16Reasons: [String] = []
 
@@ -104,17 +108,34 @@ public struct ConvertedModel: Sendable {
       outputs = classifier.placingLabel(
         .init(name: classifier.predictedFeatureName, type: .init(kind: keyType)), in: outputs)
     }
-    let modelType: String
+    var modelType: String
     switch (format, writerOptions.classifier == nil) {
     case (.mlProgram, _): modelType = "mlProgram"
     case (.neuralNetwork, true): modelType = "neuralNetwork"
     case (.neuralNetwork, false): modelType = "neuralNetworkClassifier"
     }
+    var inputs = graph.inputs.map(feature)
+    var labels = writerOptions.classifier?.labels.descriptions ?? []
+    // A detector: the pipeline's interface, the suppression's outputs (0 or more rows) and threshold inputs.
+    if let detector {
+      let nms = detector.suppression
+      modelType = "pipeline"
+      inputs += [nms.iouThresholdInput, nms.confidenceThresholdInput].map {
+        .init(name: $0, type: .init(kind: "double", optional: true))
+      }
+      outputs = [(nms.confidenceOutput, nms.classes), (nms.coordinatesOutput, 4)].map {
+        .init(
+          name: $0.0,
+          type: .init(
+            kind: "multiArray", dataType: "float32", shapeRange: [[0, nms.maximumBoxes ?? -1], [$0.1, $0.1]]))
+      }
+      labels = detector.labels?.descriptions ?? []
+    }
     return ConversionSummary(
       modelType: modelType, format: format, specificationVersion: encoded.specificationVersion,
       precision: writerOptions.precision.rawValue,
-      inputs: graph.inputs.map(feature), outputs: outputs, layerCount: graph.nodes.count,
-      parameterCount: graph.parameterCount, labels: writerOptions.classifier?.labels.descriptions ?? [],
+      inputs: inputs, outputs: outputs, layerCount: graph.nodes.count,
+      parameterCount: graph.parameterCount, labels: labels,
       byteCount: encoded.byteCount,
       compression: writerOptions.compression.map { compression in
         let tensors = encoded.compressedTensors
@@ -156,12 +177,19 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
     /// For dictionaries: `string` or `int64` keys, `double` values.
     public var keyType: String?
     public var valueType: String?
+    /// Whether the app may leave the input out (a detector's threshold overrides); nil when not.
+    public var optional: Bool?
+    /// An array's allowed sizes per dimension, `[lower, upper]` (upper -1: no limit), when it declares
+    /// ranges (a detector's outputs: 0 or more rows).
+    public var shapeRange: [[Int]]?
 
     public init(
       kind: String, width: Int? = nil, height: Int? = nil, colorSpace: String? = nil, shape: [Int]? = nil,
       dataType: String? = nil,
-      keyType: String? = nil, valueType: String? = nil
+      keyType: String? = nil, valueType: String? = nil, optional: Bool? = nil, shapeRange: [[Int]]? = nil
     ) {
+      self.optional = optional
+      self.shapeRange = shapeRange
       self.kind = kind
       self.width = width
       self.height = height
@@ -172,16 +200,29 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
       self.valueType = valueType
     }
 
+    /// Ranges as `0...` (no limit), `1...8` or `3` (one size).
+    public static func ranges(_ ranges: [[Int]], separator: String) -> String {
+      ranges.map { range in
+        guard range.count == 2 else { return "?" }
+        if range[1] < 0 { return "\(range[0])..." }
+        return range[0] == range[1] ? "\(range[0])" : "\(range[0])...\(range[1])"
+      }.joined(separator: separator)
+    }
+
     public var description: String {
       switch kind {
       case "image": return "image \(width ?? 0)x\(height ?? 0) \(colorSpace ?? "")"
+      case "multiArray" where shapeRange != nil:
+        return "multiArray \(dataType ?? "") [\(Self.ranges(shapeRange ?? [], separator: ", "))]"
       case "multiArray": return "multiArray \(dataType ?? "") \(shape ?? [])"
+      case "double" where optional == true: return "double (optional)"
       case "dictionary": return "dictionary \(keyType ?? "") → \(valueType ?? "")"
       default: return kind
       }
     }
   }
-  /// `neuralNetwork`, `neuralNetworkClassifier` or `mlProgram` (a classifier when `labels` is not empty).
+  /// `neuralNetwork`, `neuralNetworkClassifier`, `mlProgram` (a classifier when `labels` is not empty), or
+  /// `pipeline` for a detector (its labels the classes it detects).
   public var modelType: String
   public var format: ModelFormat
   /// The specification version written; the oldest OS releases that load it follow from it.

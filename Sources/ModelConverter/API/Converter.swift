@@ -71,6 +71,23 @@ public enum Converter {
       : Dictionary(
         options.imageInputNames.map { ($0, options.imagePreprocessing) }, uniquingKeysWith: { first, _ in first })
     var graph = source.graph
+    // A detector: the decoding after the network, before any pass, so the passes see the whole first stage.
+    var detector: DetectorPipeline?
+    if let settings = options.detector {
+      if let problem = settings.problem { throw ConversionError.invalidDetector(problem) }
+      let head: DetectorHead
+      do {
+        head = try DetectorHead.append(
+          to: &graph, decoding: settings.decoding,
+          classesWritten: { settings.writtenClasses($0, format: options.format) })
+      } catch let failure as DetectorHead.Failure { throw ConversionError.invalidDetector("\(failure)") }
+      detector = try DetectorPipeline.make(
+        head: head, options: settings,
+        labels: options.classLabels
+          ?? source.metadata.userDefined["names"].flatMap(DetectorClassNames.parse).map {
+            .strings($0)
+          })
+    }
     for (name, image) in named.sorted(by: { $0.key < $1.key }) {
       let values =
         [image.scale, image.redBias, image.greenBias, image.blueBias, image.grayBias] + (image.channelScales ?? [])
@@ -136,7 +153,9 @@ public enum Converter {
 
     // A classifier: the labels given, else the source's own (with its predicted feature name).
     var classifier =
-      options.classLabels.map {
+      detector != nil
+      ? nil
+      : options.classLabels.map {
         ClassifierSettings(
           labels: $0, predictedFeatureName: options.predictedFeatureName,
           probabilitiesOutput: options.predictedProbabilitiesOutput)
@@ -152,6 +171,12 @@ public enum Converter {
 
     // The source's multiarray declarations, but for inputs that became images.
     var declaredArrays = source.declaredArrays.filter { imageInputs[$0.key] == nil }
+    // A detector's decoded arrays as its suppression stage takes them: [boxes, classes] and [boxes, 4].
+    if let head = detector?.head {
+      declaredArrays[DetectorHead.confidenceName] = DeclaredArray(
+        shape: [head.anchors, head.writtenClasses], channelsFirst: false)
+      declaredArrays[DetectorHead.coordinatesName] = DeclaredArray(shape: [head.anchors, 4], channelsFirst: false)
+    }
     var imageOutputs = source.imageOutputs
 
     // Names the format cannot hold are renamed, and everything keyed by a feature name follows.
@@ -178,9 +203,11 @@ public enum Converter {
       declaredArrays: declaredArrays)
     writerOptions.compression = options.compression
     writerOptions.imageOutputs = imageOutputs
-    let encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
+    var encoded = try CoreMLWriters.writer(for: options.format).encode(graph, options: writerOptions)
+    if let detector { encoded = try detector.encode(network: encoded, metadata: metadata) }
     var model = ConvertedModel(
       graph: graph, writerOptions: writerOptions, encoded: encoded, sourceProducerVersion: source.producerVersion)
+    model.detector = detector
     model.sourcePaths = source.readPaths
     model.sourceNotes =
       source.notes

@@ -17,14 +17,20 @@ public struct DetectorHead: Sendable, Equatable {
   public var decoding: DetectorDecoding
   public var anchors: Int
   public var classes: Int
+  /// The confidence columns written: `classes`, or more when padded with zero confidences
+  /// (`DetectorOptions.padsProgramClasses`).
+  public var writtenClasses: Int
   /// The input image's size in pixels.
   public var width: Int
   public var height: Int
 
-  public init(decoding: DetectorDecoding, anchors: Int, classes: Int, width: Int, height: Int) {
+  public init(
+    decoding: DetectorDecoding, anchors: Int, classes: Int, width: Int, height: Int, writtenClasses: Int? = nil
+  ) {
     self.decoding = decoding
     self.anchors = anchors
     self.classes = classes
+    self.writtenClasses = writtenClasses ?? classes
     self.width = width
     self.height = height
   }
@@ -49,8 +55,11 @@ public struct DetectorHead: Sendable, Equatable {
   }
 
   /// Appends the decoding after `graph`'s single output, whose input is `[H, W, C]`; the graph's outputs
-  /// become `raw_confidence` and `raw_coordinates`.
-  public static func append(to graph: inout Graph, decoding given: DetectorDecoding? = nil) throws -> DetectorHead {
+  /// become `raw_confidence` and `raw_coordinates`. `classesWritten(classes)` gives the confidence
+  /// columns written, the ones past the network's classes zeros.
+  public static func append(
+    to graph: inout Graph, decoding given: DetectorDecoding? = nil, classesWritten: (Int) -> Int = { $0 }
+  ) throws -> DetectorHead {
     guard graph.outputs.count == 1, let output = graph.outputs.first else {
       throw Failure.notADetector("the network has \(graph.outputs.count) outputs; a YOLO detector has one")
     }
@@ -91,10 +100,20 @@ public struct DetectorHead: Sendable, Equatable {
       let objectness = try columns(4, 5, "detector_objectness")
       confidence = try builder.add(.elementwise(.multiply), name: confidenceName, inputs: [confidence, objectness])
     }
+    let written = classesWritten(classes)
+    guard written >= classes else {
+      throw Failure.notADetector("\(written) confidence columns written for \(classes) classes")
+    }
+    if written > classes {
+      confidence = try builder.add(
+        .constantPad(ConstantPadding(before: [0, 0], after: [0, written - classes], value: 0)),
+        name: "detector_class_padding", inputs: [confidence])
+    }
     var built = builder.build(outputs: [confidence, coordinates])
     try built.claimName(confidenceName, for: confidence)
     try built.claimName(coordinatesName, for: coordinates)
     graph = built
-    return DetectorHead(decoding: decoding, anchors: anchors, classes: classes, width: width, height: height)
+    return DetectorHead(
+      decoding: decoding, anchors: anchors, classes: classes, width: width, height: height, writtenClasses: written)
   }
 }

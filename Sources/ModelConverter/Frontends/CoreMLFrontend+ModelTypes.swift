@@ -50,8 +50,11 @@ extension CoreMLFrontend {
     modelTypeNames.contains(typeName) ? .init(typeName) : .unknown
   }
 
+  /// The model's class labels; a pipeline's are its last model's (a detector's suppression stage).
   static func labels(_ outline: CoreMLModelOutline) -> [String] {
-    outline.stringClassLabels.isEmpty ? outline.int64ClassLabels.map(String.init) : outline.stringClassLabels
+    let own = outline.stringClassLabels.isEmpty ? outline.int64ClassLabels.map(String.init) : outline.stringClassLabels
+    guard own.isEmpty, outline.typeName.hasPrefix("pipeline"), let last = outline.subModels.last else { return own }
+    return labels(last.model)
   }
 
   static func subModel(_ sub: CoreMLModelOutline.SubModel) -> ModelInspection.SubModel {
@@ -74,7 +77,10 @@ extension CoreMLFrontend {
   static func feature(_ feature: CoreMLModelOutline.Feature) -> ConversionSummary.Feature {
     let type: ConversionSummary.FeatureType
     switch feature.kind {
-    case .multiArray(let shape, let dataType): type = .init(kind: "multiArray", shape: shape, dataType: dataType)
+    case .multiArray(let shape, let dataType):
+      type = .init(
+        kind: "multiArray", shape: shape.isEmpty && !feature.sizeRanges.isEmpty ? nil : shape, dataType: dataType,
+        shapeRange: feature.sizeRanges.isEmpty ? nil : feature.sizeRanges.map { [$0.lower, $0.upper ?? -1] })
     case .image(let width, let height, let colorSpace):
       type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
     case .dictionary(let keyType): type = .init(kind: "dictionary", keyType: keyType, valueType: "double")
@@ -85,7 +91,9 @@ extension CoreMLFrontend {
     case .double: type = .init(kind: "double")
     case .unknown: type = .init(kind: "unknown")
     }
-    return .init(name: feature.name, type: type)
+    var described = type
+    if feature.isOptional { described.optional = true }
+    return .init(name: feature.name, type: described)
   }
 }
 

@@ -144,6 +144,9 @@ extension ModelInspection: CustomStringConvertible {
       return "Image (\(color) \(type.width ?? 0) × \(type.height ?? 0))"
     case "multiArray":
       let dataType = (type.dataType ?? "").prefix(1).uppercased() + (type.dataType ?? "").dropFirst()
+      if let ranges = type.shapeRange {
+        return "MultiArray (\(dataType) \(ConversionSummary.FeatureType.ranges(ranges, separator: " × ")))"
+      }
       return "MultiArray (\(dataType) \((type.shape ?? []).map(String.init).joined(separator: " × ")))"
     case "dictionary":
       return "Dictionary (\(type.keyType == "int64" ? "Int64" : "String") → Double)"
@@ -153,7 +156,7 @@ extension ModelInspection: CustomStringConvertible {
       return "State (\(dataType) \((type.shape ?? []).map(String.init).joined(separator: " × ")))"
     case "int64": return "Int64"
     case "string": return "String"
-    case "double": return "Double"
+    case "double": return type.optional == true ? "Double (optional)" : "Double"
     default: return type.kind
     }
   }

@@ -27,6 +27,7 @@ enum ConvertCommand: Subcommand {
     + Options.names + Options.shapes.inSection("NAMES")
     + [Options.imageInput] + Options.imagePreprocessing + [Options.imageOutput]
     + Options.labels.inSection("CLASSIFIER") + [Options.predictedFeatureName, Options.predictedProbabilitiesOutput]
+    + Options.detection
     + Options.compression + Options.metadata
     + ([Options.verify] + Options.sampling + [Options.threads]).inSection("VERIFICATION")
     + [Options.allowNonfinite, Options.customLayers, Options.architecture, Options.json.inSection("OTHER")]
@@ -206,6 +207,7 @@ enum ConvertCommand: Subcommand {
       options.precision = value
     }
     options.compression = try compression(parsed)
+    options.detector = try detector(parsed)
     options.author = parsed.value(Options.author)
     options.license = parsed.value(Options.license)
     options.shortDescription = parsed.value(Options.shortDescription)
@@ -231,6 +233,41 @@ enum ConvertCommand: Subcommand {
           "--image-scale and the bias options apply to image inputs and outputs; name them with --image-input or --image-output"
       )
     }
+    return options
+  }
+
+  /// `--detector` with its thresholds.
+  static func detector(_ parsed: ParsedArguments) throws -> DetectorOptions? {
+    guard let kind = parsed.value(Options.detector) else {
+      if let extra = Options.detection.first(where: parsed.isGiven) {
+        throw UsageError(message: "\(extra.key) applies to --detector")
+      }
+      return nil
+    }
+    guard kind.lowercased() == "yolo" else {
+      throw UsageError(message: "--detector takes yolo (Ultralytics' YOLOv5, YOLOv8 and YOLO11 heads), got '\(kind)'")
+    }
+    var options = DetectorOptions()
+    if let value = parsed.value(Options.iouThreshold) {
+      guard let threshold = Double(value), (0...1).contains(threshold) else {
+        throw UsageError(message: "--iou-threshold takes a number from 0 to 1, got '\(value)'")
+      }
+      options.iouThreshold = threshold
+    }
+    if let value = parsed.value(Options.confidenceThreshold) {
+      guard let threshold = Double(value), threshold.isFinite, threshold >= 0 else {
+        throw UsageError(message: "--confidence-threshold takes a number of at least 0, got '\(value)'")
+      }
+      options.confidenceThreshold = threshold
+    }
+    if let value = parsed.value(Options.maxDetections) {
+      guard let count = Int(value), count >= 1 else {
+        throw UsageError(message: "--max-detections takes a whole number of at least 1, got '\(value)'")
+      }
+      options.maximumDetections = count
+    }
+    options.agnostic = parsed.flag(Options.agnosticNMS)
+    options.padsProgramClasses = !parsed.flag(Options.noClassPadding)
     return options
   }
 
@@ -343,7 +380,9 @@ enum ConvertCommand: Subcommand {
       return
     }
     let kind =
-      summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType
+      summary.modelType == "pipeline"
+      ? "object detector pipeline (\(summary.format == .mlProgram ? "ML Program" : "neural network") and non-maximum suppression)"
+      : summary.format == .mlProgram ? "ML Program\(summary.labels.isEmpty ? "" : " classifier")" : summary.modelType
     var lines = ["Converted to \(kind) (specification \(summary.specificationVersion), \(summary.precision))"]
     for feature in summary.inputs { lines.append("  input   \(feature)") }
     for feature in summary.outputs { lines.append("  output  \(feature)") }

@@ -98,6 +98,32 @@ enum Options {
     "--predicted-probabilities-output", value: "NAME", section: "CLASSIFIER",
     help: "Output holding the probabilities (default the first output).")
 
+  // MARK: Detector (convert; verify, predict and evaluate read the thresholds)
+
+  static let detectorSection = "OBJECT DETECTOR (a pipeline ending in Core ML's non-maximum suppression, for Vision)"
+
+  static let detector = OptionSpec.option(
+    "--detector", value: "yolo", section: detectorSection,
+    help:
+      "Make an object detector: the network's raw output [1, 4 + classes, anchors] (YOLOv8, YOLO11) or [1, anchors, 5 + classes] (YOLOv5, with objectness) decoded into confidence and normalized coordinates, then suppressed; labels from --labels, else the names in the model's metadata."
+  )
+  static let iouThreshold = OptionSpec.option(
+    "--iou-threshold", value: "T", section: detectorSection,
+    help: "Suppress boxes overlapping a kept box by more than this IoU (default 0.45; an optional input overrides it).")
+  static let confidenceThreshold = OptionSpec.option(
+    "--confidence-threshold", value: "T", section: detectorSection,
+    help: "Drop boxes whose best class confidence is below this (default 0.25; an optional input overrides it).")
+  static let agnosticNMS = OptionSpec.flag(
+    "--agnostic-nms", section: detectorSection,
+    help: "Suppress overlapping boxes across classes (default: within each class, as Ultralytics does).")
+  static let maxDetections = OptionSpec.option(
+    "--max-detections", value: "N", section: detectorSection, help: "Return at most N detections (default: no limit).")
+  static let noClassPadding = OptionSpec.flag(
+    "--no-class-padding", section: detectorSection,
+    help:
+      "Do not pad an ML Program detector's classes to a multiple of 80 (zero confidences, unused labels), the workaround Ultralytics applies for Core ML's suppression after ML Programs."
+  )
+
   // MARK: Weight compression (convert)
 
   static let compressionSection = "WEIGHT COMPRESSION (ML Program, iOS 16+)"
@@ -255,18 +281,21 @@ enum Options {
   ]
   /// The model's metadata (`convert`).
   static let metadata = [author, license, shortDescription, modelVersion]
+  /// An object detector's decoding and suppression (`convert`).
+  static let detection = [detector, iouThreshold, confidenceThreshold, agnosticNMS, maxDetections, noClassPadding]
 
   /// The groups above by name, for the tests that check each command lists a group as declared here.
   static let groups: [(name: String, specs: [OptionSpec])] = [
     ("names", names), ("shapes", shapes), ("imagePreprocessing", imagePreprocessing), ("labels", labels),
     ("sampling", sampling),
-    ("compression", compression), ("metadata", metadata),
+    ("compression", compression), ("metadata", metadata), ("detection", detection),
   ]
 
   /// Every option declared here; a command's specs may hold only these.
   static let all: [OptionSpec] =
     [output, format, target, precision] + names + shapes + [imageInput] + imagePreprocessing + [imageOutput] + labels
-    + [predictedFeatureName, predictedProbabilitiesOutput] + compression + metadata + [verify] + sampling + [
+    + [predictedFeatureName, predictedProbabilitiesOutput] + detection + compression + metadata + [verify] + sampling
+    + [
       threads, topK, reference, layers,
     ]
     + [crop, against, report] + [allowNonfinite, customLayers, architecture, json] + [

@@ -1,0 +1,134 @@
+import CoreMLFormat
+import Foundation
+import ModelConverter
+import ModelIR
+import TestSupport
+import Testing
+
+/// `ConversionOptions.detector`: Ultralytics' YOLOv8 export becomes a pipeline of the network with its
+/// decoding and Core ML's non-maximum suppression, laid out as Core ML's validator requires
+/// (NonMaximumSuppressionValidator, PipelineValidator in coremltools' mlmodel/src/Validation) and as
+/// Ultralytics' own `nms=True` pipelines are.
+@Suite struct DetectorConversionTests {
+  static let fixture = Fixtures.url("onnx/exporters/ultralytics/yolov8_tiny_det_dynamic.onnx")
+
+  static func options(_ format: ModelFormat, detector: DetectorOptions = DetectorOptions()) -> ConversionOptions {
+    var options = ConversionOptions(imageInputNames: ["images"], imageScale: 1 / 255, format: format)
+    options.detector = detector
+    return options
+  }
+
+  @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
+  func ultralyticsExportBecomesAPipeline(format: ModelFormat) throws {
+    let model = try Converter.convert(modelAt: Self.fixture, options: Self.options(format))
+    // 3 classes; an ML Program's confidence is padded to 80 columns (Ultralytics' workaround), a neural
+    // network's is not.
+    let columns = format == .mlProgram ? 80 : 3
+    let summary = model.summary
+    #expect(summary.modelType == "pipeline")
+    #expect(summary.inputs.map(\.name) == ["images", "iouThreshold", "confidenceThreshold"])
+    #expect(summary.inputs[1].type.optional == true && summary.inputs[1].type.kind == "double")
+    #expect(summary.outputs.map(\.name) == ["confidence", "coordinates"])
+    #expect(summary.outputs.map(\.type.shapeRange) == [[[0, -1], [columns, columns]], [[0, -1], [4, 4]]])
+    // The labels a user sees: the names Ultralytics stored in the metadata, without the padding.
+    #expect(summary.labels == ["0", "1", "2"])
+    let detector = try #require(model.detector)
+    #expect(detector.head.anchors == 84 && detector.head.classes == 3 && detector.head.writtenClasses == columns)
+    #expect(detector.suppression.labels?.count == columns)
+
+    let url = try Fixtures.temporaryDirectory().appendingPathComponent("Detector." + format.fileExtension)
+    try model.write(to: url)
+    let outline = try CoreMLModelOutline.read(contentsOf: url)
+    #expect(outline.typeName == "pipeline")
+    // Float32 arrays into the suppression need specification 5 (iOS 14).
+    #expect(outline.specificationVersion == (format == .mlProgram ? 6 : 5))
+    #expect(outline.subModels.map(\.name) == ["detector", "nonMaximumSuppression"])
+    let network = outline.subModels[0].model
+    let nms = outline.subModels[1].model
+    // The pipeline rule: each stage input is a pipeline input or an earlier stage's output of the same type.
+    let written = Dictionary(uniqueKeysWithValues: network.outputs.map { ($0.name, $0.kind) })
+    for input in nms.inputs where input.kind != .double {
+      #expect(written[input.name] == input.kind, "\(input.name)")
+    }
+    #expect(
+      network.outputs.map(\.kind) == [
+        .multiArray(shape: [84, columns], dataType: "float32"), .multiArray(shape: [84, 4], dataType: "float32"),
+      ])
+    let suppression = try #require(nms.suppression)
+    #expect(suppression.iouThreshold == 0.45 && suppression.confidenceThreshold == 0.25 && suppression.perClass)
+    #expect(suppression.iouThresholdInput == "iouThreshold")
+    // The suppression's outputs give their two dimensions as a range only (the validator refuses both).
+    #expect(
+      nms.outputs.map(\.kind) == [
+        .multiArray(shape: [], dataType: "float32"), .multiArray(shape: [], dataType: "float32"),
+      ])
+    #expect(
+      nms.outputs.map(\.sizeRanges) == [
+        [.init(lower: 0, upper: nil), .init(lower: columns, upper: columns)],
+        [.init(lower: 0, upper: nil), .init(lower: 4, upper: 4)],
+      ])
+    #expect(outline.inputs.map(\.isOptional) == [false, true, true])
+    #expect(outline.userDefined[DetectorPipeline.previewTypeKey] == "objectDetector")
+
+    // The reader reads the network stage, with the pipeline around it, only when asked to.
+    #expect(throws: CoreMLReaderError.unsupportedModelType(path: url.path, type: "pipeline")) {
+      try CoreMLSpecReader.read(contentsOf: url)
+    }
+    let spec = try CoreMLSpecReader.read(contentsOf: url, detectorPipelines: true)
+    #expect(spec.modelType == (format == .mlProgram ? "mlProgram" : "neuralNetwork"))
+    #expect(spec.outputs.map(\.name) == ["raw_confidence", "raw_coordinates"])
+    let pipeline = try #require(spec.pipeline)
+    #expect(pipeline.stageNames == ["detector", "nonMaximumSuppression"])
+    #expect(pipeline.inputs.map(\.name) == ["images", "iouThreshold", "confidenceThreshold"])
+    #expect(pipeline.inputs.map(\.isOptional) == [false, true, true])
+    #expect(pipeline.suppression.labels.prefix(3) == ["0", "1", "2"] && pipeline.suppression.labels.count == columns)
+    #expect(pipeline.suppression.perClass == true && pipeline.suppression.iouThreshold == 0.45)
+    #expect(pipeline.outputs.map(\.sizeRanges) == nms.outputs.map(\.sizeRanges))
+  }
+
+  @Test func settingsReachTheSuppression() throws {
+    var settings = DetectorOptions(iouThreshold: 0.6, confidenceThreshold: 0.1, agnostic: true, maximumDetections: 20)
+    settings.padsProgramClasses = false
+    var options = Self.options(.mlProgram, detector: settings)
+    options.classLabels = .strings(["cat", "dog", "bird"])
+    let model = try Converter.convert(modelAt: Self.fixture, options: options)
+    let nms = try #require(model.detector?.suppression)
+    #expect(nms.iouThreshold == 0.6 && nms.confidenceThreshold == 0.1 && !nms.perClass && nms.maximumBoxes == 20)
+    #expect(nms.labels == .strings(["cat", "dog", "bird"]) && nms.classes == 3)
+  }
+
+  @Test func wrongLabelCountsAndThresholdsAreUsageErrors() throws {
+    var options = Self.options(.neuralNetwork)
+    options.classLabels = .strings(["cat", "dog"])
+    #expect(throws: ConversionError.self) { try Converter.convert(modelAt: Self.fixture, options: options) }
+    do {
+      _ = try Converter.convert(modelAt: Self.fixture, options: options)
+    } catch let error as ConversionError {
+      #expect(error.kind == .usage && error.description.contains("2 labels for a detector of 3 classes"))
+    }
+    #expect(throws: ConversionError.self) {
+      try Converter.convert(
+        modelAt: Self.fixture, options: Self.options(.neuralNetwork, detector: DetectorOptions(iouThreshold: 1.5)))
+    }
+  }
+
+  @Test func aClassifierIsNotADetector() throws {
+    var options = Self.options(.neuralNetwork)
+    options.imageInputNames = ["images"]
+    let classifier = Fixtures.url("onnx/exporters/ultralytics/yolov8_tiny_cls_64.onnx")
+    #expect(throws: ConversionError.self) { try Converter.convert(modelAt: classifier, options: options) }
+  }
+
+  @Test func ultralyticsNamesAreRead() {
+    #expect(DetectorClassNames.parse("{0: 'person', 1: 'bicycle', 2: \"it's\"}") == ["person", "bicycle", "it's"])
+    #expect(DetectorClassNames.parse("{1: 'b', 0: 'a'}") == ["a", "b"])
+    #expect(DetectorClassNames.parse("{0: 'a\\'s'}") == ["a's"])
+    // Gaps, repeated keys, unclosed strings and trailing text are not names.
+    #expect(DetectorClassNames.parse("{0: 'a', 2: 'c'}") == nil)
+    #expect(DetectorClassNames.parse("{0: 'a', 0: 'b'}") == nil)
+    #expect(DetectorClassNames.parse("{0: 'a}") == nil)
+    #expect(DetectorClassNames.parse("{0: 'a'} x") == nil)
+    #expect(DetectorClassNames.parse("{}") == nil)
+    #expect(DetectorClassNames.parse("['a', 'b']") == nil)
+  }
+}
