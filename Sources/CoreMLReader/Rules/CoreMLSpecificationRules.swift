@@ -16,6 +16,7 @@ public enum CoreMLSpecificationRules {
     }
     found += modelViolations(spec)
     found += programViolations(spec)
+    found += pipelineViolations(spec)
     return found
   }
 

@@ -84,6 +84,42 @@ import Testing
     #expect(pipeline.suppression.labels.prefix(3) == ["0", "1", "2"] && pipeline.suppression.labels.count == columns)
     #expect(pipeline.suppression.perClass == true && pipeline.suppression.iouThreshold == 0.45)
     #expect(pipeline.outputs.map(\.sizeRanges) == nms.outputs.map(\.sizeRanges))
+    // Apple's pipeline and suppression rules hold.
+    #expect(CoreMLSpecificationRules.violations(in: spec) == [])
+  }
+
+  /// Each rule Core ML's validators apply to a detector pipeline, broken one at a time in the reading of a
+  /// converted one (NonMaximumSuppressionValidator, PipelineValidator).
+  @Test func brokenPipelineRulesAreFound() throws {
+    let model = try Converter.convert(modelAt: Self.fixture, options: Self.options(.neuralNetwork))
+    let url = try Fixtures.temporaryDirectory().appendingPathComponent("Detector.mlmodel")
+    try model.write(to: url)
+    let spec = try CoreMLSpecReader.read(contentsOf: url, detectorPipelines: true)
+    func rules(_ change: (inout CoreMLModelSpec) -> Void) -> [String] {
+      var changed = spec
+      change(&changed)
+      return CoreMLSpecificationRules.violations(in: changed).map(\.rule)
+    }
+    #expect(rules { _ in } == [])
+    // float32 arrays before specification 5.
+    #expect(rules { $0.pipeline?.suppression.specificationVersion = 4 } == ["NMS-FEATURES"])
+    // An output with a fixed shape and ranges.
+    #expect(
+      rules {
+        $0.pipeline?.suppression.outputs[0].kind = .multiArray(shape: [0, 3], dataType: 65568)
+        $0.pipeline?.outputs[0].kind = .multiArray(shape: [0, 3], dataType: 65568)
+      } == ["NMS-FEATURES"])
+    // Labels for other columns.
+    #expect(rules { $0.pipeline?.suppression.stringClassLabels = ["a", "b"] } == ["NMS-FEATURES"])
+    // The network writes another shape than the suppression reads.
+    #expect(rules { $0.outputs[0].kind = .multiArray(shape: [84, 2], dataType: 65568) } == ["PIPELINE"])
+    // An IoU threshold out of range; a threshold input that is not a double.
+    #expect(rules { $0.pipeline?.suppression.iouThreshold = 1.5 } == ["NMS-FEATURES"])
+    #expect(
+      rules {
+        $0.pipeline?.suppression.inputs[2].kind = .int64
+        $0.pipeline?.inputs[1].kind = .int64
+      } == ["NMS-FEATURES"])
   }
 
   @Test func settingsReachTheSuppression() throws {

@@ -53,6 +53,16 @@ import Testing
     #expect(inspection.description.contains("IoU above 0.45 suppressed across classes"))
   }
 
+  /// A network stage's float32 outputs into a suppression declared double break the pipeline rule Core
+  /// ML's validator applies (PipelineValidator: each input of the type it was given).
+  @Test func mismatchedStagesBreakThePipelineRule() throws {
+    let network = try CoreMLWriters.writer(for: .neuralNetwork).encode(
+      try Self.detectorStage(), options: CoreMLWriterOptions())
+    let pipeline = try PipelineModel.encode([network, try NonMaximumSuppressionModel.encode(Self.suppression)])
+    let spec = try CoreMLSpecReader.read(pipeline.specification, detectorPipelines: true)
+    #expect(CoreMLSpecificationRules.violations(in: spec).map(\.rule).contains("PIPELINE"))
+  }
+
   @Test func aPipelineNeedsTwoModels() throws {
     let nms = try NonMaximumSuppressionModel.encode(Self.suppression)
     #expect(throws: CoreMLWriterError.self) { try PipelineModel.encode([nms]) }
