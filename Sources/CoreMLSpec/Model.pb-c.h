@@ -65,8 +65,9 @@ struct  CoreML__Specification__Metadata
 
 /*
  * [rule PIPELINE] A pipeline runs its models in order, each reading the pipeline's inputs and the
- * outputs of the models before it (by name); the pipeline's outputs are features its models write.
- * Pipelines exist from specificationVersion 1; a pipeline's version is at least each model's.
+ * outputs of the models before it (by name), declared with the same type (kind, element type, shape
+ * or ranges, optionality); the pipeline's outputs are features its models write, of the types they
+ * write. Pipelines exist from specificationVersion 1; a pipeline's version is at least each model's.
  */
 struct  CoreML__Specification__Pipeline
 {
