@@ -1,16 +1,47 @@
 import CoreMLFormat
 import Foundation
 import ModelIR
+import ReferenceRuntime
 
 /// The Core ML reader as the converted side of verification: a written `.mlmodel` or `.mlpackage` read
 /// back with Apple's documented semantics, its declared interface, its weights' precision and the
 /// rules of NeuralNetwork.proto it breaks.
 extension CoreMLFrontend: ReadBackReading {
   public func readBack(at url: URL, source: Graph) throws -> ReadBackModel {
-    let spec = try CoreMLSpecReader.read(contentsOf: url)
+    // A detector pipeline is read as its network stage, the suppression described beside it.
+    let spec = try CoreMLSpecReader.read(contentsOf: url, detectorPipelines: true)
     let model = try CoreMLGraphImporter.importModel(
       spec, path: url.path, sequenceLengths: ParityVerifier.sequenceLengths(of: spec, from: source))
-    return ReadBackModel(model)
+    var readBack = ReadBackModel(model)
+    readBack.detector = spec.pipeline.map(ReadBackModel.DetectorStage.init)
+    return readBack
+  }
+}
+
+extension ReadBackModel.DetectorStage {
+  /// A Core ML detector pipeline's suppression stage as NonMaximumSuppression.proto documents it: boxes
+  /// below the confidence threshold dropped, IoU above the threshold suppressed (per class with
+  /// `pickTop.perClass`), and the outputs' first dimension saying how many rows come out (a fixed size
+  /// pads with zero rows, a range limits them).
+  init(_ pipeline: CoreMLModelSpec.Pipeline) {
+    let nms = pipeline.suppression
+    var minimum = 0
+    var maximum: Int?
+    if let output = nms.outputs.first(where: { $0.name == nms.confidenceOutput }) {
+      if let rows = output.sizeRanges.first {
+        (minimum, maximum) = (rows.lower, rows.upper)
+      } else if case .multiArray(let shape, _) = output.kind, shape.count == 2, shape[0] > 0 {
+        (minimum, maximum) = (shape[0], shape[0])
+      }
+    }
+    self.init(
+      suppression: NonMaximumSuppression(
+        iouThreshold: nms.iouThreshold, confidenceThreshold: nms.confidenceThreshold, perClass: nms.perClass ?? false,
+        minimumBoxes: minimum, maximumBoxes: maximum),
+      labels: nms.labels, confidenceInput: nms.confidenceInput, coordinatesInput: nms.coordinatesInput,
+      iouThresholdInput: nms.iouThresholdInput, confidenceThresholdInput: nms.confidenceThresholdInput,
+      confidenceOutput: nms.confidenceOutput, coordinatesOutput: nms.coordinatesOutput,
+      inputs: pipeline.inputs.map(InterfaceFeature.init), outputs: pipeline.outputs.map(InterfaceFeature.init))
   }
 }
 

@@ -91,6 +91,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var classifier: ClassifierParity?
   /// The converted model's inputs and outputs against the source's (nil when the source was a bare graph).
   public var interface: InterfaceParity?
+  /// For a detector pipeline: how its final detections agree with the source's; nil otherwise.
+  public var detector: DetectorParity? = nil
   public var timing: Timing
   /// The tensors one sample held at most, planned from the shapes, and the samples run at once.
   public var memory: VerificationMemory

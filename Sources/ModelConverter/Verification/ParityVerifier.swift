@@ -46,6 +46,10 @@ public enum ParityVerifier {
     options.sourceImageOutputs = Set(source.imageOutputs.keys)
     options.sourceImageInputs = Set(source.imageInputs.keys)
     options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
+    if let stage = convertedModel.detector {
+      return try verifyDetector(
+        source: source, converted: convertedModel, stage: stage, path: converted.path, options: options)
+    }
     let interface = InterfaceParity.check(source: source.interface, converted: convertedModel)
     // Another number of inputs or outputs cannot be compared at all: the differences say why.
     if !interface.passed,
@@ -59,6 +63,56 @@ public enum ParityVerifier {
       options: options)
     report.interface = interface
     report.passed = report.passed && interface.passed
+    return report
+  }
+
+  /// A detector pipeline: its network stage against the source network with the same decoding, layer by
+  /// layer as any conversion; its interface and suppression settings against what convert was asked for;
+  /// then the final detections of both on every sample (`DetectorParity`).
+  static func verifyDetector(
+    source: ImportedSource, converted: ReadBackModel, stage: ReadBackModel.DetectorStage, path: String,
+    options: VerificationOptions
+  ) throws -> ParityReport {
+    let settings = options.detector
+    let (expected, head) = try DetectorVerification.expectedStage(
+      source: source.graph, converted: converted, stage: stage, settings: settings, path: path)
+    // The network stage presents the source's inputs and the decoded arrays.
+    var stageInterface = source.interface
+    stageInterface.outputs = expected.outputs.map {
+      InterfaceFeature(name: expected[$0].name, kind: .array, shape: expected[$0].type.shape, detail: "float32")
+    }
+    var interface = InterfaceParity.check(source: stageInterface, converted: converted)
+    let labels =
+      options.expectedLabels ?? source.metadata.userDefined["names"].flatMap(DetectorClassNames.parse)
+    interface.differences += DetectorVerification.differences(
+      stage: stage, converted: converted, head: head, settings: settings, expectedLabels: labels)
+    interface.passed = interface.differences.isEmpty
+    if source.graph.inputs.count != converted.inputs.count {
+      throw VerificationError.interfaceMismatch(interface.differences.joined(separator: "; "))
+    }
+    // The stage as any conversion (a reference file holds the raw outputs: it is used for detections only).
+    var stageOptions = options
+    stageOptions.reference = nil
+    stageOptions.expectedLabels = nil
+    var report = try verify(
+      source: expected, converted: converted, sourceName: source.path, convertedName: path, options: stageOptions)
+    let comparison = try Comparison(source: expected, converted: converted, options: stageOptions)
+    var generator = SplitMix64(seed: options.seed)
+    var samples = (0..<options.samples).map { _ in comparison.randomInputs(&generator) }
+    if let reference = options.reference {
+      let file = try ReferenceFile(url: reference)
+      guard file.inputCount == source.graph.inputs.count else {
+        throw VerificationError.invalidReference(
+          path: reference.path, detail: "holds \(file.inputCount) inputs; the model has \(source.graph.inputs.count)")
+      }
+      for sample in 0..<file.sampleCount { samples.append(try comparison.referenceInputs(file, sample: sample)) }
+    }
+    let detector = try DetectorVerification.compare(
+      comparison: comparison, samples: samples, stage: stage, head: head, settings: settings,
+      tolerance: DetectorVerification.confidenceTolerance(report))
+    report.detector = detector
+    report.interface = interface
+    report.passed = report.passed && interface.passed && detector.passed
     return report
   }
 

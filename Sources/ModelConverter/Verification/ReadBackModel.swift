@@ -1,5 +1,6 @@
 import Foundation
 import ModelIR
+import ReferenceRuntime
 
 /// A converted model as the reader of its format reads it back, independently of the writer that made it
 /// (for Core ML: what Apple documents), in the terms verification compares: the graph that runs, each
@@ -53,6 +54,44 @@ public struct ReadBackModel: Sendable {
   public var hasQuantizedWeights: Bool
   /// What the format's runtime would refuse or compute differently from this reading.
   public var violations: [SpecificationViolation]
+  /// For a detector (a pipeline of this graph and a non-maximum suppression): the suppression as the file
+  /// declares it, with the pipeline's interface; nil for a model that is not one.
+  public var detector: DetectorStage?
+
+  /// A detector pipeline's suppression stage, in the reference runtime's terms.
+  public struct DetectorStage: Sendable, Equatable {
+    /// Thresholds, per class or not, and the rows of the outputs (`NonMaximumSuppression.proto`).
+    public var suppression: NonMaximumSuppression
+    /// The labels of the confidence columns (integer labels as text); empty when none are given.
+    public var labels: [String]
+    /// The graph outputs it reads, and the inputs replacing its thresholds ("" for none).
+    public var confidenceInput: String
+    public var coordinatesInput: String
+    public var iouThresholdInput: String
+    public var confidenceThresholdInput: String
+    public var confidenceOutput: String
+    public var coordinatesOutput: String
+    /// The pipeline's declared interface (the graph's is its network stage's).
+    public var inputs: [InterfaceFeature]
+    public var outputs: [InterfaceFeature]
+
+    public init(
+      suppression: NonMaximumSuppression, labels: [String], confidenceInput: String, coordinatesInput: String,
+      iouThresholdInput: String, confidenceThresholdInput: String, confidenceOutput: String,
+      coordinatesOutput: String, inputs: [InterfaceFeature], outputs: [InterfaceFeature]
+    ) {
+      self.suppression = suppression
+      self.labels = labels
+      self.confidenceInput = confidenceInput
+      self.coordinatesInput = coordinatesInput
+      self.iouThresholdInput = iouThresholdInput
+      self.confidenceThresholdInput = confidenceThresholdInput
+      self.confidenceOutput = confidenceOutput
+      self.coordinatesOutput = coordinatesOutput
+      self.inputs = inputs
+      self.outputs = outputs
+    }
+  }
 
   public init(
     graph: Graph, inputs: [Input], declaredInputs: [InterfaceFeature], declaredOutputs: [InterfaceFeature],

@@ -34,6 +34,10 @@ public struct VerificationOptions: Sendable, Equatable {
   public var outputNames: [String]?
   /// Fixed sizes for unknown input dimensions of the source model, as in `ConversionOptions.inputShapes`.
   public var inputShapes: [String: [Int]]
+  /// The detector settings convert was given (`ConversionOptions.detector`): a detector pipeline's
+  /// thresholds are checked against them and the source's detections made with them. Nil: a pipeline's
+  /// own settings are used for both sides (reported as not checked).
+  public var detector: DetectorOptions?
   /// Random samples run at once, each on its own core (0: every core). The statistics are accumulated
   /// in sample order, so the report does not depend on it.
   public var threads: Int = 0

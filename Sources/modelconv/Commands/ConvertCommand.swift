@@ -239,7 +239,7 @@ enum ConvertCommand: Subcommand {
   /// `--detector` with its thresholds.
   static func detector(_ parsed: ParsedArguments) throws -> DetectorOptions? {
     guard let kind = parsed.value(Options.detector) else {
-      if let extra = Options.detection.first(where: parsed.isGiven) {
+      if let extra = Options.detection.first(where: { parsed.isDeclared($0) && parsed.isGiven($0) }) {
         throw UsageError(message: "\(extra.key) applies to --detector")
       }
       return nil
@@ -267,7 +267,7 @@ enum ConvertCommand: Subcommand {
       options.maximumDetections = count
     }
     options.agnostic = parsed.flag(Options.agnosticNMS)
-    options.padsProgramClasses = !parsed.flag(Options.noClassPadding)
+    options.padsProgramClasses = !(parsed.isDeclared(Options.noClassPadding) && parsed.flag(Options.noClassPadding))
     return options
   }
 

@@ -41,6 +41,7 @@ enum VerifyCommand: Subcommand {
     + Options.names.inSection("NAMES (as given to convert)")
     + [Options.reference] + Options.labels.inSection("OTHER") + Options.shapes.inSection("OTHER")
     + [Options.architecture, Options.layers, Options.json.inSection("OTHER")]
+    + Options.detectorSettings.inSection("OBJECT DETECTOR (as given to convert)")
 
   static let examples = [
     "modelconv verify model_v6.h5 Emotion.mlmodel --labels-file emotions.txt --image-scale 1/255",
@@ -75,6 +76,7 @@ enum VerifyCommand: Subcommand {
     options.architecture = parsed.value(Options.architecture).map { URL(fileURLWithPath: $0) }
     options.inputNames = try parsed.list(Options.inputNames)
     options.outputNames = try parsed.list(Options.outputNames)
+    options.detector = try ConvertCommand.detector(parsed)
     guard options.samples > 0 || options.reference != nil else {
       throw UsageError(message: "--samples 0 needs --reference")
     }
@@ -172,6 +174,20 @@ enum VerifyCommand: Subcommand {
         lines.append("         expected: \(classifier.expectedLabels?.joined(separator: ", ") ?? "")")
       case nil: lines.append("       class labels not checked (give --labels or a --reference file with labels)")
       }
+    }
+    if let detector = report.detector {
+      let rule = detector.perClass ? "per class" : "across classes"
+      lines.append(
+        "  \(detector.passed ? "ok  " : "FAIL") detections: \(detector.paired) of \(detector.expectedDetections) source detections found again over \(detector.samples) samples "
+          + "(IoU >= \(detector.minimumIoU), same class), \(detector.missing) missing, \(detector.extra) extra, \(detector.borderline) borderline (confidence below \(String(format: "%.4g", detector.borderlineConfidence))); "
+          + "worst IoU \(String(format: "%.4f", detector.worstIoU)), largest confidence difference \(String(format: "%.3g", detector.largestConfidenceDifference)) (tolerance \(String(format: "%.3g", detector.confidenceTolerance)))"
+      )
+      lines.append(
+        "       suppression: IoU above \(detector.iouThreshold) suppressed \(rule), confidence below \(detector.confidenceThreshold) dropped"
+          + (detector.settingsChecked
+            ? "" : " (the file's own settings, not checked: give convert's --detector options)")
+          + "; \(detector.classes) classes"
+          + (detector.columns > detector.classes ? " in \(detector.columns) columns" : ""))
     }
     lines.append(
       String(

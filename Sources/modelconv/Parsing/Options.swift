@@ -282,13 +282,15 @@ enum Options {
   /// The model's metadata (`convert`).
   static let metadata = [author, license, shortDescription, modelVersion]
   /// An object detector's decoding and suppression (`convert`).
-  static let detection = [detector, iouThreshold, confidenceThreshold, agnosticNMS, maxDetections, noClassPadding]
+  static let detection = detectorSettings + [noClassPadding]
+  /// What a detector's decoding and suppression should be (`verify` checks a pipeline against them).
+  static let detectorSettings = [detector, iouThreshold, confidenceThreshold, agnosticNMS, maxDetections]
 
   /// The groups above by name, for the tests that check each command lists a group as declared here.
   static let groups: [(name: String, specs: [OptionSpec])] = [
     ("names", names), ("shapes", shapes), ("imagePreprocessing", imagePreprocessing), ("labels", labels),
     ("sampling", sampling),
-    ("compression", compression), ("metadata", metadata), ("detection", detection),
+    ("compression", compression), ("metadata", metadata), ("detectorSettings", detectorSettings),
   ]
 
   /// Every option declared here; a command's specs may hold only these.
