@@ -46,19 +46,27 @@ public struct DetectorHead: Sendable, Equatable {
     }
   }
 
-  /// The layout a raw output of `shape` (unit axes in front allowed) has: `[4 + classes, anchors]` when its
-  /// rows are fewer than its columns (YOLOv8, YOLO11), else `[anchors, 5 + classes]` (YOLOv5's objectness).
-  public static func decoding(forOutputShape shape: [Int]) -> DetectorDecoding? {
+  /// The layout a raw output of `shape` (unit axes in front allowed) has. With `classes` known (the
+  /// labels), the layout that has that many; else `[4 + classes, anchors]` when its rows are not more than
+  /// its columns (YOLOv8, YOLO11: anchors outnumber classes but for tiny inputs, where they may be equal),
+  /// else `[anchors, 5 + classes]` (YOLOv5's objectness).
+  public static func decoding(forOutputShape shape: [Int], classes: Int? = nil) -> DetectorDecoding? {
     let dims = Array(shape.drop { $0 == 1 })
     guard dims.count == 2 else { return nil }
-    return dims[0] < dims[1] ? .anchorsLast : .objectness
+    if let classes {
+      if dims[0] == 4 + classes { return .anchorsLast }
+      if dims[1] == 5 + classes { return .objectness }
+    }
+    return dims[0] <= dims[1] ? .anchorsLast : .objectness
   }
 
   /// Appends the decoding after `graph`'s single output, whose input is `[H, W, C]`; the graph's outputs
-  /// become `raw_confidence` and `raw_coordinates`. `classesWritten(classes)` gives the confidence
+  /// become `raw_confidence` and `raw_coordinates`; `expectedClasses` (the labels' count) tells the layout
+  /// when the shape leaves it open. `classesWritten(classes)` gives the confidence
   /// columns written, the ones past the network's classes zeros.
   public static func append(
-    to graph: inout Graph, decoding given: DetectorDecoding? = nil, classesWritten: (Int) -> Int = { $0 }
+    to graph: inout Graph, decoding given: DetectorDecoding? = nil, expectedClasses: Int? = nil,
+    classesWritten: (Int) -> Int = { $0 }
   ) throws -> DetectorHead {
     guard graph.outputs.count == 1, let output = graph.outputs.first else {
       throw Failure.notADetector("the network has \(graph.outputs.count) outputs; a YOLO detector has one")
@@ -68,7 +76,7 @@ public struct DetectorHead: Sendable, Equatable {
     }
     let (height, width) = (graph[input].type.shape[0], graph[input].type.shape[1])
     let shape = graph[output].type.shape
-    guard let decoding = given ?? decoding(forOutputShape: shape) else {
+    guard let decoding = given ?? decoding(forOutputShape: shape, classes: expectedClasses) else {
       throw Failure.notADetector("its output has shape \(shape), not [1, rows, columns]")
     }
     let classes: Int
