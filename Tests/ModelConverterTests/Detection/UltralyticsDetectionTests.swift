@@ -13,17 +13,17 @@ import Testing
   struct Reference: Decodable {
     struct Run: Decodable {
       var name: String
-      var conf_thres: Double
-      var iou_thres: Double
+      var confThres: Double
+      var iouThres: Double
       var agnostic: Bool
-      var multi_label: Bool
+      var multiLabel: Bool
     }
     struct Image: Decodable {
       struct Result: Decodable {
         struct Found: Decodable {
           var `class`: Int
           var confidence: Double
-          var cxcywh_normalized: [Double]
+          var cxcywhNormalized: [Double]
         }
         var run: String
         var detections: [Found]
@@ -39,7 +39,9 @@ import Testing
   static let folder = "onnx/detectors/"
 
   static func reference(_ model: String) throws -> Reference {
-    try JSONDecoder().decode(
+    let decoder = JSONDecoder()
+    decoder.keyDecodingStrategy = .convertFromSnakeCase
+    return try decoder.decode(
       Reference.self, from: Data(contentsOf: Fixtures.url(folder + model + ".detections.json")))
   }
 
@@ -56,11 +58,11 @@ import Testing
     let reference = try Self.reference(model)
     // float16: the runs at Ultralytics' default threshold (boxes of confidence 0.001 move by up to 2% IoU,
     // the limit itself, measured on this trained detector).
-    for run in reference.runs where !run.multi_label && (precision == .float32 || run.conf_thres >= 0.25) {
+    for run in reference.runs where !run.multiLabel && (precision == .float32 || run.confThres >= 0.25) {
       var options = ConversionOptions(imageInputNames: ["images"], imageScale: 1 / 255, format: format)
       options.precision = precision
       options.detector = DetectorOptions(
-        iouThreshold: run.iou_thres, confidenceThreshold: run.conf_thres, agnostic: run.agnostic)
+        iouThreshold: run.iouThres, confidenceThreshold: run.confThres, agnostic: run.agnostic)
       let url = try Fixtures.temporaryDirectory().appendingPathComponent("D." + format.fileExtension)
       try Converter.convert(modelAt: Fixtures.url(Self.folder + model + ".onnx"), options: options).write(to: url)
       let detector = try ObjectDetector.load(contentsOf: url)
@@ -76,8 +78,8 @@ import Testing
           Detection(
             classIndex: $0.class, confidence: $0.confidence,
             box: .init(
-              x: $0.cxcywh_normalized[0], y: $0.cxcywh_normalized[1], width: $0.cxcywh_normalized[2],
-              height: $0.cxcywh_normalized[3]))
+              x: $0.cxcywhNormalized[0], y: $0.cxcywhNormalized[1], width: $0.cxcywhNormalized[2],
+              height: $0.cxcywhNormalized[3]))
         }
         let actual = found.map {
           Detection(
@@ -86,7 +88,7 @@ import Testing
         }
         let agreement = DetectionAgreement(
           expected: expected, actual: actual, minimumIoU: 0.98,
-          borderline: precision == .float16 ? run.conf_thres + tolerance : 0)
+          borderline: precision == .float16 ? run.confThres + tolerance : 0)
         #expect(
           agreement.agrees(confidenceTolerance: tolerance),
           "\(model) \(format) \(precision) \(run.name) \(image.image): \(agreement)")
