@@ -21,3 +21,6 @@
 @_exported import enum ModelIR.WeightPrecision
 @_exported import enum ONNXFormat.ONNXFormatError
 @_exported import enum ONNXFormat.ONNXImportError
+@_exported import struct ReferenceRuntime.Detection
+@_exported import struct ReferenceRuntime.DetectionAgreement
+@_exported import struct ReferenceRuntime.NonMaximumSuppression

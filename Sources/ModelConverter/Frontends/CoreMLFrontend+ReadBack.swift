@@ -16,6 +16,11 @@ extension CoreMLFrontend: ReadBackReading {
     readBack.detector = spec.pipeline.map(ReadBackModel.DetectorStage.init)
     return readBack
   }
+
+  public func describesDetector(at url: URL) throws -> Bool {
+    let outline = try CoreMLModelOutline.read(contentsOf: url)
+    return outline.typeName == "pipeline" && outline.subModels.last?.model.suppression != nil
+  }
 }
 
 extension ReadBackModel.DetectorStage {

@@ -18,6 +18,9 @@ public struct ObjectDetector: Sendable {
   public let height: Int
   /// One per confidence column (its index as text when the model names none).
   public let labels: [String]
+  /// The trailing labels named `unused_N` (the columns `convert` pads an ML Program detector's classes
+  /// with: their confidence is always zero).
+  public var paddingClasses: Int { labels.reversed().prefix { $0.hasPrefix("unused_") }.count }
   /// The suppression run after the network (its thresholds the defaults `detect` may replace).
   public let suppression: NonMaximumSuppression
   let interpreter: Interpreter
@@ -29,6 +32,13 @@ public struct ObjectDetector: Sendable {
   let confidenceOutput: Int
   let coordinatesOutput: Int
   let columns: Int
+
+  /// Whether the file is a converted detector (a pipeline ending in non-maximum suppression) that
+  /// `load` reads as it is, told from its description; a source network is never one by itself.
+  public static func isDetector(at url: URL) throws -> Bool {
+    guard let reader = try Frontends.frontend(for: url) as? any ReadBackReading else { return false }
+    return try reader.describesDetector(at: url)
+  }
 
   /// Loads a detector: a Core ML detector pipeline as it is, or a source network with `options`.
   public static func load(contentsOf url: URL, options: ObjectDetectorOptions = ObjectDetectorOptions()) throws
@@ -153,6 +163,18 @@ public struct ObjectDetector: Sendable {
     return found.map {
       DetectedObject($0, label: labels[$0.classIndex], photoWidth: photo.width, photoHeight: photo.height)
     }
+  }
+
+  /// The photo with each detection's box drawn in its class's colour and labelled with its label and
+  /// confidence (`predict --annotate`).
+  public static func annotated(_ photo: RGBImage, with objects: [DetectedObject]) -> RGBImage {
+    ImageAnnotation.annotate(
+      photo,
+      boxes: objects.reversed().map {
+        ImageAnnotation.Box(
+          left: $0.pixels[0], top: $0.pixels[1], width: $0.pixels[2], height: $0.pixels[3],
+          label: $0.label + String(format: " %.0f%%", $0.confidence * 100), colorIndex: $0.classIndex)
+      })
   }
 }
 

@@ -127,4 +127,11 @@ public struct ReadBackModel: Sendable {
 /// to run time (the time steps of a sequence input).
 public protocol ReadBackReading: Sendable {
   func readBack(at url: URL, source: Graph) throws -> ReadBackModel
+  /// Whether the file is an object detector (a pipeline ending in non-maximum suppression), told
+  /// from its description without reading its weights.
+  func describesDetector(at url: URL) throws -> Bool
+}
+
+extension ReadBackReading {
+  public func describesDetector(at url: URL) throws -> Bool { false }
 }

@@ -236,6 +236,24 @@ enum ConvertCommand: Subcommand {
     return options
   }
 
+  /// `--iou-threshold` and `--confidence-threshold`, nil where not given.
+  static func detectorThresholds(_ parsed: ParsedArguments) throws -> (iou: Double?, confidence: Double?) {
+    var thresholds: (iou: Double?, confidence: Double?) = (nil, nil)
+    if let value = parsed.value(Options.iouThreshold) {
+      guard let threshold = Double(value), (0...1).contains(threshold) else {
+        throw UsageError(message: "--iou-threshold takes a number from 0 to 1, got '\(value)'")
+      }
+      thresholds.iou = threshold
+    }
+    if let value = parsed.value(Options.confidenceThreshold) {
+      guard let threshold = Double(value), threshold.isFinite, threshold >= 0 else {
+        throw UsageError(message: "--confidence-threshold takes a number of at least 0, got '\(value)'")
+      }
+      thresholds.confidence = threshold
+    }
+    return thresholds
+  }
+
   /// `--detector` with its thresholds.
   static func detector(_ parsed: ParsedArguments) throws -> DetectorOptions? {
     guard let kind = parsed.value(Options.detector) else {
@@ -248,18 +266,9 @@ enum ConvertCommand: Subcommand {
       throw UsageError(message: "--detector takes yolo (Ultralytics' YOLOv5, YOLOv8 and YOLO11 heads), got '\(kind)'")
     }
     var options = DetectorOptions()
-    if let value = parsed.value(Options.iouThreshold) {
-      guard let threshold = Double(value), (0...1).contains(threshold) else {
-        throw UsageError(message: "--iou-threshold takes a number from 0 to 1, got '\(value)'")
-      }
-      options.iouThreshold = threshold
-    }
-    if let value = parsed.value(Options.confidenceThreshold) {
-      guard let threshold = Double(value), threshold.isFinite, threshold >= 0 else {
-        throw UsageError(message: "--confidence-threshold takes a number of at least 0, got '\(value)'")
-      }
-      options.confidenceThreshold = threshold
-    }
+    let thresholds = try detectorThresholds(parsed)
+    options.iouThreshold = thresholds.iou ?? options.iouThreshold
+    options.confidenceThreshold = thresholds.confidence ?? options.confidenceThreshold
     if let value = parsed.value(Options.maxDetections) {
       guard let count = Int(value), count >= 1 else {
         throw UsageError(message: "--max-detections takes a whole number of at least 1, got '\(value)'")

@@ -5,7 +5,8 @@ import ModelFormats
 /// `modelconv evaluate`: accuracy on a labelled folder, and agreement with a second model.
 enum EvaluateCommand: Subcommand {
   static let name = "evaluate"
-  static let abstract = "Accuracy, per-class metrics and confusion matrix on a folder of labelled images"
+  static let abstract =
+    "Accuracy, per-class metrics and confusion matrix on a folder of labelled images; mAP for an object detector"
   static let synopsis = "modelconv evaluate <model> <folder> [--against <other model>] [--report report.html] [options]"
   static let discussion = """
     FOLDER holds one subfolder per label with PNG or JPEG images, as Create ML and Turi Create lay it
@@ -16,21 +17,36 @@ enum EvaluateCommand: Subcommand {
     to both models (default: a Core ML classifier's own labels, else class indices). Folder labels the
     model does not have, and model labels without images, are listed. Images are classified on every
     core. --json prints the report as one document, schema modelconv.evaluate/1.
+
+    An object detector (a pipeline written by convert --detector, or a source network with --detector
+    yolo) is scored on a dataset laid out as Ultralytics reads one: FOLDER/images/ with the photos and
+    FOLDER/labels/ with one text file per photo (same path, .txt), a line 'class cx cy w h' per object,
+    normalized to the photo. Prints mAP@0.5 and mAP@0.5:0.95, and per class the objects, detections,
+    precision, recall and AP, computed as COCO does (--map-method ultralytics: as its validator does).
+    The suppression runs at IoU 0.7 and confidence 0.001 unless --iou-threshold and
+    --confidence-threshold say otherwise, as Ultralytics validates. With --against, a second detector
+    (the source network) runs on the same photos: its mAP and how many detections pair (same class,
+    IoU >= 0.98). --json: schema modelconv.evaluate-detection/1.
     """
 
   static let specs: [OptionSpec] =
     [Options.against, Options.report, Options.topK, Options.crop] + Options.labels + Options.shapes + [
       Options.threads, Options.json,
     ]
-    + PredictCommand.preprocessingSpecs
+    + PredictCommand.preprocessingSpecs + Options.detectorSettings.inSection(PredictCommand.detectorSection) + [
+      Options.mapMethod.inSection(PredictCommand.detectorSection)
+    ]
 
   static let examples = [
     "modelconv evaluate Digits.mlmodel Samples/Digits/test_images --against Samples/Digits/digits_cnn.h5 --image-scale 1/255",
     "modelconv evaluate Emotion.mlpackage faces/ --report faces.html",
+    "modelconv evaluate Detector.mlpackage dataset/ --against yolov8n.onnx --detector yolo --image-scale 1/255",
   ]
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count == 2 else { throw UsageError(message: "expected a model and a folder\n\n" + usage) }
+    if try PredictCommand.isDetector(parsed.positionals[0], parsed) { return try runDetector(parsed) }
+    try PredictCommand.refuseDetectorOptions(parsed, model: parsed.positionals[0])
     if let report = parsed.value(Options.report) {
       try ConvertCommand.checkOutput(
         report,

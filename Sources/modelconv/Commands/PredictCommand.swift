@@ -5,8 +5,9 @@ import ModelFormats
 /// `modelconv predict`: classifies photos with a source model or a converted one.
 enum PredictCommand: Subcommand {
   static let name = "predict"
-  static let abstract = "Classify PNG or JPEG photos with a \(Frontends.formatNames) classifier"
-  static let synopsis = "modelconv predict <model> <image>... [--top-k K] [--crop center|fit|fill] [options]"
+  static let abstract = "Classify PNG or JPEG photos, or find objects in them, with a \(Frontends.formatNames) model"
+  static let synopsis =
+    "modelconv predict <model> <image>... [--top-k K] [--crop center|fit|fill] [--annotate out.png] [options]"
   static let discussion = """
     Runs the model in modelconv's reference runtime on each photo, as an app would with Vision:
     the EXIF orientation is applied, the photo is fitted to the model's input size (--crop, Vision's
@@ -17,11 +18,22 @@ enum PredictCommand: Subcommand {
     with their probabilities per image: --labels or --labels-file, else a Core ML classifier's own
     labels, else class indices. An image that cannot be read is reported and the others still
     run (exit 1 when any failed). --json prints the results as one document, schema modelconv.predict/1.
+
+    An object detector (a pipeline ending in non-maximum suppression, as convert --detector writes it,
+    or a source network given with --detector yolo) lists each photo's detections instead: label,
+    confidence and box in the photo's pixels (left, top, width x height). The photo is stretched to the
+    input size, as Vision's scaleFill does. --iou-threshold and --confidence-threshold replace the
+    model's thresholds, as its optional inputs do; --annotate writes the photo with the boxes drawn.
     """
 
   static let specs: [OptionSpec] =
     [Options.topK, Options.crop] + Options.labels + Options.shapes + [Options.threads, Options.json]
-    + preprocessingSpecs
+    + preprocessingSpecs + Options.detectorSettings.inSection(detectorSection) + [
+      Options.annotate.inSection(detectorSection)
+    ]
+
+  static let detectorSection =
+    "OBJECT DETECTOR (a pipeline written by convert --detector, or a source network with --detector)"
 
   /// How a source's input was preprocessed in training (a model that declares image inputs carries its
   /// own); `evaluate` lists them the same way.
@@ -32,12 +44,15 @@ enum PredictCommand: Subcommand {
   static let examples = [
     "modelconv predict Emotion.mlmodel face1.jpg face2.png",
     "modelconv predict model_v6.h5 face.jpg --image-scale 1/255 --labels-file emotions.txt --top-k 2",
+    "modelconv predict Detector.mlpackage street.jpg --confidence-threshold 0.4 --annotate street-boxes.png",
   ]
 
   static func run(_ parsed: ParsedArguments) throws -> ExitCode {
     guard parsed.positionals.count >= 2 else {
       throw UsageError(message: "expected a model and at least one image\n\n" + usage)
     }
+    if try isDetector(parsed.positionals[0], parsed) { return try runDetector(parsed) }
+    try refuseDetectorOptions(parsed, model: parsed.positionals[0])
     let model = try loadModel(parsed.positionals[0], parsed)
     warnIfPreprocessingUnused([model], parsed)
     let topK = try parsed.integer(Options.topK, minimum: 1) ?? 3

@@ -109,10 +109,14 @@ enum Options {
   )
   static let iouThreshold = OptionSpec.option(
     "--iou-threshold", value: "T", section: detectorSection,
-    help: "Suppress boxes overlapping a kept box by more than this IoU (default 0.45; an optional input overrides it).")
+    help:
+      "Suppress boxes overlapping a kept box by more than this IoU (convert: default 0.45, kept in the pipeline, an optional input overrides it; predict: default the model's; evaluate: default 0.7, as Ultralytics validates)."
+  )
   static let confidenceThreshold = OptionSpec.option(
     "--confidence-threshold", value: "T", section: detectorSection,
-    help: "Drop boxes whose best class confidence is below this (default 0.25; an optional input overrides it).")
+    help:
+      "Drop boxes whose best class confidence is below this (convert: default 0.25, kept in the pipeline, an optional input overrides it; predict: default the model's; evaluate: default 0.001, as Ultralytics validates)."
+  )
   static let agnosticNMS = OptionSpec.flag(
     "--agnostic-nms", section: detectorSection,
     help: "Suppress overlapping boxes across classes (default: within each class, as Ultralytics does).")
@@ -122,6 +126,17 @@ enum Options {
     "--no-class-padding", section: detectorSection,
     help:
       "Do not pad an ML Program detector's classes to a multiple of 80 (zero confidences, unused labels), the workaround Ultralytics applies for Core ML's suppression after ML Programs."
+  )
+
+  static let annotate = OptionSpec.option(
+    "--annotate", value: "OUT.png", section: detectorSection,
+    help:
+      "Write the photo with each detection drawn (its box and a tag with its label and confidence) as a PNG; with several photos, a folder that receives one PNG per photo."
+  )
+  static let mapMethod = OptionSpec.option(
+    "--map-method", value: "coco|ultralytics", section: detectorSection,
+    help:
+      "How average precision is computed: coco (pycocotools' 101 recall points, the default) or ultralytics (its validator's matching and trapezoid integration, the numbers its val prints)."
   )
 
   // MARK: Weight compression (convert)
@@ -300,7 +315,7 @@ enum Options {
     + [
       threads, topK, reference, layers,
     ]
-    + [crop, against, report] + [allowNonfinite, customLayers, architecture, json] + [
+    + [crop, against, report, annotate, mapMethod] + [allowNonfinite, customLayers, architecture, json] + [
       manifest, jobs, only, outputDir, force, printSchema, help,
     ]
 }
