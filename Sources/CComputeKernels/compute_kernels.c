@@ -384,3 +384,36 @@ fail:
 }
 
 size_t mc_pool_scratchpad_bytes(const mc_pool *pool) { return pool->scratchpad_size; }
+
+// MARK: - float16 rounding
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+int mc_has_f16c(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+}
+
+__attribute__((target("avx,f16c"))) static size_t round_f16c(float *values, size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    __m256 x = _mm256_loadu_ps(values + i);
+    __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(values + i, _mm256_cvtph_ps(h));
+  }
+  return i;
+}
+#else
+int mc_has_f16c(void) { return 0; }
+static size_t round_f16c(float *values, size_t count) {
+  (void)values;
+  (void)count;
+  return 0;
+}
+#endif
+
+void mc_round_to_float16(float *values, size_t count, int use_hardware) {
+  size_t i = use_hardware && mc_has_f16c() ? round_f16c(values, count) : 0;
+  for (; i < count; i++) values[i] = (float)(_Float16)values[i];
+}

@@ -7,6 +7,14 @@ import ModelIR
 ///
 /// `Kernels` holds the direct loops these are tested against; results agree within float32 error bounds.
 enum FastKernels {
+  /// `Kernels.roundToFloat16` with the CPU's F16C conversions where it has them (eight values per
+  /// instruction; the same round-to-nearest-even), else the compiler's conversion.
+  static func roundToFloat16(_ values: inout [Float], hardware: Bool = true) {
+    values.withUnsafeMutableBufferPointer { mc_round_to_float16($0.baseAddress, $0.count, hardware ? 1 : 0) }
+  }
+
+  /// Whether `roundToFloat16` runs on F16C instructions here.
+  static var hasFloat16Conversions: Bool { mc_has_f16c() != 0 }
   /// oneDNN's sgemm on the calling thread alone (row-major, `C = A B + beta C`).
   static func sgemm(
     _ m: Int, _ n: Int, _ k: Int, _ a: UnsafePointer<Float>, _ lda: Int, _ b: UnsafePointer<Float>, _ ldb: Int,
@@ -171,5 +179,87 @@ extension Interpreter {
   /// feature flags (cpuid), capped by `ONEDNN_MAX_CPU_ISA` when set.
   public static var backendDescription: String {
     "oneDNN \(String(cString: mc_dnnl_version())) with \(String(cString: mc_cpu_isa())) kernels"
+  }
+}
+
+extension FastKernels {
+  /// `Kernels.constantPad` a row at a time: each output row along the last axis filled, then the part
+  /// that holds input copied whole.
+  static func constantPad(_ x: Tensor, _ padding: ConstantPadding, outputShape: [Int]) -> [Float] {
+    let rank = outputShape.count
+    guard rank >= 1, x.shape.count == rank, padding.before.count == rank else {
+      return Kernels.constantPad(x, padding, outputShape: outputShape)
+    }
+    var result = [Float](repeating: padding.value, count: outputShape.reduce(1, *))
+    let last = rank - 1
+    let (inner, width, before) = (x.shape[last], outputShape[last], padding.before[last])
+    let start = max(0, before)
+    let end = min(width, before + inner)
+    guard start < end else { return result }
+    let strides = Kernels.strides(x.shape)
+    let rows = outputShape.dropLast().reduce(1, *)
+    x.values.withUnsafeBufferPointer { source in
+      result.withUnsafeMutableBufferPointer { destination in
+        var coordinates = [Int](repeating: 0, count: last)
+        for row in 0..<rows {
+          var offset = 0
+          var inside = true
+          for axis in 0..<last {
+            let c = coordinates[axis] - padding.before[axis]
+            if c < 0 || c >= x.shape[axis] {
+              inside = false
+              break
+            }
+            offset += c * strides[axis]
+          }
+          if inside {
+            let from = offset + start - before
+            for i in 0..<(end - start) { destination[row * width + start + i] = source[from + i] }
+          }
+          var axis = last - 1
+          while axis >= 0 {
+            coordinates[axis] += 1
+            if coordinates[axis] < outputShape[axis] { break }
+            coordinates[axis] = 0
+            axis -= 1
+          }
+        }
+      }
+    }
+    return result
+  }
+
+  /// `Kernels.slice` a row at a time when the last axis is read with stride 1 (else the direct loop).
+  static func slice(_ x: Tensor, _ slice: StridedSlice, outputShape: [Int]) -> [Float] {
+    let rank = outputShape.count
+    guard rank >= 1, x.shape.count == rank, slice.strides.count == rank, slice.strides[rank - 1] == 1 else {
+      return Kernels.slice(x, slice, outputShape: outputShape)
+    }
+    var result = [Float](repeating: 0, count: outputShape.reduce(1, *))
+    let last = rank - 1
+    let width = outputShape[last]
+    let strides = Kernels.strides(x.shape)
+    let rows = outputShape.dropLast().reduce(1, *)
+    guard width > 0 else { return result }
+    x.values.withUnsafeBufferPointer { source in
+      result.withUnsafeMutableBufferPointer { destination in
+        var coordinates = [Int](repeating: 0, count: last)
+        for row in 0..<rows {
+          var offset = slice.begin[last]
+          for axis in 0..<last {
+            offset += (slice.begin[axis] + coordinates[axis] * slice.strides[axis]) * strides[axis]
+          }
+          for i in 0..<width { destination[row * width + i] = source[offset + i] }
+          var axis = last - 1
+          while axis >= 0 {
+            coordinates[axis] += 1
+            if coordinates[axis] < outputShape[axis] { break }
+            coordinates[axis] = 0
+            axis -= 1
+          }
+        }
+      }
+    }
+    return result
   }
 }

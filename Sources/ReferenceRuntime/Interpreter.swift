@@ -107,7 +107,9 @@ public struct Interpreter: Sendable {
         result = evaluate(step.operation, step.inputs.map { values[$0]! }, outputShape: shape)
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       }
-      if graph[step.output].type.dataType == .float16 { Kernels.roundToFloat16(&result) }
+      if graph[step.output].type.dataType == .float16 {
+        if kernels == .fast { FastKernels.roundToFloat16(&result) } else { Kernels.roundToFloat16(&result) }
+      }
       values[step.output] = Tensor(shape: shape, values: result)
       if observed.contains(step.output) {
         kept[step.output] = values[step.output]
@@ -241,8 +243,13 @@ public struct Interpreter: Sendable {
       }
       return result
     case .reduce(let reduction): return Kernels.reduce(x, reduction)
-    case .constantPad(let padding): return Kernels.constantPad(x, padding, outputShape: outputShape)
-    case .slice(let slice): return Kernels.slice(x, slice, outputShape: outputShape)
+    case .constantPad(let padding):
+      return kernels == .fast
+        ? FastKernels.constantPad(x, padding, outputShape: outputShape)
+        : Kernels.constantPad(x, padding, outputShape: outputShape)
+    case .slice(let slice):
+      return kernels == .fast
+        ? FastKernels.slice(x, slice, outputShape: outputShape) : Kernels.slice(x, slice, outputShape: outputShape)
     case .constant(let value): return value.values
     case .recurrent(let layer): return RecurrentKernel.run(x, layer, initial: inputs.dropFirst().map(\.values))
     case .layerNormalization(let norm):

@@ -279,3 +279,85 @@ import Testing
     #expect(forced.outputs[0].values == [7, 1])
   }
 }
+
+/// The float16 rounding of an ML Program's values: the fast interpreter's (F16C where the CPU has it)
+/// against the direct loops' Swift `Float16` conversion, bit for bit, on the edges of the format.
+@Suite struct Float16RoundingTests {
+  static let edges: [Float] = [
+    0, -0, 1, -1, 65504, -65504, 65519.99, 65520, -65520, 1e10, .infinity, -.infinity,
+    // Smallest normal and subnormal float16, halfway cases, and values that round to zero.
+    6.103_515_6e-5, 5.960_464_5e-8, 2.980_232_2e-8, 2.980_233e-8, 1e-9, -1e-9,
+    // Ties to even: 1 + 2^-11 (between 1 and 1 + 2^-10) rounds down, 1 + 3 * 2^-11 up.
+    1 + 0x1p-11, 1 + 3 * 0x1p-11, 2049, 2051, 3.141_592_7, -2.718_281_8, 0.1, 1 / 3,
+  ]
+
+  @Test func fastRoundingEqualsTheDirectLoops() throws {
+    // Edges, then every 2^-11 step of [-4, 4) and pseudo-random values of every magnitude, in lengths
+    // that are not multiples of eight (the vector loop's tail).
+    var values = Self.edges + (-8192..<8192).map { Float($0) * 0x1p-11 }
+    var state: UInt32 = 12345
+    for _ in 0..<10_003 {
+      state = state &* 1_664_525 &+ 1_013_904_223
+      // Sign and mantissa random, exponent from 2^-31 to 2^20 (float16's subnormals to beyond its range).
+      let exponent = (96 + (state >> 3) % 52) << 23
+      values.append(Float(bitPattern: (state & 0x8000_0000) | exponent | (state & 0x7F_FFFF)))
+    }
+    let graph = try Self.roundingGraph(count: values.count)
+    let input = Tensor(shape: [values.count], values: values)
+    let fast = Interpreter(graph: graph, kernels: .fast).run([input])[0].values
+    let direct = Interpreter(graph: graph, kernels: .direct).run([input])[0].values
+    #expect(fast.map(\.bitPattern) == direct.map(\.bitPattern))
+    #expect(direct.map(\.bitPattern) == values.map { Float(Float16($0)).bitPattern })
+    // NaN stays NaN.
+    let nan = Interpreter(graph: try Self.roundingGraph(count: 9), kernels: .fast).run([
+      Tensor(shape: [9], values: [Float](repeating: .nan, count: 9))
+    ])[0].values
+    #expect(nan.allSatisfy { $0.isNaN })
+  }
+
+  /// y = x + 0 computed in float16 (a float16 operand makes the sum float16).
+  static func roundingGraph(count: Int) throws -> Graph {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([count], dataType: .float16))
+    let zero = try builder.add(.constant(Constant(shape: [1], values: [0])), name: "zero", inputs: [])
+    let y = try builder.add(.elementwise(.add), name: "y", inputs: [x, zero])
+    return builder.build(outputs: [y])
+  }
+}
+
+/// Padding and slicing a row at a time give the direct loops' values exactly (they only move values).
+@Suite struct RowCopyKernelTests {
+  static func run(_ operation: Operation, input shape: [Int]) throws -> (fast: Tensor, direct: Tensor) {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType(shape))
+    let y = try builder.add(operation, name: "y", inputs: [x])
+    let graph = builder.build(outputs: [y])
+    let input = Tensor(shape: shape, values: FastKernelTests.values(shape.reduce(1, *), seed: 41))
+    return (
+      Interpreter(graph: graph, kernels: .fast).run([input])[0],
+      Interpreter(graph: graph, kernels: .direct).run([input])[0]
+    )
+  }
+
+  @Test(arguments: [
+    ([4, 5, 3], [1, 2, 0], [2, 0, 1]), ([4, 5, 3], [0, 0, 0], [0, 0, 0]), ([6], [3], [2]),
+    ([1, 4, 5, 3], [0, 1, 0, 3], [1, 0, 2, 0]), ([2, 3, 4], [0, 0, 0], [0, 0, 3]),
+  ])
+  func constantPadMatches(_ shape: [Int], _ before: [Int], _ after: [Int]) throws {
+    let (fast, direct) = try Self.run(
+      .constantPad(ConstantPadding(before: before, after: after, value: 0.5)), input: shape)
+    #expect(fast.shape == direct.shape)
+    #expect(fast.values.map(\.bitPattern) == direct.values.map(\.bitPattern))
+  }
+
+  @Test(arguments: [
+    ([6, 5, 4], [1, 0, 1], [5, 5, 3], [2, 1, 1]), ([6, 5, 4], [0, 1, 0], [6, 4, 4], [1, 2, 2]),
+    ([8400, 84], [0, 4], [8400, 84], [1, 1]), ([7], [2], [6], [1]),
+  ])
+  func sliceMatches(_ shape: [Int], _ begin: [Int], _ end: [Int], _ strides: [Int]) throws {
+    let (fast, direct) = try Self.run(
+      .slice(StridedSlice(begin: begin, end: end, strides: strides)), input: shape)
+    #expect(fast.shape == direct.shape)
+    #expect(fast.values.map(\.bitPattern) == direct.values.map(\.bitPattern))
+  }
+}

@@ -67,4 +67,11 @@ const char *mc_dnnl_version(void);
 /// are reused instead of returned to the system and faulted in again; nothing elsewhere.
 void mc_reuse_freed_memory(void);
 
+/// Rounds each value to the nearest float16 (ties to even, overflow to infinity) and widens it back, in
+/// place: with the F16C instructions when `use_hardware` and the CPU has them, else one value at a time
+/// through the compiler's `_Float16` conversion.
+void mc_round_to_float16(float *values, size_t count, int use_hardware);
+/// Whether this CPU has F16C (and AVX) for `mc_round_to_float16`.
+int mc_has_f16c(void);
+
 #endif

@@ -68,6 +68,7 @@ public struct ObjectDetector: Sendable {
       options.labels?.descriptions ?? source.metadata.userDefined["names"].flatMap(DetectorClassNames.parse)
     let head: DetectorHead
     do {
+      try DetectorHead.checkNotEndToEnd(metadata: source.metadata.userDefined)
       head = try DetectorHead.append(to: &graph, decoding: settings.decoding, expectedClasses: names?.count)
     } catch {
       throw PredictionError.notAnImageModel(path: source.path, detail: "\(error)")
@@ -90,7 +91,10 @@ public struct ObjectDetector: Sendable {
   static func pipeline(_ model: ReadBackModel, stage: ReadBackModel.DetectorStage, path: String, labels: ClassLabels?)
     throws -> ObjectDetector
   {
-    let graph = model.graph
+    // As for a classifier: the runtime's rewrites only remove work (the transposes around the stage's
+    // channels-first spatial layers).
+    var graph = model.graph
+    try Pipelines.runtime.run(&graph)
     // Core ML's image arrives channels first: [C, H, W], or [1, C, H, W] in a program or exact mapping.
     guard graph.inputs.count == 1, let input = model.inputs.first, input.image != nil,
       let space = input.colorSpace, input.shape.count == 3 || (input.shape.count == 4 && input.shape[0] == 1)
