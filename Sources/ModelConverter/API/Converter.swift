@@ -77,6 +77,7 @@ public enum Converter {
       if let problem = settings.problem { throw ConversionError.invalidDetector(problem) }
       let head: DetectorHead
       do {
+        try DetectorHead.checkNotEndToEnd(metadata: source.metadata.userDefined)
         head = try DetectorHead.append(
           to: &graph, decoding: settings.decoding,
           classesWritten: { settings.writtenClasses($0, format: options.format) })

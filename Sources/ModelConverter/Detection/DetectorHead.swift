@@ -60,6 +60,20 @@ public struct DetectorHead: Sendable, Equatable {
     return dims[0] <= dims[1] ? .anchorsLast : .objectness
   }
 
+  /// Refuses a network whose export already ends in its suppression, as Ultralytics' metadata says
+  /// (`end2end: True` for YOLOv10 and YOLO26 heads, `'nms': True` in the export's `args`): its output
+  /// rows are finished detections (box corners, score, class), which the decoding would misread.
+  public static func checkNotEndToEnd(metadata: [String: String]) throws {
+    let endToEnd = metadata["end2end"]?.lowercased() == "true"
+    let suppressed = metadata["args"].map { $0.contains("'nms': True") } ?? false
+    guard endToEnd || suppressed else { return }
+    throw Failure.notADetector(
+      "the network already ends in its own suppression (Ultralytics metadata "
+        + (endToEnd ? "end2end: True" : "args nms: True")
+        + "): its rows are finished detections, not the raw head; export it with nms=False (and end2end=False where the model allows it)"
+    )
+  }
+
   /// Appends the decoding after `graph`'s single output, whose input is `[H, W, C]`; the graph's outputs
   /// become `raw_confidence` and `raw_coordinates`; `expectedClasses` (the labels' count) tells the layout
   /// when the shape leaves it open. `classesWritten(classes)` gives the confidence

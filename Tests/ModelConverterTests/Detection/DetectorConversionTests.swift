@@ -155,6 +155,20 @@ import Testing
     #expect(throws: ConversionError.self) { try Converter.convert(modelAt: classifier, options: options) }
   }
 
+  /// An export that ends in its own suppression (Ultralytics' `end2end` heads, `nms=True`) has finished
+  /// detections for rows: refused by what its metadata says, not decoded as a raw head.
+  @Test(arguments: [("end2end", "True"), ("args", "{'batch': 1, 'nms': True, 'opset': 17}")])
+  func endToEndExportsAreRefused(key: String, value: String) throws {
+    let url = Fixtures.url("onnx/detectors/yolov8_shapes.onnx")
+    var source = try Frontends.frontend(for: url).importSource(at: url, options: SourceOptions())
+    source.metadata.userDefined[key] = value
+    let error = #expect(throws: ConversionError.self) {
+      try Converter.convert(source, options: Self.options(.neuralNetwork))
+    }
+    #expect(error.map { "\($0)".contains("already ends in its own suppression") } == true)
+    #expect(throws: PredictionError.self) { try ObjectDetector.load(source) }
+  }
+
   @Test func ultralyticsNamesAreRead() {
     #expect(DetectorClassNames.parse("{0: 'person', 1: 'bicycle', 2: \"it's\"}") == ["person", "bicycle", "it's"])
     #expect(DetectorClassNames.parse("{1: 'b', 0: 'a'}") == ["a", "b"])
