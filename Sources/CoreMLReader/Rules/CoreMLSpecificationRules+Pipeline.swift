@@ -80,7 +80,9 @@ extension CoreMLSpecificationRules {
       (nms.iouThresholdInput, "IoU threshold input"), (nms.confidenceThresholdInput, "confidence threshold input"),
     ]
     where !name.isEmpty {
-      if let input = feature(name, in: nms.inputs, what), input.kind != .double {
+      // Apple's validator reads a threshold input only when the description lists it (else the stored
+      // threshold holds): a name with no such input is allowed.
+      if let input = nms.inputs.first(where: { $0.name == name }), input.kind != .double {
         rule("NMS-FEATURES", "\(what) '\(name)' is \(describe(input)), not a double")
       }
     }

@@ -83,8 +83,15 @@ enum DetectorVerification {
     let thresholdInputs = [stage.iouThresholdInput, stage.confidenceThresholdInput].filter { !$0.isEmpty }
     let networkInputs = converted.graph.inputs.map { converted.graph[$0].name }
     let declared = stage.inputs.map(\.name)
-    if declared != networkInputs + thresholdInputs {
-      found.append("the pipeline's inputs are \(declared), expected \(networkInputs + thresholdInputs)")
+    let read = networkInputs + thresholdInputs
+    for name in declared where !read.contains(name) {
+      let optional = stage.inputs.first { $0.name == name }?.isOptional ?? false
+      found.append(
+        "the pipeline's input '\(name)' is read by no stage (its suppression lists no such input, so its stored thresholds hold)"
+          + (optional ? "" : "; it is required, so an app must supply a value that changes nothing"))
+    }
+    if declared.filter(read.contains) != read {
+      found.append("the pipeline's inputs are \(declared), expected \(read)")
     }
     for input in stage.inputs where thresholdInputs.contains(input.name) {
       if input.kind != .double || !input.isOptional {

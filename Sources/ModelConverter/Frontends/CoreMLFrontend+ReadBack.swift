@@ -30,6 +30,7 @@ extension ReadBackModel.DetectorStage {
   /// pads with zero rows, a range limits them).
   init(_ pipeline: CoreMLModelSpec.Pipeline) {
     let nms = pipeline.suppression
+    let reads = Set(nms.inputs.map(\.name))
     var minimum = 0
     var maximum: Int?
     if let output = nms.outputs.first(where: { $0.name == nms.confidenceOutput }) {
@@ -44,7 +45,10 @@ extension ReadBackModel.DetectorStage {
         iouThreshold: nms.iouThreshold, confidenceThreshold: nms.confidenceThreshold, perClass: nms.perClass ?? false,
         minimumBoxes: minimum, maximumBoxes: maximum),
       labels: nms.labels, confidenceInput: nms.confidenceInput, coordinatesInput: nms.coordinatesInput,
-      iouThresholdInput: nms.iouThresholdInput, confidenceThresholdInput: nms.confidenceThresholdInput,
+      // A threshold input the suppression's description does not list is not read (Apple's validator
+      // allows it): the stored threshold holds.
+      iouThresholdInput: reads.contains(nms.iouThresholdInput) ? nms.iouThresholdInput : "",
+      confidenceThresholdInput: reads.contains(nms.confidenceThresholdInput) ? nms.confidenceThresholdInput : "",
       confidenceOutput: nms.confidenceOutput, coordinatesOutput: nms.coordinatesOutput,
       inputs: pipeline.inputs.map(InterfaceFeature.init), outputs: pipeline.outputs.map(InterfaceFeature.init))
   }

@@ -78,8 +78,9 @@ public enum ParityVerifier {
       source: source.graph, converted: converted, stage: stage, settings: settings, path: path)
     // The network stage presents the source's inputs and the decoded arrays.
     var stageInterface = source.interface
-    stageInterface.outputs = expected.outputs.map {
-      InterfaceFeature(name: expected[$0].name, kind: .array, shape: expected[$0].type.shape, detail: "float32")
+    // (its outputs are internal to the pipeline: named as the suppression reads them)
+    stageInterface.outputs = zip(expected.outputs, [stage.confidenceInput, stage.coordinatesInput]).map {
+      InterfaceFeature(name: $1, kind: .array, shape: expected[$0].type.shape, detail: "float32")
     }
     var interface = InterfaceParity.check(source: stageInterface, converted: converted)
     let labels =
