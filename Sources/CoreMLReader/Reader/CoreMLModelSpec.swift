@@ -24,6 +24,12 @@ public struct CoreMLModelSpec: Sendable, Equatable {
     public var defaultValue: Double?
     /// An array's sizes as ranges (`shapeRange`), one per dimension; empty when it declares none.
     public var sizeRanges: [CoreMLModelOutline.SizeRange] = []
+    /// An array's allowed shapes (`enumeratedShapes`), in file order; empty when it declares none.
+    public var enumeratedShapes: [[Int]] = []
+    /// An image's allowed sizes: width and height ranges (`imageSizeRange`), or `[width, height]` pairs
+    /// (`enumeratedSizes`); empty when it declares none.
+    public var imageSizeRanges: [CoreMLModelOutline.SizeRange] = []
+    public var enumeratedImageSizes: [[Int]] = []
 
     public init(name: String, kind: Kind, isOptional: Bool = false, defaultValue: Double? = nil) {
       self.name = name

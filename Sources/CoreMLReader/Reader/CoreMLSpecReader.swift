@@ -317,6 +317,14 @@ public enum CoreMLSpecReader {
           }
         }
       }
+      if array.shape_flexibility_case
+        == CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__SHAPE_FLEXIBILITY_ENUMERATED_SHAPES,
+        let shapes = array.enumeratedshapes?.pointee
+      {
+        feature.enumeratedShapes = buffer(shapes.shapes, shapes.n_shapes).compactMap { shape in
+          shape.map { buffer($0.pointee.shape, $0.pointee.n_shape).map { Int(clamping: $0) } }
+        }
+      }
       switch array.default_optional_value_case {
       case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_FLOAT_DEFAULT_VALUE:
         feature.defaultValue = Double(array.floatdefaultvalue)
@@ -324,6 +332,26 @@ public enum CoreMLSpecReader {
         feature.defaultValue = array.doubledefaultvalue
       case CORE_ML__SPECIFICATION__ARRAY_FEATURE_TYPE__DEFAULT_OPTIONAL_VALUE_INT_DEFAULT_VALUE:
         feature.defaultValue = Double(array.intdefaultvalue)
+      default: break
+      }
+    }
+    if type.type_case == CORE_ML__SPECIFICATION__FEATURE_TYPE__TYPE_IMAGE_TYPE, let image = type.imagetype?.pointee {
+      func range(_ size: UnsafeMutablePointer<CoreML__Specification__SizeRange>?) -> CoreMLModelOutline.SizeRange {
+        guard let size = size?.pointee else { return .init(lower: 0, upper: nil) }
+        return .init(
+          lower: Int(clamping: size.lowerbound), upper: size.upperbound < 0 ? nil : Int(clamping: size.upperbound))
+      }
+      switch image.size_flexibility_case {
+      case CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__SIZE_FLEXIBILITY_IMAGE_SIZE_RANGE:
+        if let ranges = image.imagesizerange?.pointee {
+          feature.imageSizeRanges = [range(ranges.widthrange), range(ranges.heightrange)]
+        }
+      case CORE_ML__SPECIFICATION__IMAGE_FEATURE_TYPE__SIZE_FLEXIBILITY_ENUMERATED_SIZES:
+        if let sizes = image.enumeratedsizes?.pointee {
+          feature.enumeratedImageSizes = buffer(sizes.sizes, sizes.n_sizes).compactMap { size in
+            size.map { [Int(clamping: $0.pointee.width), Int(clamping: $0.pointee.height)] }
+          }
+        }
       default: break
       }
     }

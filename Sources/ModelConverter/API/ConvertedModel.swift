@@ -182,6 +182,13 @@ public struct ConversionSummary: Sendable, Equatable, Codable {
     /// An array's allowed sizes per dimension, `[lower, upper]` (upper -1: no limit), when it declares
     /// ranges (a detector's outputs: 0 or more rows).
     public var shapeRange: [[Int]]?
+    /// An array's allowed shapes when it declares an enumeration (`enumeratedShapes`); nil when not.
+    public var enumeratedShapes: [[Int]]?
+    /// An image's allowed widths and heights, `[[lower, upper], [lower, upper]]` (upper -1: no limit),
+    /// when it declares a range (`imageSizeRange`); nil when not.
+    public var sizeRange: [[Int]]?
+    /// An image's allowed sizes, `[width, height]` each, when it declares an enumeration; nil when not.
+    public var enumeratedSizes: [[Int]]?
 
     public init(
       kind: String, width: Int? = nil, height: Int? = nil, colorSpace: String? = nil, shape: [Int]? = nil,

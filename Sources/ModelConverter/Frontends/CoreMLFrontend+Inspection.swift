@@ -75,7 +75,9 @@ extension CoreMLFrontend {
     switch feature.kind {
     case .multiArray(let shape, let dataType):
       type = .init(
-        kind: "multiArray", shape: shape, dataType: InterfaceFeature.arrayDataTypeNames[dataType] ?? "unknown")
+        kind: "multiArray", shape: shape.isEmpty && !feature.sizeRanges.isEmpty ? nil : shape,
+        dataType: InterfaceFeature.arrayDataTypeNames[dataType] ?? "unknown",
+        shapeRange: feature.sizeRanges.isEmpty ? nil : feature.sizeRanges.map { [$0.lower, $0.upper ?? -1] })
     case .image(let width, let height, let colorSpace):
       type = .init(kind: "image", width: width, height: height, colorSpace: colorSpace)
     case .dictionary(let keyType): type = .init(kind: "dictionary", keyType: keyType, valueType: "double")
@@ -83,7 +85,14 @@ extension CoreMLFrontend {
     case .int64: type = .init(kind: "int64")
     case .double: type = .init(kind: "double")
     }
-    return .init(name: feature.name, type: type)
+    var described = type
+    if !feature.enumeratedShapes.isEmpty { described.enumeratedShapes = feature.enumeratedShapes }
+    if !feature.imageSizeRanges.isEmpty {
+      described.sizeRange = feature.imageSizeRanges.map { [$0.lower, $0.upper ?? -1] }
+    }
+    if !feature.enumeratedImageSizes.isEmpty { described.enumeratedSizes = feature.enumeratedImageSizes }
+    if feature.isOptional { described.optional = true }
+    return .init(name: feature.name, type: described)
   }
 
   /// Each image input's preprocessing: as the importer found it (the scaler of a neural network, the first

@@ -141,13 +141,29 @@ extension ModelInspection: CustomStringConvertible {
     switch type.kind {
     case "image":
       let color = type.colorSpace == "GRAYSCALE" ? "Grayscale" : "Color \(type.colorSpace ?? "")"
-      return "Image (\(color) \(type.width ?? 0) × \(type.height ?? 0))"
+      let size = "\(type.width ?? 0) × \(type.height ?? 0)"
+      if let ranges = type.sizeRange {
+        return "Image (\(color) \(ConversionSummary.FeatureType.ranges(ranges, separator: " × ")), default \(size))"
+      }
+      if let sizes = type.enumeratedSizes {
+        let listed = sizes.map { $0.map(String.init).joined(separator: " × ") }
+        return "Image (\(color) \(listed.joined(separator: " | "))"
+          + (listed.first == size ? "" : ", default \(size)") + ")"
+      }
+      return "Image (\(color) \(size))"
     case "multiArray":
       let dataType = (type.dataType ?? "").prefix(1).uppercased() + (type.dataType ?? "").dropFirst()
+      let shape = type.shape.map { $0.map(String.init).joined(separator: " × ") }
       if let ranges = type.shapeRange {
-        return "MultiArray (\(dataType) \(ConversionSummary.FeatureType.ranges(ranges, separator: " × ")))"
+        return "MultiArray (\(dataType) \(ConversionSummary.FeatureType.ranges(ranges, separator: " × "))"
+          + (shape.map { $0.isEmpty ? "" : ", default \($0)" } ?? "") + ")"
       }
-      return "MultiArray (\(dataType) \((type.shape ?? []).map(String.init).joined(separator: " × ")))"
+      if let shapes = type.enumeratedShapes {
+        let listed = shapes.map { $0.map(String.init).joined(separator: " × ") }
+        return "MultiArray (\(dataType) \(listed.joined(separator: " | "))"
+          + (shape == nil || listed.first == shape ? "" : ", default \(shape ?? "")") + ")"
+      }
+      return "MultiArray (\(dataType) \(shape ?? ""))"
     case "dictionary":
       return "Dictionary (\(type.keyType == "int64" ? "Int64" : "String") → Double)"
     case "sequence": return "Sequence (\(type.valueType == "int64" ? "Int64" : "String"))"

@@ -1,0 +1,66 @@
+import Foundation
+import ModelConverter
+import TestSupport
+import Testing
+
+/// Flexible inputs of Core ML files coremltools 9.0 wrote (`Samples/make_flexible_coreml.py`): ranges and
+/// enumerations of array shapes and image sizes, read as `load_spec` reads them and shown as Xcode does.
+@Suite struct FlexibleInputInspectionTests {
+  struct Expected: Decodable {
+    struct Input: Decodable {
+      var name: String
+      var kind: String
+      var shape: [Int]?
+      var width: Int?
+      var height: Int?
+      var shapeRange: [[Int]]?
+      var enumeratedShapes: [[Int]]?
+      var imageSizeRange: [[Int]]?
+      var enumeratedSizes: [[Int]]?
+    }
+    struct Model: Decodable {
+      var specificationVersion: Int
+      var inputs: [Input]
+    }
+    var models: [String: Model]
+  }
+
+  static let folder = Fixtures.url("flexible_coreml")
+
+  @Test(arguments: ["range.mlpackage", "enumerated.mlmodel", "image_range.mlmodel", "image_enumerated.mlpackage"])
+  func declaredFlexibilityIsRead(_ name: String) throws {
+    let expected = try #require(
+      try JSONDecoder().decode(
+        Expected.self, from: Data(contentsOf: Self.folder.appendingPathComponent("expected.json"))
+      )
+      .models[name])
+    let inspection = try ModelInspector.inspect(contentsOf: Self.folder.appendingPathComponent(name))
+    #expect(inspection.inputs.count == expected.inputs.count)
+    for (feature, want) in zip(inspection.inputs, expected.inputs) {
+      #expect(feature.name == want.name)
+      let type = feature.type
+      #expect(type.shapeRange == want.shapeRange)
+      #expect(type.enumeratedShapes == want.enumeratedShapes)
+      #expect(type.sizeRange == want.imageSizeRange)
+      #expect(type.enumeratedSizes == want.enumeratedSizes)
+      if want.kind == "imageType" {
+        #expect(type.kind == "image" && type.width == want.width && type.height == want.height)
+      } else {
+        #expect(type.kind == "multiArray" && type.shape == want.shape)
+      }
+    }
+  }
+
+  /// As Xcode's model view lists them: each allowed size, ranges as lower...upper (no upper: unbounded),
+  /// and the default when it is not the first listed.
+  @Test func flexibilityIsShownAsXcodeDoes() throws {
+    func shown(_ name: String) throws -> String {
+      let inspection = try ModelInspector.inspect(contentsOf: Self.folder.appendingPathComponent(name))
+      return ModelInspection.xcodeType(try #require(inspection.inputs.first).type)
+    }
+    #expect(try shown("range.mlpackage") == "MultiArray (Float32 1 × 3 × 8...64 × 8...64, default 1 × 3 × 16 × 16)")
+    #expect(try shown("enumerated.mlmodel") == "MultiArray (Float32 1 × 3 × 16 × 16 | 1 × 3 × 32 × 24)")
+    #expect(try shown("image_range.mlmodel") == "Image (Color RGB 16...128 × 16..., default 32 × 32)")
+    #expect(try shown("image_enumerated.mlpackage") == "Image (Color RGB 32 × 32 | 64 × 48)")
+  }
+}
