@@ -81,6 +81,15 @@ public struct CoreMLFrontend: ModelFrontend {
         "optional input '\(name)' (a recurrent layer's initial state) is not kept: the converted model always starts from zeros, and verify reports the changed interface"
       )
     }
+    for feature in spec.inputs
+    where
+      !(feature.sizeRanges.isEmpty && feature.enumeratedShapes.isEmpty && feature.imageSizeRanges.isEmpty
+      && feature.enumeratedImageSizes.isEmpty)
+    {
+      source.notes.append(
+        "input '\(feature.name)' is flexible (\(ModelInspection.xcodeType(Self.feature(feature).type))): the converted model takes its default size only (flexible sizes are not written yet)"
+      )
+    }
     func declared(_ feature: CoreMLModelSpec.Feature) -> InterfaceFeature {
       var declared = InterfaceFeature(feature)
       declared.name = renamed[feature.name] ?? feature.name

@@ -63,4 +63,14 @@ import Testing
     #expect(try shown("image_range.mlmodel") == "Image (Color RGB 16...128 × 16..., default 32 × 32)")
     #expect(try shown("image_enumerated.mlpackage") == "Image (Color RGB 32 × 32 | 64 × 48)")
   }
+
+  /// Until flexible sizes are written, a conversion keeps the default size and says so.
+  @Test func aConversionSaysTheFlexibilityIsNotKept() throws {
+    let model = try Converter.convert(
+      modelAt: Self.folder.appendingPathComponent("enumerated.mlmodel"), options: ConversionOptions())
+    #expect(
+      model.sourceNotes.contains {
+        $0.contains("input 'x' is flexible (MultiArray (Float32 1 × 3 × 16 × 16 | 1 × 3 × 32 × 24))")
+      })
+  }
 }
