@@ -15,6 +15,9 @@ public struct InterfaceFeature: Sendable, Equatable, Codable {
   /// the key type (`string`, `int64`).
   public var detail: String
   public var isOptional: Bool
+  /// The sizes a flexible input or output allows besides its default, as Xcode lists them
+  /// (`1 × 3 × 8...64 × 8...64`, `32 × 32 | 64 × 48`); nil when fixed.
+  public var flexibility: String?
 
   public init(name: String, kind: Kind, shape: [Int] = [], detail: String = "", isOptional: Bool = false) {
     self.name = name
@@ -55,6 +58,21 @@ public struct InterfaceFeature: Sendable, Equatable, Codable {
     case .string: self.init(name: feature.name, kind: .string, isOptional: feature.isOptional)
     case .int64: self.init(name: feature.name, kind: .int64, isOptional: feature.isOptional)
     case .double: self.init(name: feature.name, kind: .double, isOptional: feature.isOptional)
+    }
+    func listed(_ shapes: [[Int]]) -> String {
+      shapes.map { $0.map(String.init).joined(separator: " × ") }.joined(separator: " | ")
+    }
+    func ranges(_ ranges: [CoreMLModelOutline.SizeRange]) -> String {
+      ConversionSummary.FeatureType.ranges(ranges.map { [$0.lower, $0.upper ?? -1] }, separator: " × ")
+    }
+    if !feature.sizeRanges.isEmpty {
+      flexibility = ranges(feature.sizeRanges)
+    } else if !feature.enumeratedShapes.isEmpty {
+      flexibility = listed(feature.enumeratedShapes)
+    } else if !feature.imageSizeRanges.isEmpty {
+      flexibility = ranges(feature.imageSizeRanges)
+    } else if !feature.enumeratedImageSizes.isEmpty {
+      flexibility = listed(feature.enumeratedImageSizes)
     }
   }
 }

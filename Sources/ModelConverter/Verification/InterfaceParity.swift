@@ -67,6 +67,11 @@ public struct InterfaceParity: Sendable, Equatable, Codable {
           "\(kind) \(called) is \(feature.isOptional ? "optional" : "required") in the source, \(other.isOptional ? "optional" : "required") in the model"
         )
       }
+      if feature.flexibility != other.flexibility {
+        differences.append(
+          "\(kind) \(called) allows \(feature.flexibility.map { "the sizes \($0)" } ?? "one size") in the source, \(other.flexibility.map { "the sizes \($0)" } ?? "one size") in the model"
+        )
+      }
       if feature.kind != other.kind
         || (feature.kind != .array && (feature.shape != other.shape || feature.detail != other.detail))
       {

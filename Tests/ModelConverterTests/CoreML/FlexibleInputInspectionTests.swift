@@ -72,5 +72,16 @@ import Testing
       model.sourceNotes.contains {
         $0.contains("input 'x' is flexible (MultiArray (Float32 1 × 3 × 16 × 16 | 1 × 3 × 32 × 24))")
       })
+    // The lost sizes are part of the interface verify checks.
+    let url = try Fixtures.temporaryDirectory().appendingPathComponent("Fixed.mlmodel")
+    try model.write(to: url)
+    let report = try ParityVerifier.verify(
+      source: Self.folder.appendingPathComponent("enumerated.mlmodel"), converted: url,
+      options: VerificationOptions(samples: 1))
+    #expect(!report.passed)
+    #expect(
+      report.interface?.differences == [
+        "input 'x' allows the sizes 1 × 3 × 16 × 16 | 1 × 3 × 32 × 24 in the source, one size in the model"
+      ])
   }
 }
