@@ -32,6 +32,11 @@ public struct CoreMLModelOutline: Sendable, Equatable {
     public var sizeRanges: [SizeRange] = []
     /// Whether the app may leave the feature out (`FeatureType.isOptional`).
     public var isOptional = false
+    /// An array's allowed shapes (`enumeratedShapes`); an image's width and height ranges
+    /// (`imageSizeRange`) or allowed `[width, height]` sizes (`enumeratedSizes`); empty when none.
+    public var enumeratedShapes: [[Int]] = []
+    public var imageSizeRanges: [SizeRange] = []
+    public var enumeratedImageSizes: [[Int]] = []
 
     public init(name: String, kind: Kind, sizeRanges: [SizeRange] = [], isOptional: Bool = false) {
       self.name = name
@@ -349,11 +354,14 @@ public struct CoreMLModelOutline: Sendable, Equatable {
             case 1: result.kind = .int64
             case 2: result.kind = .double
             case 3: result.kind = .string
-            case 4: result.kind = try image(body, typeField + ".imageType")
+            case 4:
+              result.kind = try image(body, typeField + ".imageType")
+              try flexibility(ofImage: body, typeField + ".imageType", into: &result)
             case 5:
               let (shape, dataType) = try array(body, typeField + ".multiArrayType")
               result.kind = .multiArray(shape: shape, dataType: dataType)
               result.sizeRanges = try sizeRanges(body, typeField + ".multiArrayType")
+              result.enumeratedShapes = try enumeratedShapes(body, typeField + ".multiArrayType")
             case 6:
               // DictionaryFeatureType: int64KeyType = 1, stringKeyType = 2.
               let keys = try fields(body, typeField + ".dictionaryType").map(\.number)
@@ -415,6 +423,58 @@ public struct CoreMLModelOutline: Sendable, Equatable {
         }
       }
       return result
+    }
+
+    /// `ArrayFeatureType.enumeratedShapes = 21` (`message EnumeratedShapes`: repeated Shape shapes = 1;
+    /// `message Shape`: repeated int64 shape = 1).
+    func enumeratedShapes(_ range: Range<Int>, _ field: String) throws -> [[Int]] {
+      var result: [[Int]] = []
+      let listField = field + ".enumeratedShapes"
+      for f in try fields(range, field) where f.number == 21 {
+        for shape in try fields(try bytes(f.value, listField), listField) where shape.number == 1 {
+          var dims: [Int] = []
+          for d in try fields(try bytes(shape.value, listField + ".shapes"), listField + ".shapes") where d.number == 1
+          {
+            dims += try integers(d.value, listField + ".shapes.shape").map { Int(Int64(bitPattern: $0)) }
+          }
+          result.append(dims)
+        }
+      }
+      return result
+    }
+
+    /// `ImageFeatureType.enumeratedSizes = 21` (repeated ImageSize sizes = 1: uint64 width = 1, height = 2)
+    /// and `imageSizeRange = 31` (SizeRange widthRange = 1, heightRange = 2).
+    func flexibility(ofImage range: Range<Int>, _ field: String, into feature: inout Feature) throws {
+      func bound(_ range: Range<Int>, _ field: String) throws -> SizeRange {
+        var bounds = SizeRange(lower: 0, upper: nil)
+        for b in try fields(range, field) {
+          let value = Int64(bitPattern: try varint(b.value, field))
+          if b.number == 1 { bounds.lower = Int(clamping: max(0, value)) }
+          if b.number == 2 { bounds.upper = value < 0 ? nil : Int(clamping: value) }
+        }
+        return bounds
+      }
+      for f in try fields(range, field) {
+        if f.number == 21 {
+          let listField = field + ".enumeratedSizes"
+          for size in try fields(try bytes(f.value, listField), listField) where size.number == 1 {
+            var pair = [0, 0]
+            for d in try fields(try bytes(size.value, listField + ".sizes"), listField + ".sizes")
+            where d.number == 1 || d.number == 2 {
+              pair[Int(d.number) - 1] = Int(clamping: try varint(d.value, listField + ".sizes"))
+            }
+            feature.enumeratedImageSizes.append(pair)
+          }
+        } else if f.number == 31 {
+          let rangeField = field + ".imageSizeRange"
+          var ranges = [SizeRange(lower: 0, upper: nil), SizeRange(lower: 0, upper: nil)]
+          for r in try fields(try bytes(f.value, rangeField), rangeField) where r.number == 1 || r.number == 2 {
+            ranges[Int(r.number) - 1] = try bound(try bytes(r.value, rangeField), rangeField)
+          }
+          feature.imageSizeRanges = ranges
+        }
+      }
     }
 
     /// `message ArrayFeatureType` (FeatureTypes.proto): repeated int64 shape = 1, dataType = 2 (FLOAT32 65568,

@@ -93,6 +93,11 @@ extension CoreMLFrontend {
     }
     var described = type
     if feature.isOptional { described.optional = true }
+    if !feature.enumeratedShapes.isEmpty { described.enumeratedShapes = feature.enumeratedShapes }
+    if !feature.imageSizeRanges.isEmpty {
+      described.sizeRange = feature.imageSizeRanges.map { [$0.lower, $0.upper ?? -1] }
+    }
+    if !feature.enumeratedImageSizes.isEmpty { described.enumeratedSizes = feature.enumeratedImageSizes }
     return .init(name: feature.name, type: described)
   }
 }

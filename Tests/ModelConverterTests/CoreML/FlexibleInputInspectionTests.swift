@@ -1,3 +1,4 @@
+import CoreMLReader
 import Foundation
 import ModelConverter
 import TestSupport
@@ -49,6 +50,23 @@ import Testing
         #expect(type.kind == "multiArray" && type.shape == want.shape)
       }
     }
+  }
+
+  /// The outline (what describes pipelines and every other model type) reads the same from the wire.
+  @Test(arguments: ["range.mlpackage", "enumerated.mlmodel", "image_range.mlmodel", "image_enumerated.mlpackage"])
+  func theOutlineReadsTheSame(_ name: String) throws {
+    let expected = try #require(
+      try JSONDecoder().decode(
+        Expected.self, from: Data(contentsOf: Self.folder.appendingPathComponent("expected.json"))
+      )
+      .models[name])
+    let outline = try CoreMLModelOutline.read(contentsOf: Self.folder.appendingPathComponent(name))
+    let input = try #require(outline.inputs.first)
+    let want = try #require(expected.inputs.first)
+    #expect(input.sizeRanges.map { [$0.lower, $0.upper ?? -1] } == (want.shapeRange ?? []))
+    #expect(input.enumeratedShapes == (want.enumeratedShapes ?? []))
+    #expect(input.imageSizeRanges.map { [$0.lower, $0.upper ?? -1] } == (want.imageSizeRange ?? []))
+    #expect(input.enumeratedImageSizes == (want.enumeratedSizes ?? []))
   }
 
   /// As Xcode's model view lists them: each allowed size, ranges as lower...upper (no upper: unbounded),
