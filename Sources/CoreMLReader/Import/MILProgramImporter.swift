@@ -133,6 +133,22 @@ public struct MILProgramImporter {
       channelsLastValues: channelsLastSource)
   }
 
+  /// The default shape a flexible input's description declares (an image's `[1, C, height, width]`);
+  /// nil for a fixed input or one without a default.
+  static func defaultShape(of feature: CoreMLModelSpec.Feature) -> [Int]? {
+    switch feature.kind {
+    case .multiArray(let shape, _):
+      guard !(feature.sizeRanges.isEmpty && feature.enumeratedShapes.isEmpty), !shape.isEmpty else { return nil }
+      return shape
+    case .image(let width, let height, let colorSpace):
+      guard !(feature.imageSizeRanges.isEmpty && feature.enumeratedImageSizes.isEmpty), width > 0, height > 0,
+        let space = ImageColorSpace(rawValue: colorSpace)
+      else { return nil }
+      return [1, space.channels, height, width]
+    default: return nil
+    }
+  }
+
   /// Adds a function input; for an image input also finds the scale and bias operations coremltools puts
   /// first (`mul` by a scalar, then `add` or `sub` of a scalar or per-channel constant) and returns the name
   /// of the value after them.
@@ -141,7 +157,15 @@ public struct MILProgramImporter {
       throw CoreMLReaderError.invalidProgram(
         path: path, operation: "program", detail: "function input '\(input.name)' has no model input description")
     }
-    let shape = input.type.shape
+    var shape = input.type.shape
+    // A flexible input (ranges or enumerated sizes in the description) leaves the function's dimensions
+    // unknown: the program is read at the description's default size (the one Core ML uses when the app
+    // gives no other), each size the function does fix kept.
+    if input.type.isTensor, shape.contains(where: { $0 <= 0 }), let fallback = Self.defaultShape(of: feature),
+      fallback.count == shape.count, zip(shape, fallback).allSatisfy({ $0 <= 0 || $0 == $1 })
+    {
+      shape = fallback
+    }
     guard input.type.isTensor, !shape.isEmpty, shape.allSatisfy({ $0 > 0 }) else {
       throw CoreMLReaderError.invalidProgram(
         path: path, operation: "program", detail: "function input '\(input.name)' has no fixed tensor shape (\(shape))")

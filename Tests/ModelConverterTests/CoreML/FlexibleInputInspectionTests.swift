@@ -102,4 +102,18 @@ import Testing
         "input 'x' allows the sizes 1 × 3 × 16 × 16 | 1 × 3 × 32 × 24 in the source, one size in the model"
       ])
   }
+
+  /// An ML Program whose function leaves the flexible dimensions unknown is read at the description's
+  /// default size: its conversion computes what the program computes there (every layer within the
+  /// float16 program's tolerance), and verify reports only the sizes that were not kept.
+  @Test(arguments: ["range.mlpackage", "image_enumerated.mlpackage"])
+  func aProgramIsReadAtItsDefaultSize(_ name: String) throws {
+    let source = Self.folder.appendingPathComponent(name)
+    let url = try Fixtures.temporaryDirectory().appendingPathComponent("Fixed.mlmodel")
+    try Converter.convert(modelAt: source, options: ConversionOptions()).write(to: url)
+    let report = try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 2))
+    #expect(report.layers.allSatisfy(\.passed) && report.outputs.allSatisfy(\.passed))
+    #expect(report.interface?.differences.count == 1)
+    #expect(report.interface?.differences.first?.contains("in the source, one size in the model") == true)
+  }
 }
