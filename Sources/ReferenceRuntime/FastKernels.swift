@@ -183,6 +183,23 @@ extension Interpreter {
 }
 
 extension FastKernels {
+  /// Calls `body` for each row along the last axis of `shape`, in order: the row's index and its
+  /// coordinates on the other axes.
+  static func forEachRow(_ shape: [Int], _ body: (Int, [Int]) -> Void) {
+    let outer = Array(shape.dropLast())
+    var coordinates = [Int](repeating: 0, count: outer.count)
+    for row in 0..<outer.reduce(1, *) {
+      body(row, coordinates)
+      var axis = outer.count - 1
+      while axis >= 0 {
+        coordinates[axis] += 1
+        if coordinates[axis] < outer[axis] { break }
+        coordinates[axis] = 0
+        axis -= 1
+      }
+    }
+  }
+
   /// `Kernels.constantPad` a row at a time: each output row along the last axis filled, then the part
   /// that holds input copied whole.
   static func constantPad(_ x: Tensor, _ padding: ConstantPadding, outputShape: [Int]) -> [Float] {
@@ -197,32 +214,17 @@ extension FastKernels {
     let end = min(width, before + inner)
     guard start < end else { return result }
     let strides = Kernels.strides(x.shape)
-    let rows = outputShape.dropLast().reduce(1, *)
     x.values.withUnsafeBufferPointer { source in
       result.withUnsafeMutableBufferPointer { destination in
-        var coordinates = [Int](repeating: 0, count: last)
-        for row in 0..<rows {
+        forEachRow(outputShape) { row, coordinates in
           var offset = 0
-          var inside = true
           for axis in 0..<last {
             let c = coordinates[axis] - padding.before[axis]
-            if c < 0 || c >= x.shape[axis] {
-              inside = false
-              break
-            }
+            guard c >= 0, c < x.shape[axis] else { return }
             offset += c * strides[axis]
           }
-          if inside {
-            let from = offset + start - before
-            for i in 0..<(end - start) { destination[row * width + start + i] = source[from + i] }
-          }
-          var axis = last - 1
-          while axis >= 0 {
-            coordinates[axis] += 1
-            if coordinates[axis] < outputShape[axis] { break }
-            coordinates[axis] = 0
-            axis -= 1
-          }
+          let from = offset + start - before
+          for i in 0..<(end - start) { destination[row * width + start + i] = source[from + i] }
         }
       }
     }
@@ -239,24 +241,15 @@ extension FastKernels {
     let last = rank - 1
     let width = outputShape[last]
     let strides = Kernels.strides(x.shape)
-    let rows = outputShape.dropLast().reduce(1, *)
     guard width > 0 else { return result }
     x.values.withUnsafeBufferPointer { source in
       result.withUnsafeMutableBufferPointer { destination in
-        var coordinates = [Int](repeating: 0, count: last)
-        for row in 0..<rows {
+        forEachRow(outputShape) { row, coordinates in
           var offset = slice.begin[last]
           for axis in 0..<last {
             offset += (slice.begin[axis] + coordinates[axis] * slice.strides[axis]) * strides[axis]
           }
           for i in 0..<width { destination[row * width + i] = source[offset + i] }
-          var axis = last - 1
-          while axis >= 0 {
-            coordinates[axis] += 1
-            if coordinates[axis] < outputShape[axis] { break }
-            coordinates[axis] = 0
-            axis -= 1
-          }
         }
       }
     }

@@ -85,14 +85,24 @@ extension CoreMLFrontend {
     case .int64: type = .init(kind: "int64")
     case .double: type = .init(kind: "double")
     }
+    return .init(
+      name: feature.name,
+      type: described(
+        type, enumeratedShapes: feature.enumeratedShapes, imageSizeRanges: feature.imageSizeRanges,
+        enumeratedImageSizes: feature.enumeratedImageSizes, isOptional: feature.isOptional))
+  }
+
+  /// A feature type with what both readers read beside the kind: the declared flexibility and optionality.
+  static func described(
+    _ type: ConversionSummary.FeatureType, enumeratedShapes: [[Int]], imageSizeRanges: [CoreMLModelOutline.SizeRange],
+    enumeratedImageSizes: [[Int]], isOptional: Bool
+  ) -> ConversionSummary.FeatureType {
     var described = type
-    if !feature.enumeratedShapes.isEmpty { described.enumeratedShapes = feature.enumeratedShapes }
-    if !feature.imageSizeRanges.isEmpty {
-      described.sizeRange = feature.imageSizeRanges.map { [$0.lower, $0.upper ?? -1] }
-    }
-    if !feature.enumeratedImageSizes.isEmpty { described.enumeratedSizes = feature.enumeratedImageSizes }
-    if feature.isOptional { described.optional = true }
-    return .init(name: feature.name, type: described)
+    if !enumeratedShapes.isEmpty { described.enumeratedShapes = enumeratedShapes }
+    if !imageSizeRanges.isEmpty { described.sizeRange = imageSizeRanges.map { [$0.lower, $0.upper ?? -1] } }
+    if !enumeratedImageSizes.isEmpty { described.enumeratedSizes = enumeratedImageSizes }
+    if isOptional { described.optional = true }
+    return described
   }
 
   /// Each image input's preprocessing: as the importer found it (the scaler of a neural network, the first

@@ -91,14 +91,11 @@ extension CoreMLFrontend {
     case .double: type = .init(kind: "double")
     case .unknown: type = .init(kind: "unknown")
     }
-    var described = type
-    if feature.isOptional { described.optional = true }
-    if !feature.enumeratedShapes.isEmpty { described.enumeratedShapes = feature.enumeratedShapes }
-    if !feature.imageSizeRanges.isEmpty {
-      described.sizeRange = feature.imageSizeRanges.map { [$0.lower, $0.upper ?? -1] }
-    }
-    if !feature.enumeratedImageSizes.isEmpty { described.enumeratedSizes = feature.enumeratedImageSizes }
-    return .init(name: feature.name, type: described)
+    return .init(
+      name: feature.name,
+      type: described(
+        type, enumeratedShapes: feature.enumeratedShapes, imageSizeRanges: feature.imageSizeRanges,
+        enumeratedImageSizes: feature.enumeratedImageSizes, isOptional: feature.isOptional))
   }
 }
 

@@ -420,6 +420,18 @@ enum ConvertCommand: Subcommand {
 }
 
 /// The output file could not be written (exit 73).
+/// Writes a file a command produces (a report, an annotated photo) atomically: a destination that
+/// cannot be replaced is a usage error, a failed write an output error.
+func writeOutput(_ bytes: [UInt8], to path: String) throws {
+  do { try AtomicFile.write(bytes: bytes, to: URL(fileURLWithPath: path)) } catch let error
+    as AtomicFile.DestinationError
+  {
+    throw UsageError(message: error.description)
+  } catch {
+    throw OutputError(path: path, reason: (error as NSError).localizedDescription)
+  }
+}
+
 struct OutputError: Error, CustomStringConvertible {
   var path: String
   var reason: String

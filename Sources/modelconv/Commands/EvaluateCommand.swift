@@ -66,13 +66,7 @@ enum EvaluateCommand: Subcommand {
     progress.finish()
     if let path = parsed.value(Options.report) {
       let html = EvaluationPage.html(report, folder: folder)
-      do { try AtomicFile.write(bytes: Array(html.utf8), to: URL(fileURLWithPath: path)) } catch let error
-        as AtomicFile.DestinationError
-      {
-        throw UsageError(message: error.description)
-      } catch {
-        throw OutputError(path: path, reason: (error as NSError).localizedDescription)
-      }
+      try writeOutput(Array(html.utf8), to: path)
     }
     if parsed.flag(Options.json) {
       Console.out(json(report).rendered)

@@ -73,7 +73,7 @@ extension PredictCommand {
           guard let png = ImageFile.pngData(ObjectDetector.annotated(photo, with: objects)) else {
             throw OutputError(path: target, reason: "the annotated photo could not be encoded as PNG")
           }
-          try write(png, to: target)
+          try writeOutput(png, to: target)
         }
         images.append(
           .object([("path", .string(path)), ("error", .null), ("detections", .array(objects.map(detectionJSON)))]))
@@ -142,16 +142,6 @@ extension PredictCommand {
     if taken.contains(name) { name = "\(stem)-\(index + 1).png" }
     taken.insert(name)
     return URL(fileURLWithPath: folder).appendingPathComponent(name).path
-  }
-
-  static func write(_ bytes: [UInt8], to path: String) throws {
-    do { try AtomicFile.write(bytes: bytes, to: URL(fileURLWithPath: path)) } catch let error
-      as AtomicFile.DestinationError
-    {
-      throw UsageError(message: error.description)
-    } catch {
-      throw OutputError(path: path, reason: (error as NSError).localizedDescription)
-    }
   }
 
   static func detectionJSON(_ object: DetectedObject) -> JSONValue {
