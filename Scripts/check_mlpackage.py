@@ -17,7 +17,11 @@ For each package:
      (libmilstoragepython._BlobStorageReader) and compared byte for byte with what weight.bin holds at
      that offset, read independently here from the storage format (64-byte metadata record with the
      0xDEADBEEF sentinel, data type, size and data offset).
-Prints one summary line per package and exits non-zero on any mismatch or unreadable package.
+Prints one summary line per package and exits non-zero on any mismatch or unreadable package. Also reports each
+input's declared flexibility (shape ranges, enumerated shapes, image size ranges and sizes) as load_spec reads it, and
+with `--expect FILE.json` compares the declared inputs with FILE's (Samples/Fixtures/flexible/expected_inputs.json
+lists what the flexible fixtures' conversions must declare); a flexible program's unknown dimensions are compared
+with the symbols coremltools infers there.
 """
 
 import os
@@ -135,10 +139,12 @@ def check(package):
                 for output in op.outputs:
                     if output.type.WhichOneof("type") == "tensorType":
                         t = output.type.tensorType
-                        declared[output.name] = (t.dataType, tuple(d.constant.size for d in t.dimensions))
+                        declared[output.name] = (t.dataType, tuple(
+                            d.constant.size if d.WhichOneof("dimension") == "constant" else None for d in t.dimensions))
     try:
         from coremltools.converters.mil.frontend.milproto.load import load as milproto_load
         from coremltools.converters.mil.mil import types
+        from coremltools.converters.mil.mil.types.symbolic import is_symbolic
         from coremltools.converters.mil.backend.mil.helper import types_to_proto_primitive
 
         pymil = milproto_load(spec, spec.specificationVersion, weights_dir)
@@ -149,8 +155,11 @@ def check(package):
                     if var.name not in declared or not types.is_tensor(var.sym_type) and not types.is_scalar(var.sym_type):
                         continue
                     dtype = types_to_proto_primitive(var.dtype)
-                    shape = tuple(int(d) for d in var.shape)
-                    if (dtype, shape) != declared[var.name]:
+                    # A flexible model's unknown dimensions: coremltools infers a symbol there.
+                    shape = tuple(None if is_symbolic(d) else int(d) for d in var.shape)
+                    want_type, want_shape = declared[var.name]
+                    if dtype != want_type or len(shape) != len(want_shape) or any(
+                            w is not None and w != d for w, d in zip(want_shape, shape)):
                         problems.append("%s: declared %s, coremltools infers %s" % (var.name, declared[var.name], (dtype, shape)))
                     checked += 1
         model_note += ", pymil load ok (%d types compared)" % checked
@@ -299,7 +308,50 @@ def check_mlmodel(path):
     return problems, summary
 
 
-def main(paths):
+def flexibility(path):
+    """Each input's declared size and flexibility as coremltools' load_spec reads them, in the form of
+    Samples/make_flexible_coreml.py's expected.json (array `shapeRange` [[lower, upper]] and `enumeratedShapes`;
+    image `imageSizeRange` [[width lower, upper], [height lower, upper]] and `enumeratedSizes` [[width, height]];
+    upper -1 = unbounded)."""
+    import coremltools as ct
+    spec = ct.utils.load_spec(path)
+    inputs = []
+    for feature in spec.description.input:
+        kind = feature.type.WhichOneof("Type")
+        entry = {"name": feature.name, "kind": kind}
+        if kind == "multiArrayType":
+            a = feature.type.multiArrayType
+            entry["shape"] = list(a.shape)
+            which = a.WhichOneof("ShapeFlexibility")
+            if which == "shapeRange":
+                entry["shapeRange"] = [[r.lowerBound, r.upperBound] for r in a.shapeRange.sizeRanges]
+            elif which == "enumeratedShapes":
+                entry["enumeratedShapes"] = [list(s.shape) for s in a.enumeratedShapes.shapes]
+        elif kind == "imageType":
+            i = feature.type.imageType
+            entry["size"] = [i.width, i.height]
+            which = i.WhichOneof("SizeFlexibility")
+            if which == "imageSizeRange":
+                r = i.imageSizeRange
+                entry["imageSizeRange"] = [[r.widthRange.lowerBound, r.widthRange.upperBound],
+                                           [r.heightRange.lowerBound, r.heightRange.upperBound]]
+            elif which == "enumeratedSizes":
+                entry["enumeratedSizes"] = [[s.width, s.height] for s in i.enumeratedSizes.sizes]
+        inputs.append(entry)
+    return {"specificationVersion": spec.specificationVersion, "inputs": inputs}
+
+
+def main(arguments):
+    """`--expect FILE.json`: the inputs each model must declare, by file name ({"models": {name: {"inputs": [...]}}},
+    as flexibility() reports them); a model listed there is compared with what load_spec reads."""
+    expected = {}
+    paths = list(arguments)
+    if "--expect" in paths:
+        at = paths.index("--expect")
+        import json
+        with open(paths[at + 1]) as handle:
+            expected = json.load(handle)["models"]
+        del paths[at:at + 2]
     if not paths:
         print(__doc__)
         return 2
@@ -307,6 +359,19 @@ def main(paths):
     for path in paths:
         try:
             problems, summary = check_mlmodel(path) if path.endswith(".mlmodel") else check(path)
+            declared = flexibility(path)
+            for entry in declared["inputs"]:
+                flexible = {k: v for k, v in entry.items() if k in ("shapeRange", "enumeratedShapes", "imageSizeRange",
+                                                                   "enumeratedSizes")}
+                if flexible:
+                    summary += "\n  input %s %s: %s" % (entry["name"], entry.get("shape", entry.get("size")), flexible)
+            name = os.path.basename(path.rstrip("/"))
+            if name in expected:
+                want = expected[name]["inputs"]
+                if want != declared["inputs"]:
+                    problems.append("inputs declared %s, expected %s" % (declared["inputs"], want))
+                else:
+                    summary += "\n  inputs declared as expected"
         except Exception as error:  # noqa: BLE001
             problems, summary = [str(error)], "%s: cannot be read: %s" % (path, error)
         print(summary)

@@ -23,6 +23,9 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
   case targetTooOld(target: String, needs: Int, reason: String)
   /// The serialized specification would be larger than one protobuf message may be (`CoreMLLimits`).
   case specificationTooLarge(bytes: Int, limit: Int, float32Weights: Bool)
+  /// A layer of a flexible model that computes only the default input size: the same model written at
+  /// another allowed size differs in this layer's parameters (a size is written into it).
+  case fixedSizeLayer(layer: String, detail: String)
 
   public var description: String {
     switch self {
@@ -43,6 +46,9 @@ public enum CoreMLWriterError: Error, Equatable, CustomStringConvertible {
       return
         "\(kind) name \(name.debugDescription)\(owner) is empty or contains a control character (NUL, newline, tab, ...); rename it in the source model before converting"
     case .invalidOption(let detail): return detail
+    case .fixedSizeLayer(let layer, let detail):
+      return
+        "layer '\(layer)' cannot take flexible input sizes: \(detail); give that input one size, or sizes this layer allows"
     case .specificationTooLarge(let bytes, let limit, let float32Weights):
       let halves = float32Weights ? "float16 weights (half the size of float32) or " : ""
       return

@@ -19,6 +19,8 @@ public struct CoreMLWriterOptions: Sendable, Equatable {
   public var declaredArrays: [String: DeclaredArray]
   /// Weight compression (ML Programs); nil stores weights at `precision`.
   public var compression: WeightCompression?
+  /// A flexible model's input sizes and the program dimensions they leave unknown (nil: every size fixed).
+  public var flexibility: WrittenFlexibility?
 
   public init(
     imageInputs: [String: ImagePreprocessing] = [:], classifier: ClassifierSettings? = nil,

@@ -106,9 +106,9 @@ struct CoreMLLayerEmitter {
         padding: pool.padding, global: false, name: node.name, input: inputs[0], output: output)
 
     case .globalPooling2D(let kind, _):
+      // (a global pooling's window is the whole plane whatever its size: the kernel size is not read)
       emitPooling(
-        kind, kernel: [inputShape[inputShape.count - 3], inputShape[inputShape.count - 2]], stride: [1, 1],
-        padding: .valid, global: true,
+        kind, kernel: [1, 1], stride: [1, 1], padding: .valid, global: true,
         name: node.name, input: inputs[0], output: output)
 
     case .flatten where inputShape.count == 2:
@@ -260,7 +260,7 @@ struct CoreMLLayerEmitter {
       emitPermute(Self.sequenceToRow, name: node.name + "__row__", input: inputs[0], output: row)
       let pooled = reduction.kind == .sum ? node.name + "__mean___output" : output
       emitPooling(
-        reduction.kind == .max ? .max : .average, kernel: [1, inputShape[0]], stride: [1, 1], padding: .valid,
+        reduction.kind == .max ? .max : .average, kernel: [1, 1], stride: [1, 1], padding: .valid,
         global: true,
         name: node.name + (reduction.kind == .sum ? "__mean__" : ""), input: row, output: pooled)
       if reduction.kind == .sum {

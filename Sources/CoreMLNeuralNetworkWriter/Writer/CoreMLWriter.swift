@@ -165,6 +165,19 @@ public enum CoreMLWriter {
     description.pointee.n_output = outputs.count
     description.pointee.output = arena.pointerArray(outputs)
     description.pointee.metadata = ModelDescription.metadata(options.metadata, arena: arena)
+    // Flexible input sizes: specification 3 (iOS 12) added them to the description; a network's outputs
+    // keep the default size's shapes, as coremltools writes them.
+    if let flexibility = options.flexibility, !flexibility.inputs.isEmpty {
+      if let target = options.target, target.specificationVersion < 3 {
+        throw CoreMLWriterError.targetTooOld(
+          target: target.name, needs: 3,
+          reason:
+            "flexible input sizes (shapeRange, enumeratedShapes, imageSizeRange, enumeratedSizes) need specification 3, iOS 12 / macOS 10.14"
+        )
+      }
+      try ModelDescription.applyFlexibility(flexibility, to: description, clearVariableOutputs: false, arena: arena)
+      model.pointee.specificationversion = max(model.pointee.specificationversion, 3)
+    }
     model.pointee.description = description
     return (model, groups, network.compressedTensors)
   }

@@ -665,3 +665,63 @@ final class MILBuilder {
       outputs: [namedType(labelName, tensorType(elementType, [])), namedType(probabilitiesName, dictionaryType)])
   }
 }
+
+extension MILBuilder {
+  /// Writes the listed dimensions of a named tensor type as unknown (a flexible model's sizes that change
+  /// with its inputs').
+  func leaveUnknown(
+    _ named: UnsafeMutablePointer<CoreML__Specification__MILSpec__NamedValueType>, _ unknown: [String: Set<Int>]
+  ) {
+    guard let name = named.pointee.name, let dimensions = unknown[String(cString: name)],
+      let type = named.pointee.type,
+      type.pointee.type_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE_TYPE__TYPE_TENSOR_TYPE,
+      let tensor = type.pointee.tensortype
+    else { return }
+    for index in dimensions where index < tensor.pointee.n_dimensions {
+      let dimension = arena.message(core_ml__specification__milspec__dimension__init)
+      dimension.pointee.dimension_case = CORE_ML__SPECIFICATION__MILSPEC__DIMENSION__DIMENSION_UNKNOWN
+      dimension.pointee.unknown = arena.message(core_ml__specification__milspec__dimension__unknown_dimension__init)
+      tensor.pointee.dimensions[index] = dimension
+    }
+  }
+
+  /// `leaveUnknown` for every operation output and block input of `block` and the blocks nested in it.
+  func leaveUnknown(
+    in block: UnsafeMutablePointer<CoreML__Specification__MILSpec__Block>, _ unknown: [String: Set<Int>],
+    inferred: [String: Int] = [:], depth: Int = 0
+  ) {
+    guard depth < 64 else { return }
+    for index in 0..<block.pointee.n_inputs {
+      if let named = block.pointee.inputs[index] { leaveUnknown(named, unknown) }
+    }
+    for index in 0..<block.pointee.n_operations {
+      guard let op = block.pointee.operations[index] else { continue }
+      for output in 0..<op.pointee.n_outputs {
+        if let named = op.pointee.outputs[output] { leaveUnknown(named, unknown) }
+      }
+      if let entry = inferred.first(where: {
+        op.pointee.n_outputs > 0 && op.pointee.outputs[0]?.pointee.name.map { String(cString: $0) } == $0.key
+      }) {
+        inferSize(op, at: entry.value)
+      }
+      for nested in 0..<op.pointee.n_blocks {
+        if let inner = op.pointee.blocks[nested] {
+          leaveUnknown(in: inner, unknown, inferred: inferred, depth: depth + 1)
+        }
+      }
+    }
+  }
+
+  /// Writes entry `index` of a `const` operation's int32 values as -1 (a reshape infers it).
+  func inferSize(_ op: UnsafeMutablePointer<CoreML__Specification__MILSpec__Operation>, at index: Int) {
+    for attribute in 0..<op.pointee.n_attributes {
+      guard let entry = op.pointee.attributes[attribute], let value = entry.pointee.value,
+        value.pointee.value_case == CORE_ML__SPECIFICATION__MILSPEC__VALUE__VALUE_IMMEDIATE_VALUE,
+        let tensor = value.pointee.immediatevalue?.pointee.tensor,
+        tensor.pointee.value_case == CORE_ML__SPECIFICATION__MILSPEC__TENSOR_VALUE__VALUE_INTS,
+        let ints = tensor.pointee.ints, index < ints.pointee.n_values
+      else { continue }
+      ints.pointee.values[index] = -1
+    }
+  }
+}

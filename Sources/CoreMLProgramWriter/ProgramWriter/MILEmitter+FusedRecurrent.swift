@@ -16,16 +16,25 @@ extension MILEmitter {
     guard let plan = FusedRecurrentPlan(recurrent) else { return false }
     let x = try tensor(node.inputs[0], .natural)
     let (steps, columns) = (x.shape[1], x.shape[2])
-    let dt = x.dataType
+    let computed = x.dataType
+    // Before iOS 17 the operation takes float32 only: a float16 program casts around it.
+    let dt: MILElementType = computed == .fp16 && !recurrentTakesFloat16 ? .fp32 : computed
+    func cast(_ value: MILTensor, _ suffix: String) throws -> MILTensor {
+      guard value.dataType != dt else { return value }
+      return try op(
+        "cast", [("x", .tensor(value)), ("dtype", .string(dt.castName))], temporary(node.output, suffix), dt,
+        value.shape)
+    }
     let width = plan.directions * recurrent.units
     let sequence = try op(
-      "reshape", [("x", .tensor(x)), ("shape", .ints([steps, 1, columns]))], temporary(node.output, "steps"), dt,
-      [steps, 1, columns])
+      "reshape", [("x", .tensor(try cast(x, "fp32"))), ("shape", .ints([steps, 1, columns]))],
+      temporary(node.output, "steps"), dt, [steps, 1, columns])
     // The initial states: the node's state inputs (`[1, units]` tensors, a single direction), else zeros.
     let zeros = [Float](repeating: 0, count: width)
     func initial(_ index: Int) throws -> MILParam {
       node.inputs.count > index
-        ? .tensor(try tensor(node.inputs[index], .natural)) : .floats(zeros, shape: [1, width], dt)
+        ? .tensor(try cast(try tensor(node.inputs[index], .natural), "state\(index)_fp32"))
+        : .floats(zeros, shape: [1, width], dt)
     }
     var params: [(String, MILParam)] = [("x", .tensor(sequence)), ("initial_h", try initial(1))]
     if plan.type == "lstm" { params.append(("initial_c", try initial(2))) }
@@ -45,12 +54,23 @@ extension MILEmitter {
     if plan.type == "lstm" { outputs.append((dt, [1, width])) }
     let results = try builder.op(plan.type, params, name: temporary(node.output, plan.type).name, outputs: outputs)
     let shape = MILLayout.natural.shape(graph[node.output].type.shape)
-    let final = resultName(node.output, layout: .natural, dataType: dt)
     // lstm's outputs: the sequence (or last step), the final hidden state, the final cell state.
     let picked = recurrent.returnsCellState ? 2 : recurrent.returnSequences ? 0 : 1
+    guard dt != computed else {
+      let final = resultName(node.output, layout: .natural, dataType: dt)
+      define(
+        node.output, .natural,
+        try op("reshape", [("x", .tensor(results[picked])), ("shape", .ints(shape))], final, dt, shape))
+      return true
+    }
+    let reshaped = try op(
+      "reshape", [("x", .tensor(results[picked])), ("shape", .ints(shape))], temporary(node.output, "fp32_out"), dt,
+      shape)
     define(
       node.output, .natural,
-      try op("reshape", [("x", .tensor(results[picked])), ("shape", .ints(shape))], final, dt, shape))
+      try op(
+        "cast", [("x", .tensor(reshaped)), ("dtype", .string(computed.castName))],
+        resultName(node.output, layout: .natural, dataType: computed), computed, shape))
     return true
   }
 }

@@ -14,6 +14,14 @@ extension MILEmitter {
     return (before, total - before)
   }
 
+  /// A window's padding: explicit pads, except TensorFlow's `same` with a stride above 1, whose pads
+  /// depend on the input's size (the odd pixel of an odd size goes last): MIL's `pad_type` same, which
+  /// computes them at run time as TensorFlow does, so the operation takes any input size.
+  static func padding(_ padding: Padding, strides: [Int], pads: [Int]) -> [(String, MILParam)] {
+    padding == .same && strides.contains(where: { $0 > 1 })
+      ? [("pad_type", .string("same"))] : [("pad_type", .string("custom")), ("pad", .ints(pads))]
+  }
+
   /// The input of a spatial operation as `[N, C, H, W]`: an image's channels-first form, or for a
   /// TimeDistributed `[T, H, W, C]` value the steps folded into MIL's batch axis.
   mutating func spatialInput(_ node: Node) throws -> MILTensor {
@@ -87,11 +95,10 @@ extension MILEmitter {
       ("x", .tensor(x)), ("weight", .weights(.convolutionKernel(conv.kernel), shape: [cout, cin, kh, kw], dt)),
     ]
     if let bias = conv.bias { params.append(("bias", .floats(bias.values, shape: [cout], dt))) }
-    params += [
-      ("strides", .ints([conv.strideHeight, conv.strideWidth])), ("pad_type", .string("custom")),
-      ("pad", .ints([top, bottom, left, right])), ("dilations", .ints([conv.dilationHeight, conv.dilationWidth])),
-      ("groups", .int(conv.groups)),
-    ]
+    params +=
+      [("strides", .ints([conv.strideHeight, conv.strideWidth]))]
+      + Self.padding(conv.padding, strides: [conv.strideHeight, conv.strideWidth], pads: [top, bottom, left, right])
+      + [("dilations", .ints([conv.dilationHeight, conv.dilationWidth])), ("groups", .int(conv.groups))]
     try spatialOutput(node, "conv", params, dataType: dt)
   }
 
@@ -175,7 +182,8 @@ extension MILEmitter {
     let padding: [(String, MILParam)] =
       pool.kind == .average && pool.padding == .same && [top, bottom, left, right] != [0, 0, 0, 0]
       ? [("pad_type", .string("same"))]
-      : [("pad_type", .string("custom")), ("pad", .ints([top, bottom, left, right]))]
+      : Self.padding(
+        pool.padding, strides: [pool.strideHeight, pool.strideWidth], pads: [top, bottom, left, right])
     var params: [(String, MILParam)] =
       [
         ("x", .tensor(x)), ("kernel_sizes", .ints([pool.poolHeight, pool.poolWidth])),

@@ -50,6 +50,10 @@ struct MILEmitter {
   let graph: Graph
   /// The element type the program computes in.
   let computeType: MILElementType
+  /// Whether MIL's `lstm`, `gru` and `rnn` take float16 (opset CoreML7, iOS 17, and later); before, their
+  /// type domain is float32 only, and a float16 program computes them in float32 between casts (as
+  /// coremltools does).
+  var recurrentTakesFloat16 = true
   /// Names reserved for IR values.
   var names: [ValueID: String] = [:]
   /// Values whose final form carries a feature name: graph outputs other than a classifier's probabilities.

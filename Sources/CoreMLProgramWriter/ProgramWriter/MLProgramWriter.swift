@@ -148,6 +148,7 @@ public struct MLProgramWriter: CoreMLModelWriter {
 
     let computeType: MILElementType = options.precision == .float16 ? .fp16 : .fp32
     var emitter = MILEmitter(builder: builder, graph: graph, computeType: computeType)
+    emitter.recurrentTakesFloat16 = target.specificationVersion >= DeploymentTarget.iOS17.specificationVersion
     emitter.names = Self.reserveNames(graph, options: options, probabilitiesIndex: probabilitiesIndex, builder: builder)
     for (index, id) in graph.outputs.enumerated() where index != probabilitiesIndex {
       emitter.featureOutputs.insert(id)
@@ -327,6 +328,15 @@ public struct MLProgramWriter: CoreMLModelWriter {
     description.pointee.n_output = outputs.count
     description.pointee.output = arena.pointerArray(outputs)
     description.pointee.metadata = ModelDescription.metadata(options.metadata, arena: arena)
+    // Flexible input sizes: the description's flexibility, and the dimensions that change with it left
+    // unknown in the function's inputs and every operation's outputs, as coremltools writes them.
+    if let flexibility = options.flexibility, !flexibility.inputs.isEmpty {
+      try ModelDescription.applyFlexibility(flexibility, to: description, clearVariableOutputs: true, arena: arena)
+      for index in 0..<function.pointee.n_inputs {
+        if let named = function.pointee.inputs[index] { builder.leaveUnknown(named, flexibility.unknownDimensions) }
+      }
+      builder.leaveUnknown(in: block, flexibility.unknownDimensions, inferred: flexibility.inferredSizes)
+    }
 
     let model = arena.message(core_ml__specification__model__init)
     model.pointee.specificationversion = Int32(target.specificationVersion)

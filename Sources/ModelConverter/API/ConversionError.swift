@@ -29,6 +29,8 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
   case invalidCompression(String)
   /// A detector was asked of a network that is not one the decoding reads, or with settings out of range.
   case invalidDetector(String)
+  /// Flexible input shapes Core ML cannot load or this conversion cannot make (the rule named).
+  case invalidInputShape(input: String, detail: String)
 
   public var description: String {
     switch self {
@@ -43,6 +45,7 @@ public enum ConversionError: Error, Equatable, CustomStringConvertible {
     case .invalidLabels(let detail): return detail
     case .invalidCompression(let detail): return "weight compression: \(detail)"
     case .invalidDetector(let detail): return "detector: \(detail)"
+    case .invalidInputShape(let input, let detail): return "input '\(input)' shapes: \(detail)"
     case .invalidImageOutput(let output, let detail): return "image output '\(output)': \(detail)"
     case .invalidImagePreprocessing(let input, let detail): return "image input '\(input)': \(detail)"
     case .invalidSourcePreprocessing(let path, let input, let detail):
@@ -63,7 +66,7 @@ extension ConversionError: KindedError {
   public var kind: ErrorKind {
     switch self {
     case .nameCountMismatch, .notApplicable, .invalidImagePreprocessing, .unknownInput, .invalidCompression,
-      .invalidImageOutput, .invalidDetector:
+      .invalidImageOutput, .invalidDetector, .invalidInputShape:
       return .usage
     case .labelsFileUnreadable, .labelsFileNotRegular: return .missingInput
     case .invalidLabels, .invalidWeightValue, .invalidSourcePreprocessing: return .badModel

@@ -47,6 +47,11 @@ public struct ConversionOptions: Sendable, Equatable {
   public var version: String?
   /// `input_name_shape_dict`: shapes `[1, H, W, C]` for inputs with unknown dimensions, by source or new name.
   public var inputShapes: [String: [Int]]
+  /// Inputs that accept more than one size (coremltools' `RangeDim` and `EnumeratedShapes`), by source or
+  /// new name, in the source's layout: the model is converted at each one's default shape (which
+  /// `inputShapes` need not repeat), proved to compute the others by converting again at the range's
+  /// bounds and an odd size between (every enumerated shape), and written with the sizes declared.
+  public var flexibleInputShapes: [String: FlexibleInputShape] = [:]
   /// Whether layers the reader does not know become Core ML custom layers (coremltools'
   /// `add_custom_layers`) instead of an error.
   public var unknownLayersAsCustom: Bool
@@ -105,7 +110,8 @@ public struct ConversionOptions: Sendable, Equatable {
   /// The part of these options that says how the source is read.
   public var sourceOptions: SourceOptions {
     SourceOptions(
-      inputNames: inputNames, outputNames: outputNames, inputShapes: inputShapes,
+      inputNames: inputNames, outputNames: outputNames,
+      inputShapes: inputShapes.merging(flexibleInputShapes.mapValues(\.defaultShape)) { _, flexible in flexible },
       unknownLayersAsCustom: unknownLayersAsCustom, settings: frontendSettings,
       architecture: architecture)
   }

@@ -8,9 +8,9 @@ public struct ConvertedModel: Sendable {
   /// The converted graph, with the final input and output names.
   public let graph: Graph
   /// The options the Core ML writer used.
-  public let writerOptions: CoreMLWriterOptions
+  public internal(set) var writerOptions: CoreMLWriterOptions
   /// The model's files: the specification and, for an ML Program, its weights.
-  public let encoded: EncodedModel
+  public internal(set) var encoded: EncodedModel
   /// The serialized `Model` specification (`.mlmodel`, or `model.mlmodel` inside a package), packed on
   /// each use (`write(to:)` streams it to the file instead).
   public var bytes: [UInt8] { encoded.specification }
@@ -41,6 +41,10 @@ public struct ConvertedModel: Sendable {
   /// What the source's import decided where the file left something open (`ImportedSource.notes`),
   /// and the features renamed.
   public var sourceNotes: [String] = []
+  /// A flexible model's input sizes (`ConversionOptions.flexibleInputShapes`, by the written input names),
+  /// and the source shapes the written layers were proved to compute, the default first.
+  public var flexibleInputShapes: [String: FlexibleInputShape] = [:]
+  public var checkedShapes: [[String: [Int]]] = []
   /// Inputs and outputs whose source names the format cannot hold, with the names written.
   public var renames: [FeatureRename] = []
 

@@ -46,7 +46,15 @@ public enum Converter {
 
   /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
   /// verifies the result reads the source once.
-  public static func convert(_ source: ImportedSource, options given: ConversionOptions) throws -> ConvertedModel {
+  public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
+    if options.flexibleInputShapes.values.contains(where: \.isFlexible) {
+      return try FlexibleConversion.convert(source, options: options)
+    }
+    return try convertAtOneSize(source, options: options)
+  }
+
+  /// The conversion of a source read at one size for each input.
+  static func convertAtOneSize(_ source: ImportedSource, options given: ConversionOptions) throws -> ConvertedModel {
     // An ML Program whose values leave float16's range computes in float32 unless a precision was given.
     var options = given
     if options.precision == nil && options.format == .mlProgram

@@ -8,12 +8,29 @@ import ReferenceRuntime
 /// rules of NeuralNetwork.proto it breaks.
 extension CoreMLFrontend: ReadBackReading {
   public func readBack(at url: URL, source: Graph) throws -> ReadBackModel {
+    try readBack(at: url, source: source, inputSizes: [:])
+  }
+
+  public func readBack(at url: URL, source: Graph, inputSizes: [String: [Int]]) throws -> ReadBackModel {
     // A detector pipeline is read as its network stage, the suppression described beside it.
-    let spec = try CoreMLSpecReader.read(contentsOf: url, detectorPipelines: true)
-    let model = try CoreMLGraphImporter.importModel(
-      spec, path: url.path, sequenceLengths: ParityVerifier.sequenceLengths(of: spec, from: source))
+    let declared = try CoreMLSpecReader.read(contentsOf: url, detectorPipelines: true)
+    let spec = inputSizes.isEmpty ? declared : try declared.atSizes(inputSizes, path: url.path)
+    let lengths = ParityVerifier.sequenceLengths(of: spec, from: source)
+    let model = try CoreMLGraphImporter.importModel(spec, path: url.path, sequenceLengths: lengths)
     var readBack = ReadBackModel(model)
     readBack.detector = spec.pipeline.map(ReadBackModel.DetectorStage.init)
+    if spec.modelType != "mlProgram" && !spec.exactArrayMapping { readBack.sequenceInputs = Set(lengths.keys) }
+    for feature in declared.inputs {
+      guard let allowed = feature.allowedSizes else { continue }
+      if let enumerated = allowed.enumerated {
+        var flexible = FlexibleInputShape(enumerated: enumerated)
+        flexible.defaultShape = allowed.defaultSize
+        readBack.flexibleInputs[feature.name] = flexible
+      } else if let ranges = allowed.ranges {
+        readBack.flexibleInputs[feature.name] = FlexibleInputShape(
+          ranges: ranges.map { .init(lower: $0.lower, upper: $0.upper) }, defaultShape: allowed.defaultSize)
+      }
+    }
     return readBack
   }
 

@@ -40,6 +40,7 @@ public struct KerasFrontend: ModelFrontend {
     var source = ImportedSource(
       format: name, modelKind: "keras", path: keras.path, graph: try Self.importGraph(keras, options: options))
     source.producerVersion = keras.kerasVersion
+    source.inputSourceNames = try Self.inputNames(of: keras)
     source.provenance = [
       "modelconv.source": "keras", "modelconv.source_keras_version": keras.kerasVersion ?? "unknown",
     ]

@@ -119,6 +119,9 @@ public struct ImportedSource: Sendable {
   public var additionalPaths: [String] = []
   /// Every file or folder the import read, `path` first.
   public var readPaths: [String] { [path] + additionalPaths }
+  /// The inputs' names in the source file, in the graph's input order (the graph holds the names given
+  /// in `SourceOptions.inputNames`); empty when they are the graph's.
+  public var inputSourceNames: [String] = []
   /// The model in the IR's conventions, with the final input and output names.
   public var graph: Graph
   /// Image inputs the source already declares, by (new) input name, with their preprocessing; the

@@ -160,6 +160,7 @@ public struct ONNXFrontend: ModelFrontend {
       zip(inputNames + outputNames, newInputs + newOutputs).map { ($0, $1) }, uniquingKeysWith: { first, _ in first })
 
     var source = ImportedSource(format: "onnx", modelKind: "onnx", path: path, graph: graph)
+    source.inputSourceNames = inputNames
     // Reference outputs come from onnxruntime, which takes the inputs as the model declares them.
     source.referenceInputsAsDeclared = true
     // The arrays keep the shapes the model declares (batch axis included).

@@ -93,6 +93,8 @@ public struct ParityReport: Sendable, Equatable, Codable {
   public var interface: InterfaceParity?
   /// For a detector pipeline: how its final detections agree with the source's; nil otherwise.
   public var detector: DetectorParity? = nil
+  /// A flexible model: each other input size it was checked at (the report's own numbers are the default size's).
+  public var shapes: [ShapeParity]? = nil
   public var timing: Timing
   /// The tensors one sample held at most, planned from the shapes, and the samples run at once.
   public var memory: VerificationMemory

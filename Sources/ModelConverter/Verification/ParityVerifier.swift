@@ -17,7 +17,8 @@ public enum ParityVerifier {
     let frontend = try Frontends.frontend(for: source)
     // Unknown layers import as custom layers, so that verify says it cannot run them rather than that it cannot read them.
     let sourceOptions = SourceOptions(
-      inputNames: options.inputNames, outputNames: options.outputNames, inputShapes: options.inputShapes,
+      inputNames: options.inputNames, outputNames: options.outputNames,
+      inputShapes: options.inputShapes.merging(options.flexibleInputShapes.mapValues(\.defaultShape)) { _, new in new },
       unknownLayersAsCustom: true, architecture: options.architecture)
     return try verify(
       source: frontend.importSource(at: source, options: sourceOptions), converted: converted, options: options)
@@ -50,7 +51,51 @@ public enum ParityVerifier {
       return try verifyDetector(
         source: source, converted: convertedModel, stage: stage, path: converted.path, options: options)
     }
-    let interface = InterfaceParity.check(source: source.interface, converted: convertedModel)
+    // A flexible model: its declared sizes are those convert was given (the source's interface expects
+    // them), and a reference file holding another size is compared at that size.
+    var expected = source.interface
+    var sizeDifferences: [String] = []
+    var sequenceNotes: [String] = []
+    let flexible = try FlexibleVerification.flexibleInputs(options, source: source)
+    for (index, input) in flexible where index < convertedModel.inputs.count && index < expected.inputs.count {
+      let name = convertedModel.inputs[index].name
+      guard let declared = convertedModel.flexibleInputs[name] else {
+        if convertedModel.sequenceInputs.contains(name), input.shape.flexibleDimensions.count == 1 {
+          sequenceNotes.append(
+            "input '\(name)': the classic network takes any sequence length at run time (not declared); checked at each size"
+          )
+          continue
+        }
+        sizeDifferences.append(
+          "input '\(name)' declares one size; convert was given \(input.shape) (give verify the shapes convert was given)"
+        )
+        continue
+      }
+      if let difference = FlexibleVerification.difference(input: name, source: input.shape, declared: declared) {
+        sizeDifferences.append(difference)
+      } else if let written = convertedModel.declaredInputs.first(where: { $0.name == name }) {
+        expected.inputs[index].flexibility = written.flexibility
+      }
+    }
+    var mainOptions = options
+    if !flexible.isEmpty, let reference = options.reference,
+      !(try FlexibleVerification.isAtDefault(reference, flexible: flexible))
+    {
+      mainOptions.reference = nil
+    }
+    // Sizes the model declares that verify was not given cannot be checked.
+    for (index, input) in convertedModel.inputs.enumerated()
+    where flexible[index] == nil && index < expected.inputs.count && expected.inputs[index].flexibility == nil {
+      if let declared = convertedModel.flexibleInputs[input.name] {
+        sizeDifferences.append(
+          "input '\(input.name)' accepts \(declared) in the model, one size in the source (give verify the shapes convert was given to check them)"
+        )
+      }
+    }
+    var interface = InterfaceParity.check(source: expected, converted: convertedModel)
+    interface.differences += sizeDifferences
+    interface.notes += sequenceNotes
+    interface.passed = interface.differences.isEmpty
     // Another number of inputs or outputs cannot be compared at all: the differences say why.
     if !interface.passed,
       source.graph.inputs.count != convertedModel.inputs.count
@@ -60,9 +105,13 @@ public enum ParityVerifier {
     }
     var report = try verify(
       source: source.graph, converted: convertedModel, sourceName: source.path, convertedName: converted.path,
-      options: options)
+      options: mainOptions)
     report.interface = interface
-    report.passed = report.passed && interface.passed
+    if !flexible.isEmpty && sizeDifferences.isEmpty {
+      report.shapes = try FlexibleVerification.check(
+        source: source, converted: converted, reader: reader, base: convertedModel, options: options)
+    }
+    report.passed = report.passed && interface.passed && (report.shapes ?? []).allSatisfy(\.passed)
     return report
   }
 

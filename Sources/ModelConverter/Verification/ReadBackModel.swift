@@ -57,6 +57,12 @@ public struct ReadBackModel: Sendable {
   /// For a detector (a pipeline of this graph and a non-maximum suppression): the suppression as the file
   /// declares it, with the pipeline's interface; nil for a model that is not one.
   public var detector: DetectorStage?
+  /// The inputs that accept other sizes, as the file declares them (an array's shape, an image's
+  /// `[height, width]`), by name.
+  public var flexibleInputs: [String: FlexibleInputShape] = [:]
+  /// Inputs whose sequence axis the file leaves to run time (a classic network's rank-5 inputs): any
+  /// length runs, without a declaration.
+  public var sequenceInputs: Set<String> = []
 
   /// A detector pipeline's suppression stage, in the reference runtime's terms.
   public struct DetectorStage: Sendable, Equatable {
@@ -127,6 +133,9 @@ public struct ReadBackModel: Sendable {
 /// to run time (the time steps of a sequence input).
 public protocol ReadBackReading: Sendable {
   func readBack(at url: URL, source: Graph) throws -> ReadBackModel
+  /// The model read with its flexible inputs at other sizes they allow (in the file's terms: an array's
+  /// shape, an image's `[height, width]`).
+  func readBack(at url: URL, source: Graph, inputSizes: [String: [Int]]) throws -> ReadBackModel
   /// Whether the file is an object detector (a pipeline ending in non-maximum suppression), told
   /// from its description without reading its weights.
   func describesDetector(at url: URL) throws -> Bool
@@ -134,4 +143,7 @@ public protocol ReadBackReading: Sendable {
 
 extension ReadBackReading {
   public func describesDetector(at url: URL) throws -> Bool { false }
+  public func readBack(at url: URL, source: Graph, inputSizes: [String: [Int]]) throws -> ReadBackModel {
+    try readBack(at: url, source: source)
+  }
 }

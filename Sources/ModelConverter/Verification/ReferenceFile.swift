@@ -64,6 +64,9 @@ struct ReferenceFile {
   }
 
   /// How many `inputs/<i>` and `outputs/<i>` datasets the file has.
+  /// The shape of one sample of input `index` as saved (`[N, ...]` without N).
+  func sampleShape(ofInput index: Int) -> [Int]? { datasets["inputs/\(index)"].map { Array($0.shape.dropFirst()) } }
+
   var inputCount: Int { (0...).first { datasets["inputs/\($0)"] == nil }! }
   var outputCount: Int { (0...).first { datasets["outputs/\($0)"] == nil }! }
 

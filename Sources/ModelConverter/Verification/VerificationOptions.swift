@@ -34,6 +34,12 @@ public struct VerificationOptions: Sendable, Equatable {
   public var outputNames: [String]?
   /// Fixed sizes for unknown input dimensions of the source model, as in `ConversionOptions.inputShapes`.
   public var inputShapes: [String: [Int]]
+  /// The flexible inputs convert was given (`ConversionOptions.flexibleInputShapes`): the model is checked
+  /// at each of `FlexibleInputShape.checkedShapes` (the default's check is the main report) and its
+  /// declared sizes against them.
+  public var flexibleInputShapes: [String: FlexibleInputShape] = [:]
+  /// More reference files, each compared at the input size it holds (a flexible model's other sizes).
+  public var moreReferences: [URL] = []
   /// The detector settings convert was given (`ConversionOptions.detector`): a detector pipeline's
   /// thresholds are checked against them and the source's detections made with them. Nil: a pipeline's
   /// own settings are used for both sides (reported as not checked).

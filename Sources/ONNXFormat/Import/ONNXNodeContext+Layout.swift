@@ -74,12 +74,16 @@ extension ONNXNodeContext {
     }
   }
 
-  /// Whether explicit `pads` are what TensorFlow's (and the IR's) same padding puts around this window.
+  /// Whether explicit `pads` are what TensorFlow's (and the IR's) same padding puts around this window at
+  /// any input size: only with strides of 1, where the total is the dilated kernel's extent minus one
+  /// whatever the size (with a larger stride, same padding's pads follow the size's parity, and the
+  /// explicit pads are kept so that the written layer computes every size a flexible input allows).
   static func isSamePadding(_ pads: [Int], input: [Int], kernel: [Int], strides: [Int], dilations: [Int]) -> Bool {
-    (0..<2).allSatisfy { axis in
-      let output = (input[axis] + strides[axis] - 1) / strides[axis]
-      let total = max((output - 1) * strides[axis] + (kernel[axis] - 1) * dilations[axis] + 1 - input[axis], 0)
-      return pads[axis] == total / 2 && pads[axis + 2] == total - total / 2
-    }
+    strides.allSatisfy { $0 == 1 }
+      && (0..<2).allSatisfy { axis in
+        let output = (input[axis] + strides[axis] - 1) / strides[axis]
+        let total = max((output - 1) * strides[axis] + (kernel[axis] - 1) * dilations[axis] + 1 - input[axis], 0)
+        return pads[axis] == total / 2 && pads[axis + 2] == total - total / 2
+      }
   }
 }

@@ -108,6 +108,7 @@ enum ConvertCommand: Subcommand {
     defer { try? FileManager.default.removeItem(at: staged) }
     var verification = VerificationOptions(
       expectedLabels: options.classLabels?.descriptions, inputShapes: options.inputShapes)
+    verification.flexibleInputShapes = options.flexibleInputShapes
     if !options.imageInputNames.isEmpty { verification.expectedPreprocessing = options.imagePreprocessing }
     try VerifyCommand.sampling(parsed, into: &verification)
     var report = try ParityVerifier.verify(source: source, converted: staged, options: verification)
@@ -213,6 +214,7 @@ enum ConvertCommand: Subcommand {
     options.shortDescription = parsed.value(Options.shortDescription)
     options.version = parsed.value(Options.modelVersion)
     options.inputShapes = try parsed.inputShapes()
+    options.flexibleInputShapes = try parsed.flexibleInputShapes()
     options.unknownLayersAsCustom = parsed.flag(Options.customLayers)
     options.allowNonFinite = parsed.flag(Options.allowNonfinite)
     if let normalization = try ImagePreprocessingOptions.values(parsed) {

@@ -70,9 +70,12 @@ enum VerifyCommand: Subcommand {
     try sampling(parsed, into: &options)
     options.expectedPreprocessing = try ImagePreprocessingOptions.preprocessing(parsed)
     options.topK = try parsed.integer(Options.topK, minimum: 1) ?? options.topK
-    options.reference = parsed.value(Options.reference).map { URL(fileURLWithPath: $0) }
+    let references = parsed.values(Options.reference).map { URL(fileURLWithPath: $0) }
+    options.reference = references.first
+    options.moreReferences = Array(references.dropFirst())
     if let labels = try parsed.classLabels() { options.expectedLabels = labels.descriptions }
     options.inputShapes = try parsed.inputShapes()
+    options.flexibleInputShapes = try parsed.flexibleInputShapes()
     options.architecture = parsed.value(Options.architecture).map { URL(fileURLWithPath: $0) }
     options.inputNames = try parsed.list(Options.inputNames)
     options.outputNames = try parsed.list(Options.outputNames)
@@ -81,7 +84,7 @@ enum VerifyCommand: Subcommand {
       throw UsageError(message: "--samples 0 needs --reference")
     }
     // Files read in this process must not be FIFOs or devices, which would block forever.
-    for path in [parsed.positionals[1]] + (options.reference.map { [$0.path] } ?? []) {
+    for path in [parsed.positionals[1]] + references.map(\.path) {
       // A FIFO, device or socket could block forever; missing paths and folders are left to the readers.
       if let kind = PathNode.kind(path), kind != "a regular file", kind != "a folder" {
         throw SourceFormatError.notRegularFile(path: path, kind: kind)
@@ -188,6 +191,25 @@ enum VerifyCommand: Subcommand {
             ? "" : " (the file's own settings, not checked: give convert's --detector options)")
           + "; \(detector.classes) classes"
           + (detector.columns > detector.classes ? " in \(detector.columns) columns" : ""))
+    }
+    if let shapes = report.shapes {
+      let defaults = report.outputs.isEmpty ? "" : " (the lines above are at the default size)"
+      lines.append("  sizes: \(shapes.count + 1) input sizes checked\(defaults)")
+      for shape in shapes {
+        let sizes = shape.inputs.map {
+          "\($0.name) \($0.source) (model \($0.converted.isEmpty ? "sequence length at run time" : "\($0.converted)"))"
+        }.joined(separator: ", ")
+        let worst = shape.outputs.map(\.maxAbsoluteError).max().map { "max abs \(format($0))" } ?? ""
+        let reference = shape.reference.map { ", with \($0)" } ?? ""
+        lines.append("  \(shape.passed ? "ok  " : "FAIL") at \(sizes)\(reference): \(worst)")
+        if let failure = shape.failure { lines.append("       cannot run at this size: \(failure)") }
+        if let first = shape.firstMismatch { lines.append("       " + describe(first)) }
+        for output in shape.outputs where !output.passed {
+          lines.append(
+            "       \(output.name): max abs \(format(output.maxAbsoluteError)), outside tolerance \(String(format: "%.2f", output.mismatchedShare * 100))%"
+          )
+        }
+      }
     }
     lines.append(
       String(

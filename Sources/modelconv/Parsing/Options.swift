@@ -45,7 +45,7 @@ enum Options {
   static let inputShape = OptionSpec.option(
     "--input-shape", value: "NAME=1,H,W,C",
     help:
-      "Shape for a source input with unknown dimensions (repeatable); give the other commands the shapes convert was given."
+      "Shape for a source input with unknown dimensions (repeatable); give the other commands the shapes convert was given. A size may be a range LO:HI (LO:* unbounded, LO:HI:DEFAULT), and the option repeated for one input enumerates its shapes (the first is the default): the model then accepts each size (see Docs/FlexibleShapes.md)."
   )
 
   // MARK: Image inputs and preprocessing (convert, verify, predict, evaluate)
@@ -215,7 +215,7 @@ enum Options {
   static let reference = OptionSpec.option(
     "--reference", value: "FILE", section: "OTHER",
     help:
-      "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute), with the inputs as the source's own runtime takes them (channels last, or as the model declares them, such as NCHW)."
+      "Also compare with the inputs and outputs saved from the source framework in this HDF5 file (inputs/<i>, outputs/<i>, optional pixels/<i> and a labels attribute), with the inputs as the source's own runtime takes them (channels last, or as the model declares them, such as NCHW). Repeatable for a flexible model: each file is compared at the input size it holds."
   )
   static let layers = OptionSpec.flag(
     "--layers", section: "OTHER", help: "Print every compared layer, not only the first mismatch.")
@@ -351,18 +351,41 @@ extension ParsedArguments {
     return nil
   }
 
-  /// Every `--input-shape NAME=1,H,W,C`.
+  /// Every `--input-shape NAME=1,H,W,C`: the shape of each input, a flexible one at its default.
   func inputShapes() throws -> [String: [Int]] {
-    var shapes: [String: [Int]] = [:]
+    try inputShapeSpecifications().mapValues(\.defaultShape)
+  }
+
+  /// The `--input-shape` inputs that accept more than one size: a range (`LO:HI`, `LO:*`, `LO:HI:DEFAULT`)
+  /// in a dimension, or the option repeated for one input (enumerated shapes, the first the default).
+  func flexibleInputShapes() throws -> [String: FlexibleInputShape] {
+    try inputShapeSpecifications().filter { $0.value.isFlexible }
+  }
+
+  private func inputShapeSpecifications() throws -> [String: FlexibleInputShape] {
+    var given: [(String, FlexibleInputShape)] = []
     for entry in values(Options.inputShape) {
       let parts = entry.split(separator: "=", maxSplits: 1)
-      let dims = parts.count == 2 ? parts[1].split(separator: ",").compactMap { Int($0) } : []
-      guard parts.count == 2, !dims.isEmpty, dims.count == parts[1].split(separator: ",").count,
-        dims.allSatisfy({ $0 > 0 })
-      else {
-        throw UsageError(message: "--input-shape needs NAME=1,H,W,C with positive sizes, got '\(entry)'")
+      guard parts.count == 2, !parts[0].isEmpty, let shape = FlexibleInputShape.parse(parts[1]) else {
+        throw UsageError(
+          message:
+            "--input-shape needs NAME=1,H,W,C (a size may be a range LO:HI, LO:* or LO:HI:DEFAULT), got '\(entry)'")
       }
-      shapes[String(parts[0])] = dims
+      given.append((String(parts[0]), shape))
+    }
+    var shapes: [String: FlexibleInputShape] = [:]
+    for name in Set(given.map(\.0)).sorted() {
+      let all = given.filter { $0.0 == name }.map(\.1)
+      guard let combined = FlexibleInputShape.combining(all) else {
+        throw UsageError(
+          message:
+            "--input-shape for '\(name)': a range cannot be repeated; repeat fixed shapes to enumerate them, or give one shape with ranges"
+        )
+      }
+      if let problem = combined.problem {
+        throw UsageError(message: "--input-shape for '\(name)': \(problem)")
+      }
+      shapes[name] = combined
     }
     return shapes
   }

@@ -172,7 +172,9 @@ import Testing
         }
         #expect(stored == (precision == .float16 ? expected.map { Float(Float16($0)) } : expected), "\(node.name)")
         #expect(op.inputs["groups"].flatMap { w.program.constant($0[0])?.ints } == [Int32(conv.groups)])
-        #expect(w.program.constant(op.inputs["pad_type"]![0])?.strings == ["custom"])
+        // TensorFlow's same padding with a stride above 1 is MIL's `same` (its pads follow the input size).
+        let runtimePads = conv.padding == .same && (conv.strideHeight > 1 || conv.strideWidth > 1)
+        #expect(w.program.constant(op.inputs["pad_type"]![0])?.strings == [runtimePads ? "same" : "custom"])
         checked += 1
       }
       #expect(checked >= 2)
@@ -599,8 +601,27 @@ import Testing
       name: "conv", inputs: [x])
     let w = try write(b.build(outputs: [y]), CoreMLWriterOptions())
     let conv = try #require(w.program.ops.first { $0.type == "conv" })
-    // Height: out 4, (4-1)*2+4-7 = 3 → 1 before, 2 after; width: out 4, (4-1)*2+3-8 = 1 → 0 before, 1 after.
-    #expect(w.program.constant(conv.inputs["pad"]![0])?.ints == [1, 2, 0, 1])
+    // With a stride of 2 TensorFlow's pads follow the size's parity (height: out 4, (4-1)*2+4-7 = 3 → 1 before,
+    // 2 after; width: out 4, (4-1)*2+3-8 = 1 → 0 before, 1 after): MIL's `same`, which pads so at run time
+    // (extra at the end), not pads computed for this size, so the operation takes any size.
+    #expect(w.program.constant(conv.inputs["pad_type"]![0])?.strings == ["same"])
+    #expect(conv.inputs["pad"] == nil)
+  }
+
+  @Test func sameConvolutionWithStrideOneKeepsExplicitPads() throws {
+    var b = GraphBuilder()
+    let x = try b.addInput(name: "x", type: TensorType([7, 8, 1]))
+    let y = try b.add(
+      .convolution2D(
+        Convolution2D(
+          kernel: .filled(1, shape: [4, 3, 1, 1]), bias: nil, strides: [1, 1], dilations: [1, 1], padding: .same,
+          groups: 1)),
+      name: "conv", inputs: [x])
+    let w = try write(b.build(outputs: [y]), CoreMLWriterOptions())
+    let conv = try #require(w.program.ops.first { $0.type == "conv" })
+    // Kernel 4 x 3, stride 1: 3 rows of padding (1 before, 2 after) and 2 columns (1, 1), whatever the size.
+    #expect(w.program.constant(conv.inputs["pad_type"]![0])?.strings == ["custom"])
+    #expect(w.program.constant(try #require(conv.inputs["pad"])[0])?.ints == [1, 2, 1, 1])
   }
 
   /// Writes every writable fixture as a package (to `MLPROGRAM_PACKAGES_DIR` when set, for
