@@ -341,6 +341,35 @@ def flexibility(path):
     return {"specificationVersion": spec.specificationVersion, "inputs": inputs}
 
 
+def unknown_where_flexible(path):
+    """An ML Program's function inputs leave unknown each dimension the description lets change (coremltools
+    writes them so; a constant there fixes the size whatever the description allows)."""
+    import coremltools as ct
+    spec = ct.utils.load_spec(path)
+    if spec.WhichOneof("Type") != "mlProgram":
+        return []
+    problems = []
+    function = spec.mlProgram.functions["main"]
+    declared = {i.name: i for i in function.inputs}
+    for entry in flexibility(path)["inputs"]:
+        flexible = []
+        if "shapeRange" in entry:
+            flexible = [i for i, (lo, hi) in enumerate(entry["shapeRange"]) if lo != hi]
+        elif "enumeratedShapes" in entry:
+            shapes = entry["enumeratedShapes"]
+            flexible = [i for i in range(len(shapes[0])) if len({s[i] for s in shapes}) > 1]
+        elif "imageSizeRange" in entry or "enumeratedSizes" in entry:
+            flexible = [2, 3]  # [1, C, H, W]
+        if not flexible or entry["name"] not in declared:
+            continue
+        dims = declared[entry["name"]].type.tensorType.dimensions
+        fixed = [i for i in flexible if i < len(dims) and dims[i].WhichOneof("dimension") == "constant"]
+        if fixed:
+            problems.append("input %s: the function fixes dimensions %s that the description lets change" % (
+                entry["name"], fixed))
+    return problems
+
+
 def main(arguments):
     """`--expect FILE.json`: the inputs each model must declare, by file name ({"models": {name: {"inputs": [...]}}},
     as flexibility() reports them); a model listed there is compared with what load_spec reads."""
@@ -365,6 +394,7 @@ def main(arguments):
                                                                    "enumeratedSizes")}
                 if flexible:
                     summary += "\n  input %s %s: %s" % (entry["name"], entry.get("shape", entry.get("size")), flexible)
+            problems += unknown_where_flexible(path)
             name = os.path.basename(path.rstrip("/"))
             if name in expected:
                 want = expected[name]["inputs"]

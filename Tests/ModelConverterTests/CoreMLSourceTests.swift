@@ -194,13 +194,15 @@ import Testing
     #expect(!FileManager.default.fileExists(atPath: refused))
   }
 
-  /// Options that only mean something for Keras files are refused for a Core ML source, naming the file.
+  /// Options that only mean something for Keras files are refused for a Core ML source, naming the file: a
+  /// shape for an input of one size (a flexible input takes the sizes it declares).
   @Test func kerasOnlyOptionsAreRefused() throws {
     let source = Self.golden.appendingPathComponent("digits_cnn.mlmodel")
     var options = ConversionOptions(inputShapes: ["image": [1, 8, 8, 1]])
     #expect(
       throws: ConversionError.notApplicable(
-        path: source.path, option: "an input shape", format: "a Core ML model, which declares its own")
+        path: source.path, option: "a shape for input 'image'",
+        format: "a Core ML model input of one size (a model declares its own; only a flexible input takes another)")
     ) {
       try Converter.convert(modelAt: source, options: options)
     }

@@ -1,5 +1,6 @@
 import CoreMLReader
 import Foundation
+import ImageFormat
 import ModelIR
 import ReferenceRuntime
 import TestSupport
@@ -201,6 +202,48 @@ import Testing
       #expect(shape.outputs.contains { $0.comparedWith == .referenceOutputs })
     }
     return allowed
+  }
+
+  // MARK: predict at the nearest allowed size
+
+  @Test func photosGoToTheAllowedSizeNearestTheirOwn() throws {
+    let range = try #require(FlexibleInputShape.parse("16:64:32,16:64:32"))
+    #expect(ImageModel.nearestSize(range, height: 20, width: 50) == [20, 50])
+    #expect(ImageModel.nearestSize(range, height: 8, width: 500) == [16, 64])
+    let sizes = FlexibleInputShape(enumerated: [[32, 32], [48, 40]])
+    #expect(ImageModel.nearestSize(sizes, height: 50, width: 41) == [48, 40])
+    #expect(ImageModel.nearestSize(sizes, height: 30, width: 30) == [32, 32])
+  }
+
+  /// A flexible image model classifies a 50 x 20 photo at 20 x 50 (not at its 32 x 32 default), as the Keras
+  /// source does at that size on the same pixels.
+  @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
+  func aFlexibleImageModelClassifiesAtTheNearestSize(_ format: ModelFormat) throws {
+    let source = Self.folder.appendingPathComponent("fully_conv.h5")
+    var options = ConversionOptions(imageInputNames: ["input1"], imageScale: 1 / 255, format: format)
+    options.flexibleInputShapes = ["image": try #require(FlexibleInputShape.parse("1,16:64:32,16:64:32,3"))]
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("model." + format.fileExtension)
+    try Converter.convert(modelAt: source, options: options).write(to: url)
+    var generator = SplitMix64(seed: 7)
+    let photo = RGBImage(
+      width: 50, height: 20, pixels: (0..<(50 * 20 * 3)).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+    let model = try ImageModel.load(contentsOf: url)
+    #expect(model.allowedSizes != nil)
+    let converted = try model.classifyAtNearestSize(photo, cropAndScale: .scaleFill)
+    let keras = try ImageModel.load(
+      contentsOf: source,
+      options: ImageModelOptions(
+        preprocessing: ImagePreprocessing(scale: 1 / 255), inputShapes: ["image": [1, 20, 50, 3]]))
+    let expected = keras.classify(photo, cropAndScale: .scaleFill)
+    #expect(converted.ranked.map(\.label) == expected.ranked.map(\.label))
+    for (a, b) in zip(converted.ranked, expected.ranked) {
+      #expect(abs(a.probability - b.probability) <= (format == .mlProgram ? 2e-3 : 1e-5))
+    }
+    // At the default size the scores differ (the model pools other pixels).
+    let atDefault = model.classify(photo, cropAndScale: .scaleFill)
+    #expect(atDefault.ranked.map(\.probability) != converted.ranked.map(\.probability))
   }
 
   // MARK: Refusals

@@ -20,17 +20,7 @@ extension CoreMLFrontend: ReadBackReading {
     var readBack = ReadBackModel(model)
     readBack.detector = spec.pipeline.map(ReadBackModel.DetectorStage.init)
     if spec.modelType != "mlProgram" && !spec.exactArrayMapping { readBack.sequenceInputs = Set(lengths.keys) }
-    for feature in declared.inputs {
-      guard let allowed = feature.allowedSizes else { continue }
-      if let enumerated = allowed.enumerated {
-        var flexible = FlexibleInputShape(enumerated: enumerated)
-        flexible.defaultShape = allowed.defaultSize
-        readBack.flexibleInputs[feature.name] = flexible
-      } else if let ranges = allowed.ranges {
-        readBack.flexibleInputs[feature.name] = FlexibleInputShape(
-          ranges: ranges.map { .init(lower: $0.lower, upper: $0.upper) }, defaultShape: allowed.defaultSize)
-      }
-    }
+    readBack.flexibleInputs = Self.flexibleInputs(declared)
     return readBack
   }
 

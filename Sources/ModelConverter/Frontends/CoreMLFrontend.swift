@@ -31,19 +31,50 @@ public struct CoreMLFrontend: ModelFrontend {
       throw ConversionError.notApplicable(
         path: url.path, option: "a separate architecture file", format: "a Core ML model")
     }
-    if !options.inputShapes.isEmpty {
-      throw ConversionError.notApplicable(
-        path: url.path, option: "an input shape", format: "a Core ML model, which declares its own")
-    }
+
     // (Turning unknown layers into custom layers does not apply either: a Core ML model's custom layers
     // are read as they are. `verify` asks for it for every source, so it is not refused.)
     if !options.settings.isEmpty {
       throw ConversionError.notApplicable(
         path: url.path, option: "another format's reader settings", format: "a Core ML model")
     }
-    let spec = try CoreMLSpecReader.read(contentsOf: url)
+    let declared = try CoreMLSpecReader.read(contentsOf: url)
+    let spec = try Self.atSizes(declared, options.inputShapes, path: url.path)
     let model = try CoreMLGraphImporter.importModel(spec, path: url.path)
-    return try Self.source(model, path: url.path, options: options)
+    var source = try Self.source(model, path: url.path, options: options)
+    source.flexibleInputs = Self.flexibleInputs(declared)
+    return source
+  }
+
+  /// The model with flexible inputs at other sizes they allow: an array's declared shape, an image's
+  /// `[height, width]`. A model declares its own sizes: a shape for an input with one size is refused.
+  static func atSizes(_ spec: CoreMLModelSpec, _ shapes: [String: [Int]], path: String) throws -> CoreMLModelSpec {
+    guard !shapes.isEmpty else { return spec }
+    for name in shapes.keys.sorted() where spec.inputs.first(where: { $0.name == name })?.allowedSizes == nil {
+      throw ConversionError.notApplicable(
+        path: path, option: "a shape for input '\(name)'",
+        format: "a Core ML model input of one size (a model declares its own; only a flexible input takes another)")
+    }
+    do { return try spec.atSizes(shapes, path: path) } catch let error as CoreMLReaderError {
+      throw ConversionError.invalidInputShape(input: shapes.keys.sorted().joined(separator: ", "), detail: "\(error)")
+    }
+  }
+
+  /// The inputs that accept other sizes, in the terms `SourceOptions.inputShapes` takes for them.
+  static func flexibleInputs(_ spec: CoreMLModelSpec) -> [String: FlexibleInputShape] {
+    var result: [String: FlexibleInputShape] = [:]
+    for feature in spec.inputs {
+      guard let allowed = feature.allowedSizes else { continue }
+      if let enumerated = allowed.enumerated {
+        var flexible = FlexibleInputShape(enumerated: enumerated)
+        flexible.defaultShape = allowed.defaultSize
+        result[feature.name] = flexible
+      } else if let ranges = allowed.ranges {
+        result[feature.name] = FlexibleInputShape(
+          ranges: ranges.map { .init(lower: $0.lower, upper: $0.upper) }, defaultShape: allowed.defaultSize)
+      }
+    }
+    return result
   }
 
   public func inspect(at url: URL, options: SourceOptions) throws -> ModelInspection {

@@ -122,6 +122,9 @@ public struct ImportedSource: Sendable {
   /// The inputs' names in the source file, in the graph's input order (the graph holds the names given
   /// in `SourceOptions.inputNames`); empty when they are the graph's.
   public var inputSourceNames: [String] = []
+  /// Inputs the source itself declares with several sizes (a flexible Core ML model), in the terms
+  /// `SourceOptions.inputShapes` takes for them; the graph is at the size read (the default unless given).
+  public var flexibleInputs: [String: FlexibleInputShape] = [:]
   /// The model in the IR's conventions, with the final input and output names.
   public var graph: Graph
   /// Image inputs the source already declares, by (new) input name, with their preprocessing; the

@@ -198,8 +198,10 @@ public enum Evaluation {
       while index < urls.count {
         do {
           let photo = try ImageFile.read(contentsOf: urls[index])
-          let mine = model.classify(photo, cropAndScale: options.cropAndScale)
-          let done = results.set(index, .success((mine, other?.classify(photo, cropAndScale: options.cropAndScale))))
+          // A flexible model runs each photo at the allowed size nearest its own.
+          let mine = try model.classifyAtNearestSize(photo, cropAndScale: options.cropAndScale)
+          let theirs = try other?.classifyAtNearestSize(photo, cropAndScale: options.cropAndScale)
+          let done = results.set(index, .success((mine, theirs)))
           progress?(done, urls.count)
         } catch {
           let failure = (error as? ImageFileError) ?? .unreadable(path: urls[index].path, reason: "\(error)")

@@ -40,12 +40,54 @@ public struct ImageModel: Sendable {
   /// Whether the preprocessing comes from the options (a source format without image inputs, such as
   /// a format without image inputs) rather than from the model itself.
   public let takesPreprocessingOptions: Bool
+  /// A flexible image input (a Core ML model that declares several sizes): the `[height, width]` sizes it
+  /// allows; nil when it has one size. `classifyAtNearestSize` runs each photo at the allowed size nearest
+  /// its own.
+  public internal(set) var allowedSizes: FlexibleInputShape?
+  /// The model read at another allowed `[height, width]`.
+  var atSize: (@Sendable ([Int]) throws -> ImageModel)?
+  let sized = SizedModels()
 
   /// Loads a model of any registered source format, recognised by content.
   public static func load(contentsOf url: URL, options: ImageModelOptions = ImageModelOptions()) throws -> ImageModel {
-    let source = try Frontends.frontend(for: url).importSource(
-      at: url, options: SourceOptions(inputShapes: options.inputShapes))
-    return try load(source, options: options)
+    let frontend = try Frontends.frontend(for: url)
+    let source = try frontend.importSource(at: url, options: SourceOptions(inputShapes: options.inputShapes))
+    var model = try load(source, options: options)
+    // Sizes in the source's terms: an image's [height, width].
+    if let flexible = source.flexibleInputs[model.input.name], flexible.defaultShape.count == 2 {
+      model.allowedSizes = flexible
+      let name = model.input.name
+      model.atSize = { size in
+        var shapes = options.inputShapes
+        shapes[name] = size
+        return try load(frontend.importSource(at: url, options: SourceOptions(inputShapes: shapes)), options: options)
+      }
+    }
+    return model
+  }
+
+  /// The allowed `[height, width]` nearest a photo's: a range clamps each side into its bounds; of enumerated
+  /// sizes, the one whose height and width differ least in total (the first on a tie).
+  public static func nearestSize(_ allowed: FlexibleInputShape, height: Int, width: Int) -> [Int] {
+    switch allowed.kind {
+    case .ranges(let ranges):
+      return zip(ranges, [height, width]).map { range, size in
+        min(max(size, range.lower), range.upper ?? Int.max)
+      }
+    case .enumerated(let sizes):
+      return sizes.min { abs($0[0] - height) + abs($0[1] - width) < abs($1[0] - height) + abs($1[1] - width) }
+        ?? allowed.defaultShape
+    }
+  }
+
+  /// The class scores for a photo at the allowed size nearest its own (a flexible model), else as `classify`.
+  public func classifyAtNearestSize(_ photo: RGBImage, cropAndScale: CropAndScale = .centerCrop) throws
+    -> Classification
+  {
+    guard let allowedSizes, let atSize else { return classify(photo, cropAndScale: cropAndScale) }
+    let size = Self.nearestSize(allowedSizes, height: photo.height, width: photo.width)
+    if size == [input.height, input.width] { return classify(photo, cropAndScale: cropAndScale) }
+    return try sized.model(size, make: atSize).classify(photo, cropAndScale: cropAndScale)
   }
 
   /// A source read into the IR as a photo classifier: its one `[H, W, 1]` or `[H, W, 3]` input gets the
@@ -215,4 +257,25 @@ extension PredictionError: LocalizedError {
 
 extension PredictionError: KindedError {
   public var kind: ErrorKind { .badModel }
+}
+
+/// The models of a flexible input read at other sizes, kept for the photos that follow (at most 8).
+final class SizedModels: @unchecked Sendable {
+  private let lock = NSLock()
+  private var models: [[Int]: ImageModel] = [:]
+
+  func model(_ size: [Int], make: ([Int]) throws -> ImageModel) throws -> ImageModel {
+    lock.lock()
+    if let model = models[size] {
+      lock.unlock()
+      return model
+    }
+    lock.unlock()
+    let model = try make(size)
+    lock.lock()
+    defer { lock.unlock() }
+    if models.count >= 8, let first = models.keys.first { models[first] = nil }
+    models[size] = model
+    return model
+  }
 }
