@@ -273,6 +273,25 @@ import Testing
     }
   }
 
+  /// A flexible Core ML source keeps its sizes where every written layer allows them; where one does not
+  /// (the transposes and unit axes back to Core ML's layout at its outputs, today), its default size is
+  /// converted and a note names the layer; verify then reports the lost sizes.
+  @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
+  func aFlexibleCoreMLSourceKeepsItsSizesOrSaysWhy(_ format: ModelFormat) throws {
+    let source = Fixtures.url("flexible_coreml/range.mlpackage")
+    let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: format))
+    let note = try #require(model.sourceNotes.first { $0.contains("accepts") })
+    #expect(note.contains("takes its default size only: layer '"))
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("model." + format.fileExtension)
+    try model.write(to: url)
+    #expect(try CoreMLSpecReader.read(contentsOf: url).inputs.first?.allowedSizes == nil)
+    let report = try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 1))
+    #expect(!report.passed)
+    #expect(report.interface?.differences.contains { $0.contains("one size in the model") } == true)
+  }
+
   // MARK: verify's interface check
 
   /// A flexible model verified with one size, or with other sizes than it declares, fails its interface.

@@ -169,4 +169,32 @@ import Testing
       ]))
     #expect(!keys.contains("json") && !keys.contains("help"))
   }
+
+  /// A manifest's list value for `input-shape` enumerates an input's shapes, a range is a string: both
+  /// verified at each size (verify is given the same shapes), and the packages declare them.
+  @Test func flexibleShapesInAManifest() throws {
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let flexible = Fixtures.url("flexible")
+    let manifest = try Self.manifest(
+      [
+        [
+          "name": "enumerated", "source": flexible.appendingPathComponent("conv1d.h5").path,
+          "output": "out/Enumerated.mlpackage", "input-shape": ["signal=1,16,6", "signal=1,24,6"], "verify": true,
+          "samples": 2,
+        ],
+        [
+          "name": "range", "source": flexible.appendingPathComponent("conv1d.h5").path,
+          "output": "out/Range.mlpackage", "input-shape": "signal=1,8:64:16,6", "verify": true, "samples": 2,
+        ],
+      ], in: directory)
+    let result = try Modelconv.run(["build", "--manifest", manifest.path, "--json"], readTimeout: "60")
+    #expect(result.status == 0, "\(result.stderr)")
+    let inspected = try Modelconv.run([
+      "inspect", directory.appendingPathComponent("out/Enumerated.mlpackage").path, "--json",
+    ])
+    #expect(inspected.stdout.contains("\"enumeratedShapes\""), "\(inspected.stdout)")
+    let range = try Modelconv.run(["inspect", directory.appendingPathComponent("out/Range.mlpackage").path])
+    #expect(range.stdout.contains("1 × 8...64 × 6"), "\(range.stdout)")
+  }
 }

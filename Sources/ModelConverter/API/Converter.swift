@@ -46,11 +46,29 @@ public enum Converter {
 
   /// Converts a source already read into the IR (`ModelFrontend.importSource`), so a caller that also
   /// verifies the result reads the source once.
-  public static func convert(_ source: ImportedSource, options: ConversionOptions) throws -> ConvertedModel {
-    if options.flexibleInputShapes.values.contains(where: \.isFlexible) {
-      return try FlexibleConversion.convert(source, options: options)
+  public static func convert(_ source: ImportedSource, options given: ConversionOptions) throws -> ConvertedModel {
+    // A source that declares several sizes (a flexible Core ML model) keeps them, unless the options give
+    // that input its sizes.
+    var options = given
+    var kept: [String] = []
+    for (name, flexible) in source.flexibleInputs.sorted(by: { $0.key < $1.key })
+    where options.flexibleInputShapes[name] == nil && options.inputShapes[name] == nil {
+      options.flexibleInputShapes[name] = flexible
+      kept.append("input '\(name)' accepts \(flexible) in the source")
     }
-    return try convertAtOneSize(source, options: options)
+    guard options.flexibleInputShapes.values.contains(where: \.isFlexible) else {
+      return try convertAtOneSize(source, options: options)
+    }
+    do {
+      return try FlexibleConversion.convert(source, options: options)
+    } catch CoreMLWriterError.fixedSizeLayer(let layer, let detail) where given.flexibleInputShapes.isEmpty {
+      // Sizes only the source declared, which a layer cannot keep: the default size, said in a note.
+      var model = try convertAtOneSize(source, options: given)
+      model.sourceNotes += kept.map {
+        "\($0); the converted model takes its default size only: layer '\(layer)' \(detail)"
+      }
+      return model
+    }
   }
 
   /// The conversion of a source read at one size for each input.

@@ -35,7 +35,8 @@ enum FlexibleConversion {
       if shape.isFlexible { flexible[name] = shape }
       sourceKeys[name] = key
     }
-    try checkRules(flexible, options: &options)
+    try checkRules(
+      Dictionary(uniqueKeysWithValues: flexible.map { (sourceKeys[$0.key] ?? $0.key, $0.value) }), options: &options)
 
     // The default size, then every other checked size with the same precision.
     var model = try Converter.convertAtOneSize(source, options: options)

@@ -105,20 +105,12 @@ public struct CoreMLFrontend: ModelFrontend {
     var source = ImportedSource(
       format: "coreml", modelKind: spec.modelType == "mlProgram" ? "mlProgram" : "neuralNetwork", path: path,
       graph: graph)
+    source.inputSourceNames = inputNames
     source.declaresImageInputs = true
     for name in model.zeroStateInputs.sorted()
     where !graph.inputs.contains(where: { graph[$0].name == (renamed[name] ?? name) }) {
       source.notes.append(
         "optional input '\(name)' (a recurrent layer's initial state) is not kept: the converted model always starts from zeros, and verify reports the changed interface"
-      )
-    }
-    for feature in spec.inputs
-    where
-      !(feature.sizeRanges.isEmpty && feature.enumeratedShapes.isEmpty && feature.imageSizeRanges.isEmpty
-      && feature.enumeratedImageSizes.isEmpty)
-    {
-      source.notes.append(
-        "input '\(feature.name)' is flexible (\(ModelInspection.xcodeType(Self.feature(feature).type))): the converted model takes its default size only (flexible sizes are not written yet)"
       )
     }
     func declared(_ feature: CoreMLModelSpec.Feature) -> InterfaceFeature {

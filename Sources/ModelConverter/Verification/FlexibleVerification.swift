@@ -72,7 +72,12 @@ enum FlexibleVerification {
   )] {
     let names = source.graph.inputs.map { source.graph[$0].name }
     var result: [Int: (key: String, shape: FlexibleInputShape)] = [:]
-    for (key, shape) in options.flexibleInputShapes.sorted(by: { $0.key < $1.key }) where shape.isFlexible {
+    // A source's own sizes (a flexible Core ML model) are expected of the conversion unless the options say otherwise.
+    var given = options.flexibleInputShapes
+    for (name, flexible) in source.flexibleInputs where given[name] == nil && options.inputShapes[name] == nil {
+      given[name] = flexible
+    }
+    for (key, shape) in given.sorted(by: { $0.key < $1.key }) where shape.isFlexible {
       guard let index = names.firstIndex(of: key) ?? source.inputSourceNames.firstIndex(of: key) else {
         throw ConversionError.unknownInput(
           name: key, known: source.inputSourceNames.isEmpty ? names : source.inputSourceNames)
