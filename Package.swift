@@ -59,6 +59,8 @@ let package = Package(
     .target(
       name: "ONNXFormat", dependencies: ["ONNXSpec", "CProtobufC", "ModelIR", "ModelFormats"], exclude: ["README.md"]),
     .target(name: "KerasFormat", dependencies: ["CHDF5", "CZip", "ModelIR", "ModelFormats"]),
+    // TensorFlow Lite: `.tflite` FlatBuffers read by a small bounds-checked reader written from schema.fbs.
+    .target(name: "TFLiteFormat", dependencies: ["ModelIR", "ModelFormats"]),
     // Core ML: what the reader and both writers share (package and weight-file I/O, the model
     // description, writer options), the reader (into the IR, with Apple's documented rules), the
     // classic neural-network writer, the ML Program writer, and `CoreMLFormat`, which imports them all.
@@ -78,7 +80,8 @@ let package = Package(
     .target(
       name: "ModelConverter",
       dependencies: [
-        "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "ReferenceRuntime", "ImageFormat",
+        "ModelIR", "ModelFormats", "KerasFormat", "CoreMLFormat", "ONNXFormat", "TFLiteFormat", "ReferenceRuntime",
+        "ImageFormat",
       ]),
     .executableTarget(name: "modelconv", dependencies: ["ModelConverter", "ModelFormats"]),
     .plugin(name: "ModelConverterPlugin", capability: .buildTool(), dependencies: ["modelconv"]),
@@ -130,8 +133,8 @@ let package = Package(
     .testTarget(
       name: "ModelConverterTests",
       dependencies: [
-        "ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "ONNXFormat", "CoreMLFormat", "CoreMLCommon",
-        "CoreMLReader",
+        "ModelConverter", "ModelIR", "ModelFormats", "KerasFormat", "ONNXFormat", "TFLiteFormat", "CoreMLFormat",
+        "CoreMLCommon", "CoreMLReader",
         "CoreMLNeuralNetworkWriter", "CoreMLProgramWriter", "CoreMLSpec", "CProtobufC", "ReferenceRuntime",
         "ImageFormat", "CoreMLMutations",
         "CHDF5", "TestSupport", "KerasTestSupport", "CoreMLTestSupport", "ONNXTestSupport",

@@ -4,7 +4,9 @@ import ModelFormats
 /// The registered source formats: one entry per frontend, chosen by what the sniffer finds in a file.
 public enum Frontends {
   /// The frontends this library brings. A new source format is one more entry here, or a `register` call.
-  public static let builtIn: [any ModelFrontend] = [KerasFrontend(), CoreMLFrontend(), ONNXFrontend()]
+  public static let builtIn: [any ModelFrontend] = [
+    KerasFrontend(), CoreMLFrontend(), ONNXFrontend(), TFLiteFrontend(),
+  ]
 
   private static let lock = NSLock()
   nonisolated(unsafe) private static var added: [any ModelFrontend] = []

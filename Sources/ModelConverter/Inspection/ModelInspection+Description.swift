@@ -10,8 +10,10 @@ extension ModelInspection: CustomStringConvertible {
       fields.append(("Loads on", [oldestReleases.map(\.description).joined(separator: ", ") + " and later"]))
     }
     if let details = graphDetails {
-      fields.append(
-        ("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
+      if !details.operatorSets.isEmpty {
+        fields.append(
+          ("Operator sets", [details.operatorSets.map { "\($0.domain) \($0.version)" }.joined(separator: ", ")]))
+      }
       let unsupported = details.operators.filter { !$0.supported }
       fields.append(("Operators", [details.operators.map { "\($0.opType) \($0.count)" }.joined(separator: ", ")]))
       fields.append(("Unsupported", [unsupported.isEmpty ? "none" : unsupported.map(\.opType).joined(separator: ", ")]))

@@ -16,6 +16,10 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
     /// n-bit quantized or palettized weights: relative RMS error at most min(16 / (2 (2^n - 1)), 0.25),
     /// each layer tensor computed from the source's values before it.
     case quantizedWeights
+    /// A full-integer source (int8 activations, a TFLite model): its own runtime rounds every operator's
+    /// output to its quantization step, which the converted float32 model does not; relative RMS error at
+    /// most min(operators / 256, 0.25): each rounding moves a value by at most half a step of 256.
+    case quantizedActivations
     /// Given by the caller (`--atol`, `--rtol`).
     case given
 
@@ -26,6 +30,9 @@ public struct VerificationTolerance: Sendable, Equatable, Codable {
       case .quantizedWeights:
         return
           "quantized weights (relative RMS error <= min(16 / (2 (2^bits - 1)), 0.25), layer by layer from the source's values)"
+      case .quantizedActivations:
+        return
+          "integer activations in the source (relative RMS error <= min(operators / 256, 0.25): one rounding to 256 levels per operator)"
       case .given: return "given"
       }
     }

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""TensorFlow Lite fixtures (issue 39): small tf_keras models converted by TensorFlow's own TFLiteConverter, in
+float32, dynamic-range (int8 weights), float16 (float16 weights behind DEQUANTIZE) and full-integer (int8
+activations) forms, with LiteRT's outputs. Run by hand, not in CI, in the keras3 venv of
+Samples/requirements-keras3.txt plus LiteRT (ai-edge-litert 2.3.0, the interpreter that replaces tf.lite's):
+
+    /tmp/venv-keras3/bin/pip install ai-edge-litert==2.3.0
+    /tmp/venv-keras3/bin/python Samples/make_tflite_fixtures.py --out Samples/Fixtures/tflite
+
+Writes `<model>_<form>.tflite`, `<model>_<form>.reference.h5` and `expected.json` (per file, what LiteRT's interpreter
+reads: its operators in order, each input's and output's tensor name, shape, type and quantization), and (2 seeded samples: inputs/0 as the model takes
+them, outputs/0 as LiteRT computed them, root attribute computed_by). Models (tf_keras 2.21, seeded weights;
+BatchNormalization statistics seeded so that folding them is visible):
+
+| model | layers |
+|---|---|
+| `small_cnn` | Input 32x32x3, Conv2D 8 3x3 same + ReLU, DepthwiseConv2D 3x3 stride 2 same, BatchNormalization, ReLU6, Conv2D 12 1x1, MaxPooling2D 2, AveragePooling2D 2 (valid), Flatten, Dense 16 ReLU (3072 weights: the dynamic-range form quantizes weights of 1024 elements or more), Dense 5 softmax |
+| `mixed_ops` | Input 16x16x4, two Conv2D branches added, multiplied by a constant, concatenated with the input, ZeroPadding2D, LeakyReLU(0.2), hard swish, UpSampling2D bilinear, Conv2D, GlobalAveragePooling2D, Dense 3, tanh |
+| `lstm` | Input (10, 6) with a batch of 1 (so that the converter fuses the LSTM), LSTM 20 (its recurrent kernel large enough to be quantized), Dense 3 |
+
+`unsupported_ops.tflite` (EXP then FLOOR, operators the converter does not handle) has no reference.
+
+Forms: `float32` (the converter's defaults), `dynamic` (`optimizations=[DEFAULT]`: int8 weights, float compute),
+`float16` (`optimizations=[DEFAULT]`, `supported_types=[float16]`), `int8` (full integer: a representative dataset
+of 32 seeded samples, int8 input and output; small_cnn only).
+"""
+
+import argparse
+import os
+
+import numpy as np
+
+
+def build(keras, name):
+    rng = np.random.default_rng(39)
+    if name == "small_cnn":
+        x = keras.Input((32, 32, 3), name="image")
+        y = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+        y = keras.layers.DepthwiseConv2D(3, strides=2, padding="same")(y)
+        y = keras.layers.BatchNormalization()(y)
+        y = keras.layers.ReLU(6.0)(y)
+        y = keras.layers.Conv2D(12, 1)(y)
+        y = keras.layers.MaxPooling2D(2)(y)
+        y = keras.layers.AveragePooling2D(2)(y)
+        y = keras.layers.Flatten()(y)
+        y = keras.layers.Dense(16, activation="relu")(y)
+        y = keras.layers.Dense(5, activation="softmax")(y)
+        model = keras.Model(x, y, name=name)
+    elif name == "mixed_ops":
+        x = keras.Input((16, 16, 4), name="features")
+        a = keras.layers.Conv2D(4, 3, padding="same")(x)
+        b = keras.layers.Conv2D(4, 1)(x)
+        y = keras.layers.Add()([a, b])
+        y = keras.layers.Lambda(lambda t: t * 0.5)(y)
+        y = keras.layers.Concatenate()([y, x])
+        y = keras.layers.ZeroPadding2D(1)(y)
+        y = keras.layers.LeakyReLU(0.2)(y)
+        y = keras.layers.Activation("hard_swish")(y) if hasattr(keras.activations, "hard_swish") else \
+            keras.layers.Lambda(lambda t: t * keras.backend.clip(t + 3, 0, 6) / 6)(y)
+        y = keras.layers.UpSampling2D(2, interpolation="bilinear")(y)
+        y = keras.layers.Conv2D(6, 3, strides=2)(y)
+        y = keras.layers.GlobalAveragePooling2D()(y)
+        y = keras.layers.Dense(3, activation="tanh")(y)
+        model = keras.Model(x, y, name=name)
+    else:
+        # A fixed batch of 1 lets the converter fuse the LSTM into UNIDIRECTIONAL_SEQUENCE_LSTM.
+        x = keras.Input((10, 6), batch_size=1, name="sequence")
+        y = keras.layers.LSTM(20)(x)
+        y = keras.layers.Dense(3)(y)
+        model = keras.Model(x, y, name=name)
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            gamma, beta, mean, var = layer.get_weights()
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.1, beta.shape),
+                               rng.normal(0, 0.1, mean.shape), rng.uniform(0.5, 1.5, var.shape)])
+    return model
+
+
+def samples(model, count, seed):
+    shape = model.inputs[0].shape[1:]
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, (count, *shape)).astype(np.float32)
+
+
+def convert(tf, model, form):
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    if form in ("dynamic", "float16", "int8"):
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if form == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    if form == "int8":
+        data = samples(model, 32, 7)
+        converter.representative_dataset = lambda: ([data[i:i + 1]] for i in range(len(data)))
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def run_litert(path, inputs):
+    from ai_edge_litert.interpreter import Interpreter
+    interpreter = Interpreter(model_path=path, num_threads=1)
+    interpreter.allocate_tensors()
+    (inp,) = interpreter.get_input_details()
+    (out,) = interpreter.get_output_details()
+    given, outputs = [], []
+    for x in inputs:
+        x = x[None]
+        if inp["dtype"] == np.int8:
+            scale, zero = inp["quantization"]
+            x = np.clip(np.round(x / scale) + zero, -128, 127).astype(np.int8)
+        given.append(x[0])
+        # An LSTM's states are variables that LiteRT carries from one invocation to the next: each sample
+        # starts from zeros, as Keras (and the converted model) compute it.
+        interpreter.reset_all_variables()
+        interpreter.set_tensor(inp["index"], x)
+        interpreter.invoke()
+        outputs.append(interpreter.get_tensor(out["index"])[0].copy())
+    return np.stack(given), np.stack(outputs)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="Samples/Fixtures/tflite")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    import h5py
+    import tensorflow as tf
+    import tf_keras as keras
+    import ai_edge_litert
+    keras.utils.set_random_seed(39)
+    facts = {}
+    for name in ("small_cnn", "mixed_ops", "lstm"):
+        model = build(keras, name)
+        # (The other models' weights are too small for the dynamic-range form to quantize: it equals float32.)
+        forms = ("float32", "dynamic", "float16", "int8") if name == "small_cnn" else ("float32",)
+        for form in forms:
+            path = os.path.join(args.out, "%s_%s.tflite" % (name, form))
+            with open(path, "wb") as handle:
+                handle.write(convert(tf, model, form))
+            given, outputs = run_litert(path, samples(model, 2, 1000))
+            with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+                f.create_dataset("inputs/0", data=given.astype(np.float32))
+                f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+                f.attrs["computed_by"] = "ai-edge-litert %s (tensorflow %s converter)" % (
+                    getattr(ai_edge_litert, "__version__", "?"), tf.__version__)
+            print(path, os.path.getsize(path))
+            facts[os.path.basename(path)] = litert_facts(path)
+    # Operators the converter does not handle: EXP and FLOOR, named at once in its error.
+    x = keras.Input((4,), name="values")
+    y = keras.layers.Lambda(lambda t: tf.math.floor(tf.math.exp(t)))(x)
+    with open(os.path.join(args.out, "unsupported_ops.tflite"), "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_keras_model(keras.Model(x, y)).convert())
+    import json
+    with open(os.path.join(args.out, "expected.json"), "w") as handle:
+        json.dump({"computedBy": "ai-edge-litert %s" % getattr(ai_edge_litert, "__version__", "?"), "models": facts},
+                  handle, indent=1, sort_keys=True)
+        handle.write("\n")
+
+
+def litert_facts(path):
+    """What LiteRT's interpreter reads of the file: its operators in order, and each input's and output's name,
+    shape, type and quantization (scale, zero point)."""
+    from ai_edge_litert.interpreter import Interpreter
+    interpreter = Interpreter(model_path=path)
+    def tensor(detail):
+        scale, zero = detail["quantization"]
+        return {"name": detail["name"], "shape": [int(d) for d in detail["shape"]],
+                "type": np.dtype(detail["dtype"]).name, "scale": float(scale), "zeroPoint": int(zero)}
+    return {"operators": [op["op_name"] for op in interpreter._get_ops_details()],
+            "inputs": [tensor(d) for d in interpreter.get_input_details()],
+            "outputs": [tensor(d) for d in interpreter.get_output_details()]}
+
+
+if __name__ == "__main__":
+    main()

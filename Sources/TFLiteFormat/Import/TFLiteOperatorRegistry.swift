@@ -1,0 +1,96 @@
+import ModelIR
+
+/// One handler per TFLite builtin operator (or family), keyed by `BuiltinOperator` code. `supported` (for
+/// `inspect` and the documentation) is derived from here; there is no other list.
+public struct TFLiteOperatorEntry: Sendable {
+  /// The family the handler belongs to (`convolution`, `elementwise`, ...), for the documentation.
+  public var family: String
+  let handler: @Sendable (inout TFLiteContext) throws -> Void
+}
+
+public enum TFLiteOperatorRegistry {
+  static let operators: [Int: TFLiteOperatorEntry] = {
+    var all: [Int: TFLiteOperatorEntry] = [:]
+    for family in [spatial, linear, elementwise, activations, shape, reduction, quantization, recurrent] {
+      all.merge(family) { first, _ in first }
+    }
+    return all
+  }()
+
+  public static func entry(for code: Int) -> TFLiteOperatorEntry? { operators[code] }
+
+  /// Every supported operator's name and family, by name.
+  public static var supported: [(name: String, family: String)] {
+    operators.map { (TFLiteBuiltin.name($0.key), $0.value.family) }.sorted { $0.name < $1.name }
+  }
+
+  static func entries(_ family: String, _ handlers: [Int: @Sendable (inout TFLiteContext) throws -> Void]) -> [Int:
+    TFLiteOperatorEntry]
+  {
+    handlers.mapValues { TFLiteOperatorEntry(family: family, handler: $0) }
+  }
+
+  // MARK: Families
+
+  static let spatial = entries(
+    "spatial",
+    [
+      TFLiteBuiltin.conv2D: { try $0.convolution(depthwise: false) },
+      TFLiteBuiltin.depthwiseConv2D: { try $0.convolution(depthwise: true) },
+      TFLiteBuiltin.averagePool2D: { try $0.pooling(.average) },
+      TFLiteBuiltin.maxPool2D: { try $0.pooling(.max) },
+      TFLiteBuiltin.pad: { try $0.pad() },
+      TFLiteBuiltin.padV2: { try $0.pad() },
+      TFLiteBuiltin.resizeBilinear: { try $0.resize(bilinear: true) },
+      TFLiteBuiltin.resizeNearestNeighbor: { try $0.resize(bilinear: false) },
+    ])
+
+  static let linear = entries("linear", [TFLiteBuiltin.fullyConnected: { try $0.fullyConnected() }])
+
+  static let elementwise = entries(
+    "elementwise",
+    [
+      TFLiteBuiltin.add: { try $0.binary(.add, optionsTag: 11) },
+      TFLiteBuiltin.sub: { try $0.binary(.subtract, optionsTag: 28) },
+      TFLiteBuiltin.mul: { try $0.binary(.multiply, optionsTag: 21) },
+      TFLiteBuiltin.div: { try $0.binary(.divide, optionsTag: 29) },
+      TFLiteBuiltin.concatenation: { try $0.concatenation() },
+    ])
+
+  static let activations = entries(
+    "activation",
+    [
+      TFLiteBuiltin.relu: { try $0.activation(.relu) },
+      TFLiteBuiltin.relu6: { try $0.activation(.clip(min: 0, max: 6)) },
+      TFLiteBuiltin.reluN1To1: { try $0.activation(.clip(min: -1, max: 1)) },
+      TFLiteBuiltin.logistic: { try $0.activation(.sigmoid) },
+      TFLiteBuiltin.tanh: { try $0.activation(.tanh) },
+      TFLiteBuiltin.hardSwish: { try $0.activation(.hardSwish) },
+      TFLiteBuiltin.leakyRelu: { context in
+        let alpha = try context.options(75).map { try $0.f32(0, "LeakyReluOptions.alpha") } ?? 0
+        try context.activation(.leakyReLU(alpha: alpha))
+      },
+      TFLiteBuiltin.prelu: { try $0.prelu() },
+      TFLiteBuiltin.softmax: { try $0.softmax() },
+    ])
+
+  static let shape = entries(
+    "shape",
+    [
+      TFLiteBuiltin.reshape: { try $0.reshape() },
+      TFLiteBuiltin.squeeze: { try $0.reshape() },
+      TFLiteBuiltin.transpose: { try $0.transpose() },
+      TFLiteBuiltin.stridedSlice: { try $0.stridedSlice() },
+    ])
+
+  static let reduction = entries("reduction", [TFLiteBuiltin.mean: { try $0.mean() }])
+
+  static let quantization = entries(
+    "quantization",
+    [
+      TFLiteBuiltin.dequantize: { try $0.dequantize() },
+      TFLiteBuiltin.quantize: { try $0.quantize() },
+    ])
+
+  static let recurrent = entries("recurrent", [TFLiteBuiltin.unidirectionalSequenceLSTM: { try $0.lstm() }])
+}

@@ -1,0 +1,121 @@
+import Foundation
+import ModelConverter
+import ModelIR
+import TFLiteFormat
+import TestSupport
+import Testing
+
+/// TensorFlow Lite sources (Samples/make_tflite_fixtures.py: tf_keras models converted by TensorFlow's own
+/// converter in float32, dynamic-range, float16 and full-integer forms, with LiteRT's outputs and what LiteRT's
+/// interpreter reads of each file).
+@Suite struct TFLiteTests {
+  static let folder = Fixtures.url("tflite")
+  static let files = [
+    "small_cnn_float32", "small_cnn_dynamic", "small_cnn_float16", "small_cnn_int8", "mixed_ops_float32",
+    "lstm_float32",
+  ]
+
+  struct Expected: Decodable {
+    struct Tensor: Decodable {
+      var name: String
+      var shape: [Int]
+      var type: String
+      var scale: Float
+      var zeroPoint: Int64
+    }
+    struct Model: Decodable {
+      var operators: [String]
+      var inputs: [Tensor]
+      var outputs: [Tensor]
+    }
+    var models: [String: Model]
+  }
+
+  static let expected: Expected = {
+    let data = FileManager.default.contents(atPath: folder.appendingPathComponent("expected.json").path) ?? Data()
+    return (try? JSONDecoder().decode(Expected.self, from: data)) ?? Expected(models: [:])
+  }()
+
+  /// The reader reads what LiteRT's interpreter reads: the operators in order, each input's and output's
+  /// name, shape, type and quantization.
+  @Test(arguments: files)
+  func theReaderReadsWhatLiteRTReads(_ name: String) throws {
+    let model = try TFLiteReader.read(contentsOf: Self.folder.appendingPathComponent(name + ".tflite"))
+    let want = try #require(Self.expected.models[name + ".tflite"])
+    #expect(model.subgraph.operators.map { model.operatorCodes[$0.opcodeIndex].name } == want.operators)
+    for (indices, tensors) in [(model.subgraph.inputs, want.inputs), (model.subgraph.outputs, want.outputs)] {
+      #expect(indices.count == tensors.count)
+      for (index, tensor) in zip(indices, tensors) {
+        let read = model.subgraph.tensors[index]
+        #expect(read.name == tensor.name)
+        #expect(read.shape == tensor.shape)
+        #expect(read.type.name == tensor.type)
+        #expect((read.quantization?.scales.first ?? 0) == tensor.scale)
+        #expect((read.quantization?.zeroPoints.first ?? 0) == tensor.zeroPoint)
+      }
+    }
+  }
+
+  /// Each fixture converts to both formats and matches LiteRT's outputs: float models within the format's
+  /// float rule, the full-integer model within the integer-activation bound.
+  @Test(arguments: files, [ModelFormat.neuralNetwork, .mlProgram])
+  func convertsAndMatchesLiteRT(_ name: String, _ format: ModelFormat) throws {
+    let source = Self.folder.appendingPathComponent(name + ".tflite")
+    let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: format))
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("model." + format.fileExtension)
+    try model.write(to: url)
+    let report = try ParityVerifier.verify(
+      source: source, converted: url,
+      options: VerificationOptions(samples: 2, reference: Self.folder.appendingPathComponent(name + ".reference.h5")))
+    #expect(report.passed, "\(report.outputs) \(report.interface?.differences ?? [])")
+    // LiteRT's own outputs, and our reading of the source against them.
+    let againstLiteRT = report.outputs.filter { $0.comparedWith != .sourceModel }
+    #expect(againstLiteRT.count == 2 && againstLiteRT.allSatisfy(\.passed))
+    if name.hasSuffix("int8") {
+      #expect(report.toleranceBasis == .quantizedActivations)
+    }
+    // The interface keeps the signature's names and the file's shapes.
+    let want = try #require(Self.expected.models[name + ".tflite"])
+    #expect(model.graph.inputs.map { model.graph[$0].type.shape } == want.inputs.map { Array($0.shape.dropFirst()) })
+  }
+
+  /// Every prefix of a file, and the file with seeded bytes changed, is refused with an error or read; none
+  /// crashes or hangs the reader.
+  @Test func damagedFilesAreRefusedWithoutCrashing() throws {
+    let bytes = [UInt8](try Data(contentsOf: Self.folder.appendingPathComponent("small_cnn_int8.tflite")))
+    var refused = 0
+    for length in stride(from: 0, to: bytes.count, by: 61) {
+      do { _ = try TFLiteReader.read(bytes: Array(bytes.prefix(length)), path: "cut.tflite") } catch { refused += 1 }
+    }
+    #expect(refused > 0)
+    var state: UInt64 = 39
+    for _ in 0..<200 {
+      var damaged = bytes
+      for _ in 0..<4 {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        damaged[8 + Int(state >> 33) % (damaged.count - 8)] = UInt8(truncatingIfNeeded: state >> 17)
+      }
+      if let model = try? TFLiteReader.read(bytes: damaged, path: "damaged.tflite") {
+        _ = try? TFLiteGraphImporter.importGraph(model)
+      }
+    }
+  }
+
+  @Test func aFileThatIsNotTFLiteSaysSo() throws {
+    #expect(throws: TFLiteFormatError.self) {
+      try TFLiteReader.read(bytes: Array("not a model at all".utf8), path: "x.tflite")
+    }
+  }
+
+  /// Operators no handler converts are all named at once, before anything is written (exit 65).
+  @Test func unsupportedOperatorsAreNamedAtOnce() throws {
+    do {
+      _ = try Converter.convert(modelAt: Self.folder.appendingPathComponent("unsupported_ops.tflite"))
+      Issue.record("converted")
+    } catch TFLiteFormatError.unsupportedOperators(_, let operators) {
+      #expect(operators == ["EXP", "FLOOR"])
+    }
+  }
+}
