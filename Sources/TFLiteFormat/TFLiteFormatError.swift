@@ -15,7 +15,7 @@ public enum TFLiteFormatError: Error, Equatable, CustomStringConvertible {
     switch self {
     case .unreadable(let path): return "\(path): cannot read the file"
     case .notRegularFile(let path): return "\(path): not a regular file"
-    case .invalid(let path, let field, let detail): return "\(path): \(field): \(detail)"
+    case .invalid(let path, let field, let detail): return "\(path): TensorFlow Lite model, \(field): \(detail)"
     case .unsupportedOperators(let path, let operators):
       return "\(path): operators this converter cannot express: \(operators.joined(separator: ", "))"
     case .unsupportedOperator(let path, let op, let index, let detail):
