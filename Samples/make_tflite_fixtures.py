@@ -5,7 +5,8 @@ activations) forms, with LiteRT's outputs. Run by hand, not in CI, in the keras3
 Samples/requirements-keras3.txt plus LiteRT (ai-edge-litert 2.3.0, the interpreter that replaces tf.lite's):
 
     /tmp/venv-keras3/bin/pip install ai-edge-litert==2.3.0
-    /tmp/venv-keras3/bin/python Samples/make_tflite_fixtures.py --out Samples/Fixtures/tflite
+    /tmp/venv-keras3/bin/python Samples/make_tflite_fixtures.py --out Samples/Fixtures/tflite \
+        --mediapipe-metadata /tmp/mediapipe/mediapipe/tasks/metadata
 
 Writes `<model>_<form>.tflite`, `<model>_<form>.reference.h5` and `expected.json` (per file, what LiteRT's interpreter
 reads: its operators in order, each input's and output's tensor name, shape, type and quantization), and (2 seeded samples: inputs/0 as the model takes
@@ -17,6 +18,12 @@ BatchNormalization statistics seeded so that folding them is visible):
 | `small_cnn` | Input 32x32x3, Conv2D 8 3x3 same + ReLU, DepthwiseConv2D 3x3 stride 2 same, BatchNormalization, ReLU6, Conv2D 12 1x1, MaxPooling2D 2, AveragePooling2D 2 (valid), Flatten, Dense 16 ReLU (3072 weights: the dynamic-range form quantizes weights of 1024 elements or more), Dense 5 softmax |
 | `mixed_ops` | Input 16x16x4, two Conv2D branches added, multiplied by a constant, concatenated with the input, ZeroPadding2D, LeakyReLU(0.2), hard swish, UpSampling2D bilinear, Conv2D, GlobalAveragePooling2D, Dense 3, tanh |
 | `lstm` | Input (10, 6) with a batch of 1 (so that the converter fuses the LSTM), LSTM 20 (its recurrent kernel large enough to be quantized), Dense 3 |
+
+`classifier_with_metadata.tflite` (with `--mediapipe-metadata DIR`: the two generated Python files of
+`mediapipe/tasks/metadata/` from mediapipe 0.10.14's wheel, `pip download mediapipe==0.10.14 --no-deps`): a
+Teachable Machine-style classifier whose TFLite Model Metadata says the input is an RGB image normalized by mean 127.5
+and std 127.5 and names the output's labels in a `labels.txt` zipped onto the file; its reference holds the pixels
+too.
 
 `unsupported_ops.tflite` (EXP then FLOOR, operators the converter does not handle) has no reference.
 
@@ -122,6 +129,8 @@ def run_litert(path, inputs):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="Samples/Fixtures/tflite")
+    parser.add_argument("--mediapipe-metadata", help="folder holding metadata_schema_py_generated.py and "
+                        "schema_py_generated.py from mediapipe 0.10.14's wheel (mediapipe/tasks/metadata/)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import h5py
@@ -146,6 +155,10 @@ def main():
                     getattr(ai_edge_litert, "__version__", "?"), tf.__version__)
             print(path, os.path.getsize(path))
             facts[os.path.basename(path)] = litert_facts(path)
+    if args.mediapipe_metadata:
+        classifier_with_metadata(tf, keras, args.out, args.mediapipe_metadata)
+        facts["classifier_with_metadata.tflite"] = litert_facts(
+            os.path.join(args.out, "classifier_with_metadata.tflite"))
     # Operators the converter does not handle: EXP and FLOOR, named at once in its error.
     x = keras.Input((4,), name="values")
     y = keras.layers.Lambda(lambda t: tf.math.floor(tf.math.exp(t)))(x)
@@ -156,6 +169,87 @@ def main():
         json.dump({"computedBy": "ai-edge-litert %s" % getattr(ai_edge_litert, "__version__", "?"), "models": facts},
                   handle, indent=1, sort_keys=True)
         handle.write("\n")
+
+
+LABELS = ["cat", "dog", "bird"]
+
+
+def classifier_with_metadata(tf, keras, out, generated):
+    """A Teachable Machine-style image classifier: pixels normalized by (pixel - 127.5) / 127.5 inside the app,
+    softmax over 3 classes, with TFLite Model Metadata as tflite-support's writers make it: the input an RGB image
+    with NormalizationOptions mean 127.5 and std 127.5, the output's labels in `labels.txt` (TENSOR_AXIS_LABELS),
+    zipped onto the end of the file (stored, as the metadata populator writes it). The metadata FlatBuffer and the
+    model are written with the generated Python of MediaPipe's copies of both schemas (pure Python, flatbuffers)."""
+    import sys
+    import zipfile
+    import flatbuffers
+    sys.path.insert(0, generated)
+    import metadata_schema_py_generated as meta
+    import schema_py_generated as schema
+
+    x = keras.Input((32, 32, 3), name="image")
+    y = keras.layers.Conv2D(6, 3, strides=2, activation="relu")(x)
+    y = keras.layers.GlobalAveragePooling2D()(y)
+    y = keras.layers.Dense(len(LABELS), activation="softmax")(y)
+    flat = tf.lite.TFLiteConverter.from_keras_model(keras.Model(x, y, name="classifier")).convert()
+
+    image = meta.TensorMetadataT()
+    image.name = "image"
+    image.content = meta.ContentT()
+    image.content.contentPropertiesType = meta.ContentProperties.ImageProperties
+    image.content.contentProperties = meta.ImagePropertiesT()
+    image.content.contentProperties.colorSpace = meta.ColorSpaceType.RGB
+    normalization = meta.ProcessUnitT()
+    normalization.optionsType = meta.ProcessUnitOptions.NormalizationOptions
+    normalization.options = meta.NormalizationOptionsT()
+    normalization.options.mean = [127.5]
+    normalization.options.std = [127.5]
+    image.processUnits = [normalization]
+    probability = meta.TensorMetadataT()
+    probability.name = "probability"
+    labels = meta.AssociatedFileT()
+    labels.name = "labels.txt"
+    labels.type = meta.AssociatedFileType.TENSOR_AXIS_LABELS
+    probability.associatedFiles = [labels]
+    subgraph = meta.SubGraphMetadataT()
+    subgraph.inputTensorMetadata = [image]
+    subgraph.outputTensorMetadata = [probability]
+    model_meta = meta.ModelMetadataT()
+    model_meta.name = "classifier"
+    model_meta.description = "Cats, dogs and birds (a fixture)"
+    model_meta.subgraphMetadata = [subgraph]
+    model_meta.minParserVersion = "1.0.0"
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model_meta.Pack(builder), file_identifier=b"M001")
+    metadata_bytes = bytes(builder.Output())
+
+    model = schema.ModelT.InitFromPackedBuf(bytearray(flat), 0)
+    buffer = schema.BufferT()
+    buffer.data = list(metadata_bytes)
+    model.buffers.append(buffer)
+    entry = schema.MetadataT()
+    entry.name = "TFLITE_METADATA"
+    entry.buffer = len(model.buffers) - 1
+    model.metadata = (model.metadata or []) + [entry]
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    path = os.path.join(out, "classifier_with_metadata.tflite")
+    with open(path, "wb") as handle:
+        handle.write(bytes(builder.Output()))
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_STORED) as archive:
+        info = zipfile.ZipInfo("labels.txt", date_time=(2026, 12, 6, 0, 0, 0))
+        archive.writestr(info, "\n".join(LABELS) + "\n")
+    # LiteRT's outputs on pixels 0-255 normalized as the metadata says.
+    rng = np.random.default_rng(1000)
+    pixels = rng.integers(0, 256, (2, 32, 32, 3)).astype(np.float32)
+    given, outputs = run_litert(path, (pixels - 127.5) / 127.5)
+    import h5py
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given.astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.create_dataset("pixels/0", data=pixels)
+        f.attrs["labels"] = __import__("json").dumps(LABELS)
+    print(path, os.path.getsize(path))
 
 
 def litert_facts(path):

@@ -87,7 +87,7 @@ extension TFLiteFrontend {
       path: model.path, format: .init("tflite"), kind: .init("tflite"), isRunnable: true, presentation: presentation,
       producer: nil, specificationVersion: nil, opset: nil, oldestReleases: [],
       inputs: zip(subgraph.inputs, inputNames).map(feature), outputs: zip(subgraph.outputs, outputNames).map(feature),
-      imageInputs: [], labels: [],
+      imageInputs: [], labels: (try? TFLiteMetadata.read(model))??.outputs.compactMap(\.labels).first ?? [],
       metadata: .init(
         name: subgraph.name, shortDescription: model.description,
         userDefined: model.metadata.map { .init(key: $0.name, value: "\(model.buffers[$0.buffer].range.count) bytes") }),

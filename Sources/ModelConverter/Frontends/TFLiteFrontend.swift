@@ -105,12 +105,75 @@ public struct TFLiteFrontend: ModelFrontend {
         "the model computes with integer activations; the converted model computes in float32 (verify's bound: \(VerificationTolerance.Basis.quantizedActivations))"
       )
     }
-    if let description = model.description, !description.isEmpty {
+    if let description = model.description, !description.isEmpty, description != "MLIR Converted." {
       source.metadata = ModelMetadata(shortDescription: description)
     }
+    if let metadata = try TFLiteMetadata.read(model) { Self.apply(metadata, to: &source) }
     source.provenance = [
       "modelconv.source": "tflite", "modelconv.source_tflite_version": String(model.version),
     ]
     return source
+  }
+
+  /// What the file's TFLite Model Metadata says, as the source's own declarations (kept by a conversion
+  /// unless the options say otherwise, each said in a note): the outputs' labels make a classifier, an
+  /// image input with its normalization becomes an image input whose preprocessing computes
+  /// `(pixel - mean) / std` per channel, and the model's name, description, author, license and version.
+  static func apply(_ metadata: TFLiteMetadata, to source: inout ImportedSource) {
+    let graph = source.graph
+    source.metadata.shortDescription = metadata.description ?? source.metadata.shortDescription
+    source.metadata.author = metadata.author
+    source.metadata.license = metadata.license
+    source.metadata.version = metadata.version
+    for (index, output) in metadata.outputs.enumerated() where index < graph.outputs.count {
+      let name = graph[graph.outputs[index]].name
+      if let missing = output.missingLabelsFile {
+        source.notes.append(
+          "output '\(name)': the metadata names the labels file '\(missing)', which the file does not hold")
+      }
+      guard let labels = output.labels, source.classifier == nil else { continue }
+      guard graph[graph.outputs[index]].type.elementCount == labels.count else {
+        source.notes.append(
+          "output '\(name)': the metadata's \(labels.count) labels do not fit its \(graph[graph.outputs[index]].type.elementCount) values; not a classifier"
+        )
+        continue
+      }
+      source.classifier = ClassifierSettings(labels: .strings(labels), probabilitiesOutput: name)
+      source.notes.append("output '\(name)': \(labels.count) class labels from the file's metadata (a classifier)")
+    }
+    for (index, input) in metadata.inputs.enumerated() where index < graph.inputs.count {
+      let value = graph[graph.inputs[index]]
+      let shape = value.type.shape
+      guard let space = input.imageColorSpace, shape.count == 3, shape[2] == (space == "GRAYSCALE" ? 1 : 3) else {
+        continue
+      }
+      let channels = shape[2]
+      func perChannel(_ values: [Float]?, _ fallback: Float) -> [Float]? {
+        guard let values, !values.isEmpty else { return [Float](repeating: fallback, count: channels) }
+        if values.count == 1 { return [Float](repeating: values[0], count: channels) }
+        return values.count == channels ? values : nil
+      }
+      guard let mean = perChannel(input.mean, 0), let std = perChannel(input.std, 1),
+        std.allSatisfy({ $0.isFinite && $0 != 0 }), mean.allSatisfy(\.isFinite)
+      else {
+        source.notes.append(
+          "input '\(value.name)': the metadata's normalization does not fit its \(channels) channels; not used")
+        continue
+      }
+      // network = (pixel - mean) / std = pixel / std0 - mean / std, with factors std0 / std when they differ.
+      let scale = 1 / std[0]
+      var preprocessing = ImagePreprocessing(
+        colorSpace: channels == 1 ? .grayscale : .rgb, scale: scale,
+        networkBiases: zip(mean, std).map { -$0 / $1 })
+      if Set(std).count > 1 {
+        // Core ML's one scale: the bias in the scaled units, then per-channel factors std0 / std.
+        preprocessing = ImagePreprocessing(
+          colorSpace: channels == 1 ? .grayscale : .rgb, scale: scale, networkBiases: mean.map { -$0 / std[0] })
+        preprocessing.channelScales = std.map { std[0] / $0 }
+      }
+      source.imageInputs[value.name] = preprocessing
+      source.notes.append(
+        "input '\(value.name)': an \(space) image from the file's metadata, network input = (pixel - \(mean)) / \(std)")
+    }
   }
 }

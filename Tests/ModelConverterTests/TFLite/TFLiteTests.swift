@@ -12,7 +12,7 @@ import Testing
   static let folder = Fixtures.url("tflite")
   static let files = [
     "small_cnn_float32", "small_cnn_dynamic", "small_cnn_float16", "small_cnn_int8", "mixed_ops_float32",
-    "lstm_float32",
+    "lstm_float32", "classifier_with_metadata",
   ]
 
   struct Expected: Decodable {
@@ -117,5 +117,29 @@ import Testing
     } catch TFLiteFormatError.unsupportedOperators(_, let operators) {
       #expect(operators == ["EXP", "FLOOR"])
     }
+  }
+
+  /// A Teachable Machine-style file: its metadata's labels (a labels.txt zipped onto the file) make a Core ML
+  /// classifier, its image input with normalization (pixel - 127.5) / 127.5 an image input of scale 1/127.5
+  /// and bias -1, each said in a note; verify agrees with LiteRT on the same pixels and labels.
+  @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
+  func metadataLabelsAndNormalizationMakeAnImageClassifier(_ format: ModelFormat) throws {
+    let source = Self.folder.appendingPathComponent("classifier_with_metadata.tflite")
+    let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: format))
+    #expect(model.writerOptions.classifier?.labels.descriptions == ["cat", "dog", "bird"])
+    let image = try #require(model.writerOptions.imageInputs["image"])
+    #expect(abs(image.scale - 1 / 127.5) < 1e-9)
+    #expect([image.redBias, image.greenBias, image.blueBias] == [-1, -1, -1])
+    #expect(model.sourceNotes.contains { $0.contains("class labels from the file's metadata") })
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("model." + format.fileExtension)
+    try model.write(to: url)
+    let report = try ParityVerifier.verify(
+      source: source, converted: url,
+      options: VerificationOptions(
+        samples: 2, reference: Self.folder.appendingPathComponent("classifier_with_metadata.reference.h5")))
+    #expect(report.passed)
+    #expect(report.classifier?.labelsMatch == true)
   }
 }
