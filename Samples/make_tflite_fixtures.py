@@ -17,6 +17,7 @@ BatchNormalization statistics seeded so that folding them is visible):
 |---|---|
 | `small_cnn` | Input 32x32x3, Conv2D 8 3x3 same + ReLU, DepthwiseConv2D 3x3 stride 2 same, BatchNormalization, ReLU6, Conv2D 12 1x1, MaxPooling2D 2, AveragePooling2D 2 (valid), Flatten, Dense 16 ReLU (3072 weights: the dynamic-range form quantizes weights of 1024 elements or more), Dense 5 softmax |
 | `mixed_ops` | Input 16x16x4, two Conv2D branches added, multiplied by a constant, concatenated with the input, ZeroPadding2D, LeakyReLU(0.2), hard swish, UpSampling2D bilinear, Conv2D, GlobalAveragePooling2D, Dense 3, tanh |
+| `space_sparse` | Input 8x8x16, depth_to_space 2 (DEPTH_TO_SPACE), Conv2D 32 3x3 same + ReLU with 85% of its weights zero (form `sparse`: `optimizations=[EXPERIMENTAL_SPARSITY]`, stored sparse), GlobalAveragePooling2D, Dense 4 |
 | `lstm` | Input (10, 6) with a batch of 1 (so that the converter fuses the LSTM), LSTM 20 (its recurrent kernel large enough to be quantized), Dense 3 |
 
 `classifier_with_metadata.tflite` (with `--mediapipe-metadata DIR`: the two generated Python files of
@@ -69,6 +70,19 @@ def build(keras, name):
         y = keras.layers.GlobalAveragePooling2D()(y)
         y = keras.layers.Dense(3, activation="tanh")(y)
         model = keras.Model(x, y, name=name)
+    elif name == "space_sparse":
+        import tensorflow as tf
+        x = keras.Input((8, 8, 16), name="features")
+        y = keras.layers.Lambda(lambda t: tf.nn.depth_to_space(t, 2))(x)
+        y = keras.layers.Conv2D(32, 3, padding="same", activation="relu")(y)
+        y = keras.layers.GlobalAveragePooling2D()(y)
+        y = keras.layers.Dense(4)(y)
+        model = keras.Model(x, y, name=name)
+        # Most of the convolution's weights zero, so that the sparsity optimization stores them sparse.
+        conv = [layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D)][0]
+        kernel, bias = conv.get_weights()
+        kernel[rng.uniform(size=kernel.shape) < 0.85] = 0
+        conv.set_weights([kernel, bias])
     else:
         # A fixed batch of 1 lets the converter fuse the LSTM into UNIDIRECTIONAL_SEQUENCE_LSTM.
         x = keras.Input((10, 6), batch_size=1, name="sequence")
@@ -93,6 +107,8 @@ def convert(tf, model, form):
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if form in ("dynamic", "float16", "int8"):
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if form == "sparse":
+        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
     if form == "float16":
         converter.target_spec.supported_types = [tf.float16]
     if form == "int8":
@@ -139,10 +155,11 @@ def main():
     import ai_edge_litert
     keras.utils.set_random_seed(39)
     facts = {}
-    for name in ("small_cnn", "mixed_ops", "lstm"):
+    for name in ("small_cnn", "mixed_ops", "lstm", "space_sparse"):
         model = build(keras, name)
         # (The other models' weights are too small for the dynamic-range form to quantize: it equals float32.)
-        forms = ("float32", "dynamic", "float16", "int8") if name == "small_cnn" else ("float32",)
+        forms = ("float32", "dynamic", "float16", "int8") if name == "small_cnn" else \
+            ("sparse",) if name == "space_sparse" else ("float32",)
         for form in forms:
             path = os.path.join(args.out, "%s_%s.tflite" % (name, form))
             with open(path, "wb") as handle:

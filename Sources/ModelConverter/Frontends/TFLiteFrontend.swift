@@ -172,6 +172,7 @@ public struct TFLiteFrontend: ModelFrontend {
         preprocessing.channelScales = std.map { std[0] / $0 }
       }
       source.imageInputs[value.name] = preprocessing
+      source.declaresImageInputs = true
       source.notes.append(
         "input '\(value.name)': an \(space) image from the file's metadata, network input = (pixel - \(mean)) / \(std)")
     }

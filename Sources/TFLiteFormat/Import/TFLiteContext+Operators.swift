@@ -242,6 +242,27 @@ extension TFLiteContext {
     }
   }
 
+  /// DENSIFY of a sparse constant: the dense constant it stands for, read once.
+  mutating func densify() throws {
+    guard isConstant(0) else { throw fail("the input must be a sparse constant") }
+    folded[op.outputs[0]] = try constant(0).values
+  }
+
+  /// DEPTH_TO_SPACE (TensorFlow's DCR order): output (h * b + i, w * b + j, c) is input (h, w, (i * b + j) * C'
+  /// + c), as a reshape to `[H, W, b, b, C']`, a swap of the middle axes and a reshape to `[H b, W b, C']`.
+  mutating func depthToSpace() throws {
+    let x = try value(0)
+    let shape = builder.type(of: x).shape
+    let block = Int(try options(94)?.i32(0, "DepthToSpaceOptions.block_size") ?? 0)
+    guard shape.count == 3, block >= 1, block <= 64, shape[2] % (block * block) == 0 else {
+      throw fail("block size \(block) for an input of shape \(shape)")
+    }
+    let (h, w, c) = (shape[0], shape[1], shape[2] / (block * block))
+    let split = try add(.reshape(targetShape: [h, w, block, block, c]), [x], final: false)
+    let swapped = try add(.permute(order: [0, 2, 1, 3, 4]), [split], final: false)
+    _ = try add(.reshape(targetShape: [h * block, w * block, c]), [swapped])
+  }
+
   /// QUANTIZE: the model computes in float32, so a quantization of a computed value passes it on.
   mutating func quantize() throws {
     _ = try add(.activation(.linear(scale: 1, offset: 0)), [try value(0)])

@@ -81,6 +81,7 @@ public enum TFLiteOperatorRegistry {
       TFLiteBuiltin.squeeze: { try $0.reshape() },
       TFLiteBuiltin.transpose: { try $0.transpose() },
       TFLiteBuiltin.stridedSlice: { try $0.stridedSlice() },
+      TFLiteBuiltin.depthToSpace: { try $0.depthToSpace() },
     ])
 
   static let reduction = entries("reduction", [TFLiteBuiltin.mean: { try $0.mean() }])
@@ -90,6 +91,7 @@ public enum TFLiteOperatorRegistry {
     [
       TFLiteBuiltin.dequantize: { try $0.dequantize() },
       TFLiteBuiltin.quantize: { try $0.quantize() },
+      TFLiteBuiltin.densify: { try $0.densify() },
     ])
 
   static let recurrent = entries("recurrent", [TFLiteBuiltin.unidirectionalSequenceLSTM: { try $0.lstm() }])

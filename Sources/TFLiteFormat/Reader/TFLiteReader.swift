@@ -153,7 +153,7 @@ public enum TFLiteReader {
         name: name, shape: shape,
         shapeSignature: try tensor.int32s(7, field + ".shape_signature").map { $0.map(Int.init) }, type: type,
         buffer: buffer, quantization: quantization, isVariable: try tensor.bool(5, field + ".is_variable"),
-        isSparse: try tensor.table(6, field + ".sparsity") != nil)
+        sparsity: try tensor.table(6, field + ".sparsity"))
     }
     func indices(_ values: [Int32]?, _ field: String, optional: Bool) throws -> [Int] {
       try (values ?? []).map { value in
@@ -197,11 +197,12 @@ extension TFLiteModel {
   /// tensor's scales and zero points when it has them (per channel along its axis), else as numbers.
   public func floatValues(of tensor: TFLiteTensor) throws -> [Float] {
     let bytes = Array(bytes(of: tensor))
-    let count = tensor.shape.reduce(1, *)
     func invalid(_ detail: String) -> TFLiteFormatError {
       .invalid(path: path, field: "tensor '\(tensor.name)' buffer", detail: detail)
     }
     guard let width = tensor.type.byteSize else { throw invalid("a \(tensor.type.name) constant is not numeric") }
+    // A sparse tensor stores only its kept values (laid out densely below).
+    let count = tensor.isSparse ? bytes.count / width : tensor.shape.reduce(1, *)
     guard bytes.count == count * width else {
       throw invalid("\(bytes.count) bytes for \(count) \(tensor.type.name) values of shape \(tensor.shape)")
     }
@@ -221,6 +222,7 @@ extension TFLiteModel {
     case .bool: raw = bytes.map { $0 == 0 ? 0 : 1 }
     default: throw invalid("\(tensor.type.name) constants are not read")
     }
+    if tensor.isSparse { raw = try denseValues(of: tensor, stored: raw) }
     guard let q = tensor.quantization, tensor.type != .float32, tensor.type != .float16 else { return raw }
     // real = scale * (q - zero point), per channel along the quantized axis.
     let inner = tensor.shape.dropFirst(q.axis + 1).reduce(1, *)
@@ -258,5 +260,81 @@ extension TFLiteModel {
     let bytes = Array(file.bytes[buffers[entry.buffer].range])
     guard bytes.count >= 8, Array(bytes[4..<8]) == Array("M001".utf8) else { return nil }
     return FlatBuffer(bytes: bytes, path: path + " (TFLITE_METADATA)")
+  }
+}
+
+extension TFLiteModel {
+  /// A sparse constant's values laid out densely (TFLite's `SparsityParameters`: each dimension in traversal
+  /// order DENSE, iterated whole, or SPARSE_CSR, whose segments give the stored indices under each position
+  /// of the dimensions before it; the stored values in that order). Block sparsity is refused.
+  public func denseValues(of tensor: TFLiteTensor, stored: [Float]) throws -> [Float] {
+    guard let sparsity = tensor.sparsity else { return stored }
+    func invalid(_ detail: String) -> TFLiteFormatError {
+      .invalid(path: path, field: "tensor '\(tensor.name)' sparsity", detail: detail)
+    }
+    do {
+      let rank = tensor.shape.count
+      let order = try sparsity.int32s(0, "SparsityParameters.traversal_order") ?? []
+      guard order.map(Int.init) == Array(0..<rank) else {
+        throw invalid("traversal order \(order) (block sparsity and reordered dimensions are not read)")
+      }
+      if let blocks = try sparsity.int32s(1, "SparsityParameters.block_map"), !blocks.isEmpty {
+        throw invalid("block map \(blocks) (block sparsity is not read)")
+      }
+      let dimensions = try sparsity.tables(2, "SparsityParameters.dim_metadata")
+      guard dimensions.count == rank else { throw invalid("\(dimensions.count) dimension entries for rank \(rank)") }
+      let total = tensor.shape.reduce(1, *)
+      // (position in this level, offset in the dense tensor) for every element reached so far.
+      var reached: [(position: Int, offset: Int)] = [(0, 0)]
+      for (axis, dimension) in dimensions.enumerated() {
+        let size = tensor.shape[axis]
+        var next: [(position: Int, offset: Int)] = []
+        if try dimension.i8(0, "DimensionMetadata.format") == 0 {
+          guard Int(try dimension.i32(1, "DimensionMetadata.dense_size")) == size else {
+            throw invalid("dense size of axis \(axis) is not \(size)")
+          }
+          guard reached.count <= total / max(size, 1) else { throw invalid("more elements than the shape holds") }
+          for (position, offset) in reached {
+            for i in 0..<size { next.append((position * size + i, offset * size + i)) }
+          }
+        } else {
+          func indexVector(_ slot: Int, _ name: String) throws -> [Int] {
+            let type = try dimension.u8(slot, name + "_type")
+            guard let table = try dimension.table(slot + 1, name) else { return [] }
+            switch type {
+            case 1: return (try table.int32s(0, name) ?? []).map(Int.init)
+            case 2:
+              guard let vector = try table.vector(0, name, elementSize: 2) else { return [] }
+              return try (0..<vector.count).map { i in
+                Int(try table.buffer.u16(vector.start + 2 * i, name))
+              }
+            case 3: return (try table.byteRange(0, name)).map { Array(table.buffer.bytes[$0]).map(Int.init) } ?? []
+            default: throw invalid("\(name) of index type \(type)")
+            }
+          }
+          let segments = try indexVector(2, "DimensionMetadata.array_segments")
+          let indices = try indexVector(4, "DimensionMetadata.array_indices")
+          for (position, offset) in reached {
+            guard position + 1 < segments.count, segments[position] <= segments[position + 1],
+              segments[position + 1] <= indices.count
+            else { throw invalid("segments of axis \(axis) do not cover position \(position)") }
+            for s in segments[position]..<segments[position + 1] {
+              guard indices[s] >= 0, indices[s] < size else { throw invalid("index \(indices[s]) of axis \(axis)") }
+              next.append((s, offset * size + indices[s]))
+            }
+          }
+        }
+        guard next.count <= total else { throw invalid("more elements than the shape holds") }
+        reached = next
+      }
+      guard reached.count == stored.count else {
+        throw invalid("\(reached.count) positions for \(stored.count) stored values")
+      }
+      var dense = [Float](repeating: 0, count: total)
+      for (value, place) in zip(stored, reached) { dense[place.offset] = value }
+      return dense
+    } catch let failure as FlatBuffer.Failure {
+      throw invalid("\(failure.field): \(failure.detail)")
+    }
   }
 }

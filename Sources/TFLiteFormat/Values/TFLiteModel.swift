@@ -102,7 +102,9 @@ public struct TFLiteTensor: Sendable {
   public var buffer: Int
   public var quantization: TFLiteQuantization?
   public var isVariable: Bool
-  public var isSparse: Bool
+  public var isSparse: Bool { sparsity != nil }
+  /// `SparsityParameters`, read when the tensor is densified.
+  public var sparsity: FlatTable?
 }
 
 public struct TFLiteOperator: Sendable {
