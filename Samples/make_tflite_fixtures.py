@@ -18,6 +18,7 @@ BatchNormalization statistics seeded so that folding them is visible):
 | `small_cnn` | Input 32x32x3, Conv2D 8 3x3 same + ReLU, DepthwiseConv2D 3x3 stride 2 same, BatchNormalization, ReLU6, Conv2D 12 1x1, MaxPooling2D 2, AveragePooling2D 2 (valid), Flatten, Dense 16 ReLU (3072 weights: the dynamic-range form quantizes weights of 1024 elements or more), Dense 5 softmax |
 | `mixed_ops` | Input 16x16x4, two Conv2D branches added, multiplied by a constant, concatenated with the input, ZeroPadding2D, LeakyReLU(0.2), hard swish, UpSampling2D bilinear, Conv2D, GlobalAveragePooling2D, Dense 3, tanh |
 | `space_sparse` | Input 8x8x16, depth_to_space 2 (DEPTH_TO_SPACE), Conv2D 32 3x3 same + ReLU with 85% of its weights zero (form `sparse`: `optimizations=[EXPERIMENTAL_SPARSITY]`, stored sparse), GlobalAveragePooling2D, Dense 4 |
+| `upsample_embed` | two inputs: an 8x8x4 image through Conv2DTranspose 6 3x3 stride 2 same + ReLU (TRANSPOSE_CONV), Conv2D 2 1x1 and GlobalAveragePooling2D; 10 int32 token ids through Embedding(30, 8) (GATHER), GlobalAveragePooling1D and Dense 2; the two added |
 | `lstm` | Input (10, 6) with a batch of 1 (so that the converter fuses the LSTM), LSTM 20 (its recurrent kernel large enough to be quantized), Dense 3 |
 
 `classifier_with_metadata.tflite` (with `--mediapipe-metadata DIR`: the two generated Python files of
@@ -70,6 +71,18 @@ def build(keras, name):
         y = keras.layers.GlobalAveragePooling2D()(y)
         y = keras.layers.Dense(3, activation="tanh")(y)
         model = keras.Model(x, y, name=name)
+    elif name == "upsample_embed":
+        # Two inputs: an image upsampled by a transposed convolution, and token ids looked up in a table.
+        # (A fixed batch of 1, so that the transposed convolution's output shape is a constant.)
+        x = keras.Input((8, 8, 4), batch_size=1, name="image")
+        y = keras.layers.Conv2DTranspose(6, 3, strides=2, padding="same", activation="relu")(x)
+        y = keras.layers.Conv2D(2, 1)(y)
+        y = keras.layers.GlobalAveragePooling2D()(y)
+        t = keras.Input((10,), batch_size=1, dtype="int32", name="tokens")
+        z = keras.layers.Embedding(30, 8)(t)
+        z = keras.layers.GlobalAveragePooling1D()(z)
+        z = keras.layers.Dense(2)(z)
+        model = keras.Model([x, t], [keras.layers.Add()([y, z])], name=name)
     elif name == "space_sparse":
         import tensorflow as tf
         x = keras.Input((8, 8, 16), name="features")
@@ -98,9 +111,16 @@ def build(keras, name):
 
 
 def samples(model, count, seed):
-    shape = model.inputs[0].shape[1:]
+    """Seeded inputs, one array per model input: uniform in [-1, 1), integer ids in [0, 30) for int inputs."""
     rng = np.random.default_rng(seed)
-    return rng.uniform(-1, 1, (count, *shape)).astype(np.float32)
+    arrays = []
+    for tensor in model.inputs:
+        shape = tuple(tensor.shape[1:])
+        if tensor.dtype in ("int32", "int64") or "int" in str(tensor.dtype):
+            arrays.append(rng.integers(0, 30, (count, *shape)).astype(np.float32))
+        else:
+            arrays.append(rng.uniform(-1, 1, (count, *shape)).astype(np.float32))
+    return arrays if len(arrays) > 1 else arrays[0]
 
 
 def convert(tf, model, form):
@@ -120,26 +140,37 @@ def convert(tf, model, form):
     return converter.convert()
 
 
-def run_litert(path, inputs):
+def run_litert(path, inputs, names=None):
+    """LiteRT's outputs for each sample; `inputs` one array (or a list, one per input, matched by the signature's
+    input names `names` when given, else in order). Returns the inputs as given and the first output."""
     from ai_edge_litert.interpreter import Interpreter
     interpreter = Interpreter(model_path=path, num_threads=1)
     interpreter.allocate_tensors()
-    (inp,) = interpreter.get_input_details()
+    details = interpreter.get_input_details()
     (out,) = interpreter.get_output_details()
-    given, outputs = [], []
-    for x in inputs:
-        x = x[None]
-        if inp["dtype"] == np.int8:
-            scale, zero = inp["quantization"]
-            x = np.clip(np.round(x / scale) + zero, -128, 127).astype(np.int8)
-        given.append(x[0])
+    arrays = inputs if isinstance(inputs, list) else [inputs]
+    if names:
+        # In the file's input order (the order of the reference's inputs/<i>): LiteRT's tensor names are
+        # serving_default_<Keras input name>:0.
+        by_name = dict(zip(names, arrays))
+        arrays = [by_name[d["name"][len("serving_default_"):].split(":")[0]] for d in details]
+    given = [[] for _ in arrays]
+    outputs = []
+    for sample in range(len(arrays[0])):
         # An LSTM's states are variables that LiteRT carries from one invocation to the next: each sample
         # starts from zeros, as Keras (and the converted model) compute it.
         interpreter.reset_all_variables()
-        interpreter.set_tensor(inp["index"], x)
+        for i, (inp, array) in enumerate(zip(details, arrays)):
+            x = array[sample][None]
+            if inp["dtype"] == np.int8:
+                scale, zero = inp["quantization"]
+                x = np.clip(np.round(x / scale) + zero, -128, 127).astype(np.int8)
+            x = x.astype(inp["dtype"])
+            given[i].append(x[0])
+            interpreter.set_tensor(inp["index"], x)
         interpreter.invoke()
         outputs.append(interpreter.get_tensor(out["index"])[0].copy())
-    return np.stack(given), np.stack(outputs)
+    return [np.stack(g) for g in given], np.stack(outputs)
 
 
 def main():
@@ -155,7 +186,7 @@ def main():
     import ai_edge_litert
     keras.utils.set_random_seed(39)
     facts = {}
-    for name in ("small_cnn", "mixed_ops", "lstm", "space_sparse"):
+    for name in ("small_cnn", "mixed_ops", "lstm", "space_sparse", "upsample_embed"):
         model = build(keras, name)
         # (The other models' weights are too small for the dynamic-range form to quantize: it equals float32.)
         forms = ("float32", "dynamic", "float16", "int8") if name == "small_cnn" else \
@@ -164,9 +195,11 @@ def main():
             path = os.path.join(args.out, "%s_%s.tflite" % (name, form))
             with open(path, "wb") as handle:
                 handle.write(convert(tf, model, form))
-            given, outputs = run_litert(path, samples(model, 2, 1000))
+            given, outputs = run_litert(path, samples(model, 2, 1000), [t.name.split(":")[0] for t in model.inputs]
+                                        if len(model.inputs) > 1 else None)
             with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-                f.create_dataset("inputs/0", data=given.astype(np.float32))
+                for i, values in enumerate(given):
+                    f.create_dataset("inputs/%d" % i, data=values.astype(np.float32))
                 f.create_dataset("outputs/0", data=outputs.astype(np.float32))
                 f.attrs["computed_by"] = "ai-edge-litert %s (tensorflow %s converter)" % (
                     getattr(ai_edge_litert, "__version__", "?"), tf.__version__)
@@ -262,7 +295,7 @@ def classifier_with_metadata(tf, keras, out, generated):
     given, outputs = run_litert(path, (pixels - 127.5) / 127.5)
     import h5py
     with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given.astype(np.float32))
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
         f.create_dataset("outputs/0", data=outputs.astype(np.float32))
         f.create_dataset("pixels/0", data=pixels)
         f.attrs["labels"] = __import__("json").dumps(LABELS)

@@ -242,6 +242,60 @@ extension TFLiteContext {
     }
   }
 
+  /// TRANSPOSE_CONV: inputs output shape `[1, H, W, O]`, weights `[O, KH, KW, I]`, the input, an optional bias;
+  /// TensorFlow's same or valid padding (Keras' Conv2DTranspose, the IR's transposed convolution).
+  mutating func transposeConvolution() throws {
+    let outputShape = try ints(0)
+    let weights = try constant(1)
+    let x = try value(2)
+    let shape = builder.type(of: x).shape
+    guard outputShape.count == 4, outputShape[0] == 1, weights.shape.count == 4, shape.count == 3,
+      weights.shape[3] == shape[2], weights.shape[0] == outputShape[3]
+    else { throw fail("output shape \(outputShape), weights \(weights.shape) for an input of shape \(shape)") }
+    let (o, kh, kw, i) = (weights.shape[0], weights.shape[1], weights.shape[2], weights.shape[3])
+    let table = try options(49)
+    let padding = try padding(try table?.i8(0, "TransposeConvOptions.padding") ?? 0)
+    let strides = try positive(
+      [
+        try table?.i32(2, "TransposeConvOptions.stride_h") ?? 1,
+        try table?.i32(1, "TransposeConvOptions.stride_w") ?? 1,
+      ],
+      "strides")
+    // [O, KH, KW, I] -> [KH, KW, O, I].
+    var kernel = [Float](repeating: 0, count: weights.values.count)
+    for a in 0..<o {
+      for y in 0..<kh {
+        for x in 0..<kw {
+          for c in 0..<i { kernel[((y * kw + x) * o + a) * i + c] = weights.values[((a * kh + y) * kw + x) * i + c] }
+        }
+      }
+    }
+    let bias = op.inputs.count > 3 && isConstant(3) ? try constant(3) : nil
+    if let bias, bias.values.count != o { throw fail("bias of \(bias.values.count) for \(o) outputs") }
+    let transposed = ConvolutionTranspose(
+      kernel: Constant(shape: [kh, kw, o, i], values: kernel),
+      bias: bias.map { Constant(shape: [o], values: $0.values) },
+      strides: strides, padding: padding, outputSize: [outputShape[1], outputShape[2]])
+    try fused(
+      try table?.i8(3, "TransposeConvOptions.fused_activation_function") ?? 0, after: .convolutionTranspose(transposed),
+      [x])
+  }
+
+  /// GATHER of rows of a constant table (axis 0) by computed indices: an embedding lookup.
+  mutating func gather() throws {
+    let table = try constant(0)
+    let indices = try value(1)
+    let options = try options(23)
+    let axis = Int(try options?.i32(0, "GatherOptions.axis") ?? 0)
+    let batchDims = try options?.i32(1, "GatherOptions.batch_dims") ?? 0
+    guard axis == 0, batchDims == 0, table.shape.count == 2, builder.type(of: indices).shape.count == 1 else {
+      throw fail(
+        "gathering axis \(axis) of a \(table.shape) constant by \(builder.type(of: indices).shape) indices (rows of a table only)"
+      )
+    }
+    _ = try add(.embedding(table: table), [indices])
+  }
+
   /// DENSIFY of a sparse constant: the dense constant it stands for, read once.
   mutating func densify() throws {
     guard isConstant(0) else { throw fail("the input must be a sparse constant") }

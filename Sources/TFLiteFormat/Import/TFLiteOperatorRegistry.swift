@@ -37,6 +37,7 @@ public enum TFLiteOperatorRegistry {
     [
       TFLiteBuiltin.conv2D: { try $0.convolution(depthwise: false) },
       TFLiteBuiltin.depthwiseConv2D: { try $0.convolution(depthwise: true) },
+      TFLiteBuiltin.transposeConv: { try $0.transposeConvolution() },
       TFLiteBuiltin.averagePool2D: { try $0.pooling(.average) },
       TFLiteBuiltin.maxPool2D: { try $0.pooling(.max) },
       TFLiteBuiltin.pad: { try $0.pad() },
@@ -45,7 +46,8 @@ public enum TFLiteOperatorRegistry {
       TFLiteBuiltin.resizeNearestNeighbor: { try $0.resize(bilinear: false) },
     ])
 
-  static let linear = entries("linear", [TFLiteBuiltin.fullyConnected: { try $0.fullyConnected() }])
+  static let linear = entries(
+    "linear", [TFLiteBuiltin.fullyConnected: { try $0.fullyConnected() }, TFLiteBuiltin.gather: { try $0.gather() }])
 
   static let elementwise = entries(
     "elementwise",
