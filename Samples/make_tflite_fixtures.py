@@ -19,6 +19,7 @@ BatchNormalization statistics seeded so that folding them is visible):
 | `mixed_ops` | Input 16x16x4, two Conv2D branches added, multiplied by a constant, concatenated with the input, ZeroPadding2D, LeakyReLU(0.2), hard swish, UpSampling2D bilinear, Conv2D, GlobalAveragePooling2D, Dense 3, tanh |
 | `space_sparse` | Input 8x8x16, depth_to_space 2 (DEPTH_TO_SPACE), Conv2D 32 3x3 same + ReLU with 85% of its weights zero (form `sparse`: `optimizations=[EXPERIMENTAL_SPARSITY]`, stored sparse), GlobalAveragePooling2D, Dense 4 |
 | `upsample_embed` | two inputs: an 8x8x4 image through Conv2DTranspose 6 3x3 stride 2 same + ReLU (TRANSPOSE_CONV), Conv2D 2 1x1 and GlobalAveragePooling2D; 10 int32 token ids through Embedding(30, 8) (GATHER), GlobalAveragePooling1D and Dense 2; the two added |
+| `elementwise` | 16 values through where(x > 0.1, exp, sqrt(abs)), maximum with the square, minimum of rsqrt and -x + 2, log, a cast comparison (GREATER, SELECT_V2, EXP, SQRT, ABS, MAXIMUM, SQUARE, RSQRT, MINIMUM, NEG/MUL, LOG, LESS_EQUAL, CAST...) |
 | `lstm` | Input (10, 6) with a batch of 1 (so that the converter fuses the LSTM), LSTM 20 (its recurrent kernel large enough to be quantized), Dense 3 |
 
 `classifier_with_metadata.tflite` (with `--mediapipe-metadata DIR`: the two generated Python files of
@@ -27,7 +28,7 @@ Teachable Machine-style classifier whose TFLite Model Metadata says the input is
 and std 127.5 and names the output's labels in a `labels.txt` zipped onto the file; its reference holds the pixels
 too.
 
-`unsupported_ops.tflite` (EXP then FLOOR, operators the converter does not handle) has no reference.
+`unsupported_ops.tflite` (SIN then FLOOR, operators the converter does not handle) has no reference.
 
 Forms: `float32` (the converter's defaults), `dynamic` (`optimizations=[DEFAULT]`: int8 weights, float compute),
 `float16` (`optimizations=[DEFAULT]`, `supported_types=[float16]`), `int8` (full integer: a representative dataset
@@ -83,6 +84,17 @@ def build(keras, name):
         z = keras.layers.GlobalAveragePooling1D()(z)
         z = keras.layers.Dense(2)(z)
         model = keras.Model([x, t], [keras.layers.Add()([y, z])], name=name)
+    elif name == "elementwise":
+        import tensorflow as tf
+        x = keras.Input((16,), batch_size=1, name="values")
+        def body(t):
+            chosen = tf.where(t > 0.1, tf.exp(t), tf.sqrt(tf.abs(t)))
+            larger = tf.maximum(chosen, tf.square(t))
+            smaller = tf.minimum(tf.math.rsqrt(larger + 1.0), -t + 2.0)
+            return tf.math.log(smaller + 2.0) + tf.cast(t <= 0.5, tf.float32)
+        y = keras.layers.Lambda(body)(x)
+        y = keras.layers.Reshape((16, 1))(y)
+        model = keras.Model(x, y, name=name)
     elif name == "space_sparse":
         import tensorflow as tf
         x = keras.Input((8, 8, 16), name="features")
@@ -186,7 +198,7 @@ def main():
     import ai_edge_litert
     keras.utils.set_random_seed(39)
     facts = {}
-    for name in ("small_cnn", "mixed_ops", "lstm", "space_sparse", "upsample_embed"):
+    for name in ("small_cnn", "mixed_ops", "lstm", "space_sparse", "upsample_embed", "elementwise"):
         model = build(keras, name)
         # (The other models' weights are too small for the dynamic-range form to quantize: it equals float32.)
         forms = ("float32", "dynamic", "float16", "int8") if name == "small_cnn" else \
@@ -209,9 +221,9 @@ def main():
         classifier_with_metadata(tf, keras, args.out, args.mediapipe_metadata)
         facts["classifier_with_metadata.tflite"] = litert_facts(
             os.path.join(args.out, "classifier_with_metadata.tflite"))
-    # Operators the converter does not handle: EXP and FLOOR, named at once in its error.
+    # Operators the converter does not handle: SIN and FLOOR, named at once in its error.
     x = keras.Input((4,), name="values")
-    y = keras.layers.Lambda(lambda t: tf.math.floor(tf.math.exp(t)))(x)
+    y = keras.layers.Lambda(lambda t: tf.math.floor(tf.math.sin(t)))(x)
     with open(os.path.join(args.out, "unsupported_ops.tflite"), "wb") as handle:
         handle.write(tf.lite.TFLiteConverter.from_keras_model(keras.Model(x, y)).convert())
     import json

@@ -165,6 +165,23 @@ extension TFLiteContext {
     try fused(activation, after: .elementwise(kind), [a, b])
   }
 
+  /// CAST to a float type: the values (booleans, integers) as they are here, all float32. Casts to an integer
+  /// type truncate, which is not written.
+  mutating func cast() throws {
+    guard output.type == .float32 || output.type == .float16 else {
+      throw fail("a cast to \(output.type.name) (integer casts truncate)")
+    }
+    _ = try add(.activation(.linear(scale: 1, offset: 0)), [try value(0)])
+  }
+
+  /// SELECT and SELECT_V2: `condition ? x : y`, broadcast.
+  mutating func select(optionsTag: Int) throws {
+    let rank = try (0..<3).map { try tensor($0).shape.count }.max() ?? 0
+    let inputs = try (0..<3).map { try value($0, broadcastRank: rank) }
+    _ = try options(optionsTag)
+    _ = try add(.elementwise(.select), inputs)
+  }
+
   mutating func concatenation() throws {
     let rank = try tensor(0).shape.count
     let inputs = try op.inputs.indices.map { try value($0, broadcastRank: rank) }

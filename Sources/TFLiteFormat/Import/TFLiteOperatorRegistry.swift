@@ -57,6 +57,11 @@ public enum TFLiteOperatorRegistry {
       TFLiteBuiltin.mul: { try $0.binary(.multiply, optionsTag: 21) },
       TFLiteBuiltin.div: { try $0.binary(.divide, optionsTag: 29) },
       TFLiteBuiltin.concatenation: { try $0.concatenation() },
+      55: { try $0.binary(.maximum, optionsTag: 39) }, 57: { try $0.binary(.minimum, optionsTag: 39) },
+      61: { try $0.binary(.greaterThan, optionsTag: 44) }, 62: { try $0.binary(.greaterEqual, optionsTag: 45) },
+      58: { try $0.binary(.lessThan, optionsTag: 41) }, 63: { try $0.binary(.lessEqual, optionsTag: 46) },
+      71: { try $0.binary(.equal, optionsTag: 53) }, 72: { try $0.binary(.notEqual, optionsTag: 54) },
+      64: { try $0.select(optionsTag: 47) }, 123: { try $0.select(optionsTag: 98) },
     ])
 
   static let activations = entries(
@@ -74,6 +79,13 @@ public enum TFLiteOperatorRegistry {
       },
       TFLiteBuiltin.prelu: { try $0.prelu() },
       TFLiteBuiltin.softmax: { try $0.softmax() },
+      47: { try $0.activation(.unary(UnaryFunction(kind: .exp))) },
+      73: { try $0.activation(.unary(UnaryFunction(kind: .log))) },
+      75: { try $0.activation(.unary(UnaryFunction(kind: .sqrt))) },
+      76: { try $0.activation(.unary(UnaryFunction(kind: .rsqrt))) },
+      101: { try $0.activation(.unary(UnaryFunction(kind: .abs))) },
+      59: { try $0.activation(.linear(scale: -1, offset: 0)) },
+      92: { try $0.activation(.unary(UnaryFunction(kind: .power, alpha: 2))) },
     ])
 
   static let shape = entries(
@@ -81,6 +93,8 @@ public enum TFLiteOperatorRegistry {
     [
       TFLiteBuiltin.reshape: { try $0.reshape() },
       TFLiteBuiltin.squeeze: { try $0.reshape() },
+      70: { try $0.reshape() },  // EXPAND_DIMS: to the output's shape
+      53: { try $0.cast() },
       TFLiteBuiltin.transpose: { try $0.transpose() },
       TFLiteBuiltin.stridedSlice: { try $0.stridedSlice() },
       TFLiteBuiltin.depthToSpace: { try $0.depthToSpace() },
