@@ -41,19 +41,8 @@ sys.path.insert(0, os.path.join(sys.argv[1], "Samples"))
 from export_torchvision import import_torchvision
 import coremltools as ct
 torchvision = import_torchvision()
-torch.manual_seed(38)
-model = torchvision.models.mobilenet_v3_small(width_mult=0.25, num_classes=10).eval()
-generator = torch.Generator().manual_seed(38)
-with torch.no_grad():
-    for module in model.modules():
-        if isinstance(module, torch.nn.BatchNorm2d):
-            n = module.num_features
-            module.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-            module.bias.copy_(torch.randn(n, generator=generator) * 0.2)
-            module.running_mean.copy_(torch.randn(n, generator=generator) * 0.1)
-            module.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
-        elif isinstance(module, torch.nn.Linear):
-            module.weight.copy_(torch.randn(module.weight.shape, generator=generator) / module.in_features ** 0.5)
+from make_flexible_fixtures import mobilenet
+model = mobilenet(torch, torchvision)
 traced = torch.jit.trace(model, torch.zeros(1, 3, 64, 64))
 mode, target, out = sys.argv[2], sys.argv[3], sys.argv[4]
 if mode == "fixed":

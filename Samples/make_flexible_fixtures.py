@@ -110,14 +110,9 @@ def keras_part(out):
                             f"tf_keras {keras.__version__} (tensorflow {tf.__version__})")
 
 
-def onnx_part(out):
-    import onnx
-    import onnxruntime as ort
-    import torch
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from export_torchvision import import_torchvision
-    torchvision = import_torchvision()
-
+def mobilenet(torch, torchvision):
+    """torchvision's mobilenet_v3_small (width 0.25, 10 classes), eval, seeded; also built by
+    Benchmarks/flexible.py for coremltools."""
     torch.manual_seed(38)
     model = torchvision.models.mobilenet_v3_small(width_mult=0.25, num_classes=10).eval()
     # Initial BatchNorm statistics (mean 0, variance 1) and torchvision's small initial weights shrink the logits
@@ -133,6 +128,18 @@ def onnx_part(out):
                 module.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
             elif isinstance(module, torch.nn.Linear):
                 module.weight.copy_(torch.randn(module.weight.shape, generator=generator) / module.in_features ** 0.5)
+    return model
+
+
+def onnx_part(out):
+    import onnx
+    import onnxruntime as ort
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from export_torchvision import import_torchvision
+    torchvision = import_torchvision()
+
+    model = mobilenet(torch, torchvision)
     path = os.path.join(out, "mobilenet_v3_dynamic.onnx")
     torch.onnx.export(model, torch.zeros(1, 3, 64, 64), path, dynamo=False, opset_version=13,
                       input_names=["input"], output_names=["logits"],

@@ -699,10 +699,10 @@ extension MILBuilder {
       for output in 0..<op.pointee.n_outputs {
         if let named = op.pointee.outputs[output] { leaveUnknown(named, unknown) }
       }
-      if let entry = inferred.first(where: {
-        op.pointee.n_outputs > 0 && op.pointee.outputs[0]?.pointee.name.map { String(cString: $0) } == $0.key
-      }) {
-        inferSize(op, at: entry.value)
+      if !inferred.isEmpty, op.pointee.n_outputs > 0, let name = op.pointee.outputs[0]?.pointee.name,
+        let index = inferred[String(cString: name)]
+      {
+        inferSize(op, at: index)
       }
       for nested in 0..<op.pointee.n_blocks {
         if let inner = op.pointee.blocks[nested] {

@@ -46,16 +46,8 @@ public struct CoreMLModelOutline: Sendable, Equatable {
     }
   }
 
-  /// One dimension's allowed sizes.
-  public struct SizeRange: Sendable, Equatable {
-    public var lower: Int
-    public var upper: Int?
-
-    public init(lower: Int, upper: Int?) {
-      self.lower = lower
-      self.upper = upper
-    }
-  }
+  /// One dimension's allowed sizes (`upper` nil: unbounded), the type the writers declare them with.
+  public typealias SizeRange = FeatureFlexibility.SizeRange
 
   /// A model inside a pipeline, with the name the pipeline gives it (if any).
   public struct SubModel: Sendable, Equatable {
