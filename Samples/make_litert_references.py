@@ -6,9 +6,20 @@ ai-edge-litert 2.3.0 (Samples/make_tflite_fixtures.py says how):
     /tmp/venv-keras3/bin/python Samples/make_litert_references.py --out /tmp/refs model.tflite [more.tflite ...]
     modelconv verify model.tflite Model.mlpackage --reference /tmp/refs/model.reference.h5
 
-For each file: 2 samples of seeded inputs (uniform in [0, 1) for float inputs, which MediaPipe's image models take;
-the integer range for int8 and uint8 ones), LiteRT on one thread with its variables reset before each sample;
-`inputs/<i>` and `outputs/<i>` in the model's input and output order, float32.
+For each file: 2 samples (`--samples N`) of seeded inputs (uniform in [0, 1) for float inputs, which MediaPipe's
+image models take; the integer range for int8 and uint8 ones, or `--int-range=LO,HI`), LiteRT on one thread, each
+sample on a fresh interpreter so that it starts from the model's initial state (reset_all_variables() resets
+variable tensors, an LSTM's, but not resource variables: VAR_HANDLE ones, which CALL_ONCE initializes on the
+first invocation only); `inputs/<i>` and `outputs/<i>` in the model's input and output order, float32 (integers
+as they were given and read), root attribute `computed_by`.
+
+`--steps N` writes a stream instead, for stateful models such as microWakeWord's wake-word models (pymicro-wakeword,
+whose VAR_HANDLE/READ_VARIABLE/ASSIGN_VARIABLE ring buffers keep the previous frames): N seeded steps invoked in
+order on one interpreter, each carrying the model's variables to the next, the first starting from their initial
+values; `inputs/<i>` [N, ...] and `outputs/<o>` [N, ...] the steps in order, and root attribute `streaming` = 1
+(as Samples/make_tflite_fixtures.py's `streaming_int8.reference.h5`). A wake-word model mostly says 0 on
+random features over the full int8 range; `--int-range=-128,-78` (features below 5.1 at microWakeWord's input
+scale 26/255) moves some of them.
 """
 
 import argparse
@@ -19,30 +30,43 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
 
+def seeded_input(rng, detail, int_range):
+    shape, dtype = detail["shape"], np.dtype(detail["dtype"])
+    if dtype.kind == "f":
+        return rng.uniform(0, 1, shape).astype(dtype)
+    info = np.iinfo(dtype)
+    low, high = int_range if int_range else (info.min, info.max)
+    return rng.integers(max(low, info.min), min(high, info.max), shape, endpoint=True).astype(dtype)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=2, help="independent samples, each from the initial state")
+    parser.add_argument("--steps", type=int, help="a stream of N steps carrying the variables (root attribute "
+                        "streaming = 1) instead of independent samples")
+    parser.add_argument("--int-range", help="LO,HI: integer inputs uniform in [LO, HI] (default the type's range)")
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()
+    int_range = tuple(int(v) for v in args.int_range.split(",")) if args.int_range else None
     os.makedirs(args.out, exist_ok=True)
     for path in args.models:
-        interpreter = Interpreter(model_path=path, num_threads=1)
-        interpreter.allocate_tensors()
+        def fresh():
+            interpreter = Interpreter(model_path=path, num_threads=1)
+            interpreter.allocate_tensors()
+            interpreter.reset_all_variables()
+            return interpreter
+        interpreter = fresh()
         inputs = interpreter.get_input_details()
         outputs = interpreter.get_output_details()
         rng = np.random.default_rng(1000)
         given = [[] for _ in inputs]
         got = [[] for _ in outputs]
-        for _ in range(args.samples):
-            interpreter.reset_all_variables()
+        for index in range(args.steps or args.samples):
+            if not args.steps and index > 0:
+                interpreter = fresh()
             for i, detail in enumerate(inputs):
-                shape, dtype = detail["shape"], np.dtype(detail["dtype"])
-                if dtype.kind == "f":
-                    x = rng.uniform(0, 1, shape).astype(dtype)
-                else:
-                    info = np.iinfo(dtype)
-                    x = rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+                x = seeded_input(rng, detail, int_range)
                 interpreter.set_tensor(detail["index"], x)
                 given[i].append(x[0].astype(np.float32))
             interpreter.invoke()
@@ -55,7 +79,11 @@ def main():
             for o, values in enumerate(got):
                 f.create_dataset("outputs/%d" % o, data=np.stack(values))
             f.attrs["computed_by"] = "ai-edge-litert"
-        print(name, [tuple(d["shape"]) for d in inputs], "->", [tuple(d["shape"]) for d in outputs])
+            if args.steps:
+                f.attrs["streaming"] = 1
+        print(name, [d["shape"].tolist() for d in inputs], "->", [d["shape"].tolist() for d in outputs],
+              "%d %s" % (args.steps or args.samples, "steps" if args.steps else "samples"),
+              "outputs in", [(float(np.min(v)), float(np.max(v))) for v in got])
 
 
 if __name__ == "__main__":

@@ -8,9 +8,17 @@ Samples/requirements-keras3.txt plus LiteRT (ai-edge-litert 2.3.0, the interpret
     /tmp/venv-keras3/bin/python Samples/make_tflite_fixtures.py --out Samples/Fixtures/tflite \
         --mediapipe-metadata /tmp/mediapipe/mediapipe/tasks/metadata
 
+`--only NAME[,NAME...]` (the file names without `.tflite`: `small_cnn_int8`, `streaming_int8`, ...) writes only
+those fixtures and merges their entries into the existing `expected.json`, the other entries and files as they
+are (every tf_keras model is still built, in order, so that its seeded weights and layer names are the same as in a
+full run: a fixture written alone is byte for byte the one a full run writes). Without `--only`, `expected.json`
+is written anew from what the run wrote (leave out `--mediapipe-metadata` and it loses
+`classifier_with_metadata`).
+
 Writes `<model>_<form>.tflite`, `<model>_<form>.reference.h5` and `expected.json` (per file, what LiteRT's interpreter
 reads: its operators in order, each input's and output's tensor name, shape, type and quantization), and (2 seeded samples: inputs/0 as the model takes
-them, outputs/0 as LiteRT computed them, root attribute computed_by). Models (tf_keras 2.21, seeded weights;
+them, outputs/0 as LiteRT computed them, root attribute computed_by; `streaming_int8`'s reference is a stream of 6
+steps, below). Models (tf_keras 2.21, seeded weights;
 BatchNormalization statistics seeded so that folding them is visible):
 
 | model | layers |
@@ -28,7 +36,53 @@ Teachable Machine-style classifier whose TFLite Model Metadata says the input is
 and std 127.5 and names the output's labels in a `labels.txt` zipped onto the file; its reference holds the pixels
 too.
 
-`unsupported_ops.tflite` (SIN then FLOOR, operators the converter does not handle) has no reference.
+`unsupported_ops.tflite` has no reference and no entry in `expected.json`: 16 float32 values
+(`serving_default_values:0`, [1, 16]; output `PartitionedCall:0` [1, 9]) through `cumsum(abs(rfft(x)), axis=1)` (tf.signal.rfft, tf.abs, tf.math.cumsum), which the file holds as RESHAPE,
+RFFT2D, RESHAPE, COMPLEX_ABS, CUMSUM (LiteRT's list): RFFT2D, COMPLEX_ABS and CUMSUM are operators the converter
+does not handle, named at once in its error (an RFFT's complex values cannot leave the model without a second
+operator such as COMPLEX_ABS or REAL). (Before, the file held SIN then FLOOR, which the converter now handles.)
+
+`trig_float32.tflite`: 16 float32 values (`serving_default_values:0`, [1, 16]) through
+`floor(3x) + sin(x) * cos(2x)` (a tf.function, no weights), which the file holds as SIN, MUL, FLOOR, MUL, COS,
+MUL, ADD; output `PartitionedCall:0` [1, 16] float32. Its reference is as the float models' (2 seeded samples
+uniform in [-1, 1), seed 1000; every 3x at least 0.0199 from an integer, so that floor's steps are not within a
+float16 rounding of a sample).
+
+`streaming_int8.tflite` (9448 bytes): a streaming, stateful, full-integer model like microWakeWord's wake-word
+models (pymicro-wakeword 2.5.0's `okay_nabu`, `hey_jarvis`): a tf.Module whose tf.function takes 3 new frames of 8
+features (`input_audio`, [1, 3, 8]) and keeps the frames its convolutions need in three tf.Variable ring buffers,
+zeros at first; weights are seeded constants (numpy, seed 39), so that the only variables are the states:
+
+| step | layers |
+|---|---|
+| input | reshape to [1, 3, 1, 8]; `stream_input/states` [1, 2, 1, 8] concatenated before it on axis 1 (5 frames); its last 2 frames assigned back; Conv2D 6 5x1 stride 3 valid + ReLU: 1 frame |
+| mix | `stream_mix/states` [1, 4, 1, 6] concatenated before that frame; last 4 frames assigned back; split 2 + 4 channels (tf.split, SPLIT_V); the first part's last 3 frames through DepthwiseConv2D 3x1, the second part's 5 through DepthwiseConv2D 5x1 (both valid, with bias); the two concatenated on channels; Conv2D 8 1x1 + ReLU: 1 frame |
+| out | `stream_out/states` [1, 2, 1, 8] concatenated before that frame; last 2 frames assigned back; the 3 frames flattened (24), Dense 1, sigmoid |
+
+Converted as microWakeWord converts its models: `experimental_enable_resource_variables = True`,
+`_experimental_variable_quantization = True` (the variables int8 too, no QUANTIZE/DEQUANTIZE around them),
+`optimizations=[DEFAULT]`, a representative dataset of 32 seeded steps of features uniform in [0, 26] (seed 7;
+one step holds 0 and 26 so that the input's range is microWakeWord's), `TFLITE_BUILTINS_INT8`, int8 input, uint8
+output. The file has two subgraphs. Subgraph 0 (LiteRT's list, as `expected.json` has it): CALL_ONCE (of subgraph
+1), VAR_HANDLE x3 (`stream_out/states`, `stream_mix/states`, `stream_input/states`), READ_VARIABLE x3, RESHAPE,
+CONCATENATION, CONV_2D, CONCATENATION, SPLIT_V, DEPTHWISE_CONV_2D, STRIDED_SLICE, ASSIGN_VARIABLE, STRIDED_SLICE,
+ASSIGN_VARIABLE, STRIDED_SLICE, DEPTHWISE_CONV_2D, CONCATENATION, CONV_2D, CONCATENATION, RESHAPE,
+FULLY_CONNECTED, LOGISTIC, STRIDED_SLICE, ASSIGN_VARIABLE, QUANTIZE. Subgraph 1 (`NoOp`, no inputs or outputs)
+initializes the variables: VAR_HANDLE then ASSIGN_VARIABLE of an int8 constant, for each (VAR_HANDLE's
+`shared_name` names the variable in both subgraphs); every constant is all -128, the variable's zero point, i.e.
+0.0. Tensors: input `serving_default_input_audio:0` int8 [1, 3, 8], scale 26/255 (0.10196078), zero point -128;
+output `StatefulPartitionedCall:0` uint8 [1, 1], scale 1/256, zero point 0 (LOGISTIC's int8 output, scale 1/256,
+zero point -128, through QUANTIZE); the variables (RESOURCE tensors, shape [], no quantization) read and assigned
+as int8, each with the scale of the concatenation it feeds and zero point -128: `stream_input/states`
+[1, 2, 1, 8] scale 0.10196078 (the input's), `stream_mix/states` [1, 4, 1, 6] scale 0.33735013,
+`stream_out/states` [1, 2, 1, 8] scale 0.04127220. Its reference is a stream: `inputs/0` [6, 3, 8] the int8 integers given to LiteRT (6
+seeded steps of features uniform in [0, 26), seed 1000, quantized), `outputs/0` [6, 1] LiteRT's uint8 integers
+(149, 109, 74, 90, 161, 139), both float32; root attributes `computed_by` and `streaming` = 1: the steps are
+invoked in order on one interpreter, each carrying the model's variables to the next, the first starting from
+their initial values (a fresh interpreter: its first invocation runs CALL_ONCE; LiteRT's reset_all_variables()
+does not reset resource variables). Each step alone, from the initial values, gives 149, 121, 99, 130, 139, 81.
+LiteRT's default CPU kernels (XNNPACK) computed them, as the other references; its builtin kernels
+(`BUILTIN_WITHOUT_DEFAULT_DELEGATES`, or `BUILTIN_REF`) give 140 for the last step.
 
 Forms: `float32` (the converter's defaults), `dynamic` (`optimizations=[DEFAULT]`: int8 weights, float compute),
 `float16` (`optimizations=[DEFAULT]`, `supported_types=[float16]`), `int8` (full integer: a representative dataset
@@ -185,25 +239,48 @@ def run_litert(path, inputs, names=None):
     return [np.stack(g) for g in given], np.stack(outputs)
 
 
+# Every file the script writes, by name (`--only` takes these): the tf_keras models in their forms, then the rest.
+KERAS_FIXTURES = [("small_cnn", ("float32", "dynamic", "float16", "int8")), ("mixed_ops", ("float32",)),
+                  ("lstm", ("float32",)), ("space_sparse", ("sparse",)), ("upsample_embed", ("float32",)),
+                  ("elementwise", ("float32",))]
+FIXTURES = ["%s_%s" % (name, form) for name, forms in KERAS_FIXTURES for form in forms] + \
+    ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8"]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="Samples/Fixtures/tflite")
     parser.add_argument("--mediapipe-metadata", help="folder holding metadata_schema_py_generated.py and "
                         "schema_py_generated.py from mediapipe 0.10.14's wheel (mediapipe/tasks/metadata/)")
+    parser.add_argument("--only", help="comma-separated fixture names (%s): write only these and merge their "
+                        "entries into the existing expected.json" % ", ".join(FIXTURES))
     args = parser.parse_args()
+    only = None
+    if args.only:
+        only = [name.strip() for name in args.only.split(",") if name.strip()]
+        unknown = [name for name in only if name not in FIXTURES]
+        if unknown:
+            parser.error("unknown fixture(s) %s; known: %s" % (", ".join(unknown), ", ".join(FIXTURES)))
+        if "classifier_with_metadata" in only and not args.mediapipe_metadata:
+            parser.error("classifier_with_metadata needs --mediapipe-metadata")
+    wanted = lambda name: only is None or name in only
     os.makedirs(args.out, exist_ok=True)
     import h5py
     import tensorflow as tf
     import tf_keras as keras
     import ai_edge_litert
+    computed_by = "ai-edge-litert %s (tensorflow %s converter)" % (
+        getattr(ai_edge_litert, "__version__", "?"), tf.__version__)
     keras.utils.set_random_seed(39)
     facts = {}
-    for name in ("small_cnn", "mixed_ops", "lstm", "space_sparse", "upsample_embed", "elementwise"):
+    for name, forms in KERAS_FIXTURES:
+        # Every model is built, in this order, even with --only: their seeded weights and Keras's layer names come
+        # from one sequence, so that a fixture written alone is the same file as when all are written.
         model = build(keras, name)
         # (The other models' weights are too small for the dynamic-range form to quantize: it equals float32.)
-        forms = ("float32", "dynamic", "float16", "int8") if name == "small_cnn" else \
-            ("sparse",) if name == "space_sparse" else ("float32",)
         for form in forms:
+            if not wanted("%s_%s" % (name, form)):
+                continue
             path = os.path.join(args.out, "%s_%s.tflite" % (name, form))
             with open(path, "wb") as handle:
                 handle.write(convert(tf, model, form))
@@ -213,24 +290,188 @@ def main():
                 for i, values in enumerate(given):
                     f.create_dataset("inputs/%d" % i, data=values.astype(np.float32))
                 f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-                f.attrs["computed_by"] = "ai-edge-litert %s (tensorflow %s converter)" % (
-                    getattr(ai_edge_litert, "__version__", "?"), tf.__version__)
+                f.attrs["computed_by"] = computed_by
             print(path, os.path.getsize(path))
             facts[os.path.basename(path)] = litert_facts(path)
-    if args.mediapipe_metadata:
+    if args.mediapipe_metadata and wanted("classifier_with_metadata"):
         classifier_with_metadata(tf, keras, args.out, args.mediapipe_metadata)
         facts["classifier_with_metadata.tflite"] = litert_facts(
             os.path.join(args.out, "classifier_with_metadata.tflite"))
-    # Operators the converter does not handle: SIN and FLOOR, named at once in its error.
-    x = keras.Input((4,), name="values")
-    y = keras.layers.Lambda(lambda t: tf.math.floor(tf.math.sin(t)))(x)
-    with open(os.path.join(args.out, "unsupported_ops.tflite"), "wb") as handle:
-        handle.write(tf.lite.TFLiteConverter.from_keras_model(keras.Model(x, y)).convert())
+    if wanted("unsupported_ops"):
+        unsupported_ops(tf, args.out)
+    if wanted("trig_float32"):
+        path = trig_float32(tf, h5py, args.out, computed_by)
+        facts[os.path.basename(path)] = litert_facts(path)
+    if wanted("streaming_int8"):
+        path = streaming_int8(tf, h5py, args.out, computed_by)
+        facts[os.path.basename(path)] = litert_facts(path)
     import json
-    with open(os.path.join(args.out, "expected.json"), "w") as handle:
+    expected = os.path.join(args.out, "expected.json")
+    if only is not None and os.path.exists(expected):
+        # The other fixtures' entries as they are.
+        with open(expected) as handle:
+            facts = dict(json.load(handle)["models"], **facts)
+    with open(expected, "w") as handle:
         json.dump({"computedBy": "ai-edge-litert %s" % getattr(ai_edge_litert, "__version__", "?"), "models": facts},
                   handle, indent=1, sort_keys=True)
         handle.write("\n")
+
+
+def unsupported_ops(tf, out):
+    """Operators the converter does not handle, named at once in its error: the magnitude of a real FFT and a
+    running sum over 16 values (`cumsum(abs(rfft(x)))`), which the TFLite converter writes as RESHAPE, RFFT2D,
+    RESHAPE, COMPLEX_ABS, CUMSUM (the FFT's complex values need COMPLEX_ABS to become real again)."""
+    class Unsupported(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec((1, 16), tf.float32, name="values")])
+        def __call__(self, values):
+            return {"running": tf.math.cumsum(tf.abs(tf.signal.rfft(values)), axis=1)}
+    module = Unsupported()
+    path = os.path.join(out, "unsupported_ops.tflite")
+    with open(path, "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
+            [module.__call__.get_concrete_function()], module).convert())
+    print(path, os.path.getsize(path), litert_facts(path)["operators"])
+
+
+def trig_float32(tf, h5py, out, computed_by):
+    """16 values through floor(3x) + sin(x) * cos(2x) (SIN, MUL, FLOOR, MUL, COS, MUL, ADD), float32, with LiteRT's
+    outputs on 2 seeded samples as the float fixtures."""
+    class Trig(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec((1, 16), tf.float32, name="values")])
+        def __call__(self, values):
+            return {"result": tf.math.floor(3.0 * values) + tf.math.sin(values) * tf.math.cos(2.0 * values)}
+    module = Trig()
+    path = os.path.join(out, "trig_float32.tflite")
+    with open(path, "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
+            [module.__call__.get_concrete_function()], module).convert())
+    values = np.random.default_rng(1000).uniform(-1, 1, (2, 16)).astype(np.float32)
+    given, outputs = run_litert(path, values)
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+    print(path, os.path.getsize(path), litert_facts(path)["operators"])
+    return path
+
+
+STREAM_FRAMES, STREAM_FEATURES, STREAM_STEPS = 3, 8, 6
+
+
+def streaming_module(tf):
+    """A microWakeWord-style streaming model: each call takes 3 new frames of 8 features, and three tf.Variable
+    ring buffers (zeros at first) keep the frames the next call's convolutions need:
+
+    1. `stream_input/states` [1, 2, 1, 8]: concatenated before the 3 new frames (reshaped to [1, 3, 1, 8]); a
+       Conv2D 6 5x1 stride 3 valid + ReLU over the 5 frames gives 1 frame; the last 2 of the 5 are kept.
+    2. `stream_mix/states` [1, 4, 1, 6]: concatenated before that frame; the 5 frames split 2 + 4 channels
+       (tf.split, SPLIT_V); the first part's last 3 frames through a DepthwiseConv2D 3x1, the second part's 5
+       through a DepthwiseConv2D 5x1, the two concatenated, a Conv2D 8 1x1 + ReLU; the last 4 frames kept.
+    3. `stream_out/states` [1, 2, 1, 8]: concatenated before that frame; the 3 frames flattened (24), Dense 1,
+       sigmoid; the last 2 kept.
+
+    Weights are seeded constants (numpy, seed 39), not variables, so that the only variables are the states."""
+    frames, features = STREAM_FRAMES, STREAM_FEATURES
+
+    class Streaming(tf.Module):
+        def __init__(self):
+            super().__init__(name="streaming")
+            rng = np.random.default_rng(39)
+            const = lambda shape, std: tf.constant(rng.normal(0, std, shape).astype(np.float32))
+            self.conv, self.conv_bias = const((5, 1, features, 6), 0.3), const((6,), 0.1)
+            self.depthwise_a, self.depthwise_a_bias = const((3, 1, 2, 1), 0.3), const((2,), 0.1)
+            self.depthwise_b, self.depthwise_b_bias = const((5, 1, 4, 1), 0.3), const((4,), 0.1)
+            self.pointwise, self.pointwise_bias = const((1, 1, 6, 8), 0.3), const((8,), 0.1)
+            self.dense, self.dense_bias = const((3 * 8, 1), 0.2), const((1,), 0.1)
+            self.input_states = tf.Variable(tf.zeros((1, 2, 1, features)), trainable=False,
+                                            name="stream_input/states")
+            self.mix_states = tf.Variable(tf.zeros((1, 4, 1, 6)), trainable=False, name="stream_mix/states")
+            self.out_states = tf.Variable(tf.zeros((1, 2, 1, 8)), trainable=False, name="stream_out/states")
+
+        @tf.function(input_signature=[tf.TensorSpec((1, frames, features), tf.float32, name="input_audio")])
+        def __call__(self, input_audio):
+            x = tf.reshape(input_audio, (1, frames, 1, features))
+            buffer = tf.concat([self.input_states, x], axis=1)
+            self.input_states.assign(buffer[:, -2:])
+            y = tf.nn.relu(tf.nn.conv2d(buffer, self.conv, (1, 3, 1, 1), "VALID") + self.conv_bias)
+            buffer = tf.concat([self.mix_states, y], axis=1)
+            self.mix_states.assign(buffer[:, -4:])
+            a, b = tf.split(buffer, [2, 4], axis=3)
+            a = tf.nn.depthwise_conv2d(a[:, -3:], self.depthwise_a, (1, 1, 1, 1), "VALID") + self.depthwise_a_bias
+            b = tf.nn.depthwise_conv2d(b, self.depthwise_b, (1, 1, 1, 1), "VALID") + self.depthwise_b_bias
+            y = tf.nn.relu(tf.nn.conv2d(tf.concat([a, b], axis=3), self.pointwise, (1, 1, 1, 1), "VALID") +
+                           self.pointwise_bias)
+            buffer = tf.concat([self.out_states, y], axis=1)
+            self.out_states.assign(buffer[:, -2:])
+            logit = tf.matmul(tf.reshape(buffer, (1, 3 * 8)), self.dense) + self.dense_bias
+            return {"probability": tf.sigmoid(logit)}
+
+    return Streaming()
+
+
+def stream_features(count, seed):
+    """Seeded features in [0, 26] (microWakeWord's range: its input scale 26/255), one [3, 8] step each."""
+    return np.random.default_rng(seed).uniform(0, 26, (count, STREAM_FRAMES, STREAM_FEATURES)).astype(np.float32)
+
+
+def streaming_int8(tf, h5py, out, computed_by):
+    """The streaming model converted as microWakeWord converts its models: resource variables kept
+    (`experimental_enable_resource_variables`) and quantized (`_experimental_variable_quantization`), full
+    integer from 32 seeded steps of features (one of them holding 0 and 26 so that the input's scale is 26/255),
+    int8 input, uint8 output. LiteRT's outputs on 6 seeded steps in order, its variables carried from one step
+    to the next."""
+    module = streaming_module(tf)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([module.__call__.get_concrete_function()], module)
+    converter.experimental_enable_resource_variables = True
+    converter._experimental_variable_quantization = True
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    data = stream_features(32, 7)
+    data[0, 0, 0], data[0, 0, 1] = 0, 26
+    converter.representative_dataset = lambda: ([step[None]] for step in data)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.uint8
+    path = os.path.join(out, "streaming_int8.tflite")
+    with open(path, "wb") as handle:
+        handle.write(converter.convert())
+    steps = stream_features(STREAM_STEPS, 1000)
+    given, outputs = run_litert_streaming(path, steps)
+    # The steps depend on each other: each step alone, from the initial states, gives other outputs.
+    alone = np.stack([run_litert_streaming(path, step[None])[1][0] for step in steps])
+    assert not np.array_equal(alone[1:], outputs[1:]), "the states change nothing"
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+        f.attrs["streaming"] = 1
+    print(path, os.path.getsize(path), litert_facts(path)["operators"])
+    print("  streaming outputs", outputs.ravel().tolist(), "each step alone", alone.ravel().tolist())
+    return path
+
+
+def run_litert_streaming(path, steps):
+    """LiteRT's outputs for `steps` (one array, a step per row, float; quantized for an int8 input) invoked in
+    order on one interpreter, its variables carried from one step to the next. A fresh interpreter starts from
+    the variables' initial values: its first invocation runs CALL_ONCE's initializing subgraph, and
+    reset_all_variables() does not reset resource variables (VAR_HANDLE), only variable tensors (LSTM states)."""
+    from ai_edge_litert.interpreter import Interpreter
+    interpreter = Interpreter(model_path=path, num_threads=1)
+    interpreter.allocate_tensors()
+    interpreter.reset_all_variables()
+    (inp,) = interpreter.get_input_details()
+    (out,) = interpreter.get_output_details()
+    given, outputs = [], []
+    for step in steps:
+        x = step[None]
+        if inp["dtype"] == np.int8:
+            scale, zero = inp["quantization"]
+            x = np.clip(np.round(x / scale) + zero, -128, 127)
+        x = x.astype(inp["dtype"])
+        given.append(x[0])
+        interpreter.set_tensor(inp["index"], x)
+        interpreter.invoke()
+        outputs.append(interpreter.get_tensor(out["index"])[0].copy())
+    return [np.stack(given)], np.stack(outputs)
 
 
 LABELS = ["cat", "dog", "bird"]

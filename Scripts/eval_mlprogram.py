@@ -204,6 +204,10 @@ def run(op, a):
         "inverse": lambda: 1 / (x64 + a["epsilon"]),
         "log": lambda: np.log(x64 + a["epsilon"]),
         "abs": lambda: np.abs(x64),
+        "sin": lambda: np.sin(x64),
+        "cos": lambda: np.cos(x64),
+        "floor": lambda: np.floor(x64),
+        "ceil": lambda: np.ceil(x64),
         "threshold": lambda: np.maximum(x64, a["alpha"]),
         "linear_activation": lambda: a["alpha"] * x64 + a["beta"],
     }

@@ -3334,6 +3334,186 @@ void   core_ml__specification__clip_layer_params__free_unpacked
   assert(message->base.descriptor == &core_ml__specification__clip_layer_params__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   core_ml__specification__ceil_layer_params__init
+                     (CoreML__Specification__CeilLayerParams         *message)
+{
+  static const CoreML__Specification__CeilLayerParams init_value = CORE_ML__SPECIFICATION__CEIL_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__ceil_layer_params__get_packed_size
+                     (const CoreML__Specification__CeilLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__ceil_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__ceil_layer_params__pack
+                     (const CoreML__Specification__CeilLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__ceil_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__ceil_layer_params__pack_to_buffer
+                     (const CoreML__Specification__CeilLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__ceil_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__CeilLayerParams *
+       core_ml__specification__ceil_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__CeilLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__ceil_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__ceil_layer_params__free_unpacked
+                     (CoreML__Specification__CeilLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__ceil_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__floor_layer_params__init
+                     (CoreML__Specification__FloorLayerParams         *message)
+{
+  static const CoreML__Specification__FloorLayerParams init_value = CORE_ML__SPECIFICATION__FLOOR_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__floor_layer_params__get_packed_size
+                     (const CoreML__Specification__FloorLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__floor_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__floor_layer_params__pack
+                     (const CoreML__Specification__FloorLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__floor_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__floor_layer_params__pack_to_buffer
+                     (const CoreML__Specification__FloorLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__floor_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__FloorLayerParams *
+       core_ml__specification__floor_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__FloorLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__floor_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__floor_layer_params__free_unpacked
+                     (CoreML__Specification__FloorLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__floor_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__sin_layer_params__init
+                     (CoreML__Specification__SinLayerParams         *message)
+{
+  static const CoreML__Specification__SinLayerParams init_value = CORE_ML__SPECIFICATION__SIN_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__sin_layer_params__get_packed_size
+                     (const CoreML__Specification__SinLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__sin_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__sin_layer_params__pack
+                     (const CoreML__Specification__SinLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__sin_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__sin_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SinLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__sin_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__SinLayerParams *
+       core_ml__specification__sin_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__SinLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__sin_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__sin_layer_params__free_unpacked
+                     (CoreML__Specification__SinLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__sin_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   core_ml__specification__cos_layer_params__init
+                     (CoreML__Specification__CosLayerParams         *message)
+{
+  static const CoreML__Specification__CosLayerParams init_value = CORE_ML__SPECIFICATION__COS_LAYER_PARAMS__INIT;
+  *message = init_value;
+}
+size_t core_ml__specification__cos_layer_params__get_packed_size
+                     (const CoreML__Specification__CosLayerParams *message)
+{
+  assert(message->base.descriptor == &core_ml__specification__cos_layer_params__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t core_ml__specification__cos_layer_params__pack
+                     (const CoreML__Specification__CosLayerParams *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &core_ml__specification__cos_layer_params__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t core_ml__specification__cos_layer_params__pack_to_buffer
+                     (const CoreML__Specification__CosLayerParams *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &core_ml__specification__cos_layer_params__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+CoreML__Specification__CosLayerParams *
+       core_ml__specification__cos_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (CoreML__Specification__CosLayerParams *)
+     protobuf_c_message_unpack (&core_ml__specification__cos_layer_params__descriptor,
+                                allocator, len, data);
+}
+void   core_ml__specification__cos_layer_params__free_unpacked
+                     (CoreML__Specification__CosLayerParams *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &core_ml__specification__cos_layer_params__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   core_ml__specification__gelu_layer_params__init
                      (CoreML__Specification__GeluLayerParams         *message)
 {
@@ -5989,7 +6169,7 @@ const ProtobufCMessageDescriptor core_ml__specification__tensor__descriptor =
   (ProtobufCMessageInit) core_ml__specification__tensor__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[80] =
+static const ProtobufCFieldDescriptor core_ml__specification__neural_network_layer__field_descriptors[84] =
 {
   {
     "name",
@@ -6556,6 +6736,54 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
   {
+    "ceil",
+    665,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, ceil),
+    &core_ml__specification__ceil_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "floor",
+    670,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, floor),
+    &core_ml__specification__floor_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "sin",
+    710,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, sin),
+    &core_ml__specification__sin_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cos",
+    715,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(CoreML__Specification__NeuralNetworkLayer, layer_case),
+    offsetof(CoreML__Specification__NeuralNetworkLayer, cos),
+    &core_ml__specification__cos_layer_params__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
     "gelu",
     795,
     PROTOBUF_C_LABEL_NONE,
@@ -6955,86 +7183,90 @@ static const ProtobufCFieldDescriptor core_ml__specification__neural_network_lay
 static const unsigned core_ml__specification__neural_network_layer__field_indices_by_name[] = {
   8,   /* field[8] = activation */
   22,   /* field[22] = add */
-  56,   /* field[56] = addBroadcastable */
+  60,   /* field[60] = addBroadcastable */
   24,   /* field[24] = average */
-  66,   /* field[66] = batchedMatmul */
+  70,   /* field[70] = batchedMatmul */
   11,   /* field[11] = batchnorm */
   43,   /* field[43] = biDirectionalLSTM */
   26,   /* field[26] = bias */
-  79,   /* field[79] = clampedReLU */
+  47,   /* field[47] = ceil */
+  83,   /* field[83] = clampedReLU */
   46,   /* field[46] = clip */
   35,   /* field[35] = concat */
-  63,   /* field[63] = concatND */
-  72,   /* field[72] = constantPad */
+  67,   /* field[67] = concatND */
+  76,   /* field[76] = constantPad */
   6,   /* field[6] = convolution */
   45,   /* field[45] = copy */
+  50,   /* field[50] = cos */
   16,   /* field[16] = crop */
   20,   /* field[20] = cropResize */
   44,   /* field[44] = custom */
-  58,   /* field[58] = divideBroadcastable */
+  62,   /* field[62] = divideBroadcastable */
   29,   /* field[29] = dot */
   10,   /* field[10] = embedding */
-  48,   /* field[48] = equal */
-  69,   /* field[69] = expandDims */
+  52,   /* field[52] = equal */
+  73,   /* field[73] = expandDims */
   33,   /* field[33] = flatten */
-  70,   /* field[70] = flattenTo2D */
-  47,   /* field[47] = gelu */
-  53,   /* field[53] = greaterEqual */
-  52,   /* field[52] = greaterThan */
+  74,   /* field[74] = flattenTo2D */
+  48,   /* field[48] = floor */
+  51,   /* field[51] = gelu */
+  57,   /* field[57] = greaterEqual */
+  56,   /* field[56] = greaterThan */
   41,   /* field[41] = gru */
   9,   /* field[9] = innerProduct */
   1,   /* field[1] = input */
   3,   /* field[3] = inputTensor */
   5,   /* field[5] = isUpdatable */
   13,   /* field[13] = l2normalize */
-  78,   /* field[78] = layerNormalization */
-  51,   /* field[51] = lessEqual */
-  50,   /* field[50] = lessThan */
+  82,   /* field[82] = layerNormalization */
+  55,   /* field[55] = lessEqual */
+  54,   /* field[54] = lessThan */
   31,   /* field[31] = loadConstant */
-  67,   /* field[67] = loadConstantND */
+  71,   /* field[71] = loadConstantND */
   15,   /* field[15] = lrn */
   27,   /* field[27] = max */
-  55,   /* field[55] = maxBroadcastable */
+  59,   /* field[59] = maxBroadcastable */
   28,   /* field[28] = min */
-  54,   /* field[54] = minBroadcastable */
+  58,   /* field[58] = minBroadcastable */
   23,   /* field[23] = multiply */
-  59,   /* field[59] = multiplyBroadcastable */
+  63,   /* field[63] = multiplyBroadcastable */
   12,   /* field[12] = mvn */
   0,   /* field[0] = name */
-  49,   /* field[49] = notEqual */
+  53,   /* field[53] = notEqual */
   2,   /* field[2] = output */
   4,   /* field[4] = outputTensor */
   17,   /* field[17] = padding */
   34,   /* field[34] = permute */
   7,   /* field[7] = pooling */
-  57,   /* field[57] = powBroadcastable */
+  61,   /* field[61] = powBroadcastable */
   30,   /* field[30] = reduce */
-  73,   /* field[73] = reduceMax */
-  76,   /* field[76] = reduceMean */
-  74,   /* field[74] = reduceMin */
-  75,   /* field[75] = reduceSum */
+  77,   /* field[77] = reduceMax */
+  80,   /* field[80] = reduceMean */
+  78,   /* field[78] = reduceMin */
+  79,   /* field[79] = reduceSum */
   38,   /* field[38] = reorganizeData */
   32,   /* field[32] = reshape */
-  71,   /* field[71] = reshapeStatic */
+  75,   /* field[75] = reshapeStatic */
   19,   /* field[19] = resizeBilinear */
   25,   /* field[25] = scale */
   37,   /* field[37] = sequenceRepeat */
   40,   /* field[40] = simpleRecurrent */
+  49,   /* field[49] = sin */
   39,   /* field[39] = slice */
-  65,   /* field[65] = sliceStatic */
+  69,   /* field[69] = sliceStatic */
   14,   /* field[14] = softmax */
-  62,   /* field[62] = softmaxND */
+  66,   /* field[66] = softmaxND */
   36,   /* field[36] = split */
-  68,   /* field[68] = squeeze */
-  60,   /* field[60] = subtractBroadcastable */
-  61,   /* field[61] = tile */
-  64,   /* field[64] = transpose */
+  72,   /* field[72] = squeeze */
+  64,   /* field[64] = subtractBroadcastable */
+  65,   /* field[65] = tile */
+  68,   /* field[68] = transpose */
   21,   /* field[21] = unary */
   42,   /* field[42] = uniDirectionalLSTM */
   18,   /* field[18] = upsample */
-  77,   /* field[77] = whereBroadcastable */
+  81,   /* field[81] = whereBroadcastable */
 };
-static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[71 + 1] =
+static const ProtobufCIntRange core_ml__specification__neural_network_layer__number_ranges[75 + 1] =
 {
   { 1, 0 },
   { 10, 5 },
@@ -7074,40 +7306,44 @@ static const ProtobufCIntRange core_ml__specification__neural_network_layer__num
   { 500, 44 },
   { 600, 45 },
   { 660, 46 },
-  { 795, 47 },
-  { 815, 48 },
-  { 820, 49 },
-  { 825, 50 },
-  { 827, 51 },
-  { 830, 52 },
-  { 832, 53 },
-  { 870, 54 },
-  { 875, 55 },
-  { 880, 56 },
-  { 885, 57 },
-  { 890, 58 },
-  { 900, 59 },
-  { 905, 60 },
-  { 920, 61 },
-  { 950, 62 },
-  { 980, 63 },
-  { 985, 64 },
-  { 995, 65 },
-  { 1045, 66 },
-  { 1070, 67 },
-  { 1120, 68 },
-  { 1125, 69 },
-  { 1130, 70 },
-  { 1140, 71 },
-  { 1155, 72 },
-  { 1260, 73 },
-  { 1265, 74 },
-  { 1270, 75 },
-  { 1280, 76 },
-  { 1330, 77 },
-  { 1350, 78 },
-  { 1460, 79 },
-  { 0, 80 }
+  { 665, 47 },
+  { 670, 48 },
+  { 710, 49 },
+  { 715, 50 },
+  { 795, 51 },
+  { 815, 52 },
+  { 820, 53 },
+  { 825, 54 },
+  { 827, 55 },
+  { 830, 56 },
+  { 832, 57 },
+  { 870, 58 },
+  { 875, 59 },
+  { 880, 60 },
+  { 885, 61 },
+  { 890, 62 },
+  { 900, 63 },
+  { 905, 64 },
+  { 920, 65 },
+  { 950, 66 },
+  { 980, 67 },
+  { 985, 68 },
+  { 995, 69 },
+  { 1045, 70 },
+  { 1070, 71 },
+  { 1120, 72 },
+  { 1125, 73 },
+  { 1130, 74 },
+  { 1140, 75 },
+  { 1155, 76 },
+  { 1260, 77 },
+  { 1265, 78 },
+  { 1270, 79 },
+  { 1280, 80 },
+  { 1330, 81 },
+  { 1350, 82 },
+  { 1460, 83 },
+  { 0, 84 }
 };
 const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__descriptor =
 {
@@ -7117,10 +7353,10 @@ const ProtobufCMessageDescriptor core_ml__specification__neural_network_layer__d
   "CoreML__Specification__NeuralNetworkLayer",
   "CoreML.Specification",
   sizeof(CoreML__Specification__NeuralNetworkLayer),
-  80,
+  84,
   core_ml__specification__neural_network_layer__field_descriptors,
   core_ml__specification__neural_network_layer__field_indices_by_name,
-  71,  core_ml__specification__neural_network_layer__number_ranges,
+  75,  core_ml__specification__neural_network_layer__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__neural_network_layer__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
@@ -11456,6 +11692,78 @@ const ProtobufCMessageDescriptor core_ml__specification__clip_layer_params__desc
   core_ml__specification__clip_layer_params__field_indices_by_name,
   1,  core_ml__specification__clip_layer_params__number_ranges,
   (ProtobufCMessageInit) core_ml__specification__clip_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__ceil_layer_params__field_descriptors NULL
+#define core_ml__specification__ceil_layer_params__field_indices_by_name NULL
+#define core_ml__specification__ceil_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__ceil_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.CeilLayerParams",
+  "CeilLayerParams",
+  "CoreML__Specification__CeilLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__CeilLayerParams),
+  0,
+  core_ml__specification__ceil_layer_params__field_descriptors,
+  core_ml__specification__ceil_layer_params__field_indices_by_name,
+  0,  core_ml__specification__ceil_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__ceil_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__floor_layer_params__field_descriptors NULL
+#define core_ml__specification__floor_layer_params__field_indices_by_name NULL
+#define core_ml__specification__floor_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__floor_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.FloorLayerParams",
+  "FloorLayerParams",
+  "CoreML__Specification__FloorLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__FloorLayerParams),
+  0,
+  core_ml__specification__floor_layer_params__field_descriptors,
+  core_ml__specification__floor_layer_params__field_indices_by_name,
+  0,  core_ml__specification__floor_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__floor_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__sin_layer_params__field_descriptors NULL
+#define core_ml__specification__sin_layer_params__field_indices_by_name NULL
+#define core_ml__specification__sin_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__sin_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.SinLayerParams",
+  "SinLayerParams",
+  "CoreML__Specification__SinLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__SinLayerParams),
+  0,
+  core_ml__specification__sin_layer_params__field_descriptors,
+  core_ml__specification__sin_layer_params__field_indices_by_name,
+  0,  core_ml__specification__sin_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__sin_layer_params__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+#define core_ml__specification__cos_layer_params__field_descriptors NULL
+#define core_ml__specification__cos_layer_params__field_indices_by_name NULL
+#define core_ml__specification__cos_layer_params__number_ranges NULL
+const ProtobufCMessageDescriptor core_ml__specification__cos_layer_params__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "CoreML.Specification.CosLayerParams",
+  "CosLayerParams",
+  "CoreML__Specification__CosLayerParams",
+  "CoreML.Specification",
+  sizeof(CoreML__Specification__CosLayerParams),
+  0,
+  core_ml__specification__cos_layer_params__field_descriptors,
+  core_ml__specification__cos_layer_params__field_indices_by_name,
+  0,  core_ml__specification__cos_layer_params__number_ranges,
+  (ProtobufCMessageInit) core_ml__specification__cos_layer_params__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue core_ml__specification__gelu_layer_params__gelu_mode__enum_values_by_number[3] =

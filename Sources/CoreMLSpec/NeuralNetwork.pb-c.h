@@ -96,6 +96,10 @@ typedef struct CoreML__Specification__CustomLayerParams__CustomLayerParamValue C
 typedef struct CoreML__Specification__CustomLayerParams__ParametersEntry CoreML__Specification__CustomLayerParams__ParametersEntry;
 typedef struct CoreML__Specification__CopyLayerParams CoreML__Specification__CopyLayerParams;
 typedef struct CoreML__Specification__ClipLayerParams CoreML__Specification__ClipLayerParams;
+typedef struct CoreML__Specification__CeilLayerParams CoreML__Specification__CeilLayerParams;
+typedef struct CoreML__Specification__FloorLayerParams CoreML__Specification__FloorLayerParams;
+typedef struct CoreML__Specification__SinLayerParams CoreML__Specification__SinLayerParams;
+typedef struct CoreML__Specification__CosLayerParams CoreML__Specification__CosLayerParams;
 typedef struct CoreML__Specification__GeluLayerParams CoreML__Specification__GeluLayerParams;
 typedef struct CoreML__Specification__SoftmaxNDLayerParams CoreML__Specification__SoftmaxNDLayerParams;
 typedef struct CoreML__Specification__ConcatNDLayerParams CoreML__Specification__ConcatNDLayerParams;
@@ -661,6 +665,10 @@ typedef enum {
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CUSTOM = 500,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COPY = 600,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP = 660,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CEIL = 665,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLOOR = 670,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIN = 710,
+  CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COS = 715,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_GELU = 795,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_EQUAL = 815,
   CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_NOT_EQUAL = 820,
@@ -765,6 +773,10 @@ struct  CoreML__Specification__NeuralNetworkLayer
      */
     CoreML__Specification__CopyLayerParams *copy;
     CoreML__Specification__ClipLayerParams *clip;
+    CoreML__Specification__CeilLayerParams *ceil;
+    CoreML__Specification__FloorLayerParams *floor;
+    CoreML__Specification__SinLayerParams *sin;
+    CoreML__Specification__CosLayerParams *cos;
     CoreML__Specification__GeluLayerParams *gelu;
     CoreML__Specification__EqualLayerParams *equal;
     CoreML__Specification__NotEqualLayerParams *notequal;
@@ -1825,6 +1837,45 @@ struct  CoreML__Specification__ClipLayerParams
 #define CORE_ML__SPECIFICATION__CLIP_LAYER_PARAMS__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__clip_layer_params__descriptor) \
     , 0, 0 }
+
+
+/*
+ * Element-wise ceil(x), floor(x), sin(x) and cos(x) (radians): no parameters.
+ */
+struct  CoreML__Specification__CeilLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__CEIL_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__ceil_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__FloorLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__FLOOR_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__floor_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__SinLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__SIN_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__sin_layer_params__descriptor) \
+     }
+
+
+struct  CoreML__Specification__CosLayerParams
+{
+  ProtobufCMessage base;
+};
+#define CORE_ML__SPECIFICATION__COS_LAYER_PARAMS__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&core_ml__specification__cos_layer_params__descriptor) \
+     }
 
 
 struct  CoreML__Specification__GeluLayerParams
@@ -3668,6 +3719,82 @@ CoreML__Specification__ClipLayerParams *
 void   core_ml__specification__clip_layer_params__free_unpacked
                      (CoreML__Specification__ClipLayerParams *message,
                       ProtobufCAllocator *allocator);
+/* CoreML__Specification__CeilLayerParams methods */
+void   core_ml__specification__ceil_layer_params__init
+                     (CoreML__Specification__CeilLayerParams         *message);
+size_t core_ml__specification__ceil_layer_params__get_packed_size
+                     (const CoreML__Specification__CeilLayerParams   *message);
+size_t core_ml__specification__ceil_layer_params__pack
+                     (const CoreML__Specification__CeilLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__ceil_layer_params__pack_to_buffer
+                     (const CoreML__Specification__CeilLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__CeilLayerParams *
+       core_ml__specification__ceil_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__ceil_layer_params__free_unpacked
+                     (CoreML__Specification__CeilLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__FloorLayerParams methods */
+void   core_ml__specification__floor_layer_params__init
+                     (CoreML__Specification__FloorLayerParams         *message);
+size_t core_ml__specification__floor_layer_params__get_packed_size
+                     (const CoreML__Specification__FloorLayerParams   *message);
+size_t core_ml__specification__floor_layer_params__pack
+                     (const CoreML__Specification__FloorLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__floor_layer_params__pack_to_buffer
+                     (const CoreML__Specification__FloorLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__FloorLayerParams *
+       core_ml__specification__floor_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__floor_layer_params__free_unpacked
+                     (CoreML__Specification__FloorLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__SinLayerParams methods */
+void   core_ml__specification__sin_layer_params__init
+                     (CoreML__Specification__SinLayerParams         *message);
+size_t core_ml__specification__sin_layer_params__get_packed_size
+                     (const CoreML__Specification__SinLayerParams   *message);
+size_t core_ml__specification__sin_layer_params__pack
+                     (const CoreML__Specification__SinLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__sin_layer_params__pack_to_buffer
+                     (const CoreML__Specification__SinLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__SinLayerParams *
+       core_ml__specification__sin_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__sin_layer_params__free_unpacked
+                     (CoreML__Specification__SinLayerParams *message,
+                      ProtobufCAllocator *allocator);
+/* CoreML__Specification__CosLayerParams methods */
+void   core_ml__specification__cos_layer_params__init
+                     (CoreML__Specification__CosLayerParams         *message);
+size_t core_ml__specification__cos_layer_params__get_packed_size
+                     (const CoreML__Specification__CosLayerParams   *message);
+size_t core_ml__specification__cos_layer_params__pack
+                     (const CoreML__Specification__CosLayerParams   *message,
+                      uint8_t             *out);
+size_t core_ml__specification__cos_layer_params__pack_to_buffer
+                     (const CoreML__Specification__CosLayerParams   *message,
+                      ProtobufCBuffer     *buffer);
+CoreML__Specification__CosLayerParams *
+       core_ml__specification__cos_layer_params__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   core_ml__specification__cos_layer_params__free_unpacked
+                     (CoreML__Specification__CosLayerParams *message,
+                      ProtobufCAllocator *allocator);
 /* CoreML__Specification__GeluLayerParams methods */
 void   core_ml__specification__gelu_layer_params__init
                      (CoreML__Specification__GeluLayerParams         *message);
@@ -4537,6 +4664,18 @@ typedef void (*CoreML__Specification__CopyLayerParams_Closure)
 typedef void (*CoreML__Specification__ClipLayerParams_Closure)
                  (const CoreML__Specification__ClipLayerParams *message,
                   void *closure_data);
+typedef void (*CoreML__Specification__CeilLayerParams_Closure)
+                 (const CoreML__Specification__CeilLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__FloorLayerParams_Closure)
+                 (const CoreML__Specification__FloorLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__SinLayerParams_Closure)
+                 (const CoreML__Specification__SinLayerParams *message,
+                  void *closure_data);
+typedef void (*CoreML__Specification__CosLayerParams_Closure)
+                 (const CoreML__Specification__CosLayerParams *message,
+                  void *closure_data);
 typedef void (*CoreML__Specification__GeluLayerParams_Closure)
                  (const CoreML__Specification__GeluLayerParams *message,
                   void *closure_data);
@@ -4737,6 +4876,10 @@ extern const ProtobufCMessageDescriptor core_ml__specification__custom_layer_par
 extern const ProtobufCMessageDescriptor core_ml__specification__custom_layer_params__parameters_entry__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__copy_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__clip_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__ceil_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__floor_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__sin_layer_params__descriptor;
+extern const ProtobufCMessageDescriptor core_ml__specification__cos_layer_params__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__gelu_layer_params__descriptor;
 extern const ProtobufCEnumDescriptor    core_ml__specification__gelu_layer_params__gelu_mode__descriptor;
 extern const ProtobufCMessageDescriptor core_ml__specification__softmax_ndlayer_params__descriptor;

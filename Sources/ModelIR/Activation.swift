@@ -37,6 +37,14 @@ public enum Activation: Sendable, Equatable {
   case erf
   /// `min(max(x, min), max)`.
   case clip(min: Float, max: Float)
+  /// `sin(x)`, `x` in radians.
+  case sin
+  /// `cos(x)`, `x` in radians.
+  case cos
+  /// The largest integer not above `x`.
+  case floor
+  /// The smallest integer not below `x`.
+  case ceil
   /// One of Core ML's unary functions.
   case unary(UnaryFunction)
 

@@ -169,6 +169,10 @@ enum Kernels {
     case .exponential: return v.map { exp($0) }
     case .erf: return v.map { Float(Foundation.erf(Double($0))) }
     case .clip(let low, let high): return v.map { min(max($0, low), high) }
+    case .sin: return v.map { Float(Foundation.sin(Double($0))) }
+    case .cos: return v.map { Float(Foundation.cos(Double($0))) }
+    case .floor: return v.map { $0.rounded(.down) }
+    case .ceil: return v.map { $0.rounded(.up) }
     case .unary(let function): return v.map { unary(function, $0) }
     }
   }

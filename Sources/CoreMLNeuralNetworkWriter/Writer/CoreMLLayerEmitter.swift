@@ -617,6 +617,10 @@ struct CoreMLLayerEmitter {
       throw CoreMLWriterError.unsupportedOperation(
         layer: name,
         detail: "erf has no classic Core ML layer (a GELU written with it is one when the whole formula is there)")
+    case .sin, .cos, .floor, .ceil:
+      // Layers of specification 4, which Core ML refuses beside rank-5 blobs: the rank-N network writes them.
+      throw CoreMLWriterError.unsupportedOperation(
+        layer: name, detail: "\(activation) is a specification 4 layer (the rank-N network writes it)")
     case .clip(let low, let high):
       // max(x, low) by a threshold, then min(x, high) as above; an unbounded side is left out.
       let bounded = high < Float.greatestFiniteMagnitude

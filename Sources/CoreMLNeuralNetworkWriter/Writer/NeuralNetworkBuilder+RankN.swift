@@ -12,6 +12,11 @@ enum NeuralNetworkComparison {
   case equal, notEqual, lessThan, lessEqual, greaterThan, greaterEqual
 }
 
+/// The element-wise functions of specification 4 without parameters.
+enum NeuralNetworkElementwiseMath {
+  case sin, cos, floor, ceil
+}
+
 /// The axis reductions of specification 4.
 enum NeuralNetworkAxisReduction {
   case mean, sum, max, min
@@ -290,6 +295,29 @@ extension NeuralNetworkBuilder {
     append(
       name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP, \.clip, params
     )
+  }
+
+  /// Element-wise `sin`, `cos`, `floor` or `ceil`: layers without parameters.
+  mutating func elementwiseMath(_ kind: NeuralNetworkElementwiseMath, _ name: String, input: String, output: String) {
+    requireSpecificationVersion(4)
+    switch kind {
+    case .sin:
+      append(
+        name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIN, \.sin,
+        arena.message(core_ml__specification__sin_layer_params__init))
+    case .cos:
+      append(
+        name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COS, \.cos,
+        arena.message(core_ml__specification__cos_layer_params__init))
+    case .floor:
+      append(
+        name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLOOR, \.floor,
+        arena.message(core_ml__specification__floor_layer_params__init))
+    case .ceil:
+      append(
+        name, inputs: [input], outputs: [output], CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CEIL, \.ceil,
+        arena.message(core_ml__specification__ceil_layer_params__init))
+    }
   }
 
   /// GELU, exact (erf) or with the tanh approximation.

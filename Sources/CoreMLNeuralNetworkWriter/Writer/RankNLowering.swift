@@ -164,6 +164,10 @@ struct RankNLowering {
     "sqrt": { try $0.lowerSqrt($1, $2) },
     "abs": { try $0.lowerAbs($1, $2) },
     "rsqrt": { try $0.lowerRsqrt($1, $2) },
+    "sin": { try $0.lowerElementwiseMath(.sin, $1, $2) },
+    "cos": { try $0.lowerElementwiseMath(.cos, $1, $2) },
+    "floor": { try $0.lowerElementwiseMath(.floor, $1, $2) },
+    "ceil": { try $0.lowerElementwiseMath(.ceil, $1, $2) },
     "add": { try $0.lowerBroadcastable($1, $2) },
     "sub": { try $0.lowerBroadcastable($1, $2) },
     "mul": { try $0.lowerBroadcastable($1, $2) },
@@ -297,6 +301,13 @@ struct RankNLowering {
   /// `exp`.
   private mutating func lowerExp(_ r: MILRecord, _ out: String) throws {
     builder.unary(.exp, out, input: try input(r), output: out)
+  }
+
+  /// `sin`, `cos`, `floor`, `ceil`.
+  private mutating func lowerElementwiseMath(_ kind: NeuralNetworkElementwiseMath, _ r: MILRecord, _ out: String)
+    throws
+  {
+    builder.elementwiseMath(kind, out, input: try input(r), output: out)
   }
 
   /// `log`.

@@ -110,6 +110,10 @@ extension MILEmitter {
       return try unary("gelu", [("mode", .string(approximate ? "TANH_APPROXIMATION" : "EXACT"))])
     case .exponential: return try unary("exp")
     case .erf: return try unary("erf")
+    case .sin: return try unary("sin")
+    case .cos: return try unary("cos")
+    case .floor: return try unary("floor")
+    case .ceil: return try unary("ceil")
     case .clip(let low, let high): return try unary("clip", [("alpha", .scalar(low, dt)), ("beta", .scalar(high, dt))])
     case .unary(let function): return try unaryFunction(function, x, final: final, temp: temp)
     }

@@ -111,6 +111,15 @@ extension CoreMLGraphImporter {
       case .known(.sigmoidApproximation), .unknown: throw unsupported("the sigmoid approximation of GELU")
       }
     case .clip(let p): return [try layoutPreserving(.activation(.clip(min: p.minVal, max: p.maxVal)), [x])]
+    case .elementwiseMath(let kind):
+      let function: Activation =
+        switch kind {
+        case .sin: .sin
+        case .cos: .cos
+        case .floor: .floor
+        case .ceil: .ceil
+        }
+      return [try layoutPreserving(.activation(function), [x])]
     case .clampedReLU(let p):
       return [
         try layoutPreserving(.activation(.clippedReLU(maxValue: p.beta, negativeSlope: p.alpha, threshold: 0)), [x])

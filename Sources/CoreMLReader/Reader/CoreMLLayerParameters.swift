@@ -41,6 +41,8 @@ public enum CoreMLLayerParameters: Sendable, Equatable {
   case custom(CustomParameters)
   case copy
   case clip(ClipParameters)
+  /// `sin`, `cos`, `floor`, `ceil`: no parameters.
+  case elementwiseMath(ElementwiseMathKind)
   case gelu(GeluParameters)
   case clampedReLU(ClampedReLUParameters)
   /// `equal`, `notEqual`, `lessThan`, `lessEqual`, `greaterThan`, `greaterEqual`: `alpha` is the second operand of a one-input layer.
@@ -279,6 +281,8 @@ public enum ClassicElementwise: Sendable, Equatable {
   case multiply(alpha: Float)
   case average, max, min
 }
+
+public enum ElementwiseMathKind: Sendable, Equatable { case sin, cos, floor, ceil }
 
 public enum ComparisonKind: Sendable, Equatable { case equal, notEqual, lessThan, lessEqual, greaterThan, greaterEqual }
 

@@ -21,6 +21,10 @@ extension CoreMLSpecReader {
     switch l.layer_case {
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLIP:
       return .clip(ClipParameters(minVal: l.clip?.pointee.minval ?? 0, maxVal: l.clip?.pointee.maxval ?? 0))
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_SIN: return .elementwiseMath(.sin)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_COS: return .elementwiseMath(.cos)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_FLOOR: return .elementwiseMath(.floor)
+    case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CEIL: return .elementwiseMath(.ceil)
     case CORE_ML__SPECIFICATION__NEURAL_NETWORK_LAYER__LAYER_CLAMPED_RE_LU:
       return .clampedReLU(
         ClampedReLUParameters(alpha: l.clampedrelu?.pointee.alpha ?? 0, beta: l.clampedrelu?.pointee.beta ?? 0))

@@ -209,7 +209,7 @@ public enum CoreMLSpecificationRules {
     case .simpleRecurrent, .gru, .uniDirectionalLSTM, .biDirectionalLSTM:
       checkRecurrent(layer, &r)
     case .activation, .l2normalize, .softmax, .unary, .elementwise, .dot, .flatten, .sequenceRepeat, .custom, .copy,
-      .clip, .clampedReLU,
+      .clip, .elementwiseMath, .clampedReLU,
       .comparison, .broadcastable, .tile, .softmaxND, .concatND, .loadConstantND, .squeeze, .expandDims, .flattenTo2D,
       .reshapeStatic,
       .reduceND, .notDecoded:

@@ -12,6 +12,8 @@ import ReferenceRuntime
 ///   a layer's states leave float16's range (65 504) on ordinary inputs. Computing only the layer in
 ///   float32 is not enough: its outputs themselves pass 65 504 (measured on an LSTM with go_backwards from
 ///   the hostile corpus).
+/// - A floor or ceil: a step function, whose result float16's rounding of its input changes by 1 near
+///   every integer.
 /// - A weight beyond 65 504 (a folded BatchNorm constant of 1.05e7 in a real exported model): float16
 ///   cannot even store it.
 /// - A layer whose values pass 65 504 when the converted graph runs in float32 on the inputs `verify`
@@ -27,6 +29,12 @@ enum Float16Range {
   /// The reasons a source graph alone gives (its recurrent layers), in graph order.
   static func float32Reasons(in graph: Graph) -> [String] {
     graph.nodes.compactMap { node in
+      if case .activation(let function) = node.operation, function == .floor || function == .ceil {
+        // A step function: float16's rounding of its input (a relative 2^-11) moves values across an integer,
+        // changing the result by 1 wherever that happens.
+        return "layer '\(node.origin?.name ?? node.name)' rounds to integers (\(function)), which float16's rounding "
+          + "of its input changes by 1 near each integer"
+      }
       guard case .recurrent(let r) = node.operation, [r.activation, r.recurrentActivation].contains(.exponential) else {
         return nil
       }

@@ -63,7 +63,9 @@ public struct TFLiteFrontend: ModelFrontend {
   static func source(_ model: TFLiteModel, options: SourceOptions) throws -> ImportedSource {
     let imported = try TFLiteGraphImporter.importGraph(model)
     var graph = imported.graph
-    let (sourceInputs, sourceOutputs) = featureNames(model)
+    var (sourceInputs, sourceOutputs) = featureNames(model)
+    sourceInputs += imported.states.map(\.input)
+    sourceOutputs += imported.states.map(\.output)
     let newInputs = options.inputNames ?? sourceInputs
     let newOutputs = options.outputNames ?? sourceOutputs
     guard newInputs.count == graph.inputs.count else {
@@ -112,6 +114,17 @@ public struct TFLiteFrontend: ModelFrontend {
     source.provenance = [
       "modelconv.source": "tflite", "modelconv.source_tflite_version": String(model.version),
     ]
+    // Variables carried from one invocation to the next (a streaming model): an input and an output each.
+    let states = imported.states.enumerated().map { index, state in
+      let position = model.subgraph.inputs.count + index
+      let (input, output) = (newInputs[position], newOutputs[model.subgraph.outputs.count + index])
+      let start = state.initial.values.allSatisfy { $0 == 0 } ? "zeros" : "the file's initial values"
+      source.notes.append(
+        "variable '\(state.variable)' is kept between invocations: input '\(input)' takes its value (\(start) at the start of a stream), output '\(output)' gives the value to pass as '\(input)' to the next prediction"
+      )
+      return "\(input) <- \(output) (starts at \(start))"
+    }
+    if !states.isEmpty { source.provenance["modelconv.streaming_states"] = states.joined(separator: "; ") }
     return source
   }
 

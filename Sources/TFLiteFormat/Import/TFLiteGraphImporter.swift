@@ -13,6 +13,8 @@ public struct TFLiteImportedGraph: Sendable {
   public var notes: [String] = []
   /// The IR shape each computed tensor got, by tensor name.
   public var tensorShapes: [String: [Int]] = [:]
+  /// The variables carried from one invocation to the next, as the last inputs and outputs (in that order).
+  public var states: [TFLiteStreamingState] = []
 }
 
 /// Imports subgraph 0 of a `TFLiteModel`, operator by operator through `TFLiteOperatorRegistry`.
@@ -64,6 +66,14 @@ public enum TFLiteGraphImporter {
       }
       outputs.append(value)
     }
+    // Each variable read before it is assigned is a state: its value after the invocation is an output.
+    var states: [TFLiteStreamingState] = []
+    for (name, _, inputName) in context.stateInputs {
+      guard let assigned = context.variableValues[name], let initial = context.initialValues[name] else { continue }
+      let outputName = context.builder.uniqueName(name + "_out")
+      outputs.append(try context.builder.add(.activation(.identity), name: outputName, inputs: [assigned]))
+      states.append(TFLiteStreamingState(variable: name, input: inputName, output: outputName, initial: initial))
+    }
     var shapes: [String: [Int]] = [:]
     for (index, id) in context.values {
       shapes[model.subgraph.tensors[index].name] = context.builder.type(of: id).shape
@@ -73,11 +83,13 @@ public enum TFLiteGraphImporter {
     for (id, index) in zip(graph.outputs, model.subgraph.outputs) where graph[id].name != tensors[index].name {
       try? graph.claimName(tensors[index].name, for: id)
     }
+    let stateShapes = states.map { [1] + $0.initial.shape }
     return TFLiteImportedGraph(
-      graph: graph.pruned(), inputNames: model.subgraph.inputs.map { tensors[$0].name },
-      outputNames: model.subgraph.outputs.map { tensors[$0].name },
-      inputShapes: model.subgraph.inputs.map { tensors[$0].shape },
-      outputShapes: model.subgraph.outputs.map { tensors[$0].shape }, notes: context.notes, tensorShapes: shapes)
+      graph: graph.pruned(), inputNames: model.subgraph.inputs.map { tensors[$0].name } + states.map(\.input),
+      outputNames: model.subgraph.outputs.map { tensors[$0].name } + states.map(\.output),
+      inputShapes: model.subgraph.inputs.map { tensors[$0].shape } + stateShapes,
+      outputShapes: model.subgraph.outputs.map { tensors[$0].shape } + stateShapes, notes: context.notes,
+      tensorShapes: shapes, states: states)
   }
 }
 
@@ -97,11 +109,26 @@ public struct TFLiteContext {
   var readers: [Int: [Int]] = [:]
   /// Operators a handler already computed with its own (a slice of an LSTM's last step).
   var absorbed: Set<Int> = []
+  /// Resource variables: the variable each VAR_HANDLE tensor names, by tensor index; the variables some
+  /// ASSIGN_VARIABLE of subgraph 0 replaces; their values before the first invocation (CALL_ONCE), current
+  /// values, and the state inputs of those read before being assigned.
+  var handles: [Int: String] = [:]
+  var assignedVariables: Set<String> = []
+  var initialValues: [String: Constant] = [:]
+  var variableValues: [String: ValueID] = [:]
+  var stateInputs: [(variable: String, id: ValueID, name: String)] = []
 
   init(model: TFLiteModel) throws {
     self.model = model
+    var names: [Int: String] = [:]
     for (index, op) in model.subgraph.operators.enumerated() {
       for input in Set(op.inputs) where input >= 0 { readers[input, default: []].append(index) }
+      let code = model.operatorCodes[op.opcodeIndex].builtin
+      if code == TFLiteBuiltin.varHandle, let out = op.outputs.first {
+        names[out] = try Self.variableName(op.options, tensor: model.subgraph.tensors[out])
+      } else if code == TFLiteBuiltin.assignVariable, let handle = op.inputs.first, let name = names[handle] {
+        assignedVariables.insert(name)
+      }
     }
     for index in model.subgraph.inputs {
       let tensor = model.subgraph.tensors[index]
@@ -129,8 +156,10 @@ public struct TFLiteContext {
     .unsupportedOperator(path: model.path, operator: opName, index: index, detail: detail)
   }
 
-  /// The IR shape of a tensor computed at run time: its file shape without the batch axis, which must be 1.
+  /// The IR shape of a tensor computed at run time: its file shape without the batch axis, which must be 1;
+  /// a tensor of the batch axis alone (`x[:, 0]` of a `[1, N]` input) is one value, `[1]`.
   func activationShape(_ tensor: TFLiteTensor, role: String) throws -> [Int] {
+    if tensor.shape == [1], role != "input" { return [1] }
     guard tensor.shape.count >= 2, tensor.shape[0] == 1 else {
       throw TFLiteFormatError.invalid(
         path: model.path, field: "\(role) '\(tensor.name)' shape",

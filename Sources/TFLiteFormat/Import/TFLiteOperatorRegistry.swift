@@ -11,7 +11,7 @@ public struct TFLiteOperatorEntry: Sendable {
 public enum TFLiteOperatorRegistry {
   static let operators: [Int: TFLiteOperatorEntry] = {
     var all: [Int: TFLiteOperatorEntry] = [:]
-    for family in [spatial, linear, elementwise, activations, shape, reduction, quantization, recurrent] {
+    for family in [spatial, linear, elementwise, activations, shape, reduction, quantization, recurrent, variables] {
       all.merge(family) { first, _ in first }
     }
     return all
@@ -86,6 +86,10 @@ public enum TFLiteOperatorRegistry {
       101: { try $0.activation(.unary(UnaryFunction(kind: .abs))) },
       59: { try $0.activation(.linear(scale: -1, offset: 0)) },
       92: { try $0.activation(.unary(UnaryFunction(kind: .power, alpha: 2))) },
+      66: { try $0.activation(.sin) },
+      108: { try $0.activation(.cos) },
+      8: { try $0.activation(.floor) },
+      104: { try $0.activation(.ceil) },
     ])
 
   static let shape = entries(
@@ -98,6 +102,7 @@ public enum TFLiteOperatorRegistry {
       TFLiteBuiltin.transpose: { try $0.transpose() },
       TFLiteBuiltin.stridedSlice: { try $0.stridedSlice() },
       TFLiteBuiltin.depthToSpace: { try $0.depthToSpace() },
+      TFLiteBuiltin.splitV: { try $0.splitV() },
     ])
 
   static let reduction = entries("reduction", [TFLiteBuiltin.mean: { try $0.mean() }])
@@ -108,6 +113,15 @@ public enum TFLiteOperatorRegistry {
       TFLiteBuiltin.dequantize: { try $0.dequantize() },
       TFLiteBuiltin.quantize: { try $0.quantize() },
       TFLiteBuiltin.densify: { try $0.densify() },
+    ])
+
+  static let variables = entries(
+    "variable",
+    [
+      TFLiteBuiltin.callOnce: { try $0.callOnce() },
+      TFLiteBuiltin.varHandle: { try $0.variableHandle() },
+      TFLiteBuiltin.readVariable: { try $0.readVariable() },
+      TFLiteBuiltin.assignVariable: { try $0.assignVariable() },
     ])
 
   static let recurrent = entries("recurrent", [TFLiteBuiltin.unidirectionalSequenceLSTM: { try $0.lstm() }])

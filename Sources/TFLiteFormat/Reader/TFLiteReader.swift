@@ -72,6 +72,10 @@ public enum TFLiteReader {
     let subgraphs = try root.tables(2, "Model.subgraphs")
     guard let first = subgraphs.first else { throw invalid("Model.subgraphs", "the model has no subgraph") }
     let subgraph = try decodeSubgraph(first, codes: codes.count, buffers: buffers.count, file: file)
+    // The others (a CALL_ONCE's initializer, control flow bodies), each read as untrusted as the first.
+    let others = try subgraphs.dropFirst().map {
+      try decodeSubgraph($0, codes: codes.count, buffers: buffers.count, file: file)
+    }
     let signatures = try root.tables(7, "Model.signature_defs").enumerated().map { index, table in
       let field = "Model.signature_defs[\(index)]"
       func maps(_ slot: Int, _ name: String) throws -> [(name: String, tensor: Int)] {
@@ -100,7 +104,7 @@ public enum TFLiteReader {
     }
     return TFLiteModel(
       path: path, version: version, description: try root.string(3, "Model.description"), operatorCodes: codes,
-      subgraph: subgraph, subgraphCount: subgraphs.count, buffers: buffers, signatures: signatures,
+      subgraph: subgraph, otherSubgraphs: others, buffers: buffers, signatures: signatures,
       metadata: metadata, file: file)
   }
 

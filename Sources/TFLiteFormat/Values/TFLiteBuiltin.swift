@@ -225,5 +225,6 @@ public enum TFLiteBuiltin {
   public static let gather = 36, transpose = 39, mean = 40, sub = 41, div = 42, squeeze = 43
   public static let unidirectionalSequenceLSTM = 44, stridedSlice = 45, prelu = 54, padV2 = 60
   public static let transposeConv = 67, resizeNearestNeighbor = 97, leakyRelu = 98, quantize = 114
-  public static let hardSwish = 117, depthToSpace = 5, densify = 124
+  public static let hardSwish = 117, depthToSpace = 5, densify = 124, splitV = 102
+  public static let callOnce = 129, varHandle = 142, readVariable = 143, assignVariable = 144
 }

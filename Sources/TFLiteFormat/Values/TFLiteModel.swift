@@ -8,7 +8,10 @@ public struct TFLiteModel: Sendable {
   public var operatorCodes: [TFLiteOperatorCode]
   /// Subgraph 0 (the one `Interpreter` runs); others are control flow bodies.
   public var subgraph: TFLiteSubgraph
-  public var subgraphCount: Int
+  /// Subgraphs 1, 2, ...: a CALL_ONCE's initializer (which assigns the variables' first values), control flow
+  /// bodies.
+  public var otherSubgraphs: [TFLiteSubgraph]
+  public var subgraphCount: Int { 1 + otherSubgraphs.count }
   public var buffers: [TFLiteBuffer]
   public var signatures: [TFLiteSignature]
   /// `Model.metadata`: name and buffer index (`TFLITE_METADATA`, `min_runtime_version`, ...).

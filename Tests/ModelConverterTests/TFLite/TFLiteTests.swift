@@ -1,6 +1,8 @@
 import Foundation
+import KerasTestSupport
 import ModelConverter
 import ModelIR
+import ReferenceRuntime
 import TFLiteFormat
 import TestSupport
 import Testing
@@ -13,6 +15,7 @@ import Testing
   static let files = [
     "small_cnn_float32", "small_cnn_dynamic", "small_cnn_float16", "small_cnn_int8", "mixed_ops_float32",
     "lstm_float32", "classifier_with_metadata", "space_sparse_sparse", "upsample_embed_float32", "elementwise_float32",
+    "trig_float32",
   ]
 
   struct Expected: Decodable {
@@ -115,8 +118,76 @@ import Testing
       _ = try Converter.convert(modelAt: Self.folder.appendingPathComponent("unsupported_ops.tflite"))
       Issue.record("converted")
     } catch TFLiteFormatError.unsupportedOperators(_, let operators) {
-      #expect(operators == ["SIN", "FLOOR"])
+      #expect(operators == ["RFFT2D", "COMPLEX_ABS", "CUMSUM"])
     }
+  }
+
+  /// FLOOR is a step function: an ML Program with one computes in float32 unless float16 is asked for, and
+  /// says why (float16's rounding of its input would move results by 1 near every integer).
+  @Test func aFloorKeepsAnMLProgramInFloat32() throws {
+    let source = Self.folder.appendingPathComponent("trig_float32.tflite")
+    let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: .mlProgram))
+    #expect(model.writerOptions.precision == .float32)
+    #expect(model.precisionNotes.contains { $0.contains("'Floor'") && $0.contains("float32") })
+    let asked = try Converter.convert(
+      modelAt: source, options: ConversionOptions(format: .mlProgram, precision: .float16))
+    #expect(asked.writerOptions.precision == .float16)
+    #expect(asked.precisionNotes.contains { $0.contains("'Floor'") && $0.contains("float16 was asked for") })
+  }
+
+  /// A streaming full-integer model (microWakeWord's form: VAR_HANDLE ring buffers read, concatenated with the
+  /// new frames and assigned back; CALL_ONCE initializing them; SPLIT_V): each variable becomes an input
+  /// (`<variable>_in`) and an output (`<variable>_out`) of the converted model. Fed back step after step from
+  /// zeros, the written model (as the Core ML reader reads it) follows LiteRT's stream of 6 invocations within
+  /// the integer-activation bound, and closer than the same steps each run from the start would.
+  @Test(arguments: [ModelFormat.neuralNetwork, .mlProgram])
+  func aStreamingModelCarriesItsVariablesAsInputsAndOutputs(_ format: ModelFormat) throws {
+    let source = Self.folder.appendingPathComponent("streaming_int8.tflite")
+    let model = try Converter.convert(modelAt: source, options: ConversionOptions(format: format))
+    let graph = model.graph
+    let states = ["stream_input/states", "stream_mix/states", "stream_out/states"]
+    // In the order the graph first reads them; an ML Program's names have '_' for '/'.
+    func plain(_ name: String) -> String { name.replacingOccurrences(of: "/", with: "_") }
+    let inputs = graph.inputs.map { plain(graph[$0].name) }
+    let outputs = graph.outputs.map { plain(graph[$0].name) }
+    #expect(inputs.first == "input_audio" && Set(inputs.dropFirst()) == Set(states.map { plain($0 + "_in") }))
+    #expect(outputs.count == 4 && outputs.dropFirst().map { $0.dropLast(4) + "_in" } == Array(inputs.dropFirst()))
+    #expect(model.sourceNotes.contains { $0.contains("'stream_mix/states' is kept between invocations") })
+    let directory = try Fixtures.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appendingPathComponent("model." + format.fileExtension)
+    try model.write(to: url)
+    // Random inputs and states: the written model computes what the source does.
+    let report = try ParityVerifier.verify(source: source, converted: url, options: VerificationOptions(samples: 2))
+    #expect(report.passed, "\(report.outputs)")
+    // LiteRT's stream: inputs/0 [6, 3, 8] int8 values, outputs/0 [6, 1] uint8 values.
+    let reference = try KerasTestSupport.ReferenceFile(
+      url: Self.folder.appendingPathComponent("streaming_int8.reference.h5"))
+    let (frames, expected) = (try reference.dataset("inputs/0"), try reference.dataset("outputs/0"))
+    let written = try CoreMLFrontend().readBack(at: url, source: graph).graph
+    let interpreter = Interpreter(graph: written)
+    let stateShapes = written.inputs.dropFirst().map { written[$0].type.shape }
+    func run(_ steps: [Int], carrying: Bool) -> [Float] {
+      var carried = stateShapes.map { Tensor(shape: $0, values: [Float](repeating: 0, count: $0.reduce(1, *))) }
+      var outputs: [Float] = []
+      for step in steps {
+        let frame = Tensor(
+          shape: written[written.inputs[0]].type.shape, values: Array(frames.values[step * 24..<(step + 1) * 24]))
+        let result = interpreter.run([frame] + carried)
+        outputs.append(result[0].values[0])
+        if carrying { carried = Array(result.dropFirst()) }
+      }
+      return outputs
+    }
+    let stream = run(Array(0..<6), carrying: true)
+    let alone = run(Array(0..<6), carrying: false)
+    func relativeRMS(_ a: [Float]) -> Float {
+      let error = zip(a, expected.values).map { ($0 - $1) * ($0 - $1) }.reduce(0, +)
+      return (error / expected.values.map { $0 * $0 }.reduce(0, +)).squareRoot()
+    }
+    let bound = try #require(report.maximumRelativeRMSError)
+    #expect(relativeRMS(stream) <= bound, "stream \(stream), LiteRT \(expected.values)")
+    #expect(relativeRMS(stream) < relativeRMS(alone) / 2, "stream \(stream), each alone \(alone)")
   }
 
   /// A Teachable Machine-style file: its metadata's labels (a labels.txt zipped onto the file) make a Core ML

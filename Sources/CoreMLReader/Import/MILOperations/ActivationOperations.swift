@@ -35,6 +35,10 @@ extension MILOperationRegistry {
     "inverse": { .unary(UnaryFunction(kind: .inverse, epsilon: try $0.float("epsilon", 1e-4))) },
     "exp": { _ in .unary(UnaryFunction(kind: .exp)) },
     "erf": { _ in .erf },
+    "sin": { _ in .sin },
+    "cos": { _ in .cos },
+    "floor": { _ in .floor },
+    "ceil": { _ in .ceil },
     "log": { .unary(UnaryFunction(kind: .log, epsilon: try $0.float("epsilon", .leastNonzeroMagnitude))) },
     "abs": { _ in .unary(UnaryFunction(kind: .abs)) },
   ]

@@ -42,6 +42,10 @@ extension ONNXOperatorRegistry {
     ) { $0 + $1 }
     all.merge(entries(["Clip": [1, 6, 11, 12, 13]], layout: .neutral) { try $0.clip() }) { $0 + $1 }
     all.merge(entries(["Erf": [9, 13]]) { try $0.activation(.erf) }) { $0 + $1 }
+    all.merge(entries(["Sin": [7]]) { try $0.activation(.sin) }) { $0 + $1 }
+    all.merge(entries(["Cos": [7]]) { try $0.activation(.cos) }) { $0 + $1 }
+    all.merge(entries(["Floor": [1, 6, 13]]) { try $0.activation(.floor) }) { $0 + $1 }
+    all.merge(entries(["Ceil": [1, 6, 13]]) { try $0.activation(.ceil) }) { $0 + $1 }
     all.merge(entries(["PRelu": [1, 6, 7, 9, 16]], layout: .channelsFirst) { try $0.parametricReLU() }) { $0 + $1 }
     all.merge(entries(["Softmax": [1, 11, 13]]) { try $0.softmax(log: false) }) { $0 + $1 }
     all.merge(entries(["LogSoftmax": [1, 11, 13]]) { try $0.softmax(log: true) }) { $0 + $1 }
