@@ -105,6 +105,20 @@ public struct FrontendSettings: Sendable, Equatable {
 }
 
 /// A source model read into the IR, with what it declares that a conversion keeps by default.
+/// A value a stateful model keeps between predictions, as an input (its value before) and an output (after)
+/// of the graph, by position, with the value a stream starts from (in the graph input's shape).
+public struct StreamingState: Sendable, Equatable {
+  public var input: Int
+  public var output: Int
+  public var initial: [Float]
+
+  public init(input: Int, output: Int, initial: [Float]) {
+    self.input = input
+    self.output = output
+    self.initial = initial
+  }
+}
+
 public struct ImportedSource: Sendable {
   /// The frontend that read it ("keras", "coreml").
   public var format: String
@@ -152,6 +166,9 @@ public struct ImportedSource: Sendable {
   /// What the import decided where the file left something open (a batch size, sizes taken from its
   /// metadata, names Core ML cannot use), said in the conversion's summary.
   public var notes: [String] = []
+  /// Values a stateful source keeps from one prediction to the next (a streaming model's buffers), each an
+  /// input and an output of the graph; a reference file without those inputs is a stream (`verify`).
+  public var streamingStates: [StreamingState] = []
   /// The inputs and outputs as the source declares them, in its order (with the names the options
   /// gave); nil for a format that declares only arrays, whose interface is the graph's own inputs and outputs.
   public var declaredInterface: SourceInterface?

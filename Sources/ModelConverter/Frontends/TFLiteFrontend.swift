@@ -125,6 +125,11 @@ public struct TFLiteFrontend: ModelFrontend {
       return "\(input) <- \(output) (starts at \(start))"
     }
     if !states.isEmpty { source.provenance["modelconv.streaming_states"] = states.joined(separator: "; ") }
+    source.streamingStates = imported.states.enumerated().map { index, state in
+      StreamingState(
+        input: model.subgraph.inputs.count + index, output: model.subgraph.outputs.count + index,
+        initial: state.initial.values)
+    }
     return source
   }
 

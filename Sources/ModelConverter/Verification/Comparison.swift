@@ -458,7 +458,9 @@ struct Comparison {
 
   /// The reference file's source inputs; image inputs of the converted model get the saved pixels (RGB,
   /// reordered for BGR models), or the source input with the converted model's preprocessing undone.
-  func referenceInputs(_ file: ReferenceFile, sample: Int) throws -> ([Tensor], [Tensor]) {
+  func referenceInputs(
+    _ file: ReferenceFile, sample: Int, given: [Int: (source: Tensor, converted: Tensor)] = [:]
+  ) throws -> ([Tensor], [Tensor]) {
     var sourceInputs: [Tensor] = []
     var convertedInputs: [Tensor] = []
     /// A reference tensor as the source graph takes it: saved in the source's declared layout (a channels-first
@@ -471,8 +473,16 @@ struct Comparison {
       return TensorLayout.channelsFirst.toSource(
         Tensor(shape: [c, h, w], values: tensor.values), shape: plan.sourceShape)
     }
+    var saved = 0
     for (index, plan) in plans.enumerated() {
-      let input = sourceLayout(try file.input(index, sample: sample, shape: plan.sourceShape), plan)
+      // Inputs the caller gives (a stream's states, in the source graph's layout) are not in the file.
+      if let (source, converted) = given[index] {
+        sourceInputs.append(source)
+        convertedInputs.append(plan.layout.toConverted(converted, shape: plan.input.shape))
+        continue
+      }
+      let input = sourceLayout(try file.input(saved, sample: sample, shape: plan.sourceShape), plan)
+      saved += 1
       sourceInputs.append(input)
       guard let image = plan.input.image, let space = plan.input.colorSpace else {
         convertedInputs.append(plan.layout.toConverted(input, shape: plan.input.shape))
@@ -523,6 +533,50 @@ struct Comparison {
 
   /// Runs both models on one sample and accumulates the differences; `expected` replaces the source's
   /// outputs as the reference when given (the outputs saved from the source framework).
+  /// A reference file saved as a stream (LiteRT invoked step after step): the file holds the inputs and outputs
+  /// that are not states; each model carries its own states from its previous step's outputs, both starting
+  /// from the initial values. The state outputs are compared between the models (the file has none).
+  mutating func compareStream(_ file: ReferenceFile, states: [StreamingState]) throws {
+    var sourceStates: [Int: Tensor] = [:]
+    for state in states {
+      guard state.input < plans.count, state.output < outputLayouts.count,
+        state.initial.count == plans[state.input].sourceShape.reduce(1, *)
+      else {
+        throw VerificationError.invalidReference(
+          path: file.path, detail: "the model's streaming state \(state.input) does not match its inputs")
+      }
+      sourceStates[state.input] = Tensor(shape: plans[state.input].sourceShape, values: state.initial)
+    }
+    var convertedStates = sourceStates
+    let stateOutputs = Set(states.map(\.output))
+    for sample in 0..<file.sampleCount {
+      var given: [Int: (source: Tensor, converted: Tensor)] = [:]
+      for (index, tensor) in sourceStates { given[index] = (tensor, convertedStates[index] ?? tensor) }
+      let (sourceInputs, convertedInputs) = try referenceInputs(file, sample: sample, given: given)
+      let run = self.run(sourceInputs: sourceInputs, convertedInputs: convertedInputs)
+      let saved = try file.outputs(sample: sample)
+      var expected: [Tensor] = []
+      var next = 0
+      for index in run.sourceOutputs.indices {
+        if stateOutputs.contains(index) {
+          expected.append(run.sourceOutputs[index])
+        } else {
+          expected.append(saved[next])
+          next += 1
+        }
+      }
+      try accumulate(run, expected: expected, unsaved: stateOutputs)
+      for state in states {
+        let sourceShape = run.sourceOutputs[state.output].shape
+        sourceStates[state.input] = Tensor(
+          shape: plans[state.input].sourceShape, values: run.sourceOutputs[state.output].values)
+        convertedStates[state.input] = Tensor(
+          shape: plans[state.input].sourceShape,
+          values: outputLayouts[state.output].toSource(run.convertedOutputs[state.output], shape: sourceShape).values)
+      }
+    }
+  }
+
   mutating func compare(sourceInputs: [Tensor], convertedInputs: [Tensor], expected: [Tensor]?) throws {
     try accumulate(run(sourceInputs: sourceInputs, convertedInputs: convertedInputs), expected: expected)
   }
@@ -590,8 +644,9 @@ struct Comparison {
   }
 
   /// Adds one sample's differences; `expected` replaces the source's outputs as the reference when given.
-  mutating func accumulate(_ sample: SampleRun, expected saved: [Tensor]?) throws {
-    let expected = saved.map(referenceOutputsInSourceLayout)
+  /// `unsaved`: outputs the reference does not hold (a stream's states), compared between the models only.
+  mutating func accumulate(_ sample: SampleRun, expected saved: [Tensor]?, unsaved: Set<Int> = []) throws {
+    let all = saved.map(referenceOutputsInSourceLayout)
     let (sourceOutputs, sourceObserved) = (sample.sourceOutputs, sample.sourceObserved)
     let (convertedOutputs, convertedObserved) = (sample.convertedOutputs, sample.convertedObserved)
     sourceSeconds += sample.sourceSeconds
@@ -606,8 +661,9 @@ struct Comparison {
       Self.accumulate(&layerStatistics[index], actual: mapped.values, expected: expected.values, tolerance: tolerance)
     }
 
-    let kind = expected == nil ? "random" : "reference"
+    let kind = all == nil ? "random" : "reference"
     for index in sourceOutputs.indices {
+      let expected = unsaved.contains(index) ? nil : all
       let mapped = outputLayouts[index].toSource(convertedOutputs[index], shape: sourceOutputs[index].shape)
       if let pixels = pixelOutputs[index] {
         let actual = mapped.values.map(PixelOutput.pixel)

@@ -47,6 +47,7 @@ public enum ParityVerifier {
     options.sourceImageOutputs = Set(source.imageOutputs.keys)
     options.sourceImageInputs = Set(source.imageInputs.keys)
     options.referenceInputsAsDeclared = source.referenceInputsAsDeclared
+    options.sourceStates = source.streamingStates
     if let stage = convertedModel.detector {
       return try verifyDetector(
         source: source, converted: convertedModel, stage: stage, path: converted.path, options: options)
@@ -192,8 +193,16 @@ public enum ParityVerifier {
     var generator = SplitMix64(seed: options.seed)
     try comparison.compareRandom(count: options.samples, threads: memory.samplesAtOnce) { $0.randomInputs(&generator) }
     var expectedLabels = options.expectedLabels
-    if let reference = options.reference {
-      let file = try ReferenceFile(url: reference)
+    let states = options.sourceStates
+    let referenceFile = try options.reference.map { try ReferenceFile(url: $0) }
+    if let file = referenceFile, !states.isEmpty, file.inputCount == source.inputs.count - states.count,
+      file.outputCount == source.outputs.count - states.count
+    {
+      // A stream: the saved steps in order, each model carrying its own states from its previous step's
+      // outputs, starting from the source's initial values.
+      try comparison.compareStream(file, states: states)
+      if expectedLabels == nil && !converted.classLabels.isEmpty { expectedLabels = file.labels }
+    } else if let reference = options.reference, let file = referenceFile {
       guard file.inputCount == source.inputs.count, file.outputCount == source.outputs.count else {
         throw VerificationError.invalidReference(
           path: reference.path,

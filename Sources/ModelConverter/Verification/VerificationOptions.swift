@@ -62,6 +62,8 @@ public struct VerificationOptions: Sendable, Equatable {
   var sourceImageOutputs: Set<String> = []
   /// Image inputs the source declares with their own preprocessing: nothing to advise about them.
   var sourceImageInputs: Set<String> = []
+  /// The source's streaming states (`ImportedSource.streamingStates`).
+  var sourceStates: [StreamingState] = []
   /// Whether a reference file holds the inputs as the source declares them (saved from the source's own
   /// runtime, such as onnxruntime's `[N, C, H, W]`), not in the graph's channels-last layout.
   var referenceInputsAsDeclared = false
