@@ -29,6 +29,7 @@ BatchNormalization statistics seeded so that folding them is visible):
 | `upsample_embed` | two inputs: an 8x8x4 image through Conv2DTranspose 6 3x3 stride 2 same + ReLU (TRANSPOSE_CONV), Conv2D 2 1x1 and GlobalAveragePooling2D; 10 int32 token ids through Embedding(30, 8) (GATHER), GlobalAveragePooling1D and Dense 2; the two added |
 | `elementwise` | 16 values through where(x > 0.1, exp, sqrt(abs)), maximum with the square, minimum of rsqrt and -x + 2, log, a cast comparison (GREATER, SELECT_V2, EXP, SQRT, ABS, MAXIMUM, SQUARE, RSQRT, MINIMUM, NEG/MUL, LOG, LESS_EQUAL, CAST...) |
 | `lstm` | Input (10, 6) with a batch of 1 (so that the converter fuses the LSTM), LSTM 20 (its recurrent kernel large enough to be quantized), Dense 3 |
+| `spectrogram` | (a tf.Module, not tf_keras: `spectrogram_float32.tflite`, below) a float32 signal [None, 4000] normalized by its own min and max, two tf.signal.stft branches (real part by CAST, magnitude by COMPLEX_ABS), each through a mel-like matrix, squared, POW 0.25, REVERSE_V2, transposed and expanded; concatenated, Conv2D 4 3x3 same + ReLU, global average, Dense 4 |
 
 `classifier_with_metadata.tflite` (with `--mediapipe-metadata DIR`: the two generated Python files of
 `mediapipe/tasks/metadata/` from mediapipe 0.10.14's wheel, `pip download mediapipe==0.10.14 --no-deps`): a
@@ -37,10 +38,9 @@ and std 127.5 and names the output's labels in a `labels.txt` zipped onto the fi
 too.
 
 `unsupported_ops.tflite` has no reference and no entry in `expected.json`: 16 float32 values
-(`serving_default_values:0`, [1, 16]; output `PartitionedCall:0` [1, 9]) through `cumsum(abs(rfft(x)), axis=1)` (tf.signal.rfft, tf.abs, tf.math.cumsum), which the file holds as RESHAPE,
-RFFT2D, RESHAPE, COMPLEX_ABS, CUMSUM (LiteRT's list): RFFT2D, COMPLEX_ABS and CUMSUM are operators the converter
-does not handle, named at once in its error (an RFFT's complex values cannot leave the model without a second
-operator such as COMPLEX_ABS or REAL). (Before, the file held SIN then FLOOR, which the converter now handles.)
+(`serving_default_values:0`, [1, 16]) through a running sum and the 3 largest of it (`top_k(cumsum(x), 3)`: CUMSUM,
+TOPK_V2), operators the converter does not handle, named at once in its error. (Earlier forms held SIN then
+FLOOR, then an FFT's magnitude, which the converter now handles.)
 
 `trig_float32.tflite`: 16 float32 values (`serving_default_values:0`, [1, 16]) through
 `floor(3x) + sin(x) * cos(2x)` (a tf.function, no weights), which the file holds as SIN, MUL, FLOOR, MUL, COS,
@@ -83,6 +83,29 @@ their initial values (a fresh interpreter: its first invocation runs CALL_ONCE; 
 does not reset resource variables). Each step alone, from the initial values, gives 149, 121, 99, 130, 139, 81.
 LiteRT's default CPU kernels (XNNPACK) computed them, as the other references; its builtin kernels
 (`BUILTIN_WITHOUT_DEFAULT_DELEGATES`, or `BUILTIN_REF`) give 140 for the last step.
+
+`spectrogram_float32.tflite` (29264 bytes): BirdNET's audio front end (BirdNET_GLOBAL_6K_V2.4_Model_FP32.tflite's
+first 95 operators), small: a tf.Module (spectrogram_module, weights seeded numpy constants, seed 39) whose
+tf.function takes `signal` float32 [None, 4000] (`serving_default_signal:0`, shape [1, 4000], shape_signature
+[-1, 4000]; output `PartitionedCall:0` [1, 4], signature [-1, 4]). The open batch makes the converter leave the
+framing's shape arithmetic in the file as in BirdNET, and the frame counts unknown in it (shape_signature -1,
+shape 1: LiteRT computes 38 when it allocates). The operators (LiteRT's list, 96):
+
+| step | operators |
+|---|---|
+| normalization, (x - min) / (max + 1e-6), then (. - 0.5) * 2 | REDUCE_MIN, SUB, REDUCE_MAX, ADD, DIV, SUB, MUL |
+| branch A framing: stft 256/100/256 (the signal as [batch, 1000, 4] subframes, 38 frames of 64 gathered) | SHAPE, SPLIT_V, RESHAPE, FLOOR_DIV, PACK, CONCATENATION, MUL, RESHAPE, CONCATENATION, STRIDED_SLICE, RESHAPE, SUB, FLOOR_DIV, ADD, MAXIMUM, PACK, PACK, CONCATENATION, RANGE, MUL, RESHAPE, ADD, GATHER, RESHAPE |
+| branch A spectrum: Hann window, FFT, real part (tf.cast) | MUL, EXPAND_DIMS, RFFT2D [.., 129], SQUEEZE, CAST (complex64 to float32) |
+| tensordot's reshape to [batch * frames, 129] | SHAPE, GATHER, REDUCE_PROD, CONCATENATION, GATHER, REDUCE_PROD, PACK, RESHAPE |
+| branch B framing: stft 128/104/128 ([batch, 500, 8] subframes, 38 frames of 16) | FLOOR_DIV, PACK, CONCATENATION, MUL, RESHAPE, CONCATENATION, STRIDED_SLICE, RESHAPE, SUB, FLOOR_DIV, ADD, MAXIMUM, PACK, PACK, CONCATENATION, RANGE, MUL, RESHAPE, ADD, GATHER, RESHAPE |
+| branch B spectrum, magnitude (tf.abs) | MUL, EXPAND_DIMS, RFFT2D [.., 65], SQUEEZE, COMPLEX_ABS, then SHAPE, GATHER, REDUCE_PROD, CONCATENATION, GATHER, REDUCE_PROD, PACK, RESHAPE |
+| branch B bands: mel-like [65, 12] (FULLY_CONNECTED without bias), x * x, x^0.25, bands reversed | FULLY_CONNECTED, RESHAPE, MUL, POW, REVERSE_V2 |
+| branch A bands: mel-like [129, 12] | FULLY_CONNECTED, RESHAPE, MUL, POW, REVERSE_V2 |
+| both to [batch, 12, 38, 1] (A, then B), concatenated on the last axis (A first) | TRANSPOSE, EXPAND_DIMS, TRANSPOSE, EXPAND_DIMS, CONCATENATION |
+| Conv2D 4 3x3 same + ReLU, mean over [12, 38], Dense 4 | CONV_2D, MEAN, FULLY_CONNECTED |
+
+Its reference is as the float models' (2 seeded signals uniform in [-1, 1), seed 1000, LiteRT given one signal
+at a time in its [1, 4000]; TensorFlow's own outputs differ by 6e-8).
 
 Forms: `float32` (the converter's defaults), `dynamic` (`optimizations=[DEFAULT]`: int8 weights, float compute),
 `float16` (`optimizations=[DEFAULT]`, `supported_types=[float16]`), `int8` (full integer: a representative dataset
@@ -244,7 +267,7 @@ KERAS_FIXTURES = [("small_cnn", ("float32", "dynamic", "float16", "int8")), ("mi
                   ("lstm", ("float32",)), ("space_sparse", ("sparse",)), ("upsample_embed", ("float32",)),
                   ("elementwise", ("float32",))]
 FIXTURES = ["%s_%s" % (name, form) for name, forms in KERAS_FIXTURES for form in forms] + \
-    ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8"]
+    ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8", "spectrogram_float32"]
 
 
 def main():
@@ -305,6 +328,9 @@ def main():
     if wanted("streaming_int8"):
         path = streaming_int8(tf, h5py, args.out, computed_by)
         facts[os.path.basename(path)] = litert_facts(path)
+    if wanted("spectrogram_float32"):
+        path = spectrogram_float32(tf, h5py, args.out, computed_by)
+        facts[os.path.basename(path)] = litert_facts(path)
     import json
     expected = os.path.join(args.out, "expected.json")
     if only is not None and os.path.exists(expected):
@@ -318,13 +344,12 @@ def main():
 
 
 def unsupported_ops(tf, out):
-    """Operators the converter does not handle, named at once in its error: the magnitude of a real FFT and a
-    running sum over 16 values (`cumsum(abs(rfft(x)))`), which the TFLite converter writes as RESHAPE, RFFT2D,
-    RESHAPE, COMPLEX_ABS, CUMSUM (the FFT's complex values need COMPLEX_ABS to become real again)."""
+    """Operators the converter does not handle, named at once in its error: a running sum over 16 values and
+    its 3 largest (`top_k(cumsum(x), 3)`: CUMSUM, TOPK_V2)."""
     class Unsupported(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec((1, 16), tf.float32, name="values")])
         def __call__(self, values):
-            return {"running": tf.math.cumsum(tf.abs(tf.signal.rfft(values)), axis=1)}
+            return {"largest": tf.math.top_k(tf.math.cumsum(values, axis=1), 3).values}
     module = Unsupported()
     path = os.path.join(out, "unsupported_ops.tflite")
     with open(path, "wb") as handle:
@@ -352,6 +377,81 @@ def trig_float32(tf, h5py, out, computed_by):
         f.create_dataset("outputs/0", data=outputs.astype(np.float32))
         f.attrs["computed_by"] = computed_by
     print(path, os.path.getsize(path), litert_facts(path)["operators"])
+    return path
+
+
+SPECTROGRAM_SAMPLES, SPECTROGRAM_BANDS = 4000, 12
+# Per branch: name, frame_length, frame_step, fft_length, how the complex STFT becomes real. Both give 38 frames
+# of the 4000 samples (1 + (4000 - 256) // 100 = 1 + (4000 - 128) // 104 = 38), so that they concatenate.
+SPECTROGRAM_BRANCHES = [("real", 256, 100, 256, "cast"), ("magnitude", 128, 104, 128, "abs")]
+
+
+def spectrogram_module(tf):
+    """BirdNET's audio front end, small: a float32 signal of 4000 samples with an open batch (so that the converter
+    leaves the framing's shape arithmetic in the file, as in BirdNET: SHAPE, SPLIT_V, FLOOR_DIV, PACK, RANGE,
+    GATHER, REDUCE_PROD) normalized by its own min and max to [-1, 1], two tf.signal.stft branches (Hann window;
+    the first one's real part by tf.cast, CAST of complex64, as BirdNET; the second one's magnitude by tf.abs,
+    COMPLEX_ABS), each through a seeded nonnegative mel-like matrix [bins, 12] (tf.tensordot: FULLY_CONNECTED),
+    squared (x * x), to the power 0.25 (POW), reversed on the bands (REVERSE_V2), transposed to
+    [batch, 12, frames] and expanded; the two concatenated on the last axis, a Conv2D 4 3x3 same + ReLU, a global
+    average (MEAN) and a Dense 4. Weights are seeded constants (numpy, seed 39)."""
+    class Spectrogram(tf.Module):
+        def __init__(self):
+            super().__init__(name="spectrogram")
+            rng = np.random.default_rng(39)
+            self.mel = [tf.constant((rng.uniform(0, 1, (fft // 2 + 1, SPECTROGRAM_BANDS)) / (fft // 2 + 1))
+                                    .astype(np.float32)) for _, _, _, fft, _ in SPECTROGRAM_BRANCHES]
+            self.conv = tf.constant(rng.normal(0, 0.3, (3, 3, len(SPECTROGRAM_BRANCHES), 4)).astype(np.float32))
+            self.conv_bias = tf.constant(rng.normal(0, 0.1, (4,)).astype(np.float32))
+            self.dense = tf.constant(rng.normal(0, 0.3, (4, 4)).astype(np.float32))
+            self.dense_bias = tf.constant(rng.normal(0, 0.1, (4,)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec((None, SPECTROGRAM_SAMPLES), tf.float32, name="signal")])
+        def __call__(self, signal):
+            x = signal - tf.reduce_min(signal, axis=1, keepdims=True)
+            x = x / (tf.reduce_max(x, axis=1, keepdims=True) + 1e-6)
+            x = (x - 0.5) * 2.0
+            branches = []
+            for (_, length, step, fft, real), mel in zip(SPECTROGRAM_BRANCHES, self.mel):
+                spectrum = tf.signal.stft(x, length, step, fft, window_fn=tf.signal.hann_window)
+                # TensorFlow's cast of a complex tensor to float keeps its real part (BirdNET's CAST).
+                spectrum = tf.cast(spectrum, tf.float32) if real == "cast" else tf.abs(spectrum)
+                bands = tf.tensordot(spectrum, mel, 1)
+                bands = tf.pow(bands * bands, 0.25)
+                bands = tf.transpose(tf.reverse(bands, [-1]), [0, 2, 1])
+                branches.append(tf.expand_dims(bands, -1))
+            y = tf.concat(branches, axis=-1)
+            y = tf.nn.relu(tf.nn.conv2d(y, self.conv, 1, "SAME") + self.conv_bias)
+            y = tf.reduce_mean(y, axis=[1, 2])
+            return {"scores": tf.matmul(y, self.dense) + self.dense_bias}
+
+    return Spectrogram()
+
+
+SPECTROGRAM_OPERATORS = {"REDUCE_MIN", "SUB", "REDUCE_MAX", "ADD", "DIV", "MUL", "SHAPE", "SPLIT_V", "RESHAPE",
+                         "FLOOR_DIV", "PACK", "CONCATENATION", "STRIDED_SLICE", "MAXIMUM", "RANGE", "GATHER",
+                         "EXPAND_DIMS", "RFFT2D", "SQUEEZE", "CAST", "COMPLEX_ABS", "REDUCE_PROD",
+                         "FULLY_CONNECTED", "POW", "REVERSE_V2", "TRANSPOSE", "CONV_2D", "MEAN"}
+
+
+def spectrogram_float32(tf, h5py, out, computed_by):
+    """The spectrogram model (spectrogram_module), float32, with LiteRT's outputs on 2 seeded signals uniform in
+    [-1, 1) (seed 1000) as the float fixtures. Its input is [-1, 4000] in the file (shape_signature), which
+    LiteRT allocates as [1, 4000]: run_litert gives it one signal at a time, a batch of 1."""
+    module = spectrogram_module(tf)
+    path = os.path.join(out, "spectrogram_float32.tflite")
+    with open(path, "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
+            [module.__call__.get_concrete_function()], module).convert())
+    operators = litert_facts(path)["operators"]
+    assert set(operators) == SPECTROGRAM_OPERATORS, sorted(set(operators) ^ SPECTROGRAM_OPERATORS)
+    signals = np.random.default_rng(1000).uniform(-1, 1, (2, SPECTROGRAM_SAMPLES)).astype(np.float32)
+    given, outputs = run_litert(path, signals)
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+    print(path, os.path.getsize(path), operators)
     return path
 
 

@@ -147,9 +147,19 @@ extension TFLiteContext {
     let activation = try table?.i8(0, "FullyConnectedOptions.fused_activation_function") ?? 0
     let dense = Dense(
       kernel: Constant(shape: [i, o], values: kernel), bias: bias.map { Constant(shape: [o], values: $0.values) })
-    let expected = try activationShape(output, role: "output")
     var input = x
     let inputShape = builder.type(of: x).shape
+    if unbatched.contains(op.inputs[0]) {
+      // [rows, I] rows at once: [rows, O], every axis kept.
+      guard inputShape.count == 2, activation == 0 else {
+        throw fail("a fully connected layer over \(inputShape) rows with a fused activation")
+      }
+      _ = try add(.dense(dense), [x], checked: false)
+      unbatched.insert(op.outputs[0])
+      return
+    }
+    let keepDims = try table?.bool(2, "FullyConnectedOptions.keep_num_dims") ?? false
+    let expected = try declaredShape(output, role: "output") ?? (keepDims ? Array(inputShape.dropLast()) + [o] : [o])
     if inputShape.count > 1 && expected.count == 1 {
       input = try add(.reshape(targetShape: [inputShape.reduce(1, *)]), [x], final: false)
     }
@@ -216,11 +226,30 @@ extension TFLiteContext {
     _ = try add(.softmax(axis: builder.type(of: x).shape.count - 1), [x])
   }
 
-  /// RESHAPE and SQUEEZE: to the output's shape (what the file computed for it).
-  mutating func reshape() throws {
+  /// RESHAPE, SQUEEZE and EXPAND_DIMS: to the output's shape (what the file computed for it, or, where the
+  /// file leaves it open, what the target, the axes or the axis give). A target whose first axis is not 1
+  /// (a Tensordot's `[rows, K]`) keeps every axis in the IR (`unbatched`), as does its value back to a batch.
+  mutating func reshape(code: Int) throws {
+    if try framedReshape(code: code) { return }
     let x = try value(0)
-    let target = try activationShape(output, role: "output")
-    _ = try add(.reshape(targetShape: target), [x])
+    let inputIndex = op.inputs[0]
+    let fileShape = unbatched.contains(inputIndex) ? builder.type(of: x).shape : [1] + builder.type(of: x).shape
+    let target: [Int]
+    if let declared = try declaredShape(output, role: "output"), !unbatched.contains(inputIndex),
+      code != 22 || op.inputs.count < 2 || !isConstant(1) || foldedShapes[op.inputs[1]] == nil
+    {
+      target = declared
+    } else {
+      let full = try reshapedShape(of: fileShape, code: code)
+      if full.first != 1 {
+        guard !full.isEmpty else { throw fail("reshaping \(fileShape) to a scalar") }
+        _ = try add(.reshape(targetShape: full), [x], checked: false)
+        unbatched.insert(op.outputs[0])
+        return
+      }
+      target = full.count == 1 ? [1] : Array(full.dropFirst())
+    }
+    _ = try add(.reshape(targetShape: target), [x], checked: !unbatched.contains(inputIndex))
   }
 
   mutating func transpose() throws {
@@ -475,7 +504,12 @@ extension TFLiteContext {
     guard from[0] == 0, to[0] == 1, strides[0] == 1 else { throw fail("a slice of the batch axis") }
     let slice = StridedSlice(
       begin: Array(from.dropFirst()), end: Array(to.dropFirst()), strides: Array(strides.dropFirst()))
-    let expected = try activationShape(output, role: "output")
+    // The sliced sizes without the shrunk axes (the batch alone: one value).
+    var kept: [Int] = []
+    for axis in 1..<shape.count where shrink & (1 << axis) == 0 {
+      kept.append((max(to[axis] - from[axis], 0) + strides[axis] - 1) / strides[axis])
+    }
+    let expected = try declaredShape(output, role: "output") ?? (kept.isEmpty ? [1] : kept)
     let sliced = try add(.slice(slice), [x], final: false)
     _ = try add(.reshape(targetShape: expected), [sliced])
   }

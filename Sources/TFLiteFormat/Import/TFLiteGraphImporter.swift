@@ -45,6 +45,7 @@ public enum TFLiteGraphImporter {
       context.index = index
       context.op = op
       context.opName = code.name
+      if try context.foldIfConstant(code: code.builtin) { continue }
       try entry.handler(&context)
     }
     var outputs: [ValueID] = []
@@ -99,8 +100,15 @@ public struct TFLiteContext {
   var builder = GraphBuilder()
   /// Tensor index to IR value, for tensors computed at run time (and graph inputs).
   var values: [Int: ValueID] = [:]
-  /// Constant tensors a DEQUANTIZE of a constant made (float16 or int8 weights), by tensor index.
+  /// Constant tensors a DEQUANTIZE of a constant made (float16 or int8 weights), or operators on constants
+  /// computed here (shape arithmetic), by tensor index; the shapes of those computed here.
   var folded: [Int: [Float]] = [:]
+  var foldedShapes: [Int: [Int]] = [:]
+  /// Tensors whose first axis is not a batch of 1 (a Tensordot's `[rows, K]` reshape): their IR value holds
+  /// every axis.
+  var unbatched: Set<Int> = []
+  /// Frames of a signal a GATHER cut, kept until a DFT reads them, by tensor index.
+  var framed: [Int: FramedSignal] = [:]
   var index = 0
   var op = TFLiteOperator(opcodeIndex: 0, inputs: [], outputs: [], optionsType: 0, options: nil, hasOptions2: false)
   var opName = ""
@@ -173,11 +181,20 @@ public struct TFLiteContext {
     return Array(tensor.shape.dropFirst())
   }
 
+  /// The IR shape the file declares for a computed tensor; nil where its `shape_signature` leaves a size beyond
+  /// the batch open (a size the graph computes from its input's shape: the size computed here stands).
+  func declaredShape(_ tensor: TFLiteTensor, role: String) throws -> [Int]? {
+    if let signature = tensor.shapeSignature, signature.dropFirst().contains(where: { $0 < 0 }) { return nil }
+    return try activationShape(tensor, role: role)
+  }
+
   /// Whether input `position` of the operator is a constant (stored, or a dequantized stored one).
   func isConstant(_ position: Int) -> Bool {
     guard position < op.inputs.count, op.inputs[position] >= 0 else { return false }
     let index = op.inputs[position]
-    return folded[index] != nil || model.isConstant(tensors[index])
+    // (an empty constant, a scalar's shape, has no bytes)
+    let empty = tensors[index].shape.contains(0) && tensors[index].buffer > 0 && values[index] == nil
+    return folded[index] != nil || model.isConstant(tensors[index]) || empty
   }
 
   func tensor(_ position: Int) throws -> TFLiteTensor {
@@ -190,8 +207,10 @@ public struct TFLiteContext {
   /// A constant input's float values (dequantized when stored quantized or as float16).
   func constant(_ position: Int) throws -> Constant {
     let tensor = try tensor(position)
-    if let values = folded[op.inputs[position]] { return Constant(shape: tensor.shape, values: values) }
-    guard model.isConstant(tensor) else { throw fail("input \(position) ('\(tensor.name)') must be a constant") }
+    if let values = folded[op.inputs[position]] {
+      return Constant(shape: foldedShapes[op.inputs[position]] ?? tensor.shape, values: values)
+    }
+    guard isConstant(position) else { throw fail("input \(position) ('\(tensor.name)') must be a constant") }
     let values = try model.floatValues(of: tensor)
     guard values.allSatisfy(\.isFinite) else {
       throw fail("constant '\(tensor.name)' holds a value that is not finite")
@@ -201,7 +220,13 @@ public struct TFLiteContext {
 
   func ints(_ position: Int) throws -> [Int] {
     let tensor = try tensor(position)
-    guard model.isConstant(tensor) else { throw fail("input \(position) ('\(tensor.name)') must be a constant") }
+    if let values = folded[op.inputs[position]] {
+      guard values.allSatisfy({ $0 == $0.rounded() && abs($0) < Float(1 << 24) }) else {
+        throw fail("input \(position) ('\(tensor.name)') must hold integers")
+      }
+      return values.map { Int($0) }
+    }
+    guard isConstant(position) else { throw fail("input \(position) ('\(tensor.name)') must be a constant") }
     return try model.intValues(of: tensor)
   }
 
@@ -210,6 +235,9 @@ public struct TFLiteContext {
   mutating func value(_ position: Int, broadcastRank rank: Int? = nil) throws -> ValueID {
     let tensor = try tensor(position)
     if let id = values[op.inputs[position]] { return id }
+    if framed[op.inputs[position]] != nil {
+      throw fail("reads frames of a signal ('\(tensor.name)'), which only a window, RFFT2D and its parts read")
+    }
     var constant = try self.constant(position)
     if let rank, constant.shape.count == rank, constant.shape.first == 1 {
       constant = Constant(shape: Array(constant.shape.dropFirst()), values: constant.values)
@@ -220,12 +248,15 @@ public struct TFLiteContext {
   }
 
   /// Adds an operation; the last one of an operator gets the output tensor's name and is recorded as it.
-  mutating func add(_ operation: Operation, _ inputs: [ValueID], final: Bool = true) throws -> ValueID {
+  mutating func add(_ operation: Operation, _ inputs: [ValueID], final: Bool = true, checked: Bool = true) throws
+    -> ValueID
+  {
     let name = final ? output.name : output.name + "__" + operation.kindName
     let id = try builder.add(operation, name: builder.uniqueName(name), inputs: inputs)
     if final {
-      let expected = try activationShape(output, role: "output of operator \(index)")
-      guard builder.type(of: id).shape == expected else {
+      if checked, let expected = try declaredShape(output, role: "output of operator \(index)"),
+        builder.type(of: id).shape != expected
+      {
         throw fail("computes \(builder.type(of: id).shape) where the file declares \(expected) for '\(output.name)'")
       }
       values[op.outputs[0]] = id

@@ -11,7 +11,10 @@ public struct TFLiteOperatorEntry: Sendable {
 public enum TFLiteOperatorRegistry {
   static let operators: [Int: TFLiteOperatorEntry] = {
     var all: [Int: TFLiteOperatorEntry] = [:]
-    for family in [spatial, linear, elementwise, activations, shape, reduction, quantization, recurrent, variables] {
+    for family in [
+      spatial, linear, elementwise, activations, shape, reduction, quantization, recurrent, variables, shapeArithmetic,
+      signal,
+    ] {
       all.merge(family) { first, _ in first }
     }
     return all
@@ -47,14 +50,18 @@ public enum TFLiteOperatorRegistry {
     ])
 
   static let linear = entries(
-    "linear", [TFLiteBuiltin.fullyConnected: { try $0.fullyConnected() }, TFLiteBuiltin.gather: { try $0.gather() }])
+    "linear", [TFLiteBuiltin.fullyConnected: { try $0.fullyConnected() }, TFLiteBuiltin.gather: { try $0.gatherAny() }])
 
   static let elementwise = entries(
     "elementwise",
     [
       TFLiteBuiltin.add: { try $0.binary(.add, optionsTag: 11) },
       TFLiteBuiltin.sub: { try $0.binary(.subtract, optionsTag: 28) },
-      TFLiteBuiltin.mul: { try $0.binary(.multiply, optionsTag: 21) },
+      TFLiteBuiltin.mul: { context in
+        if try context.framedMultiply() { return }
+        try context.binary(.multiply, optionsTag: 21)
+      },
+      78: { try $0.power() },
       TFLiteBuiltin.div: { try $0.binary(.divide, optionsTag: 29) },
       TFLiteBuiltin.concatenation: { try $0.concatenation() },
       55: { try $0.binary(.maximum, optionsTag: 39) }, 57: { try $0.binary(.minimum, optionsTag: 39) },
@@ -95,17 +102,46 @@ public enum TFLiteOperatorRegistry {
   static let shape = entries(
     "shape",
     [
-      TFLiteBuiltin.reshape: { try $0.reshape() },
-      TFLiteBuiltin.squeeze: { try $0.reshape() },
-      70: { try $0.reshape() },  // EXPAND_DIMS: to the output's shape
-      53: { try $0.cast() },
+      TFLiteBuiltin.reshape: { try $0.reshape(code: 22) },
+      TFLiteBuiltin.squeeze: { try $0.reshape(code: 43) },
+      70: { try $0.reshape(code: 70) },  // EXPAND_DIMS
+      53: { try $0.spectrum(.real) },  // CAST (of a spectrum: its real part)
+      105: { try $0.reverse() },
       TFLiteBuiltin.transpose: { try $0.transpose() },
       TFLiteBuiltin.stridedSlice: { try $0.stridedSlice() },
       TFLiteBuiltin.depthToSpace: { try $0.depthToSpace() },
       TFLiteBuiltin.splitV: { try $0.splitV() },
     ])
 
-  static let reduction = entries("reduction", [TFLiteBuiltin.mean: { try $0.mean() }])
+  static let reduction = entries(
+    "reduction",
+    [
+      TFLiteBuiltin.mean: { try $0.mean() }, 82: { try $0.reduce(.max) }, 89: { try $0.reduce(.min) },
+      74: { try $0.reduce(.sum) },
+    ])
+
+  /// Shape arithmetic: computed at conversion on constants (and on the shapes of computed tensors, which are
+  /// known), never at run time.
+  static let shapeArithmetic = entries(
+    "shape arithmetic",
+    Dictionary(
+      uniqueKeysWithValues: [77, 83, 96, 90, 95, 81].map { code in
+        (
+          code,
+          { @Sendable (context: inout TFLiteContext) throws in
+            throw context.fail("computes on a tensor known only at run time; it is converted on constants only")
+          }
+        )
+      }))
+
+  /// A short-time Fourier transform: frames of a signal (GATHER), a window, RFFT2D, then its real or imaginary
+  /// part or magnitude.
+  static let signal = entries(
+    "signal",
+    [
+      131: { try $0.rfft() }, 134: { try $0.spectrum(.real) }, 133: { try $0.spectrum(.imaginary) },
+      135: { try $0.spectrum(.magnitude) },
+    ])
 
   static let quantization = entries(
     "quantization",
