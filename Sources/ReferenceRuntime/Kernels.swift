@@ -16,19 +16,30 @@ enum Kernels {
     let perGroupIn = conv.inputChannelsPerGroup
     let perGroupOut = oc / conv.groups
     var result = [Float](repeating: 0, count: oh * ow * oc)
-    for y in 0..<oh {
-      for xx in 0..<ow {
-        for o in 0..<oc {
-          let group = o / perGroupOut
-          var sum = Double(conv.bias?.values[o] ?? 0)
-          window.forEachTap(y, xx) { tap, pixel in
-            for i in 0..<perGroupIn {
-              let input = x.values[pixel * c + group * perGroupIn + i]
-              let weight = conv.kernel.values[(tap * perGroupIn + i) * oc + o]
-              sum += Double(input) * Double(weight)
+    // Each output sums in Double, from its bias, over the taps in order and each tap's input channels in
+    // order: one sum per output channel is carried at once (the innermost loop runs along the kernel's
+    // contiguous output channels), which changes no sum's order.
+    var sums = [Double](repeating: 0, count: oc)
+    let bias = conv.bias?.values
+    x.values.withUnsafeBufferPointer { input in
+      conv.kernel.values.withUnsafeBufferPointer { kernel in
+        sums.withUnsafeMutableBufferPointer { sums in
+          for y in 0..<oh {
+            for xx in 0..<ow {
+              for o in 0..<oc { sums[o] = Double(bias?[o] ?? 0) }
+              window.forEachTap(y, xx) { tap, pixel in
+                for group in 0..<conv.groups {
+                  let outputs = group * perGroupOut..<(group + 1) * perGroupOut
+                  for i in 0..<perGroupIn {
+                    let value = Double(input[pixel * c + group * perGroupIn + i])
+                    let row = (tap * perGroupIn + i) * oc
+                    for o in outputs { sums[o] += value * Double(kernel[row + o]) }
+                  }
+                }
+              }
+              for o in 0..<oc { result[(y * ow + xx) * oc + o] = Float(sums[o]) }
             }
           }
-          result[(y * ow + xx) * oc + o] = Float(sum)
         }
       }
     }
@@ -215,11 +226,21 @@ enum Kernels {
     let (n, m) = (dense.inputUnits, dense.outputUnits)
     var result: [Float] = []
     result.reserveCapacity(x.values.count / n * m)
-    for row in 0..<x.values.count / n {
-      for o in 0..<m {
-        var sum = Double(dense.bias?.values[o] ?? 0)
-        for i in 0..<n { sum += Double(x.values[row * n + i]) * Double(dense.kernel.values[i * m + o]) }
-        result.append(Float(sum))
+    // Each output sums in Double from its bias over the inputs in order; all of a row's sums at once.
+    var sums = [Double](repeating: 0, count: m)
+    let bias = dense.bias?.values
+    x.values.withUnsafeBufferPointer { input in
+      dense.kernel.values.withUnsafeBufferPointer { kernel in
+        for row in 0..<x.values.count / n {
+          for o in 0..<m { sums[o] = Double(bias?[o] ?? 0) }
+          sums.withUnsafeMutableBufferPointer { sums in
+            for i in 0..<n {
+              let value = Double(input[row * n + i])
+              for o in 0..<m { sums[o] += value * Double(kernel[i * m + o]) }
+            }
+          }
+          for o in 0..<m { result.append(Float(sums[o])) }
+        }
       }
     }
     return result
