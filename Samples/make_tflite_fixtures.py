@@ -13,7 +13,7 @@ those fixtures and merges their entries into the existing `expected.json`, the o
 are (every tf_keras model is still built, in order, so that its seeded weights and layer names are the same as in a
 full run: a fixture written alone is byte for byte the one a full run writes). Without `--only`, `expected.json`
 is written anew from what the run wrote (leave out `--mediapipe-metadata` and it loses
-`classifier_with_metadata`).
+`classifier_with_metadata` and `transpose_bias_custom`).
 
 Writes `<model>_<form>.tflite`, `<model>_<form>.reference.h5` and `expected.json` (per file, what LiteRT's interpreter
 reads: its operators in order, each input's and output's tensor name, shape, type and quantization), and (2 seeded samples: inputs/0 as the model takes
@@ -36,6 +36,27 @@ BatchNormalization statistics seeded so that folding them is visible):
 Teachable Machine-style classifier whose TFLite Model Metadata says the input is an RGB image normalized by mean 127.5
 and std 127.5 and names the output's labels in a `labels.txt` zipped onto the file; its reference holds the pixels
 too.
+
+`transpose_bias_custom.tflite` (6176 bytes; with `--mediapipe-metadata DIR`, whose `schema_py_generated.py`
+Samples/tflite_rewrite.py uses): MediaPipe's custom transposed convolution, as its segmentation models
+(selfie_segmentation*.tflite) hold it: CUSTOM with custom_code `Convolution2DTransposeBias`, inputs (input NHWC,
+weights [O, KH, KW, I], bias [O]), custom_options the 12 bytes of C's TfLiteTransposeConvParams (little-endian
+int32 padding 1 = SAME / 2 = VALID, stride_width, stride_height), the output shape computed by TRANSPOSE_CONV's
+rule. A tf_keras model (layers named, weights set from numpy, seed 39, biases nonzero): Input 8x8x4 (`image`,
+batch 1), Conv2D 8 3x3 same + ReLU, Conv2DTranspose 6 3x3 stride 2 same (16x16), LeakyReLU(0.2) (a ReLU would be
+fused into the TRANSPOSE_CONV, which the custom operator cannot hold), Conv2DTranspose 3 3x2 strides (1, 2) valid
+(18x32; custom options (2, 2, 1): stride_width 2, stride_height 1), sigmoid; output `StatefulPartitionedCall:0`
+[1, 18, 32, 3]. TensorFlow's converter writes two builtin TRANSPOSE_CONV (version 3, bias as input 3;
+CONV_2D, TRANSPOSE_CONV, LEAKY_RELU, TRANSPOSE_CONV, LOGISTIC; 6356 bytes), which Samples/tflite_rewrite.py rewrites
+into the custom operator (CONV_2D, CUSTOM(Convolution2DTransposeBias), LEAKY_RELU, CUSTOM(Convolution2DTransposeBias),
+LOGISTIC; the output_shape constants dropped). Its reference is LiteRT's outputs on the builtin form (2 seeded
+samples uniform in [-1, 1), seed 1000, as the float fixtures; `computed_by` says so); its `expected.json` entry is
+what LiteRT reads of the builtin form with each TRANSPOSE_CONV named as the Swift reader names the custom operator,
+`CUSTOM(Convolution2DTransposeBias)`. (LiteRT reads the custom file too, naming the operator
+`Convolution2DTransposeBias`, and runs it only through its default XNNPACK delegate, which implements MediaPipe's
+operator: the same outputs to the bit. Without default delegates it refuses it, "Encountered unresolved custom op".)
+The script checks that the file holds 2 custom operators with 3 inputs and 12 bytes of options each, and that the
+custom file rewritten back to the builtin form computes the same outputs.
 
 `unsupported_ops.tflite` has no reference and no entry in `expected.json`: 16 float32 values
 (`serving_default_values:0`, [1, 16]) through a running sum and the 3 largest of it (`top_k(cumsum(x), 3)`: CUMSUM,
@@ -267,7 +288,8 @@ KERAS_FIXTURES = [("small_cnn", ("float32", "dynamic", "float16", "int8")), ("mi
                   ("lstm", ("float32",)), ("space_sparse", ("sparse",)), ("upsample_embed", ("float32",)),
                   ("elementwise", ("float32",))]
 FIXTURES = ["%s_%s" % (name, form) for name, forms in KERAS_FIXTURES for form in forms] + \
-    ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8", "spectrogram_float32"]
+    ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8", "spectrogram_float32",
+     "transpose_bias_custom"]
 
 
 def main():
@@ -284,8 +306,9 @@ def main():
         unknown = [name for name in only if name not in FIXTURES]
         if unknown:
             parser.error("unknown fixture(s) %s; known: %s" % (", ".join(unknown), ", ".join(FIXTURES)))
-        if "classifier_with_metadata" in only and not args.mediapipe_metadata:
-            parser.error("classifier_with_metadata needs --mediapipe-metadata")
+        for name in ("classifier_with_metadata", "transpose_bias_custom"):
+            if name in only and not args.mediapipe_metadata:
+                parser.error("%s needs --mediapipe-metadata" % name)
     wanted = lambda name: only is None or name in only
     os.makedirs(args.out, exist_ok=True)
     import h5py
@@ -331,6 +354,13 @@ def main():
     if wanted("spectrogram_float32"):
         path = spectrogram_float32(tf, h5py, args.out, computed_by)
         facts[os.path.basename(path)] = litert_facts(path)
+    if args.mediapipe_metadata and wanted("transpose_bias_custom"):
+        # Last: its model takes no weights from the seeded sequence (they are set from its own numpy generator).
+        path, entry = transpose_bias_custom(
+            tf, keras, h5py, args.out, args.mediapipe_metadata,
+            "ai-edge-litert %s on the builtin TRANSPOSE_CONV form (tensorflow %s converter)" % (
+                getattr(ai_edge_litert, "__version__", "?"), tf.__version__))
+        facts[os.path.basename(path)] = entry
     import json
     expected = os.path.join(args.out, "expected.json")
     if only is not None and os.path.exists(expected):
@@ -653,6 +683,102 @@ def classifier_with_metadata(tf, keras, out, generated):
         f.create_dataset("pixels/0", data=pixels)
         f.attrs["labels"] = __import__("json").dumps(LABELS)
     print(path, os.path.getsize(path))
+
+
+def transpose_bias_model(keras):
+    """Input 8x8x4 (batch 1, so that the transposed convolutions' output shapes are constants), Conv2D 8 3x3 same +
+    ReLU, Conv2DTranspose 6 3x3 stride 2 same (16x16), LeakyReLU(0.2) (not ReLU: the converter would fuse it into
+    the TRANSPOSE_CONV, which MediaPipe's custom operator cannot hold), Conv2DTranspose 3 3x2 (KH 3, KW 2) strides
+    (1, 2) valid (18x32, so that the custom options' stride_width and stride_height differ), sigmoid. Layers named,
+    every weight and bias set from numpy (seed 39, biases nonzero so that the converter keeps them as
+    TRANSPOSE_CONV's input 3): the model does not depend on the seeded Keras sequence of the other fixtures."""
+    rng = np.random.default_rng(39)
+    x = keras.Input((8, 8, 4), batch_size=1, name="image")
+    y = keras.layers.Conv2D(8, 3, padding="same", activation="relu", name="conv")(x)
+    y = keras.layers.Conv2DTranspose(6, 3, strides=2, padding="same", name="up_same")(y)
+    y = keras.layers.LeakyReLU(0.2, name="leaky")(y)
+    y = keras.layers.Conv2DTranspose(3, (3, 2), strides=(1, 2), padding="valid", name="up_valid")(y)
+    y = keras.layers.Activation("sigmoid", name="mask")(y)
+    model = keras.Model(x, y, name="transpose_bias")
+    for layer in model.layers:
+        weights = layer.get_weights()
+        if weights:
+            kernel, bias = weights
+            layer.set_weights([rng.normal(0, 0.3, kernel.shape).astype(np.float32),
+                               rng.normal(0, 0.1, bias.shape).astype(np.float32)])
+    return model
+
+
+# MediaPipe's custom operator as the Swift reader names it; custom options (TfLitePadding: 1 SAME, 2 VALID;
+# stride_width, stride_height) of the fixture's two transposed convolutions, in order.
+TRANSPOSE_BIAS_CUSTOM = "CUSTOM(Convolution2DTransposeBias)"
+TRANSPOSE_BIAS_OPTIONS = [(1, 2, 2), (2, 2, 1)]
+
+
+def transpose_bias_custom(tf, keras, h5py, out, generated, computed_by):
+    """transpose_bias_model converted by TensorFlow's converter (two builtin TRANSPOSE_CONV with a bias), rewritten
+    by Samples/tflite_rewrite.py into MediaPipe's Convolution2DTransposeBias custom operator (input, weights, bias;
+    12 bytes of custom options), as MediaPipe's segmentation models hold it. The reference is LiteRT's outputs on the
+    builtin form (the file as the converter wrote it, in a temporary folder) for 2 seeded samples uniform in [-1, 1)
+    (seed 1000), as the float fixtures. The expected.json entry is what LiteRT reads of the builtin form, each
+    TRANSPOSE_CONV named as the custom file holds it (CUSTOM(Convolution2DTransposeBias), the Swift reader's name;
+    LiteRT's own list of the custom file names it Convolution2DTransposeBias, checked to agree). Returns the path and
+    the entry."""
+    import struct
+    import sys
+    import tempfile
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import tflite_rewrite
+    schema = tflite_rewrite.load_schema(generated)
+    model = transpose_bias_model(keras)
+    builtin = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    custom, count = tflite_rewrite.builtin_to_custom(builtin, schema)
+    assert count == len(TRANSPOSE_BIAS_OPTIONS), count
+    path = os.path.join(out, "transpose_bias_custom.tflite")
+    with open(path, "wb") as handle:
+        handle.write(custom)
+    # The file as read back: the custom operators with their 3 inputs and 12 bytes of options, no TRANSPOSE_CONV.
+    read = schema.ModelT.InitFromPackedBuf(bytearray(custom), 0)
+    held = []
+    for op in read.subgraphs[0].operators:
+        code = read.operatorCodes[op.opcodeIndex]
+        assert code.builtinCode != schema.BuiltinOperator.TRANSPOSE_CONV
+        if code.customCode is not None:
+            assert code.customCode == b"Convolution2DTransposeBias" and code.builtinCode == \
+                schema.BuiltinOperator.CUSTOM and code.version == 1, vars(code)
+            options = np.asarray(op.customOptions, dtype=np.uint8).tobytes()
+            assert len(op.inputs) == 3 and len(options) == 12 and op.builtinOptions is None, (op.inputs, options)
+            held.append(struct.unpack("<iii", options))
+    assert held == TRANSPOSE_BIAS_OPTIONS, held
+    with tempfile.TemporaryDirectory() as folder:
+        builtin_path = os.path.join(folder, "transpose_bias_builtin.tflite")
+        with open(builtin_path, "wb") as handle:
+            handle.write(builtin)
+        given, outputs = run_litert(builtin_path, samples(model, 2, 1000))
+        facts = litert_facts(builtin_path)
+        # The custom form rewritten back to the builtin one computes the same.
+        again_path = os.path.join(folder, "transpose_bias_again.tflite")
+        with open(again_path, "wb") as handle:
+            handle.write(tflite_rewrite.custom_to_builtin(custom, schema)[0])
+        assert np.array_equal(run_litert(again_path, given[0])[1], outputs)
+    builtin_names = facts["operators"]
+    facts["operators"] = [TRANSPOSE_BIAS_CUSTOM if name == "TRANSPOSE_CONV" else name for name in builtin_names]
+    assert facts["operators"] == tflite_rewrite.operator_names(custom, schema), facts["operators"]
+    # LiteRT reads the custom file too (it only cannot run it without its default XNNPACK delegate, which
+    # implements MediaPipe's operator).
+    direct = litert_facts(path)
+    direct["operators"] = [TRANSPOSE_BIAS_CUSTOM if name == "Convolution2DTransposeBias" else name
+                           for name in direct["operators"]]
+    assert direct == facts, (direct, facts)
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+    delegated = run_litert(path, given[0])[1]
+    print(path, os.path.getsize(path), "bytes (builtin form %d)" % len(builtin), facts["operators"],
+          "builtin", builtin_names, "outputs", outputs.shape, float(outputs.min()), float(outputs.max()),
+          "custom form under XNNPACK differs by", float(np.abs(delegated - outputs).max()))
+    return path, facts
 
 
 def litert_facts(path):

@@ -55,8 +55,7 @@ extension TFLiteFrontend {
     for op in subgraph.operators {
       let code = model.operatorCodes[op.opcodeIndex]
       counts[code.name, default: 0] += 1
-      supported[code.name] =
-        code.builtin != TFLiteBuiltin.custom && TFLiteOperatorRegistry.entry(for: code.builtin) != nil
+      supported[code.name] = TFLiteOperatorRegistry.entry(for: code) != nil
     }
     let details = ModelInspection.GraphDetails(
       formatVersion: model.version, operatorSets: [],

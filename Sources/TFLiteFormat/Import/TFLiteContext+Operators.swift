@@ -298,7 +298,6 @@ extension TFLiteContext {
     guard outputShape.count == 4, outputShape[0] == 1, weights.shape.count == 4, shape.count == 3,
       weights.shape[3] == shape[2], weights.shape[0] == outputShape[3]
     else { throw fail("output shape \(outputShape), weights \(weights.shape) for an input of shape \(shape)") }
-    let (o, kh, kw, i) = (weights.shape[0], weights.shape[1], weights.shape[2], weights.shape[3])
     let table = try options(49)
     let padding = try padding(try table?.i8(0, "TransposeConvOptions.padding") ?? 0)
     let strides = try positive(
@@ -307,6 +306,56 @@ extension TFLiteContext {
         try table?.i32(1, "TransposeConvOptions.stride_w") ?? 1,
       ],
       "strides")
+    let bias = op.inputs.count > 3 && isConstant(3) ? try constant(3) : nil
+    try transposed(
+      x, weights: weights, bias: bias, padding: padding, strides: strides,
+      outputSize: [outputShape[1], outputShape[2]],
+      activation: try table?.i8(3, "TransposeConvOptions.fused_activation_function") ?? 0)
+  }
+
+  /// MediaPipe's `Convolution2DTransposeBias` (its segmentation models' upsampling): inputs, weights
+  /// `[O, KH, KW, I]` and bias `[O]`; its custom options are C's `TfLiteTransposeConvParams` (int32 padding: 1
+  /// same, 2 valid; stride width; stride height); the output size TensorFlow's rule for them (same:
+  /// `stride · (in - 1) + k - max(0, k - (in - 1) % stride - 1)`, the padding split with the smaller half first).
+  mutating func transposeConvolutionBias() throws {
+    let x = try value(0)
+    let shape = builder.type(of: x).shape
+    let weights = try constant(1)
+    let bias = try constant(2)
+    guard let range = op.customOptions, range.count >= 12 else {
+      throw fail(
+        "custom options of \(op.customOptions?.count ?? 0) bytes (12 needed: padding, stride width, stride height)")
+    }
+    let bytes = Array(model.file.bytes[range])
+    func int32(_ at: Int) -> Int32 {
+      Int32(bitPattern: (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << (8 * $1) })
+    }
+    let (code, strideW, strideH) = (int32(0), int32(4), int32(8))
+    guard code == 1 || code == 2 else { throw fail("padding \(code) (1 same, 2 valid)") }
+    let strides = try positive([strideH, strideW], "strides")
+    guard shape.count == 3, weights.shape.count == 4, weights.shape[3] == shape[2] else {
+      throw fail("weights \(weights.shape) for an input of shape \(shape)")
+    }
+    let (kh, kw) = (weights.shape[1], weights.shape[2])
+    var size: [Int] = []
+    for (axis, (k, stride)) in [(kh, strides[0]), (kw, strides[1])].enumerated() {
+      let input = shape[axis]
+      let (span, overflow) = stride.multipliedReportingOverflow(by: input - 1)
+      guard !overflow, span < 1 << 24 else { throw fail("an output of more than 2^24 rows") }
+      let padding = code == 1 ? max(0, k - (input - 1) % stride - 1) : 0
+      size.append(span + k - padding)
+    }
+    try transposed(
+      x, weights: weights, bias: bias, padding: code == 1 ? .same : .valid, strides: strides, outputSize: size,
+      activation: 0)
+  }
+
+  /// The IR's transposed convolution of weights `[O, KH, KW, I]`, TensorFlow's padding rule for the size.
+  mutating func transposed(
+    _ x: ValueID, weights: Constant, bias: Constant?, padding: Padding, strides: [Int], outputSize: [Int],
+    activation: Int8
+  ) throws {
+    let (o, kh, kw, i) = (weights.shape[0], weights.shape[1], weights.shape[2], weights.shape[3])
     // [O, KH, KW, I] -> [KH, KW, O, I].
     var kernel = [Float](repeating: 0, count: weights.values.count)
     for a in 0..<o {
@@ -316,15 +365,12 @@ extension TFLiteContext {
         }
       }
     }
-    let bias = op.inputs.count > 3 && isConstant(3) ? try constant(3) : nil
     if let bias, bias.values.count != o { throw fail("bias of \(bias.values.count) for \(o) outputs") }
     let transposed = ConvolutionTranspose(
       kernel: Constant(shape: [kh, kw, o, i], values: kernel),
       bias: bias.map { Constant(shape: [o], values: $0.values) },
-      strides: strides, padding: padding, outputSize: [outputShape[1], outputShape[2]])
-    try fused(
-      try table?.i8(3, "TransposeConvOptions.fused_activation_function") ?? 0, after: .convolutionTranspose(transposed),
-      [x])
+      strides: strides, padding: padding, outputSize: outputSize)
+    try fused(activation, after: .convolutionTranspose(transposed), [x])
   }
 
   /// GATHER of rows of a constant table (axis 0) by computed indices: an embedding lookup.

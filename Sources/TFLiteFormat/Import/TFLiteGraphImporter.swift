@@ -32,14 +32,14 @@ public enum TFLiteGraphImporter {
     var unknown: [String] = []
     for op in model.subgraph.operators {
       let code = model.operatorCodes[op.opcodeIndex]
-      if TFLiteOperatorRegistry.entry(for: code.builtin) == nil || code.builtin == TFLiteBuiltin.custom {
+      if TFLiteOperatorRegistry.entry(for: code) == nil {
         if !unknown.contains(code.name) { unknown.append(code.name) }
       }
     }
     guard unknown.isEmpty else { throw TFLiteFormatError.unsupportedOperators(path: model.path, operators: unknown) }
     for (index, op) in model.subgraph.operators.enumerated() {
       let code = model.operatorCodes[op.opcodeIndex]
-      guard let entry = TFLiteOperatorRegistry.entry(for: code.builtin), !context.absorbed.contains(index) else {
+      guard let entry = TFLiteOperatorRegistry.entry(for: code), !context.absorbed.contains(index) else {
         continue
       }
       context.index = index

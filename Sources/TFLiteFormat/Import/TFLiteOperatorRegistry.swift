@@ -22,9 +22,20 @@ public enum TFLiteOperatorRegistry {
 
   public static func entry(for code: Int) -> TFLiteOperatorEntry? { operators[code] }
 
+  /// Custom operators converted, by their code (MediaPipe's), with what they compute.
+  static let customOperators: [String: TFLiteOperatorEntry] = [
+    "Convolution2DTransposeBias": TFLiteOperatorEntry(family: "custom", handler: { try $0.transposeConvolutionBias() })
+  ]
+
+  /// The handler of an operator code: a builtin's, or a custom operator's by its name.
+  public static func entry(for code: TFLiteOperatorCode) -> TFLiteOperatorEntry? {
+    code.builtin == TFLiteBuiltin.custom ? code.customCode.flatMap { customOperators[$0] } : operators[code.builtin]
+  }
+
   /// Every supported operator's name and family, by name.
   public static var supported: [(name: String, family: String)] {
-    operators.map { (TFLiteBuiltin.name($0.key), $0.value.family) }.sorted { $0.name < $1.name }
+    (operators.map { (TFLiteBuiltin.name($0.key), $0.value.family) }
+      + customOperators.map { ("CUSTOM(\($0.key))", $0.value.family) }).sorted { $0.0 < $1.0 }
   }
 
   static func entries(_ family: String, _ handlers: [Int: @Sendable (inout TFLiteContext) throws -> Void]) -> [Int:

@@ -177,7 +177,8 @@ public enum TFLiteReader {
         opcodeIndex: code, inputs: try indices(op.int32s(1, field + ".inputs"), field + ".inputs", optional: true),
         outputs: try indices(op.int32s(2, field + ".outputs"), field + ".outputs", optional: false),
         optionsType: optionsType, options: optionsType == 0 ? nil : try op.table(4, field + ".builtin_options"),
-        hasOptions2: try op.u8(11, field + ".builtin_options_2_type") != 0)
+        hasOptions2: try op.u8(11, field + ".builtin_options_2_type") != 0,
+        customOptions: try op.byteRange(5, field + ".custom_options"))
     }
     return TFLiteSubgraph(
       name: try table.string(4, "SubGraph.name"),

@@ -119,6 +119,8 @@ public struct TFLiteOperator: Sendable {
   public var optionsType: Int
   public var options: FlatTable?
   public var hasOptions2: Bool
+  /// A custom operator's options, the bytes' place in the file (`custom_options`), when it has them.
+  public var customOptions: Range<Int>? = nil
 }
 
 /// Where a buffer's bytes are: inside the FlatBuffer (`data`), or, in a model larger than 2 GiB, at an
