@@ -789,7 +789,8 @@ struct Comparison {
         mismatchedShare: stats.elements == 0 ? 0 : Double(stats.mismatches) / Double(stats.elements),
         snrDecibels: snr,
         passed: tolerance.passes(
-          mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements))
+          mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements,
+          againstFramework: key.against != .sourceModel))
     }
   }
 
