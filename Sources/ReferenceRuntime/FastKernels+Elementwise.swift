@@ -45,16 +45,26 @@ extension FastKernels {
   static func globalPooling(_ x: Tensor, kind: PoolingKind) -> [Float] {
     let c = x.shape[2]
     let pixels = x.shape[0] * x.shape[1]
-    var result = [Float](repeating: kind == .max ? -.infinity : 0, count: c)
+    if kind != .max {
+      // Each channel's sum in Double, as the direct reduction: a float32 running sum over a large plane
+      // (9 216 pixels of a segmentation model's squeeze-excitation) drifts by 1e-5 of the mean, which the
+      // gating after it amplifies.
+      var sums = [Double](repeating: 0, count: c)
+      x.values.withUnsafeBufferPointer { input in
+        sums.withUnsafeMutableBufferPointer { sums in
+          for pixel in 0..<pixels {
+            for k in 0..<c { sums[k] += Double(input[pixel * c + k]) }
+          }
+        }
+      }
+      return sums.map { Float($0 / Double(pixels)) }
+    }
+    var result = [Float](repeating: -.infinity, count: c)
     x.values.withUnsafeBufferPointer { input in
       result.withUnsafeMutableBufferPointer { out in
         for pixel in 0..<pixels {
           let row = input.baseAddress! + pixel * c
-          accumulate(out.baseAddress!, row, count: c, max: kind == .max)
-        }
-        if kind != .max {
-          let scale = 1 / Float(pixels)
-          for k in 0..<c { out[k] *= scale }
+          accumulate(out.baseAddress!, row, count: c, max: true)
         }
       }
     }

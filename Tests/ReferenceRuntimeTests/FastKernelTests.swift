@@ -14,6 +14,20 @@ import Testing
     }
   }
 
+  /// Global average pooling sums each channel in Double in pixel order, as the direct reduction does: over
+  /// a 96 x 96 plane of values near 1 000 (a float32 running sum would drift by about 1e-5 of the mean) the
+  /// two give the same floats.
+  @Test func globalAveragePoolingOfALargePlaneIsTheDirectMean() throws {
+    var builder = GraphBuilder()
+    let x = try builder.addInput(name: "x", type: TensorType([96, 96, 3]))
+    let y = try builder.add(.globalPooling2D(kind: .average, keepDims: false), name: "pool", inputs: [x])
+    let graph = builder.build(outputs: [y])
+    let input = Tensor(shape: [96, 96, 3], values: Self.values(96 * 96 * 3, seed: 7).map { 1_000 + $0 })
+    let fast = Interpreter(graph: graph, kernels: .fast).run([input])[0]
+    let direct = Interpreter(graph: graph, kernels: .direct).run([input])[0]
+    #expect(fast.values == direct.values)
+  }
+
   static func compare(_ operation: Operation, input shape: [Int], seed: UInt64) throws {
     try compare([operation], input: shape, seed: seed)
   }
