@@ -262,18 +262,6 @@ extension TFLiteContext {
     _ = try add(.permute(order: permutation.dropFirst().map { $0 - 1 }), [x])
   }
 
-  /// MEAN over constant axes (not the batch).
-  mutating func mean() throws {
-    let x = try value(0)
-    let rank = builder.type(of: x).shape.count + 1
-    let axes = try ints(1).map { $0 < 0 ? $0 + rank : $0 }
-    guard !axes.isEmpty, axes.allSatisfy({ $0 >= 1 && $0 < rank }) else {
-      throw fail("mean over axes \(axes) of rank \(rank) (not the batch)")
-    }
-    let keep = try options(27)?.bool(0, "ReducerOptions.keep_dims") ?? false
-    _ = try add(.reduce(Reduction(kind: .mean, axes: axes.map { $0 - 1 }.sorted(), keepDims: keep)), [x])
-  }
-
   /// DEQUANTIZE of a constant (float16 or int8 weights) is the float constant it stands for, read once;
   /// of a computed tensor (a full-integer model's edge), the float value it already is here.
   mutating func dequantize() throws {

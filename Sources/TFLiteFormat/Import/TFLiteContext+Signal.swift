@@ -160,7 +160,7 @@ extension TFLiteContext {
     case magnitude
   }
 
-  /// REDUCE_MAX, REDUCE_MIN and SUM over constant axes (not the batch).
+  /// MEAN, REDUCE_MAX, REDUCE_MIN and SUM over constant axes (not the batch).
   mutating func reduce(_ kind: ReductionKind) throws {
     let x = try value(0)
     let rank = builder.type(of: x).shape.count + 1

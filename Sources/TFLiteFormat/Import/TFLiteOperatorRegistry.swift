@@ -127,7 +127,7 @@ public enum TFLiteOperatorRegistry {
   static let reduction = entries(
     "reduction",
     [
-      TFLiteBuiltin.mean: { try $0.mean() }, 82: { try $0.reduce(.max) }, 89: { try $0.reduce(.min) },
+      TFLiteBuiltin.mean: { try $0.reduce(.mean) }, 82: { try $0.reduce(.max) }, 89: { try $0.reduce(.min) },
       74: { try $0.reduce(.sum) },
     ])
 
