@@ -63,6 +63,11 @@ custom file rewritten back to the builtin form computes the same outputs.
 TOPK_V2), operators the converter does not handle, named at once in its error. (Earlier forms held SIN then
 FLOOR, then an FFT's magnitude, which the converter now handles.)
 
+`columns_float32.tflite`: BirdNET's metadata model's front, small: 3 values with an open batch (`position`,
+[-1, 3]), each column alone (`x[:, i]`: STRIDED_SLICE with a shrunk axis, a tensor of the batch axis alone), through
+MUL, ADD, SUB, SIN, COS and FLOOR, EXPAND_DIMS back to columns, CONCATENATION, a seeded Dense 4 (FULLY_CONNECTED)
+and LOGISTIC; LiteRT's outputs on 2 seeded samples.
+
 `trig_float32.tflite`: 16 float32 values (`serving_default_values:0`, [1, 16]) through
 `floor(3x) + sin(x) * cos(2x)` (a tf.function, no weights), which the file holds as SIN, MUL, FLOOR, MUL, COS,
 MUL, ADD; output `PartitionedCall:0` [1, 16] float32. Its reference is as the float models' (2 seeded samples
@@ -289,7 +294,7 @@ KERAS_FIXTURES = [("small_cnn", ("float32", "dynamic", "float16", "int8")), ("mi
                   ("elementwise", ("float32",))]
 FIXTURES = ["%s_%s" % (name, form) for name, forms in KERAS_FIXTURES for form in forms] + \
     ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8", "spectrogram_float32",
-     "transpose_bias_custom"]
+     "transpose_bias_custom", "columns_float32"]
 
 
 def main():
@@ -348,6 +353,9 @@ def main():
     if wanted("trig_float32"):
         path = trig_float32(tf, h5py, args.out, computed_by)
         facts[os.path.basename(path)] = litert_facts(path)
+    if wanted("columns_float32"):
+        path = columns_float32(tf, h5py, args.out, computed_by)
+        facts[os.path.basename(path)] = litert_facts(path)
     if wanted("streaming_int8"):
         path = streaming_int8(tf, h5py, args.out, computed_by)
         facts[os.path.basename(path)] = litert_facts(path)
@@ -401,6 +409,37 @@ def trig_float32(tf, h5py, out, computed_by):
         handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
             [module.__call__.get_concrete_function()], module).convert())
     values = np.random.default_rng(1000).uniform(-1, 1, (2, 16)).astype(np.float32)
+    given, outputs = run_litert(path, values)
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+    print(path, os.path.getsize(path), litert_facts(path)["operators"])
+    return path
+
+
+def columns_float32(tf, h5py, out, computed_by):
+    """BirdNET's metadata model's front, small: 3 values with an open batch, each column taken alone (`x[:, i]`:
+    STRIDED_SLICE with a shrunk axis, a tensor of the batch axis alone), scaled, through sin and floor, expanded
+    back and concatenated, then a seeded Dense 4 (FULLY_CONNECTED) and a sigmoid; LiteRT's outputs on 2 seeded
+    samples."""
+    rng = np.random.default_rng(39)
+    kernel = rng.normal(0, 0.5, (6, 4)).astype(np.float32)
+
+    class Columns(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec((None, 3), tf.float32, name="position")])
+        def __call__(self, position):
+            a, b, c = position[:, 0], position[:, 1], position[:, 2]
+            parts = [tf.math.sin(a * 1.5), tf.math.sin(b * 0.5 + 0.25), tf.math.floor(c * 4.0 + 0.5) / 4.0,
+                     a * b, b - c, tf.math.cos(c * 2.0)]
+            features = tf.concat([tf.expand_dims(p, -1) for p in parts], axis=1)
+            return {"score": tf.math.sigmoid(tf.matmul(features, kernel))}
+    module = Columns()
+    path = os.path.join(out, "columns_float32.tflite")
+    with open(path, "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
+            [module.__call__.get_concrete_function()], module).convert())
+    values = np.random.default_rng(1000).uniform(-1, 1, (2, 3)).astype(np.float32)
     given, outputs = run_litert(path, values)
     with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
         f.create_dataset("inputs/0", data=given[0].astype(np.float32))
