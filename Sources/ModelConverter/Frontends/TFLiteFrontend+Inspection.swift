@@ -79,6 +79,22 @@ extension TFLiteFrontend {
     }
     if !signatures.isEmpty { fields.append(("Signatures", signatures)) }
     if model.subgraphCount > 1 { fields.append(("Subgraphs", ["\(model.subgraphCount) (the first is converted)"])) }
+    // Resource variables kept between invocations: each an input and an output of the converted model.
+    let variables = subgraph.operators.compactMap { op -> String? in
+      guard model.operatorCodes[op.opcodeIndex].builtin == TFLiteBuiltin.varHandle, let out = op.outputs.first else {
+        return nil
+      }
+      return try? TFLiteContext.variableName(op.options, tensor: tensors[out])
+    }
+    if !variables.isEmpty {
+      fields.append(
+        (
+          "Variables",
+          [
+            "\(variables.count) kept between invocations: \(variables.joined(separator: ", ")) (each read before it is assigned converts to an input <name>_in and an output <name>_out)"
+          ]
+        ))
+    }
     let presentation = ModelInspection.Presentation(
       format: "TensorFlow Lite, schema version \(model.version)", fields: fields, layerNoun: "operator",
       declaresLabels: false)

@@ -24,7 +24,7 @@ extension TFLiteContext {
     handles[op.outputs[0]] = name
   }
 
-  static func variableName(_ table: FlatTable?, tensor: TFLiteTensor) throws -> String {
+  public static func variableName(_ table: FlatTable?, tensor: TFLiteTensor) throws -> String {
     let shared = try table?.string(1, "VarHandleOptions.shared_name") ?? ""
     let container = try table?.string(0, "VarHandleOptions.container") ?? ""
     return !shared.isEmpty ? shared : !container.isEmpty ? container : tensor.name

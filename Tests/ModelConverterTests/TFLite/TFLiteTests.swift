@@ -154,6 +154,9 @@ import Testing
     #expect(inputs.first == "input_audio" && Set(inputs.dropFirst()) == Set(states.map { plain($0 + "_in") }))
     #expect(outputs.count == 4 && outputs.dropFirst().map { $0.dropLast(4) + "_in" } == Array(inputs.dropFirst()))
     #expect(model.sourceNotes.contains { $0.contains("'stream_mix/states' is kept between invocations") })
+    let inspection = try ModelInspector.inspect(contentsOf: source)
+    let variables = try #require(inspection.presentation.fields.first { $0.name == "Variables" })
+    #expect(variables.values.first?.hasPrefix("3 kept between invocations") == true)
     let directory = try Fixtures.temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let url = directory.appendingPathComponent("model." + format.fileExtension)
