@@ -104,8 +104,9 @@ def main():
     parser.add_argument("--steps", type=int, help="a stream of N steps carrying the variables (root attribute "
                         "streaming = 1) instead of independent samples")
     parser.add_argument("--int-range", help="LO,HI: integer inputs uniform in [LO, HI] (default the type's range)")
-    parser.add_argument("--images", nargs="+", help="photos for the first input (an image [1, H, W, 3]), one sample "
-                        "each, resized with Pillow (11.3.0) and scaled by --image-scale; pixels/0 keeps the pixels")
+    parser.add_argument("--image", dest="images", action="append", help="a photo for the first input (an image "
+                        "[1, H, W, 3]; repeatable), one sample each, resized with Pillow (11.3.0) and "
+                        "scaled by --image-scale; pixels/0 keeps the pixels")
     parser.add_argument("--image-scale", type=float, default=1 / 255)
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()

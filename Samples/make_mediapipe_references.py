@@ -66,8 +66,8 @@ def main():
                         help="folder holding schema_py_generated.py (mediapipe/tasks/metadata/ of mediapipe 0.10.14)")
     parser.add_argument("--samples", type=int, default=2)
     parser.add_argument("--builtin-out", help="keep the builtin forms in this folder (default: a temporary one)")
-    parser.add_argument("--images", nargs="+", help="photos for the image input instead of seeded values "
-                        "(Samples/make_litert_references.py --images)")
+    parser.add_argument("--image", dest="images", action="append", help="a photo for the image input instead of "
+                        "seeded values (repeatable; Samples/make_litert_references.py --image)")
     parser.add_argument("models", nargs="+")
     args = parser.parse_args()
     import ai_edge_litert
