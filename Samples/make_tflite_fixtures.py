@@ -68,6 +68,10 @@ FLOOR, then an FFT's magnitude, which the converter now handles.)
 MUL, ADD, SUB, SIN, COS and FLOOR, EXPAND_DIMS back to columns, CONCATENATION, a seeded Dense 4 (FULLY_CONNECTED)
 and LOGISTIC; LiteRT's outputs on 2 seeded samples.
 
+`prelu_pad_float32.tflite`: MediaPipe's blocks, small: Conv2D, PRELU with slopes `[1, 1, C]` (one per channel),
+a PAD of the channels (MediaPipe's channel_padding), Conv2D 1x1, MEAN, FULLY_CONNECTED; LiteRT's outputs on 2 seeded
+samples (written last, its layers named and weights from its own generator).
+
 `trig_float32.tflite`: 16 float32 values (`serving_default_values:0`, [1, 16]) through
 `floor(3x) + sin(x) * cos(2x)` (a tf.function, no weights), which the file holds as SIN, MUL, FLOOR, MUL, COS,
 MUL, ADD; output `PartitionedCall:0` [1, 16] float32. Its reference is as the float models' (2 seeded samples
@@ -294,7 +298,7 @@ KERAS_FIXTURES = [("small_cnn", ("float32", "dynamic", "float16", "int8")), ("mi
                   ("elementwise", ("float32",))]
 FIXTURES = ["%s_%s" % (name, form) for name, forms in KERAS_FIXTURES for form in forms] + \
     ["classifier_with_metadata", "unsupported_ops", "trig_float32", "streaming_int8", "spectrogram_float32",
-     "transpose_bias_custom", "columns_float32"]
+     "transpose_bias_custom", "columns_float32", "prelu_pad_float32"]
 
 
 def main():
@@ -369,6 +373,10 @@ def main():
             "ai-edge-litert %s on the builtin TRANSPOSE_CONV form (tensorflow %s converter)" % (
                 getattr(ai_edge_litert, "__version__", "?"), tf.__version__))
         facts[os.path.basename(path)] = entry
+    if wanted("prelu_pad_float32"):
+        # After every other fixture: its layers are named and its weights set from its own generator.
+        path = prelu_pad_float32(tf, keras, h5py, args.out, computed_by)
+        facts[os.path.basename(path)] = litert_facts(path)
     import json
     expected = os.path.join(args.out, "expected.json")
     if only is not None and os.path.exists(expected):
@@ -379,6 +387,35 @@ def main():
         json.dump({"computedBy": "ai-edge-litert %s" % getattr(ai_edge_litert, "__version__", "?"), "models": facts},
                   handle, indent=1, sort_keys=True)
         handle.write("\n")
+
+
+def prelu_pad_float32(tf, keras, h5py, out, computed_by):
+    """MediaPipe's blocks, small: an 8x8x3 image through Conv2D 6 3x3 same, PReLU with one slope per channel
+    (shared_axes H and W: PRELU with slopes [1, 1, 6], as MediaPipe stores them), a zero padding of the channels
+    to 8 (PAD on the last axis, MediaPipe's channel_padding), Conv2D 4 1x1, GlobalAveragePooling2D (MEAN) and
+    Dense 3; named layers, weights from a numpy generator (seed 39); LiteRT's outputs on 2 seeded samples."""
+    rng = np.random.default_rng(39)
+    x = keras.Input((8, 8, 3), name="image")
+    conv = keras.layers.Conv2D(6, 3, padding="same", name="conv")
+    prelu = keras.layers.PReLU(shared_axes=[1, 2], name="prelu")
+    pad = keras.layers.Lambda(lambda t: tf.pad(t, [[0, 0], [0, 0], [0, 0], [0, 2]]), name="channel_padding")
+    conv2 = keras.layers.Conv2D(4, 1, name="conv2")
+    dense = keras.layers.Dense(3, name="dense")
+    y = dense(keras.layers.GlobalAveragePooling2D(name="pool")(conv2(pad(prelu(conv(x))))))
+    model = keras.Model(x, y, name="prelu_pad")
+    for layer in (conv, prelu, conv2, dense):
+        layer.set_weights([rng.normal(0, 0.5, w.shape).astype(np.float32) for w in layer.get_weights()])
+    path = os.path.join(out, "prelu_pad_float32.tflite")
+    with open(path, "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+    values = np.random.default_rng(1000).uniform(-1, 1, (2, 8, 8, 3)).astype(np.float32)
+    given, outputs = run_litert(path, values)
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+    print(path, os.path.getsize(path), litert_facts(path)["operators"])
+    return path
 
 
 def unsupported_ops(tf, out):

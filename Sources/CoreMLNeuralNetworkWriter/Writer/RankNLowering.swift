@@ -154,6 +154,7 @@ struct RankNLowering {
     "softsign": { try $0.lowerSoftsign($1, $2) },
     "elu": { try $0.lowerElu($1, $2) },
     "leaky_relu": { try $0.lowerLeakyRelu($1, $2) },
+    "prelu": { try $0.lowerPrelu($1, $2) },
     "linear_activation": { try $0.lowerLinearActivation($1, $2) },
     "clip": { try $0.lowerClip($1, $2) },
     "sigmoid_hard": { try $0.lowerSigmoidHard($1, $2) },
@@ -264,6 +265,15 @@ struct RankNLowering {
   /// `leaky_relu`.
   private mutating func lowerLeakyRelu(_ r: MILRecord, _ out: String) throws {
     try builder.activation(.leakyReLU(alpha: try scalar(r, "alpha")), out, input: try input(r), output: out)
+  }
+
+  /// `prelu` of a `[B, C, H, W]` tensor: the classic PReLU's slopes run along axis -3, the channels here (MIL's
+  /// along axis 1, which a tensor of another rank would not match).
+  private mutating func lowerPrelu(_ r: MILRecord, _ out: String) throws {
+    guard r.outputs[0].shape.count == 4, let alpha = constant(r.param("alpha")), alpha.shape.count == 1,
+      alpha.shape[0] == r.outputs[0].shape[1]
+    else { throw unsupported("prelu of a tensor of rank \(r.outputs[0].shape.count) (rank 4, one slope per channel)") }
+    try builder.activation(.preLU(alpha: alpha.values), out, input: try input(r), output: out)
   }
 
   /// `linear_activation`.

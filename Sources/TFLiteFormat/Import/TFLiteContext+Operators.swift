@@ -214,6 +214,13 @@ extension TFLiteContext {
     if alpha.shape.count == builder.type(of: x).shape.count + 1, alpha.shape.first == 1 {
       alpha = Constant(shape: Array(alpha.shape.dropFirst()), values: alpha.values)
     }
+    // Slopes `[1, 1, C]` broadcast over every axis but the channels: one slope per channel, `[C]` (what a
+    // classic network's PReLU holds; MediaPipe's models store them so).
+    if let channels = alpha.shape.last, alpha.shape.count > 1, alpha.shape.dropLast().allSatisfy({ $0 == 1 }),
+      builder.type(of: x).shape.last == channels
+    {
+      alpha = Constant(shape: [channels], values: alpha.values)
+    }
     _ = try add(.activation(.parametricReLU(alpha: alpha)), [x])
   }
 

@@ -15,7 +15,7 @@ import Testing
   static let files = [
     "small_cnn_float32", "small_cnn_dynamic", "small_cnn_float16", "small_cnn_int8", "mixed_ops_float32",
     "lstm_float32", "classifier_with_metadata", "space_sparse_sparse", "upsample_embed_float32", "elementwise_float32",
-    "trig_float32", "spectrogram_float32", "transpose_bias_custom", "columns_float32",
+    "trig_float32", "spectrogram_float32", "transpose_bias_custom", "columns_float32", "prelu_pad_float32",
   ]
 
   struct Expected: Decodable {
