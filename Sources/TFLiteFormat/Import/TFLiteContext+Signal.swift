@@ -60,6 +60,17 @@ extension TFLiteContext {
   /// joined, may change). True when the input was frames.
   mutating func framedReshape(code: Int) throws -> Bool {
     guard let frames = framed[op.inputs[0]] else { return false }
+    // SQUEEZE and EXPAND_DIMS move unit axes only; a RESHAPE must keep one frame (or spectrum) per row:
+    // its last axis the frame's samples (the bins), the others holding the frames.
+    if code == 22, op.inputs.count > 1, op.inputs[1] >= 0 {
+      let target = try ints(1)
+      let last = frames.fftLength.map { $0 / 2 + 1 } ?? frames.length
+      let rows = target.dropLast()
+      let known = rows.filter { $0 >= 0 }.reduce(1) { $0 * max($1, 1) }
+      guard target.last == last, rows.filter({ $0 < 0 }).count <= 1,
+        rows.contains(-1) ? frames.count % max(known, 1) == 0 : known == frames.count
+      else { throw fail("a reshape of \(frames.count) frames of \(last) values to \(target) (one frame per row only)") }
+    }
     framed[op.outputs[0]] = frames
     return true
   }
