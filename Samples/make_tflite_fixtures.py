@@ -301,6 +301,25 @@ FIXTURES = ["%s_%s" % (name, form) for name, forms in KERAS_FIXTURES for form in
      "transpose_bias_custom", "columns_float32", "prelu_pad_float32"]
 
 
+def write_module(tf, module, path):
+    """Converts a tf.Module's `__call__` with TensorFlow's converter (its defaults: float32) to `path`."""
+    with open(path, "wb") as handle:
+        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
+            [module.__call__.get_concrete_function()], module).convert())
+
+
+def write_reference(h5py, path, given, outputs, computed_by, **attributes):
+    """`<fixture>.reference.h5` beside `path`: `inputs/<i>` as given to LiteRT, `outputs/0` as it computed them
+    (float32), root attributes `computed_by` and any others."""
+    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
+        for i, values in enumerate(given):
+            f.create_dataset("inputs/%d" % i, data=values.astype(np.float32))
+        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
+        f.attrs["computed_by"] = computed_by
+        for key, value in attributes.items():
+            f.attrs[key] = value
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="Samples/Fixtures/tflite")
@@ -341,11 +360,7 @@ def main():
                 handle.write(convert(tf, model, form))
             given, outputs = run_litert(path, samples(model, 2, 1000), [t.name.split(":")[0] for t in model.inputs]
                                         if len(model.inputs) > 1 else None)
-            with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-                for i, values in enumerate(given):
-                    f.create_dataset("inputs/%d" % i, data=values.astype(np.float32))
-                f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-                f.attrs["computed_by"] = computed_by
+            write_reference(h5py, path, given, outputs, computed_by)
             print(path, os.path.getsize(path))
             facts[os.path.basename(path)] = litert_facts(path)
     if args.mediapipe_metadata and wanted("classifier_with_metadata"):
@@ -410,10 +425,7 @@ def prelu_pad_float32(tf, keras, h5py, out, computed_by):
         handle.write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
     values = np.random.default_rng(1000).uniform(-1, 1, (2, 8, 8, 3)).astype(np.float32)
     given, outputs = run_litert(path, values)
-    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
-        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-        f.attrs["computed_by"] = computed_by
+    write_reference(h5py, path, given[:1], outputs, computed_by)
     print(path, os.path.getsize(path), litert_facts(path)["operators"])
     return path
 
@@ -427,9 +439,7 @@ def unsupported_ops(tf, out):
             return {"largest": tf.math.top_k(tf.math.cumsum(values, axis=1), 3).values}
     module = Unsupported()
     path = os.path.join(out, "unsupported_ops.tflite")
-    with open(path, "wb") as handle:
-        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
-            [module.__call__.get_concrete_function()], module).convert())
+    write_module(tf, module, path)
     print(path, os.path.getsize(path), litert_facts(path)["operators"])
 
 
@@ -442,15 +452,10 @@ def trig_float32(tf, h5py, out, computed_by):
             return {"result": tf.math.floor(3.0 * values) + tf.math.sin(values) * tf.math.cos(2.0 * values)}
     module = Trig()
     path = os.path.join(out, "trig_float32.tflite")
-    with open(path, "wb") as handle:
-        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
-            [module.__call__.get_concrete_function()], module).convert())
+    write_module(tf, module, path)
     values = np.random.default_rng(1000).uniform(-1, 1, (2, 16)).astype(np.float32)
     given, outputs = run_litert(path, values)
-    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
-        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-        f.attrs["computed_by"] = computed_by
+    write_reference(h5py, path, given[:1], outputs, computed_by)
     print(path, os.path.getsize(path), litert_facts(path)["operators"])
     return path
 
@@ -473,15 +478,10 @@ def columns_float32(tf, h5py, out, computed_by):
             return {"score": tf.math.sigmoid(tf.matmul(features, kernel))}
     module = Columns()
     path = os.path.join(out, "columns_float32.tflite")
-    with open(path, "wb") as handle:
-        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
-            [module.__call__.get_concrete_function()], module).convert())
+    write_module(tf, module, path)
     values = np.random.default_rng(1000).uniform(-1, 1, (2, 3)).astype(np.float32)
     given, outputs = run_litert(path, values)
-    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
-        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-        f.attrs["computed_by"] = computed_by
+    write_reference(h5py, path, given[:1], outputs, computed_by)
     print(path, os.path.getsize(path), litert_facts(path)["operators"])
     return path
 
@@ -546,17 +546,12 @@ def spectrogram_float32(tf, h5py, out, computed_by):
     LiteRT allocates as [1, 4000]: run_litert gives it one signal at a time, a batch of 1."""
     module = spectrogram_module(tf)
     path = os.path.join(out, "spectrogram_float32.tflite")
-    with open(path, "wb") as handle:
-        handle.write(tf.lite.TFLiteConverter.from_concrete_functions(
-            [module.__call__.get_concrete_function()], module).convert())
+    write_module(tf, module, path)
     operators = litert_facts(path)["operators"]
     assert set(operators) == SPECTROGRAM_OPERATORS, sorted(set(operators) ^ SPECTROGRAM_OPERATORS)
     signals = np.random.default_rng(1000).uniform(-1, 1, (2, SPECTROGRAM_SAMPLES)).astype(np.float32)
     given, outputs = run_litert(path, signals)
-    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
-        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-        f.attrs["computed_by"] = computed_by
+    write_reference(h5py, path, given[:1], outputs, computed_by)
     print(path, os.path.getsize(path), operators)
     return path
 
@@ -645,11 +640,7 @@ def streaming_int8(tf, h5py, out, computed_by):
     # The steps depend on each other: each step alone, from the initial states, gives other outputs.
     alone = np.stack([run_litert_streaming(path, step[None])[1][0] for step in steps])
     assert not np.array_equal(alone[1:], outputs[1:]), "the states change nothing"
-    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
-        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-        f.attrs["computed_by"] = computed_by
-        f.attrs["streaming"] = 1
+    write_reference(h5py, path, given[:1], outputs, computed_by, streaming=1)
     print(path, os.path.getsize(path), litert_facts(path)["operators"])
     print("  streaming outputs", outputs.ravel().tolist(), "each step alone", alone.ravel().tolist())
     return path
@@ -846,10 +837,7 @@ def transpose_bias_custom(tf, keras, h5py, out, generated, computed_by):
     direct["operators"] = [TRANSPOSE_BIAS_CUSTOM if name == "Convolution2DTransposeBias" else name
                            for name in direct["operators"]]
     assert direct == facts, (direct, facts)
-    with h5py.File(path.replace(".tflite", ".reference.h5"), "w") as f:
-        f.create_dataset("inputs/0", data=given[0].astype(np.float32))
-        f.create_dataset("outputs/0", data=outputs.astype(np.float32))
-        f.attrs["computed_by"] = computed_by
+    write_reference(h5py, path, given[:1], outputs, computed_by)
     delegated = run_litert(path, given[0])[1]
     print(path, os.path.getsize(path), "bytes (builtin form %d)" % len(builtin), facts["operators"],
           "builtin", builtin_names, "outputs", outputs.shape, float(outputs.min()), float(outputs.max()),

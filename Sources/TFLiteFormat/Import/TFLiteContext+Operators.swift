@@ -554,4 +554,41 @@ extension TFLiteContext {
     let sliced = try add(.slice(slice), [x], final: false)
     _ = try add(.reshape(targetShape: expected), [sliced])
   }
+
+  /// SPLIT_V: consecutive pieces of the given sizes (one may be -1: the rest) along a constant axis (not the
+  /// batch), each a slice.
+  mutating func splitV() throws {
+    let x = try value(0)
+    let shape = builder.type(of: x).shape
+    var sizes = try ints(1)
+    let axes = try ints(2)
+    guard axes.count == 1 else { throw fail("axis must be one value, got \(axes)") }
+    let rank = shape.count + 1
+    let axis = axes[0] < 0 ? axes[0] + rank : axes[0]
+    guard axis >= 1, axis < rank else { throw fail("split along axis \(axes[0]) of rank \(rank) (not the batch)") }
+    let total = shape[axis - 1]
+    guard sizes.count == op.outputs.count, sizes.filter({ $0 == -1 }).count <= 1, sizes.allSatisfy({ $0 >= -1 })
+    else { throw fail("size_splits \(sizes) for \(op.outputs.count) outputs") }
+    let known = sizes.filter { $0 >= 0 }.reduce(0) { $0 + min($1, total + 1) }
+    if let open = sizes.firstIndex(of: -1) { sizes[open] = max(total - known, -1) }
+    guard sizes.allSatisfy({ $0 >= 1 }), sizes.reduce(0, +) == total else {
+      throw fail("size_splits \(sizes) do not add up to the axis' \(total) elements")
+    }
+    var start = 0
+    for (piece, size) in zip(op.outputs, sizes) {
+      var begin = shape.map { _ in 0 }
+      var end = shape
+      begin[axis - 1] = start
+      end[axis - 1] = start + size
+      start += size
+      let tensor = tensors[piece]
+      let id = try builder.add(
+        .slice(StridedSlice(begin: begin, end: end, strides: shape.map { _ in 1 })),
+        name: builder.uniqueName(tensor.name), inputs: [x])
+      if let expected = try declaredShape(tensor, role: "output"), builder.type(of: id).shape != expected {
+        throw fail("computes \(builder.type(of: id).shape) where the file declares \(expected) for '\(tensor.name)'")
+      }
+      values[piece] = id
+    }
+  }
 }
