@@ -76,7 +76,7 @@ public enum Converter {
     // An ML Program whose values leave float16's range computes in float32 unless a precision was given.
     var options = given
     if options.precision == nil && options.format == .mlProgram
-      && !Float16Range.float32Reasons(in: source.graph).isEmpty
+      && !(Float16Range.float32Reasons(in: source.graph) + source.float32Reasons).isEmpty
     {
       options.precision = .float32
     }
@@ -162,7 +162,7 @@ public enum Converter {
     // becomes float32 unless float16 was asked for (then the notes warn).
     // Weights float16 cannot store, in a model whose values all stay within it, keep only their own
     // operations in float32 (mixed precision); asked for, float16 stays strict and the writer names them.
-    var float16Reasons = Float16Range.float32Reasons(in: source.graph)
+    var float16Reasons = Float16Range.float32Reasons(in: source.graph) + source.float32Reasons
     var float32Operations: [String] = []
     if options.format == .mlProgram && options.resolvedPrecision == .float16 {
       let found = Float16Range.reasons(in: graph, imageInputs: imageInputs)

@@ -166,6 +166,9 @@ public struct ImportedSource: Sendable {
   /// What the import decided where the file left something open (a batch size, sizes taken from its
   /// metadata, names Core ML cannot use), said in the conversion's summary.
   public var notes: [String] = []
+  /// Why the source's computation needs float32 (values float16's rounding would move too far, in the
+  /// frontend's words): an ML Program computes in float32 unless float16 is asked for.
+  public var float32Reasons: [String] = []
   /// Values a stateful source keeps from one prediction to the next (a streaming model's buffers), each an
   /// input and an output of the graph; a reference file without those inputs is a stream (`verify`).
   public var streamingStates: [StreamingState] = []

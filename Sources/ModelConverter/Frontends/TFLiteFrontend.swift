@@ -86,6 +86,7 @@ public struct TFLiteFrontend: ModelFrontend {
       if declared.fits(graph[id].type.shape) { source.declaredArrays[graph[id].name] = declared }
     }
     source.notes = imported.notes
+    source.float32Reasons = imported.float32Reasons
     for (index, input) in model.subgraph.inputs.enumerated() {
       let tensor = model.subgraph.tensors[input]
       if let q = tensor.quantization, tensor.type == .int8 || tensor.type == .uint8 {

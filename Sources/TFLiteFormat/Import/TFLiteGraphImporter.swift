@@ -15,6 +15,8 @@ public struct TFLiteImportedGraph: Sendable {
   public var tensorShapes: [String: [Int]] = [:]
   /// The variables carried from one invocation to the next, as the last inputs and outputs (in that order).
   public var states: [TFLiteStreamingState] = []
+  /// Why the graph needs float32 (an ML Program computes in float32 unless float16 is asked for).
+  public var float32Reasons: [String] = []
 }
 
 /// Imports subgraph 0 of a `TFLiteModel`, operator by operator through `TFLiteOperatorRegistry`.
@@ -90,7 +92,7 @@ public enum TFLiteGraphImporter {
       outputNames: model.subgraph.outputs.map { tensors[$0].name } + states.map(\.output),
       inputShapes: model.subgraph.inputs.map { tensors[$0].shape } + stateShapes,
       outputShapes: model.subgraph.outputs.map { tensors[$0].shape } + stateShapes, notes: context.notes,
-      tensorShapes: shapes, states: states)
+      tensorShapes: shapes, states: states, float32Reasons: context.float32Reasons)
   }
 }
 
@@ -113,6 +115,7 @@ public struct TFLiteContext {
   var op = TFLiteOperator(opcodeIndex: 0, inputs: [], outputs: [], optionsType: 0, options: nil, hasOptions2: false)
   var opName = ""
   var notes: [String] = []
+  var float32Reasons: [String] = []
   /// The operators reading each tensor, by tensor index.
   var readers: [Int: [Int]] = [:]
   /// Operators a handler already computed with its own (a slice of an LSTM's last step).

@@ -24,7 +24,11 @@ public enum TFLiteOperatorRegistry {
 
   /// Custom operators converted, by their code (MediaPipe's), with what they compute.
   static let customOperators: [String: TFLiteOperatorEntry] = [
-    "Convolution2DTransposeBias": TFLiteOperatorEntry(family: "custom", handler: { try $0.transposeConvolutionBias() })
+    "Convolution2DTransposeBias": TFLiteOperatorEntry(family: "custom", handler: { try $0.transposeConvolutionBias() }),
+    "Landmarks2TransformMatrix": TFLiteOperatorEntry(
+      family: "custom", handler: { try $0.landmarksToTransformMatrix() }),
+    "TransformTensorBilinear": TFLiteOperatorEntry(family: "custom", handler: { try $0.transformTensorBilinear() }),
+    "TransformLandmarks": TFLiteOperatorEntry(family: "custom", handler: { try $0.transformLandmarks() }),
   ]
 
   /// The handler of an operator code: a builtin's, or a custom operator's by its name.
