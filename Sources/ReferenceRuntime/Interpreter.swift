@@ -71,7 +71,11 @@ public struct Interpreter: Sendable {
   /// - Parameter substitutes: observed values that the nodes after them read in place of what their own
   ///   node computed (which is still what `observed` returns): each then measures only the nodes between
   ///   it and the substituted values before it. A substitute must have its value's shape.
-  public func runObserving(_ inputs: [Tensor], substitutes: [ValueID: Tensor] = [:]) -> (
+  /// - Parameter roundoffNoise: when given, every step's result is perturbed by noise of float32 roundoff's
+  ///   size: a run that shows how far the model's own rounding can move its outputs.
+  public func runObserving(
+    _ inputs: [Tensor], substitutes: [ValueID: Tensor] = [:], roundoffNoise: RoundoffNoise? = nil
+  ) -> (
     outputs: [Tensor], observed: [ValueID: Tensor]
   ) {
     var kept: [ValueID: Tensor] = [:]
@@ -86,7 +90,7 @@ public struct Interpreter: Sendable {
     for step in plan.steps { for input in step.inputs { remainingUses[input] += 1 } }
     for output in graph.outputs { remainingUses[output] += 1 }
     for id in graph.inputs where observed.contains(id) { kept[id] = values[id] }
-    for step in plan.steps {
+    for (position, step) in plan.steps.enumerated() {
       let shape = graph[step.output].type.shape
       var result: [Float]
       if let prepared = step.prepared, let addend = step.addend {
@@ -106,6 +110,10 @@ public struct Interpreter: Sendable {
       } else {
         result = evaluate(step.operation, step.inputs.map { values[$0]! }, outputShape: shape)
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+      }
+      if let roundoffNoise {
+        let size = RoundoffNoise.size(step.operation, inputShapes: step.inputs.map { graph[$0].type.shape })
+        roundoffNoise.perturb(&result, size: size, step: position)
       }
       if graph[step.output].type.dataType == .float16 {
         if kernels == .fast { FastKernels.roundToFloat16(&result) } else { Kernels.roundToFloat16(&result) }

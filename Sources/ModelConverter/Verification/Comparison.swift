@@ -134,6 +134,9 @@ struct Comparison {
   let convertedRuntime: Interpreter
   /// Keyed by output index and input kind (`random` / `reference`).
   var statistics: [StatisticsKey: Statistics] = [:]
+  /// By output index: the source rerun with float32-sized roundoff noise against its plain run, on the
+  /// reference inputs (what another framework's float32 rounding may move each output by).
+  var roundoffStatistics: [Int: Statistics] = [:]
   var sourceSeconds = 0.0
   var convertedSeconds = 0.0
   var runs = 0
@@ -578,7 +581,25 @@ struct Comparison {
   }
 
   mutating func compare(sourceInputs: [Tensor], convertedInputs: [Tensor], expected: [Tensor]?) throws {
-    try accumulate(run(sourceInputs: sourceInputs, convertedInputs: convertedInputs), expected: expected)
+    let sample = run(sourceInputs: sourceInputs, convertedInputs: convertedInputs)
+    try accumulate(sample, expected: expected)
+    if expected != nil { probeRoundoff(sourceInputs: sourceInputs, plain: sample.sourceOutputs) }
+  }
+
+  /// Runs of the source with noise of float32 roundoff's size on every layer (`RoundoffNoise`, two seeds per
+  /// sample), compared with its plain run: how far the model's own rounding moves each output, which an
+  /// output compared with another framework's (float32 weights) may then differ by (`RoundoffSensitivity`).
+  mutating func probeRoundoff(sourceInputs: [Tensor], plain: [Tensor]) {
+    guard tolerance.basis == .float32Weights, tolerance.maximumRelativeRMS == nil else { return }
+    for draw in 0..<2 {
+      let noise = RoundoffNoise(seed: UInt64(runs) << 8 | UInt64(draw + 1))
+      let noisy = sourceRuntime.runObserving(sourceInputs, roundoffNoise: noise).outputs
+      for index in plain.indices where pixelOutputs[index] == nil {
+        var stats = roundoffStatistics[index] ?? Statistics()
+        Self.accumulate(&stats, actual: noisy[index].values, expected: plain[index].values, tolerance: tolerance)
+        roundoffStatistics[index] = stats
+      }
+    }
   }
 
   /// Both models' outputs and observed values for one sample, and how long each took.
@@ -782,6 +803,14 @@ struct Comparison {
     statistics.keys.sorted().map { key in
       let stats = statistics[key]!
       let snr = stats.noise == 0 ? nil : 10 * log10(stats.signal / stats.noise)
+      let sensitivity =
+        key.against == .sourceModel
+        ? nil
+        : roundoffStatistics[key.output].map { probe in
+          VerificationTolerance.RoundoffSensitivity(
+            share: probe.elements == 0 ? 0 : Double(probe.mismatches) / Double(probe.elements),
+            relativeRMS: (probe.noise / max(probe.signal, Double(probe.elements))).squareRoot())
+        }
       return ParityReport.OutputParity(
         name: converted.graph[converted.graph.outputs[key.output]].name, inputs: key.inputs, comparedWith: key.against,
         elements: stats.elements, maxAbsoluteError: stats.maxAbsolute,
@@ -790,7 +819,8 @@ struct Comparison {
         snrDecibels: snr,
         passed: tolerance.passes(
           mismatches: stats.mismatches, signal: stats.signal, noise: stats.noise, elements: stats.elements,
-          againstFramework: key.against != .sourceModel))
+          againstFramework: key.against != .sourceModel, sensitivity: sensitivity),
+        roundoffSensitivity: sensitivity)
     }
   }
 

@@ -38,6 +38,9 @@ public struct ParityReport: Sendable, Equatable, Codable {
     /// Signal-to-noise ratio of the converted output in dB; nil when the outputs are identical.
     public var snrDecibels: Double?
     public var passed: Bool
+    /// Against another framework's outputs (float32 weights): how far the source's own rounding moves this
+    /// output, when measured (`VerificationTolerance.RoundoffSensitivity`).
+    public var roundoffSensitivity: VerificationTolerance.RoundoffSensitivity? = nil
   }
 
   /// Label agreement of a classifier over the same samples.

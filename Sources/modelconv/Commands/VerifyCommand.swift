@@ -157,11 +157,20 @@ enum VerifyCommand: Subcommand {
     } else {
       lines.append("  ok   layers: \(report.layers.count) tensors compared layer by layer, all within tolerance")
     }
+    /// Against another framework: the allowance the source's own rounding sets, when wider than the fixed one.
+    func roundoffAllowance(_ sensitivity: VerificationTolerance.RoundoffSensitivity?) -> String {
+      guard let sensitivity, sensitivity.widens else { return "" }
+      return String(
+        format:
+          " (allowed %.2f%% outside, relative RMS %@: what float32-sized noise on every layer moves the source by)",
+        sensitivity.allowedShare * 100, format(Float(sensitivity.allowedRMS)))
+    }
     for output in report.outputs {
       let snr = output.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
       lines.append(
         "  \(output.passed ? "ok  " : "FAIL") \(output.name) [\(output.inputs) inputs vs \(output.comparedWith)]: max abs \(format(output.maxAbsoluteError)), "
           + "max rel \(format(output.maxRelativeError)), outside tolerance \(String(format: "%.2f", output.mismatchedShare * 100))%, SNR \(snr)"
+          + roundoffAllowance(output.roundoffSensitivity)
       )
     }
     if let classifier = report.classifier {
