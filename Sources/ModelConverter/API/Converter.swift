@@ -165,12 +165,12 @@ public enum Converter {
     var float16Reasons = Float16Range.float32Reasons(in: source.graph) + source.float32Reasons
     var float32Operations: [String] = []
     if options.format == .mlProgram && options.resolvedPrecision == .float16 {
-      let found = Float16Range.reasons(in: graph, imageInputs: imageInputs)
+      let found = Float16Range.reasons(in: graph, imageInputs: imageInputs, checkingPrecision: float16Reasons.isEmpty)
       if given.precision == nil && float16Reasons.isEmpty && found.values.isEmpty && !found.weights.isEmpty {
         try Pipelines.pipeline("mixedPrecision").run(&graph)
         float32Operations = found.weights
       } else {
-        float16Reasons += found.weights + found.values
+        float16Reasons += found.weights + found.values + found.precision
         if given.precision == nil && !float16Reasons.isEmpty {
           options.precision = .float32
           try Pipelines.pipeline("float32Fallback").run(&graph)

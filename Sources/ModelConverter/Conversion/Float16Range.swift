@@ -18,7 +18,10 @@ import ReferenceRuntime
 ///   cannot even store it.
 /// - A layer whose values pass 65 504 when the converted graph runs in float32 on the inputs `verify`
 ///   draws (pixels 0-255 through the image preprocessing, other inputs uniform in [-1, 1]; two seeded
-///   samples): a 3 000-way sum, a huge image scale. Models whose tensors would take more than
+///   samples): a 3 000-way sum, a huge image scale.
+/// - A layer whose values the float16 program itself (weights rounded to float16, every result rounded to
+///   float16) moves by more than `verify` allows a float16 program (relative RMS 64 x 2^-11) on the same sampled
+///   inputs: MediaPipe's pose landmark model, whose segmentation logits near 10^3 come out at 29 dB. Models whose tensors would take more than
 ///   `maximumCheckedBytes`, that read token ids, or that the runtime cannot run are not run.
 enum Float16Range {
   /// float16's largest finite value.
@@ -75,8 +78,8 @@ enum Float16Range {
   /// The reasons split: weights float16 cannot store (which mixed precision keeps in float32 where they
   /// are), and values beyond float16 on sampled inputs or from an image scaler (which only a float32
   /// program holds).
-  static func reasons(in graph: Graph, imageInputs: [String: ImagePreprocessing]) -> (
-    weights: [String], values: [String]
+  static func reasons(in graph: Graph, imageInputs: [String: ImagePreprocessing], checkingPrecision: Bool = false) -> (
+    weights: [String], values: [String], precision: [String]
   ) {
     let weights = weightReasons(in: graph)
     var reasons: [String] = []
@@ -94,17 +97,22 @@ enum Float16Range {
     guard Interpreter.unsupportedOperations(in: graph).isEmpty,
       RuntimeMemory.tensorBytes(in: graph).total <= maximumCheckedBytes
     else {
-      return (weights, reasons)
+      return (weights, reasons, [])
     }
     // Token ids index an embedding table: uniform values would not be ids, so such a model is not run.
     let readsTokens = graph.nodes.contains { node in
       if case .embedding = node.operation { return true }
       return false
     }
-    if readsTokens { return (weights, reasons) }
+    if readsTokens { return (weights, reasons, []) }
     var generator = SplitMix64(seed: 0)
     var worst: [ValueID: Float] = [:]
     let interpreter = Interpreter(graph: graph, kernels: .direct, observed: Set(graph.nodes.map(\.output)))
+    // The same graph as a float16 program computes it, when asked and nothing above already rules float16 out.
+    let float16 =
+      checkingPrecision && weights.isEmpty && reasons.isEmpty
+      ? Interpreter(graph: graph.emulatingFloat16(), kernels: .direct, observed: Set(graph.nodes.map(\.output))) : nil
+    var lost: [ValueID: (signal: Double, noise: Double)] = [:]
     for _ in 0..<2 {
       var inputs: [Tensor] = []
       for id in graph.inputs {
@@ -123,10 +131,22 @@ enum Float16Range {
         }
       }
       // Inputs that are not finite make nothing to measure (a source's own NaN scaler is refused elsewhere).
-      guard inputs.allSatisfy({ $0.values.allSatisfy(\.isFinite) }) else { return (weights, reasons) }
-      for (id, tensor) in interpreter.runObserving(inputs).observed {
+      guard inputs.allSatisfy({ $0.values.allSatisfy(\.isFinite) }) else { return (weights, reasons, []) }
+      let observed = interpreter.runObserving(inputs).observed
+      for (id, tensor) in observed {
         let peak = tensor.values.reduce(Float(0)) { abs($1).isNaN ? $0 : max($0, abs($1)) }
         worst[id] = max(worst[id] ?? 0, peak)
+      }
+      if let float16 {
+        for (id, tensor) in float16.runObserving(inputs).observed {
+          guard let expected = observed[id] else { continue }
+          var (signal, noise) = lost[id] ?? (0, 0)
+          for (a, b) in zip(tensor.values, expected.values) where a.isFinite || b.isFinite {
+            signal += Double(b) * Double(b)
+            noise += a.isFinite && b.isFinite ? Double(a - b) * Double(a - b) : .infinity
+          }
+          lost[id] = (signal, noise)
+        }
       }
     }
     var named = Set<String>()
@@ -147,6 +167,33 @@ enum Float16Range {
       }
       if reasons.count >= 3 { break }
     }
-    return (weights, reasons)
+    return (weights, reasons, reasons.isEmpty ? precisionReasons(graph, lost: lost) : [])
+  }
+
+  /// The relative RMS error a tensor may have in a float16 program, as `verify` allows it (64 roundings of
+  /// float16, 64 x 2^-11).
+  static let float16RelativeRMS = 64.0 / 2048
+
+  /// The first layer (in graph order) whose values the float16 program moves by more than `verify` allows
+  /// on the sampled inputs, and how many do.
+  static func precisionReasons(_ graph: Graph, lost: [ValueID: (signal: Double, noise: Double)]) -> [String] {
+    var first: (Node, Double)?
+    var count = 0
+    for node in graph.nodes {
+      if case .constant = node.operation { continue }
+      guard let (signal, noise) = lost[node.output] else { continue }
+      let elements = Double(graph[node.output].type.elementCount * 2)
+      let relative = (noise / max(signal, elements)).squareRoot()
+      guard !(relative <= float16RelativeRMS) else { continue }
+      count += 1
+      if first == nil { first = (node, relative) }
+    }
+    guard let (node, relative) = first else { return [] }
+    let others = count > 1 ? " (and \(count - 1) layers after it)" : ""
+    return [
+      "layer '\(node.origin?.name ?? node.name)'\(others) computes values float16's rounding moves by a relative RMS of "
+        + "\(relative.isFinite ? String(format: "%.3g", relative) : "infinity") on sampled inputs, more than verify allows a "
+        + "float16 program (\(float16RelativeRMS))"
+    ]
   }
 }
