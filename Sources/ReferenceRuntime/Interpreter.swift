@@ -112,8 +112,16 @@ public struct Interpreter: Sendable {
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       }
       if let roundoffNoise {
-        let size = RoundoffNoise.size(step.operation, inputShapes: step.inputs.map { graph[$0].type.shape })
-        roundoffNoise.perturb(&result, size: size, step: position)
+        if let first = step.inputs.first, let input = values[first],
+          let summed = RoundoffNoise.summedAxes(step.operation, inputShape: input.shape)
+        {
+          // A mean or sum as a float32 running sum computes it, one value after another.
+          result = RoundoffNoise.runningSum(input, axes: summed.axes, mean: summed.mean)
+          for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+        } else {
+          let size = RoundoffNoise.size(step.operation, inputShapes: step.inputs.map { graph[$0].type.shape })
+          roundoffNoise.perturb(&result, size: size, step: position)
+        }
       }
       if graph[step.output].type.dataType == .float16 {
         if kernels == .fast { FastKernels.roundToFloat16(&result) } else { Kernels.roundToFloat16(&result) }

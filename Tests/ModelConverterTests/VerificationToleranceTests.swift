@@ -80,13 +80,13 @@ import Testing
   }
 
   /// A model whose own rounding moves an output more than the fixed allowance (MediaPipe's landscape selfie
-  /// segmentation: LiteRT differs from our reading at 4.2% of the mask's 36 864 elements, relative RMS 1.4e-4;
-  /// float32-sized noise on every layer moves it at 14%, 7.8e-4) is allowed what the noise moved it by, against
-  /// another framework only; a wrong computation (1e-2) still fails, and a sensitivity under the fixed allowance
-  /// leaves it as it was.
+  /// segmentation: LiteRT differs from our reading at 4.24% of the mask's 36 864 elements, relative RMS 1.4e-4;
+  /// the roundoff run moves it at 4.37%, 7.8e-5) is allowed twice what that run moved it by, against another
+  /// framework only; a wrong computation (1e-2) still fails, and a sensitivity under the fixed allowance leaves it
+  /// as it was.
   @Test func aModelsOwnRoundoffSensitivityWidensTheFrameworkAllowance() {
     let elements = 36_864
-    let measured = VerificationTolerance.RoundoffSensitivity(share: 0.14, relativeRMS: 7.8e-4)
+    let measured = VerificationTolerance.RoundoffSensitivity(share: 0.0437, relativeRMS: 7.8e-5)
     func passes(misses: Int, relativeRMS: Double, _ sensitivity: VerificationTolerance.RoundoffSensitivity?) -> Bool {
       VerificationTolerance.float32.passes(
         mismatches: misses, signal: Double(elements), noise: relativeRMS * relativeRMS * Double(elements),
@@ -95,7 +95,7 @@ import Testing
     #expect(!passes(misses: 1_562, relativeRMS: 1.4e-4, nil))
     #expect(passes(misses: 1_562, relativeRMS: 1.4e-4, measured))
     #expect(!passes(misses: 6_000, relativeRMS: 1e-2, measured))
-    #expect(!passes(misses: 6_000, relativeRMS: 1.4e-4, measured))
+    #expect(!passes(misses: 3_300, relativeRMS: 1.4e-4, measured))
     let small = VerificationTolerance.RoundoffSensitivity(share: 1e-3, relativeRMS: 1e-5)
     #expect(!small.widens && measured.widens)
     #expect(!passes(misses: 1_562, relativeRMS: 1.4e-4, small))

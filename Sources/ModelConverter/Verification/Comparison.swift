@@ -134,7 +134,7 @@ struct Comparison {
   let convertedRuntime: Interpreter
   /// Keyed by output index and input kind (`random` / `reference`).
   var statistics: [StatisticsKey: Statistics] = [:]
-  /// By output index: the source rerun with float32-sized roundoff noise against its plain run, on the
+  /// By output index: the source rerun with its float32 roundoff made visible against its plain run, on the
   /// reference inputs (what another framework's float32 rounding may move each output by).
   var roundoffStatistics: [Int: Statistics] = [:]
   var sourceSeconds = 0.0
@@ -586,8 +586,8 @@ struct Comparison {
     if expected != nil { probeRoundoff(sourceInputs: sourceInputs, plain: sample.sourceOutputs) }
   }
 
-  /// Runs of the source with noise of float32 roundoff's size on every layer (`RoundoffNoise`, two seeds per
-  /// sample), compared with its plain run: how far the model's own rounding moves each output, which an
+  /// Runs of the source with its float32 roundoff made visible (`RoundoffNoise`, two seeds per sample),
+  /// compared with its plain run: how far the model's own rounding moves each output, which an
   /// output compared with another framework's (float32 weights) may then differ by (`RoundoffSensitivity`).
   mutating func probeRoundoff(sourceInputs: [Tensor], plain: [Tensor]) {
     guard tolerance.basis == .float32Weights, tolerance.maximumRelativeRMS == nil else { return }

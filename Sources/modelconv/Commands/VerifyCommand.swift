@@ -162,8 +162,9 @@ enum VerifyCommand: Subcommand {
       guard let sensitivity, sensitivity.widens else { return "" }
       return String(
         format:
-          " (allowed %.2f%% outside, relative RMS %@: what float32-sized noise on every layer moves the source by)",
-        sensitivity.allowedShare * 100, format(Float(sensitivity.allowedRMS)))
+          " (allowed %.2f%% outside, relative RMS %@: %.0fx what float32 roundoff on every layer moves the source by)",
+        sensitivity.allowedShare * 100, format(Float(sensitivity.allowedRMS)),
+        VerificationTolerance.RoundoffSensitivity.factor)
     }
     for output in report.outputs {
       let snr = output.snrDecibels.map { String(format: "%.1f dB", $0) } ?? "exact"
