@@ -847,7 +847,8 @@ struct Comparison {
         predicted != ranked[0] && expected.indices.contains(predicted)
         && tolerance.allows(actual: expected[predicted], expected: expected[ranked[0]], scale: 1)
       if expectedTop.first == convertedLabel || nearTie { top1 += 1 }
-      if expectedTop.contains(convertedLabel) { topK += 1 }
+      // A near tie with the top is within the top K as well.
+      if expectedTop.contains(convertedLabel) || nearTie { topK += 1 }
     }
     let labelsMatch = expectedLabels.map { $0 == labels }
     let n = Double(classifications.count)
