@@ -37,6 +37,7 @@ from flatbuffers import flexbuffers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_mediapipe_graph_references as graph_references  # noqa: E402
+from tflite_rewrite import load_schema  # noqa: E402
 
 NAME = "landmark_ops_custom"
 
@@ -151,7 +152,7 @@ def main():
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     import mediapipe
-    schema = graph_references.load_schema(os.path.join(os.path.dirname(mediapipe.__file__), "tasks", "metadata"))
+    schema = load_schema(os.path.join(os.path.dirname(mediapipe.__file__), "tasks", "metadata"))
     data = build(schema)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, NAME + ".tflite")

@@ -29,11 +29,8 @@ import sys
 import h5py
 import numpy as np
 
-
-def load_schema(folder):
-    sys.path.insert(0, folder)
-    import schema_py_generated  # noqa: E402
-    return schema_py_generated
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tflite_rewrite import load_schema  # noqa: E402
 
 
 def model_interface(path):

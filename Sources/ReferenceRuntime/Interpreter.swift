@@ -93,7 +93,17 @@ public struct Interpreter: Sendable {
     for (position, step) in plan.steps.enumerated() {
       let shape = graph[step.output].type.shape
       var result: [Float]
-      if let prepared = step.prepared, let addend = step.addend {
+      // With roundoff made visible, a mean or sum is a float32 running sum, one value after another.
+      let runningSum =
+        roundoffNoise == nil
+        ? nil
+        : step.inputs.first.flatMap { values[$0] }.flatMap { input in
+          RoundoffNoise.summedAxes(step.operation, inputShape: input.shape).map { (input, $0) }
+        }
+      if let (input, summed) = runningSum {
+        result = RoundoffNoise.runningSum(input, axes: summed.axes, mean: summed.mean)
+        for activation in step.epilogue { Kernels.apply(activation, to: &result) }
+      } else if let prepared = step.prepared, let addend = step.addend {
         // The addend's buffer becomes the result: taken over (no copy) when this is its last use.
         result = values[addend]!.values
         if remainingUses[addend] == 1 && !observed.contains(addend) && !graph.outputs.contains(addend) {
@@ -111,17 +121,9 @@ public struct Interpreter: Sendable {
         result = evaluate(step.operation, step.inputs.map { values[$0]! }, outputShape: shape)
         for activation in step.epilogue { Kernels.apply(activation, to: &result) }
       }
-      if let roundoffNoise {
-        if let first = step.inputs.first, let input = values[first],
-          let summed = RoundoffNoise.summedAxes(step.operation, inputShape: input.shape)
-        {
-          // A mean or sum as a float32 running sum computes it, one value after another.
-          result = RoundoffNoise.runningSum(input, axes: summed.axes, mean: summed.mean)
-          for activation in step.epilogue { Kernels.apply(activation, to: &result) }
-        } else {
-          let size = RoundoffNoise.size(step.operation, inputShapes: step.inputs.map { graph[$0].type.shape })
-          roundoffNoise.perturb(&result, size: size, step: position)
-        }
+      if let roundoffNoise, runningSum == nil {
+        let size = RoundoffNoise.size(step.operation, inputShapes: step.inputs.map { graph[$0].type.shape })
+        roundoffNoise.perturb(&result, size: size, step: position)
       }
       if graph[step.output].type.dataType == .float16 {
         if kernels == .fast { FastKernels.roundToFloat16(&result) } else { Kernels.roundToFloat16(&result) }

@@ -22,6 +22,22 @@ public enum Fixtures {
     }
   }
 
+  /// `count` copies of `bytes`, each with `changes` bytes at or after `from` set to seeded values (a linear
+  /// congruential generator from `seed`, drawn in order): damaged files for readers that must refuse, never crash.
+  public static func damagedCopies(of bytes: [UInt8], count: Int, changes: Int, seed: UInt64, from: Int = 0)
+    -> [[UInt8]]
+  {
+    var state = seed
+    return (0..<count).map { _ in
+      var damaged = bytes
+      for _ in 0..<changes {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        damaged[from + Int(state >> 33) % (damaged.count - from)] = UInt8(truncatingIfNeeded: state >> 17)
+      }
+      return damaged
+    }
+  }
+
   /// A fresh temporary directory.
   public static func temporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("modelconv-tests-\(UUID().uuidString)")

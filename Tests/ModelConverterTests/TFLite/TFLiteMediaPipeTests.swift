@@ -82,13 +82,7 @@ import Testing
       do { _ = try FlexBufferMap(Array(bytes.prefix(length))) } catch is FlexBufferMap.Failure { refused += 1 }
     }
     #expect(refused > 0)
-    var state: UInt64 = 41
-    for _ in 0..<2000 {
-      var damaged = bytes
-      for _ in 0..<3 {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        damaged[Int(state >> 33) % damaged.count] = UInt8(truncatingIfNeeded: state >> 17)
-      }
+    for damaged in Fixtures.damagedCopies(of: bytes, count: 2000, changes: 3, seed: 41) {
       _ = try? FlexBufferMap(damaged)
     }
   }

@@ -94,13 +94,7 @@ import Testing
       do { _ = try TFLiteReader.read(bytes: Array(bytes.prefix(length)), path: "cut.tflite") } catch { refused += 1 }
     }
     #expect(refused > 0)
-    var state: UInt64 = 39
-    for _ in 0..<200 {
-      var damaged = bytes
-      for _ in 0..<4 {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        damaged[8 + Int(state >> 33) % (damaged.count - 8)] = UInt8(truncatingIfNeeded: state >> 17)
-      }
+    for damaged in Fixtures.damagedCopies(of: bytes, count: 200, changes: 4, seed: 39, from: 8) {
       if let model = try? TFLiteReader.read(bytes: damaged, path: "damaged.tflite") {
         _ = try? TFLiteGraphImporter.importGraph(model)
       }
